@@ -1,0 +1,102 @@
+/** Every failure the framework reports, by code. */
+export type AgoraErrorCode =
+  | 'UNSUPPORTED_PROTOCOL'
+  | 'PROTOCOL_CHANGED'
+  | 'CONVERSATION_EXPIRED'
+  | 'CONVERSATION_NOT_FOUND'
+  | 'NATURAL_LANGUAGE_UNSUPPORTED'
+  | 'ROUTINE_FAILED'
+  | 'LLM_UNAVAILABLE'
+  | 'BAD_REQUEST'
+  | 'REQUEST_TOO_LARGE'
+  | 'NOT_FOUND'
+  | 'METHOD_NOT_ALLOWED'
+  | 'UNAUTHORIZED'
+  | 'RATE_LIMITED'
+  | 'TOO_MANY_CONVERSATIONS'
+  | 'REQUEST_TIMEOUT'
+  | 'INVALID_DOCUMENT'
+  | 'SOURCE_FAILED'
+  | 'PEER_FAILURE'
+  | 'NEGOTIATION_FAILED'
+  | 'INVALID_OUTPUT'
+  | 'TIMEOUT'
+  | 'INTERNAL';
+
+/** The fixed texts of spec §2 (peers and tests match on them). */
+export const FIXED_MESSAGES = {
+  UNSUPPORTED_PROTOCOL: 'Unsupported protocol',
+  PROTOCOL_CHANGED: 'Protocol cannot change within a conversation',
+  CONVERSATION_EXPIRED: 'Conversation expired',
+  CONVERSATION_NOT_FOUND: 'Conversation not found',
+  NATURAL_LANGUAGE_UNSUPPORTED: 'This agent only accepts queries under the protocols listed at /wellknown',
+  ROUTINE_FAILED: 'Routine failed',
+  LLM_UNAVAILABLE: 'LLM unavailable',
+  REQUEST_TOO_LARGE: 'Request too large',
+  NOT_FOUND: 'Not found',
+  METHOD_NOT_ALLOWED: 'Method not allowed',
+  UNAUTHORIZED: 'Unauthorized',
+  RATE_LIMITED: 'Too many requests',
+  TOO_MANY_CONVERSATIONS: 'Too many live conversations',
+  REQUEST_TIMEOUT: 'Request timeout',
+  INTERNAL: 'Internal error',
+} as const satisfies Partial<Record<AgoraErrorCode, string>>;
+
+/** The HTTP status each code answers with at the receiver's edge (spec §2: Agora-level failures are 200). */
+export const HTTP_STATUS: Record<AgoraErrorCode, number> = {
+  UNSUPPORTED_PROTOCOL: 200,
+  PROTOCOL_CHANGED: 400,
+  CONVERSATION_EXPIRED: 200,
+  CONVERSATION_NOT_FOUND: 404,
+  NATURAL_LANGUAGE_UNSUPPORTED: 200,
+  ROUTINE_FAILED: 200,
+  LLM_UNAVAILABLE: 200,
+  BAD_REQUEST: 400,
+  REQUEST_TOO_LARGE: 413,
+  NOT_FOUND: 404,
+  METHOD_NOT_ALLOWED: 405,
+  UNAUTHORIZED: 401,
+  RATE_LIMITED: 429,
+  TOO_MANY_CONVERSATIONS: 200,
+  REQUEST_TIMEOUT: 408,
+  INVALID_DOCUMENT: 400,
+  SOURCE_FAILED: 200,
+  PEER_FAILURE: 502,
+  NEGOTIATION_FAILED: 200,
+  INVALID_OUTPUT: 200,
+  TIMEOUT: 504,
+  INTERNAL: 500,
+};
+
+/**
+ * The one error class of the framework: a code, a message fit for its audience, an optional cause.
+ * @example throw new AgoraError('UNSUPPORTED_PROTOCOL', 'Unsupported protocol');
+ */
+export class AgoraError extends Error {
+  readonly code: AgoraErrorCode;
+  /** HTTP status of a peer's answer, when this error came from one. */
+  readonly status?: number;
+
+  constructor(code: AgoraErrorCode, message?: string, options?: { cause?: unknown; status?: number }) {
+    super(message ?? (FIXED_MESSAGES as Partial<Record<AgoraErrorCode, string>>)[code] ?? code, { cause: options?.cause });
+    this.name = 'AgoraError';
+    this.code = code;
+    if (options?.status !== undefined) this.status = options.status;
+  }
+
+  /** The HTTP status this error answers with at the receiver's edge. */
+  get httpStatus(): number {
+    return HTTP_STATUS[this.code];
+  }
+}
+
+/** Whether a value is an AgoraError (also across duplicated module instances). */
+export function isAgoraError(value: unknown): value is AgoraError {
+  return value instanceof AgoraError || (value instanceof Error && value.name === 'AgoraError' && 'code' in value);
+}
+
+/** A one-line description of any thrown value, for logs. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) return `${error.name}: ${error.message}`;
+  return String(error);
+}

@@ -1,0 +1,118 @@
+import { AgoraError, describeError } from '../errors.js';
+import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
+
+/** A content block of an LLM message (the Messages API shapes, kept small). */
+export type LlmContentBlock =
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: unknown }
+  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
+
+/** A message of an LLM conversation. */
+export type LlmMessage = { role: 'user' | 'assistant'; content: string | LlmContentBlock[] };
+
+/** A tool as the LLM sees it. */
+export type LlmToolSpec = { name: string; description: string; inputSchema: Record<string, unknown> };
+
+/** Token counts of one call. */
+export type LlmUsage = { inputTokens: number; outputTokens: number };
+
+/** One request to the LLM. */
+export type LlmRequest = {
+  system: string;
+  messages: LlmMessage[];
+  tools?: LlmToolSpec[];
+  maxTokens?: number;
+  /** Sampling temperature; 0 for checks and code. */
+  temperature?: number;
+  /** Aborts the call. */
+  signal?: AbortSignal;
+};
+
+/** One reply of the LLM: its text, the tool calls it asks for, and what it cost. */
+export type LlmResponse = {
+  text: string;
+  toolCalls: { id: string; name: string; input: unknown }[];
+  /** The assistant message as returned, to append to the conversation before tool results. */
+  content: LlmContentBlock[];
+  stopReason: string;
+  usage: LlmUsage;
+  model: string;
+};
+
+/**
+ * The one LLM seam: a conversation with a system prompt, messages and tools, returning text or tool calls.
+ * Implementations throw AgoraError('LLM_UNAVAILABLE') on any failure they cannot recover from.
+ */
+export interface LanguageModel {
+  readonly model: string;
+  complete(request: LlmRequest): Promise<LlmResponse>;
+}
+
+/** Where LLM usage is reported (the metrics registry implements it). */
+export type UsageSink = (usage: LlmUsage & { model: string }) => void;
+
+/** Options of {@link converse}. */
+export type ConverseOptions = {
+  system: string;
+  messages: LlmMessage[];
+  tools?: readonly Tool[];
+  /** Upper bound on LLM calls in the tool loop (default 8). */
+  maxSteps?: number;
+  maxTokens?: number;
+  temperature?: number;
+  signal?: AbortSignal;
+  /** Called after each LLM call with its token counts. */
+  onUsage?: UsageSink;
+};
+
+/** The outcome of {@link converse}. */
+export type ConverseResult = { text: string; messages: LlmMessage[]; usage: LlmUsage; calls: number };
+
+/**
+ * Runs the tool loop: asks the LLM, runs the tools it calls (a throwing tool returns its error to the model),
+ * and stops at a reply with no tool call or at `maxSteps` LLM calls.
+ */
+export async function converse(model: LanguageModel, options: ConverseOptions): Promise<ConverseResult> {
+  const tools = options.tools ?? [];
+  const byName = new Map(tools.map((tool) => [tool.name, tool]));
+  const specs = tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: toolInputJsonSchema(tool) }));
+  const messages = [...options.messages];
+  const usage: LlmUsage = { inputTokens: 0, outputTokens: 0 };
+  const maxSteps = options.maxSteps ?? 8;
+  for (let step = 1; ; step++) {
+    const response = await model.complete({
+      system: options.system,
+      messages,
+      ...(specs.length ? { tools: specs } : {}),
+      ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
+      ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    usage.inputTokens += response.usage.inputTokens;
+    usage.outputTokens += response.usage.outputTokens;
+    options.onUsage?.({ ...response.usage, model: response.model });
+    messages.push({ role: 'assistant', content: response.content });
+    if (response.toolCalls.length === 0) return { text: response.text, messages, usage, calls: step };
+    if (step >= maxSteps) {
+      throw new AgoraError('LLM_UNAVAILABLE', `LLM tool loop exceeded ${maxSteps} steps`);
+    }
+    const results: LlmContentBlock[] = [];
+    for (const call of response.toolCalls) {
+      const tool = byName.get(call.name);
+      try {
+        if (!tool) throw new Error(`Unknown tool ${call.name}`);
+        const output = await callTool(tool, call.input, options.signal ? { signal: options.signal } : {});
+        results.push({ type: 'tool_result', tool_use_id: call.id, content: typeof output === 'string' ? output : JSON.stringify(output ?? null) });
+      } catch (error) {
+        results.push({ type: 'tool_result', tool_use_id: call.id, content: describeError(error), is_error: true });
+      }
+    }
+    messages.push({ role: 'user', content: results });
+  }
+}
+
+/** Asks once, without tools, and returns the text. */
+export async function ask(model: LanguageModel, system: string, prompt: string | LlmMessage[], options: Omit<ConverseOptions, 'system' | 'messages' | 'tools'> = {}): Promise<string> {
+  const messages: LlmMessage[] = typeof prompt === 'string' ? [{ role: 'user', content: prompt }] : prompt;
+  return (await converse(model, { ...options, system, messages, maxSteps: 1 })).text;
+}

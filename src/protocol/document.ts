@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+import matter from 'gray-matter';
+import YAML from 'yaml';
+import { z } from 'zod';
+import { AgoraError } from '../errors.js';
+
+/** The two encodings of a protocol hash in use (spec §1). */
+export type HashEncoding = 'hex' | 'base64';
+
+/** The metadata of a protocol document: three required keys, other keys kept. */
+export const protocolMetadataSchema = z
+  .object({
+    name: z.string({ error: 'name must be a string' }).trim().min(1, { error: 'name must not be empty' }),
+    description: z.string({ error: 'description must be a string' }),
+    multiround: z.boolean({ error: 'multiround must be a boolean (true or false)' }),
+  })
+  .catchall(z.unknown());
+
+/** Metadata of a protocol document. */
+export type ProtocolMetadata = z.infer<typeof protocolMetadataSchema>;
+
+/** A parsed protocol document: its exact text, its hash and its parts. */
+export type ProtocolDocument = {
+  /** The exact text, as hashed. */
+  readonly text: string;
+  /** SHA1 of the exact UTF-8 bytes, 40 lowercase hex characters. */
+  readonly hash: string;
+  readonly metadata: ProtocolMetadata;
+  /** The text after the front matter. */
+  readonly content: string;
+};
+
+const YAML_OPTIONS = { schema: 'core', merge: false, maxAliasCount: 50, uniqueKeys: true, customTags: [] } as const;
+
+// Data only: an unresolved tag (`!!js/function`, a custom `!tag`) is refused, not turned into a string.
+function parseYaml(source: string): unknown {
+  const document = YAML.parseDocument(source, { ...YAML_OPTIONS, logLevel: 'silent' });
+  const problem = document.errors[0] ?? document.warnings[0];
+  if (problem) throw new Error(problem.message.split('\n')[0]);
+  return document.toJS({ maxAliasCount: YAML_OPTIONS.maxAliasCount });
+}
+
+function refuseJavaScript(): never {
+  throw new Error('JavaScript front matter is not allowed');
+}
+
+// A fresh options object per call: gray-matter caches by input when called without one.
+function matterOptions() {
+  return {
+    engines: {
+      yaml: { parse: (source: string) => parseYaml(source) as object, stringify: (data: object) => YAML.stringify(data) },
+      js: { parse: refuseJavaScript },
+      javascript: { parse: refuseJavaScript },
+      coffee: { parse: refuseJavaScript },
+      coffeescript: { parse: refuseJavaScript },
+    },
+    language: 'yaml',
+  };
+}
+
+/** SHA1 of the exact UTF-8 bytes of a document, hex (spec §1: no normalisation at all). */
+export function hashText(text: string | Uint8Array, encoding: HashEncoding = 'hex'): string {
+  return createHash('sha1').update(text).digest(encoding);
+}
+
+const HEX = /^[0-9a-fA-F]{40}$/;
+const BASE64 = /^[A-Za-z0-9+/\-_]{27}=?$/;
+
+/**
+ * A received hash, hex in any case or base64 (standard or URL-safe), as 40 lowercase hex characters;
+ * `undefined` when it is neither.
+ */
+export function normalizeHash(hash: string): string | undefined {
+  const value = hash.trim();
+  if (HEX.test(value)) return value.toLowerCase();
+  if (BASE64.test(value)) {
+    const bytes = Buffer.from(value.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
+    if (bytes.length === 20) return bytes.toString('hex');
+  }
+  return undefined;
+}
+
+/** A hex hash in the requested encoding. */
+export function encodeHash(hexHash: string, encoding: HashEncoding): string {
+  return encoding === 'hex' ? hexHash : Buffer.from(hexHash, 'hex').toString('base64');
+}
+
+/** The encoding a received hash was written in. */
+export function hashEncodingOf(hash: string): HashEncoding | undefined {
+  const value = hash.trim();
+  if (HEX.test(value)) return 'hex';
+  if (BASE64.test(value)) return 'base64';
+  return undefined;
+}
+
+function splitBeginnerLayout(text: string): { front: string; content: string } | undefined {
+  // Beginner layout (seed 004): metadata first, one `---` line, then the text.
+  const match = /^([\s\S]*?)\r?\n---[ \t]*(?:\r?\n|$)([\s\S]*)$/.exec(text);
+  if (!match) return undefined;
+  return { front: match[1] ?? '', content: match[2] ?? '' };
+}
+
+function formatIssues(error: z.ZodError): string {
+  return error.issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
+}
+
+/**
+ * Parses a protocol document in either layout of spec §1 and hashes its exact bytes.
+ * @param origin names the document in errors (a file path, a URL).
+ * @example const document = parseDocument(await readFile('protocols/weather.md', 'utf8'), 'weather.md');
+ */
+export function parseDocument(raw: string | Uint8Array, origin = 'protocol document'): ProtocolDocument {
+  const text = typeof raw === 'string' ? raw : new TextDecoder('utf-8', { fatal: false }).decode(raw);
+  const hash = hashText(raw);
+  if (text.includes('\u0000')) throw new AgoraError('INVALID_DOCUMENT', `${origin}: not a text document`);
+  const body = text.startsWith('\uFEFF') ? text.slice(1) : text;
+
+  let data: unknown;
+  let content: string;
+  try {
+    if (/^---[^\S\r\n]*\S/.test(body) && !/^---[^\S\r\n]*yaml[^\S\r\n]*\r?\n/i.test(body)) {
+      throw new Error(`front matter language "${/^---\s*(\S+)/.exec(body)?.[1]}" is not allowed: use YAML`);
+    }
+    if (/^---[ \t]*\r?\n/.test(body)) {
+      const unix = body.replace(/\r\n/g, '\n');
+      if (!/^---[ \t]*\n(?:[\s\S]*?\n)?---[ \t]*(?:\n|$)/.test(unix)) {
+        throw new Error('front matter is not closed by a `---` line');
+      }
+      const parsed = matter(unix, matterOptions());
+      data = parsed.data;
+      content = parsed.content;
+    } else {
+      const split = splitBeginnerLayout(body);
+      if (!split) throw new Error('no front matter: expected YAML metadata between `---` lines');
+      data = parseYaml(split.front.replace(/\r\n/g, '\n'));
+      content = split.content;
+    }
+  } catch (error) {
+    if (error instanceof AgoraError) throw error;
+    const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    throw new AgoraError('INVALID_DOCUMENT', `${origin}: invalid front matter: ${reason}`, { cause: error });
+  }
+  if (data === null || typeof data !== 'object' || Array.isArray(data)) {
+    throw new AgoraError('INVALID_DOCUMENT', `${origin}: front matter must be a YAML mapping with name, description and multiround`);
+  }
+  const result = protocolMetadataSchema.safeParse(data);
+  if (!result.success) {
+    throw new AgoraError('INVALID_DOCUMENT', `${origin}: invalid metadata: ${formatIssues(result.error)}`);
+  }
+  return { text, hash, metadata: result.data, content };
+}
+
+/** Writes a document in the two-`---` layout (the one we always write). */
+export function formatDocument(metadata: ProtocolMetadata, content: string): string {
+  const front = YAML.stringify(metadata, { lineWidth: 0 }).trimEnd();
+  const body = content.endsWith('\n') ? content : `${content}\n`;
+  return `---\n${front}\n---\n${body.startsWith('\n') ? body : `\n${body}`}`;
+}
+
+/** A file name for a document: its name in kebab-case, `.md`. */
+export function documentFileName(metadata: Pick<ProtocolMetadata, 'name'>): string {
+  const slug = metadata.name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 60);
+  return `${slug || 'protocol'}.md`;
+}

@@ -1,0 +1,66 @@
+import { z } from 'zod';
+
+/** What a tool's `run` receives besides its input. */
+export type ToolContext = {
+  /** Aborted when the query that called the tool gives up (timeout, shutdown). */
+  signal?: AbortSignal;
+};
+
+/** A capability of an agent, callable by its LLM (tool use) and by its routines (`context.tools`). */
+export type Tool<Input = any, Output = unknown> = {
+  readonly name: string;
+  readonly description: string;
+  readonly input: z.ZodType<Input>;
+  run(input: Input, context: ToolContext): Output | Promise<Output>;
+};
+
+const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
+
+/**
+ * Defines a tool: a name, what it does, a zod schema of its input, and the function that runs it.
+ * @example
+ * export default defineTool({
+ *   name: 'get_forecast', description: 'Forecast for a city on a date',
+ *   input: z.object({ city: z.string(), date: z.string() }),
+ *   run: ({ city, date }) => lookup(city, date),
+ * });
+ */
+export function defineTool<Schema extends z.ZodType, Output>(definition: {
+  name: string;
+  description: string;
+  input: Schema;
+  run(input: z.output<Schema>, context: ToolContext): Output | Promise<Output>;
+}): Tool<z.output<Schema>, Output> {
+  if (!TOOL_NAME.test(definition.name)) {
+    throw new Error(`Invalid tool name ${JSON.stringify(definition.name)}: use 1-64 letters, digits, _ or -`);
+  }
+  return Object.freeze({ ...definition, [TOOL_MARK]: true }) as Tool<z.output<Schema>, Output>;
+}
+
+const TOOL_MARK = Symbol.for('agora-agents.tool');
+
+/** Whether a value looks like a tool (from `defineTool`, or a plain object of the same shape). */
+export function isTool(value: unknown): value is Tool {
+  if (typeof value !== 'object' || value === null) return false;
+  const candidate = value as Partial<Tool>;
+  return typeof candidate.name === 'string' && typeof candidate.run === 'function' && typeof candidate.input === 'object';
+}
+
+/** The JSON Schema of a tool's input, for the LLM. */
+export function toolInputJsonSchema(tool: Tool): Record<string, unknown> {
+  try {
+    const schema = z.toJSONSchema(tool.input, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
+    delete schema.$schema;
+    if (schema.type !== 'object') return { type: 'object', properties: { value: schema }, required: ['value'] };
+    return schema;
+  } catch {
+    return { type: 'object' };
+  }
+}
+
+/** Runs a tool on untrusted input (from an LLM or a routine): validates, runs, returns its output. */
+export async function callTool(tool: Tool, input: unknown, context: ToolContext = {}): Promise<unknown> {
+  const parsed = tool.input.safeParse(input);
+  if (!parsed.success) throw new Error(`Invalid input for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
+  return tool.run(parsed.data, context);
+}
