@@ -30,7 +30,7 @@ export type ProtocolDocument = {
   readonly content: string;
 };
 
-const YAML_OPTIONS = { schema: 'core', merge: false, maxAliasCount: 50, uniqueKeys: true, customTags: [] } as const;
+const YAML_OPTIONS = { schema: 'core', merge: false, maxAliasCount: 50, uniqueKeys: true } as const;
 
 // Data only: an unresolved tag (`!!js/function`, a custom `!tag`) is refused, not turned into a string.
 function parseYaml(source: string): unknown {

@@ -1,0 +1,380 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Redis } from 'ioredis';
+import { AgoraError } from '../errors.js';
+import { checkKey, type AgentMemory } from '../memory.js';
+import type { JsonValue } from '../schemas.js';
+import type { ConversationRecord, ConversationStore, TurnUpdate } from './store.js';
+
+/** Options of {@link RedisConversationStore}. */
+export type RedisStoreOptions = {
+  /** Prefix of every key the store writes. Default `agora:`. */
+  prefix?: string;
+  /** How long an expired or ended conversation still answers "expired", ms (at least one TTL; default 1 hour). */
+  tombstoneMs?: number;
+  /** Lease of a turn's lock, ms: a crashed holder blocks the conversation at most this long. Default 30 s. */
+  lockTtlMs?: number;
+  /** How long a turn waits for the lock before failing with REQUEST_TIMEOUT, ms. Default 60 s. */
+  lockWaitMs?: number;
+  /** Clock in Unix milliseconds (injected in tests); decides expiry, Redis TTLs only collect garbage. */
+  now?: () => number;
+};
+
+type Script = { source: string; sha: string };
+
+function script(source: string): Script {
+  return { source, sha: createHash('sha1').update(source).digest('hex') };
+}
+
+/** Runs a Lua script by its SHA, sending the source only when the server does not know it yet. */
+async function runScript(redis: Redis, lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+  try {
+    return await redis.evalsha(lua.sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
+    return redis.eval(lua.source, keys.length, ...keys, ...args);
+  }
+}
+
+/** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, pruneBefore. */
+const CREATE = script(`
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
+redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
+return 1
+`);
+
+/** KEYS: record, tombstone, index, lock. ARGV: token, json, px, id, expiresAt. 0 = lock lost, 2 = deleted meanwhile. */
+const SAVE = script(`
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
+return 1
+`);
+
+/** KEYS: record, tombstone, index. ARGV: id, tombstonePx, now. 1 when the conversation was live. */
+const DELETE = script(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
+redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
+if score and tonumber(score) > tonumber(ARGV[3]) then return 1 end
+return 0
+`);
+
+/** KEYS: lock. ARGV: token, px. */
+const RENEW = script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+`);
+
+/** KEYS: lock. ARGV: token. */
+const RELEASE = script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`);
+
+/** KEYS: key. ARGV: expected value, '1' when the key existed, new value. */
+const COMPARE_AND_SET = script(`
+local current = redis.call('GET', KEYS[1])
+if ARGV[2] == '0' then
+  if current then return 0 end
+elseif current ~= ARGV[1] then
+  return 0
+end
+redis.call('SET', KEYS[1], ARGV[3])
+return 1
+`);
+
+/**
+ * Conversations in Redis, so any process sharing the server can take any turn; turns of one conversation are
+ * serialized across processes by a fenced lease lock.
+ * @example const store = new RedisConversationStore('redis://127.0.0.1:6379/0', { prefix: 'weather:' });
+ */
+export class RedisConversationStore implements ConversationStore {
+  readonly #redis: Redis;
+  readonly #owned: boolean;
+  readonly #prefix: string;
+  /** Sorted set of conversation ids scored by expiresAt, for count() and sweep(). */
+  readonly #index: string;
+  readonly #tombstoneMs: number;
+  readonly #lockTtlMs: number;
+  readonly #lockWaitMs: number;
+  readonly #now: () => number;
+  /** id → tail of this process's queue of turns for it. */
+  readonly #queues = new Map<string, Promise<unknown>>();
+  #closed = false;
+
+  constructor(redis: Redis | string, options: RedisStoreOptions = {}) {
+    this.#owned = typeof redis === 'string';
+    this.#redis = typeof redis === 'string' ? new Redis(redis) : redis;
+    this.#prefix = options.prefix ?? 'agora:';
+    this.#index = `${this.#prefix}conversations`;
+    this.#tombstoneMs = options.tombstoneMs ?? 60 * 60 * 1000;
+    this.#lockTtlMs = options.lockTtlMs ?? 30_000;
+    this.#lockWaitMs = options.lockWaitMs ?? 60_000;
+    this.#now = options.now ?? Date.now;
+  }
+
+  #keys(id: string) {
+    return {
+      record: `${this.#prefix}conversation:${id}`,
+      tombstone: `${this.#prefix}tombstone:${id}`,
+      lock: `${this.#prefix}lock:${id}`,
+      index: this.#index,
+    };
+  }
+
+  /**
+   * Redis TTL of a record and its tombstone: the tombstone period past the logical expiry, so the injected
+   * clock, not Redis, decides when a conversation expires, and the record itself answers "expired" until then.
+   */
+  #px(expiresAt: number): number {
+    return Math.max(1, Math.ceil(Math.max(0, expiresAt - this.#now()) + this.#tombstoneMs));
+  }
+
+  async #read(id: string): Promise<ConversationRecord> {
+    const keys = this.#keys(id);
+    // One MGET, so the record and tombstone are seen at the same instant.
+    const [raw, tombstone] = await this.#redis.mget(keys.record, keys.tombstone);
+    if (raw) {
+      let record: ConversationRecord;
+      try {
+        record = JSON.parse(raw) as ConversationRecord;
+      } catch (error) {
+        throw new AgoraError('INTERNAL', `Corrupt conversation record in Redis: ${keys.record}`, { cause: error });
+      }
+      if (record.expiresAt > this.#now()) return record;
+      throw new AgoraError('CONVERSATION_EXPIRED');
+    }
+    if (tombstone) throw new AgoraError('CONVERSATION_EXPIRED');
+    throw new AgoraError('CONVERSATION_NOT_FOUND');
+  }
+
+  async create(record: ConversationRecord): Promise<void> {
+    const keys = this.#keys(record.id);
+    // Index entries older than a tombstone period belong to keys Redis has dropped already; pruning them here
+    // keeps the index bounded even when nobody calls sweep().
+    const pruneBefore = this.#now() - this.#tombstoneMs;
+    await runScript(this.#redis, CREATE, [keys.record, keys.tombstone, keys.index], [
+      JSON.stringify(record),
+      this.#px(record.expiresAt),
+      record.id,
+      record.expiresAt,
+      pruneBefore,
+    ]);
+  }
+
+  async get(id: string): Promise<ConversationRecord> {
+    return this.#read(id);
+  }
+
+  async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
+    // Fail fast on an unknown or expired conversation, before queueing behind other turns.
+    await this.#read(id);
+    return this.#queued(id, () => this.#lockedTurn(id, ttlMs, turn));
+  }
+
+  /** Queues turns of one id within this process, so only one of them at a time polls Redis for the lock. */
+  async #queued<T>(id: string, work: () => Promise<T>): Promise<T> {
+    const previous = this.#queues.get(id) ?? Promise.resolve();
+    const run = previous.then(work, work);
+    const tail = run.catch(() => undefined);
+    this.#queues.set(id, tail);
+    void tail.then(() => {
+      if (this.#queues.get(id) === tail) this.#queues.delete(id);
+    });
+    return run;
+  }
+
+  async #lockedTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
+    const keys = this.#keys(id);
+    const token = randomBytes(16).toString('base64url');
+    await this.#acquire(keys.lock, token);
+    // A turn may outlast the lease (a slow LLM); renewing keeps it ours while we are alive.
+    const renewal = setInterval(() => {
+      // A failed renewal surfaces at the fenced save as a lost lock.
+      runScript(this.#redis, RENEW, [keys.lock], [token, this.#lockTtlMs]).catch(() => undefined);
+    }, Math.max(1, Math.floor(this.#lockTtlMs / 3)));
+    renewal.unref();
+    try {
+      // Re-read under the lock: the conversation may have changed, expired or ended while we waited.
+      const current = await this.#read(id);
+      const update = await turn(structuredClone(current));
+      const expiresAt = this.#now() + ttlMs;
+      const record: ConversationRecord = {
+        ...current,
+        state: update.state,
+        history: update.history,
+        turn: current.turn + 1,
+        expiresAt,
+      };
+      const saved = await runScript(this.#redis, SAVE, [keys.record, keys.tombstone, keys.index, keys.lock], [
+        token,
+        JSON.stringify(record),
+        this.#px(expiresAt),
+        id,
+        expiresAt,
+      ]);
+      // Our lease expired and someone else may have taken a turn: saving now would overwrite theirs.
+      if (saved === 0) throw new AgoraError('INTERNAL', 'Conversation lock lost');
+      // saved === 2: ended during the turn; like the memory store, the answer stands and the end stays.
+      return update.result;
+    } finally {
+      clearInterval(renewal);
+      // A failed release is harmless: the lease runs out by itself.
+      await runScript(this.#redis, RELEASE, [keys.lock], [token]).catch(() => undefined);
+    }
+  }
+
+  async #acquire(lock: string, token: string): Promise<void> {
+    // Real time, not the injected clock: this bounds how long a caller actually blocks.
+    const deadline = performance.now() + this.#lockWaitMs;
+    let pause = 5;
+    for (;;) {
+      if ((await this.#redis.set(lock, token, 'PX', this.#lockTtlMs, 'NX')) === 'OK') return;
+      const left = deadline - performance.now();
+      if (left <= 0) throw new AgoraError('REQUEST_TIMEOUT', 'Conversation busy');
+      await delay(Math.min(pause, left));
+      pause = Math.min(pause * 2, 50);
+    }
+  }
+
+  async delete(id: string): Promise<boolean> {
+    const keys = this.#keys(id);
+    const live = await runScript(this.#redis, DELETE, [keys.record, keys.tombstone, keys.index], [
+      id,
+      Math.max(1, this.#tombstoneMs),
+      this.#now(),
+    ]);
+    return live === 1;
+  }
+
+  async count(): Promise<number> {
+    return this.#redis.zcount(this.#index, `(${this.#now()}`, '+inf');
+  }
+
+  /** Drops expired conversations from the live index; their records and tombstones leave by Redis TTL. */
+  async sweep(): Promise<number> {
+    return this.#redis.zremrangebyscore(this.#index, '-inf', this.#now());
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#owned) await this.#redis.quit();
+  }
+}
+
+/** Escapes Redis glob characters, so a prefix matches literally in SCAN. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+function parseJson(raw: string | null): JsonValue | undefined {
+  if (raw === null) return undefined;
+  try {
+    return JSON.parse(raw) as JsonValue;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An agent memory in Redis, shared by every process of an agent: JSON values in string keys, counters as plain
+ * integers so `increment` is one atomic INCRBY.
+ */
+export class RedisMemory implements AgentMemory {
+  readonly #redis: Redis;
+  readonly #owned: boolean;
+  readonly #prefix: string;
+  #closed = false;
+
+  constructor(redis: Redis | string, options: { prefix?: string } = {}) {
+    this.#owned = typeof redis === 'string';
+    this.#redis = typeof redis === 'string' ? new Redis(redis) : redis;
+    this.#prefix = options.prefix ?? 'agora:memory:';
+  }
+
+  #key(key: string): string {
+    return `${this.#prefix}${checkKey(key)}`;
+  }
+
+  async get<T extends JsonValue = JsonValue>(key: string): Promise<T | undefined> {
+    return parseJson(await this.#redis.get(this.#key(key))) as T | undefined;
+  }
+
+  async set(key: string, value: JsonValue): Promise<void> {
+    await this.#redis.set(this.#key(key), JSON.stringify(value));
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.#redis.del(this.#key(key));
+  }
+
+  async keys(prefix: string): Promise<string[]> {
+    const pattern = `${escapeGlob(this.#prefix + prefix)}*`;
+    const found = new Set<string>();
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      // SCAN may return a key more than once; the set deduplicates.
+      for (const name of batch) found.add(name.slice(this.#prefix.length));
+      cursor = next;
+    } while (cursor !== '0');
+    return [...found].sort();
+  }
+
+  async increment(key: string, by = 1): Promise<number> {
+    const name = this.#key(key);
+    if (Number.isSafeInteger(by)) {
+      try {
+        return await this.#redis.incrby(name, by);
+      } catch (error) {
+        if (!(error instanceof Error) || !error.message.includes('not an integer')) throw error;
+      }
+    }
+    // The stored value is no integer (a fraction, another JSON value) or `by` is fractional: compare-and-set,
+    // retried on conflict, keeps the update atomic with FileMemory's meaning (a non-number counts as 0).
+    for (;;) {
+      const raw = await this.#redis.get(name);
+      const current = parseJson(raw);
+      const next = (typeof current === 'number' ? current : 0) + by;
+      const swapped = await runScript(this.#redis, COMPARE_AND_SET, [name], [raw ?? '', raw === null ? '0' : '1', JSON.stringify(next)]);
+      if (swapped === 1) return next;
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#owned) await this.#redis.quit();
+  }
+}
+
+/**
+ * Creates a conversation store and an agent memory from one URL, sharing one connection.
+ * @example const { store, memory, close } = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
+ */
+export function connectRedis(
+  url: string,
+  options: RedisStoreOptions & { memoryPrefix?: string } = {},
+): { store: RedisConversationStore; memory: RedisMemory; redis: Redis; close(): Promise<void> } {
+  const redis = new Redis(url);
+  const store = new RedisConversationStore(redis, options);
+  const memory = new RedisMemory(redis, { prefix: options.memoryPrefix ?? `${options.prefix ?? 'agora:'}memory:` });
+  return {
+    store,
+    memory,
+    redis,
+    async close() {
+      await store.close();
+      await memory.close();
+      if (redis.status !== 'end') await redis.quit();
+    },
+  };
+}

@@ -1,0 +1,160 @@
+import { AgoraError } from '../errors.js';
+import type { ProtocolDocument } from '../protocol/document.js';
+import type { JsonValue } from '../schemas.js';
+import type { Tool } from '../tool/define.js';
+import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './toolformer.js';
+
+/** How the agent presents itself to its LLM. */
+export type AgentProfile = {
+  name: string;
+  description: string;
+  /** Names and descriptions of the protocols it serves. */
+  protocols: { name: string; description: string }[];
+  tools: readonly Tool[];
+};
+
+/** A message of the conversation so far, as the responders see it. */
+export type HistoryMessage = { role: 'peer' | 'agent'; body: JsonValue };
+
+/** What every responder call needs. */
+export type ResponderCall = {
+  model: LanguageModel;
+  profile: AgentProfile;
+  onUsage?: UsageSink;
+  signal?: AbortSignal;
+  maxSteps?: number;
+};
+
+function bodyText(body: JsonValue): string {
+  return typeof body === 'string' ? body : JSON.stringify(body);
+}
+
+function describeAgent(profile: AgentProfile): string {
+  const lines = [`You are ${profile.name}, an agent on the Agora network. ${profile.description}`.trim()];
+  if (profile.protocols.length) {
+    lines.push('', 'Protocols you serve:', ...profile.protocols.map((protocol) => `- ${protocol.name}: ${protocol.description}`));
+  }
+  if (profile.tools.length) {
+    lines.push('', 'Tools you can call:', ...profile.tools.map((tool) => `- ${tool.name}: ${tool.description}`));
+  }
+  return lines.join('\n');
+}
+
+function toMessages(history: readonly HistoryMessage[], body: JsonValue): LlmMessage[] {
+  const messages: LlmMessage[] = history.map((message) => ({ role: message.role === 'peer' ? 'user' : 'assistant', content: bodyText(message.body) }));
+  messages.push({ role: 'user', content: bodyText(body) });
+  return messages;
+}
+
+/** Answers a natural-language query with the agent's tools; `history` carries earlier turns. */
+export async function answerNaturalLanguage(call: ResponderCall, history: readonly HistoryMessage[], body: JsonValue): Promise<string> {
+  const system = [
+    describeAgent(call.profile),
+    '',
+    'Another agent sends you a message in natural language. Answer it helpfully and concisely, using your tools where they help.',
+    'Reply with the answer only: no preamble, no questions back unless you truly need more information.',
+  ].join('\n');
+  const result = await converse(call.model, {
+    system,
+    messages: toMessages(history, body),
+    tools: call.profile.tools,
+    ...(call.maxSteps ? { maxSteps: call.maxSteps } : {}),
+    ...(call.onUsage ? { onUsage: call.onUsage } : {}),
+    ...(call.signal ? { signal: call.signal } : {}),
+  });
+  return result.text.trim();
+}
+
+/** Whether a PD prescribes JSON bodies (then the LLM's reply must be JSON). */
+export function prescribesJson(document: ProtocolDocument): boolean {
+  const format = document.metadata.format ?? document.metadata.replyFormat;
+  if (typeof format === 'string') return /json/i.test(format);
+  return /\bJSON\b/.test(document.content);
+}
+
+/** Reads a JSON value out of an LLM reply: the whole text, a fenced block, or the outermost braces. */
+export function extractJson(text: string): { ok: true; value: JsonValue } | { ok: false; error: string } {
+  const candidates: string[] = [text.trim()];
+  const fenced = /```(?:json)?\s*\n?([\s\S]*?)```/i.exec(text);
+  if (fenced?.[1]) candidates.push(fenced[1].trim());
+  const start = text.search(/[[{]/);
+  if (start >= 0) {
+    const open = text[start]!;
+    const end = text.lastIndexOf(open === '{' ? '}' : ']');
+    if (end > start) candidates.push(text.slice(start, end + 1));
+  }
+  let lastError = 'no JSON found';
+  for (const candidate of candidates) {
+    try {
+      return { ok: true, value: JSON.parse(candidate) as JsonValue };
+    } catch (error) {
+      lastError = (error as Error).message;
+    }
+  }
+  return { ok: false, error: lastError };
+}
+
+/**
+ * Answers a query under a protocol document, the PD text being the contract. When the PD prescribes JSON,
+ * the reply must parse: one repair attempt, then AgoraError('LLM_UNAVAILABLE').
+ */
+export async function answerUnderProtocol(call: ResponderCall, document: ProtocolDocument, history: readonly HistoryMessage[], body: JsonValue): Promise<JsonValue> {
+  const json = prescribesJson(document);
+  const system = [
+    describeAgent(call.profile),
+    '',
+    'Another agent queries you under this protocol document, which is the contract you must follow:',
+    '<protocol>',
+    document.text.trim(),
+    '</protocol>',
+    '',
+    'Reply exactly as the protocol prescribes for the receiver, using your tools to get real data.',
+    json
+      ? 'Your final reply must be only the JSON value the protocol prescribes: no prose, no code fences. If the query is malformed or cannot be served, reply with the error the protocol prescribes.'
+      : 'Your final reply is sent to the other agent as is: no preamble.',
+  ].join('\n');
+  const options = {
+    system,
+    tools: call.profile.tools,
+    ...(call.maxSteps ? { maxSteps: call.maxSteps } : {}),
+    ...(call.onUsage ? { onUsage: call.onUsage } : {}),
+    ...(call.signal ? { signal: call.signal } : {}),
+  };
+  const first = await converse(call.model, { ...options, messages: toMessages(history, body) });
+  if (!json) return first.text.trim();
+  const parsed = extractJson(first.text);
+  if (parsed.ok) return parsed.value;
+  const repair = await converse(call.model, {
+    ...options,
+    tools: [],
+    maxSteps: 1,
+    messages: [...first.messages, { role: 'user', content: `Your reply is not valid JSON (${parsed.error}). Reply again with only the JSON value the protocol prescribes.` }],
+  });
+  const repaired = extractJson(repair.text);
+  if (repaired.ok) return repaired.value;
+  throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error(`the LLM's reply under "${document.metadata.name}" is not JSON after one repair: ${repaired.error}`) });
+}
+
+/** Asks the LLM once whether this agent can honour a PD with its tools. */
+export async function judgeSuitability(call: ResponderCall, document: ProtocolDocument): Promise<{ suitable: boolean; reason: string }> {
+  const system = [
+    describeAgent(call.profile),
+    '',
+    'Another agent wants to query you under a protocol you have not served before. Decide whether you can honour it',
+    'fully and truthfully with your own knowledge and tools. Partial support is no support.',
+    'Answer with one line of reasoning, then a last line that is exactly YES or NO.',
+  ].join('\n');
+  const text = (
+    await converse(call.model, {
+      system,
+      messages: [{ role: 'user', content: `<protocol>\n${document.text.trim()}\n</protocol>` }],
+      maxSteps: 1,
+      temperature: 0,
+      ...(call.onUsage ? { onUsage: call.onUsage } : {}),
+      ...(call.signal ? { signal: call.signal } : {}),
+    })
+  ).text.trim();
+  const last = text.split('\n').filter((line) => line.trim()).pop() ?? '';
+  const suitable = /^\W*yes\W*$/i.test(last.trim()) || (/\byes\b/i.test(last) && !/\bno\b/i.test(last));
+  return { suitable, reason: text.slice(0, 500) };
+}

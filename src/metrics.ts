@@ -1,0 +1,101 @@
+/** How a query was answered. */
+export type QueryPath = 'routine' | 'llm' | 'failure';
+
+/** The label for queries under no protocol. */
+export const NATURAL_LANGUAGE = 'natural_language';
+
+type Labels = Record<string, string>;
+
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+function labelKey(labels: Labels): string {
+  return Object.keys(labels)
+    .sort()
+    .map((key) => `${key}="${String(labels[key]).replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`)
+    .join(',');
+}
+
+/** Totals, for summaries and benchmarks. */
+export type MetricsSnapshot = {
+  queries: Record<QueryPath, number>;
+  llmCalls: number;
+  inputTokens: number;
+  outputTokens: number;
+};
+
+/**
+ * Counts what an agent does and what it costs: queries by path and protocol, LLM calls and tokens by
+ * protocol and purpose, routine latency. Renders Prometheus text for `GET /metrics`.
+ */
+export class Metrics {
+  readonly #queries = new Map<string, number>();
+  readonly #llmCalls = new Map<string, number>();
+  readonly #tokens = new Map<string, number>();
+  readonly #latency = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0 };
+
+  /** Counts one answered query. */
+  query(path: QueryPath, protocol: string): void {
+    const key = labelKey({ path, protocol });
+    this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
+    this.#totals.queries[path] += 1;
+  }
+
+  /** Counts one LLM call and its tokens. */
+  llmCall(protocol: string, purpose: string, inputTokens: number, outputTokens: number): void {
+    const key = labelKey({ protocol, purpose });
+    this.#llmCalls.set(key, (this.#llmCalls.get(key) ?? 0) + 1);
+    for (const [direction, count] of [['input', inputTokens], ['output', outputTokens]] as const) {
+      const tokenKey = labelKey({ protocol, purpose, direction });
+      this.#tokens.set(tokenKey, (this.#tokens.get(tokenKey) ?? 0) + count);
+    }
+    this.#totals.llmCalls += 1;
+    this.#totals.inputTokens += inputTokens;
+    this.#totals.outputTokens += outputTokens;
+  }
+
+  /** Records how long a routine ran. */
+  routineLatency(protocol: string, seconds: number): void {
+    const key = labelKey({ protocol });
+    let histogram = this.#latency.get(key);
+    if (!histogram) {
+      histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };
+      this.#latency.set(key, histogram);
+    }
+    for (let index = 0; index < LATENCY_BUCKETS.length; index++) if (seconds <= LATENCY_BUCKETS[index]!) histogram.buckets[index]! += 1;
+    histogram.sum += seconds;
+    histogram.count += 1;
+  }
+
+  /** The totals so far. */
+  snapshot(): MetricsSnapshot {
+    return structuredClone(this.#totals);
+  }
+
+  /** One line for `agora serve` to print on exit. */
+  summary(): string {
+    const { queries, llmCalls, inputTokens, outputTokens } = this.#totals;
+    const total = queries.routine + queries.llm + queries.failure;
+    return `${total} queries (${queries.routine} routine, ${queries.llm} LLM, ${queries.failure} failed); ${llmCalls} LLM calls, ${inputTokens} input + ${outputTokens} output tokens`;
+  }
+
+  /** Prometheus text exposition format. */
+  render(): string {
+    const lines: string[] = [];
+    const counter = (name: string, help: string, values: Map<string, number>) => {
+      lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
+      for (const [labels, value] of values) lines.push(`${name}{${labels}} ${value}`);
+    };
+    counter('agora_queries_total', 'Queries answered, by path (routine, llm, failure) and protocol.', this.#queries);
+    counter('agora_llm_calls_total', 'LLM calls, by protocol and purpose.', this.#llmCalls);
+    counter('agora_llm_tokens_total', 'LLM tokens, by protocol, purpose and direction (input, output).', this.#tokens);
+    lines.push('# HELP agora_routine_duration_seconds Routine run time.', '# TYPE agora_routine_duration_seconds histogram');
+    for (const [labels, histogram] of this.#latency) {
+      LATENCY_BUCKETS.forEach((bound, index) => lines.push(`agora_routine_duration_seconds_bucket{${labels},le="${bound}"} ${histogram.buckets[index]}`));
+      lines.push(`agora_routine_duration_seconds_bucket{${labels},le="+Inf"} ${histogram.count}`);
+      lines.push(`agora_routine_duration_seconds_sum{${labels}} ${histogram.sum}`);
+      lines.push(`agora_routine_duration_seconds_count{${labels}} ${histogram.count}`);
+    }
+    return `${lines.join('\n')}\n`;
+  }
+}
