@@ -53,6 +53,7 @@ class AttemptTimeoutError extends Error {
  * @example const model = new AnthropicModel({ model: 'claude-sonnet-5-5', timeoutMs: 30_000 });
  */
 export class AnthropicModel implements LanguageModel {
+  /** The model id every request names. */
   readonly model: string;
   readonly #client: Anthropic;
   readonly #timeoutMs: number;
@@ -120,18 +121,18 @@ export class AnthropicModel implements LanguageModel {
     }, this.#timeoutMs);
     const forwardAbort = () => controller.abort(signal?.reason);
     signal?.addEventListener('abort', forwardAbort, { once: true });
-    const requestOptions = { signal: controller.signal, timeout: this.#timeoutMs, maxRetries: 0 };
-    const call: Promise<unknown> = this.#stream
-      ? this.#client.messages.stream(params, requestOptions).finalMessage()
-      : Promise.resolve(this.#client.messages.create(params, requestOptions));
     // Settles on abort even if the SDK were to miss the signal, so an attempt can never outlive its bound.
     const aborted = new Promise<never>((_, reject) => {
       controller.signal.addEventListener('abort', () => reject(controller.signal.reason), { once: true });
     });
-    // Whichever loses the race must not surface later as an unhandled rejection.
-    call.catch(() => {});
     aborted.catch(() => {});
     try {
+      const requestOptions = { signal: controller.signal, timeout: this.#timeoutMs, maxRetries: 0 };
+      const call: Promise<unknown> = this.#stream
+        ? this.#client.messages.stream(params, requestOptions).finalMessage()
+        : Promise.resolve(this.#client.messages.create(params, requestOptions));
+      // The loser of the race must not surface later as an unhandled rejection.
+      call.catch(() => {});
       return await Promise.race([call, aborted]);
     } catch (error) {
       if (timedOut && !(error instanceof AttemptTimeoutError)) throw new AttemptTimeoutError(this.#timeoutMs);
@@ -152,7 +153,7 @@ export class AnthropicModel implements LanguageModel {
   }
 }
 
-/** True when an API key is configured (env or option). */
+/** True when an API key is configured in the environment (ANTHROPIC_API_KEY, or ANTHROPIC_AUTH_TOKEN). */
 export function hasAnthropicKey(env: NodeJS.ProcessEnv = process.env): boolean {
   // ANTHROPIC_AUTH_TOKEN counts too: the SDK authenticates with it when no key is set.
   return Boolean(env.ANTHROPIC_API_KEY?.trim() || env.ANTHROPIC_AUTH_TOKEN?.trim());

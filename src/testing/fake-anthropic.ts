@@ -28,7 +28,7 @@ export type FakeAnthropicOptions = {
   replies?: FakeReply[];
   /** Used when the script is exhausted (default: status 500 saying the script ran out). */
   fallback?: FakeReply;
-  /** Usage when a reply doesn't give it: 'fixed' (input 10, output 5, the default) or 'chars' (ceil(characters / 4)). */
+  /** Usage a reply doesn't give: 'fixed' (input 10, output 5; default) or 'chars' (ceil(chars / 4) of the system and message texts, and of the reply's text and tool inputs). */
   tokenModel?: 'fixed' | 'chars';
 };
 
@@ -148,6 +148,12 @@ export class FakeAnthropic {
     const apiKey = credential(request);
     if (apiKey !== undefined) recorded.apiKey = apiKey;
     this.requests.push(recorded);
+    // The checks the real API makes first, so a mapping bug fails here as it would in production.
+    const invalid = invalidRequest(body);
+    if (invalid) {
+      sendJson(response, 400, errorBody('invalid_request_error', invalid));
+      return;
+    }
 
     let reply = this.#script.length > 0 ? this.#script.shift()! : this.#fallback;
     try {
@@ -207,6 +213,13 @@ function readBody(request: IncomingMessage): Promise<string> {
     request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
     request.on('error', reject);
   });
+}
+
+function invalidRequest(body: any): string | undefined {
+  if (typeof body?.model !== 'string' || !body.model) return 'model: Field required';
+  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return 'max_tokens: Field required';
+  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: at least one message is required';
+  return undefined;
 }
 
 // Recorded, never required: tests check that a key was sent, the fake accepts any.

@@ -271,6 +271,12 @@ describe('AnthropicModel', () => {
     expect(fake.requests[0]?.apiKey).toBeUndefined();
   });
 
+  it('rejects a request the real API would reject, as a 400', async () => {
+    const response = await fetch(`${fake.url}/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'claude-test', messages: [] }) });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
+  });
+
   it('takes its model from AGORA_MODEL, else the default', () => {
     vi.stubEnv('AGORA_MODEL', '');
     expect(new AnthropicModel({ apiKey: 'test-key' }).model).toBe(DEFAULT_MODEL);

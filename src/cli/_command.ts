@@ -1,0 +1,102 @@
+import { parseArgs } from 'node:util';
+
+/** One option of a command: its flag, type, environment variable and default, shown in `--help`. */
+export type OptionSpec = {
+  type: 'string' | 'boolean';
+  description: string;
+  env?: string;
+  default?: string | boolean;
+  short?: string;
+  multiple?: boolean;
+  /** Placeholder in help, e.g. `<seconds>`. */
+  value?: string;
+};
+
+/** A CLI command: declared options and positionals; `run` only calls library functions. */
+export type Command = {
+  name: string;
+  summary: string;
+  usage: string;
+  options: Record<string, OptionSpec>;
+  /** Extra help text (examples, exit codes). */
+  details?: string;
+  run(args: ParsedArgs): Promise<number>;
+};
+
+/** Parsed options (flags, then environment variables, then defaults) and positionals. */
+export type ParsedArgs = {
+  values: Record<string, string | boolean | string[] | undefined>;
+  positionals: string[];
+};
+
+/** An error in the command line: printed as one line with exit code 2. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+/** Parses argv against a command's options, filling from the environment and defaults. */
+export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.ProcessEnv = process.env): ParsedArgs {
+  const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
+  for (const [name, spec] of Object.entries(command.options)) {
+    options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}), ...(spec.multiple ? { multiple: true } : {}) };
+  }
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    throw new UsageError(`${(error as Error).message.split('\n')[0]} (see agora ${command.name} --help)`);
+  }
+  const values = { ...parsed.values } as ParsedArgs['values'];
+  for (const [name, spec] of Object.entries(command.options)) {
+    if (values[name] !== undefined) continue;
+    const fromEnv = spec.env ? env[spec.env] : undefined;
+    if (fromEnv !== undefined && fromEnv !== '') {
+      values[name] = spec.type === 'boolean' ? /^(1|true|yes|on)$/i.test(fromEnv) : spec.multiple ? fromEnv.split(',').map((item) => item.trim()).filter(Boolean) : fromEnv;
+    } else if (spec.default !== undefined) {
+      values[name] = spec.default;
+    }
+  }
+  return { values, positionals: parsed.positionals };
+}
+
+/** The help text of a command, generated from its declaration so it is always accurate. */
+export function commandHelp(command: Command): string {
+  const lines = [`agora ${command.name}: ${command.summary}`, '', `Usage: ${command.usage}`];
+  const entries = Object.entries(command.options);
+  if (entries.length) {
+    lines.push('', 'Options:');
+    const flags = entries.map(([name, spec]) => `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.type === 'string' ? ` ${spec.value ?? '<value>'}` : ''}`);
+    const width = Math.max(...flags.map((flag) => flag.length)) + 2;
+    entries.forEach(([, spec], index) => {
+      const extra = [spec.env ? `env ${spec.env}` : '', spec.default !== undefined && spec.default !== false ? `default ${String(spec.default)}` : ''].filter(Boolean).join(', ');
+      lines.push(`  ${flags[index]!.padEnd(width)}${spec.description}${extra ? ` (${extra})` : ''}`);
+    });
+  }
+  if (command.details) lines.push('', command.details.trimEnd());
+  return `${lines.join('\n')}\n`;
+}
+
+/** A numeric option, checked. */
+export function numberOption(args: ParsedArgs, name: string, { min = 0, integer = false } = {}): number | undefined {
+  const raw = args.values[name];
+  if (raw === undefined) return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
+    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${JSON.stringify(raw)}`);
+  }
+  return value;
+}
+
+/** A string option. */
+export function stringOption(args: ParsedArgs, name: string): string | undefined {
+  const raw = args.values[name];
+  return typeof raw === 'string' ? raw : undefined;
+}
+
+/** Prints JSON for scripts (`--json`). */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}

@@ -1,0 +1,84 @@
+import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
+
+/** Commands, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
+const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command: Command }> }> = {
+  serve: { summary: 'Serve an agent folder over HTTP', load: () => import('./serve.js') },
+  hash: { summary: 'Print the hash of a protocol document', load: () => import('./hash.js') },
+  validate: { summary: 'Check the protocol documents of an agent folder', load: () => import('./validate.js') },
+  send: { summary: 'Send a query to an agent and print the reply', load: () => import('./send.js') },
+  wellknown: { summary: "List an agent's protocols", load: () => import('./wellknown.js') },
+  negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
+  routines: { summary: 'List, show, approve or reject routines written by the LLM', load: () => import('./routines.js') },
+  init: { summary: 'Scaffold a new agent folder', load: () => import('./init.js') },
+};
+
+const EXIT_CODES = `Exit codes: 0 success · 1 failure (the peer's error, an invalid document…) · 2 usage error.`;
+
+function mainHelp(): string {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length)) + 2;
+  return [
+    'agora: build and run agents that speak the Agora protocol.',
+    '',
+    'Usage: agora <command> [options]',
+    '',
+    'Commands:',
+    ...Object.entries(COMMANDS).map(([name, entry]) => `  ${name.padEnd(width)}${entry.summary}`),
+    '',
+    'Run `agora <command> --help` for the options of a command.',
+    EXIT_CODES,
+    '',
+  ].join('\n');
+}
+
+/** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (!name || name === '--help' || name === '-h' || name === 'help') {
+    const topic = name === 'help' ? rest[0] : undefined;
+    if (topic && COMMANDS[topic]) {
+      process.stdout.write(commandHelp((await COMMANDS[topic].load()).command));
+      return 0;
+    }
+    process.stdout.write(mainHelp());
+    return name ? 0 : 2;
+  }
+  if (name === '--version' || name === '-v') {
+    const { createRequire } = await import('node:module');
+    process.stdout.write(`${(createRequire(import.meta.url)('../../package.json') as { version: string }).version}\n`);
+    return 0;
+  }
+  const entry = COMMANDS[name];
+  if (!entry) {
+    process.stderr.write(`agora: unknown command "${name}" (see agora --help)\n`);
+    return 2;
+  }
+  const { command } = await entry.load();
+  if (rest.includes('--help') || rest.includes('-h')) {
+    process.stdout.write(commandHelp(command));
+    return 0;
+  }
+  try {
+    return await command.run(parseCommandArgs(command, rest));
+  } catch (error) {
+    if (error instanceof UsageError) {
+      process.stderr.write(`agora ${name}: ${error.message}\n`);
+      return 2;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`agora ${name}: ${message.split('\n')[0]}\n`);
+    return 1;
+  }
+}
+
+// Run directly (`tsx src/cli/main.ts …`, used by tests without a build).
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`agora: ${error instanceof Error ? error.message : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

@@ -1,0 +1,68 @@
+import { resolve } from 'node:path';
+import { startAgent } from '../agent.js';
+import { consoleLogger } from '../log.js';
+import { numberOption, stringOption, type Command } from './_command.js';
+
+/** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
+export const command: Command = {
+  name: 'serve',
+  summary: 'Serve an agent folder (protocols/, routines/, tools/) over HTTP',
+  usage: 'agora serve [dir] [options]',
+  options: {
+    port: { type: 'string', short: 'p', value: '<port>', description: 'Port to listen on (0: any free port)', env: 'PORT', default: '3000' },
+    host: { type: 'string', value: '<host>', description: 'Address to listen on', env: 'AGORA_HOST', default: '127.0.0.1' },
+    'public-url': { type: 'string', value: '<url>', description: 'Public base URL behind a proxy, used in /wellknown sources', env: 'AGORA_PUBLIC_URL' },
+    'conversation-ttl': { type: 'string', value: '<seconds>', description: 'Idle seconds before a conversation expires', env: 'AGORA_CONVERSATION_TTL', default: '300' },
+    'routine-timeout': { type: 'string', value: '<seconds>', description: 'Seconds a routine may run', env: 'AGORA_ROUTINE_TIMEOUT', default: '10' },
+    'allow-private-sources': { type: 'boolean', description: 'Fetch protocol sources on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
+    model: { type: 'string', value: '<model>', description: 'Claude model for the LLM fallback (needs ANTHROPIC_API_KEY)', env: 'AGORA_MODEL' },
+    store: { type: 'string', value: '<memory|redis://host:port/db>', description: 'Where conversations and learned state live', env: 'AGORA_STORE', default: 'memory' },
+    token: { type: 'string', multiple: true, value: '<token>', description: 'Require this bearer token (repeatable; /wellknown and /protocols stay public)', env: 'AGORA_TOKENS' },
+    'rate-limit': { type: 'string', value: '<requests/minute>', description: 'Per-client request limit', env: 'AGORA_RATE_LIMIT' },
+    'max-conversations': { type: 'string', value: '<count>', description: 'Cap on live conversations', env: 'AGORA_MAX_CONVERSATIONS' },
+    'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
+  },
+  details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
+  async run(args) {
+    const dir = resolve(args.positionals[0] ?? '.');
+    const logger = consoleLogger();
+    const tokens = args.values.token as string[] | undefined;
+    const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
+    const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
+    const publicUrl = stringOption(args, 'public-url');
+    const model = stringOption(args, 'model');
+    const agent = await startAgent({
+      dir,
+      logger,
+      port: numberOption(args, 'port', { integer: true }) ?? 3000,
+      host: stringOption(args, 'host') ?? '127.0.0.1',
+      conversationTtl: numberOption(args, 'conversation-ttl', { min: 1 }) ?? 300,
+      routineTimeout: numberOption(args, 'routine-timeout', { min: 0.001 }) ?? 10,
+      allowPrivateSources: args.values['allow-private-sources'] === true,
+      maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
+      store: stringOption(args, 'store') ?? 'memory',
+      ...(publicUrl ? { publicUrl } : {}),
+      ...(model ? { model } : {}),
+      ...(tokens?.length ? { tokens } : {}),
+      ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
+      ...(maxConversations ? { maxConversations } : {}),
+    });
+    const { receiver } = agent;
+    const protocols = receiver.registry.local();
+    process.stdout.write(`agora: serving ${receiver.name} (${protocols.length} protocols, ${receiver.routines.size} routines, ${receiver.tools.length} tools, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
+    process.stdout.write(`agora: listening on ${agent.url}\n`);
+    await new Promise<void>((done) => {
+      let stopping = false;
+      const stop = (signal: string) => {
+        if (stopping) return;
+        stopping = true;
+        logger.info(`${signal}: shutting down`);
+        agent.close().finally(done);
+      };
+      process.once('SIGINT', () => stop('SIGINT'));
+      process.once('SIGTERM', () => stop('SIGTERM'));
+    });
+    process.stdout.write(`agora: ${receiver.counters.summary()}\n`);
+    return 0;
+  },
+};

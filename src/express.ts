@@ -1,0 +1,43 @@
+import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, readBody, type CoreRequest, type HttpOptions } from './http.js';
+import type { ReceiverApi } from './receiver.js';
+
+/**
+ * An Express router serving a receiver's endpoints (spec §2) under any prefix, with or without `express.json()` before it.
+ * Mount it before body parsers to have their errors (malformed JSON, their own size limit) answered as Agora JSON too.
+ * @example app.use('/agora', agoraRouter(receiver));
+ */
+export function agoraRouter(receiver: ReceiverApi, options: HttpOptions = {}): Router {
+  const handle = createHandler(receiver, options);
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const router = express.Router();
+
+  router.use((request: Request, response: Response, next: NextFunction) => {
+    // Under a prefix the whole subtree is Agora's (JSON 404s); mounted at the root, other paths stay the host's.
+    if (request.baseUrl === '' && !isAgoraPath(request.path)) return next();
+    const core: CoreRequest = {
+      method: request.method,
+      path: request.path,
+      headers: request.headers,
+      body: undefined,
+      loadBody: () => loadBody(request, maxBodyBytes),
+      remoteAddress: request.ip ?? request.socket.remoteAddress,
+      baseUrl: `${request.protocol}://${request.get('host') ?? 'localhost'}${request.baseUrl}`,
+    };
+    handle(core).then((result) => {
+      response.writeHead(result.status, result.headers).end(result.body);
+    }, next);
+  });
+  return router;
+}
+
+// A body parser that ran first (express.json() and kin) consumed the stream: serialize what it parsed.
+function loadBody(request: Request, maxBodyBytes: number): Promise<Buffer> {
+  const consumed = (request as Request & { _body?: boolean })._body === true || request.readableEnded;
+  if (!consumed) return readBody(request, maxBodyBytes);
+  const parsed: unknown = request.body;
+  if (parsed === undefined) return Promise.resolve(Buffer.alloc(0));
+  if (Buffer.isBuffer(parsed)) return Promise.resolve(parsed);
+  // The core checks the size again, so a host parser with a larger limit still gets our 413.
+  return Promise.resolve(Buffer.from(typeof parsed === 'string' ? parsed : JSON.stringify(parsed)));
+}

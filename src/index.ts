@@ -1,0 +1,27 @@
+// The public API of agora-agents: every name here is a promise. Optional parts live at subpaths:
+// `agora-agents/express`, `agora-agents/redis`, `agora-agents/testing`.
+export { AgoraError, isAgoraError, FIXED_MESSAGES, type AgoraErrorCode } from './errors.js';
+export type { JsonValue, JsonObject, QueryRequest, FollowUpRequest, QueryResponse, SuccessResponse, FailureResponse, Wellknown } from './schemas.js';
+export {
+  parseDocument,
+  hashText,
+  normalizeHash,
+  encodeHash,
+  formatDocument,
+  documentFileName,
+  type ProtocolDocument,
+  type ProtocolMetadata,
+  type HashEncoding,
+} from './protocol/document.js';
+export { ProtocolRegistry } from './protocol/registry.js';
+export { resolveSources, decodeDataUri, encodeDataUri, type SourceOptions } from './protocol/sources.js';
+export { MemoryConversationStore, type ConversationStore, type ConversationRecord, type ConversationMessage } from './conversation/store.js';
+export { FileMemory, InMemoryMemory, type AgentMemory } from './memory.js';
+export { defineRoutine, type Routine, type RoutineContext, type RoutineDefinition, type RoutineFunction } from './routine/define.js';
+export { defineTool, type Tool, type ToolContext } from './tool/define.js';
+export { converse, type LanguageModel, type LlmRequest, type LlmResponse, type LlmMessage, type LlmUsage } from './llm/toolformer.js';
+export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOptions } from './llm/anthropic.js';
+export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
+export { consoleLogger, silentLogger, type Logger } from './log.js';
+export { Receiver, type ReceiverOptions, type ReceiverApi, type ReceiverExtensions, type RequestContext } from './receiver.js';
+export { createHandler, startServer, type HttpOptions } from './http.js';
