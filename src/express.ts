@@ -1,4 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
+import { AgoraError } from './errors.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, readBody, type CoreRequest, type HttpOptions } from './http.js';
 import type { ReceiverApi } from './receiver.js';
 
@@ -38,6 +39,11 @@ function loadBody(request: Request, maxBodyBytes: number): Promise<Buffer> {
   const parsed: unknown = request.body;
   if (parsed === undefined) return Promise.resolve(Buffer.alloc(0));
   if (Buffer.isBuffer(parsed)) return Promise.resolve(parsed);
-  // The core checks the size again, so a host parser with a larger limit still gets our 413.
-  return Promise.resolve(Buffer.from(typeof parsed === 'string' ? parsed : JSON.stringify(parsed)));
+  if (typeof parsed === 'string') return Promise.resolve(Buffer.from(parsed));
+  // The core checks size and depth again, so a host parser with laxer limits still gets our 413 or 400.
+  try {
+    return Promise.resolve(Buffer.from(JSON.stringify(parsed)));
+  } catch {
+    return Promise.reject(new AgoraError('BAD_REQUEST', 'Request body is nested too deeply'));
+  }
 }

@@ -1,0 +1,466 @@
+import { connect } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AgoraError, type AgoraErrorCode } from '../src/errors.js';
+import { createHandler, startServer, type HttpOptions, type RunningServer } from '../src/http.js';
+import { hashText } from '../src/protocol/document.js';
+import type { ReceiverApi, RequestContext } from '../src/receiver.js';
+import type { FollowUpRequest, QueryRequest, SuccessResponse } from '../src/schemas.js';
+
+// Spec §1 golden vector (LF), and the same kind of document with CRLF line ends and accents.
+const METEO = '---\nname: Météo\ndescription: x\nmultiround: false\n---\nè\n';
+const METEO_HEX = 'f827eb4b0c00d23021ebb9aed5a89ae3aeb4f92b';
+const METEO_BASE64 = '+CfrSwwA0jAh67mu1aia4660+Ss=';
+const CRLF_DOCUMENT = '---\r\nname: Météo CRLF\r\ndescription: é\r\nmultiround: false\r\n---\r\nLe récepteur répond.\r\n';
+
+type Call = { method: string; id?: string; request?: QueryRequest | FollowUpRequest; context?: RequestContext };
+
+// A receiver you steer from the request: `{"body": {"fail": CODE}}` throws that AgoraError, `{"crash": …}` a plain Error.
+function fakeReceiver() {
+  const calls: Call[] = [];
+  const documents = new Map<string, string>([
+    [METEO_HEX, METEO],
+    [hashText(CRLF_DOCUMENT), CRLF_DOCUMENT],
+  ]);
+  const steer = (body: unknown) => {
+    if (typeof body !== 'object' || body === null) return;
+    if ('fail' in body) throw new AgoraError(body.fail as AgoraErrorCode);
+    if ('crash' in body) throw new Error('secret database password in /srv/db');
+  };
+  const receiver: ReceiverApi = {
+    async query(request, context) {
+      calls.push({ method: 'query', request, context });
+      steer(request.body);
+      const reply: SuccessResponse = { status: 'success', body: request.body };
+      return request.multiround ? { ...reply, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 } : reply;
+    },
+    async followUp(id, request, context) {
+      calls.push({ method: 'followUp', id, request, context });
+      if (id === 'unknown') throw new AgoraError('CONVERSATION_NOT_FOUND');
+      steer(request.body);
+      return { status: 'success', body: request.body, conversationId: id, conversationExpires: 1_900_000_300 };
+    },
+    async end(id) {
+      calls.push({ method: 'end', id });
+      if (id === 'unknown') throw new AgoraError('CONVERSATION_NOT_FOUND');
+    },
+    async wellknown(context) {
+      calls.push({ method: 'wellknown', context });
+      return { [METEO_HEX]: [`${context?.baseUrl}/protocols/${METEO_HEX}`] };
+    },
+    async document(hash) {
+      return documents.get(hash);
+    },
+    async metrics() {
+      return '# TYPE agora_queries_total counter\nagora_queries_total 3\n';
+    },
+  };
+  return { receiver, calls };
+}
+
+function memoryLogger() {
+  const lines: string[] = [];
+  return { lines, error: (message: string) => void lines.push(`error ${message}`), warn: (message: string) => void lines.push(`warn ${message}`) };
+}
+
+async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
+  const init: RequestInit = { method, headers: { 'content-type': 'application/json', ...headers } };
+  if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
+  const response = await fetch(base + path, init);
+  const text = await response.text();
+  const json = response.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as unknown) : undefined;
+  return { status: response.status, headers: response.headers, text, json };
+}
+
+const failureOf = (error: string) => ({ status: 'failure', error });
+
+describe('node server', () => {
+  const fake = fakeReceiver();
+  const logger = memoryLogger();
+  let server: RunningServer;
+  let base: string;
+
+  beforeAll(async () => {
+    server = await startServer(fake.receiver, { port: 0, logger });
+    base = server.url;
+  });
+  afterAll(() => server.close());
+
+  it('answers a query and a multiround start', async () => {
+    expect((await call(base, 'POST', '/', { body: 'hi' })).json).toEqual({ status: 'success', body: 'hi' });
+    const multi = await call(base, 'POST', '/', { protocolHash: null, protocolSources: [], body: { city: 'Paris' }, multiround: true });
+    expect(multi.status).toBe(200);
+    expect(multi.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(multi.json).toEqual({ status: 'success', body: { city: 'Paris' }, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 });
+  });
+
+  it('passes only the known fields and the context to the receiver', async () => {
+    await call(base, 'POST', '/?ignored=1', { protocolHash: METEO_BASE64, protocolSources: ['data:,x'], body: 1, extra: true });
+    const last = fake.calls.at(-1);
+    expect(last?.request).toEqual({ protocolHash: METEO_BASE64, protocolSources: ['data:,x'], body: 1 });
+    expect(last?.context?.baseUrl).toBe(`http://${new URL(base).host}`);
+    expect(last?.context?.remoteAddress).toMatch(/127\.0\.0\.1/);
+    expect(last?.context?.signal).toBeInstanceOf(AbortSignal);
+  });
+
+  it('answers a follow-up, ignoring a repeated hash, multiround and status', async () => {
+    const response = await call(base, 'POST', '/conversations/abc_DEF-123', {
+      protocolHash: METEO_BASE64,
+      protocolSources: [],
+      multiround: true,
+      status: 'success',
+      body: 'next',
+    });
+    expect(response.json).toEqual({ status: 'success', body: 'next', conversationId: 'abc_DEF-123', conversationExpires: 1_900_000_300 });
+    expect(fake.calls.at(-1)).toMatchObject({ method: 'followUp', id: 'abc_DEF-123', request: { protocolHash: METEO_BASE64, protocolSources: [], body: 'next' } });
+  });
+
+  it('ends a conversation with DELETE', async () => {
+    const response = await call(base, 'DELETE', '/conversations/abc');
+    expect(response.status).toBe(200);
+    expect(response.text).toBe('{"status":"success","body":null}');
+  });
+
+  it('serves /wellknown, its alias, /health and /metrics', async () => {
+    const wellknown = await call(base, 'GET', '/wellknown');
+    expect(wellknown.json).toEqual({ [METEO_HEX]: [`http://${new URL(base).host}/protocols/${METEO_HEX}`] });
+    expect((await call(base, 'GET', '/.wellknown')).json).toEqual(wellknown.json);
+    expect((await call(base, 'GET', '/health')).text).toBe('{"status":"ok"}');
+    const metrics = await call(base, 'GET', '/metrics');
+    expect(metrics.headers.get('content-type')).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect(metrics.text).toContain('agora_queries_total 3');
+  });
+
+  it.each([
+    ['Unsupported protocol', 'UNSUPPORTED_PROTOCOL', 200],
+    ['This agent only accepts queries under the protocols listed at /wellknown', 'NATURAL_LANGUAGE_UNSUPPORTED', 200],
+    ['Routine failed', 'ROUTINE_FAILED', 200],
+    ['LLM unavailable', 'LLM_UNAVAILABLE', 200],
+  ] as const)('answers a query failing with "%s" as HTTP %s', async (text, code, status) => {
+    const response = await call(base, 'POST', '/', { protocolHash: METEO_HEX, body: { fail: code } });
+    expect(response.status).toBe(status);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(response.json).toEqual(failureOf(text));
+  });
+
+  it.each([
+    ['Protocol cannot change within a conversation', 'PROTOCOL_CHANGED', 400],
+    ['Conversation expired', 'CONVERSATION_EXPIRED', 200],
+    ['Conversation not found', 'CONVERSATION_NOT_FOUND', 404],
+    ['Routine failed', 'ROUTINE_FAILED', 200],
+  ] as const)('answers a follow-up failing with "%s" as HTTP %s', async (text, code, status) => {
+    const response = await call(base, 'POST', '/conversations/c1', { body: { fail: code } });
+    expect(response.status).toBe(status);
+    expect(response.json).toEqual(failureOf(text));
+  });
+
+  it('answers an unknown conversation with 404 on follow-up and DELETE', async () => {
+    expect(await call(base, 'POST', '/conversations/unknown', { body: 1 })).toMatchObject({ status: 404, json: failureOf('Conversation not found') });
+    expect(await call(base, 'DELETE', '/conversations/unknown')).toMatchObject({ status: 404, json: failureOf('Conversation not found') });
+  });
+
+  it('refuses malformed conversation ids without calling the receiver', async () => {
+    const before = fake.calls.length;
+    // (fetch resolves `.`, `..` and `%2E%2E` itself: dot segments are covered by the createHandler tests.)
+    for (const id of ['a'.repeat(129), 'a%20b', 'a.b', 'é', 'a/b', 'a%2Fb']) {
+      const response = await call(base, 'POST', `/conversations/${id}`, { body: 1 });
+      expect(response.status, id).toBe(404);
+      expect(response.json, id).toEqual(failureOf('Conversation not found'));
+    }
+    expect((await call(base, 'DELETE', `/conversations/${'x'.repeat(200)}`)).status).toBe(404);
+    expect(fake.calls.length).toBe(before);
+    expect((await call(base, 'POST', `/conversations/${'a'.repeat(128)}`, { body: 1 })).status).toBe(200);
+  });
+
+  it.each([
+    ['not JSON', '{"body": ', 'Request body must be a JSON object'],
+    ['empty', '', 'Request body must be a JSON object'],
+    ['a JSON array', '[1, 2]', 'Request body must be a JSON object'],
+    ['a JSON string', '"hello"', 'Request body must be a JSON object'],
+    ['JSON null', 'null', 'Request body must be a JSON object'],
+    ['missing body', '{"protocolHash": null}', 'body is required'],
+    ['a numeric protocolHash', '{"body": 1, "protocolHash": 42}', 'protocolHash must be a string or null'],
+    ['a string protocolSources', '{"body": 1, "protocolSources": "data:,x"}', 'protocolSources must be an array of strings or null'],
+    ['a number among protocolSources', '{"body": 1, "protocolSources": ["data:,x", 3]}', 'protocolSources must hold strings'],
+    ['a string multiround', '{"body": 1, "multiround": "yes"}', 'multiround must be a boolean'],
+    ['deep nesting', `{"body": ${'['.repeat(5000)}${']'.repeat(5000)}}`, 'Request body is nested deeper than 100 levels'],
+  ])('answers a query with %s as 400 naming the problem', async (_name, raw, message) => {
+    const response = await call(base, 'POST', '/', raw);
+    expect(response.status).toBe(400);
+    expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
+    expect(response.json).toEqual(failureOf(message));
+  });
+
+  it('answers a follow-up with wrong types as 400 naming the field', async () => {
+    expect((await call(base, 'POST', '/conversations/c1', '{"status": "success"}')).json).toEqual(failureOf('body is required'));
+    expect((await call(base, 'POST', '/conversations/c1', '{"body": 1, "protocolHash": []}')).json).toEqual(
+      failureOf('protocolHash must be a string or null'),
+    );
+    const sources = await call(base, 'POST', '/conversations/c1', '{"body": 1, "protocolSources": [1]}');
+    expect(sources.status).toBe(400);
+    expect((sources.json as { error: string }).error).toMatch(/^protocolSources\.0: /);
+    expect((await call(base, 'POST', '/conversations/c1', 'not json')).json).toEqual(failureOf('Request body must be a JSON object'));
+  });
+
+  it('accepts a body sent as text/plain or without a content type, with a BOM', async () => {
+    expect((await call(base, 'POST', '/', '{"body": "a"}', { 'content-type': 'text/plain' })).json).toEqual({ status: 'success', body: 'a' });
+    const response = await fetch(`${base}/`, { method: 'POST', body: new Blob(['\uFEFF{"body": "b"}']) });
+    expect(await response.json()).toEqual({ status: 'success', body: 'b' });
+  });
+
+  it('answers a 2 MiB body with 413, declared or chunked', async () => {
+    const big = JSON.stringify({ body: 'x'.repeat(2 * 1024 * 1024) });
+    const declared = await call(base, 'POST', '/', big);
+    expect(declared.status).toBe(413);
+    expect(declared.json).toEqual(failureOf('Request too large'));
+    const chunks = (async function* () {
+      for (let index = 0; index < 32; index++) yield new TextEncoder().encode('x'.repeat(64 * 1024));
+    })();
+    const streamed = await fetch(`${base}/`, { method: 'POST', body: ReadableStream.from(chunks), duplex: 'half' } as RequestInit);
+    expect(streamed.status).toBe(413);
+    expect(await streamed.json()).toEqual(failureOf('Request too large'));
+    // The server still serves afterwards.
+    expect((await call(base, 'GET', '/health')).status).toBe(200);
+  });
+
+  it('serves a protocol document by hex, upper-case hex and percent-encoded base64 with its exact bytes', async () => {
+    for (const [text, hex] of [
+      [METEO, METEO_HEX],
+      [CRLF_DOCUMENT, hashText(CRLF_DOCUMENT)],
+    ] as const) {
+      const base64 = Buffer.from(hex, 'hex').toString('base64');
+      for (const hash of [hex, hex.toUpperCase(), encodeURIComponent(base64)]) {
+        const response = await fetch(`${base}/protocols/${hash}`);
+        expect(response.status, hash).toBe(200);
+        expect(response.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+        const bytes = Buffer.from(await response.arrayBuffer());
+        expect(bytes.equals(Buffer.from(text, 'utf8'))).toBe(true);
+        expect(hashText(bytes)).toBe(hex);
+      }
+    }
+    expect(Buffer.from(METEO_HEX, 'hex').toString('base64')).toBe(METEO_BASE64);
+  });
+
+  it('answers an unknown or malformed protocol hash with 404 JSON', async () => {
+    for (const hash of ['0'.repeat(40), 'not-a-hash', '%E0%A4%A', encodeURIComponent('qvTGHdzF6KLavt4PO0gs2a6pQ00=')]) {
+      const response = await call(base, 'GET', `/protocols/${hash}`);
+      expect(response.status, hash).toBe(404);
+      expect(response.json).toEqual(failureOf('Protocol not found'));
+    }
+  });
+
+  it('answers a wrong method with 405 and Allow, an unknown path with 404', async () => {
+    const wrong = await call(base, 'PUT', '/wellknown', { body: 1 });
+    expect(wrong.status).toBe(405);
+    expect(wrong.json).toEqual(failureOf('Method not allowed'));
+    expect(wrong.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
+    expect((await call(base, 'GET', '/')).status).toBe(405);
+    expect((await call(base, 'GET', '/conversations/abc')).status).toBe(405);
+    for (const path of ['/nope', '/protocols', '/conversations/', '/wellknown%2F..%2Fx', '/x/%2E%2E%2Fwellknown']) {
+      const response = await call(base, 'GET', path);
+      expect(response.status, path).toBe(404);
+      expect(response.json).toEqual(failureOf('Not found'));
+    }
+  });
+
+  it('answers HEAD like GET without a body, and OPTIONS with Allow', async () => {
+    const head = await fetch(`${base}/protocols/${METEO_HEX}`, { method: 'HEAD' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(METEO)));
+    expect(await head.text()).toBe('');
+    const options = await fetch(`${base}/conversations/abc`, { method: 'OPTIONS' });
+    expect(options.status).toBe(204);
+    expect(options.headers.get('allow')).toBe('POST, DELETE, OPTIONS');
+  });
+
+  it('answers a plain Error as 500 JSON without leaking it, and logs the details', async () => {
+    const response = await call(base, 'POST', '/', { body: { crash: true } });
+    expect(response.status).toBe(500);
+    expect(response.json).toEqual(failureOf('Internal error'));
+    expect(response.text).not.toContain('secret');
+    expect(logger.lines.some((line) => line.startsWith('error') && line.includes('secret database password'))).toBe(true);
+  });
+
+  it('answers a bad request line or a CONNECT with JSON, and stays up', async () => {
+    const raw = async (request: string) =>
+      new Promise<string>((resolve, reject) => {
+        const socket = connect(server.port, '127.0.0.1');
+        let data = '';
+        socket.on('data', (chunk) => (data += chunk.toString('latin1')));
+        socket.on('close', () => resolve(data));
+        socket.on('error', reject);
+        socket.write(request);
+      });
+    const bad = await raw('GET /\u0001 HTTP/1.1\r\nHost: x\r\n\r\n');
+    expect(bad).toMatch(/^HTTP\/1\.1 400 /);
+    expect(bad.slice(bad.indexOf('\r\n\r\n') + 4)).toBe('{"status":"failure","error":"Bad request"}');
+    const tunnel = await raw('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n');
+    expect(tunnel).toMatch(/^HTTP\/1\.1 405 [\s\S]*\{"status":"failure","error":"Method not allowed"\}$/);
+    const expectation = await raw('POST / HTTP/1.1\r\nHost: x\r\nExpect: 200-ok\r\nContent-Length: 2\r\n\r\n{}');
+    expect(expectation).toMatch(/^HTTP\/1\.1 417 [\s\S]*\{"status":"failure","error":"Expectation failed"\}$/);
+    expect((await call(base, 'GET', '/health')).status).toBe(200);
+  });
+});
+
+describe('bearer tokens', () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startServer(fakeReceiver().receiver, { port: 0, tokens: ['first-token', 's3cret'], logger: memoryLogger() });
+  });
+  afterAll(() => server.close());
+
+  it('refuses a missing or wrong token with 401 JSON', async () => {
+    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }, { authorization: 'Basic czNjcmV0' }, { authorization: 'Bearer s3cret2' }];
+    for (const headers of attempts) {
+      const response = await call(server.url, 'POST', '/', { body: 1 }, headers);
+      expect(response.status).toBe(401);
+      expect(response.json).toEqual(failureOf('Unauthorized'));
+      expect(response.headers.get('www-authenticate')).toBe('Bearer');
+    }
+    expect((await call(server.url, 'GET', '/metrics')).status).toBe(401);
+    expect((await call(server.url, 'DELETE', '/conversations/abc')).status).toBe(401);
+  });
+
+  it('accepts any configured token', async () => {
+    expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'Bearer s3cret' })).status).toBe(200);
+    expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'bearer first-token' })).status).toBe(200);
+  });
+
+  it('leaves /wellknown, /.wellknown, /protocols/:hash and OPTIONS public', async () => {
+    expect((await call(server.url, 'GET', '/wellknown')).status).toBe(200);
+    expect((await call(server.url, 'GET', '/.wellknown')).status).toBe(200);
+    expect((await fetch(`${server.url}/protocols/${METEO_HEX}`)).status).toBe(200);
+    expect((await fetch(`${server.url}/`, { method: 'OPTIONS' })).status).toBe(204);
+  });
+});
+
+describe('rate limit', () => {
+  it('answers 429 JSON with Retry-After past the maximum, until the window ends', async () => {
+    let now = 1_000_000;
+    const options: HttpOptions = { rateLimit: { windowMs: 60_000, max: 3 }, now: () => now, logger: memoryLogger() };
+    const server = await startServer(fakeReceiver().receiver, { ...options, port: 0 });
+    try {
+      for (let index = 0; index < 3; index++) expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+      const limited = await call(server.url, 'POST', '/', { body: 1 });
+      expect(limited.status).toBe(429);
+      expect(limited.json).toEqual(failureOf('Too many requests'));
+      expect(limited.headers.get('retry-after')).toBe('60');
+      now += 45_000;
+      expect((await call(server.url, 'GET', '/health')).headers.get('retry-after')).toBe('15');
+      now += 15_000;
+      expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('counts clients apart and keeps its memory bounded', async () => {
+    let now = 0;
+    const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 1000, max: 1 }, now: () => now });
+    const get = (remoteAddress: string) => handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress });
+    expect((await get('a')).status).toBe(200);
+    expect((await get('b')).status).toBe(200);
+    expect((await get('a')).status).toBe(429);
+    // Far more clients than the table holds: old ones are evicted, the limiter keeps working.
+    for (let index = 0; index < 25_000; index++) await get(`client-${index}`);
+    now += 1000;
+    expect((await get('a')).status).toBe(200);
+    expect((await get('a')).status).toBe(429);
+  });
+});
+
+describe('slow clients', () => {
+  it('cuts off a client sending its headers slowly, and keeps serving others', async () => {
+    const server = await startServer(fakeReceiver().receiver, { port: 0, headersTimeoutMs: 300, logger: memoryLogger() });
+    try {
+      const started = Date.now();
+      const socket = connect(server.port, '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk) => (received += chunk.toString('latin1')));
+      socket.on('error', () => {});
+      socket.write('GET /health HTTP/1.1\r\nHost: x\r\n');
+      const drip = setInterval(() => socket.writable && socket.write(`X-Slow-${Date.now()}: 1\r\n`), 50);
+      const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
+
+      // Meanwhile others are served.
+      expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+      const elapsed = await closed;
+      clearInterval(drip);
+      expect(elapsed).toBeGreaterThanOrEqual(250);
+      expect(elapsed).toBeLessThan(3000);
+      expect(received).toMatch(/^HTTP\/1\.1 408 [\s\S]*\{"status":"failure","error":"Request timeout"\}$/);
+      expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('closes gracefully, letting an in-flight request finish', async () => {
+    let release: () => void = () => {};
+    let entered: () => void = () => {};
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    const { receiver } = fakeReceiver();
+    const slow: ReceiverApi = {
+      ...receiver,
+      query: async (request) => {
+        entered();
+        await gate;
+        return { status: 'success', body: request.body };
+      },
+    };
+    const server = await startServer(slow, { port: 0, logger: memoryLogger() });
+    await call(server.url, 'GET', '/health'); // leaves an idle keep-alive connection behind
+    const inFlight = call(server.url, 'POST', '/', { body: 'slow' });
+    await reached;
+    const closed = server.close();
+    release();
+    expect((await inFlight).json).toEqual({ status: 'success', body: 'slow' });
+    await closed;
+    await expect(fetch(`${server.url}/health`)).rejects.toThrow();
+  });
+});
+
+describe('createHandler', () => {
+  it('uses publicUrl as the base URL, else the Host header when it is a plain host', async () => {
+    const fake = fakeReceiver();
+    const request = { method: 'GET', path: '/wellknown', body: undefined };
+    await createHandler(fake.receiver, { publicUrl: 'https://agent.example/agora/' })({ ...request, headers: { host: 'evil' } });
+    expect(fake.calls.at(-1)?.context?.baseUrl).toBe('https://agent.example/agora');
+    await createHandler(fake.receiver)({ ...request, headers: { host: 'localhost:8080' } });
+    expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://localhost:8080');
+    await createHandler(fake.receiver)({ ...request, headers: { host: 'evil.example/"><script>' } });
+    expect(fake.calls.at(-1)?.context?.baseUrl).toBeUndefined();
+    await createHandler(fake.receiver)({ ...request, headers: { host: 'x' }, baseUrl: 'http://h/prefix' });
+    expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://h/prefix');
+  });
+
+  it('reads the body only once routing and auth passed', async () => {
+    let reads = 0;
+    const handle = createHandler(fakeReceiver().receiver, { tokens: ['t'] });
+    const loadBody = async () => (reads++, Buffer.from('{"body": 1}'));
+    expect((await handle({ method: 'POST', path: '/', headers: {}, body: undefined, loadBody })).status).toBe(401);
+    expect((await handle({ method: 'POST', path: '/nope', headers: { authorization: 'Bearer t' }, body: undefined, loadBody })).status).toBe(404);
+    expect(reads).toBe(0);
+    expect((await handle({ method: 'POST', path: '/', headers: { authorization: 'Bearer t' }, body: undefined, loadBody })).status).toBe(200);
+    expect(reads).toBe(1);
+  });
+
+  it('does not resolve dot segments or percent-encoded slashes in paths', async () => {
+    const handle = createHandler(fakeReceiver().receiver);
+    const get = (path: string, method = 'GET') => handle({ method, path, headers: {}, body: Buffer.from('{"body":1}') });
+    for (const path of ['/../wellknown', '/wellknown/../x', '/x/../health', '/%2E%2E/health', '/protocols/../wellknown/..']) {
+      expect((await get(path)).status, path).toBe(404);
+    }
+    expect(await get('/conversations/%2E%2E', 'POST')).toMatchObject({ status: 404 });
+    expect(await get('/conversations/..', 'POST')).toMatchObject({ status: 404, body: '{"status":"failure","error":"Conversation not found"}' });
+    expect(await get('/conversations/a%2F..', 'DELETE')).toMatchObject({ status: 404 });
+    expect((await get('/wellknown/')).status).toBe(200);
+    expect((await get('')).status).toBe(405);
+  });
+
+  it('answers a body over maxBodyBytes handed over already read with 413', async () => {
+    const handle = createHandler(fakeReceiver().receiver, { maxBodyBytes: 10 });
+    const response = await handle({ method: 'POST', path: '/', headers: {}, body: Buffer.from('{"body": "0123456789"}') });
+    expect(response).toMatchObject({ status: 413, body: '{"status":"failure","error":"Request too large"}' });
+  });
+});
