@@ -4,6 +4,7 @@ import { startServer, type HttpOptions } from './http.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory.js';
+import { respondToNegotiation } from './negotiation.js';
 import { Receiver, type ReceiverOptions } from './receiver.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
@@ -56,7 +57,9 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? await llmFromEnvironment(options.model) : options.llm;
   const state = await openState(dir, options.store, options.memory);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, ...rest } = options;
-  const receiver = await Receiver.start({ ...rest, dir, logger, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  // Negotiation is answered by default; an extension given in the options takes precedence.
+  const extensions = { negotiate: respondToNegotiation, ...rest.extensions };
+  const receiver = await Receiver.start({ ...rest, dir, logger, extensions, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
   try {
     const server = await startServer(receiver, { ...options, logger, port: port ?? 3000, ...(host ? { host } : {}) });
     return {

@@ -203,11 +203,19 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
     return ok && match !== null;
   }
 
+  // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
+  let lastHost: string | undefined;
+  let lastHostUrl: string | undefined;
+
   function contextOf(request: CoreRequest): RequestContext {
     let baseUrl = publicUrl ?? request.baseUrl;
     if (baseUrl === undefined) {
       const host = firstHeader(request.headers.host);
-      if (host !== undefined && SAFE_HOST.test(host)) baseUrl = `http://${host}`;
+      if (host !== lastHost) {
+        lastHost = host;
+        lastHostUrl = host !== undefined && SAFE_HOST.test(host) ? `http://${host}` : undefined;
+      }
+      baseUrl = lastHostUrl;
     }
     return { baseUrl, remoteAddress: request.remoteAddress, signal: request.signal };
   }

@@ -8,6 +8,19 @@ type Labels = Record<string, string>;
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** Distinct label sets kept per metric; beyond, new protocols are counted under {@link OTHER_PROTOCOL}. */
+export const MAX_SERIES = 1000;
+
+/** The protocol label once {@link MAX_SERIES} is reached. */
+export const OTHER_PROTOCOL = '_other';
+
+// Protocol labels come from peers (document names, unknown hashes): without a bound, a peer sending made-up
+// protocols would grow memory and the /metrics page without limit.
+function bounded(series: Map<string, unknown>, labels: Labels): Labels {
+  if (series.size < MAX_SERIES || series.has(labelKey(labels))) return labels;
+  return { ...labels, protocol: OTHER_PROTOCOL };
+}
+
 function labelKey(labels: Labels): string {
   return Object.keys(labels)
     .sort()
@@ -36,17 +49,19 @@ export class Metrics {
 
   /** Counts one answered query. */
   query(path: QueryPath, protocol: string): void {
-    const key = labelKey({ path, protocol });
+    const key = labelKey(bounded(this.#queries, { path, protocol }));
     this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
     this.#totals.queries[path] += 1;
   }
 
   /** Counts one LLM call and its tokens. */
   llmCall(protocol: string, purpose: string, inputTokens: number, outputTokens: number): void {
-    const key = labelKey({ protocol, purpose });
+    const labels = bounded(this.#llmCalls, { protocol, purpose });
+    const key = labelKey(labels);
     this.#llmCalls.set(key, (this.#llmCalls.get(key) ?? 0) + 1);
     for (const [direction, count] of [['input', inputTokens], ['output', outputTokens]] as const) {
-      const tokenKey = labelKey({ protocol, purpose, direction });
+      // Keyed like the call count, so the token series stay bounded with it.
+      const tokenKey = labelKey({ ...labels, direction });
       this.#tokens.set(tokenKey, (this.#tokens.get(tokenKey) ?? 0) + count);
     }
     this.#totals.llmCalls += 1;
@@ -56,7 +71,7 @@ export class Metrics {
 
   /** Records how long a routine ran. */
   routineLatency(protocol: string, seconds: number): void {
-    const key = labelKey({ protocol });
+    const key = labelKey(bounded(this.#latency, { protocol }));
     let histogram = this.#latency.get(key);
     if (!histogram) {
       histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };

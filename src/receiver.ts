@@ -93,6 +93,8 @@ export type ReceiverOptions = {
   publicUrl?: string;
   /** Cap on live conversations (default unlimited). */
   maxConversations?: number;
+  /** Messages of history kept per conversation for the LLM (default 40, the latest). */
+  maxHistory?: number;
   /** Bound on LLM calls per answer in the tool loop (default 8). */
   maxToolSteps?: number;
   /** Watch `protocols/`, `routines/` and `tools/` for changes (default true). */
@@ -133,6 +135,9 @@ export class Receiver implements ReceiverApi {
   readonly #options: ReceiverOptions;
   readonly #ttlMs: number;
   readonly #routineTimeoutMs: number;
+  readonly #maxHistory: number;
+  #toolboxCache: Record<string, (input: unknown) => Promise<unknown>> | undefined;
+  readonly #loggers = new Map<string, Logger>();
   readonly #now: () => number;
   #routines = new Map<string, LoadedRoutine>();
   #toolFiles = new Map<string, { file: string; digest: string; tools: Tool[] }>();
@@ -154,6 +159,7 @@ export class Receiver implements ReceiverApi {
     this.extensions = options.extensions ?? {};
     this.#ttlMs = (options.conversationTtl ?? 300) * 1000;
     this.#routineTimeoutMs = (options.routineTimeout ?? 10) * 1000;
+    this.#maxHistory = Math.max(2, options.maxHistory ?? 40);
     this.#name = options.name ?? basename(this.dir);
     this.#description = options.description ?? '';
     this.registry = new ProtocolRegistry({
@@ -227,6 +233,7 @@ export class Receiver implements ReceiverApi {
       byName.set(tool.name, tool);
     }
     this.#tools = [...byName.values()];
+    this.#toolboxCache = undefined;
   }
 
   async #loadVerdicts(): Promise<void> {
@@ -343,17 +350,15 @@ export class Receiver implements ReceiverApi {
   }
 
   async followUp(id: string, request: FollowUpRequest, context?: RequestContext): Promise<SuccessResponse> {
-    const record = await this.store.get(id);
-    if (request.protocolHash !== undefined && request.protocolHash !== null) {
-      const named = request.protocolHash === 'negotiation' ? 'negotiation' : normalizeHash(request.protocolHash);
-      if (named !== record.protocolHash) throw new AgoraError('PROTOCOL_CHANGED');
-    }
-    let known: KnownDocument | undefined;
-    if (record.protocolHash && record.protocolHash !== 'negotiation') {
-      known = this.registry.get(record.protocolHash) ?? (await this.registry.resolve(record.protocolHash, request.protocolSources));
-      if (!known) return this.#fail('UNSUPPORTED_PROTOCOL', record.protocolHash);
-    }
+    const named = request.protocolHash === undefined || request.protocolHash === null ? undefined : request.protocolHash === 'negotiation' ? 'negotiation' : (normalizeHash(request.protocolHash) ?? request.protocolHash);
+    // Everything happens inside the turn: one read of the record, under the conversation's lock.
     const reply = await this.store.runTurn(id, this.#ttlMs, async (current) => {
+      if (named !== undefined && named !== current.protocolHash) throw new AgoraError('PROTOCOL_CHANGED');
+      let known: KnownDocument | undefined;
+      if (current.protocolHash && current.protocolHash !== 'negotiation') {
+        known = this.registry.get(current.protocolHash) ?? (await this.registry.resolve(current.protocolHash, request.protocolSources));
+        if (!known) this.#fail('UNSUPPORTED_PROTOCOL', current.protocolHash);
+      }
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
       const body = await this.#answer(current.protocolHash, known, turn, request.body, context);
       return { result: body, state: turn.state, history: turn.history };
@@ -407,9 +412,23 @@ export class Receiver implements ReceiverApi {
   }
 
   #toolbox(signal?: AbortSignal): Record<string, (input: unknown) => Promise<unknown>> {
-    const toolbox: Record<string, (input: unknown) => Promise<unknown>> = {};
-    for (const tool of this.#tools) toolbox[tool.name] = (input) => callTool(tool, input, signal ? { signal } : {});
-    return toolbox;
+    const build = (toolSignal?: AbortSignal) => {
+      const toolbox: Record<string, (input: unknown) => Promise<unknown>> = {};
+      for (const tool of this.#tools) toolbox[tool.name] = (input) => callTool(tool, input, toolSignal ? { signal: toolSignal } : {});
+      return Object.freeze(toolbox);
+    };
+    // The common case (no client signal) shares one frozen toolbox: nothing to allocate per query.
+    if (signal) return build(signal);
+    return (this.#toolboxCache ??= build());
+  }
+
+  #routineLogger(name: string): Logger {
+    let logger = this.#loggers.get(name);
+    if (!logger) {
+      logger = prefixed(this.logger, `routine ${name}`);
+      this.#loggers.set(name, logger);
+    }
+    return logger;
   }
 
   /** Answers one turn, recording history and metrics; mutates `turn.state` and `turn.history`. */
@@ -420,6 +439,8 @@ export class Receiver implements ReceiverApi {
     try {
       reply = await this.#dispatch(protocolHash, known, turn, body, label, context, (chosen) => (path = chosen));
       turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
+      // Bounded: a long routine conversation must not grow its record (and every turn's copy) forever.
+      if (turn.history.length > this.#maxHistory) turn.history.splice(0, turn.history.length - this.#maxHistory);
       return reply;
     } catch (error) {
       path = 'failure';
@@ -472,7 +493,7 @@ export class Receiver implements ReceiverApi {
     const routineContext: Omit<RoutineContext, 'signal'> = {
       conversation: { id: turn.id, turn: turn.turn, state: turn.state },
       protocol: { name: document.metadata.name, hash: document.hash, metadata: document.metadata },
-      logger: prefixed(this.logger, `routine ${known.name ?? document.hash.slice(0, 8)}`),
+      logger: this.#routineLogger(known.name ?? document.hash.slice(0, 8)),
       tools: this.#toolbox(context?.signal),
     };
     const file = this.routineFor(known);

@@ -61,9 +61,12 @@ export type MemoryConversationStoreOptions = {
 };
 
 type Entry = {
-  record: ConversationRecord;
-  /** The tail of this conversation's turn queue. */
-  tail: Promise<unknown>;
+  /** The record as JSON: copying many small objects with structuredClone costs far more than a parse, and a
+   * string is the most compact way to keep an idle conversation. */
+  json: string;
+  expiresAt: number;
+  /** The tail of this conversation's turn queue, while turns are queued. */
+  tail: Promise<unknown> | undefined;
 };
 
 /** The default store: conversations in this process's memory, swept periodically. */
@@ -86,14 +89,14 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async create(record: ConversationRecord): Promise<void> {
-    this.#live.set(record.id, { record: structuredClone(record), tail: Promise.resolve() });
+    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt, tail: undefined });
   }
 
   #entry(id: string): Entry {
     const entry = this.#live.get(id);
     if (entry) {
-      if (entry.record.expiresAt > this.#now()) return entry;
-      this.#bury(id, entry.record.expiresAt);
+      if (entry.expiresAt > this.#now()) return entry;
+      this.#bury(id, entry.expiresAt);
       throw new AgoraError('CONVERSATION_EXPIRED');
     }
     if (this.#tombstones.has(id)) throw new AgoraError('CONVERSATION_EXPIRED');
@@ -106,23 +109,35 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async get(id: string): Promise<ConversationRecord> {
-    return structuredClone(this.#entry(id).record);
+    return JSON.parse(this.#entry(id).json) as ConversationRecord;
   }
 
   async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
     const entry = this.#entry(id);
-    const run = entry.tail.then(async () => {
+    const work = async () => {
       // Re-check after waiting: the conversation may have expired or ended meanwhile.
       const current = this.#entry(id);
-      const update = await turn(structuredClone(current.record));
-      const record = current.record;
+      const record = JSON.parse(current.json) as ConversationRecord;
+      const update = await turn(JSON.parse(current.json) as ConversationRecord);
+      if (this.#live.get(id) !== current) return update.result; // ended during the turn: nothing to save
       record.state = update.state;
       record.history = update.history;
       record.turn += 1;
       record.expiresAt = this.#now() + ttlMs;
+      current.json = JSON.stringify(record);
+      current.expiresAt = record.expiresAt;
       return update.result;
+    };
+    const run = entry.tail ? entry.tail.then(work) : work();
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    entry.tail = tail;
+    // Drop the queue once it drains, so an idle conversation holds no promise.
+    void tail.then(() => {
+      if (entry.tail === tail) entry.tail = undefined;
     });
-    entry.tail = run.catch(() => undefined);
     return run;
   }
 
@@ -136,7 +151,7 @@ export class MemoryConversationStore implements ConversationStore {
   async count(): Promise<number> {
     const now = this.#now();
     let live = 0;
-    for (const entry of this.#live.values()) if (entry.record.expiresAt > now) live += 1;
+    for (const entry of this.#live.values()) if (entry.expiresAt > now) live += 1;
     return live;
   }
 
@@ -144,8 +159,8 @@ export class MemoryConversationStore implements ConversationStore {
     const now = this.#now();
     let dropped = 0;
     for (const [id, entry] of this.#live) {
-      if (entry.record.expiresAt <= now) {
-        this.#bury(id, entry.record.expiresAt);
+      if (entry.expiresAt <= now) {
+        this.#bury(id, entry.expiresAt);
         dropped += 1;
       }
     }

@@ -1,8 +1,8 @@
-import { AgoraError } from '../errors.js';
+import { AgoraError, FIXED_MESSAGES, isAgoraError } from '../errors.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
-import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './toolformer.js';
+import { converse as converseLoop, type ConverseOptions, type ConverseResult, type LanguageModel, type LlmMessage, type UsageSink } from './toolformer.js';
 
 /** How the agent presents itself to its LLM. */
 export type AgentProfile = {
@@ -25,8 +25,25 @@ export type ResponderCall = {
   maxSteps?: number;
 };
 
+// The Messages API refuses empty message content, and a peer or an LLM may well send an empty string.
+const EMPTY_MESSAGE = '(empty message)';
+
 function bodyText(body: JsonValue): string {
-  return typeof body === 'string' ? body : JSON.stringify(body);
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return text.trim() ? text : EMPTY_MESSAGE;
+}
+
+// Whatever went wrong (the tool loop's bound, say), the peer gets the fixed text of spec §2; the reason stays
+// in the cause, which the receiver logs.
+async function converse(model: LanguageModel, options: ConverseOptions): Promise<ConverseResult> {
+  try {
+    return await converseLoop(model, options);
+  } catch (error) {
+    if (isAgoraError(error) && error.code === 'LLM_UNAVAILABLE' && error.message !== FIXED_MESSAGES.LLM_UNAVAILABLE) {
+      throw new AgoraError('LLM_UNAVAILABLE', FIXED_MESSAGES.LLM_UNAVAILABLE, { cause: error });
+    }
+    throw error;
+  }
 }
 
 function describeAgent(profile: AgentProfile): string {
@@ -41,7 +58,9 @@ function describeAgent(profile: AgentProfile): string {
 }
 
 function toMessages(history: readonly HistoryMessage[], body: JsonValue): LlmMessage[] {
-  const messages: LlmMessage[] = history.map((message) => ({ role: message.role === 'peer' ? 'user' : 'assistant', content: bodyText(message.body) }));
+  // The API wants the user to speak first; a history trimmed to its latest messages may open with our reply.
+  const start = history.findIndex((message) => message.role === 'peer');
+  const messages: LlmMessage[] = (start < 0 ? [] : history.slice(start)).map((message) => ({ role: message.role === 'peer' ? 'user' : 'assistant', content: bodyText(message.body) }));
   messages.push({ role: 'user', content: bodyText(body) });
   return messages;
 }
@@ -124,11 +143,13 @@ export async function answerUnderProtocol(call: ResponderCall, document: Protoco
   if (!json) return first.text.trim();
   const parsed = extractJson(first.text);
   if (parsed.ok) return parsed.value;
+  // The tools stay declared: the API refuses a transcript holding tool_use blocks when no tools are defined.
+  // One call only: a tool call instead of the JSON fails like a second bad reply.
+  const transcript = first.text.trim() ? first.messages : [...first.messages.slice(0, -1), { role: 'assistant' as const, content: EMPTY_MESSAGE }];
   const repair = await converse(call.model, {
     ...options,
-    tools: [],
     maxSteps: 1,
-    messages: [...first.messages, { role: 'user', content: `Your reply is not valid JSON (${parsed.error}). Reply again with only the JSON value the protocol prescribes.` }],
+    messages: [...transcript, { role: 'user', content: `Your reply is not valid JSON (${parsed.error}). Reply again with only the JSON value the protocol prescribes.` }],
   });
   const repaired = extractJson(repair.text);
   if (repaired.ok) return repaired.value;

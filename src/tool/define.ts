@@ -46,21 +46,42 @@ export function isTool(value: unknown): value is Tool {
   return typeof candidate.name === 'string' && typeof candidate.run === 'function' && typeof candidate.input === 'object';
 }
 
-/** The JSON Schema of a tool's input, for the LLM. */
-export function toolInputJsonSchema(tool: Tool): Record<string, unknown> {
+// The input's own JSON Schema, or undefined when zod cannot express it.
+function inputSchemaOf(tool: Tool): Record<string, unknown> | undefined {
   try {
     const schema = z.toJSONSchema(tool.input, { unrepresentable: 'any', io: 'input' }) as Record<string, unknown>;
     delete schema.$schema;
-    if (schema.type !== 'object') return { type: 'object', properties: { value: schema }, required: ['value'] };
     return schema;
   } catch {
-    return { type: 'object' };
+    return undefined;
   }
+}
+
+/** The JSON Schema of a tool's input, for the LLM (which only calls tools with an object: other inputs go as `{ value }`). */
+export function toolInputJsonSchema(tool: Tool): Record<string, unknown> {
+  const schema = inputSchemaOf(tool);
+  if (!schema) return { type: 'object' };
+  if (schema.type !== 'object') return { type: 'object', properties: { value: schema }, required: ['value'] };
+  return schema;
 }
 
 /** Runs a tool on untrusted input (from an LLM or a routine): validates, runs, returns its output. */
 export async function callTool(tool: Tool, input: unknown, context: ToolContext = {}): Promise<unknown> {
-  const parsed = tool.input.safeParse(input);
+  let parsed = tool.input.safeParse(input);
+  // An LLM calls a tool whose input is not an object with `{ value }`, as toolInputJsonSchema offered it.
+  if (!parsed.success && isValueWrapper(input) && offeredAsValue(tool)) {
+    const unwrapped = tool.input.safeParse(input.value);
+    if (unwrapped.success) parsed = unwrapped;
+  }
   if (!parsed.success) throw new Error(`Invalid input for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
   return tool.run(parsed.data, context);
+}
+
+function offeredAsValue(tool: Tool): boolean {
+  const schema = inputSchemaOf(tool);
+  return schema !== undefined && schema.type !== 'object';
+}
+
+function isValueWrapper(input: unknown): input is { value: unknown } {
+  return typeof input === 'object' && input !== null && !Array.isArray(input) && Object.keys(input).length === 1 && 'value' in input;
 }

@@ -1,0 +1,75 @@
+import { relative, resolve } from 'node:path';
+import { consoleLogger } from '../log.js';
+import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
+import { Sender } from '../sender.js';
+import { UsageError, numberOption, printJson, stringOption, type Command } from './_command.js';
+
+function abbreviate(text: string, length = 100): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return line.length > length ? `${line.slice(0, length - 1)}…` : line;
+}
+
+/** The name a proposal gives its PD, else its first words. */
+function proposalName(proposal: string): string {
+  const name = /^\s*name:\s*["']?(.+?)["']?\s*$/m.exec(proposal)?.[1];
+  return abbreviate(name ?? proposal, 60);
+}
+
+/** A task name from its description: its first words. */
+function taskName(task: string): string {
+  const words = task.replace(/[^\p{L}\p{N}\s-]+/gu, ' ').trim().split(/\s+/).slice(0, 6).join(' ');
+  return words || 'Task';
+}
+
+/** `agora negotiate <url> --task "…"`: negotiates a PD with an agent and writes it into `protocols/`. */
+export const command: Command = {
+  name: 'negotiate',
+  summary: 'Negotiate a protocol document for a task with an agent, and save it in protocols/',
+  usage: 'agora negotiate <url> --task "<what for>" [--dir <agent folder>] [--json]',
+  options: {
+    task: { type: 'string', value: '<text>', description: 'What the protocol is for, in a sentence' },
+    dir: { type: 'string', value: '<dir>', description: 'The agent folder whose protocols/ receives the document', default: '.' },
+    'max-rounds': { type: 'string', value: '<count>', description: 'Messages to the agent before giving up', default: String(DEFAULT_MAX_ROUNDS) },
+    model: { type: 'string', value: '<model>', description: 'Claude model', env: 'AGORA_MODEL' },
+    timeout: { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: '120' },
+    json: { type: 'boolean', description: 'Print {path, hash, name, rounds} as JSON' },
+  },
+  details: 'Needs ANTHROPIC_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
+  async run(args) {
+    const url = args.positionals[0];
+    if (!url) throw new UsageError('missing <url>');
+    const task = stringOption(args, 'task')?.trim();
+    if (!task) throw new UsageError('missing --task "<what the protocol is for>"');
+    const maxRounds = numberOption(args, 'max-rounds', { min: 1, integer: true }) ?? DEFAULT_MAX_ROUNDS;
+    const timeout = numberOption(args, 'timeout', { min: 0.001 }) ?? 120;
+    const { AnthropicModel, hasAnthropicKey } = await import('../llm/anthropic.js');
+    if (!hasAnthropicKey()) throw new Error('ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
+    const model = stringOption(args, 'model');
+    const dir = resolve(stringOption(args, 'dir') ?? '.');
+    const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: Math.round(timeout * 1000), logger: { ...consoleLogger(), info() {} } });
+    const json = args.values.json === true;
+    const step = (line: string) => process.stderr.write(`${line}\n`);
+    step(`negotiating with ${url}: ${abbreviate(task)}`);
+    const result = await sender.negotiate(
+      url,
+      { name: taskName(task), description: task },
+      {
+        maxRounds,
+        onRound: (round, proposal, answer) => {
+          step(`round ${round}/${maxRounds} → proposed "${proposalName(proposal)}"`);
+          step(`  ← peer: ${abbreviate(answer)}`);
+        },
+      },
+    );
+    const { document, rounds } = result;
+    const path = result.path ?? '';
+    const usage = sender.usage();
+    if (json) {
+      printJson({ path, hash: document.hash, name: document.metadata.name, rounds, llmCalls: usage.llmCalls, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
+      return 0;
+    }
+    step(`agreed on "${document.metadata.name}" after ${rounds} round${rounds === 1 ? '' : 's'} (${usage.llmCalls} LLM calls, ${usage.inputTokens + usage.outputTokens} tokens)`);
+    process.stdout.write(`${relative(process.cwd(), path) || path}\n${document.hash}\n`);
+    return 0;
+  },
+};

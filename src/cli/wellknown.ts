@@ -1,0 +1,40 @@
+import { silentLogger } from '../log.js';
+import { Sender } from '../sender.js';
+import { UsageError, numberOption, printJson, type Command } from './_command.js';
+
+/** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */
+export const command: Command = {
+  name: 'wellknown',
+  summary: "List an agent's protocols (GET /wellknown), with their names",
+  usage: 'agora wellknown <url> [--json] [--timeout <s>]',
+  options: {
+    json: { type: 'boolean', description: 'Print [{hash, name?, description?, multiround?, sources}] as JSON' },
+    timeout: { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: '30' },
+  },
+  details: 'A hash whose document the agent does not serve (or that does not hash right) is listed without a name.',
+  async run(args) {
+    const url = args.positionals[0];
+    if (!url) throw new UsageError('missing <url>');
+    const timeout = numberOption(args, 'timeout', { min: 0.001 }) ?? 30;
+    const sender = new Sender({ timeoutMs: Math.round(timeout * 1000), logger: silentLogger });
+    const protocols = await sender.protocols(url);
+    if (args.values.json) {
+      printJson(
+        protocols.map(({ hash, sources, document }) => ({
+          hash,
+          ...(document ? { name: document.metadata.name, description: document.metadata.description, multiround: document.metadata.multiround } : {}),
+          sources,
+        })),
+      );
+      return 0;
+    }
+    if (protocols.length === 0) {
+      process.stdout.write('no protocols listed\n');
+      return 0;
+    }
+    for (const { hash, document } of protocols) {
+      process.stdout.write(`${hash}  ${document ? document.metadata.name : '(document not served)'}\n`);
+    }
+    return 0;
+  },
+};

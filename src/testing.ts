@@ -1,0 +1,176 @@
+// `agora-agents/testing`: test doubles for users' own tests. No test-runner imports, so any runner works.
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { z } from 'zod';
+import { AgoraError } from './errors.js';
+import { startServer } from './http.js';
+import { AnthropicModel, type AnthropicModelOptions } from './llm/anthropic.js';
+import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse, LlmUsage } from './llm/toolformer.js';
+import { silentLogger } from './log.js';
+import { hashText } from './protocol/document.js';
+import { encodeDataUri } from './protocol/sources.js';
+import { Receiver, type ReceiverOptions } from './receiver.js';
+import type { JsonValue, QueryResponse } from './schemas.js';
+import { FakeAnthropic, type FakeAnthropicOptions } from './testing/fake-anthropic.js';
+
+export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest } from './testing/fake-anthropic.js';
+
+/** Options of {@link startTestAgent}: the receiver's options, plus the fake LLM behind it. */
+export type TestAgentOptions = Omit<ReceiverOptions, 'llm'> & {
+  /** The agent folder (`protocols/`, `routines/`, `tools/`). */
+  dir: string;
+  /** A running fake (left running on close), or options to start one (closed with the agent). */
+  fake?: FakeAnthropic | FakeAnthropicOptions;
+  /** Options of the `AnthropicModel` pointed at the fake (default `{ apiKey: 'test', maxRetries: 0 }`). */
+  anthropic?: Omit<AnthropicModelOptions, 'baseURL'>;
+  /** Another LLM instead of the fake's `AnthropicModel`, or `null` for an agent without LLM. */
+  llm?: LanguageModel | null;
+};
+
+/** Options of one {@link TestAgent.query}. */
+export type TestQueryOptions = {
+  /** The protocol document: its text (anything with a line break) or a file path, resolved from the agent folder. Absent = natural language. */
+  protocol?: string;
+  /** Start a multiround conversation. */
+  multiround?: boolean;
+};
+
+/** A receiver served on loopback with a fake LLM, as {@link startTestAgent} returns it. */
+export type TestAgent = {
+  receiver: Receiver;
+  /** The server's base URL, e.g. `http://127.0.0.1:53117`. */
+  url: string;
+  fake: FakeAnthropic;
+  /** `POST /` over HTTP; a protocol is sent by its hex hash with a `data:` source. Resolves to the reply, success or failure. */
+  query(body: JsonValue, options?: TestQueryOptions): Promise<QueryResponse>;
+  /** `POST /conversations/:id` over HTTP: the next turn of a multiround conversation. */
+  followUp(conversationId: string, body: JsonValue): Promise<QueryResponse>;
+  /** Stops the server, the receiver and the fake it started. */
+  close(): Promise<void>;
+};
+
+// Our own server answers, but a reply is still parsed, never trusted (a broken handler must fail the test clearly).
+const replySchema = z.union([
+  z.object({ status: z.literal('success'), body: z.unknown(), conversationId: z.string().optional(), conversationExpires: z.number().optional() }),
+  z.object({ status: z.literal('failure'), error: z.string() }),
+]);
+
+/**
+ * Starts a receiver for an agent folder on a free loopback port, its LLM the real SDK against a {@link FakeAnthropic}.
+ * @example
+ * const agent = await startTestAgent({ dir, fake: { replies: ['Hello!'] } });
+ * expect(await agent.query('Hi')).toEqual({ status: 'success', body: 'Hello!' });
+ * await agent.close();
+ */
+export async function startTestAgent(options: TestAgentOptions): Promise<TestAgent> {
+  const { fake: fakeOption, anthropic, llm: llmOption, ...receiverOptions } = options;
+  const ownsFake = !(fakeOption instanceof FakeAnthropic);
+  const fake = fakeOption instanceof FakeAnthropic ? fakeOption : await FakeAnthropic.start(fakeOption);
+  const logger = receiverOptions.logger ?? silentLogger;
+  const llm = llmOption === null ? undefined : (llmOption ?? new AnthropicModel({ apiKey: 'test', maxRetries: 0, ...anthropic, baseURL: fake.url }));
+  let receiver: Receiver | undefined;
+  try {
+    receiver = await Receiver.start({ watch: false, ...receiverOptions, logger, ...(llm ? { llm } : {}) });
+    const server = await startServer(receiver, { port: 0, host: '127.0.0.1', logger });
+    const url = server.url;
+    const dir = receiver.dir;
+    const started = receiver;
+    return {
+      receiver: started,
+      url,
+      fake,
+      async query(body, queryOptions = {}) {
+        const request: Record<string, unknown> = { body };
+        if (queryOptions.protocol !== undefined) {
+          const text = queryOptions.protocol.includes('\n') ? queryOptions.protocol : await readFile(resolve(dir, queryOptions.protocol), 'utf8');
+          request.protocolHash = hashText(text);
+          request.protocolSources = [encodeDataUri(text)];
+        }
+        if (queryOptions.multiround) request.multiround = true;
+        return post(`${url}/`, request);
+      },
+      followUp(conversationId, body) {
+        return post(`${url}/conversations/${encodeURIComponent(conversationId)}`, { body });
+      },
+      async close() {
+        await server.close();
+        await started.close();
+        if (ownsFake) await fake.close();
+      },
+    };
+  } catch (error) {
+    await receiver?.close();
+    if (ownsFake) await fake.close();
+    throw error;
+  }
+}
+
+async function post(url: string, request: unknown): Promise<QueryResponse> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+  const text = await response.text();
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new Error(`POST ${url}: HTTP ${response.status}, not JSON: ${text.slice(0, 200)}`);
+  }
+  const parsed = replySchema.safeParse(json);
+  if (!parsed.success) throw new Error(`POST ${url}: HTTP ${response.status}, not an Agora reply: ${z.prettifyError(parsed.error)}`);
+  return parsed.data as QueryResponse;
+}
+
+/** One reply of a {@link scriptedModel}: text, tool calls, an error to throw, or a function of the request. */
+export type ScriptedReply =
+  | string
+  | { text?: string; toolUse?: { name: string; input: unknown; id?: string }[]; usage?: Partial<LlmUsage> }
+  | Error
+  | ((request: LlmRequest) => ScriptedReply | Promise<ScriptedReply>);
+
+/** A {@link LanguageModel} answering from a script, in process, with what it was asked. */
+export type ScriptedModel = LanguageModel & {
+  /** Every request received, in order (the messages as they were at the call). */
+  readonly requests: LlmRequest[];
+  /** Appends replies to the script. */
+  push(...replies: ScriptedReply[]): void;
+};
+
+/**
+ * A tiny in-process LLM for fast unit tests: replies in order, usage 10 in / 5 out unless given; an exhausted script or an `Error` reply throws `LLM unavailable`.
+ * @example const llm = scriptedModel(['Hello!', { toolUse: [{ name: 'get_forecast', input: { city: 'Paris' } }] }]);
+ */
+export function scriptedModel(replies: ScriptedReply[] = []): ScriptedModel {
+  const script = [...replies];
+  const requests: LlmRequest[] = [];
+  let ids = 0;
+  return {
+    model: 'scripted',
+    requests,
+    push(...more) {
+      script.push(...more);
+    },
+    async complete(request) {
+      // A snapshot: the tool loop appends to its array after the call.
+      requests.push({ ...request, messages: [...request.messages] });
+      if (request.signal?.aborted) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: request.signal.reason });
+      let reply = script.shift();
+      if (reply === undefined) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('scriptedModel: the reply script ran out') });
+      for (let depth = 0; typeof reply === 'function' && depth < 16; depth++) reply = await reply(request);
+      if (typeof reply === 'function') throw new Error('scriptedModel: reply functions nested too deeply');
+      if (reply instanceof Error) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: reply });
+      const message = typeof reply === 'string' ? { text: reply } : reply;
+      const content: LlmContentBlock[] = [];
+      if (message.text !== undefined && message.text !== '') content.push({ type: 'text', text: message.text });
+      const toolCalls = (message.toolUse ?? []).map((call) => ({ id: call.id ?? `toolu_scripted${++ids}`, name: call.name, input: call.input ?? {} }));
+      for (const call of toolCalls) content.push({ type: 'tool_use', ...call });
+      const response: LlmResponse = {
+        text: message.text ?? '',
+        toolCalls,
+        content,
+        stopReason: toolCalls.length ? 'tool_use' : 'end_turn',
+        usage: { inputTokens: message.usage?.inputTokens ?? 10, outputTokens: message.usage?.outputTokens ?? 5 },
+        model: 'scripted',
+      };
+      return response;
+    },
+  };
+}

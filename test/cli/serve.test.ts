@@ -1,0 +1,76 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { hashText } from '../../src/protocol/document.js';
+import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';
+import { runCli, startServe } from '../helpers/cli.js';
+
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
+
+describe('agora serve', () => {
+  it('serves a temporary agent folder, answers queries and shuts down cleanly on SIGTERM', async () => {
+    const folder = await makeAgentFolder({
+      'protocols/echo.md': echoProtocol(),
+      'routines/echo.ts': "export default (body: { message: string }) => ({ echo: body.message });",
+      'protocols/broken.md': '---\nname: [\n---\n',
+    });
+    cleanups.push(folder.cleanup);
+    const agent = await startServe([folder.dir, '--port', '0'], { env: NO_KEY });
+    cleanups.push(() => agent.stop('SIGKILL'));
+    const hash = hashText(echoProtocol());
+
+    const wellknown = await (await fetch(`${agent.url}/wellknown`)).json();
+    expect(wellknown).toEqual({ [hash]: [`${agent.url}/protocols/${hash}`] });
+    const document = await fetch(`${agent.url}/protocols/${hash}`);
+    expect(document.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(await document.text()).toBe(echoProtocol());
+
+    const reply = await fetch(`${agent.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: hash, body: { message: 'hi' } }) });
+    expect(await reply.json()).toEqual({ status: 'success', body: { echo: 'hi' } });
+    const natural = await fetch(`${agent.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: null, body: 'hello?' }) });
+    expect(await natural.json()).toEqual({ status: 'failure', error: 'This agent only accepts queries under the protocols listed at /wellknown' });
+
+    expect(agent.output()).toMatch(/broken\.md skipped: .*invalid front matter/);
+    expect(await agent.stop('SIGTERM')).toBe(0);
+    expect(agent.output()).toMatch(/2 queries \(1 routine, 0 LLM, 1 failed\)/);
+  });
+
+  it('serves the root agent of this repository', async () => {
+    const agent = await startServe(['.', '--port', '0'], { env: NO_KEY });
+    cleanups.push(() => agent.stop('SIGKILL'));
+    const wellknown = (await (await fetch(`${agent.url}/.wellknown`)).json()) as Record<string, string[]>;
+    // Two protocols with routines; the third (no routine) needs the LLM, which is not configured here.
+    expect(Object.keys(wellknown)).toHaveLength(2);
+    expect(await agent.stop()).toBe(0);
+  });
+});
+
+describe('agora hash and validate', () => {
+  it('prints the hash in hex and base64', async () => {
+    const folder = await makeAgentFolder({ 'protocols/echo.md': echoProtocol() });
+    cleanups.push(folder.cleanup);
+    expect((await runCli(['hash', `${folder.dir}/protocols/echo.md`])).stdout.trim()).toBe(hashText(echoProtocol()));
+    expect((await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--encoding', 'base64'])).stdout.trim()).toBe(hashText(echoProtocol(), 'base64'));
+    const json = JSON.parse((await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--json'])).stdout);
+    expect(json).toMatchObject({ hex: hashText(echoProtocol()), name: 'Echo', valid: true });
+    const bad = await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--encoding', 'b32']);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+  });
+
+  it('validates a folder and exits non-zero when a document is invalid', async () => {
+    const folder = await makeAgentFolder({ 'protocols/echo.md': echoProtocol(), 'protocols/bad.md': '---\nname: x\n---\n' });
+    cleanups.push(folder.cleanup);
+    const result = await runCli(['validate', folder.dir]);
+    expect(result.code).toBe(1);
+    expect(result.stdout).toContain(`ok       ${hashText(echoProtocol())}  echo.md`);
+    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: description/);
+    const json = JSON.parse((await runCli(['validate', folder.dir, '--json'])).stdout);
+    expect(json).toHaveLength(2);
+    await folder.write('protocols/bad.md', echoProtocol('Fixed'));
+    expect((await runCli(['validate', folder.dir])).code).toBe(0);
+  });
+});
