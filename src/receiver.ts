@@ -326,7 +326,7 @@ export class Receiver implements ReceiverApi {
     if (hash !== null && hash !== 'negotiation') {
       const normalized = normalizeHash(hash);
       known = normalized ? await this.registry.resolve(normalized, request.protocolSources) : undefined;
-      if (!known) return this.#fail('UNSUPPORTED_PROTOCOL', hash.slice(0, 64));
+      if (!known) return this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
       await this.#checkServable(known);
     } else if (hash === null && !this.llm) {
       return this.#fail('NATURAL_LANGUAGE_UNSUPPORTED', NATURAL_LANGUAGE);
@@ -357,7 +357,7 @@ export class Receiver implements ReceiverApi {
       let known: KnownDocument | undefined;
       if (current.protocolHash && current.protocolHash !== 'negotiation') {
         known = this.registry.get(current.protocolHash) ?? (await this.registry.resolve(current.protocolHash, request.protocolSources));
-        if (!known) this.#fail('UNSUPPORTED_PROTOCOL', current.protocolHash);
+        if (!known) this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
       }
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
       const body = await this.#answer(current.protocolHash, known, turn, request.body, context);

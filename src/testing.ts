@@ -13,6 +13,7 @@ import { Receiver, type ReceiverOptions } from './receiver.js';
 import type { JsonValue, QueryResponse } from './schemas.js';
 import { FakeAnthropic, type FakeAnthropicOptions } from './testing/fake-anthropic.js';
 
+/** The fake Anthropic Messages API on loopback, with its script and request types. */
 export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest } from './testing/fake-anthropic.js';
 
 /** Options of {@link startTestAgent}: the receiver's options, plus the fake LLM behind it. */

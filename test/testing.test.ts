@@ -77,7 +77,7 @@ describe('startTestAgent', () => {
     expect(await agent.query({ value: 'a' }, { protocol: 'protocols/echo.md' })).toEqual({ status: 'success', body: { value: 'a', turn: 1 } });
     expect(await agent.query({ value: 'b' }, { protocol: join(dir, 'protocols/echo.md') })).toEqual({ status: 'success', body: { value: 'b', turn: 1 } });
     expect(await agent.query({ value: 'c' }, { protocol: ECHO })).toEqual({ status: 'success', body: { value: 'c', turn: 1 } });
-    expect(Object.keys(await (await fetch(`${agent.url}/wellknown`)).json())).toEqual([hashText(ECHO)]);
+    expect(Object.keys((await (await fetch(`${agent.url}/wellknown`)).json()) as object)).toEqual([hashText(ECHO)]);
 
     // A document the agent does not hold is learned from the data: source the helper attaches.
     const learned = '---\nname: Learned\ndescription: x\nmultiround: false\n---\nAnything.\n';
