@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { defineRoutine } from 'agora-agents';
+import { defineRoutine, z } from 'agora-agents';
 
 const input = z.discriminatedUnion('action', [
   z.object({ action: z.literal('add'), item: z.string().trim().min(1).max(200), quantity: z.number().int().positive().max(1_000_000).default(1) }),

@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { defineRoutine } from 'agora-agents';
+import { defineRoutine, z } from 'agora-agents';
 
 // The same tool the LLM would call: the routine and the LLM fallback agree by construction.
 export default defineRoutine({

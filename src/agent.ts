@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
 import { startServer, type HttpOptions } from './http.js';
 import type { LanguageModel } from './llm/toolformer.js';
@@ -6,19 +7,24 @@ import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory.js';
 import { respondToNegotiation } from './negotiation.js';
 import { Receiver, type ReceiverOptions } from './receiver.js';
+import { RoutineGenerator } from './routine/generate.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
 export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
   HttpOptions & {
     port?: number;
     host?: string;
-    /** `memory` (default) or a `redis://host:port/db` URL shared by several processes. */
+    /** `memory` (default) or a `redis://host:port/db` URL shared by several processes (`?prefix=…&lockTtlMs=…`, see {@link parseRedisStoreUrl}). */
     store?: string | ConversationStore;
     memory?: AgentMemory;
     /** The LLM; `'auto'` (default) uses Claude when ANTHROPIC_API_KEY is set. `null` disables it. */
     llm?: LanguageModel | 'auto' | null;
     /** Claude model for `'auto'`. */
     model?: string;
+    /** LLM-served conversations under a protocol before the LLM writes a routine for it (default 5; 0: never). */
+    routineThreshold?: number;
+    /** Use routines the LLM writes as soon as they pass their checks, without `agora routines approve` (default false). */
+    autoApprove?: boolean;
   };
 
 /** A running agent: its receiver and HTTP server. */
@@ -36,11 +42,46 @@ export async function llmFromEnvironment(model?: string, env: NodeJS.ProcessEnv 
   return new AnthropicModel(model ? { model } : {});
 }
 
-/** Opens the conversation store and memory an agent will use (`memory` or a Redis URL). */
+/** The store options a `--store` Redis URL may carry in its query, beside what ioredis understands. */
+const STORE_PARAMETERS = ['prefix', 'lockTtlMs', 'lockWaitMs', 'tombstoneMs'] as const;
+
+/**
+ * Splits a `--store` Redis URL into the URL ioredis connects to and the store's own options, given as query
+ * parameters: `prefix` (key prefix, default `agora:`), and `lockTtlMs`, `lockWaitMs`, `tombstoneMs` in ms.
+ * @example parseRedisStoreUrl('redis://127.0.0.1:6379/0?prefix=shop:&lockTtlMs=5000')
+ */
+export function parseRedisStoreUrl(text: string): { url: string; options: RedisStoreOptions } {
+  let parsed: URL;
+  try {
+    parsed = new URL(text);
+  } catch {
+    throw new Error(`--store: not a valid Redis URL: ${JSON.stringify(text)}`);
+  }
+  const options: RedisStoreOptions = {};
+  for (const name of STORE_PARAMETERS) {
+    const value = parsed.searchParams.get(name);
+    if (value === null) continue;
+    parsed.searchParams.delete(name);
+    if (name === 'prefix') {
+      if (!value) throw new Error('--store: prefix must not be empty');
+      options.prefix = value;
+      continue;
+    }
+    const number = Number(value);
+    if (!Number.isSafeInteger(number) || number < 1) throw new Error(`--store: ${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}`);
+    options[name] = number;
+  }
+  // Other parameters (family, tls…) stay for ioredis; a bare `?` left behind would be harmless but untidy.
+  const url = parsed.search ? parsed.href : parsed.href.replace(/\?$/, '');
+  return { url, options };
+}
+
+/** Opens the conversation store and memory an agent will use (`memory` or a Redis URL, see {@link parseRedisStoreUrl}). */
 export async function openState(dir: string, store: string | ConversationStore | undefined, memory: AgentMemory | undefined): Promise<{ store?: ConversationStore; memory: AgentMemory; close(): Promise<void> }> {
   if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
+    const { url, options } = parseRedisStoreUrl(store);
     const { connectRedis } = await import('./conversation/redis.js');
-    const redis = connectRedis(store);
+    const redis = connectRedis(url, options);
     return { store: redis.store, memory: memory ?? redis.memory, close: () => redis.close() };
   }
   if (typeof store === 'string' && store !== 'memory') throw new Error(`--store must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
@@ -56,9 +97,24 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const logger: Logger = options.logger ?? consoleLogger();
   const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? await llmFromEnvironment(options.model) : options.llm;
   const state = await openState(dir, options.store, options.memory);
-  const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, ...rest } = options;
+  const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, ...rest } = options;
+  // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
+  // receiver created below, and only run once it serves.
+  const generator = llm
+    ? new RoutineGenerator({
+        dir,
+        memory: state.memory,
+        llm,
+        logger,
+        tools: () => receiver.tools,
+        profile: () => receiver.profile(),
+        onUsage: (usage, protocol) => receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
+        ...(routineThreshold !== undefined ? { threshold: routineThreshold } : {}),
+        ...(autoApprove !== undefined ? { autoApprove } : {}),
+      })
+    : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
-  const extensions = { negotiate: respondToNegotiation, ...rest.extensions };
+  const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
   const receiver = await Receiver.start({ ...rest, dir, logger, extensions, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
   try {
     const server = await startServer(receiver, { ...options, logger, port: port ?? 3000, ...(host ? { host } : {}) });
@@ -68,11 +124,13 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       port: server.port,
       async close() {
         await server.close();
+        await generator?.close();
         await receiver.close();
         await state.close();
       },
     };
   } catch (error) {
+    await generator?.close();
     await receiver.close();
     await state.close();
     throw error;

@@ -1,5 +1,7 @@
 // The public API of agora-agents: every name here is a promise. Optional parts live at subpaths:
 // `agora-agents/express`, `agora-agents/redis`, `agora-agents/testing`.
+/** zod, re-exported so routines and tools need no dependency of their own. */
+export { z } from 'zod';
 export { AgoraError, isAgoraError, FIXED_MESSAGES, type AgoraErrorCode } from './errors.js';
 export type { JsonValue, JsonObject, QueryRequest, FollowUpRequest, QueryResponse, SuccessResponse, FailureResponse, Wellknown } from './schemas.js';
 export {

@@ -184,6 +184,13 @@ function toJsonValue(value: unknown, what: string): JsonValue {
   }
 }
 
+/** Hex for a peer with a listing (the standard's default), base64 for one listing only base64 keys or none at all (404). */
+function encodingOf(listing: Wellknown | undefined): HashEncoding {
+  if (listing === undefined) return 'base64';
+  const keys = Object.keys(listing);
+  return keys.length > 0 && keys.every((key) => hashEncodingOf(key) === 'base64') ? 'base64' : 'hex';
+}
+
 function isGone(error: unknown): boolean {
   return isAgoraError(error) && error.code === 'PEER_FAILURE' && (error.status === 404 || /^Conversation (not found|expired)/i.test(error.message));
 }
@@ -289,12 +296,19 @@ export class Sender {
       close: () => {
         closing ??= queue.then(async () => {
           if (id === undefined) return;
+          const url = `${base}/conversations/${encodeURIComponent(id)}`;
+          const response = await this.#exchange('DELETE', url);
+          // Any 2xx ends it, whatever the body says (an expired or already closed conversation is over all the same).
+          if (response.status >= 200 && response.status < 300) return;
+          let json: unknown;
           try {
-            await this.#exchange('DELETE', `${base}/conversations/${encodeURIComponent(id)}`);
+            json = this.#parseJson('DELETE', url, response);
           } catch (error) {
-            // Already over on the peer's side: closing it is done.
-            if (!isGone(error)) throw error;
+            if (response.status === 404) return;
+            throw error;
           }
+          const error = this.#peerError('DELETE', url, response.status, json);
+          if (!isGone(error)) throw error;
         });
         return closing;
       },
@@ -854,11 +868,7 @@ export class Sender {
     let pending = this.#encodings.get(base);
     if (!pending) {
       pending = this.#readWellknown(base, signal).then(
-        (listing) => {
-          if (listing === undefined) return 'base64';
-          const keys = Object.keys(listing);
-          return keys.length > 0 && keys.every((key) => hashEncodingOf(key) === 'base64') ? 'base64' : 'hex';
-        },
+        (listing) => encodingOf(listing),
         (error: unknown) => {
           // Unknown for now: hex is the standard's default, and the next query asks again.
           this.#encodings.delete(base);
@@ -876,13 +886,15 @@ export class Sender {
     const url = `${base}/wellknown`;
     const response = await this.#exchange('GET', url, undefined, signal);
     if (response.status === 404) {
-      this.#encodings.set(base, Promise.resolve('base64'));
+      this.#encodings.set(base, Promise.resolve(encodingOf(undefined)));
       return undefined;
     }
     const json = this.#parseJson('GET', url, response);
     if (response.status < 200 || response.status > 299) throw this.#peerError('GET', url, response.status, json);
     const parsed = wellknownSchema.safeParse(json);
     if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${url}: not a /wellknown listing: ${z.prettifyError(parsed.error)}`, { status: response.status });
+    // Every read of the listing settles discovery too, so a task's look at it spares the query another GET.
+    if (!this.#encodings.has(base)) this.#encodings.set(base, Promise.resolve(encodingOf(parsed.data)));
     return parsed.data;
   }
 

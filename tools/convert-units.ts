@@ -1,5 +1,4 @@
-import { z } from 'zod';
-import { defineTool } from 'agora-agents';
+import { defineTool, z } from 'agora-agents';
 
 type Dimension = 'length' | 'mass' | 'volume';
 

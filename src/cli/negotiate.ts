@@ -69,7 +69,8 @@ export const command: Command = {
       return 0;
     }
     step(`agreed on "${document.metadata.name}" after ${rounds} round${rounds === 1 ? '' : 's'} (${usage.llmCalls} LLM calls, ${usage.inputTokens + usage.outputTokens} tokens)`);
-    process.stdout.write(`${relative(process.cwd(), path) || path}\n${document.hash}\n`);
+    const shown = relative(process.cwd(), path);
+    process.stdout.write(`${shown && !shown.startsWith('..') ? shown : path}\n${document.hash}\n`);
     return 0;
   },
 };

@@ -1,0 +1,36 @@
+import { relative, resolve } from 'node:path';
+import { initAgent } from '../init.js';
+import { printJson, stringOption, UsageError, type Command } from './_command.js';
+
+/** `agora init <dir>`: scaffolds a new agent from the framework's root agent. */
+export const command: Command = {
+  name: 'init',
+  summary: 'Scaffold a new agent folder',
+  usage: 'agora init <dir> [--framework <spec>] [--force] [--json]',
+  options: {
+    framework: { type: 'string', value: '<spec>', description: 'How the agent depends on agora-agents: a version, or a path (default: this framework, by file: when not installed from a registry)' },
+    force: { type: 'boolean', description: 'Write into a folder that is not empty' },
+    json: { type: 'boolean', description: 'Print the files written as JSON' },
+  },
+  details: 'Then: cd <dir> && npm install && npm start (serves it), npm test (runs its test against a fake LLM).',
+  async run(args) {
+    const target = args.positionals[0];
+    if (!target) throw new UsageError('missing <dir>');
+    const directory = resolve(target);
+    const json = args.values.json === true;
+    const framework = stringOption(args, 'framework');
+    const files = await initAgent(directory, {
+      ...(framework ? { framework } : {}),
+      force: args.values.force === true,
+      ...(json ? {} : { onFile: (path: string) => process.stdout.write(`  wrote ${path}\n`) }),
+    });
+    if (json) {
+      printJson({ dir: directory, files });
+      return 0;
+    }
+    const nearby = relative(process.cwd(), directory);
+    const shown = nearby && !nearby.startsWith('..') ? nearby : directory;
+    process.stdout.write(`\nCreated an agent in ${directory} (${files.length} files). Next:\n\n  cd ${shown}\n  npm install && npm start\n  npm test\n`);
+    return 0;
+  },
+};
