@@ -130,6 +130,8 @@ export type TaskState = {
 };
 
 type ProtocolFields = { protocolHash: string | null; protocolSources: string[] };
+/** JSON Schemas of a task's input and output, as the LLM is shown them. */
+type TaskSchemas = { input?: Record<string, unknown>; output?: Record<string, unknown> };
 type Meter = { calls: number };
 
 const NEGOTIATION: ProtocolFields = { protocolHash: 'negotiation', protocolSources: [] };
@@ -266,8 +268,9 @@ export class Sender {
       fields ??= fieldsOf(signal);
       const protocol = await fields;
       if (!started) {
-        started = true;
+        // A first turn that fails starts nothing: the next send tries to start the conversation again.
         const result = await this.#post(`${base}/`, { ...protocol, body: value, multiround: true }, signal);
+        started = true;
         id = result.conversationId;
         return result;
       }
@@ -432,7 +435,7 @@ export class Sender {
     return run;
   }
 
-  async #runTask(task: TaskSpec, schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> }, rawInput: unknown, target: string, signal?: AbortSignal): Promise<unknown> {
+  async #runTask(task: TaskSpec, schemas: TaskSchemas, rawInput: unknown, target: string, signal?: AbortSignal): Promise<unknown> {
     const checked = task.input.safeParse(rawInput);
     if (!checked.success) throw new AgoraError('BAD_REQUEST', `task "${task.name}": invalid input: ${z.prettifyError(checked.error)}`);
     const input = checked.data;
@@ -514,7 +517,7 @@ export class Sender {
   /** The PD a task call uses with a target: the one chosen before, a fitting one, a negotiated one, or none. */
   async #chooseDocument(
     task: TaskSpec,
-    schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> },
+    schemas: TaskSchemas,
     base: string,
     key: string,
     state: TaskState,
@@ -553,7 +556,7 @@ export class Sender {
 
   async #negotiateForTask(
     task: TaskSpec,
-    schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> },
+    schemas: TaskSchemas,
     base: string,
     key: string,
     meter: Meter,
@@ -724,13 +727,13 @@ export class Sender {
     return this.llm;
   }
 
-  #describeTask(task: TaskSpec, schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> }, input: unknown): string {
+  #describeTask(task: TaskSpec, schemas: TaskSchemas, input: unknown): string {
     const lines = [`Task: ${task.name}. ${task.description}`.trim(), `Input (JSON): ${JSON.stringify(input)}`];
     if (schemas.output) lines.push(`What the task needs back (JSON Schema): ${JSON.stringify(schemas.output)}`);
     return lines.join('\n');
   }
 
-  async #judgeFit(task: TaskSpec, schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> }, document: ProtocolDocument, meter: Meter, signal?: AbortSignal): Promise<boolean> {
+  async #judgeFit(task: TaskSpec, schemas: TaskSchemas, document: ProtocolDocument, meter: Meter, signal?: AbortSignal): Promise<boolean> {
     const system = [
       'You are an agent on the Agora network. You decide whether a protocol document lets you do a task by querying another',
       'agent under it: a query written from the task\'s input must be valid under the protocol, and the reply must hold',
@@ -753,7 +756,7 @@ export class Sender {
 
   async #writeBody(
     task: TaskSpec,
-    schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> },
+    schemas: TaskSchemas,
     document: ProtocolDocument | undefined,
     input: unknown,
     meter: Meter,
@@ -792,7 +795,7 @@ export class Sender {
 
   async #readReply(
     task: TaskSpec,
-    schemas: { input?: Record<string, unknown>; output?: Record<string, unknown> },
+    schemas: TaskSchemas,
     document: ProtocolDocument | undefined,
     input: unknown,
     reply: JsonValue,
