@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MAX_SERIES, OTHER_PROTOCOL } from '../src/metrics.js';
+import { MAX_SERIES, Metrics, OTHER_PROTOCOL } from '../src/metrics.js';
 import { hashText } from '../src/protocol/document.js';
 import { defineTool } from '../src/tool/define.js';
 import { startTestAgent, type TestAgent, type TestAgentOptions } from '../src/testing.js';
@@ -412,17 +412,24 @@ describe('Receiver with an LLM, through the real SDK against FakeAnthropic', () 
     expect(agent.receiver.counters.snapshot()).toEqual({ queries: { routine: 2, llm: 3, failure: 1 }, llmCalls: 4, inputTokens: 430, outputTokens: 29 });
   });
 
-  it('bounds the metric series a peer can create with made-up protocol hashes', async () => {
+  it('counts made-up protocol hashes under one series, so a peer cannot grow /metrics', async () => {
     const dir = await agentFolder({});
     const agent = await start({ dir, llm: null });
 
-    for (let index = 0; index < MAX_SERIES + 50; index++) {
+    for (let index = 0; index < 200; index++) {
       await expect(agent.receiver.query({ protocolHash: hashText(`made up ${index}`), body: null })).rejects.toThrow('Unsupported protocol');
     }
     const lines = (await agent.receiver.metrics()).split('\n').filter((line) => line.startsWith('agora_queries_total{'));
+    expect(lines).toEqual(['agora_queries_total{path="failure",protocol="unknown"} 200']);
+    expect(agent.receiver.counters.snapshot().queries.failure).toBe(200);
+  });
+
+  it('bounds the metric series at MAX_SERIES, counting the rest as another protocol', async () => {
+    const metrics = new Metrics();
+    for (let index = 0; index < MAX_SERIES + 50; index++) metrics.query('failure', `protocol ${index}`);
+    const lines = metrics.render().split('\n').filter((line) => line.startsWith('agora_queries_total{'));
     expect(lines).toHaveLength(MAX_SERIES + 1);
     expect(lines).toContain(`agora_queries_total{path="failure",protocol="${OTHER_PROTOCOL}"} 50`);
-    expect(agent.receiver.counters.snapshot().queries.failure).toBe(MAX_SERIES + 50);
   });
 
   it('offers tools from the tools/ folder to the LLM and to routines through context.tools', async () => {
