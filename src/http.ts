@@ -1,12 +1,12 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { z } from 'zod';
 import { AgoraError, describeError, isAgoraError } from './errors.js';
 import { consoleLogger } from './log.js';
 import { normalizeHash } from './protocol/document.js';
 import type { ReceiverApi, RequestContext } from './receiver.js';
 import { followUpRequestSchema, queryRequestSchema, type FollowUpRequest, type QueryRequest } from './schemas.js';
-import type { z } from 'zod';
 
 /** Options of the HTTP edge, shared by `createHandler`, `startServer` and `agoraRouter`. */
 export type HttpOptions = {
@@ -401,7 +401,7 @@ export function readBody(request: IncomingMessage, maxBytes: number): Promise<Bu
 }
 
 // One object per request, with methods on the prototype: no closures on the hot path, and the abort
-// controller is only made when the receiver asks for the signal.
+// controller is only made for requests that reach the receiver with a context.
 class NodeCoreRequest implements CoreRequest {
   readonly method: string;
   readonly path: string;
@@ -514,7 +514,13 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     if (response.headersSent || response.destroyed) return;
     // While closing, no connection is kept alive, so close() does not wait on idle sockets.
     if (closing) response.shouldKeepAlive = false;
-    response.writeHead(result.status, result.headers).end(result.body);
+    try {
+      response.writeHead(result.status, result.headers).end(result.body);
+    } catch (error) {
+      // A rejection here would be unhandled and end the process: log, and drop this one connection.
+      logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
+      response.destroy();
+    }
   }
 
   const server = createServer(
@@ -525,12 +531,12 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout || Infinity) / 4))),
       // Liberal: a request without Host is answered (Node would send a bare 400 without a JSON body).
       requireHostHeader: false,
-      ...(options.keepAliveTimeoutMs !== undefined ? { keepAliveTimeout: options.keepAliveTimeoutMs } : {}),
     },
     (incoming, response) => {
       void serve(incoming, response);
     },
   );
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.on('clientError', onClientError);
   server.on('connect', onConnect);
   server.on('checkExpectation', onCheckExpectation);

@@ -52,6 +52,8 @@ const receiver: ReceiverApi = {
 };
 
 const silent = { error: () => {}, warn: () => {} };
+// FUZZ_RUNS=5000 npx vitest run test/http-fuzz.test.ts for a deeper search.
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
 
 const knownPaths = [
   '/',
@@ -83,15 +85,21 @@ const segment = fc.oneof(
   fc.string({ unit: 'binary', maxLength: 10 }),
   fc.stringMatching(/^[A-Za-z0-9_-]{1,200}$/),
 );
+// Weighted towards requests that get past the parser and the router, where the interesting code is.
 const pathArbitrary = fc.oneof(
-  fc.constantFrom(...knownPaths),
-  fc.array(segment, { maxLength: 6 }).map((segments) => `/${segments.join('/')}`),
-  fc.tuple(fc.constantFrom('/conversations/', '/protocols/', '/'), fc.integer({ min: 100, max: 12_000 })).map(([prefix, length]) => prefix + 'a'.repeat(length)),
-  fc.string({ maxLength: 50 }),
+  { arbitrary: fc.constantFrom(...knownPaths), weight: 6 },
+  { arbitrary: fc.array(segment, { maxLength: 6 }).map((segments) => `/${segments.join('/')}`), weight: 2 },
+  {
+    arbitrary: fc
+      .tuple(fc.constantFrom('/conversations/', '/protocols/', '/'), fc.integer({ min: 100, max: 12_000 }))
+      .map(([prefix, length]) => prefix + 'a'.repeat(length)),
+    weight: 1,
+  },
+  { arbitrary: fc.string({ maxLength: 50 }), weight: 1 },
 );
 const methodArbitrary = fc.oneof(
-  fc.constantFrom('GET', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'get', 'post'),
-  fc.string({ maxLength: 8 }),
+  { arbitrary: fc.constantFrom('GET', 'POST', 'POST', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'get'), weight: 6 },
+  { arbitrary: fc.string({ maxLength: 8 }), weight: 1 },
 );
 const anyJson = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constantFrom(null, '', 0, true, [], {}));
 const requestObject = fc.record(
@@ -104,21 +112,42 @@ const bodyArbitrary = fc.oneof(
   fc.uint8Array({ maxLength: 300 }).map((bytes) => Buffer.from(bytes)),
   fc.string({ maxLength: 300 }).map((text) => Buffer.from(text)),
   fc.jsonValue().map((value) => Buffer.from(jsonText(value))),
-  requestObject.map((value) => Buffer.from(jsonText(value))),
-  fc.record({ body: fc.record({ fail: fc.constantFrom(...CLIENT_CODES, 'INTERNAL', 'nope') }) }).map((value) => Buffer.from(jsonText(value))),
+  { arbitrary: requestObject.map((value) => Buffer.from(jsonText(value))), weight: 4 },
+  { arbitrary: fc.record({ body: anyJson }, { requiredKeys: ['body'] }).map((value) => Buffer.from(jsonText(value))), weight: 3 },
+  {
+    arbitrary: fc.record({ body: fc.record({ fail: fc.constantFrom(...CLIENT_CODES, 'INTERNAL', 'nope') }) }).map((value) => Buffer.from(jsonText(value))),
+    weight: 2,
+  },
   fc.integer({ min: 0, max: 3000 }).map((depth) => Buffer.from(`{"body":${'['.repeat(depth)}${']'.repeat(depth)}}`)),
   fc.integer({ min: 0, max: 3000 }).map((depth) => Buffer.from(`${'{"a":'.repeat(depth)}1${'}'.repeat(depth)}`)),
   fc.integer({ min: 0, max: 200 }).map((depth) => Buffer.from(`{"body": "${'\\"['.repeat(depth)}"}`)),
 );
 const headerName = fc.oneof(
-  fc.constantFrom('authorization', 'content-type', 'host', 'accept', 'x-forwarded-for', 'expect', 'cookie'),
-  fc.string({ minLength: 1, maxLength: 12 }),
+  { arbitrary: fc.constantFrom('authorization', 'authorization', 'content-type', 'host', 'accept', 'x-forwarded-for', 'expect', 'cookie'), weight: 5 },
+  { arbitrary: fc.string({ minLength: 1, maxLength: 12 }), weight: 1 },
 );
 const headerValue = fc.oneof(
   fc.constantFrom('Bearer token-1', 'Bearer wrong', 'bearer', 'application/json', 'text/plain', 'localhost:3000', 'evil"/>', '100-continue'),
   fc.string({ maxLength: 40 }),
 );
 const headersArbitrary = fc.dictionary(headerName, fc.oneof(headerValue, fc.array(headerValue, { maxLength: 3 })), { maxKeys: 5 });
+
+// Half chaos, half requests shaped like real ones (a route's own method and a plausible body), so most runs get
+// past parser, router and auth into validation and the receiver.
+const conversationId = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,130}$/), segment);
+const shapedRequest = fc.oneof(
+  fc.record({ method: fc.constant('POST'), path: fc.constantFrom('/', '', '/?x=1'), body: bodyArbitrary }),
+  fc.record({ method: fc.constant('POST'), path: conversationId.map((id) => `/conversations/${id}`), body: bodyArbitrary }),
+  fc.record({ method: fc.constant('DELETE'), path: conversationId.map((id) => `/conversations/${id}`), body: bodyArbitrary }),
+  fc.record({ method: fc.constantFrom('GET', 'HEAD'), path: fc.constantFrom(...knownPaths), body: fc.constant(undefined) }),
+);
+const requestArbitrary = fc
+  .tuple(
+    fc.oneof(shapedRequest, fc.record({ method: methodArbitrary, path: pathArbitrary, body: bodyArbitrary })),
+    headersArbitrary,
+    fc.option(fc.constant('Bearer token-1'), { freq: 2, nil: undefined }),
+  )
+  .map(([shape, headers, authorization]) => ({ ...shape, headers: authorization === undefined ? headers : { ...headers, authorization } }));
 
 function expectWellFormed(method: string, response: { status: number; contentType: string | undefined; body: string }): void {
   expect(response.status).toBeGreaterThanOrEqual(200);
@@ -147,16 +176,14 @@ describe('createHandler under arbitrary requests', () => {
   it('never answers 5xx, and every error is a JSON failure', async () => {
     await fc.assert(
       fc.asyncProperty(
+        requestArbitrary,
         fc.record({
           guarded: fc.boolean(),
-          method: methodArbitrary,
-          path: pathArbitrary,
-          headers: headersArbitrary,
-          body: bodyArbitrary,
           lazy: fc.boolean(),
           remoteAddress: fc.option(fc.constantFrom('127.0.0.1', '::1', '10.0.0.1'), { nil: undefined }),
         }),
-        async (input) => {
+        async (shape, options) => {
+          const input = { ...shape, ...options };
           const request: CoreRequest = { method: input.method, path: input.path, headers: input.headers, body: input.body };
           if (input.remoteAddress !== undefined) request.remoteAddress = input.remoteAddress;
           if (input.lazy && input.body !== undefined) {
@@ -168,10 +195,10 @@ describe('createHandler under arbitrary requests', () => {
           if (input.method !== 'HEAD' && response.status !== 204) {
             expect(response.headers['content-length']).toBe(String(Buffer.byteLength(response.body)));
           }
-          expectWellFormed('', { status: response.status, contentType: response.headers['content-type'], body: response.body });
+          expectWellFormed(input.method, { status: response.status, contentType: response.headers['content-type'], body: response.body });
         },
       ),
-      { numRuns: 300 },
+      { numRuns: RUNS },
     );
   });
 });
@@ -223,17 +250,12 @@ describe('the node server under arbitrary requests', () => {
   it('never answers 5xx, always answers, and every error is a JSON failure', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.record({
-          method: fc.oneof(methodArbitrary, fc.constant('CONNECT')),
-          path: pathArbitrary,
-          headers: headersArbitrary,
-          body: bodyArbitrary,
-          withHost: fc.boolean(),
-        }),
-        async (input) => {
+        fc.oneof(requestArbitrary, fc.record({ method: fc.constant('CONNECT'), path: pathArbitrary, body: bodyArbitrary, headers: headersArbitrary })),
+        fc.boolean(),
+        async (input, withHost) => {
           const body = input.body ?? Buffer.alloc(0);
           let head = `${noNewlines(input.method)} ${noNewlines(input.path) || '/'} HTTP/1.1\r\n`;
-          if (input.withHost) head += 'Host: 127.0.0.1\r\n';
+          if (withHost) head += 'Host: 127.0.0.1\r\n';
           for (const [name, value] of Object.entries(input.headers)) {
             // Framing headers of our own making would only test our test (a body that never comes, say).
             if (/^(content-length|transfer-encoding|connection|host)$/i.test(name.trim())) continue;
@@ -244,7 +266,7 @@ describe('the node server under arbitrary requests', () => {
           expectWellFormed(input.method, response);
         },
       ),
-      { numRuns: 300 },
+      { numRuns: RUNS },
     );
     // Still healthy afterwards.
     expect((await fetch(`${server.url}/health`)).status).toBe(200);

@@ -420,6 +420,41 @@ describe('slow clients', () => {
   });
 });
 
+describe('client disconnects', () => {
+  it('aborts the signal the receiver was given, without logging an internal error', async () => {
+    const logger = memoryLogger();
+    let aborted: (reason: unknown) => void = () => {};
+    let entered: () => void = () => {};
+    const sawAbort = new Promise<unknown>((resolve) => (aborted = resolve));
+    const reached = new Promise<void>((resolve) => (entered = resolve));
+    const { receiver } = fakeReceiver();
+    const waiting: ReceiverApi = {
+      ...receiver,
+      query: (_request, context) =>
+        new Promise((_resolve, reject) => {
+          entered();
+          context?.signal?.addEventListener('abort', () => {
+            aborted(context.signal?.reason);
+            reject(new Error('aborted by the client'));
+          });
+        }),
+    };
+    const server = await startServer(waiting, { port: 0, logger });
+    try {
+      const controller = new AbortController();
+      const pending = fetch(`${server.url}/`, { method: 'POST', body: '{"body": "long"}', signal: controller.signal });
+      await reached;
+      controller.abort();
+      await expect(pending).rejects.toThrow();
+      await sawAbort;
+      expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+      expect(logger.lines).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
 describe('createHandler', () => {
   it('uses publicUrl as the base URL, else the Host header when it is a plain host', async () => {
     const fake = fakeReceiver();

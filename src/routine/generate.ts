@@ -204,6 +204,20 @@ const CHECK_MODULES: Record<'routine' | 'task', string> = {
   task: `import routine from './routine';\nimport type { TaskRoutine } from 'agora-agents';\nconst checked: TaskRoutine = routine;\nvoid checked;\n`,
 };
 
+// A routine in the shape the LLM writes, so warming exercises the same compiler paths as the real checks.
+const WARM_ROUTINE = `import { defineRoutine } from 'agora-agents';
+import { z } from 'zod';
+export default defineRoutine({
+  input: z.object({ value: z.number(), unit: z.string().optional() }),
+  output: z.union([z.object({ result: z.number() }), z.object({ error: z.string() })]),
+  async handle(body, context) {
+    const data = z.object({ result: z.number() }).parse(await context.tools.warm({ value: body.value }));
+    context.conversation.state.last = data.result;
+    return { result: data.result };
+  },
+});
+`;
+
 // Plain JavaScript, run as a data: URL module: a .ts file could not start a worker when running from source.
 const TYPECHECK_WORKER = `
 import { parentPort, workerData } from 'node:worker_threads';
@@ -291,9 +305,12 @@ export class RoutineTypeChecker {
     );
   }
 
-  /** Parses the libraries ahead of the first check (while the LLM writes the code). */
+  /**
+   * Loads the compiler and checks a typical routine ahead of the first real check, while the LLM writes the code:
+   * parsing the lib and zod declarations is most of a cold check, and a real LLM takes longer than that to reply.
+   */
   warm(): void {
-    this.#send({ 'routine.ts': `import { z } from 'zod';\nexport default z.object({ warm: z.string() });\n`, 'agora-agents.d.ts': ROUTINE_DECLARATION, 'globals.d.ts': GLOBALS_DECLARATION }, ['routine.ts']).catch(() => undefined);
+    this.check(WARM_ROUTINE, 'routine').catch(() => undefined);
   }
 
   /** Stops the worker. */
@@ -502,6 +519,8 @@ export type SandboxOptions = {
   loadTimeoutMs?: number;
   /** A name for the worker (shown in inspectors and errors). */
   name?: string;
+  /** Idle time after which the worker is stopped, in ms (default 5 minutes); the next call starts a fresh one. */
+  idleMs?: number;
 };
 
 type CurrentRun = {
@@ -523,6 +542,8 @@ export class SandboxedModule {
   readonly #memoryLimitMb: number;
   readonly #loadTimeoutMs: number;
   readonly #name: string;
+  readonly #idleMs: number;
+  #idleTimer: NodeJS.Timeout | undefined;
   #worker: Worker | undefined;
   #loading: Promise<Worker> | undefined;
   #queue: Promise<unknown> = Promise.resolve();
@@ -536,6 +557,7 @@ export class SandboxedModule {
     this.#memoryLimitMb = options.memoryLimitMb ?? 64;
     this.#loadTimeoutMs = options.loadTimeoutMs ?? Math.max(5000, this.#timeoutMs);
     this.#name = options.name ?? 'agora generated routine';
+    this.#idleMs = options.idleMs ?? 5 * 60_000;
   }
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
@@ -551,6 +573,7 @@ export class SandboxedModule {
   /** Terminates the worker; later calls fail. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearTimeout(this.#idleTimer);
     this.#abort(new Error('the routine was unloaded'));
     const worker = this.#worker;
     this.#worker = undefined;
@@ -561,6 +584,7 @@ export class SandboxedModule {
 
   async #run(method: string, payload: unknown, context: SandboxContext | undefined): Promise<SandboxResult> {
     if (this.#closed) throw new Error('the routine was unloaded');
+    clearTimeout(this.#idleTimer);
     const worker = await this.#ready();
     return new Promise<SandboxResult>((resolve, reject) => {
       const id = ++this.#ids;
@@ -594,7 +618,21 @@ export class SandboxedModule {
     this.#current = undefined;
     clearTimeout(current.timer);
     current.reject(error);
+    this.#idle();
+  }
+
+  /** Between calls: let the process exit, and stop a worker nobody calls (each holds its own heap and zod). */
+  #idle(): void {
     this.#worker?.unref();
+    clearTimeout(this.#idleTimer);
+    if (this.#closed) return;
+    this.#idleTimer = setTimeout(() => {
+      const worker = this.#worker;
+      if (!worker || this.#current) return;
+      this.#worker = undefined;
+      void worker.terminate();
+    }, this.#idleMs);
+    this.#idleTimer.unref();
   }
 
   #ready(): Promise<Worker> {
@@ -677,7 +715,7 @@ export class SandboxedModule {
       if (!current || current.id !== message.id) return;
       this.#current = undefined;
       clearTimeout(current.timer);
-      worker.unref();
+      this.#idle();
       if (message.ok) {
         current.resolve({ value: message.value ?? null, ...(message.state ? { state: message.state } : {}), ...(message.invalid ? { invalid: message.invalid } : {}) });
       } else {
@@ -887,6 +925,7 @@ class RoutineBook {
   readonly #consecutive = new Map<string, number>();
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #remembered = new Set<string>();
+  readonly #exampleWrites = new Map<string, Promise<void>>();
 
   constructor(options: BookOptions) {
     this.#options = options;
@@ -1032,10 +1071,20 @@ class RoutineBook {
   }
 
   /** Keeps an exchange as an example (the last {@link EXAMPLE_CAP}). */
-  async addExample(key: string, example: JsonObject): Promise<void> {
-    const current = await this.memory.get(key);
-    const list = Array.isArray(current) ? current : [];
-    await this.memory.set(key, [...list, example].slice(-EXAMPLE_CAP));
+  addExample(key: string, example: JsonObject): Promise<void> {
+    // Served hooks overlap (the receiver does not await them): serialize the read-modify-write per key.
+    const previous = this.#exampleWrites.get(key) ?? Promise.resolve();
+    const write = previous.then(async () => {
+      const current = await this.memory.get(key);
+      const list = Array.isArray(current) ? current : [];
+      await this.memory.set(key, [...list, example].slice(-EXAMPLE_CAP));
+    });
+    const tail = write.catch(() => undefined);
+    this.#exampleWrites.set(key, tail);
+    void tail.then(() => {
+      if (this.#exampleWrites.get(key) === tail) this.#exampleWrites.delete(key);
+    });
+    return write;
   }
 
   async examples(key: string): Promise<JsonObject[]> {
@@ -1197,6 +1246,7 @@ export class RoutineGenerator {
   readonly #ownsTypeChecker: boolean;
   readonly #generating = new Map<string, Promise<RoutineStatus>>();
   readonly #runners = new Map<string, RoutineRunner>();
+  #closed = false;
 
   constructor(options: RoutineGeneratorOptions) {
     this.#options = options;
@@ -1323,6 +1373,8 @@ export class RoutineGenerator {
         // The reference answers do not depend on the module: asked once, on the first attempt that builds.
         check: async (module) => this.#check(module, document, examples, await (probes ??= this.#probes(document))),
       });
+      // Shut down mid-way: the checks failed for that reason, so leave `generating` to go stale and be retried.
+      if (this.#closed) return { ...base, status: 'generating', updatedAt: createdAt };
       if (written.ok) {
         const stem = protocolStem(document);
         const file = `routines/generated/${stem}.ts`;
@@ -1477,8 +1529,9 @@ export class RoutineGenerator {
     return this.#book.flush();
   }
 
-  /** Writes batched counters and stops the workers (a generation under way is abandoned). */
+  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#book.close();
     this.#runners.clear();
     if (this.#ownsTypeChecker) await this.#typeChecker.close();
@@ -1655,6 +1708,7 @@ export class TaskRoutineStore {
   /** Prefixes past the threshold whose task definition was not known yet when the last call was counted. */
   readonly #due = new Set<string>();
   readonly #generating = new Map<string, Promise<RoutineStatus>>();
+  #closed = false;
 
   constructor(options: TaskRoutineStoreOptions) {
     this.#options = options;
@@ -1770,6 +1824,7 @@ export class TaskRoutineStore {
         ...(this.#options.memoryLimitMb !== undefined ? { memoryLimitMb: this.#options.memoryLimitMb } : {}),
         ...(this.#options.onUsage ? { onUsage: this.#options.onUsage } : {}),
       });
+      if (this.#closed) return { ...base, status: 'generating', updatedAt: createdAt };
       if (written.ok) {
         const stem = taskStem(task.name, document.hash);
         const file = `routines/generated/${stem}.ts`;
@@ -1804,8 +1859,9 @@ export class TaskRoutineStore {
     return this.#book.flush();
   }
 
-  /** Writes batched counters and stops the workers. */
+  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
   async close(): Promise<void> {
+    this.#closed = true;
     await this.#book.close();
     if (this.#ownsTypeChecker) await this.#typeChecker.close();
   }

@@ -46,7 +46,8 @@ export function startServe(args: string[], options: { cwd?: string; env?: NodeJS
           output: () => output,
           stop: (signal = 'SIGTERM') =>
             new Promise((done) => {
-              if (child.exitCode !== null) return done(child.exitCode);
+              // A process killed by a signal has a null exitCode but a signalCode: it is gone all the same.
+              if (child.exitCode !== null || child.signalCode !== null) return done(child.exitCode);
               child.once('close', (code) => done(code));
               child.kill(signal);
             }),

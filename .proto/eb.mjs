@@ -1,6 +1,0 @@
-import * as esbuild from 'esbuild';
-const seen = [];
-const r = await esbuild.build({ stdin: { contents: `import { z } from 'zod'; import { defineRoutine } from 'agora-agents'; export default defineRoutine({ handle: () => z.string().parse('x') });`, resolveDir: '/work/main', loader: 'ts', sourcefile: 'gen.ts' }, bundle: true, write: false, format: 'esm', platform: 'neutral', mainFields: ['module','main'], target: 'node20', logLevel: 'silent',
- plugins: [{ name: 'p', setup(b) { b.onResolve({ filter: /.*/ }, (a) => { seen.push([a.path, a.importer, a.kind, a.namespace]); if (a.path === 'agora-agents') return { path: 'agora-agents', namespace: 'shim' }; return undefined; }); b.onLoad({ filter: /.*/, namespace: 'shim' }, () => ({ contents: 'export const defineRoutine = (d) => d;', loader: 'js' })); } }] });
-console.log(seen.slice(0, 5), seen.length, r.outputFiles[0].text.length);
-try { await esbuild.build({ stdin: { contents: `import fs from 'node:fs'; export default 1`, resolveDir: '/work/main', loader: 'ts', sourcefile: 'gen.ts' }, bundle: true, write: false, format: 'esm', logLevel: 'silent', plugins: [{ name: 'p', setup(b) { b.onResolve({ filter: /.*/ }, (a) => ({ errors: [{ text: 'nope ' + a.path }] })); } }] }); } catch (e) { console.log(e.errors[0].text, e.errors[0].location?.line, e.message.split('\n')[0]); }

@@ -1,2 +1,0 @@
-import * as esbuild from 'esbuild';
-try { const r = await esbuild.build({ stdin: { contents: `import fs from 'node:fs'; export default fs.readFileSync`, resolveDir: '/work/main', loader: 'ts', sourcefile: 'gen.ts' }, bundle: true, write: false, format: 'esm', logLevel: 'silent', plugins: [{ name: 'p', setup(b) { b.onResolve({ filter: /.*/ }, (a) => ({ errors: [{ text: 'nope ' + a.path }] })); } }] }); console.log('no throw', r.errors, r.outputFiles[0].text); } catch (e) { console.log(e.errors[0].text, e.errors[0].location?.line, e.message.split('\n')[0]); }

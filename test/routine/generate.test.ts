@@ -1,0 +1,443 @@
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { memoryLogger, silentLogger } from '../../src/log.js';
+import { FileMemory } from '../../src/memory.js';
+import { parseDocument, type ProtocolDocument } from '../../src/protocol/document.js';
+import { Receiver, type ServedEvent } from '../../src/receiver.js';
+import type { SenderExtensions } from '../../src/sender.js';
+import {
+  bundleGeneratedModule,
+  generateTaskRoutine,
+  IMPORT_POLICY_ERROR,
+  listGeneratedRoutines,
+  reviewGeneratedRoutine,
+  RoutineGenerator,
+  RoutineTypeChecker,
+  SandboxedModule,
+  TaskRoutineStore,
+  type RoutineGeneratorOptions,
+  type RoutineStatus,
+} from '../../src/routine/generate.js';
+import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
+import { defineTool } from '../../src/tool/define.js';
+
+const DOUBLE = [
+  '---',
+  'name: Double',
+  'description: Double a number.',
+  'multiround: false',
+  '---',
+  '',
+  'The sender sends JSON {"n": number}.',
+  'The receiver replies JSON {"doubled": number}, twice n, or {"error": "Invalid format"} when the body does not match.',
+  '',
+].join('\n');
+
+const multiply = defineTool({
+  name: 'multiply',
+  description: 'Multiply two numbers',
+  input: z.object({ a: z.number(), b: z.number() }),
+  run: ({ a, b }) => ({ product: a * b }),
+});
+
+/** A routine for Double, as a good LLM would write it (`extra` goes first in handle). */
+function doubleRoutine(extra = ''): string {
+  return [
+    "import { defineRoutine } from 'agora-agents';",
+    "import { z } from 'zod';",
+    '',
+    'export default defineRoutine({',
+    '  input: z.object({ n: z.number() }),',
+    '  output: z.union([z.object({ doubled: z.number() }), z.object({ error: z.string() })]),',
+    '  async handle(body, context) {',
+    `    ${extra}`,
+    '    const result = z.object({ product: z.number() }).parse(await context.tools.multiply({ a: body.n, b: 2 }));',
+    '    return { doubled: result.product };',
+    '  },',
+    '});',
+  ].join('\n');
+}
+
+const fenced = (code: string) => `Here is the routine:\n\n\`\`\`ts\n${code}\n\`\`\`\n`;
+
+const document: ProtocolDocument = parseDocument(DOUBLE);
+const ROUTINE_PROMPT = 'You write routines';
+const TASK_PROMPT = 'You write task routines';
+const QUERY_PROMPT = 'You write test queries';
+
+let fake: FakeAnthropic;
+let llm: AnthropicModel;
+let typeChecker: RoutineTypeChecker;
+let dir: string;
+/** What the fake LLM replies when asked to write a routine: consumed in order, the last one repeats. */
+let codes: string[];
+let queries: unknown[];
+let clock: number;
+const closers: (() => Promise<void>)[] = [];
+
+// The fake LLM, by purpose: writing code, writing test queries, or answering under the PD like the real responder.
+function reply(request: FakeRequest): string {
+  if (request.system.includes(ROUTINE_PROMPT) || request.system.includes(TASK_PROMPT)) return fenced(codes.length > 1 ? codes.shift()! : codes[0]!);
+  if (request.system.includes(QUERY_PROMPT)) return JSON.stringify(queries);
+  let body: unknown;
+  try {
+    body = JSON.parse(request.lastUserText);
+  } catch {
+    body = undefined;
+  }
+  const n = (body as { n?: unknown } | undefined)?.n;
+  return JSON.stringify(typeof n === 'number' ? { doubled: n * 2 } : { error: 'Invalid format' });
+}
+
+const codeRequests = () => fake.requests.filter((request) => request.system.includes(ROUTINE_PROMPT) || request.system.includes(TASK_PROMPT));
+
+beforeAll(async () => {
+  fake = await FakeAnthropic.start({ fallback: reply });
+  llm = new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0, model: 'claude-test' });
+  // One checker for the file: its worker keeps the parsed declarations warm between tests.
+  typeChecker = new RoutineTypeChecker();
+});
+
+afterAll(async () => {
+  await typeChecker.close();
+  await fake.close();
+});
+
+beforeEach(async () => {
+  fake.reset();
+  codes = [doubleRoutine()];
+  queries = [{ n: 3 }, { n: -4 }, { n: 'x' }];
+  clock = Date.parse('2025-06-01T12:00:00Z');
+  dir = await mkdtemp(join(tmpdir(), 'agora-generate-'));
+  await mkdir(join(dir, 'protocols'));
+  await writeFile(join(dir, 'protocols', 'double.md'), DOUBLE);
+});
+
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+function generator(options: Partial<RoutineGeneratorOptions> = {}): RoutineGenerator {
+  const created = new RoutineGenerator({
+    dir,
+    memory: new FileMemory(join(dir, '.agora')),
+    llm,
+    tools: () => [multiply],
+    typeChecker,
+    logger: silentLogger,
+    now: () => clock,
+    ...options,
+  });
+  closers.push(() => created.close());
+  return created;
+}
+
+async function receiverWith(routines: RoutineGenerator, logger = silentLogger): Promise<Receiver> {
+  const receiver = await Receiver.start({ dir, memory: new FileMemory(join(dir, '.agora')), llm, tools: [multiply], extensions: routines.extensions(), watch: false, logger });
+  closers.push(() => receiver.close());
+  return receiver;
+}
+
+function llmServed(n: number, reply: unknown = { doubled: n * 2 }): ServedEvent {
+  return { hash: document.hash, document, path: 'llm', body: { n }, reply: reply as ServedEvent['body'], conversationId: null, turn: 1, firstTurn: true };
+}
+
+async function status(): Promise<RoutineStatus | undefined> {
+  return (await new FileMemory(join(dir, '.agora')).get(`routines/${document.hash}/status`)) as RoutineStatus | undefined;
+}
+
+describe('RoutineGenerator', { timeout: 120_000 }, () => {
+  it('writes a routine after the threshold, keeps it pending, and serves it with no LLM call once approved', async () => {
+    const routines = generator({ threshold: 3 });
+    const receiver = await receiverWith(routines);
+    for (const n of [1, 2, 5]) {
+      expect((await receiver.query({ protocolHash: document.hash, body: { n } })).body).toEqual({ doubled: n * 2 });
+    }
+    await routines.idle();
+
+    const written = await status();
+    expect(written).toMatchObject({ status: 'pending', kind: 'protocol', protocol: 'Double', hash: document.hash, attempts: 1, model: 'claude-test', file: `routines/generated/double-${document.hash.slice(0, 8)}.ts` });
+    expect(written?.checks?.[0]).toMatch(/^type-check \(\d+ ms\)$/);
+    expect(written?.checks, JSON.stringify(written)).toContain('3 recorded turn(s) (3 by value, 0 by shape)');
+    expect(written?.checks).toContain("3 test query(ies) written by the LLM (shape vs the LLM's answer)");
+    const file = await readFile(join(dir, written!.file!), 'utf8');
+    expect(file).toMatch(/^\/\/ Generated by agora-agents/);
+    expect(file).toContain(`// Protocol: Double (sha1 ${document.hash})`);
+    expect(file).toContain('claude-test');
+    expect(file).toContain(doubleRoutine());
+    // The generation prompt carried the recorded exchanges and the tool's schema.
+    expect(codeRequests()[0]!.lastUserText).toContain('body {"n":5} → reply {"doubled":10}');
+    expect(codeRequests()[0]!.lastUserText).toContain('- multiply: Multiply two numbers');
+
+    // Pending: never run, the LLM still answers.
+    let calls = fake.requests.length;
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 7 } })).body).toEqual({ doubled: 14 });
+    expect(fake.requests.length).toBe(calls + 1);
+
+    // Approved from "another process" (its own memory object, as the CLI): seen after the status cache's second.
+    await reviewGeneratedRoutine({ dir, memory: new FileMemory(join(dir, '.agora')), reference: 'Double', decision: 'approve' });
+    clock += 1100;
+    calls = fake.requests.length;
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 21 } })).body).toEqual({ doubled: 42 });
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 'x' } })).body).toEqual({ error: 'Invalid format' });
+    expect(fake.requests.length).toBe(calls);
+    expect(receiver.counters.snapshot().queries.routine).toBe(2);
+
+    await routines.idle();
+    await routines.flush();
+    const [entry] = await listGeneratedRoutines(new FileMemory(join(dir, '.agora')));
+    expect(entry).toMatchObject({ id: `double-${document.hash.slice(0, 8)}`, status: 'approved', counters: { uses: 6, llm: 4, routine: 2, failures: 0 } });
+  });
+
+  it('feeds compiler, build and check errors back, then gives up: failed, and the LLM keeps serving', async () => {
+    codes = [
+      doubleRoutine().replace('return { doubled: result.product }', "return { doubled: 'twice' }"),
+      doubleRoutine().replace('b: 2', 'b: 3'),
+      `import { readFileSync } from 'node:fs';\n${doubleRoutine("context.logger.info(readFileSync('/etc/hostname', 'utf8'));")}`,
+    ];
+    const routines = generator({ threshold: 100 });
+    for (const n of [1, 2]) await routines.served(llmServed(n));
+    const result = await routines.generate(document);
+
+    expect(result.status).toBe('failed');
+    expect(result.attempts).toBe(3);
+    expect(result.errors?.join('\n')).toContain(IMPORT_POLICY_ERROR);
+    const requests = codeRequests();
+    expect(requests).toHaveLength(3);
+    expect(requests[1]!.lastUserText).toMatch(/Your module failed these checks:\n- type-check: routine\.ts\(\d+,\d+\): error TS2322/);
+    expect(requests[2]!.lastUserText).toContain('recorded example 1: body {"n":1}: the routine replied {"doubled":3} but the recorded reply is {"doubled":2}');
+    expect(await status()).toMatchObject({ status: 'failed' });
+    expect(existsSync(join(dir, 'routines', 'generated'))).toBe(false);
+
+    const receiver = await receiverWith(routines);
+    const calls = fake.requests.length;
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 4 } })).body).toEqual({ doubled: 8 });
+    expect(fake.requests.length).toBe(calls + 1);
+    // A failed generation is not retried on every query.
+    await routines.idle();
+    expect(codeRequests()).toHaveLength(3);
+  });
+
+  it('stops a routine that loops forever at its time limit; the query is answered by the LLM', async () => {
+    codes = [doubleRoutine('if (body.n === 13) { while (true) {} }')];
+    const logger = memoryLogger();
+    const routines = generator({ threshold: 100, autoApprove: true, timeoutMs: 400 });
+    for (const n of [1, 2]) await routines.served(llmServed(n));
+    expect((await routines.generate(document)).status).toBe('approved');
+    const receiver = await receiverWith(routines, logger);
+
+    let calls = fake.requests.length;
+    const started = performance.now();
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 13 } })).body).toEqual({ doubled: 26 });
+    expect(performance.now() - started).toBeLessThan(5000);
+    expect(fake.requests.length).toBe(calls + 1);
+    expect(logger.lines.some((line) => /generated routine failed.*timed out after 400 ms/.test(line))).toBe(true);
+
+    // A fresh worker serves the next query.
+    calls = fake.requests.length;
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 4 } })).body).toEqual({ doubled: 8 });
+    expect(fake.requests.length).toBe(calls);
+  });
+
+  it('disables a routine after repeated failures and lets the LLM serve again', async () => {
+    codes = [doubleRoutine("if (body.n > 1000) throw new Error('too big for this routine');")];
+    const logger = memoryLogger();
+    const routines = generator({ threshold: 100, autoApprove: true, maxFailures: 2, logger });
+    for (const n of [1, 2]) await routines.served(llmServed(n));
+    expect((await routines.generate(document)).status).toBe('approved');
+    const receiver = await receiverWith(routines);
+
+    for (const n of [5000, 6000]) expect((await receiver.query({ protocolHash: document.hash, body: { n } })).body).toEqual({ doubled: n * 2 });
+    expect(await status()).toMatchObject({ status: 'disabled', reason: expect.stringContaining('too big for this routine') });
+    expect(logger.lines.some((line) => line.startsWith('error "Double": generated routine disabled after 2 failures in a row'))).toBe(true);
+
+    const calls = fake.requests.length;
+    expect((await receiver.query({ protocolHash: document.hash, body: { n: 3 } })).body).toEqual({ doubled: 6 });
+    expect(fake.requests.length).toBe(calls + 1);
+    await routines.idle();
+    await routines.flush();
+    const [entry] = await listGeneratedRoutines(new FileMemory(join(dir, '.agora')));
+    expect(entry?.counters.failures).toBe(2);
+
+    // Approval re-enables it with a clean slate.
+    await reviewGeneratedRoutine({ dir, memory: new FileMemory(join(dir, '.agora')), reference: document.hash.slice(0, 6), decision: 'approve' });
+    clock += 1100;
+    expect(await routines.routineFor(document.hash, document)).toBeTypeOf('function');
+  });
+
+  it('keeps counters and examples across a restart and generates when the sum reaches the threshold', async () => {
+    const first = generator({ threshold: 3 });
+    await first.served(llmServed(1));
+    await first.served(llmServed(2));
+    await first.served({ ...llmServed(9), path: 'routine' });
+    await first.served({ ...llmServed(2), conversationId: 'c1', turn: 2, firstTurn: false });
+    await first.close();
+    expect(codeRequests()).toHaveLength(0);
+
+    const [entry] = await listGeneratedRoutines(new FileMemory(join(dir, '.agora')));
+    expect(entry).toMatchObject({ protocol: 'Double', status: 'none', counters: { uses: 3, llm: 2, routine: 1, failures: 0 } });
+    const examples = await new FileMemory(join(dir, '.agora')).get(`examples/${document.hash}`);
+    expect(examples).toHaveLength(3);
+    expect((examples as { turn: number }[]).map((example) => example.turn)).toEqual([1, 1, 2]);
+
+    const second = generator({ threshold: 3 });
+    await second.served(llmServed(4));
+    await second.idle();
+    expect(codeRequests()).toHaveLength(1);
+    expect(await status()).toMatchObject({ status: 'pending', checks: expect.arrayContaining(['3 recorded turn(s) (3 by value, 0 by shape)']) });
+  });
+
+  it('never runs an unapproved or rejected routine', async () => {
+    const routines = generator({ threshold: 100 });
+    await routines.served(llmServed(1));
+    expect((await routines.generate(document)).status).toBe('pending');
+    expect(await routines.routineFor(document.hash, document)).toBeUndefined();
+    await reviewGeneratedRoutine({ dir, memory: new FileMemory(join(dir, '.agora')), reference: `double-${document.hash.slice(0, 8)}`, decision: 'reject' });
+    clock += 1100;
+    expect(await routines.routineFor(document.hash, document)).toBeUndefined();
+    expect(await status()).toMatchObject({ status: 'rejected' });
+    // Rejecting deletes nothing.
+    expect(existsSync(join(dir, 'routines', 'generated', `double-${document.hash.slice(0, 8)}.ts`))).toBe(true);
+  });
+
+  it('type-checks against a declaration of agora-agents that matches src/routine/define.ts', async () => {
+    const define = resolve(import.meta.dirname, '../../src/routine/define.ts');
+    const code = [
+      "import { defineRoutine, type Routine, type RoutineContext } from 'agora-agents';",
+      `import type { Routine as RealRoutine, RoutineContext as RealContext } from '${define}';`,
+      'declare const real: RealContext;',
+      'declare const shim: RoutineContext;',
+      'declare const realRoutine: RealRoutine;',
+      'declare const shimRoutine: Routine;',
+      'export const both: [RoutineContext, RealContext, Routine, RealRoutine] = [real, shim, realRoutine, shimRoutine];',
+      'export default defineRoutine({ handle: () => null });',
+    ].join('\n');
+    const result = await typeChecker.check(code, 'routine');
+    expect(result.errors).toEqual([]);
+    // The check is not vacuous: a wrong context type is reported.
+    const wrong = await typeChecker.check(`${code}\nexport const broken: RoutineContext['conversation']['turn'] = 'one';`, 'routine');
+    expect(wrong.errors.join('\n')).toMatch(/error TS2322/);
+  });
+});
+
+describe('generated modules in their worker', { timeout: 60_000 }, () => {
+  const context = (state = {}) => ({
+    conversation: { id: 'c1', turn: 2, state },
+    protocol: { name: 'Double', hash: document.hash, metadata: document.metadata },
+    tools: { multiply: async (input: unknown) => multiply.run(multiply.input.parse(input), {}) },
+    logger: silentLogger,
+  });
+
+  it('sees no environment variables and no fetch', async () => {
+    process.env.AGORA_TEST_SECRET = 'do-not-leak';
+    try {
+      const module = new SandboxedModule(
+        await bundleGeneratedModule(
+          "import { defineRoutine } from 'agora-agents';\nexport default defineRoutine({ handle: () => ({ secret: process.env.AGORA_TEST_SECRET ?? null, keys: Object.keys(process.env).length, fetch: typeof fetch }) });\n",
+        ),
+      );
+      closers.push(() => module.close());
+      expect((await module.run('handle', {}, context())).value).toEqual({ secret: null, keys: 0, fetch: 'undefined' });
+    } finally {
+      delete process.env.AGORA_TEST_SECRET;
+    }
+  });
+
+  it('refuses at build time every import but zod and agora-agents', async () => {
+    await expect(bundleGeneratedModule("import { readFileSync } from 'node:fs';\nexport default { handle: () => readFileSync('/etc/passwd', 'utf8') };\n")).rejects.toThrow(`${IMPORT_POLICY_ERROR}, not "node:fs"`);
+    await expect(bundleGeneratedModule("import helper from './helper';\nexport default helper;\n")).rejects.toThrow(IMPORT_POLICY_ERROR);
+    await expect(bundleGeneratedModule("import express from 'express';\nexport default express;\n")).rejects.toThrow(IMPORT_POLICY_ERROR);
+    await expect(bundleGeneratedModule("export default { handle: async () => (await import('node:' + 'fs')).readFileSync };\n")).rejects.toThrow(IMPORT_POLICY_ERROR);
+    await expect(bundleGeneratedModule("import { z } from 'zod';\nimport { defineRoutine } from 'agora-agents';\nexport default defineRoutine({ handle: () => z.string().parse('ok') });\n")).resolves.toContain('defineRoutine');
+  });
+
+  it('calls tools on the main thread and hands the conversation state back', async () => {
+    const module = new SandboxedModule(
+      await bundleGeneratedModule(
+        [
+          "import { defineRoutine } from 'agora-agents';",
+          "import { z } from 'zod';",
+          'export default defineRoutine({',
+          '  input: z.object({ n: z.number() }),',
+          '  async handle(body, context) {',
+          '    const total = Number(context.conversation.state.total ?? 0) + body.n;',
+          '    context.conversation.state.total = total;',
+          '    return { total, product: await context.tools.multiply({ a: total, b: context.conversation.turn }) };',
+          '  },',
+          '});',
+        ].join('\n'),
+      ),
+    );
+    closers.push(() => module.close());
+    const result = await module.run('handle', { n: 5 }, context({ total: 10 }));
+    expect(result).toEqual({ value: { total: 15, product: { product: 30 } }, state: { total: 15 } });
+    expect((await module.run('handle', { n: 'five' }, context())).invalid?.issues).toMatch(/^n: /);
+  });
+});
+
+describe('sender routines', { timeout: 120_000 }, () => {
+  const TASK_CODE = [
+    "import { z } from 'zod';",
+    '',
+    'const Reply = z.object({ doubled: z.number() });',
+    '',
+    'export default {',
+    '  buildBody(input: { value: number }): unknown {',
+    '    return { n: input.value };',
+    '  },',
+    '  parseReply(body: unknown): { result: number } {',
+    '    return { result: Reply.parse(body).doubled };',
+    '  },',
+    '};',
+  ].join('\n');
+  const task = { name: 'Double a value', description: 'Doubles a number with a peer', input: z.object({ value: z.number() }), output: z.object({ result: z.number() }) };
+  const call = (value: number, llmCalls = 2) => ({ task: task.name, target: 'http://peer.test', hash: document.hash, input: { value }, body: { n: value }, reply: { doubled: value * 2 }, output: { result: value * 2 }, llmCalls });
+
+  it('writes a task routine from recorded calls and checks it by value', async () => {
+    codes = [TASK_CODE.replace('input.value }', 'input.value + 1 }'), TASK_CODE];
+    const written = await generateTaskRoutine({
+      llm,
+      task: { name: task.name, description: task.description, inputJsonSchema: z.toJSONSchema(task.input), outputJsonSchema: z.toJSONSchema(task.output) },
+      document,
+      examples: [call(1), call(4)].map(({ input, body, reply, output }) => ({ input, body, reply, output })),
+      typeChecker,
+    });
+    expect(written).toMatchObject({ ok: true, attempts: 2, checks: expect.arrayContaining(['2 recorded call(s) (body and output by value)']) });
+    expect(codeRequests()[1]!.lastUserText).toContain('recorded call 1: buildBody({"value":1}) returned {"n":2} but the recorded body is {"n":1}');
+  });
+
+  it('records task calls, writes a routine at the threshold, and runs it in a worker once approved', async () => {
+    codes = [TASK_CODE];
+    const memory = new FileMemory(join(dir, '.agora'));
+    const store = new TaskRoutineStore({ dir, memory, llm, typeChecker, threshold: 3, now: () => clock });
+    closers.push(() => store.close());
+    // What a Sender takes: checked by the type-check of the tests.
+    const extensions: SenderExtensions = store.extensions();
+    expect(extensions.taskRoutine).toBeTypeOf('function');
+    expect(await store.taskRoutine(task, document)).toBeUndefined();
+    for (const value of [1, 2, 3]) await store.served(call(value));
+    await store.idle();
+    const prefix = `task-routines/double-a-value/${document.hash}`;
+    expect(await memory.get(`${prefix}/status`)).toMatchObject({ status: 'pending', kind: 'task', task: task.name, file: `routines/generated/task-double-a-value-${document.hash.slice(0, 8)}.ts` });
+    expect(await store.taskRoutine(task, document)).toBeUndefined();
+
+    await reviewGeneratedRoutine({ dir, memory: new FileMemory(join(dir, '.agora')), reference: `task-double-a-value-${document.hash.slice(0, 8)}`, decision: 'approve' });
+    clock += 1100;
+    const routine = await store.taskRoutine(task, document);
+    expect(routine).toBeDefined();
+    expect(await routine!.buildBody({ value: 21 })).toEqual({ n: 21 });
+    expect(await routine!.parseReply({ doubled: 42 })).toEqual({ result: 42 });
+    await expect(routine!.parseReply({ error: 'Invalid format' })).rejects.toThrow('Routine failed');
+
+    await store.served(call(8, 0));
+    await store.flush();
+    const entries = await listGeneratedRoutines(memory);
+    expect(entries.find((entry) => entry.kind === 'task')).toMatchObject({ task: task.name, protocol: 'Double', status: 'approved', counters: { uses: 4, llm: 3, routine: 1, failures: 1 } });
+  });
+});
