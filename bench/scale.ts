@@ -21,7 +21,7 @@ import { MemoryConversationStore, type ConversationRecord } from '../src/convers
 import { silentLogger } from '../src/log.js';
 import { hashText } from '../src/protocol/document.js';
 import { Receiver } from '../src/receiver.js';
-import { formatNumber, load, startProcess, table, type BenchServer, type LoadResult } from './_harness.js';
+import type { BenchServer, LoadResult } from './_harness.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const self = fileURLToPath(import.meta.url);
@@ -37,13 +37,29 @@ const NO_LLM = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
 
 /** The sections `bench/run.ts` runs, each returning its Markdown. */
 export function sections(duration: number, log: (line: string) => void): [string, () => Promise<string>][] {
+  const withHarness = (run: () => Promise<string>) => async () => {
+    harness ??= await import('./_harness.js');
+    return run();
+  };
   return [
-    ['store', () => benchStore(duration, log)],
-    ['processes', () => benchProcesses(duration, log)],
-    ['idle-memory', () => benchIdleMemory(log)],
-    ['startup', () => benchStartup(log)],
+    ['store', withHarness(() => benchStore(duration, log))],
+    ['processes', withHarness(() => benchProcesses(duration, log))],
+    ['idle-memory', withHarness(() => benchIdleMemory(log))],
+    ['startup', withHarness(() => benchStartup(log))],
   ];
 }
+
+// The harness (and autocannon with it) is imported only by the sections, so the child processes this file also
+// runs as (below) start as lean as an agent does.
+let harness: typeof import('./_harness.js') | undefined;
+const loaded = () => {
+  if (!harness) throw new Error('bench/scale.ts: the harness is not loaded');
+  return harness;
+};
+const formatNumber = (value: number, digits?: number) => loaded().formatNumber(value, digits);
+const table = (header: string[], rows: (string | number)[][]) => loaded().table(header, rows);
+const load = (...args: Parameters<typeof import('./_harness.js').load>) => loaded().load(...args);
+const startProcess = (...args: Parameters<typeof import('./_harness.js').startProcess>) => loaded().startProcess(...args);
 
 // ---------------------------------------------------------------------------------------------- Redis
 

@@ -32,6 +32,8 @@ export type RunningAgent = {
   receiver: Receiver;
   url: string;
   port: number;
+  /** The writer of LLM-written routines (with an LLM): its `idle()` waits for background generation. */
+  generator?: RoutineGenerator;
   close(): Promise<void>;
 };
 
@@ -122,6 +124,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       receiver,
       url: server.url,
       port: server.port,
+      ...(generator ? { generator } : {}),
       async close() {
         await server.close();
         await generator?.close();

@@ -1,6 +1,6 @@
-import { readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readdirSync, readSync, type Stats } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory.js';
@@ -32,6 +32,29 @@ export type RegistryOptions = {
 };
 
 type FileEntry = { mtimeMs: number; size: number; hash?: string };
+
+/**
+ * Stats a file and reads it when `wanted` says so, through one descriptor: a path lookup fewer than a stat and a
+ * `readFileSync`, which counts on the start-up path of an agent with many documents.
+ */
+function statAndReadSync(file: string, wanted: (info: Stats) => boolean): { info: Stats; raw: Buffer } | undefined {
+  // Non-blocking, so a FIFO named `*.md` cannot hang the start (it is then skipped as no regular file).
+  const descriptor = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  try {
+    const info = fstatSync(descriptor);
+    if (!wanted(info)) return undefined;
+    const raw = Buffer.allocUnsafe(info.size);
+    let length = 0;
+    while (length < raw.length) {
+      const read = readSync(descriptor, raw, length, raw.length - length, length);
+      if (read === 0) break;
+      length += read;
+    }
+    return { info, raw: length === raw.length ? raw : raw.subarray(0, length) };
+  } finally {
+    closeSync(descriptor);
+  }
+}
 
 /**
  * The protocol documents an agent holds: its `protocols/*.md` (watched, so added, changed and removed files
@@ -120,39 +143,60 @@ export class ProtocolRegistry {
       names = [];
     }
     const current = new Map<string, string>();
-    const seen = new Set<string>();
+    const seen = new Set(names);
     let changed = false;
-    await Promise.all(
-      names.map(async (fileName) => {
+    /** Whether a file must be read: new, or changed since it was last read (else it keeps its hash). */
+    const mustRead = (fileName: string, info: Stats): boolean => {
+      if (!info.isFile()) return false;
+      const previous = this.#files.get(fileName);
+      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size) {
+        if (previous.hash) current.set(previous.hash, fileName.slice(0, -3));
+        return false;
+      }
+      return true;
+    };
+    const take = (fileName: string, file: string, info: Stats, raw: Buffer) => {
+      changed = true;
+      const previous = this.#files.get(fileName);
+      const entry: FileEntry = { mtimeMs: info.mtimeMs, size: info.size };
+      this.#files.set(fileName, entry);
+      try {
+        const document = parseDocument(raw, file);
+        entry.hash = document.hash;
+        const name = fileName.slice(0, -3);
+        current.set(document.hash, name);
+        this.#byHash.set(document.hash, { document, origin: 'local', name, file });
+        if (previous) logger.info(`protocol ${fileName} changed: ${document.hash}`);
+      } catch (error) {
+        logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
+      }
+    };
+    const skip = (file: string, error: unknown) => logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
+    if (synchronous) {
+      // A plain loop: no promise per file on the start-up path.
+      for (const fileName of names) {
         const file = join(directory, fileName);
-        seen.add(fileName);
         try {
-          const info: Stats = synchronous ? statSync(file) : await stat(file);
-          if (!info.isFile()) return;
-          const previous = this.#files.get(fileName);
-          if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size) {
-            if (previous.hash) current.set(previous.hash, fileName.slice(0, -3));
-            return;
-          }
-          changed = true;
-          const raw = synchronous ? readFileSync(file) : await readFile(file);
-          const entry: FileEntry = { mtimeMs: info.mtimeMs, size: info.size };
-          this.#files.set(fileName, entry);
-          try {
-            const document = parseDocument(raw, file);
-            entry.hash = document.hash;
-            const name = basename(fileName, '.md');
-            current.set(document.hash, name);
-            this.#byHash.set(document.hash, { document, origin: 'local', name, file });
-            if (previous) logger.info(`protocol ${fileName} changed: ${document.hash}`);
-          } catch (error) {
-            logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
-          }
+          const read = statAndReadSync(file, (info) => mustRead(fileName, info));
+          if (read) take(fileName, file, read.info, read.raw);
         } catch (error) {
-          logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
+          // A directory named `*.md`, as the asynchronous path's stat would have seen.
+          if ((error as NodeJS.ErrnoException).code !== 'EISDIR') skip(file, error);
         }
-      }),
-    );
+      }
+    } else {
+      await Promise.all(
+        names.map(async (fileName) => {
+          const file = join(directory, fileName);
+          try {
+            const info = await stat(file);
+            if (mustRead(fileName, info)) take(fileName, file, info, await readFile(file));
+          } catch (error) {
+            skip(file, error);
+          }
+        }),
+      );
+    }
     for (const fileName of [...this.#files.keys()]) {
       if (!seen.has(fileName)) {
         this.#files.delete(fileName);

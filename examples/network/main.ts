@@ -1,0 +1,112 @@
+// `npm run example:network`: a small Agora network, in the spirit of the paper's demo. Three service agents
+// (weather, currency, trains: each one tool over a hidden table) and three user agents with two tasks each send
+// interleaved queries. The cost per query falls as protocols are negotiated (or found at /wellknown and reused
+// by another user) and as routines replace the LLMs on both sides.
+//
+// Offline by default: every agent thinks with the deterministic fake brain (../weather/brain.ts); with
+// ANTHROPIC_API_KEY set, Claude does. All state goes to a temporary folder.
+// `--queries N` (default 300) and `--window N` (default 50). Exits 1 when an answer differs from the hidden tables.
+import { join } from 'node:path';
+import { isDeepStrictEqual, parseArgs } from 'node:util';
+import { startAgent, type RunningAgent } from 'agora-agents';
+import { agentCost, approvedRoutines, columns, exampleLlm, pathOf, quietLogger, routineAnswers, startAssistant, temporaryCopy, type Assistant, type Cost } from '../_shared.js';
+import { SERVICES, USERS } from './services.js';
+
+const { values } = parseArgs({ options: { queries: { type: 'string', default: '300' }, window: { type: 'string', default: '50' } } });
+const queries = Number(values.queries);
+const windowSize = Number(values.window);
+
+const { llm, name, close: closeLlm } = await exampleLlm();
+const folder = await temporaryCopy('agora-network-');
+console.log(`${SERVICES.length} services and ${Object.keys(USERS).length} users, thinking with ${name}.\n`);
+
+const services = new Map<string, RunningAgent>();
+for (const service of SERVICES) {
+  const agent = await startAgent({
+    dir: join(folder.dir, service.name),
+    name: service.name,
+    description: service.description,
+    tools: [service.tool],
+    port: 0,
+    host: '127.0.0.1',
+    llm,
+    routineThreshold: 5,
+    autoApprove: true,
+    watch: false,
+    logger: quietLogger,
+  });
+  services.set(service.name, agent);
+}
+const users = new Map<string, Assistant>();
+for (const user of Object.keys(USERS)) users.set(user, await startAssistant({ dir: join(folder.dir, user), llm, logger: quietLogger }));
+
+// Round after round, each user's tasks in turn: alice's two, then bob's, then carol's.
+const calls = Object.entries(USERS).flatMap(([user, tasks]) => tasks.map((task) => ({ user, task, run: users.get(user)!.sender.task(task.spec), uses: 0 })));
+const cost = (): Cost =>
+  [...[...services.values()].map(agentCost), ...[...users.values()].map((user) => user.cost())].reduce((sum, part) => ({ calls: sum.calls + part.calls, tokens: sum.tokens + part.tokens }), { calls: 0, tokens: 0 });
+
+const records: { calls: number; tokens: number; routines: boolean }[] = [];
+const markers: string[] = [];
+const seen = new Set<string>();
+let mismatches = 0;
+for (let index = 1; index <= queries; index++) {
+  const call = calls[(index - 1) % calls.length]!;
+  const user = users.get(call.user)!;
+  const service = services.get(call.task.service)!;
+  const input = call.task.input(call.uses++);
+  const before = { cost: cost(), routines: routineAnswers(service) };
+  const output = await call.run(input, { target: service.url });
+  // Routines are written in the background: wait for that work, so every run tells the same story.
+  await Promise.all([...[...services.values()].map((agent) => agent.generator?.idle()), ...[...users.values()].map((other) => other.idle())]);
+
+  const expected = call.task.expected(input);
+  if (!isDeepStrictEqual(output, expected)) {
+    mismatches++;
+    console.error(`query ${index}: ${call.user}'s ${call.task.spec.name}(${JSON.stringify(input)}) gave ${JSON.stringify(output)}, expected ${JSON.stringify(expected)}`);
+  }
+  const after = cost();
+  const path = pathOf(user.last, routineAnswers(service) > before.routines);
+  records.push({ calls: after.calls - before.cost.calls, tokens: after.tokens - before.cost.tokens, routines: path === 'routines' });
+
+  // What changed in the network with this query.
+  const key = `${call.user}/${call.task.spec.name}`;
+  if (path !== 'NL' && !seen.has(key)) {
+    seen.add(key);
+    const state = await user.sender.taskState(call.task.spec.name, service.url);
+    const protocol = state.protocolHash ? service.receiver.registry.get(state.protocolHash)?.document.metadata.name : undefined;
+    markers.push(`query ${index}: ${call.user}'s ${call.task.spec.name} ${state.negotiation?.outcome === 'agreed' ? 'negotiated' : 'found, and judged a fit,'} "${protocol}" with ${call.task.service}`);
+  }
+  for (const [agentName, agent] of services) for (const routine of await approvedRoutines(agent)) note(`${agentName}/${routine}`, `query ${index}: ${agentName} approved its routine for "${routine}"`);
+  for (const [userName, other] of users) for (const routine of await other.approved()) note(`${userName}/${routine}`, `query ${index}: ${userName} approved its routine for ${routine}`);
+}
+
+const widths = [9, 9, 9, 12, 18];
+console.log(columns(['queries', 'LLM calls', 'tokens', 'tokens/query', 'served by routines'], widths));
+for (let start = 0; start < records.length; start += windowSize) {
+  const window = records.slice(start, start + windowSize);
+  const tokens = window.reduce((sum, record) => sum + record.tokens, 0);
+  const routines = window.filter((record) => record.routines).length;
+  console.log(
+    columns(
+      [`${start + 1}-${start + window.length}`, window.reduce((sum, record) => sum + record.calls, 0), tokens, Math.round(tokens / window.length), `${Math.round((100 * routines) / window.length)}%`],
+      widths,
+    ),
+  );
+}
+console.log('');
+for (const marker of markers) console.log(marker);
+const total = cost();
+console.log(`\nTotal: ${total.calls} LLM calls, ${total.tokens} tokens for ${queries} queries.`);
+console.log(mismatches ? `${mismatches} answer(s) differ from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
+
+for (const user of users.values()) await user.close();
+for (const agent of services.values()) await agent.close();
+await closeLlm();
+await folder.remove();
+process.exitCode = mismatches ? 1 : 0;
+
+function note(key: string, marker: string): void {
+  if (seen.has(key)) return;
+  seen.add(key);
+  markers.push(marker);
+}
