@@ -149,6 +149,11 @@ for (let start = 0; start < queries; start += windowSize) {
 }
 const tokens = { a: sum(a.costs, 'tokens'), b: sum(b.costs, 'tokens') };
 rows.push(['**total**', formatNumber(sum(a.costs, 'calls')), formatNumber(tokens.a), formatNumber(sum(b.costs, 'calls')), formatNumber(tokens.b), `${share(b.costs, 'NL')} / ${queries - share(b.costs, 'NL') - share(b.costs, 'routines')} / ${share(b.costs, 'routines')}`]);
+// Where (b)'s tokens go, by path; the protocol stage carries the negotiation and the writing of both routines.
+const stages = ['NL', 'PD+LLM', 'routines'].map((path) => {
+  const costs = b.costs.filter((cost) => (path === 'PD+LLM' ? cost.path !== 'NL' && cost.path !== 'routines' : cost.path === path));
+  return [path, costs.length, formatNumber(sum(costs, 'calls')), formatNumber(sum(costs, 'tokens')), formatNumber(sum(costs, 'tokens') / Math.max(1, costs.length))];
+});
 const lastWindowCalls = sum(b.costs.slice(-windowSize), 'calls');
 const ratio = tokens.a / Math.max(1, tokens.b);
 
@@ -158,6 +163,10 @@ const lines = [
   'Both agents summed, as billed by their fake Messages APIs (tokens ≈ characters / 4). (b) paths: natural language / protocol with an LLM on at least one side / routines on both sides.',
   '',
   table(['queries', '(a) LLM calls', '(a) tokens', '(b) LLM calls', '(b) tokens', '(b) NL / PD+LLM / routines'], rows),
+  '',
+  '(b) by path:',
+  '',
+  table(['path', 'queries', 'LLM calls', 'tokens', 'tokens per query'], stages),
   '',
   `- tokens, (a) / (b): **${formatNumber(ratio, 1)}×** (target ≥ 20×)`,
   `- LLM calls in the last window of (b): **${lastWindowCalls}** (target 0)`,

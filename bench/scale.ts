@@ -139,6 +139,12 @@ async function withRedis(title: string, log: (line: string) => void, work: (stor
 
 const serve = (store: string): Promise<BenchServer> => startProcess('src/cli/main.ts', ['serve', root, '--port', '0', '--store', store], NO_LLM);
 
+/** Stops servers once the requests autocannon abandoned at its deadline are done, so none meets a closed store. */
+async function stopServers(...servers: BenchServer[]): Promise<void> {
+  await delay(500);
+  await Promise.all(servers.map((server) => server.stop()));
+}
+
 /** Starts `count` shopping-list conversations on a server; their ids. */
 async function startConversations(url: string, count: number): Promise<string[]> {
   const ids: string[] = [];
@@ -198,7 +204,7 @@ async function benchStore(duration: number, log: (line: string) => void): Promis
         await loadWorkload('warm-up', server.url, followUp, 1);
         results[`follow ${label}`] = await loadWorkload(`multiround follow-up, ${label} store`, server.url, followUp, duration);
       } finally {
-        await server.stop();
+        await stopServers(server);
       }
     }
     const ratio = (workload: string) => results[`${workload} redis`]!.requestsPerSecond / results[`${workload} memory`]!.requestsPerSecond;
@@ -247,7 +253,7 @@ async function benchProcesses(duration: number, log: (line: string) => void): Pr
         `Both autocannon instances run in the benchmark's one process; on this ${cores()}-core machine the load generator, the two servers and redis-server share the cores, so a second process adds little.`,
       ].join('\n');
     } finally {
-      await Promise.all([a.stop(), b.stop()]);
+      await stopServers(a, b);
     }
   });
 }

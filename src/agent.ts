@@ -57,7 +57,8 @@ export function parseRedisStoreUrl(text: string): { url: string; options: RedisS
   try {
     parsed = new URL(text);
   } catch {
-    throw new Error(`--store: not a valid Redis URL: ${JSON.stringify(text)}`);
+    // Not echoed: the URL may hold a password.
+    throw new Error('--store: not a valid redis:// URL');
   }
   const options: RedisStoreOptions = {};
   for (const name of STORE_PARAMETERS) {

@@ -506,7 +506,22 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   const abortOnDisconnect = options.abortOnDisconnect === true;
   let closing = false;
 
+  // Requests still being answered (their client may be gone): close() waits for them before the caller closes
+  // the receiver and its store under their feet.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+
   async function serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    inFlight += 1;
+    try {
+      await answer(incoming, response);
+    } finally {
+      inFlight -= 1;
+      if (inFlight === 0) drained?.();
+    }
+  }
+
+  async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     let result: CoreResponse;
     try {
       const request = new NodeCoreRequest(incoming, maxBodyBytes);
@@ -563,7 +578,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
 
   function close(): Promise<void> {
     closing = true;
-    return new Promise((resolve) => {
+    const sockets = new Promise<void>((resolve) => {
       const timer = setTimeout(() => server.closeAllConnections(), 5000);
       timer.unref();
       server.close(() => {
@@ -572,6 +587,13 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       });
       server.closeIdleConnections();
     });
+    const requests = new Promise<void>((resolve) => {
+      if (inFlight === 0) return resolve();
+      drained = resolve;
+      // Bounded like the sockets: a routine stuck past its own time limit does not hold the shutdown forever.
+      setTimeout(resolve, 5000).unref();
+    });
+    return Promise.all([sockets, requests]).then(() => undefined);
   }
 
   return { server, url, port, close };

@@ -45,7 +45,7 @@ const calls = Object.entries(USERS).flatMap(([user, tasks]) => tasks.map((task) 
 const cost = (): Cost =>
   [...[...services.values()].map(agentCost), ...[...users.values()].map((user) => user.cost())].reduce((sum, part) => ({ calls: sum.calls + part.calls, tokens: sum.tokens + part.tokens }), { calls: 0, tokens: 0 });
 
-const records: { calls: number; tokens: number; routines: boolean }[] = [];
+const records: { calls: number; tokens: number; serviceRoutine: boolean; noLlm: boolean }[] = [];
 const markers: string[] = [];
 const seen = new Set<string>();
 let mismatches = 0;
@@ -65,8 +65,9 @@ for (let index = 1; index <= queries; index++) {
     console.error(`query ${index}: ${call.user}'s ${call.task.spec.name}(${JSON.stringify(input)}) gave ${JSON.stringify(output)}, expected ${JSON.stringify(expected)}`);
   }
   const after = cost();
-  const path = pathOf(user.last, routineAnswers(service) > before.routines);
-  records.push({ calls: after.calls - before.cost.calls, tokens: after.tokens - before.cost.tokens, routines: path === 'routines' });
+  const serviceRoutine = routineAnswers(service) > before.routines;
+  const path = pathOf(user.last, serviceRoutine);
+  records.push({ calls: after.calls - before.cost.calls, tokens: after.tokens - before.cost.tokens, serviceRoutine, noLlm: path === 'routines' });
 
   // What changed in the network with this query.
   const key = `${call.user}/${call.task.spec.name}`;
@@ -76,27 +77,26 @@ for (let index = 1; index <= queries; index++) {
     const protocol = state.protocolHash ? service.receiver.registry.get(state.protocolHash)?.document.metadata.name : undefined;
     markers.push(`query ${index}: ${call.user}'s ${call.task.spec.name} ${state.negotiation?.outcome === 'agreed' ? 'negotiated' : 'found, and judged a fit,'} "${protocol}" with ${call.task.service}`);
   }
-  for (const [agentName, agent] of services) for (const routine of await approvedRoutines(agent)) note(`${agentName}/${routine}`, `query ${index}: ${agentName} approved its routine for "${routine}"`);
-  for (const [userName, other] of users) for (const routine of await other.approved()) note(`${userName}/${routine}`, `query ${index}: ${userName} approved its routine for ${routine}`);
+  for (const [agentName, agent] of services) for (const routine of await approvedRoutines(agent)) note(`routine:${agentName}/${routine}`, `query ${index}: ${agentName} approved its routine for "${routine}"`);
+  for (const [userName, other] of users) for (const routine of await other.approved()) note(`routine:${userName}/${routine}`, `query ${index}: ${userName} approved its routine for ${routine}`);
 }
 
-const widths = [9, 9, 9, 12, 18];
-console.log(columns(['queries', 'LLM calls', 'tokens', 'tokens/query', 'served by routines'], widths));
+const widths = [9, 9, 9, 12, 16, 24];
+console.log(columns(['queries', 'LLM calls', 'tokens', 'tokens/query', 'service routine', 'routines on both sides'], widths));
 for (let start = 0; start < records.length; start += windowSize) {
   const window = records.slice(start, start + windowSize);
   const tokens = window.reduce((sum, record) => sum + record.tokens, 0);
-  const routines = window.filter((record) => record.routines).length;
-  console.log(
-    columns(
-      [`${start + 1}-${start + window.length}`, window.reduce((sum, record) => sum + record.calls, 0), tokens, Math.round(tokens / window.length), `${Math.round((100 * routines) / window.length)}%`],
-      widths,
-    ),
-  );
+  const share = (test: (record: (typeof records)[number]) => boolean) => `${Math.round((100 * window.filter(test).length) / window.length)}%`;
+  const calls = window.reduce((sum, record) => sum + record.calls, 0);
+  console.log(columns([`${start + 1}-${start + window.length}`, calls, tokens, Math.round(tokens / window.length), share((record) => record.serviceRoutine), share((record) => record.noLlm)], widths));
 }
 console.log('');
 for (const marker of markers) console.log(marker);
 const total = cost();
-console.log(`\nTotal: ${total.calls} LLM calls, ${total.tokens} tokens for ${queries} queries.`);
+// The first window is all natural language: its rate is what the network would pay without Agora's lifecycle.
+const firstWindow = records.slice(0, windowSize);
+const naturalLanguageRate = firstWindow.reduce((sum, record) => sum + record.tokens, 0) / Math.max(1, firstWindow.length);
+console.log(`\nTotal: ${total.calls} LLM calls, ${total.tokens} tokens for ${queries} queries (natural language all the way: about ${Math.round(naturalLanguageRate * queries)} tokens).`);
 console.log(mismatches ? `${mismatches} answer(s) differ from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
 
 for (const user of users.values()) await user.close();

@@ -89,7 +89,7 @@ type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
 /** A field of a JSON body: from a JSON Schema property, or from a PD's `{"key": type}` shape. */
-type Field = { name: string; type: 'string' | 'number' | 'boolean' | 'unknown'; values?: string[]; required: boolean };
+type Field = { name: string; type: 'string' | 'number' | 'boolean' | 'unknown'; values?: string[]; description?: string; required: boolean };
 /** What the brain understands of a protocol document. */
 type Protocol = { name: string; sends: Field[]; replies: Field[]; invalidReply: string };
 type ToolSpec = { name: string; description: string; inputs: Field[] };
@@ -130,10 +130,12 @@ function fieldsOfSchema(schema: JsonObject | undefined): Field[] {
   return Object.entries(properties).map(([name, property]) => {
     const type = isObject(property) ? property.type : undefined;
     const values = isObject(property) && Array.isArray(property.enum) ? property.enum.filter((value): value is string => typeof value === 'string') : undefined;
+    const description = isObject(property) && typeof property.description === 'string' ? property.description : undefined;
     return {
       name,
       type: type === 'number' || type === 'integer' ? 'number' : type === 'string' || type === 'boolean' ? type : values ? 'string' : 'unknown',
       ...(values?.length ? { values } : {}),
+      ...(description ? { description } : {}),
       required: required.includes(name),
     };
   });
@@ -262,7 +264,11 @@ function judgeFit(prompt: string): FakeReply {
 }
 
 function shapeText(fields: Field[]): string {
-  const type = (field: Field) => (field.values ? field.values.map((value) => JSON.stringify(value)).join('|') : field.type === 'unknown' ? 'any' : field.type);
+  const type = (field: Field) => {
+    const base = field.values ? field.values.map((value) => JSON.stringify(value)).join('|') : field.type === 'unknown' ? 'any' : field.type;
+    // A description that cannot be mistaken for the shape's syntax goes along: `"date": string (YYYY-MM-DD)`.
+    return field.description && !/["{},]/.test(field.description) ? `${base} (${field.description})` : base;
+  };
   return `{${fields.map((field) => `"${field.name}": ${type(field)}`).join(', ')}}`;
 }
 

@@ -94,7 +94,7 @@ console.log('');
 const negotiation = (await assistant.sender.taskState('get_weather', weather.url)).negotiation;
 if (negotiation?.outcome === 'agreed') {
   console.log(`Protocol negotiated at query ${negotiatedAt}, in ${negotiation.rounds} round(s), sha1 ${negotiation.hash}:`);
-  if (negotiation.path) console.log(`${(await readFile(negotiation.path, 'utf8')).trim().replace(/^/gm, '    ')}\n`);
+  if (negotiation.path) console.log(`${(await readFile(negotiation.path, 'utf8')).trim().replace(/^(?=.)/gm, '    ')}\n`);
 }
 for (const [routine, index] of approved) console.log(`Routine approved after query ${index}: ${routine}`);
 const total = { assistant: assistant.cost(), weather: agentCost(weather) };

@@ -266,7 +266,21 @@ export class RedisConversationStore implements ConversationStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#owned) await this.#redis.quit();
+    if (this.#owned) await quit(this.#redis);
+  }
+}
+
+/**
+ * Ends a connection politely. QUIT fails ("Connection is closed") when the connection broke meanwhile, e.g. a
+ * command still in flight at shutdown wrote after an earlier QUIT: then nothing is left to release, and a closing
+ * agent must not fail (or crash the process) over it.
+ */
+async function quit(redis: Redis): Promise<void> {
+  if (redis.status === 'end') return;
+  try {
+    await redis.quit();
+  } catch {
+    redis.disconnect();
   }
 }
 
@@ -352,7 +366,7 @@ export class RedisMemory implements AgentMemory {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    if (this.#owned) await this.#redis.quit();
+    if (this.#owned) await quit(this.#redis);
   }
 }
 
@@ -374,7 +388,7 @@ export function connectRedis(
     async close() {
       await store.close();
       await memory.close();
-      if (redis.status !== 'end') await redis.quit();
+      await quit(redis);
     },
   };
 }

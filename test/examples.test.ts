@@ -1,0 +1,60 @@
+import { spawn } from 'node:child_process';
+import { readdir, readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { PROMPT_MARKERS } from '../examples/weather/brain.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/** Runs an example as its users would, offline: no Anthropic credentials reach it, so the fake brain answers. */
+function runExample(script: string, args: string[] = []): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = { ...process.env };
+  delete env.ANTHROPIC_API_KEY;
+  delete env.ANTHROPIC_AUTH_TOKEN;
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('examples', () => {
+  it('finds every prompt marker of the fake brain in the framework sources', async () => {
+    const files = (await readdir(join(root, 'src'), { recursive: true })).filter((name) => name.endsWith('.ts'));
+    const sources = (await Promise.all(files.map((name) => readFile(join(root, 'src', name), 'utf8')))).join('\n');
+    // Prompts are built from string pieces: the marker must sit inside one of them.
+    for (const [kind, marker] of Object.entries(PROMPT_MARKERS)) expect(sources.includes(marker), `${kind}: ${marker}`).toBe(true);
+  });
+
+  it('weather: goes from natural language to a negotiated protocol to routines, every answer right', { timeout: 240_000 }, async () => {
+    const { code, stdout, stderr } = await runExample('examples/weather/main.ts');
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toContain('by the hand-written routine, 0 LLM calls');
+    expect(stdout).toMatch(/^1 +Paris 2025-06-01 +\S+, \d+% +NL +2 calls/m);
+    expect(stdout).toMatch(/^11 +Paris 2025-06-02 +\S+, \d+% +PD\+LLM +4 calls/m);
+    expect(stdout).toMatch(/^20 +Mumbai 2025-06-02 +\S+, \d+% +routines +0 calls, 0 tokens +0 calls, 0 tokens$/m);
+    expect(stdout).toContain('Protocol negotiated at query 11, in 1 round(s)');
+    expect(stdout).toContain('Routine approved after query 15: weather agent: Get weather');
+    expect(stdout).toContain('Routine approved after query 15: assistant: get_weather');
+    expect(stdout).toContain('All 21 answers match the hidden table.');
+  });
+
+  it('network: the cost per query falls to zero as protocols and routines appear, every answer right', { timeout: 300_000 }, async () => {
+    const { code, stdout, stderr } = await runExample('examples/network/main.ts', ['--queries', '120', '--window', '30']);
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stderr).toBe('');
+    expect(stdout).toMatch(/^1-30 +120 +\d+ +\d+ +0% +0%$/m);
+    expect(stdout).toMatch(/^91-120 +0 +0 +0 +100% +100%$/m);
+    expect(stdout).toContain(`alice's get_weather negotiated "Get weather" with weather`);
+    expect(stdout).toContain(`bob's rain_check found, and judged a fit, "Get weather" with weather`);
+    expect(stdout).toMatch(/weather approved its routine for "Get weather"/);
+    expect(stdout).toMatch(/carol approved its routine for price_in/);
+    expect(stdout).toContain('All 120 answers match the hidden tables.');
+  });
+});
