@@ -1,4 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
@@ -7,10 +10,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** A server process started for a benchmark. */
 export type BenchServer = { url: string; port: number; child: ChildProcess; stop(): Promise<void> };
 
-/** Starts a TypeScript entry with tsx in its own process and waits for its `PORT n` line. */
+/** Starts an entry in its own process (JavaScript with plain node, TypeScript with tsx) and waits for its `PORT n` line. */
 export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', `${root}${script}`, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const loader = /\.[cm]?js$/.test(script) ? [] : ['--import', 'tsx'];
+    const child = spawn(process.execPath, [...loader, `${root}${script}`, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
@@ -38,11 +42,59 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
 /** One load-test result. */
 export type LoadResult = { name: string; requestsPerSecond: number; p99: number; p50: number; errors: number; non2xx: number };
 
-/** Runs autocannon against a URL with a fixed JSON body (or per-request bodies). */
-export async function load(
-  name: string,
-  options: { url: string; path?: string; body?: string; requests?: autocannon.Request[]; duration: number; connections?: number },
-): Promise<LoadResult> {
+/** What one load test sends: a JSON body, POSTed to one path or to `paths` in turn. */
+export type LoadOptions = { url: string; path?: string; paths?: string[]; body: string; duration: number; connections?: number };
+
+/** The load generator: wrk when installed (C, so the client takes less of the shared cores), else autocannon. */
+export function loadGenerator(): 'wrk' | 'autocannon' {
+  if (process.env.AGORA_BENCH_LOADGEN === 'autocannon') return 'autocannon';
+  return spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error ? 'autocannon' : 'wrk';
+}
+
+function luaString(text: string): string {
+  return `"${text.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`;
+}
+
+async function wrkLoad(name: string, options: LoadOptions): Promise<LoadResult> {
+  const paths = options.paths ?? [options.path ?? '/'];
+  const script = join(tmpdir(), `agora-bench-${process.pid}-${Math.random().toString(36).slice(2)}.lua`);
+  await writeFile(
+    script,
+    [
+      `local body = ${luaString(options.body)}`,
+      `local paths = { ${paths.map(luaString).join(', ')} }`,
+      'local counter = 0',
+      'request = function()',
+      '  counter = counter + 1',
+      '  return wrk.format("POST", paths[(counter % #paths) + 1], { ["Content-Type"] = "application/json" }, body)',
+      'end',
+      'done = function(summary, latency, requests)',
+      '  io.write(string.format("AGORA %d %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.errors.status))',
+      'end',
+    ].join('\n'),
+  );
+  try {
+    const output = await new Promise<string>((resolve, reject) => {
+      const child = spawn('wrk', ['-t1', `-c${options.connections ?? 50}`, `-d${options.duration}s`, '--latency', '-s', script, options.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let text = '';
+      child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', () => resolve(text));
+    });
+    const match = /AGORA (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(output);
+    if (!match) throw new Error(`wrk printed no summary: ${output}`);
+    const [requests, durationUs, p50Us, p99Us, errors, non2xx] = match.slice(1).map(Number) as [number, number, number, number, number, number];
+    return { name, requestsPerSecond: requests / (durationUs / 1e6), p50: Math.round(p50Us / 100) / 10, p99: Math.round(p99Us / 100) / 10, errors, non2xx };
+  } finally {
+    await rm(script, { force: true });
+  }
+}
+
+/** Runs a load test (wrk, else autocannon) and returns req/s and latency (ms). */
+export async function load(name: string, options: LoadOptions): Promise<LoadResult> {
+  if (loadGenerator() === 'wrk') return wrkLoad(name, options);
+  const paths = options.paths;
+  let next = 0;
   const result = await autocannon({
     url: `${options.url}${options.path ?? '/'}`,
     method: 'POST',
@@ -50,8 +102,8 @@ export async function load(
     connections: options.connections ?? 50,
     pipelining: 1,
     duration: options.duration,
-    ...(options.body !== undefined ? { body: options.body } : {}),
-    ...(options.requests ? { requests: options.requests } : {}),
+    body: options.body,
+    ...(paths ? { requests: [{ method: 'POST', body: options.body, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next++ % paths.length] }) }] } : {}),
   });
   return {
     name,

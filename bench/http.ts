@@ -15,7 +15,7 @@ export async function benchHttp(duration: number, log: (line: string) => void): 
   const results: LoadResult[] = [];
   const run = async (name: string, kind: string, path: 'single' | 'follow-up' | 'echo') => {
     log(`  ${name}…`);
-    const server = await startProcess('bench/_servers.ts', [kind, root]);
+    const server = await startProcess('bench/_servers.mjs', [kind, root]);
     try {
       // Warm up (JIT, routine modules) before measuring.
       await load(`${name} warm-up`, { url: server.url, body: path === 'echo' ? echoBody : single, duration: 1 });
@@ -26,18 +26,7 @@ export async function benchHttp(duration: number, log: (line: string) => void): 
           const response = await fetch(`${server.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: shoppingHash, multiround: true, body: { action: 'add', item: 'tea' } }) });
           ids.push(((await response.json()) as { conversationId: string }).conversationId);
         }
-        let next = 0;
-        const result = await load(name, {
-          url: server.url,
-          duration,
-          requests: [
-            {
-              method: 'POST',
-              body: JSON.stringify({ body: { action: 'list' } }),
-              setupRequest: (request) => ({ ...request, path: `/conversations/${ids[next++ % ids.length]}` }),
-            },
-          ],
-        });
+        const result = await load(name, { url: server.url, duration, body: JSON.stringify({ body: { action: 'list' } }), paths: ids.map((id) => `/conversations/${id}`) });
         results.push(result);
       } else {
         results.push(await load(name, { url: server.url, body: path === 'echo' ? echoBody : single, duration }));

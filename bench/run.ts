@@ -1,6 +1,7 @@
 // `npm run bench`: every benchmark, printed as Markdown tables with ratios against baselines of the same run.
 // `npm run bench -- --duration 10` for longer runs; `--only http` for one section.
 import { parseArgs } from 'node:util';
+import { loadGenerator } from './_harness.js';
 import { benchHttp } from './http.js';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' }, only: { type: 'string' } } });
@@ -8,7 +9,7 @@ const duration = Number(values.duration);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 const sections: [string, () => Promise<string>][] = [
-  ['http', async () => `## HTTP hot path (${duration} s per server, 50 connections)\n\n${(await benchHttp(duration, log)).markdown}`],
+  ['http', async () => `## HTTP hot path (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
 ];
 const extra = await import('./scale.js').then((module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) => module.sections?.(duration, log) ?? [], () => []);
 sections.push(...extra);

@@ -137,7 +137,7 @@ async function withRedis(title: string, log: (line: string) => void, work: (stor
 
 // ------------------------------------------------------------------------------------------ HTTP load
 
-const serve = (store: string): Promise<BenchServer> => startProcess('src/cli/main.ts', ['serve', root, '--port', '0', '--store', store], NO_LLM);
+const serve = (store: string): Promise<BenchServer> => startProcess('bin/agora.js', ['serve', root, '--port', '0', '--store', store], NO_LLM);
 
 /** Stops servers once the requests autocannon abandoned at its deadline are done, so none meets a closed store. */
 async function stopServers(...servers: BenchServer[]): Promise<void> {
@@ -162,14 +162,7 @@ type Workload = { kind: 'single' } | { kind: 'follow-up'; ids: string[] };
 /** Load of one workload against one server; follow-ups go round the conversations, one turn each in turn. */
 function loadWorkload(name: string, url: string, workload: Workload, duration: number, connections = 50): Promise<LoadResult> {
   if (workload.kind === 'single') return load(name, { url, body: SINGLE, duration, connections });
-  const { ids } = workload;
-  let next = 0;
-  return load(name, {
-    url,
-    duration,
-    connections,
-    requests: [{ method: 'POST', body: FOLLOW_UP, setupRequest: (request) => ({ ...request, path: `/conversations/${ids[next++ % ids.length]}` }) }],
-  });
+  return load(name, { url, duration, connections, body: FOLLOW_UP, paths: workload.ids.map((id) => `/conversations/${id}`) });
 }
 
 /** Two loads at once, as one result: requests per second summed, latencies the worse of the two. */

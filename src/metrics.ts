@@ -47,9 +47,21 @@ export class Metrics {
   readonly #latency = new Map<string, { buckets: number[]; sum: number; count: number }>();
   readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0 };
 
+  // Label keys of the hot path, memoised: building and escaping them on every query shows in profiles.
+  readonly #keys = new Map<string, string>();
+
+  #memo(cacheKey: string, series: Map<string, unknown>, labels: Labels): string {
+    let key = this.#keys.get(cacheKey);
+    if (key === undefined) {
+      key = labelKey(bounded(series, labels));
+      if (this.#keys.size < MAX_SERIES * 4) this.#keys.set(cacheKey, key);
+    }
+    return key;
+  }
+
   /** Counts one answered query. */
   query(path: QueryPath, protocol: string): void {
-    const key = labelKey(bounded(this.#queries, { path, protocol }));
+    const key = this.#memo(`q\u0000${path}\u0000${protocol}`, this.#queries, { path, protocol });
     this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
     this.#totals.queries[path] += 1;
   }
@@ -71,7 +83,7 @@ export class Metrics {
 
   /** Records how long a routine ran. */
   routineLatency(protocol: string, seconds: number): void {
-    const key = labelKey(bounded(this.#latency, { protocol }));
+    const key = this.#memo(`l\u0000${protocol}`, this.#latency, { protocol });
     let histogram = this.#latency.get(key);
     if (!histogram) {
       histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };

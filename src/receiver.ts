@@ -438,9 +438,13 @@ export class Receiver implements ReceiverApi {
     let reply: JsonValue | undefined;
     try {
       reply = await this.#dispatch(protocolHash, known, turn, body, label, context, (chosen) => (path = chosen));
-      turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
-      // Bounded: a long routine conversation must not grow its record (and every turn's copy) forever.
-      if (turn.history.length > this.#maxHistory) turn.history.splice(0, turn.history.length - this.#maxHistory);
+      // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
+      // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
+      if (!(known && this.routineFor(known))) {
+        turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
+        // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
+        if (turn.history.length > this.#maxHistory) turn.history.splice(0, turn.history.length - this.#maxHistory);
+      }
       return reply;
     } catch (error) {
       path = 'failure';

@@ -66,6 +66,28 @@ if score and tonumber(score) > tonumber(ARGV[3]) then return 1 end
 return 0
 `);
 
+/**
+ * Takes the lock and reads the record in one round trip. KEYS: lock, record, tombstone. ARGV: token, px.
+ * {1, json} = locked; {0} = busy; {2, tombstone exists} = no record (nothing locked).
+ */
+const ACQUIRE = script(`
+local raw = redis.call('GET', KEYS[2])
+if not raw then return {2, redis.call('EXISTS', KEYS[3])} end
+if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, raw} end
+return {0}
+`);
+
+/** SAVE, then the lock released, in one round trip. Same KEYS and ARGV as SAVE. */
+const SAVE_AND_RELEASE = script(`
+if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[4])
+if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
+redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
+return 1
+`);
+
 /** KEYS: lock. ARGV: token, px. */
 const RENEW = script(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -174,8 +196,6 @@ export class RedisConversationStore implements ConversationStore {
   }
 
   async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
-    // Fail fast on an unknown or expired conversation, before queueing behind other turns.
-    await this.#read(id);
     return this.#queued(id, () => this.#lockedTurn(id, ttlMs, turn));
   }
 
@@ -191,52 +211,66 @@ export class RedisConversationStore implements ConversationStore {
     return run;
   }
 
+  // Two round trips a turn: lock and read in one script, save and release in another.
   async #lockedTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
     const keys = this.#keys(id);
     const token = randomBytes(16).toString('base64url');
-    await this.#acquire(keys.lock, token);
+    const raw = await this.#acquireAndRead(keys, token);
+    let current: ConversationRecord;
+    try {
+      current = JSON.parse(raw) as ConversationRecord;
+    } catch (error) {
+      await this.#release(keys.lock, token);
+      throw new AgoraError('INTERNAL', `Corrupt conversation record in Redis: ${keys.record}`, { cause: error });
+    }
+    if (current.expiresAt <= this.#now()) {
+      await this.#release(keys.lock, token);
+      throw new AgoraError('CONVERSATION_EXPIRED');
+    }
     // A turn may outlast the lease (a slow LLM); renewing keeps it ours while we are alive.
     const renewal = setInterval(() => {
       // A failed renewal surfaces at the fenced save as a lost lock.
       runScript(this.#redis, RENEW, [keys.lock], [token, this.#lockTtlMs]).catch(() => undefined);
     }, Math.max(1, Math.floor(this.#lockTtlMs / 3)));
     renewal.unref();
+    let released = false;
     try {
-      // Re-read under the lock: the conversation may have changed, expired or ended while we waited.
-      const current = await this.#read(id);
-      const update = await turn(structuredClone(current));
+      const { id: recordId, protocolHash, createdAt, turn: turns } = current;
+      const update = await turn(current);
       const expiresAt = this.#now() + ttlMs;
-      const record: ConversationRecord = {
-        ...current,
-        state: update.state,
-        history: update.history,
-        turn: current.turn + 1,
-        expiresAt,
-      };
-      const saved = await runScript(this.#redis, SAVE, [keys.record, keys.tombstone, keys.index, keys.lock], [
+      const record: ConversationRecord = { id: recordId, protocolHash, createdAt, expiresAt, turn: turns + 1, state: update.state, history: update.history };
+      const saved = await runScript(this.#redis, SAVE_AND_RELEASE, [keys.record, keys.tombstone, keys.index, keys.lock], [
         token,
         JSON.stringify(record),
         this.#px(expiresAt),
         id,
         expiresAt,
       ]);
+      released = true;
       // Our lease expired and someone else may have taken a turn: saving now would overwrite theirs.
       if (saved === 0) throw new AgoraError('INTERNAL', 'Conversation lock lost');
       // saved === 2: ended during the turn; like the memory store, the answer stands and the end stays.
       return update.result;
     } finally {
       clearInterval(renewal);
-      // A failed release is harmless: the lease runs out by itself.
-      await runScript(this.#redis, RELEASE, [keys.lock], [token]).catch(() => undefined);
+      if (!released) await this.#release(keys.lock, token);
     }
   }
 
-  async #acquire(lock: string, token: string): Promise<void> {
+  async #release(lock: string, token: string): Promise<void> {
+    // A failed release is harmless: the lease runs out by itself.
+    await runScript(this.#redis, RELEASE, [lock], [token]).catch(() => undefined);
+  }
+
+  /** Waits for the lock and returns the record's JSON; throws EXPIRED or NOT_FOUND when there is no record. */
+  async #acquireAndRead(keys: { lock: string; record: string; tombstone: string }, token: string): Promise<string> {
     // Real time, not the injected clock: this bounds how long a caller actually blocks.
     const deadline = performance.now() + this.#lockWaitMs;
     let pause = 5;
     for (;;) {
-      if ((await this.#redis.set(lock, token, 'PX', this.#lockTtlMs, 'NX')) === 'OK') return;
+      const [status, value] = (await runScript(this.#redis, ACQUIRE, [keys.lock, keys.record, keys.tombstone], [token, this.#lockTtlMs])) as [number, string | number | undefined];
+      if (status === 1) return value as string;
+      if (status === 2) throw new AgoraError(value === 1 ? 'CONVERSATION_EXPIRED' : 'CONVERSATION_NOT_FOUND');
       const left = deadline - performance.now();
       if (left <= 0) throw new AgoraError('REQUEST_TIMEOUT', 'Conversation busy');
       await delay(Math.min(pause, left));
@@ -378,7 +412,7 @@ export function connectRedis(
   url: string,
   options: RedisStoreOptions & { memoryPrefix?: string } = {},
 ): { store: RedisConversationStore; memory: RedisMemory; redis: Redis; close(): Promise<void> } {
-  const redis = new Redis(url);
+  const redis = new Redis(url, { enableAutoPipelining: true });
   const store = new RedisConversationStore(redis, options);
   const memory = new RedisMemory(redis, { prefix: options.memoryPrefix ?? `${options.prefix ?? 'agora:'}memory:` });
   return {

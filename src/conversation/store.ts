@@ -118,8 +118,14 @@ export class MemoryConversationStore implements ConversationStore {
       // Re-check after waiting: the conversation may have expired or ended meanwhile.
       const current = this.#entry(id);
       const record = JSON.parse(current.json) as ConversationRecord;
-      const update = await turn(JSON.parse(current.json) as ConversationRecord);
+      const { id: recordId, protocolHash, createdAt, turn: turns } = record;
+      const update = await turn(record);
       if (this.#live.get(id) !== current) return update.result; // ended during the turn: nothing to save
+      // The turn may have mutated what it was handed: only state and history are taken from it.
+      record.id = recordId;
+      record.protocolHash = protocolHash;
+      record.createdAt = createdAt;
+      record.turn = turns;
       record.state = update.state;
       record.history = update.history;
       record.turn += 1;

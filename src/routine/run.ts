@@ -26,12 +26,70 @@ export function protocolInvalidInputReply(document: ProtocolDocument): JsonValue
   return undefined;
 }
 
-/** Converts a routine's reply to a JSON value, refusing what JSON cannot carry. */
+function isPlainJson(value: unknown, depth: number): boolean {
+  if (value === null || typeof value === 'string' || typeof value === 'boolean') return true;
+  if (typeof value === 'number') return Number.isFinite(value);
+  if (typeof value !== 'object' || depth > 64) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!isPlainJson(item, depth + 1)) return false;
+    return true;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key in value) if (!isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  return true;
+}
+
+/**
+ * Converts a routine's reply to a JSON value, refusing what JSON cannot carry. Plain data (the usual reply) is
+ * checked in place; anything else (a Date, a class with toJSON, undefined members) goes through JSON.
+ */
 function toJson(value: unknown): JsonValue {
   if (value === undefined) return null;
+  if (isPlainJson(value, 0)) return value as JsonValue;
   const text = JSON.stringify(value);
   if (text === undefined) throw new Error('the reply is not JSON-serializable');
   return JSON.parse(text) as JsonValue;
+}
+
+// Deadlines share timers, 25 ms apart: one setTimeout per query costs more than the routine itself in profiles,
+// and a time limit of seconds does not need millisecond precision.
+const DEADLINE_STEP_MS = 25;
+const deadlines = new Map<number, Set<() => void>>();
+
+function onDeadline(delayMs: number, fire: () => void): () => void {
+  const due = Math.ceil((Date.now() + delayMs) / DEADLINE_STEP_MS) * DEADLINE_STEP_MS;
+  let dueSet = deadlines.get(due);
+  if (!dueSet) {
+    const set = new Set<() => void>();
+    dueSet = set;
+    deadlines.set(due, set);
+    setTimeout(() => {
+      deadlines.delete(due);
+      for (const callback of set) callback();
+    }, due - Date.now()).unref();
+  }
+  const set = dueSet;
+  set.add(fire);
+  return () => void set.delete(fire);
+}
+
+function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
+  return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+}
+
+// The signal is made only if the routine reads it: most never do, and an AbortController per query shows in profiles.
+class RunContext {
+  #controller: AbortController | undefined;
+  constructor(base: Omit<RoutineContext, 'signal'>) {
+    Object.assign(this, base);
+  }
+  get signal(): AbortSignal {
+    return (this.#controller ??= new AbortController()).signal;
+  }
+  abort(reason: Error): void {
+    this.#controller?.abort(reason);
+  }
 }
 
 /**
@@ -56,16 +114,21 @@ export async function runRoutine(
     }
     input = parsed.data;
   }
-  const controller = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      controller.abort();
-      reject(new Error(`timed out after ${timeoutMs} ms`));
-    }, timeoutMs);
-  });
+  const runContext = new RunContext(context);
+  let cancel: (() => void) | undefined;
   try {
-    const output = await Promise.race([Promise.resolve().then(() => routine.handle(input, { ...context, signal: controller.signal })), timeout]);
+    let output: unknown = routine.handle(input, runContext as unknown as RoutineContext);
+    // A synchronous reply needs no timer (a synchronous loop could not be stopped by one anyway).
+    if (isPromiseLike(output)) {
+      const timeout = new Promise<never>((_, reject) => {
+        cancel = onDeadline(timeoutMs, () => {
+          const error = new Error(`timed out after ${timeoutMs} ms`);
+          runContext.abort(error);
+          reject(error);
+        });
+      });
+      output = await Promise.race([output, timeout]);
+    }
     if (routine.output) {
       const parsed = routine.output.safeParse(output);
       if (!parsed.success) throw new Error(`the reply does not match the routine's output schema: ${describeIssues(parsed.error)}`);
@@ -76,6 +139,6 @@ export async function runRoutine(
     if (error instanceof AgoraError && error.code !== 'ROUTINE_FAILED') throw error;
     throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: new Error(describeError(error), { cause: error }) });
   } finally {
-    clearTimeout(timer);
+    cancel?.();
   }
 }

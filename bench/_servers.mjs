@@ -1,0 +1,60 @@
+// A benchmark server in its own process, so the load generator does not share its event loop. Plain JavaScript
+// on the compiled build (`npm run bench` builds first): what `agora serve` runs, without a TypeScript loader.
+// Usage: node bench/_servers.mjs <kind> [agent dir]; prints `PORT <n>` when listening.
+import { createServer } from 'node:http';
+import express from 'express';
+import { agoraRouter } from '../dist/express.js';
+import { startServer } from '../dist/http.js';
+import { silentLogger } from '../dist/log.js';
+import { Receiver } from '../dist/receiver.js';
+
+const [kind, dir] = process.argv.slice(2);
+
+async function main() {
+  if (kind === 'node-echo') {
+    const server = createServer((request, response) => {
+      const chunks = [];
+      request.on('data', (chunk) => chunks.push(chunk));
+      request.on('end', () => {
+        const body = JSON.stringify(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+        response.end(body);
+      });
+    });
+    await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return server.address().port;
+  }
+  if (kind === 'express-echo') {
+    const app = express();
+    app.use(express.json());
+    app.post('/', (request, response) => {
+      response.json(request.body);
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    return server.address().port;
+  }
+  const receiver = await Receiver.start({ dir, logger: silentLogger, watch: false });
+  if (kind === 'agora') {
+    return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger })).port;
+  }
+  if (kind === 'agora-express') {
+    const app = express();
+    app.use('/', agoraRouter(receiver, { logger: silentLogger }));
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    return server.address().port;
+  }
+  throw new Error(`unknown server kind ${kind}`);
+}
+
+main().then(
+  (port) => console.log(`PORT ${port}`),
+  (error) => {
+    console.error(error);
+    process.exit(1);
+  },
+);
+
+// Exit normally on a signal, so `--cpu-prof` writes its profile when profiling a benchmark server.
+for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => process.exit(0));
