@@ -6,7 +6,7 @@ import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory.js';
 import { respondToNegotiation } from './negotiation.js';
-import { Receiver, type ReceiverOptions } from './receiver.js';
+import { DEFAULT_TOMBSTONE_MS, Receiver, type ReceiverOptions } from './receiver.js';
 import { RoutineGenerator } from './routine/generate.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
@@ -80,11 +80,16 @@ export function parseRedisStoreUrl(text: string): { url: string; options: RedisS
 }
 
 /** Opens the conversation store and memory an agent will use (`memory` or a Redis URL, see {@link parseRedisStoreUrl}). */
-export async function openState(dir: string, store: string | ConversationStore | undefined, memory: AgentMemory | undefined): Promise<{ store?: ConversationStore; memory: AgentMemory; close(): Promise<void> }> {
+export async function openState(
+  dir: string,
+  store: string | ConversationStore | undefined,
+  memory: AgentMemory | undefined,
+  defaults: RedisStoreOptions = {},
+): Promise<{ store?: ConversationStore; memory: AgentMemory; close(): Promise<void> }> {
   if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
     const { url, options } = parseRedisStoreUrl(store);
     const { connectRedis } = await import('./conversation/redis.js');
-    const redis = connectRedis(url, options);
+    const redis = connectRedis(url, { ...defaults, ...options });
     return { store: redis.store, memory: memory ?? redis.memory, close: () => redis.close() };
   }
   if (typeof store === 'string' && store !== 'memory') throw new Error(`--store must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
@@ -99,7 +104,8 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const dir = resolve(options.dir ?? '.');
   const logger: Logger = options.logger ?? consoleLogger();
   const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? await llmFromEnvironment(options.model) : options.llm;
-  const state = await openState(dir, options.store, options.memory);
+  // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
+  const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) });
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, ...rest } = options;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.

@@ -17,6 +17,9 @@ import type { FollowUpRequest, JsonObject, JsonValue, QueryRequest, SuccessRespo
 import { callTool, type Tool } from './tool/define.js';
 import { loadToolFolder } from './tool/load.js';
 
+/** How long the default stores keep a tombstone at least: one hour, or one TTL when that is longer. */
+export const DEFAULT_TOMBSTONE_MS = 60 * 60 * 1000;
+
 /** Who is asking, as the HTTP edge knows it (used for logs, rate limits and links). */
 export type RequestContext = {
   /** The base URL the request reached, e.g. `http://127.0.0.1:3000/agora` (used when no public URL is set). */
@@ -146,18 +149,21 @@ export class Receiver implements ReceiverApi {
   readonly #judging = new Map<string, Promise<boolean>>();
   readonly #closers: (() => void)[] = [];
   #reloading: Promise<void> = Promise.resolve();
+  /** When `/wellknown` last read what other processes learned (performance.now() ms). */
+  #sharedReadAt: number | undefined;
 
   constructor(options: ReceiverOptions = {}) {
     this.#options = options;
     this.dir = resolve(options.dir ?? '.');
     this.logger = options.logger ?? consoleLogger();
     this.#now = options.now ?? Date.now;
-    this.store = options.store ?? new MemoryConversationStore({ now: this.#now });
+    this.#ttlMs = (options.conversationTtl ?? 300) * 1000;
+    // Spec §2: an expired id answers "Conversation expired" for at least one TTL.
+    this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, this.#ttlMs) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
     this.llm = options.llm;
     this.extensions = options.extensions ?? {};
-    this.#ttlMs = (options.conversationTtl ?? 300) * 1000;
     this.#routineTimeoutMs = (options.routineTimeout ?? 10) * 1000;
     this.#maxHistory = Math.max(2, options.maxHistory ?? 40);
     this.#name = options.name ?? basename(this.dir);
@@ -238,6 +244,7 @@ export class Receiver implements ReceiverApi {
 
   async #loadVerdicts(): Promise<void> {
     for (const key of await this.memory.keys('suitability/')) {
+      if (this.#suitability.has(key.slice('suitability/'.length))) continue;
       const verdict = await this.memory.get<{ suitable: boolean }>(key);
       if (verdict && typeof verdict.suitable === 'boolean') this.#suitability.set(key.slice('suitability/'.length), verdict.suitable);
     }
@@ -291,6 +298,14 @@ export class Receiver implements ReceiverApi {
   }
 
   async wellknown(context?: RequestContext): Promise<Wellknown> {
+    // What other processes sharing the memory learned and judged is listed here too (at most one look a second).
+    const now = performance.now();
+    if (this.#sharedReadAt === undefined || now - this.#sharedReadAt >= 1000) {
+      this.#sharedReadAt = now;
+      await Promise.all([this.registry.refreshLearned(), this.#loadVerdicts()]).catch((error: unknown) => {
+        this.logger.warn(`/wellknown: could not read what other processes learned: ${describeError(error)}`);
+      });
+    }
     const base = (this.#options.publicUrl ?? context?.baseUrl ?? '').replace(/\/+$/, '');
     const listing: Wellknown = {};
     const candidates: KnownDocument[] = [

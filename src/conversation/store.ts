@@ -150,8 +150,10 @@ export class MemoryConversationStore implements ConversationStore {
   async delete(id: string): Promise<boolean> {
     const entry = this.#live.get(id);
     if (!entry) return false;
-    this.#bury(id, this.#now());
-    return true;
+    // An entry past its expiry is not live, even before a sweep buried it: it ends as expired.
+    const live = entry.expiresAt > this.#now();
+    this.#bury(id, live ? this.#now() : entry.expiresAt);
+    return live;
   }
 
   async count(): Promise<number> {

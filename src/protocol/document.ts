@@ -171,7 +171,9 @@ function simpleMetadata(data: Record<string, string | boolean>): ProtocolMetadat
   return metadata;
 }
 
-const decoder = new TextDecoder('utf-8', { fatal: false });
+// The text must be the exact bytes that were hashed: a BOM is kept (TextDecoder strips it by default), and bytes
+// that are not UTF-8 are refused rather than replaced, so the text served and sent on hashes to the same digest.
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function formatIssues(error: z.ZodError): string {
   return error.issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
@@ -183,7 +185,12 @@ function formatIssues(error: z.ZodError): string {
  * @example const document = parseDocument(await readFile('protocols/weather.md', 'utf8'), 'weather.md');
  */
 export function parseDocument(raw: string | Uint8Array, origin = 'protocol document'): ProtocolDocument {
-  const text = typeof raw === 'string' ? raw : decoder.decode(raw);
+  let text: string;
+  try {
+    text = typeof raw === 'string' ? raw : decoder.decode(raw);
+  } catch {
+    throw new AgoraError('INVALID_DOCUMENT', `${origin}: not valid UTF-8`);
+  }
   const hash = hashText(raw);
   if (text.includes('\u0000')) throw new AgoraError('INVALID_DOCUMENT', `${origin}: not a text document`);
   const body = text.startsWith('\uFEFF') ? text.slice(1) : text;

@@ -91,10 +91,19 @@ export class ProtocolRegistry {
     return () => this.#listeners.delete(listener);
   }
 
+  /**
+   * Loads the documents learned since, by another process sharing the memory (Redis) or before a restart; only
+   * the keys of hashes not known yet are read.
+   */
+  async refreshLearned(): Promise<void> {
+    return this.#loadLearned();
+  }
+
   async #loadLearned(): Promise<void> {
     const keys = await this.#options.memory.keys('documents/');
     await Promise.all(
       keys.map(async (key) => {
+        if (this.#byHash.has(key.slice('documents/'.length))) return;
         try {
           const saved = await this.#options.memory.get<{ text: string }>(key);
           if (!saved || typeof saved.text !== 'string') return;
