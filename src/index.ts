@@ -49,19 +49,10 @@ export {
 /** Both sides of a protocol negotiation (spec §5), and where a negotiated document is written. */
 export { negotiateProtocol, respondToNegotiation, writeProtocolFile, type NegotiateOptions, type NegotiationResult, type NegotiationTask, type NegotiationMessage } from './negotiation.js';
 /** Routines written by the LLM: generation, checks, approval and the worker that runs them. */
-export {
-  RoutineGenerator,
-  TaskRoutineStore,
-  generateTaskRoutine,
-  listGeneratedRoutines,
-  reviewGeneratedRoutine,
-  type RoutineGeneratorOptions,
-  type RoutineStatus,
-  type RoutineStatusName,
-  type RoutineCounters,
-  type GeneratedRoutineEntry,
-  type TaskRoutineStoreOptions,
-} from './routine/generate.js';
+export { RoutineGenerator, type RoutineGeneratorOptions } from './routine/generate.js';
+export { TaskRoutineStore, generateTaskRoutine, type TaskRoutineStoreOptions } from './routine/task-routines.js';
+export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from './routine/review.js';
+export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './routine/status.js';
 /** A whole agent from a folder, served over node:http; and a new agent folder. */
 export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
 export { initAgent, type InitOptions } from './init.js';

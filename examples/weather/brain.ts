@@ -38,7 +38,7 @@ export const PROMPT_MARKERS = {
   answerUnderProtocol: 'Another agent queries you under this protocol document',
   /** src/routine/generate.ts: write a receiver routine. */
   writeRoutine: 'You write routines for an agent on the Agora network.',
-  /** src/routine/generate.ts: write a sender (task) routine. */
+  /** src/routine/task-routines.ts: write a sender (task) routine. */
   writeTaskRoutine: 'You write task routines for an agent on the Agora network.',
   /** src/routine/generate.ts: write test queries for a PD. */
   writeCheckQueries: 'You write test queries for a protocol document',

@@ -10,19 +10,12 @@ import { FileMemory } from '../../src/memory.js';
 import { parseDocument, type ProtocolDocument } from '../../src/protocol/document.js';
 import { Receiver, type ServedEvent } from '../../src/receiver.js';
 import type { SenderExtensions } from '../../src/sender.js';
-import {
-  bundleGeneratedModule,
-  generateTaskRoutine,
-  IMPORT_POLICY_ERROR,
-  listGeneratedRoutines,
-  reviewGeneratedRoutine,
-  RoutineGenerator,
-  RoutineTypeChecker,
-  SandboxedModule,
-  TaskRoutineStore,
-  type RoutineGeneratorOptions,
-  type RoutineStatus,
-} from '../../src/routine/generate.js';
+import { RoutineGenerator, type RoutineGeneratorOptions } from '../../src/routine/generate.js';
+import { listGeneratedRoutines, reviewGeneratedRoutine } from '../../src/routine/review.js';
+import { bundleGeneratedModule, IMPORT_POLICY_ERROR, SandboxedModule } from '../../src/routine/sandbox.js';
+import type { RoutineStatus } from '../../src/routine/status.js';
+import { generateTaskRoutine, TaskRoutineStore } from '../../src/routine/task-routines.js';
+import { RoutineTypeChecker } from '../../src/routine/typecheck.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
 import { defineTool } from '../../src/tool/define.js';
 

@@ -1,0 +1,231 @@
+// Type-check: the TypeScript compiler API in a worker thread, so a 1-3 s check never stalls the agent's event loop.
+import { createRequire } from 'node:module';
+import { pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { describeError } from '../errors.js';
+import { dataUrl, frameworkRoot } from './_worker.js';
+
+const require = createRequire(import.meta.url);
+
+
+/**
+ * What `agora-agents` looks like to a generated module at type-check time: the routine contract of
+ * src/routine/define.ts, restated without the framework's other types (loading src/index.ts would pull in
+ * the Anthropic SDK's types and triple the check time). The tests check both directions of assignability
+ * against define.ts, so a change there that is not made here fails them.
+ */
+export const ROUTINE_DECLARATION = `declare module 'agora-agents' {
+  import type { z } from 'zod';
+  export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+  export type JsonObject = { [key: string]: JsonValue };
+  export type Logger = { info(message: string): void; warn(message: string): void; error(message: string): void; debug?(message: string): void };
+  export type ProtocolMetadata = { name: string; description: string; multiround: boolean; [key: string]: unknown };
+  export type RoutineContext = {
+    conversation: { id: string | null; turn: number; state: JsonObject };
+    protocol: { name: string; hash: string; metadata: ProtocolMetadata };
+    logger: Logger;
+    tools: Record<string, (input: unknown) => Promise<unknown>>;
+    signal: AbortSignal;
+  };
+  export type RoutineDefinition<Input = unknown, Output = unknown> = {
+    input?: z.ZodType<Input>;
+    output?: z.ZodType<Output>;
+    invalidInput?: unknown;
+    handle(body: Input, context: RoutineContext): Output | Promise<Output>;
+  };
+  export type Routine = RoutineDefinition<any, any> & { readonly kind: 'routine' };
+  export function defineRoutine<InputSchema extends z.ZodType = z.ZodType<any>, OutputSchema extends z.ZodType = z.ZodType<any>>(definition: {
+    input?: InputSchema;
+    output?: OutputSchema;
+    invalidInput?: unknown;
+    handle(body: z.output<InputSchema>, context: RoutineContext): z.input<OutputSchema> | Promise<z.input<OutputSchema>>;
+  }): Routine;
+  export type TaskRoutine = { buildBody(input: any): unknown; parseReply(body: any): unknown };
+}
+`;
+
+// The few globals a routine may use: no DOM, no @types/node (which would also slow every check down).
+const GLOBALS_DECLARATION = `interface AbortSignal { readonly aborted: boolean; readonly reason: any; throwIfAborted(): void }
+declare var console: { log(...data: any[]): void; info(...data: any[]): void; warn(...data: any[]): void; error(...data: any[]): void; debug(...data: any[]): void };
+declare function structuredClone<T>(value: T): T;
+`;
+
+const CHECK_MODULES: Record<'routine' | 'task', string> = {
+  routine: `import routine from './routine';\nimport type { Routine } from 'agora-agents';\nconst checked: Routine = routine;\nvoid checked;\n`,
+  task: `import routine from './routine';\nimport type { TaskRoutine } from 'agora-agents';\nconst checked: TaskRoutine = routine;\nvoid checked;\n`,
+};
+
+// A routine in the shape the LLM writes, so warming exercises the same compiler paths as the real checks.
+const WARM_ROUTINE = `import { defineRoutine } from 'agora-agents';
+import { z } from 'zod';
+export default defineRoutine({
+  input: z.object({ value: z.number(), unit: z.string().optional() }),
+  output: z.union([z.object({ result: z.number() }), z.object({ error: z.string() })]),
+  async handle(body, context) {
+    const data = z.object({ result: z.number() }).parse(await context.tools.warm({ value: body.value }));
+    context.conversation.state.last = data.result;
+    return { result: data.result };
+  },
+});
+`;
+
+// Plain JavaScript, run as a data: URL module: a .ts file could not start a worker when running from source.
+const TYPECHECK_WORKER = `
+import { parentPort, workerData } from 'node:worker_threads';
+const ts = (await import(workerData.typescript)).default;
+const dir = workerData.root.replace(/\\\\/g, '/') + '/.agora-typecheck';
+const options = {
+  target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
+  lib: ['lib.es2022.d.ts'], types: [], strict: true, noEmit: true, skipLibCheck: true, isolatedModules: true,
+  allowImportingTsExtensions: true, noFallthroughCasesInSwitch: true,
+};
+const base = ts.createCompilerHost(options, true);
+// Parsed library and zod declarations are kept: only the virtual files change from one check to the next.
+const cache = new Map();
+let virtual = new Map();
+const host = {
+  ...base,
+  getCurrentDirectory: () => workerData.root,
+  fileExists: (name) => virtual.has(name) || base.fileExists(name),
+  readFile: (name) => virtual.get(name) ?? base.readFile(name),
+  directoryExists: (name) => name === dir || (base.directoryExists ? base.directoryExists(name) : true),
+  writeFile: () => {},
+  getSourceFile(name, language, onError, shouldCreate) {
+    const text = virtual.get(name);
+    if (text !== undefined) return ts.createSourceFile(name, text, language, true);
+    let file = cache.get(name);
+    if (!file) {
+      file = base.getSourceFile(name, language, onError, shouldCreate);
+      if (file) cache.set(name, file);
+    }
+    return file;
+  },
+};
+function format(diagnostic) {
+  const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ');
+  if (!diagnostic.file || diagnostic.start === undefined) return 'error TS' + diagnostic.code + ': ' + message;
+  const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
+  const name = diagnostic.file.fileName.slice(diagnostic.file.fileName.lastIndexOf('/') + 1);
+  return name + '(' + (line + 1) + ',' + (character + 1) + '): error TS' + diagnostic.code + ': ' + message;
+}
+parentPort.on('message', ({ id, files, report }) => {
+  const started = performance.now();
+  try {
+    virtual = new Map(Object.entries(files).map(([name, text]) => [dir + '/' + name, text]));
+    const program = ts.createProgram([...virtual.keys()], options, host);
+    const diagnostics = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics()];
+    for (const name of report) {
+      const file = program.getSourceFile(dir + '/' + name);
+      if (file) diagnostics.push(...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file));
+    }
+    parentPort.postMessage({ id, errors: diagnostics.slice(0, 20).map(format), ms: performance.now() - started });
+  } catch (error) {
+    parentPort.postMessage({ id, errors: ['the type-check crashed: ' + (error && error.message)], ms: performance.now() - started });
+  }
+});
+`;
+
+/** The outcome of a type-check: compiler errors, one line each (`routine.ts(3,5): error TS2322: …`), and the time. */
+export type TypeCheckResult = { errors: string[]; ms: number };
+
+/**
+ * Type-checks generated modules with the TypeScript compiler API in a worker thread that keeps the parsed lib and
+ * zod declarations between checks (first check ~2-3 s, later ones ~1 s) and stops after a minute idle.
+ */
+export class RoutineTypeChecker {
+  #worker: Worker | undefined;
+  readonly #pending = new Map<number, { resolve(result: TypeCheckResult): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
+  #ids = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
+  readonly #idleMs: number;
+  readonly #timeoutMs: number;
+
+  constructor(options: { idleMs?: number; timeoutMs?: number } = {}) {
+    this.#idleMs = options.idleMs ?? 60_000;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+  }
+
+  /** Type-checks a routine module (`kind: 'routine'`) or a task module (`'task'`) in strict mode. */
+  check(code: string, kind: 'routine' | 'task'): Promise<TypeCheckResult> {
+    return this.#send({ 'routine.ts': code, 'check.ts': CHECK_MODULES[kind], 'agora-agents.d.ts': ROUTINE_DECLARATION, 'globals.d.ts': GLOBALS_DECLARATION }, ['routine.ts', 'check.ts']).then(
+      (result) => ({ ...result, errors: result.errors.map((error) => (error.startsWith('check.ts') ? `the default export is not ${kind === 'routine' ? 'defineRoutine({ input, output, handle })' : '{ buildBody, parseReply }'}: ${error.replace(/^check\.ts\(\d+,\d+\): /, '')}` : error)) }),
+    );
+  }
+
+  /**
+   * Loads the compiler and checks a typical routine ahead of the first real check, while the LLM writes the code:
+   * parsing the lib and zod declarations is most of a cold check, and a real LLM takes longer than that to reply.
+   */
+  warm(): void {
+    this.check(WARM_ROUTINE, 'routine').catch(() => undefined);
+  }
+
+  /** Stops the worker. */
+  async close(): Promise<void> {
+    clearTimeout(this.#idleTimer);
+    const worker = this.#worker;
+    this.#worker = undefined;
+    this.#failAll(new Error('the type checker was closed'));
+    await worker?.terminate();
+  }
+
+  #send(files: Record<string, string>, report: string[]): Promise<TypeCheckResult> {
+    clearTimeout(this.#idleTimer);
+    const worker = this.#spawn();
+    worker.ref();
+    const id = ++this.#ids;
+    return new Promise<TypeCheckResult>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#failAll(new Error(`the type-check took longer than ${this.#timeoutMs} ms`));
+        void this.#worker?.terminate();
+        this.#worker = undefined;
+      }, this.#timeoutMs);
+      this.#pending.set(id, { resolve, reject, timer });
+      worker.postMessage({ id, files, report });
+    });
+  }
+
+  #spawn(): Worker {
+    if (this.#worker) return this.#worker;
+    const worker = new Worker(dataUrl(TYPECHECK_WORKER), {
+      workerData: { typescript: pathToFileURL(require.resolve('typescript')).href, root: frameworkRoot() },
+      execArgv: [],
+      env: {},
+    });
+    worker.on('message', (message: { id: number; errors: string[]; ms: number }) => {
+      const pending = this.#pending.get(message.id);
+      if (!pending) return;
+      this.#pending.delete(message.id);
+      clearTimeout(pending.timer);
+      pending.resolve({ errors: message.errors, ms: Math.round(message.ms) });
+      this.#settle();
+    });
+    worker.on('error', (error) => {
+      if (this.#worker === worker) this.#worker = undefined;
+      this.#failAll(new Error(`the type checker crashed: ${describeError(error)}`));
+    });
+    worker.on('exit', () => {
+      if (this.#worker === worker) this.#worker = undefined;
+      this.#failAll(new Error('the type checker stopped'));
+    });
+    this.#worker = worker;
+    return worker;
+  }
+
+  #settle(): void {
+    if (this.#pending.size) return;
+    // Idle: let the process exit, and free the compiler's memory after a while.
+    this.#worker?.unref();
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => void this.close(), this.#idleMs);
+    this.#idleTimer.unref();
+  }
+
+  #failAll(error: Error): void {
+    for (const [id, pending] of this.#pending) {
+      this.#pending.delete(id);
+      clearTimeout(pending.timer);
+      pending.reject(error);
+    }
+  }
+}
