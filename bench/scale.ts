@@ -60,6 +60,7 @@ const formatNumber = (value: number, digits?: number) => loaded().formatNumber(v
 const table = (header: string[], rows: (string | number)[][]) => loaded().table(header, rows);
 const load = (...args: Parameters<typeof import('./_harness.js').load>) => loaded().load(...args);
 const startProcess = (...args: Parameters<typeof import('./_harness.js').startProcess>) => loaded().startProcess(...args);
+const loadGenerator = () => loaded().loadGenerator();
 
 // ---------------------------------------------------------------------------------------------- Redis
 
@@ -139,7 +140,7 @@ async function withRedis(title: string, log: (line: string) => void, work: (stor
 
 const serve = (store: string): Promise<BenchServer> => startProcess('bin/agora.js', ['serve', root, '--port', '0', '--store', store], NO_LLM);
 
-/** Stops servers once the requests autocannon abandoned at its deadline are done, so none meets a closed store. */
+/** Stops servers once the requests the load generator abandoned at its deadline are done, so none meets a closed store. */
 async function stopServers(...servers: BenchServer[]): Promise<void> {
   await delay(500);
   await Promise.all(servers.map((server) => server.stop()));
@@ -215,7 +216,7 @@ async function benchStore(duration: number, log: (line: string) => void): Promis
   });
 }
 
-/** Two `agora serve` processes on one Redis against one, loaded by two autocannon instances at once. */
+/** Two `agora serve` processes on one Redis against one, loaded by two load generators at once. */
 async function benchProcesses(duration: number, log: (line: string) => void): Promise<string> {
   const title = `## Two processes on one Redis vs one (agora serve, ${duration} s per run, 50 connections in all)`;
   return withRedis(title, log, async (storeUrl) => {
@@ -243,7 +244,7 @@ async function benchProcesses(duration: number, log: (line: string) => void): Pr
         '',
         table(['ratio', 'value', 'target'], ratios),
         '',
-        `Both autocannon instances run in the benchmark's one process; on this ${cores()}-core machine the load generator, the two servers and redis-server share the cores, so a second process adds little.`,
+        `Two load generators (${loadGenerator()}) run at once, one per process; on this ${cores()}-core machine they, the two servers and redis-server share the cores, so a second process adds less than it would with cores to spare.`,
       ].join('\n');
     } finally {
       await stopServers(a, b);

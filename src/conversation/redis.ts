@@ -39,7 +39,6 @@ async function runScript(redis: Redis, lua: Script, keys: string[], args: (strin
 /** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, pruneBefore. */
 const CREATE = script(`
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
 return 1
@@ -83,7 +82,6 @@ if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[4])
 if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
 return 1
 `);
@@ -152,8 +150,9 @@ export class RedisConversationStore implements ConversationStore {
   }
 
   /**
-   * Redis TTL of a record and its tombstone: the tombstone period past the logical expiry, so the injected
-   * clock, not Redis, decides when a conversation expires, and the record itself answers "expired" until then.
+   * Redis TTL of a record: the tombstone period past the logical expiry, so the injected clock, not Redis, decides
+   * when a conversation expires, and the record itself answers "expired" until then. (The tombstone key is only
+   * written when a conversation is ended early: a turn writes one key less.)
    */
   #px(expiresAt: number): number {
     return Math.max(1, Math.ceil(Math.max(0, expiresAt - this.#now()) + this.#tombstoneMs));
