@@ -53,7 +53,8 @@ export const command: Command = {
     });
     const { receiver } = agent;
     const protocols = receiver.registry.local();
-    process.stdout.write(`agora: serving ${receiver.name} (${protocols.length} protocols, ${receiver.routines.size} routines, ${receiver.tools.length} tools, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
+    const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+    process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
     await new Promise<void>((done) => {
       let stopping = false;

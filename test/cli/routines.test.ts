@@ -3,9 +3,9 @@ import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashText } from '../src/protocol/document.js';
-import { FakeAnthropic, type FakeRequest } from '../src/testing/fake-anthropic.js';
-import { runCli, startServe } from './helpers/cli.js';
+import { hashText } from '../../src/protocol/document.js';
+import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
+import { runCli, startServe } from '../helpers/cli.js';
 
 const DOUBLE = '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}.\nThe receiver replies JSON {"doubled": number}.\n';
 const WEATHER = '---\nname: Weather\ndescription: The weather in a city.\nmultiround: false\n---\n\nThe sender sends JSON {"city": string}.\nThe receiver replies JSON {"sky": string}.\n';

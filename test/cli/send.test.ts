@@ -5,16 +5,16 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startAgent, type RunningAgent } from '../src/agent.js';
-import { startServer } from '../src/http.js';
-import { AnthropicModel } from '../src/llm/anthropic.js';
-import { silentLogger } from '../src/log.js';
-import { hashText } from '../src/protocol/document.js';
-import { Receiver } from '../src/receiver.js';
-import { FakeAnthropic, type FakeRequest } from '../src/testing/fake-anthropic.js';
-import { startPythonPeer, type PythonPeer } from './helpers/python-peer.js';
+import { startAgent, type RunningAgent } from '../../src/agent.js';
+import { startServer } from '../../src/http.js';
+import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { silentLogger } from '../../src/log.js';
+import { hashText } from '../../src/protocol/document.js';
+import { Receiver } from '../../src/receiver.js';
+import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
+import { startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
 
-const ROOT = resolve(import.meta.dirname, '..');
+const ROOT = resolve(import.meta.dirname, '../..');
 const DISTANCE = '---\nname: Distance conversion\ndescription: Convert a distance in miles to kilometres.\nmultiround: false\n---\n\nThe sender sends JSON {"miles": number}.\nThe receiver replies JSON {"km": number}.\n';
 const km = (miles: number) => Math.round(miles * 1609.344) / 1000;
 
