@@ -27,25 +27,28 @@ export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export { Receiver, type ReceiverOptions, type ReceiverApi, type ReceiverExtensions, type RequestContext } from './receiver.js';
 export { createHandler, startServer, type HttpOptions } from './http.js';
-/** The client side: queries, conversations, discovery and typed tasks. */
+/** The client side: queries, conversations, discovery and negotiation. */
 export {
   Sender,
   agentBaseUrl,
   type SenderOptions,
-  type SenderExtensions,
-  type SenderThresholds,
   type SenderConversation,
   type SenderNegotiation,
   type SenderUsage,
   type QueryOptions,
   type QueryResult,
   type PeerProtocol,
+} from './sender.js';
+/** Typed tasks (`sender.task()`): natural language, then a fitting or negotiated protocol as they are used. */
+export {
+  type SenderExtensions,
+  type SenderThresholds,
   type TaskSpec,
   type TaskFunction,
   type TaskRoutine,
   type TaskServedEvent,
   type TaskState,
-} from './sender.js';
+} from './task.js';
 /** Both sides of a protocol negotiation (spec §5), and where a negotiated document is written. */
 export { negotiateProtocol, respondToNegotiation, writeProtocolFile, type NegotiateOptions, type NegotiationResult, type NegotiationTask, type NegotiationMessage } from './negotiation.js';
 /** Routines written by the LLM: generation, checks, approval and the worker that runs them. */

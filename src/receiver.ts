@@ -10,7 +10,7 @@ import { FileMemory, type AgentMemory } from './memory.js';
 import { Metrics, NATURAL_LANGUAGE, type QueryPath } from './metrics.js';
 import { normalizeHash, type ProtocolDocument } from './protocol/document.js';
 import { ProtocolRegistry, type KnownDocument } from './protocol/registry.js';
-import type { Routine, RoutineContext } from './routine/define.js';
+import type { RoutineContext } from './routine/define.js';
 import { loadRoutineFolder, watchFolder, type LoadedRoutine } from './routine/load.js';
 import { runRoutine } from './routine/run.js';
 import type { FollowUpRequest, JsonObject, JsonValue, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';

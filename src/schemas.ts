@@ -1,10 +1,26 @@
 import { z } from 'zod';
+import { AgoraError, describeError } from './errors.js';
 
 /** Any JSON value. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
 /** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue };
+
+/** A value as JSON (a copy), or BAD_REQUEST naming `what` when it is missing or not JSON. */
+export function toJsonValue(value: unknown, what: string): JsonValue {
+  if (value === undefined) throw new AgoraError('BAD_REQUEST', `${what} is required`);
+  try {
+    return JSON.parse(JSON.stringify(value)) as JsonValue;
+  } catch (error) {
+    throw new AgoraError('BAD_REQUEST', `${what} is not JSON: ${describeError(error)}`);
+  }
+}
+
+/** A JSON value as text: a string as it is, anything else serialized. */
+export function jsonText(body: JsonValue): string {
+  return typeof body === 'string' ? body : JSON.stringify(body);
+}
 
 const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional();
 

@@ -4,13 +4,13 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startAgent, type RunningAgent } from '../src/agent.js';
-import { AgoraError } from '../src/errors.js';
 import { AnthropicModel } from '../src/llm/anthropic.js';
 import { silentLogger } from '../src/log.js';
 import { extractFinalProtocol, negotiateProtocol, normaliseNegotiatedDocument, writeProtocolFile } from '../src/negotiation.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';
 import { Sender } from '../src/sender.js';
 import { FakeAnthropic, type FakeReply, type FakeRequest } from '../src/testing/fake-anthropic.js';
+import { cleanupStack, DISTANCE, failureOf, km, recordingFetch, type Call } from './helpers/sender.js';
 
 // What the sender's LLM finally writes: beginner layout, no blank line, spaces around. Normalised before use.
 const AGREED = [
@@ -21,33 +21,13 @@ const AGREED = [
   'The sender sends JSON {"miles": number}.',
   'The receiver replies JSON {"km": number}, rounded to 3 decimals.',
 ].join('\n');
-const NORMALISED = [
-  '---',
-  'name: Distance conversion',
-  'description: Convert a distance in miles to kilometres.',
-  'multiround: false',
-  '---',
-  '',
-  'The sender sends JSON {"miles": number}.',
-  'The receiver replies JSON {"km": number}, rounded to 3 decimals.',
-  '',
-].join('\n');
 const PROPOSAL = `Here is my proposal:\n---\nname: Distance conversion\ndescription: Miles to km.\nmultiround: false\n---\nThe sender sends JSON {"miles": number}. The receiver replies JSON {"km": number}.`;
 
 const Convert = { name: 'Convert miles', description: 'Convert a distance in miles to kilometres.', input: z.object({ miles: z.number() }), output: z.object({ km: z.number() }) };
-const km = (miles: number) => Math.round(miles * 1609.344) / 1000;
 
-const cleanup: (() => Promise<void>)[] = [];
+const cleanup = cleanupStack();
 
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined);
-});
-
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+afterAll(() => cleanup.run());
 
 // The receiving agent's LLM: asks for one change, then accepts; judges PDs suitable; answers under them.
 function receiverBrain(request: FakeRequest): FakeReply {
@@ -69,7 +49,7 @@ function senderBrain(final: string) {
     if (system.includes('You negotiate a protocol document')) {
       const turns = request.body.messages.length;
       if (turns === 1) return PROPOSAL;
-      if (turns === 3) return `Revised, with 3 decimals:\n${NORMALISED}`;
+      if (turns === 3) return `Revised, with 3 decimals:\n${DISTANCE}`;
       return `<FINALPROTOCOL>\n  ${final}  \n</FINALPROTOCOL>`;
     }
     if (system.includes('one message in natural language')) return `How many km are ${JSON.parse(input!).miles} miles?`;
@@ -79,14 +59,14 @@ function senderBrain(final: string) {
   };
 }
 
-type Pair = { peer: RunningAgent; peerFake: FakeAnthropic; senderFake: FakeAnthropic; dir: string; sender: Sender; calls: { method: string; url: string; json?: any }[] };
+type Pair = { peer: RunningAgent; peerFake: FakeAnthropic; senderFake: FakeAnthropic; dir: string; sender: Sender; calls: Call[] };
 
 async function pair(final = AGREED): Promise<Pair> {
   const peerFake = await FakeAnthropic.start({ fallback: receiverBrain });
   const senderFake = await FakeAnthropic.start({ fallback: senderBrain(final) });
   cleanup.push(() => peerFake.close(), () => senderFake.close());
   const peer = await startAgent({
-    dir: await tempDir('agora-peer-'),
+    dir: await cleanup.tempDir('agora-peer-'),
     port: 0,
     host: '127.0.0.1',
     llm: new AnthropicModel({ baseURL: peerFake.url, apiKey: 'test', maxRetries: 0 }),
@@ -94,29 +74,18 @@ async function pair(final = AGREED): Promise<Pair> {
     watch: false,
   });
   cleanup.push(() => peer.close());
-  const dir = await tempDir('agora-sender-');
-  const calls: Pair['calls'] = [];
+  const dir = await cleanup.tempDir('agora-sender-');
+  const { calls, fetch } = recordingFetch();
   const sender = new Sender({
     llm: new AnthropicModel({ baseURL: senderFake.url, apiKey: 'test', maxRetries: 0 }),
     dir,
     logger: silentLogger,
     thresholds: { lookForProtocolFrom: 1, negotiateFrom: 1 },
-    fetch: async (input, init) => {
-      calls.push({ method: init?.method ?? 'GET', url: String(input), ...(typeof init?.body === 'string' ? { json: JSON.parse(init.body) } : {}) });
-      return fetch(input, init);
-    },
+    fetch,
   });
   return { peer, peerFake, senderFake, dir, sender, calls };
 }
 
-async function failureOf(promise: Promise<unknown>): Promise<AgoraError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(AgoraError);
-  return error as AgoraError;
-}
 
 describe('negotiation between two of our agents', () => {
   let agents: Pair;
@@ -130,12 +99,12 @@ describe('negotiation between two of our agents', () => {
     const convert = sender.task(Convert);
     expect(await convert({ miles: 5 }, { target: peer.url })).toEqual({ km: 8.047 });
 
-    const hash = hashText(NORMALISED);
+    const hash = hashText(DISTANCE);
     const state = await sender.taskState('Convert miles', peer.url);
     expect(state).toMatchObject({ uses: 1, protocolHash: hash, verdicts: { [hash]: true }, negotiation: { outcome: 'agreed', hash, rounds: 2 } });
     const path = join(dir, 'protocols', 'distance-conversion.md');
     expect(state.negotiation).toMatchObject({ path });
-    expect(await readFile(path, 'utf8')).toBe(NORMALISED);
+    expect(await readFile(path, 'utf8')).toBe(DISTANCE);
 
     // On the wire: a "negotiation" conversation (opened, continued, closed), then the query under the new hash.
     const id = calls.find((call) => call.method === 'DELETE')?.url.split('/').pop();
@@ -147,14 +116,14 @@ describe('negotiation between two of our agents', () => {
       'POST /',
     ]);
     expect(calls[1]!.json).toEqual({ protocolHash: 'negotiation', protocolSources: [], body: PROPOSAL, multiround: true });
-    expect(calls[2]!.json).toMatchObject({ protocolHash: 'negotiation', body: `Revised, with 3 decimals:\n${NORMALISED.trim()}` });
+    expect(calls[2]!.json).toMatchObject({ protocolHash: 'negotiation', body: `Revised, with 3 decimals:\n${DISTANCE.trim()}` });
     expect(calls[4]!.json).toMatchObject({ protocolHash: hash, body: { miles: 5 } });
 
     // The peer's LLM saw the whole negotiation; the peer stored the PD when the query brought it.
     const negotiating = peerFake.requests.filter((request) => request.system.includes('negotiates a protocol document'));
     expect(negotiating).toHaveLength(2);
     expect(negotiating[1]!.body.messages).toHaveLength(3);
-    expect(await peer.receiver.memory.get(`documents/${hash}`)).toMatchObject({ text: NORMALISED, name: 'Distance conversion' });
+    expect(await peer.receiver.memory.get(`documents/${hash}`)).toMatchObject({ text: DISTANCE, name: 'Distance conversion' });
     expect(Object.keys(await peer.receiver.wellknown())).toEqual([hash]);
 
     // The second use goes straight to the protocol: no negotiation, no judging.
@@ -168,7 +137,7 @@ describe('negotiation between two of our agents', () => {
     const { peer, sender, dir } = agents;
     const rounds: [number, string, string][] = [];
     const result = await sender.negotiate(peer.url, { name: 'Distance', description: 'miles to km' }, { onRound: (...round) => void rounds.push(round) });
-    expect(result.document.text).toBe(NORMALISED);
+    expect(result.document.text).toBe(DISTANCE);
     expect(result.path).toBe(join(dir, 'protocols', 'distance-conversion.md'));
     expect(rounds.map(([round, , answer]) => [round, answer])).toEqual([
       [1, 'Please round km to 3 decimals and name the PD "Distance conversion".'],
@@ -214,13 +183,13 @@ describe('negotiation helpers', () => {
 
   it('reads the final document between the markers, whitespace and fences stripped', () => {
     expect(extractFinalProtocol(`Agreed.\n<FINALPROTOCOL>\n\n ${AGREED} \n</FINALPROTOCOL>`)).toBe(AGREED);
-    expect(extractFinalProtocol(`<FINALPROTOCOL>\n\`\`\`markdown\n${NORMALISED}\`\`\`\n</FINALPROTOCOL>`)).toBe(NORMALISED.trim());
+    expect(extractFinalProtocol(`<FINALPROTOCOL>\n\`\`\`markdown\n${DISTANCE}\`\`\`\n</FINALPROTOCOL>`)).toBe(DISTANCE.trim());
     expect(extractFinalProtocol('no markers here')).toBeUndefined();
-    expect(normaliseNegotiatedDocument(AGREED).text).toBe(NORMALISED);
+    expect(normaliseNegotiatedDocument(AGREED).text).toBe(DISTANCE);
   });
 
   it('runs on any transport: one send per round, then the final document', async () => {
-    const fake = await FakeAnthropic.start({ replies: [PROPOSAL, `<FINALPROTOCOL>${NORMALISED}</FINALPROTOCOL>`] });
+    const fake = await FakeAnthropic.start({ replies: [PROPOSAL, `<FINALPROTOCOL>${DISTANCE}</FINALPROTOCOL>`] });
     cleanup.push(() => fake.close());
     const sent: string[] = [];
     const usage: number[] = [];
@@ -234,7 +203,7 @@ describe('negotiation helpers', () => {
       onUsage: (call) => void usage.push(call.outputTokens),
     });
     expect(sent).toEqual([PROPOSAL]);
-    expect(result).toMatchObject({ rounds: 1, document: { hash: hashText(NORMALISED) } });
+    expect(result).toMatchObject({ rounds: 1, document: { hash: hashText(DISTANCE) } });
     expect(usage).toEqual([5, 5]);
     expect(fake.requests[0]!.system).toContain('"miles"');
     expect(fake.requests[1]!.lastUserText).toBe('The other agent answers:\nAccepted.');
@@ -242,15 +211,15 @@ describe('negotiation helpers', () => {
 
   it('writes a protocol file without overwriting another, reusing an identical one', async () => {
     dir = await mkdtemp(join(tmpdir(), 'agora-write-'));
-    const document = parseDocument(NORMALISED);
+    const document = parseDocument(DISTANCE);
     const path = await writeProtocolFile(dir, document);
     expect(path).toBe(join(dir, 'protocols', 'distance-conversion.md'));
     expect(await writeProtocolFile(dir, document)).toBe(path);
-    const other = parseDocument(NORMALISED.replace('3 decimals', '2 decimals'));
+    const other = parseDocument(DISTANCE.replace('3 decimals', '2 decimals'));
     expect(await writeProtocolFile(dir, other)).toBe(join(dir, 'protocols', 'distance-conversion-2.md'));
     await mkdir(join(dir, 'protocols'), { recursive: true });
     await writeFile(join(dir, 'protocols', 'distance-conversion-3.md'), 'taken');
-    const third = parseDocument(NORMALISED.replace('3 decimals', '4 decimals'));
+    const third = parseDocument(DISTANCE.replace('3 decimals', '4 decimals'));
     expect(await writeProtocolFile(dir, third)).toBe(join(dir, 'protocols', 'distance-conversion-4.md'));
     expect(await readFile(join(dir, 'protocols', 'distance-conversion-2.md'), 'utf8')).toBe(other.text);
     expect((await readdir(join(dir, 'protocols'))).sort()).toEqual(['distance-conversion-2.md', 'distance-conversion-3.md', 'distance-conversion-4.md', 'distance-conversion.md']);

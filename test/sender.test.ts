@@ -1,38 +1,26 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { AgoraError } from '../src/errors.js';
 import { createHandler, startServer } from '../src/http.js';
 import { AnthropicModel } from '../src/llm/anthropic.js';
 import { silentLogger } from '../src/log.js';
 import { encodeHash, hashText } from '../src/protocol/document.js';
 import { encodeDataUri } from '../src/protocol/sources.js';
 import { Receiver } from '../src/receiver.js';
-import { Sender, type SenderOptions, type TaskServedEvent } from '../src/sender.js';
+import { Sender, type SenderOptions } from '../src/sender.js';
+import type { TaskServedEvent } from '../src/task.js';
 import { FakeAnthropic, type FakeReply, type FakeRequest } from '../src/testing/fake-anthropic.js';
+import { cleanupStack, DISTANCE, failureOf, km, recordingFetch } from './helpers/sender.js';
 import { pythonDataUri, pythonHash, pythonSend, startPythonPeer, type PythonPeer } from './helpers/python-peer.js';
 
-const DISTANCE = [
-  '---',
-  'name: Distance conversion',
-  'description: Convert a distance in miles to kilometres.',
-  'multiround: false',
-  '---',
-  '',
-  'The sender sends JSON {"miles": number}.',
-  'The receiver replies JSON {"km": number}, rounded to 3 decimals.',
-  '',
-].join('\n');
 const DISTANCE_HEX = hashText(DISTANCE);
 const DISTANCE_ROUTINE = 'export default (body: { miles: number }) => ({ km: Math.round(body.miles * 1609.344) / 1000 });\n';
 const NOT_SERVED = '---\nname: Horoscope\ndescription: Tomorrow for a sign.\nmultiround: false\n---\n\nThe sender sends JSON {"sign": string}.\n';
 const NL_ONLY = 'This agent only accepts queries under the protocols listed at /wellknown';
 
-const km = (miles: number) => Math.round(miles * 1609.344) / 1000;
 const firstNumber = (text: string) => Number(/(\d+(?:\.\d+)?)/.exec(text)?.[1] ?? Number.NaN);
 
 // The peer's LLM: answers natural language about miles; later turns are echoed.
@@ -56,16 +44,10 @@ function senderBrain(request: FakeRequest): FakeReply {
 }
 
 type Started = { url: string; dir: string; receiver: Receiver; close(): Promise<void> };
-const cleanup: (() => Promise<void>)[] = [];
-
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), prefix));
-  cleanup.push(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+const cleanup = cleanupStack();
 
 async function startReceiver(options: { llm?: boolean; protocols?: boolean } = {}): Promise<Started> {
-  const dir = await tempDir('agora-receiver-');
+  const dir = await cleanup.tempDir('agora-receiver-');
   if (options.protocols !== false) {
     await mkdir(join(dir, 'protocols'));
     await mkdir(join(dir, 'routines'));
@@ -88,18 +70,6 @@ async function startReceiver(options: { llm?: boolean; protocols?: boolean } = {
   return { url: server.url, dir, receiver, close };
 }
 
-type Call = { method: string; url: string; json?: any };
-
-function recordingFetch(): { calls: Call[]; fetch: typeof fetch } {
-  const calls: Call[] = [];
-  return {
-    calls,
-    fetch: async (input, init) => {
-      calls.push({ method: init?.method ?? 'GET', url: String(input), ...(typeof init?.body === 'string' ? { json: JSON.parse(init.body) } : {}) });
-      return fetch(input, init);
-    },
-  };
-}
 
 async function rawServer(handler: (request: IncomingMessage, respond: (status: number, type: string, body: string) => void) => void): Promise<{ url: string; server: Server }> {
   const server = createServer((request, response) => {
@@ -116,14 +86,6 @@ async function rawServer(handler: (request: IncomingMessage, respond: (status: n
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
 }
 
-async function failureOf(promise: Promise<unknown>): Promise<AgoraError> {
-  const error = await promise.then(
-    () => undefined,
-    (thrown: unknown) => thrown,
-  );
-  expect(error).toBeInstanceOf(AgoraError);
-  return error as AgoraError;
-}
 
 function sender(options: SenderOptions = {}): Sender {
   return new Sender({ logger: silentLogger, ...options });
@@ -136,9 +98,7 @@ beforeAll(async () => {
   [agent, routinesOnly] = await Promise.all([startReceiver(), startReceiver({ llm: false })]);
 });
 
-afterAll(async () => {
-  for (const step of cleanup.reverse()) await step().catch(() => undefined);
-});
+afterAll(() => cleanup.run());
 
 describe('queries against our receiver', () => {
   it('reads /wellknown once, then sends a hex hash with a data: source', async () => {
@@ -365,7 +325,7 @@ describe('typed tasks', () => {
   async function senderAgent(options: SenderOptions = {}) {
     const fake = await FakeAnthropic.start({ fallback: senderBrain });
     cleanup.push(() => fake.close());
-    const dir = await tempDir('agora-sender-');
+    const dir = await cleanup.tempDir('agora-sender-');
     const make = (extra: SenderOptions = {}) =>
       sender({ llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }), dir, thresholds: { lookForProtocolFrom: 2, negotiateFrom: 3 }, ...options, ...extra });
     return { fake, dir, make };

@@ -1,3 +1,4 @@
+import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
 /** One option of a command: its flag, type, environment variable and default, shown in `--help`. */
@@ -88,6 +89,29 @@ export function numberOption(args: ParsedArgs, name: string, { min = 0, integer 
     throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${JSON.stringify(raw)}`);
   }
   return value;
+}
+
+/** A positional argument the command cannot do without, else a UsageError naming it (`missing <url>`). */
+export function requiredPositional(args: ParsedArgs, index: number, name: string): string {
+  const value = args.positionals[index];
+  if (!value) throw new UsageError(`missing ${name}`);
+  return value;
+}
+
+/** The `--timeout <seconds>` option of the commands that talk to an agent. */
+export function timeoutOption(defaultSeconds: number): OptionSpec {
+  return { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: String(defaultSeconds) };
+}
+
+/** `--timeout` (declared by {@link timeoutOption}) in milliseconds, checked. */
+export function timeoutMs(args: ParsedArgs, defaultSeconds: number): number {
+  return Math.round((numberOption(args, 'timeout', { min: 0.001 }) ?? defaultSeconds) * 1000);
+}
+
+/** A path as the user would type it: relative under the working directory, else as given. */
+export function displayPath(path: string): string {
+  const nearby = relative(process.cwd(), path);
+  return nearby && !nearby.startsWith('..') ? nearby : path;
 }
 
 /** A string option. */

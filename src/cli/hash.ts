@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { hashText, parseDocument } from '../protocol/document.js';
-import { UsageError, printJson, stringOption, type Command } from './_command.js';
+import { UsageError, printJson, requiredPositional, stringOption, type Command } from './_command.js';
 
 /** `agora hash <file>`: the SHA1 of a document's exact bytes. */
 export const command: Command = {
@@ -12,8 +12,7 @@ export const command: Command = {
     json: { type: 'boolean', description: 'Print {file, hex, base64, name, valid} as JSON' },
   },
   async run(args) {
-    const file = args.positionals[0];
-    if (!file) throw new UsageError('missing <file>');
+    const file = requiredPositional(args, 0, '<file>');
     const encoding = stringOption(args, 'encoding');
     if (encoding !== 'hex' && encoding !== 'base64') throw new UsageError(`--encoding must be hex or base64, got ${JSON.stringify(encoding)}`);
     const raw = await readFile(file);

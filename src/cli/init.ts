@@ -1,6 +1,6 @@
-import { relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { initAgent } from '../init.js';
-import { printJson, stringOption, UsageError, type Command } from './_command.js';
+import { displayPath, printJson, requiredPositional, stringOption, type Command } from './_command.js';
 
 /** `agora init <dir>`: scaffolds a new agent from the framework's root agent. */
 export const command: Command = {
@@ -14,9 +14,7 @@ export const command: Command = {
   },
   details: 'Then: cd <dir> && npm install && npm start (serves it), npm test (runs its test against a fake LLM).',
   async run(args) {
-    const target = args.positionals[0];
-    if (!target) throw new UsageError('missing <dir>');
-    const directory = resolve(target);
+    const directory = resolve(requiredPositional(args, 0, '<dir>'));
     const json = args.values.json === true;
     const framework = stringOption(args, 'framework');
     const files = await initAgent(directory, {
@@ -28,9 +26,7 @@ export const command: Command = {
       printJson({ dir: directory, files });
       return 0;
     }
-    const nearby = relative(process.cwd(), directory);
-    const shown = nearby && !nearby.startsWith('..') ? nearby : directory;
-    process.stdout.write(`\nCreated an agent in ${directory} (${files.length} files). Next:\n\n  cd ${shown}\n  npm install && npm start\n  npm test\n`);
+    process.stdout.write(`\nCreated an agent in ${directory} (${files.length} files). Next:\n\n  cd ${displayPath(directory)}\n  npm install && npm start\n  npm test\n`);
     return 0;
   },
 };

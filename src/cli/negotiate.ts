@@ -1,8 +1,8 @@
-import { relative, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender.js';
-import { UsageError, numberOption, printJson, stringOption, type Command } from './_command.js';
+import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 function abbreviate(text: string, length = 100): string {
   const line = text.replace(/\s+/g, ' ').trim();
@@ -31,22 +31,21 @@ export const command: Command = {
     dir: { type: 'string', value: '<dir>', description: 'The agent folder whose protocols/ receives the document', default: '.' },
     'max-rounds': { type: 'string', value: '<count>', description: 'Messages to the agent before giving up', default: String(DEFAULT_MAX_ROUNDS) },
     model: { type: 'string', value: '<model>', description: 'Claude model', env: 'AGORA_MODEL' },
-    timeout: { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: '120' },
+    timeout: timeoutOption(120),
     json: { type: 'boolean', description: 'Print {path, hash, name, rounds} as JSON' },
   },
   details: 'Needs ANTHROPIC_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
   async run(args) {
-    const url = args.positionals[0];
-    if (!url) throw new UsageError('missing <url>');
+    const url = requiredPositional(args, 0, '<url>');
     const task = stringOption(args, 'task')?.trim();
     if (!task) throw new UsageError('missing --task "<what the protocol is for>"');
     const maxRounds = numberOption(args, 'max-rounds', { min: 1, integer: true }) ?? DEFAULT_MAX_ROUNDS;
-    const timeout = numberOption(args, 'timeout', { min: 0.001 }) ?? 120;
+    const timeout = timeoutMs(args, 120);
     const { AnthropicModel, hasAnthropicKey } = await import('../llm/anthropic.js');
     if (!hasAnthropicKey()) throw new Error('ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
     const model = stringOption(args, 'model');
     const dir = resolve(stringOption(args, 'dir') ?? '.');
-    const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: Math.round(timeout * 1000), logger: { ...consoleLogger(), info() {} } });
+    const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: timeout, logger: { ...consoleLogger(), info() {} } });
     const json = args.values.json === true;
     const step = (line: string) => process.stderr.write(`${line}\n`);
     step(`negotiating with ${url}: ${abbreviate(task)}`);
@@ -69,8 +68,7 @@ export const command: Command = {
       return 0;
     }
     step(`agreed on "${document.metadata.name}" after ${rounds} round${rounds === 1 ? '' : 's'} (${usage.llmCalls} LLM calls, ${usage.inputTokens + usage.outputTokens} tokens)`);
-    const shown = relative(process.cwd(), path);
-    process.stdout.write(`${shown && !shown.startsWith('..') ? shown : path}\n${document.hash}\n`);
+    process.stdout.write(`${displayPath(path)}\n${document.hash}\n`);
     return 0;
   },
 };

@@ -4,7 +4,7 @@ import { silentLogger } from '../log.js';
 import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation } from '../sender.js';
-import { UsageError, numberOption, printJson, stringOption, type Command } from './_command.js';
+import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
 export function parseBody(text: string): JsonValue {
@@ -56,7 +56,7 @@ export const command: Command = {
     protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
     multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
     json: { type: 'boolean', description: 'Print the whole reply {body, conversationId?, conversationExpires?} as JSON' },
-    timeout: { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: '30' },
+    timeout: timeoutOption(30),
   },
   details: [
     'The body is sent as JSON when it parses as JSON, else as a string; `-` reads it from stdin.',
@@ -66,16 +66,16 @@ export const command: Command = {
     '  agora send http://localhost:3000 --multiround',
   ].join('\n'),
   async run(args) {
-    const [url, bodyArgument] = args.positionals;
-    if (!url) throw new UsageError('missing <url>');
+    const url = requiredPositional(args, 0, '<url>');
+    const bodyArgument = args.positionals[1];
     if (args.positionals.length > 2) throw new UsageError('too many arguments: quote the body');
     const multiround = args.values.multiround === true;
     const json = args.values.json === true;
     if (bodyArgument === undefined && !multiround) throw new UsageError('missing [body] (or `-` to read it from stdin)');
-    const timeout = numberOption(args, 'timeout', { min: 0.001 }) ?? 30;
+    const timeout = timeoutMs(args, 30);
     const file = stringOption(args, 'protocol');
     const protocol = file ? parseDocument(await readFile(file), file) : undefined;
-    const sender = new Sender({ timeoutMs: Math.round(timeout * 1000), logger: silentLogger });
+    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger });
     if (!multiround) {
       const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
       printReply(await sender.query(url, { body, ...(protocol ? { protocol } : {}) }), json);

@@ -1,6 +1,6 @@
 import { silentLogger } from '../log.js';
 import { Sender } from '../sender.js';
-import { UsageError, numberOption, printJson, type Command } from './_command.js';
+import { printJson, requiredPositional, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 /** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */
 export const command: Command = {
@@ -9,14 +9,12 @@ export const command: Command = {
   usage: 'agora wellknown <url> [--json] [--timeout <s>]',
   options: {
     json: { type: 'boolean', description: 'Print [{hash, name?, description?, multiround?, sources}] as JSON' },
-    timeout: { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: '30' },
+    timeout: timeoutOption(30),
   },
   details: 'A hash whose document the agent does not serve (or that does not hash right) is listed without a name.',
   async run(args) {
-    const url = args.positionals[0];
-    if (!url) throw new UsageError('missing <url>');
-    const timeout = numberOption(args, 'timeout', { min: 0.001 }) ?? 30;
-    const sender = new Sender({ timeoutMs: Math.round(timeout * 1000), logger: silentLogger });
+    const url = requiredPositional(args, 0, '<url>');
+    const sender = new Sender({ timeoutMs: timeoutMs(args, 30), logger: silentLogger });
     const protocols = await sender.protocols(url);
     if (args.values.json) {
       printJson(

@@ -44,16 +44,6 @@ redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
 return 1
 `);
 
-/** KEYS: record, tombstone, index, lock. ARGV: token, json, px, id, expiresAt. 0 = lock lost, 2 = deleted meanwhile. */
-const SAVE = script(`
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
-if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('SET', KEYS[2], '1', 'PX', ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
-return 1
-`);
-
 /** KEYS: record, tombstone, index. ARGV: id, tombstonePx, now. 1 when the conversation was live. */
 const DELETE = script(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
@@ -76,7 +66,10 @@ if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, raw}
 return {0}
 `);
 
-/** SAVE, then the lock released, in one round trip. Same KEYS and ARGV as SAVE. */
+/**
+ * Saves the record under the lock, then releases it, in one round trip. KEYS: record, tombstone, index, lock.
+ * ARGV: token, json, px, id, expiresAt. 0 = lock lost, 2 = deleted meanwhile.
+ */
 const SAVE_AND_RELEASE = script(`
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[4])

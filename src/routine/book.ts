@@ -364,3 +364,27 @@ export class RoutineBook {
     if (this.#ownsTypeChecker) await this.typeChecker.close();
   }
 }
+
+/** What RoutineGenerator and TaskRoutineStore share: a book, and their `idle`, `flush` and `close` handed to it. */
+export abstract class RoutineKeeper {
+  protected readonly book: RoutineBook;
+
+  constructor(options: RoutineBookOptions) {
+    this.book = new RoutineBook(options);
+  }
+
+  /** Resolves once counting, example keeping and routine writing started so far are done (tests, shutdown). */
+  idle(): Promise<void> {
+    return this.book.idle();
+  }
+
+  /** Writes batched counters. */
+  flush(): Promise<void> {
+    return this.book.flush();
+  }
+
+  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
+  async close(): Promise<void> {
+    await this.book.close();
+  }
+}

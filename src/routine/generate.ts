@@ -13,7 +13,7 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { ReceiverExtensions, RoutineRunner, ServedEvent } from '../receiver.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
-import { RoutineBook } from './book.js';
+import { RoutineKeeper } from './book.js';
 import { protocolInvalidInputReply } from './run.js';
 import type { SandboxedModule, SandboxResult } from './sandbox.js';
 import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
@@ -124,16 +124,13 @@ function parseStoredExample(value: JsonObject): StoredExample | undefined {
  * const generator = new RoutineGenerator({ dir, memory, llm, tools: () => receiver.tools });
  * const receiver = await Receiver.start({ dir, memory, llm, extensions: generator.extensions() });
  */
-export class RoutineGenerator {
+export class RoutineGenerator extends RoutineKeeper {
   readonly #options: RoutineGeneratorOptions;
-  readonly #book: RoutineBook;
-  readonly #logger: Logger;
   readonly #runners = new Map<string, RoutineRunner>();
 
   constructor(options: RoutineGeneratorOptions) {
+    super(options);
     this.#options = options;
-    this.#book = new RoutineBook(options);
-    this.#logger = this.#book.logger;
   }
 
   /** The receiver hooks: `routineFor` (approved routines only) and `served` (counting, examples, generation). */
@@ -146,31 +143,31 @@ export class RoutineGenerator {
 
   /** Counts an answered turn, keeps LLM answers as examples, and starts writing a routine at the threshold. */
   served(event: ServedEvent): Promise<void> {
-    return this.#book.track(this.#served(event));
+    return this.book.track(this.#served(event));
   }
 
   async #served(event: ServedEvent): Promise<void> {
     if (event.hash === null || !event.document || event.path === 'failure') return;
     const document = event.document;
     const prefix = protocolPrefix(document.hash);
-    await this.#book.remember(prefix, { kind: 'protocol', protocol: document.metadata.name, hash: document.hash });
-    if (event.firstTurn) this.#book.count(prefix, 'uses');
+    await this.book.remember(prefix, { kind: 'protocol', protocol: document.metadata.name, hash: document.hash });
+    if (event.firstTurn) this.book.count(prefix, 'uses');
     if (event.path === 'routine') {
-      if (event.firstTurn) this.#book.count(prefix, 'routine');
+      if (event.firstTurn) this.book.count(prefix, 'routine');
       return;
     }
     if (event.reply !== undefined) {
-      await this.#book.addExample(`examples/${document.hash}`, { conversationId: event.conversationId, turn: event.turn, body: event.body, reply: event.reply, at: this.#book.timestamp() });
+      await this.book.addExample(`examples/${document.hash}`, { conversationId: event.conversationId, turn: event.turn, body: event.body, reply: event.reply, at: this.book.timestamp() });
     }
     if (!event.firstTurn) return;
-    if (!(await this.#book.due(prefix))) return;
-    this.generate(document).catch((error: unknown) => this.#logger.error(`"${document.metadata.name}": writing a routine failed: ${describeError(error)}`));
+    if (!(await this.book.due(prefix))) return;
+    this.generate(document).catch((error: unknown) => this.book.logger.error(`"${document.metadata.name}": writing a routine failed: ${describeError(error)}`));
   }
 
   /** A runner for an approved routine with its file in place, else undefined (approval is re-read every second). */
   async routineFor(hash: string, document: ProtocolDocument): Promise<RoutineRunner | undefined> {
     const prefix = protocolPrefix(hash);
-    if (!(await this.#book.approved(prefix))) return undefined;
+    if (!(await this.book.approved(prefix))) return undefined;
     let runner = this.#runners.get(hash);
     if (!runner) {
       runner = this.#runner(prefix, document);
@@ -182,7 +179,7 @@ export class RoutineGenerator {
   #runner(prefix: string, document: ProtocolDocument): RoutineRunner {
     const label = `"${document.metadata.name}"`;
     return (body, context) =>
-      this.#book.run(prefix, label, async (module) => {
+      this.book.run(prefix, label, async (module) => {
         const result = await module.run('handle', body, {
           conversation: context.conversation,
           protocol: context.protocol,
@@ -203,7 +200,7 @@ export class RoutineGenerator {
   /** Writes and checks a routine for a protocol now (in the background it starts at the threshold). */
   generate(document: ProtocolDocument): Promise<RoutineStatus> {
     const name = document.metadata.name;
-    return this.#book.generate({
+    return this.book.generate({
       prefix: protocolPrefix(document.hash),
       names: { kind: 'protocol', protocol: name, hash: document.hash },
       stem: protocolStem(name, document.hash),
@@ -211,9 +208,9 @@ export class RoutineGenerator {
       label: `"${name}"`,
       noun: 'routine',
       fallback: 'the LLM keeps serving it',
-      started: () => this.#logger.info(`"${name}": writing a routine with ${this.#options.llm.model}`),
+      started: () => this.book.logger.info(`"${name}": writing a routine with ${this.#options.llm.model}`),
       write: async () => {
-        const examples = (await this.#book.examples(`examples/${document.hash}`)).map(parseStoredExample).filter((example): example is StoredExample => example !== undefined);
+        const examples = (await this.book.examples(`examples/${document.hash}`)).map(parseStoredExample).filter((example): example is StoredExample => example !== undefined);
         let probes: Promise<Probe[]> | undefined;
         return writeCheckedModule({
           llm: this.#options.llm,
@@ -221,11 +218,11 @@ export class RoutineGenerator {
           prompt: this.#prompt(document, examples),
           kind: 'routine',
           maxAttempts: this.#options.maxAttempts ?? 3,
-          typeChecker: this.#book.typeChecker,
-          sandbox: this.#book.sandbox,
+          typeChecker: this.book.typeChecker,
+          sandbox: this.book.sandbox,
           label: `"${name}"`,
           usageLabel: name,
-          logger: this.#logger,
+          logger: this.book.logger,
           ...(this.#options.onUsage ? { onUsage: this.#options.onUsage } : {}),
           // The reference answers do not depend on the module: asked once, on the first attempt that builds.
           check: async (module) => this.#check(module, document, examples, await (probes ??= this.#probes(document))),
@@ -269,9 +266,9 @@ export class RoutineGenerator {
       const parsed = extractJson(result.text);
       const list = parsed.ok ? z.array(z.unknown()).safeParse(parsed.value) : undefined;
       if (list?.success) bodies = (list.data as JsonValue[]).slice(0, count);
-      else this.#logger.warn(`"${document.metadata.name}": the LLM wrote no usable test queries`);
+      else this.book.logger.warn(`"${document.metadata.name}": the LLM wrote no usable test queries`);
     } catch (error) {
-      this.#logger.warn(`"${document.metadata.name}": no test queries: ${describeError(error)}`);
+      this.book.logger.warn(`"${document.metadata.name}": no test queries: ${describeError(error)}`);
     }
     const tools = this.#options.tools();
     const profile = this.#options.profile?.() ?? { name: 'agent', description: '', protocols: [], tools };
@@ -281,7 +278,7 @@ export class RoutineGenerator {
         const reply = await answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body);
         probes.push({ body, reply });
       } catch (error) {
-        this.#logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`);
+        this.book.logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`);
       }
     }
     return probes;
@@ -358,19 +355,9 @@ export class RoutineGenerator {
     return { errors, passed };
   }
 
-  /** Resolves once counting, example keeping and routine writing started so far are done (tests, shutdown). */
-  idle(): Promise<void> {
-    return this.#book.idle();
-  }
-
-  /** Writes batched counters. */
-  flush(): Promise<void> {
-    return this.#book.flush();
-  }
-
   /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
-  async close(): Promise<void> {
-    await this.#book.close();
+  override async close(): Promise<void> {
+    await super.close();
     this.#runners.clear();
   }
 }

@@ -8,7 +8,7 @@ import type { LanguageModel } from '../llm/toolformer.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
-import { EXAMPLE_CAP, RoutineBook } from './book.js';
+import { EXAMPLE_CAP, RoutineKeeper } from './book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
 import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
@@ -157,18 +157,15 @@ function jsonCopy(value: unknown): JsonValue {
  * and hands out worker-backed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
  * @example const store = new TaskRoutineStore({ dir, memory, llm }); const sender = new Sender({ llm, extensions: store.extensions() });
  */
-export class TaskRoutineStore {
+export class TaskRoutineStore extends RoutineKeeper {
   readonly #options: TaskRoutineStoreOptions;
-  readonly #book: RoutineBook;
-  readonly #logger: Logger;
   readonly #tasks = new Map<string, { task: TaskDefinition; document: ProtocolDocument }>();
   /** Prefixes past the threshold whose task definition was not known yet when the last call was counted. */
   readonly #due = new Set<string>();
 
   constructor(options: TaskRoutineStoreOptions) {
+    super(options);
     this.#options = options;
-    this.#book = new RoutineBook(options);
-    this.#logger = this.#book.logger;
   }
 
   /** The sender hooks: `taskRoutine` and `served`. */
@@ -181,10 +178,10 @@ export class TaskRoutineStore {
     const prefix = taskPrefix(task.name, document.hash);
     this.#tasks.set(prefix, { task, document });
     if (this.#due.delete(prefix)) this.#start(prefix);
-    if (!(await this.#book.approved(prefix))) return undefined;
+    if (!(await this.book.approved(prefix))) return undefined;
     const label = `task "${task.name}"`;
     const call = (method: 'buildBody' | 'parseReply', payload: unknown): Promise<unknown> =>
-      this.#book.run(prefix, label, async (module) => {
+      this.book.run(prefix, label, async (module) => {
         const value: unknown = (await module.run(method, jsonCopy(payload))).value;
         if (method !== 'parseReply') return value;
         const parsed = task.output.safeParse(value);
@@ -196,7 +193,7 @@ export class TaskRoutineStore {
 
   /** Counts a task call, keeps LLM-made calls as examples, and writes a routine at the threshold. */
   served(event: TaskCallEvent): Promise<void> {
-    return this.#book.track(this.#served(event));
+    return this.book.track(this.#served(event));
   }
 
   async #served(event: TaskCallEvent): Promise<void> {
@@ -204,14 +201,14 @@ export class TaskRoutineStore {
     if (!hash) return;
     const prefix = taskPrefix(event.task, hash);
     const known = this.#tasks.get(prefix);
-    await this.#book.remember(prefix, { kind: 'task', task: event.task, protocol: known?.document.metadata.name ?? '', hash });
-    this.#book.count(prefix, 'uses');
+    await this.book.remember(prefix, { kind: 'task', task: event.task, protocol: known?.document.metadata.name ?? '', hash });
+    this.book.count(prefix, 'uses');
     if (event.llmCalls === 0) {
-      this.#book.count(prefix, 'routine');
+      this.book.count(prefix, 'routine');
       return;
     }
-    await this.#book.addExample(`${prefix}/examples`, { input: jsonCopy(event.input), body: jsonCopy(event.body), reply: jsonCopy(event.reply), output: jsonCopy(event.output), at: this.#book.timestamp() });
-    if (!(await this.#book.due(prefix))) return;
+    await this.book.addExample(`${prefix}/examples`, { input: jsonCopy(event.input), body: jsonCopy(event.body), reply: jsonCopy(event.reply), output: jsonCopy(event.output), at: this.book.timestamp() });
+    if (!(await this.book.due(prefix))) return;
     if (known) this.#start(prefix);
     else this.#due.add(prefix);
   }
@@ -219,7 +216,7 @@ export class TaskRoutineStore {
   #start(prefix: string): void {
     const known = this.#tasks.get(prefix);
     if (!known) return;
-    this.generate(known.task, known.document).catch((error: unknown) => this.#logger.error(`task "${known.task.name}": writing a routine failed: ${describeError(error)}`));
+    this.generate(known.task, known.document).catch((error: unknown) => this.book.logger.error(`task "${known.task.name}": writing a routine failed: ${describeError(error)}`));
   }
 
   /** Writes and checks a sender routine for a task under a PD now, from the recorded calls. */
@@ -227,7 +224,7 @@ export class TaskRoutineStore {
     const prefix = taskPrefix(task.name, document.hash);
     this.#tasks.set(prefix, { task, document });
     const protocol = document.metadata.name;
-    return this.#book.generate({
+    return this.book.generate({
       prefix,
       names: { kind: 'task', task: task.name, protocol, hash: document.hash },
       stem: taskStem(task.name, document.hash),
@@ -236,16 +233,16 @@ export class TaskRoutineStore {
       noun: 'sender routine',
       fallback: 'the LLM keeps doing it',
       // What `served` remembered may lack the protocol's name (the task was not known yet), or be missing.
-      started: () => this.#book.memory.set(`${prefix}/meta`, { kind: 'task', task: task.name, protocol, hash: document.hash }),
+      started: () => this.book.memory.set(`${prefix}/meta`, { kind: 'task', task: task.name, protocol, hash: document.hash }),
       write: async () => {
-        const examples = (await this.#book.examples(`${prefix}/examples`)).map((example) => ({ input: example.input, body: example.body, reply: example.reply, output: example.output }));
+        const examples = (await this.book.examples(`${prefix}/examples`)).map((example) => ({ input: example.input, body: example.body, reply: example.reply, output: example.output }));
         return generateTaskRoutine({
           llm: this.#options.llm,
           task: { name: task.name, description: task.description, inputJsonSchema: jsonSchemaOf(task.input, 'input'), outputJsonSchema: jsonSchemaOf(task.output, 'output') },
           document,
           examples,
-          typeChecker: this.#book.typeChecker,
-          logger: this.#logger,
+          typeChecker: this.book.typeChecker,
+          logger: this.book.logger,
           validateOutput: (output) => {
             const parsed = task.output.safeParse(output);
             return parsed.success ? undefined : z.prettifyError(parsed.error);
@@ -257,20 +254,5 @@ export class TaskRoutineStore {
         });
       },
     });
-  }
-
-  /** Resolves once counting and routine writing started so far are done. */
-  idle(): Promise<void> {
-    return this.#book.idle();
-  }
-
-  /** Writes batched counters. */
-  flush(): Promise<void> {
-    return this.#book.flush();
-  }
-
-  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
-  async close(): Promise<void> {
-    await this.#book.close();
   }
 }

@@ -9,7 +9,7 @@ import { memoryLogger, silentLogger } from '../../src/log.js';
 import { FileMemory } from '../../src/memory.js';
 import { parseDocument, type ProtocolDocument } from '../../src/protocol/document.js';
 import { Receiver, type ServedEvent } from '../../src/receiver.js';
-import type { SenderExtensions } from '../../src/sender.js';
+import type { SenderExtensions } from '../../src/task.js';
 import { RoutineGenerator, type RoutineGeneratorOptions } from '../../src/routine/generate.js';
 import { listGeneratedRoutines, reviewGeneratedRoutine } from '../../src/routine/review.js';
 import { bundleGeneratedModule, IMPORT_POLICY_ERROR, SandboxedModule } from '../../src/routine/sandbox.js';
