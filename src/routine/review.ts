@@ -4,6 +4,7 @@ import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AgoraError } from '../errors.js';
 import type { AgentMemory } from '../memory.js';
+import { normalizeHash } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { COUNTER_FIELDS, protocolStem, routineSlug, taskStem, type RoutineCounters, type RoutineStatus, type RoutineStatusName } from './status.js';
 
@@ -85,6 +86,8 @@ export async function findGeneratedRoutine(memory: AgentMemory, reference: strin
     (entry) => entry.id.toLowerCase() === wanted,
     (entry) => (entry.kind === 'task' ? [entry.task ?? '', `task-${routineSlug(entry.task ?? '')}`] : [entry.protocol]).some((name) => name.toLowerCase() === reference.trim().toLowerCase() || routineSlug(name) === slug || name === wanted),
     (entry) => /^[0-9a-f]{4,40}$/.test(wanted) && entry.hash.startsWith(wanted),
+    // A whole hash in base64 (the Python SDK's encoding), as accepted everywhere else a hash is received.
+    (entry) => entry.hash === normalizeHash(reference.trim()),
   ];
   for (const test of tests) {
     const matches = entries.filter(test);

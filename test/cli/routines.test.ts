@@ -71,12 +71,15 @@ describe('agora routines', { timeout: 120_000 }, () => {
     expect(text.stdout).toMatch(new RegExp(`${id}\\s+Double\\s+${double.slice(0, 8)}\\s+8\\s+75%\\s+pending`));
   });
 
-  it('shows, approves and rejects by id, name or hash prefix; rejecting keeps the file', async () => {
+  it('shows, approves and rejects by id, name, hex prefix or base64 hash; rejecting keeps the file', async () => {
     const shown = await runCli(['routines', 'show', double.slice(0, 8), dir]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('status:   pending');
     expect(shown.stdout).toContain('checks:   type-check (900 ms); 5 recorded turn(s)');
     expect(shown.stdout).toContain(CODE);
+    const byBase64 = await runCli(['routines', 'show', hashText(DOUBLE, 'base64'), dir]);
+    expect(byBase64.code, byBase64.stderr).toBe(0);
+    expect(byBase64.stdout).toContain('status:   pending');
 
     const approved = await runCli(['routines', 'approve', 'double', dir]);
     expect(approved.code, approved.stderr).toBe(0);
