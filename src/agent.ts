@@ -1,13 +1,13 @@
 import { join, resolve } from 'node:path';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
-import { startServer, type HttpOptions } from './http.js';
+import { startServer, type HttpOptions } from './http/handler.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
-import { FileMemory, type AgentMemory } from './memory.js';
+import { FileMemory, type AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
 import { DEFAULT_TOMBSTONE_MS, Receiver, type ReceiverOptions } from './receiver.js';
-import { RoutineGenerator } from './routine/generate.js';
+import { RoutineGenerator } from './generation/generate.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
 export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &

@@ -18,7 +18,7 @@ export {
 export { ProtocolRegistry } from './protocol/registry.js';
 export { resolveSources, decodeDataUri, encodeDataUri, type SourceOptions } from './protocol/sources.js';
 export { MemoryConversationStore, type ConversationStore, type ConversationRecord, type ConversationMessage } from './conversation/store.js';
-export { FileMemory, InMemoryMemory, type AgentMemory } from './memory.js';
+export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
 export { defineRoutine, type Routine, type RoutineContext, type RoutineDefinition, type RoutineFunction } from './routine/define.js';
 export { defineTool, type Tool, type ToolContext } from './tool/define.js';
 export { converse, type LanguageModel, type LlmRequest, type LlmResponse, type LlmMessage, type LlmUsage } from './llm/toolformer.js';
@@ -26,7 +26,7 @@ export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOpti
 export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export { Receiver, type ReceiverOptions, type ReceiverApi, type ReceiverExtensions, type RequestContext } from './receiver.js';
-export { createHandler, startServer, type HttpOptions } from './http.js';
+export { createHandler, startServer, type HttpOptions } from './http/handler.js';
 /** The client side: queries, conversations, discovery and negotiation. */
 export {
   Sender,
@@ -38,7 +38,7 @@ export {
   type QueryOptions,
   type QueryResult,
   type PeerProtocol,
-} from './sender.js';
+} from './sender/sender.js';
 /** Typed tasks (`sender.task()`): natural language, then a fitting or negotiated protocol as they are used. */
 export {
   type SenderExtensions,
@@ -48,14 +48,14 @@ export {
   type TaskRoutine,
   type TaskServedEvent,
   type TaskState,
-} from './task.js';
+} from './sender/tasks.js';
 /** Both sides of a protocol negotiation (spec §5), and where a negotiated document is written. */
 export { negotiateProtocol, respondToNegotiation, writeProtocolFile, type NegotiateOptions, type NegotiationResult, type NegotiationTask, type NegotiationMessage } from './negotiation.js';
 /** Routines written by the LLM: generation, checks, approval and the worker that runs them. */
-export { RoutineGenerator, type RoutineGeneratorOptions } from './routine/generate.js';
-export { TaskRoutineStore, generateTaskRoutine, type TaskRoutineStoreOptions } from './routine/task-routines.js';
-export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from './routine/review.js';
-export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './routine/status.js';
+export { RoutineGenerator, type RoutineGeneratorOptions } from './generation/generate.js';
+export { TaskRoutineStore, generateTaskRoutine, type TaskRoutineStoreOptions } from './generation/task-routines.js';
+export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from './generation/review.js';
+export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './generation/status.js';
 /** A whole agent from a folder, served over node:http; and a new agent folder. */
 export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
 export { initAgent, type InitOptions } from './init.js';

@@ -4,13 +4,13 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startAgent } from '../src/agent.js';
-import { startServer } from '../src/http.js';
+import { startServer } from '../src/http/handler.js';
 import { silentLogger } from '../src/log.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';
 import { encodeDataUri } from '../src/protocol/sources.js';
 import { Receiver, type ReceiverOptions } from '../src/receiver.js';
-import { Sender } from '../src/sender.js';
-import { scriptedModel } from '../src/testing.js';
+import { Sender } from '../src/sender/sender.js';
+import { scriptedModel } from '../src/testing/index.js';
 import { echoProtocol, makeAgentFolder } from './helpers/agent-folder.js';
 import { pythonDataUri, pythonHash, pythonSend } from './helpers/python-peer.js';
 

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgoraError, type AgoraErrorCode } from '../src/errors.js';
-import { createHandler, startServer, type CoreRequest, type CoreResponse, type RunningServer } from '../src/http.js';
+import { createHandler, startServer, type CoreRequest, type CoreResponse, type RunningServer } from '../src/http/handler.js';
 import type { ReceiverApi } from '../src/receiver.js';
 
 const METEO = '---\nname: Météo\ndescription: x\nmultiround: false\n---\nè\n';

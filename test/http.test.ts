@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgoraError, type AgoraErrorCode } from '../src/errors.js';
-import { createHandler, startServer, type HttpOptions, type RunningServer } from '../src/http.js';
+import { createHandler, startServer, type HttpOptions, type RunningServer } from '../src/http/handler.js';
 import { hashText } from '../src/protocol/document.js';
 import type { ReceiverApi, RequestContext } from '../src/receiver.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse } from '../src/schemas.js';

@@ -8,7 +8,7 @@ import { AnthropicModel } from '../src/llm/anthropic.js';
 import { silentLogger } from '../src/log.js';
 import { extractFinalProtocol, negotiateProtocol, normaliseNegotiatedDocument, writeProtocolFile } from '../src/negotiation.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';
-import { Sender } from '../src/sender.js';
+import { Sender } from '../src/sender/sender.js';
 import { FakeAnthropic, type FakeReply, type FakeRequest } from '../src/testing/fake-anthropic.js';
 import { cleanupStack, DISTANCE, failureOf, km, recordingFetch, type Call } from './helpers/sender.js';
 

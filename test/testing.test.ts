@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { AgoraError } from '../src/errors.js';
 import { converse } from '../src/llm/toolformer.js';
 import { hashText } from '../src/protocol/document.js';
-import { FakeAnthropic, scriptedModel, startTestAgent, type TestAgent } from '../src/testing.js';
+import { FakeAnthropic, scriptedModel, startTestAgent, type TestAgent } from '../src/testing/index.js';
 import { defineTool } from '../src/tool/define.js';
 
 const ECHO = '---\nname: Echo\ndescription: Echo a value.\nmultiround: true\n---\nThe sender sends JSON {"value": string}. The receiver replies the same JSON.\n';

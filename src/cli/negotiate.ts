@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
-import { Sender } from '../sender.js';
+import { Sender } from '../sender/sender.js';
 import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 function abbreviate(text: string, length = 100): string {

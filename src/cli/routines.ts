@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { FileMemory, type AgentMemory } from '../memory.js';
-import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../routine/review.js';
+import { FileMemory, type AgentMemory } from '../memory/file.js';
+import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
 import { printJson, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
 
 const ACTIONS = ['list', 'show', 'approve', 'reject'] as const;

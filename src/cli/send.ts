@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { silentLogger } from '../log.js';
 import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
-import { Sender, type QueryResult, type SenderConversation } from '../sender.js';
+import { Sender, type QueryResult, type SenderConversation } from '../sender/sender.js';
 import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */

@@ -1,5 +1,5 @@
 import { silentLogger } from '../log.js';
-import { Sender } from '../sender.js';
+import { Sender } from '../sender/sender.js';
 import { printJson, requiredPositional, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 /** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */

@@ -1,8 +1,8 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
+import { quit, Redis, runScript, script } from '../_redis.js';
 import { AgoraError } from '../errors.js';
-import { checkKey, type AgentMemory } from '../memory.js';
+import { RedisMemory } from '../memory/redis.js';
 import type { JsonValue } from '../schemas.js';
 import type { ConversationRecord, ConversationStore, TurnUpdate } from './store.js';
 
@@ -20,21 +20,6 @@ export type RedisStoreOptions = {
   now?: () => number;
 };
 
-type Script = { source: string; sha: string };
-
-function script(source: string): Script {
-  return { source, sha: createHash('sha1').update(source).digest('hex') };
-}
-
-/** Runs a Lua script by its SHA, sending the source only when the server does not know it yet. */
-async function runScript(redis: Redis, lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
-  try {
-    return await redis.evalsha(lua.sha, keys.length, ...keys, ...args);
-  } catch (error) {
-    if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-    return redis.eval(lua.source, keys.length, ...keys, ...args);
-  }
-}
 
 /** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, pruneBefore. */
 const CREATE = script(`
@@ -89,18 +74,6 @@ return 0
 const RELEASE = script(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
-`);
-
-/** KEYS: key. ARGV: expected value, '1' when the key existed, new value. */
-const COMPARE_AND_SET = script(`
-local current = redis.call('GET', KEYS[1])
-if ARGV[2] == '0' then
-  if current then return 0 end
-elseif current ~= ARGV[1] then
-  return 0
-end
-redis.call('SET', KEYS[1], ARGV[3])
-return 1
 `);
 
 /**
@@ -297,106 +270,6 @@ export class RedisConversationStore implements ConversationStore {
 }
 
 /**
- * Ends a connection politely. QUIT fails ("Connection is closed") when the connection broke meanwhile, e.g. a
- * command still in flight at shutdown wrote after an earlier QUIT: then nothing is left to release, and a closing
- * agent must not fail (or crash the process) over it.
- */
-async function quit(redis: Redis): Promise<void> {
-  if (redis.status === 'end') return;
-  try {
-    await redis.quit();
-  } catch {
-    redis.disconnect();
-  }
-}
-
-/** Escapes Redis glob characters, so a prefix matches literally in SCAN. */
-function escapeGlob(text: string): string {
-  return text.replace(/[*?[\]\\]/g, '\\$&');
-}
-
-function parseJson(raw: string | null): JsonValue | undefined {
-  if (raw === null) return undefined;
-  try {
-    return JSON.parse(raw) as JsonValue;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * An agent memory in Redis, shared by every process of an agent: JSON values in string keys, counters as plain
- * integers so `increment` is one atomic INCRBY.
- */
-export class RedisMemory implements AgentMemory {
-  readonly #redis: Redis;
-  readonly #owned: boolean;
-  readonly #prefix: string;
-  #closed = false;
-
-  constructor(redis: Redis | string, options: { prefix?: string } = {}) {
-    this.#owned = typeof redis === 'string';
-    this.#redis = typeof redis === 'string' ? new Redis(redis) : redis;
-    this.#prefix = options.prefix ?? 'agora:memory:';
-  }
-
-  #key(key: string): string {
-    return `${this.#prefix}${checkKey(key)}`;
-  }
-
-  async get<T extends JsonValue = JsonValue>(key: string): Promise<T | undefined> {
-    return parseJson(await this.#redis.get(this.#key(key))) as T | undefined;
-  }
-
-  async set(key: string, value: JsonValue): Promise<void> {
-    await this.#redis.set(this.#key(key), JSON.stringify(value));
-  }
-
-  async delete(key: string): Promise<void> {
-    await this.#redis.del(this.#key(key));
-  }
-
-  async keys(prefix: string): Promise<string[]> {
-    const pattern = `${escapeGlob(this.#prefix + prefix)}*`;
-    const found = new Set<string>();
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-      // SCAN may return a key more than once; the set deduplicates.
-      for (const name of batch) found.add(name.slice(this.#prefix.length));
-      cursor = next;
-    } while (cursor !== '0');
-    return [...found].sort();
-  }
-
-  async increment(key: string, by = 1): Promise<number> {
-    const name = this.#key(key);
-    if (Number.isSafeInteger(by)) {
-      try {
-        return await this.#redis.incrby(name, by);
-      } catch (error) {
-        if (!(error instanceof Error) || !error.message.includes('not an integer')) throw error;
-      }
-    }
-    // The stored value is no integer (a fraction, another JSON value) or `by` is fractional: compare-and-set,
-    // retried on conflict, keeps the update atomic with FileMemory's meaning (a non-number counts as 0).
-    for (;;) {
-      const raw = await this.#redis.get(name);
-      const current = parseJson(raw);
-      const next = (typeof current === 'number' ? current : 0) + by;
-      const swapped = await runScript(this.#redis, COMPARE_AND_SET, [name], [raw ?? '', raw === null ? '0' : '1', JSON.stringify(next)]);
-      if (swapped === 1) return next;
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#owned) await quit(this.#redis);
-  }
-}
-
-/**
  * Creates a conversation store and an agent memory from one URL, sharing one connection.
  * @example const { store, memory, close } = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
  */
@@ -418,3 +291,5 @@ export function connectRedis(
     },
   };
 }
+
+export { RedisMemory };

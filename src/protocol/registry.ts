@@ -3,8 +3,8 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { AgentMemory } from '../memory.js';
-import { watchFolder } from '../routine/load.js';
+import type { AgentMemory } from '../memory/file.js';
+import { watchFolder } from '../_files.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
 import { resolveSources, type SourceOptions } from './sources.js';
 

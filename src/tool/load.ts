@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../log.js';
-import { describeLoadError, importTypeScript, listModules } from '../routine/load.js';
+import { describeLoadError, importTypeScript, listModules } from '../_files.js';
 import { isTool, type Tool } from './define.js';
 
 type LoadedTool = { file: string; digest: string; tools: Tool[] };

@@ -1,7 +1,7 @@
-import { randomBytes } from 'node:crypto';
+import { writeFileAtomic } from '../_files.js';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import type { JsonValue } from './schemas.js';
+import type { JsonValue } from '../schemas.js';
 
 /**
  * What an agent learns and keeps across restarts: documents fetched from sources, suitability verdicts,
@@ -27,19 +27,6 @@ export function checkKey(key: string): string {
     throw new Error(`Invalid memory key: ${JSON.stringify(key)}`);
   }
   return key;
-}
-
-/** Writes a file atomically: a temporary file in the same folder, then a rename. */
-export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
-  await mkdir(dirname(path), { recursive: true });
-  const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  try {
-    await writeFile(temporary, data);
-    await rename(temporary, path);
-  } catch (error) {
-    await rm(temporary, { force: true });
-    throw error;
-  }
 }
 
 /** The default memory: one JSON file per key under `<agent>/.agora/`, written atomically. */

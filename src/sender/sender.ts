@@ -1,15 +1,15 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { AgoraError, describeError, isAgoraError } from './errors.js';
-import type { LanguageModel, UsageSink } from './llm/toolformer.js';
-import { consoleLogger, type Logger } from './log.js';
-import { FileMemory, InMemoryMemory, type AgentMemory } from './memory.js';
-import { negotiateProtocol, writeProtocolFile, type NegotiationMessage, type NegotiationTask } from './negotiation.js';
-import { encodeHash, hashEncodingOf, hashText, normalizeHash, parseDocument, type HashEncoding, type ProtocolDocument } from './protocol/document.js';
-import { decodeDataUri, encodeDataUri, fetchSource } from './protocol/sources.js';
-import { jsonText, peerResponseSchema, toJsonValue, wellknownSchema, type JsonValue, type Wellknown } from './schemas.js';
-import { TaskRunner, type SenderExtensions, type SenderThresholds, type TaskFunction, type TaskSpec, type TaskState } from './task.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import type { LanguageModel, UsageSink } from '../llm/toolformer.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
+import { negotiateProtocol, writeProtocolFile, type NegotiationMessage, type NegotiationTask } from '../negotiation.js';
+import { encodeHash, hashEncodingOf, hashText, normalizeHash, parseDocument, type HashEncoding, type ProtocolDocument } from '../protocol/document.js';
+import { decodeDataUri, encodeDataUri, fetchSource } from '../protocol/sources.js';
+import { jsonText, peerResponseSchema, toJsonValue, wellknownSchema, type JsonValue, type Wellknown } from '../schemas.js';
+import { TaskRunner, type SenderExtensions, type SenderThresholds, type TaskFunction, type TaskSpec, type TaskState } from './tasks.js';
 
 /** The default bound on one HTTP exchange with a peer: 30 s. */
 export const DEFAULT_SENDER_TIMEOUT_MS = 30_000;

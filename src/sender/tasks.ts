@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { AgoraError, describeError, isAgoraError } from './errors.js';
-import { extractJson, prescribesJson } from './llm/responders.js';
-import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './llm/toolformer.js';
-import type { Logger } from './log.js';
-import type { AgentMemory } from './memory.js';
-import type { NegotiationTask } from './negotiation.js';
-import { normalizeHash, type ProtocolDocument } from './protocol/document.js';
-import { jsonText, toJsonValue, type JsonValue, type Wellknown } from './schemas.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { extractJson, prescribesJson } from '../llm/responders.js';
+import { converse, type LanguageModel, type LlmMessage, type UsageSink } from '../llm/toolformer.js';
+import type { Logger } from '../log.js';
+import type { AgentMemory } from '../memory/file.js';
+import type { NegotiationTask } from '../negotiation.js';
+import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
+import { jsonText, toJsonValue, type JsonValue, type Wellknown } from '../schemas.js';
 
 /** When a typed task looks for a protocol and when it negotiates one (uses per task and target, 1-based). */
 export type SenderThresholds = {

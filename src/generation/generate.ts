@@ -7,14 +7,14 @@ import { describeError } from '../errors.js';
 import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/responders.js';
 import { converse, type LanguageModel, type LlmUsage } from '../llm/toolformer.js';
 import { silentLogger, type Logger } from '../log.js';
-import type { AgentMemory } from '../memory.js';
+import type { AgentMemory } from '../memory/file.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 // Types only: the receiver imports nothing from here, it receives these functions through its extensions.
 import type { ReceiverExtensions, RoutineRunner, ServedEvent } from '../receiver.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
 import { RoutineKeeper } from './book.js';
-import { protocolInvalidInputReply } from './run.js';
+import { protocolInvalidInputReply } from '../routine/run.js';
 import type { SandboxedModule, SandboxResult } from './sandbox.js';
 import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
 import type { RoutineTypeChecker } from './typecheck.js';

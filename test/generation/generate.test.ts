@@ -6,16 +6,16 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { z } from 'zod';
 import { AnthropicModel } from '../../src/llm/anthropic.js';
 import { memoryLogger, silentLogger } from '../../src/log.js';
-import { FileMemory } from '../../src/memory.js';
+import { FileMemory } from '../../src/memory/file.js';
 import { parseDocument, type ProtocolDocument } from '../../src/protocol/document.js';
 import { Receiver, type ServedEvent } from '../../src/receiver.js';
-import type { SenderExtensions } from '../../src/task.js';
-import { RoutineGenerator, type RoutineGeneratorOptions } from '../../src/routine/generate.js';
-import { listGeneratedRoutines, reviewGeneratedRoutine } from '../../src/routine/review.js';
-import { bundleGeneratedModule, IMPORT_POLICY_ERROR, SandboxedModule } from '../../src/routine/sandbox.js';
-import type { RoutineStatus } from '../../src/routine/status.js';
-import { generateTaskRoutine, TaskRoutineStore } from '../../src/routine/task-routines.js';
-import { RoutineTypeChecker } from '../../src/routine/typecheck.js';
+import type { SenderExtensions } from '../../src/sender/tasks.js';
+import { RoutineGenerator, type RoutineGeneratorOptions } from '../../src/generation/generate.js';
+import { listGeneratedRoutines, reviewGeneratedRoutine } from '../../src/generation/review.js';
+import { bundleGeneratedModule, IMPORT_POLICY_ERROR, SandboxedModule } from '../../src/generation/sandbox.js';
+import type { RoutineStatus } from '../../src/generation/status.js';
+import { generateTaskRoutine, TaskRoutineStore } from '../../src/generation/task-routines.js';
+import { RoutineTypeChecker } from '../../src/generation/typecheck.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
 import { defineTool } from '../../src/tool/define.js';
 

@@ -3,7 +3,7 @@
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AgoraError } from '../errors.js';
-import type { AgentMemory } from '../memory.js';
+import type { AgentMemory } from '../memory/file.js';
 import { normalizeHash } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { COUNTER_FIELDS, protocolStem, routineSlug, taskStem, type RoutineCounters, type RoutineStatus, type RoutineStatusName } from './status.js';

@@ -2,19 +2,19 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { z } from 'zod';
-import { AgoraError } from './errors.js';
-import { startServer } from './http.js';
-import { AnthropicModel, type AnthropicModelOptions } from './llm/anthropic.js';
-import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse, LlmUsage } from './llm/toolformer.js';
-import { silentLogger } from './log.js';
-import { hashText } from './protocol/document.js';
-import { encodeDataUri } from './protocol/sources.js';
-import { Receiver, type ReceiverOptions } from './receiver.js';
-import type { JsonValue, QueryResponse } from './schemas.js';
-import { FakeAnthropic, type FakeAnthropicOptions } from './testing/fake-anthropic.js';
+import { AgoraError } from '../errors.js';
+import { startServer } from '../http/handler.js';
+import { AnthropicModel, type AnthropicModelOptions } from '../llm/anthropic.js';
+import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse, LlmUsage } from '../llm/toolformer.js';
+import { silentLogger } from '../log.js';
+import { hashText } from '../protocol/document.js';
+import { encodeDataUri } from '../protocol/sources.js';
+import { Receiver, type ReceiverOptions } from '../receiver.js';
+import type { JsonValue, QueryResponse } from '../schemas.js';
+import { FakeAnthropic, type FakeAnthropicOptions } from './fake-anthropic.js';
 
 /** The fake Anthropic Messages API on loopback, with its script and request types. */
-export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest } from './testing/fake-anthropic.js';
+export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest } from './fake-anthropic.js';
 
 /** Options of {@link startTestAgent}: the receiver's options, plus the fake LLM behind it. */
 export type TestAgentOptions = Omit<ReceiverOptions, 'llm'> & {

@@ -2,11 +2,11 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { z } from 'zod';
-import { AgoraError, describeError, isAgoraError } from './errors.js';
-import { consoleLogger } from './log.js';
-import { normalizeHash } from './protocol/document.js';
-import type { ReceiverApi, RequestContext } from './receiver.js';
-import { followUpRequestSchema, queryRequestSchema, type FollowUpRequest, type QueryRequest } from './schemas.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { consoleLogger } from '../log.js';
+import { normalizeHash } from '../protocol/document.js';
+import type { ReceiverApi, RequestContext } from '../receiver.js';
+import { followUpRequestSchema, queryRequestSchema, type FollowUpRequest, type QueryRequest } from '../schemas.js';
 
 /** Options of the HTTP edge, shared by `createHandler`, `startServer` and `agoraRouter`. */
 export type HttpOptions = {

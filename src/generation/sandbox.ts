@@ -13,7 +13,7 @@ import type { Logger } from '../log.js';
 import type { ProtocolMetadata } from '../protocol/document.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { dataUrl, frameworkRoot } from './_worker.js';
-import { describeLoadError } from './load.js';
+import { describeLoadError } from '../_files.js';
 
 /** The build error every import but zod and agora-agents gets. */
 export const IMPORT_POLICY_ERROR = 'generated routines may only import zod and agora-agents';
