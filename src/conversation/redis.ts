@@ -4,7 +4,6 @@ import { KeyedQueue } from '../_queue.js';
 import { quit, Redis, runScript } from '../_redis.js';
 import { AgoraError } from '../errors.js';
 import { RedisMemory } from '../memory/redis.js';
-import type { JsonValue } from '../schemas.js';
 import { ACQUIRE, CREATE, DELETE, RELEASE, RENEW, SAVE_AND_RELEASE } from './_redis-lua.js';
 import type { ConversationRecord, ConversationStore, TurnUpdate } from './store.js';
 

@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTestRedis } from '../helpers/redis.js';
 import { connectRedis, RedisConversationStore, type LockTimers, type RedisStoreOptions } from '../../src/conversation/redis.js';
 import { createClock, describeStoreContract, incrementTurn, sampleRecord, TTL_MS } from './store-contract.js';
 
@@ -32,33 +31,7 @@ function fakeTimers(onSleep: (now: number) => Promise<unknown> = async () => und
 }
 
 describeRedis(title, () => {
-  // Every key of this run lives under one prefix, removed at the end.
-  const runPrefix = `agora-test:${randomUUID()}:`;
-  let sequence = 0;
-  const freshPrefix = () => `${runPrefix}${(sequence += 1)}:`;
-  let shared: Redis;
-  const connections: Redis[] = [];
-
-  /** A connection of its own, as a second process would have. */
-  const connect = () => {
-    const redis = new Redis(url ?? '');
-    connections.push(redis);
-    return redis;
-  };
-
-  beforeAll(() => {
-    shared = connect();
-  });
-
-  afterAll(async () => {
-    let cursor = '0';
-    do {
-      const [next, keys] = await shared.scan(cursor, 'MATCH', `${runPrefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await shared.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    await Promise.all(connections.map((redis) => redis.quit()));
-  });
+  const { shared, connect, freshPrefix } = useTestRedis(url ?? '');
 
   describeStoreContract('RedisConversationStore', (clock, { tombstoneMs }) =>
     new RedisConversationStore(shared, { prefix: freshPrefix(), now: clock.now, tombstoneMs }),

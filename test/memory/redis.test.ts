@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { useTestRedis } from '../helpers/redis.js';
 import { RedisMemory } from '../../src/memory/redis.js';
 import { describeMemoryContract } from './memory-contract.js';
 
@@ -9,28 +8,7 @@ const describeRedis = url ? describe : describe.skip;
 const title = url ? 'RedisMemory' : 'RedisMemory (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
 describeRedis(title, () => {
-  // Every key of this run lives under one prefix, removed at the end.
-  const runPrefix = `agora-test:${randomUUID()}:`;
-  let sequence = 0;
-  const freshPrefix = () => `${runPrefix}${(sequence += 1)}:`;
-  const connections: Redis[] = [];
-  /** A connection of its own, as a second process would have. */
-  const connect = () => {
-    const redis = new Redis(url ?? '');
-    connections.push(redis);
-    return redis;
-  };
-  const shared = connect();
-
-  afterAll(async () => {
-    let cursor = '0';
-    do {
-      const [next, keys] = await shared.scan(cursor, 'MATCH', `${runPrefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await shared.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    await Promise.all(connections.map((redis) => redis.quit()));
-  });
+  const { shared, connect, freshPrefix } = useTestRedis(url ?? '');
 
   describeMemoryContract('RedisMemory', () => new RedisMemory(shared, { prefix: freshPrefix() }));
 
