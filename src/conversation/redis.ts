@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { quit, Redis, runScript, script } from '../_redis.js';
+import { KeyedQueue } from '../_queue.js';
+import { quit, Redis, runScript } from '../_redis.js';
 import { AgoraError } from '../errors.js';
 import { RedisMemory } from '../memory/redis.js';
-import type { JsonValue } from '../schemas.js';
+import { ACQUIRE, CREATE, DELETE, RELEASE, RENEW, SAVE_AND_RELEASE } from './_redis-lua.js';
 import type { ConversationRecord, ConversationStore, TurnUpdate } from './store.js';
 
 /** Options of {@link RedisConversationStore}. */
@@ -18,63 +19,28 @@ export type RedisStoreOptions = {
   lockWaitMs?: number;
   /** Clock in Unix milliseconds (injected in tests); decides expiry, Redis TTLs only collect garbage. */
   now?: () => number;
+  /** The real-time waits of the lock: waiting for it and renewing its lease (injected in tests). */
+  timers?: LockTimers;
 };
 
+/** What the lock waits with: a monotonic clock in ms, a pause, a repeating tick. Default: performance.now() and timers. */
+export type LockTimers = {
+  now(): number;
+  sleep(ms: number): Promise<void>;
+  /** Calls `tick` every `ms` until the returned function is called. */
+  every(ms: number, tick: () => Promise<unknown>): () => void;
+};
 
-/** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, pruneBefore. */
-const CREATE = script(`
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
-return 1
-`);
+const REAL_TIMERS: LockTimers = {
+  now: () => performance.now(),
+  sleep: (ms) => delay(ms),
+  every(ms, tick) {
+    const timer = setInterval(() => void tick(), ms);
+    timer.unref();
+    return () => clearInterval(timer);
+  },
+};
 
-/** KEYS: record, tombstone, index. ARGV: id, tombstonePx, now. 1 when the conversation was live. */
-const DELETE = script(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
-redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
-if score and tonumber(score) > tonumber(ARGV[3]) then return 1 end
-return 0
-`);
-
-/**
- * Takes the lock and reads the record in one round trip. KEYS: lock, record, tombstone. ARGV: token, px.
- * {1, json} = locked; {0} = busy; {2, tombstone exists} = no record (nothing locked).
- */
-const ACQUIRE = script(`
-local raw = redis.call('GET', KEYS[2])
-if not raw then return {2, redis.call('EXISTS', KEYS[3])} end
-if redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX') then return {1, raw} end
-return {0}
-`);
-
-/**
- * Saves the record under the lock, then releases it, in one round trip. KEYS: record, tombstone, index, lock.
- * ARGV: token, json, px, id, expiresAt. 0 = lock lost, 2 = deleted meanwhile.
- */
-const SAVE_AND_RELEASE = script(`
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[4])
-if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
-return 1
-`);
-
-/** KEYS: lock. ARGV: token, px. */
-const RENEW = script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-return 0
-`);
-
-/** KEYS: lock. ARGV: token. */
-const RELEASE = script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`);
 
 /**
  * Conversations in Redis, so any process sharing the server can take any turn; turns of one conversation are
@@ -91,8 +57,9 @@ export class RedisConversationStore implements ConversationStore {
   readonly #lockTtlMs: number;
   readonly #lockWaitMs: number;
   readonly #now: () => number;
-  /** id → tail of this process's queue of turns for it. */
-  readonly #queues = new Map<string, Promise<unknown>>();
+  readonly #timers: LockTimers;
+  /** This process's turns per id, one at a time, so only one of them at a time polls Redis for the lock. */
+  readonly #turns = new KeyedQueue<string>();
   #closed = false;
 
   constructor(redis: Redis | string, options: RedisStoreOptions = {}) {
@@ -104,6 +71,7 @@ export class RedisConversationStore implements ConversationStore {
     this.#lockTtlMs = options.lockTtlMs ?? 30_000;
     this.#lockWaitMs = options.lockWaitMs ?? 60_000;
     this.#now = options.now ?? Date.now;
+    this.#timers = options.timers ?? REAL_TIMERS;
   }
 
   #keys(id: string) {
@@ -161,19 +129,7 @@ export class RedisConversationStore implements ConversationStore {
   }
 
   async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
-    return this.#queued(id, () => this.#lockedTurn(id, ttlMs, turn));
-  }
-
-  /** Queues turns of one id within this process, so only one of them at a time polls Redis for the lock. */
-  async #queued<T>(id: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#queues.get(id) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const tail = run.catch(() => undefined);
-    this.#queues.set(id, tail);
-    void tail.then(() => {
-      if (this.#queues.get(id) === tail) this.#queues.delete(id);
-    });
-    return run;
+    return this.#turns.run(id, () => this.#lockedTurn(id, ttlMs, turn));
   }
 
   // Two round trips a turn: lock and read in one script, save and release in another.
@@ -193,11 +149,10 @@ export class RedisConversationStore implements ConversationStore {
       throw new AgoraError('CONVERSATION_EXPIRED');
     }
     // A turn may outlast the lease (a slow LLM); renewing keeps it ours while we are alive.
-    const renewal = setInterval(() => {
-      // A failed renewal surfaces at the fenced save as a lost lock.
-      runScript(this.#redis, RENEW, [keys.lock], [token, this.#lockTtlMs]).catch(() => undefined);
-    }, Math.max(1, Math.floor(this.#lockTtlMs / 3)));
-    renewal.unref();
+    // A failed renewal surfaces at the fenced save as a lost lock.
+    const stopRenewal = this.#timers.every(Math.max(1, Math.floor(this.#lockTtlMs / 3)), () =>
+      runScript(this.#redis, RENEW, [keys.lock], [token, this.#lockTtlMs]).catch(() => undefined),
+    );
     let released = false;
     try {
       const { id: recordId, protocolHash, createdAt, turn: turns } = current;
@@ -217,7 +172,7 @@ export class RedisConversationStore implements ConversationStore {
       // saved === 2: ended during the turn; like the memory store, the answer stands and the end stays.
       return update.result;
     } finally {
-      clearInterval(renewal);
+      stopRenewal();
       if (!released) await this.#release(keys.lock, token);
     }
   }
@@ -230,15 +185,15 @@ export class RedisConversationStore implements ConversationStore {
   /** Waits for the lock and returns the record's JSON; throws EXPIRED or NOT_FOUND when there is no record. */
   async #acquireAndRead(keys: { lock: string; record: string; tombstone: string }, token: string): Promise<string> {
     // Real time, not the injected clock: this bounds how long a caller actually blocks.
-    const deadline = performance.now() + this.#lockWaitMs;
+    const deadline = this.#timers.now() + this.#lockWaitMs;
     let pause = 5;
     for (;;) {
       const [status, value] = (await runScript(this.#redis, ACQUIRE, [keys.lock, keys.record, keys.tombstone], [token, this.#lockTtlMs])) as [number, string | number | undefined];
       if (status === 1) return value as string;
       if (status === 2) throw new AgoraError(value === 1 ? 'CONVERSATION_EXPIRED' : 'CONVERSATION_NOT_FOUND');
-      const left = deadline - performance.now();
+      const left = deadline - this.#timers.now();
       if (left <= 0) throw new AgoraError('REQUEST_TIMEOUT', 'Conversation busy');
-      await delay(Math.min(pause, left));
+      await this.#timers.sleep(Math.min(pause, left));
       pause = Math.min(pause * 2, 50);
     }
   }

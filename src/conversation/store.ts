@@ -1,3 +1,4 @@
+import { KeyedQueue } from '../_queue.js';
 import { AgoraError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 
@@ -65,8 +66,6 @@ type Entry = {
    * string is the most compact way to keep an idle conversation. */
   json: string;
   expiresAt: number;
-  /** The tail of this conversation's turn queue, while turns are queued. */
-  tail: Promise<unknown> | undefined;
 };
 
 /** The default store: conversations in this process's memory, swept periodically. */
@@ -76,6 +75,8 @@ export class MemoryConversationStore implements ConversationStore {
   readonly #live = new Map<string, Entry>();
   /** id → Unix ms after which the tombstone itself may go. */
   readonly #tombstones = new Map<string, number>();
+  /** Turns of one conversation, one at a time; a drained queue holds nothing, so an idle conversation holds no promise. */
+  readonly #turns = new KeyedQueue<string>();
   readonly #timer: NodeJS.Timeout | undefined;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
@@ -89,7 +90,7 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async create(record: ConversationRecord): Promise<void> {
-    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt, tail: undefined });
+    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt });
   }
 
   #entry(id: string): Entry {
@@ -113,8 +114,9 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
-    const entry = this.#entry(id);
-    const work = async () => {
+    // Fails at once for an ended conversation, rather than after the turns queued before it.
+    this.#entry(id);
+    return this.#turns.run(id, async () => {
       // Re-check after waiting: the conversation may have expired or ended meanwhile.
       const current = this.#entry(id);
       const record = JSON.parse(current.json) as ConversationRecord;
@@ -133,18 +135,7 @@ export class MemoryConversationStore implements ConversationStore {
       current.json = JSON.stringify(record);
       current.expiresAt = record.expiresAt;
       return update.result;
-    };
-    const run = entry.tail ? entry.tail.then(work) : work();
-    const tail = run.then(
-      () => undefined,
-      () => undefined,
-    );
-    entry.tail = tail;
-    // Drop the queue once it drains, so an idle conversation holds no promise.
-    void tail.then(() => {
-      if (entry.tail === tail) entry.tail = undefined;
     });
-    return run;
   }
 
   async delete(id: string): Promise<boolean> {

@@ -1,6 +1,8 @@
+import { readdir, readFile, rm } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
 import { writeFileAtomic } from '../_files.js';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { KeyedQueue } from '../_queue.js';
+import { AgoraError } from '../errors.js';
 import type { JsonValue } from '../schemas.js';
 
 /**
@@ -24,7 +26,7 @@ const KEY = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;
 /** Checks a memory key: path segments only, no `..`. */
 export function checkKey(key: string): string {
   if (!KEY.test(key) || key.split('/').some((segment) => segment === '.' || segment === '..')) {
-    throw new Error(`Invalid memory key: ${JSON.stringify(key)}`);
+    throw new AgoraError('INVALID_ARGUMENT', `Invalid memory key: ${JSON.stringify(key)}`);
   }
   return key;
 }
@@ -33,7 +35,7 @@ export function checkKey(key: string): string {
 export class FileMemory implements AgentMemory {
   readonly root: string;
   /** Serializes read-modify-write per key within this process. */
-  readonly #locks = new Map<string, Promise<unknown>>();
+  readonly #queue = new KeyedQueue<string>();
 
   constructor(root: string) {
     this.root = root;
@@ -54,11 +56,11 @@ export class FileMemory implements AgentMemory {
   }
 
   async set(key: string, value: JsonValue): Promise<void> {
-    await this.#locked(key, () => writeFileAtomic(this.#path(key), `${JSON.stringify(value, null, 2)}\n`));
+    await this.#queue.run(key, () => writeFileAtomic(this.#path(key), `${JSON.stringify(value, null, 2)}\n`));
   }
 
   async delete(key: string): Promise<void> {
-    await this.#locked(key, () => rm(this.#path(key), { force: true }));
+    await this.#queue.run(key, () => rm(this.#path(key), { force: true }));
   }
 
   async keys(prefix: string): Promise<string[]> {
@@ -83,23 +85,12 @@ export class FileMemory implements AgentMemory {
   }
 
   async increment(key: string, by = 1): Promise<number> {
-    return this.#locked(key, async () => {
+    return this.#queue.run(key, async () => {
       const current = await this.get(key);
       const next = (typeof current === 'number' ? current : 0) + by;
       await writeFileAtomic(this.#path(key), `${next}\n`);
       return next;
     });
-  }
-
-  async #locked<T>(key: string, work: () => Promise<T>): Promise<T> {
-    const previous = this.#locks.get(key) ?? Promise.resolve();
-    const run = previous.then(work, work);
-    const tail = run.catch(() => undefined);
-    this.#locks.set(key, tail);
-    void tail.then(() => {
-      if (this.#locks.get(key) === tail) this.#locks.delete(key);
-    });
-    return run;
   }
 
   async close(): Promise<void> {}

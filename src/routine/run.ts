@@ -136,7 +136,8 @@ export async function runRoutine(
     }
     return toJson(output);
   } catch (error) {
-    if (error instanceof AgoraError && error.code !== 'ROUTINE_FAILED') throw error;
+    // A bad argument from the routine's own code (memory key, tool input) is the routine's failure, like any bug.
+    if (error instanceof AgoraError && error.code !== 'ROUTINE_FAILED' && error.code !== 'INVALID_ARGUMENT') throw error;
     throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: new Error(describeError(error), { cause: error }) });
   } finally {
     cancel?.();

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AgoraError } from '../errors.js';
 
 /** What a tool's `run` receives besides its input. */
 export type ToolContext = {
@@ -32,7 +33,7 @@ export function defineTool<Schema extends z.ZodType, Output>(definition: {
   run(input: z.output<Schema>, context: ToolContext): Output | Promise<Output>;
 }): Tool<z.output<Schema>, Output> {
   if (!TOOL_NAME.test(definition.name)) {
-    throw new Error(`Invalid tool name ${JSON.stringify(definition.name)}: use 1-64 letters, digits, _ or -`);
+    throw new AgoraError('INVALID_ARGUMENT', `Invalid tool name ${JSON.stringify(definition.name)}: use 1-64 letters, digits, _ or -`);
   }
   return Object.freeze({ ...definition, [TOOL_MARK]: true }) as Tool<z.output<Schema>, Output>;
 }
@@ -73,7 +74,7 @@ export async function callTool(tool: Tool, input: unknown, context: ToolContext 
     const unwrapped = tool.input.safeParse(input.value);
     if (unwrapped.success) parsed = unwrapped;
   }
-  if (!parsed.success) throw new Error(`Invalid input for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new AgoraError('INVALID_ARGUMENT', `Invalid input for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
   return tool.run(parsed.data, context);
 }
 

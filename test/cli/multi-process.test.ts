@@ -1,9 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { request } from 'node:http';
 import { join } from 'node:path';
-import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { writeFileAtomic } from '../../src/_files.js';
 import { hashText } from '../../src/protocol/document.js';
 import { encodeDataUri } from '../../src/protocol/sources.js';
 import { eventually, makeAgentFolder } from '../helpers/agent-folder.js';
@@ -43,6 +47,29 @@ async function post(url: string, path: string, body: unknown): Promise<{ status:
 const start = (url: string, body: unknown = { add: 0 }) => post(url, '/', { protocolHash: COUNTER_HASH, multiround: true, body });
 const turn = (url: string, id: string, body: unknown = { add: 1 }) => post(url, `/conversations/${id}`, { body });
 
+/** A turn whose request is known to be written out (`sent`) before it is answered or lost (`settled`). */
+function sendTurn(url: string, id: string, body: unknown): { sent: Promise<void>; settled: Promise<'answered' | 'lost'> } {
+  let sent!: () => void;
+  const written = new Promise<void>((resolve) => (sent = resolve));
+  const settled = new Promise<'answered' | 'lost'>((resolve) => {
+    const outgoing = request(`${url}/conversations/${id}`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
+      response.resume();
+      response.on('end', () => resolve('answered'));
+      response.on('error', () => resolve('lost'));
+      response.on('close', () => resolve('lost')); // after 'end' this changes nothing
+    });
+    outgoing.on('finish', sent);
+    outgoing.on('error', () => {
+      sent();
+      resolve('lost');
+    });
+    outgoing.end(JSON.stringify({ body }));
+  });
+  return { sent: written, settled };
+}
+
+const SHIFTED_CLOCK = fileURLToPath(new URL('../helpers/shifted-clock.mjs', import.meta.url));
+
 describeRedis(title, () => {
   // Each test's keys live under their own prefix below this one, removed at the end.
   const runPrefix = `agora-test:${randomUUID()}:`;
@@ -65,40 +92,49 @@ describeRedis(title, () => {
   });
 
   /** Two `agora serve` processes on one agent folder and one Redis key prefix (options go in the store URL). */
-  async function startPair(storeOptions: Record<string, string> = {}, serveArgs: string[] = []) {
+  async function startPair(storeOptions: Record<string, string> = {}, serveArgs: string[] = [], env: NodeJS.ProcessEnv = {}) {
     const folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
     cleanups.push(folder.cleanup);
     const store = new URL(redisUrl ?? '');
     store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
     for (const [name, value] of Object.entries(storeOptions)) store.searchParams.set(name, value);
     const args = [folder.dir, '--port', '0', '--store', store.href, ...serveArgs];
-    const [a, b] = await Promise.all([startServe(args, { env: NO_KEY }), startServe(args, { env: NO_KEY })]);
+    const [a, b] = await Promise.all([startServe(args, { env: { ...NO_KEY, ...env } }), startServe(args, { env: { ...NO_KEY, ...env } })]);
     cleanups.push(() => a.stop('SIGKILL'), () => b.stop('SIGKILL'));
     return { folder, a, b };
   }
 
   it('carries a conversation from one process to the other, sliding its expiry, and both see it expire', async () => {
-    const { a, b } = await startPair({}, ['--conversation-ttl', '3']);
+    // Both processes read one clock the test moves (a preloaded Date.now that adds the offset in `clockFile`).
+    const clockDir = await mkdtemp(join(tmpdir(), 'agora-clock-'));
+    cleanups.push(() => rm(clockDir, { recursive: true, force: true }));
+    const clockFile = join(clockDir, 'offset');
+    let offset = 0;
+    const advance = (ms: number) => writeFileAtomic(clockFile, String((offset += ms)));
+    await advance(0);
+    const { a, b } = await startPair({}, ['--conversation-ttl', '3'], {
+      AGORA_TEST_CLOCK_FILE: clockFile,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${SHIFTED_CLOCK}`.trim(),
+    });
 
     const first = await start(a.url, { add: 5 });
     expect(first.reply).toMatchObject({ status: 'success', body: { count: 5 } });
     const id = first.reply.conversationId!;
     expect(id).toMatch(/^[\w-]{21,}$/);
 
-    // Real processes keep real time: these waits are what makes the sliding expiry observable.
-    await delay(1700);
+    await advance(1700);
     const second = await turn(b.url, id, { add: 2 });
     expect(second.reply).toMatchObject({ status: 'success', body: { count: 7 }, conversationId: id });
     expect(second.reply.body!.pid).not.toBe(first.reply.body!.pid);
     expect(second.reply.conversationExpires!).toBeGreaterThan(first.reply.conversationExpires!);
 
     // Past the first turn's expiry: only the slide saved by the other process keeps the conversation alive.
-    await delay(1700);
+    await advance(1700);
     const third = await turn(a.url, id, { add: 3 });
     expect(third.reply).toMatchObject({ status: 'success', body: { count: 10 }, conversationId: id });
     expect(third.reply.conversationExpires!).toBeGreaterThan(second.reply.conversationExpires!);
 
-    await delay(3300);
+    await advance(3300);
     for (const url of [a.url, b.url]) {
       expect(await turn(url, id)).toEqual({ status: 200, reply: { status: 'failure', error: 'Conversation expired' } });
     }
@@ -118,8 +154,9 @@ describeRedis(title, () => {
   });
 
   it('carries on without the process killed mid-turn: acknowledged turns kept, its lease expires', async () => {
-    // A short lease, so the dead process's lock is reclaimed quickly.
-    const { folder, a, b } = await startPair({ lockTtlMs: '1000' });
+    // A short lease, so the dead process's lock is reclaimed quickly; a lock wait of 10 s, far below the default
+    // 60 s, so the survivors only succeed if the dead lease was reclaimed well before that.
+    const { folder, a, b } = await startPair({ lockTtlMs: '1000', lockWaitMs: '10000' });
     const id = (await start(a.url)).reply.conversationId!;
     const acknowledged: number[] = [];
     for (let index = 0; index < 6; index++) {
@@ -131,24 +168,19 @@ describeRedis(title, () => {
     // Long turns in flight to `a`; kill it once the first is inside the routine, holding the conversation's lease.
     const marker = join(folder.dir, 'turn-started');
     // Settled at once, so their failures are never unhandled rejections.
-    const inFlight = (body: unknown) => turn(a.url, id, body).then(() => 'answered', () => 'lost');
-    const doomed = [inFlight({ add: 1, pauseMs: 3000, marker })];
+    const doomed = [sendTurn(a.url, id, { add: 1, pauseMs: 3000, marker })];
     await eventually(() => existsSync(marker), 15_000);
-    // More turns queued behind it in the same process (a moment for their requests to arrive).
-    doomed.push(...Array.from({ length: 3 }, () => inFlight({ add: 1, pauseMs: 3000 })));
-    await delay(200);
-    const killedAt = performance.now();
+    // More turns queued behind it in the same process, their requests written out before the kill.
+    doomed.push(...Array.from({ length: 3 }, () => sendTurn(a.url, id, { add: 1, pauseMs: 3000 })));
+    await Promise.all(doomed.map(({ sent }) => sent));
     await a.stop('SIGKILL');
-    expect(await Promise.all(doomed)).toEqual(['lost', 'lost', 'lost', 'lost']);
+    expect(await Promise.all(doomed.map(({ settled }) => settled))).toEqual(['lost', 'lost', 'lost', 'lost']);
 
     const survivors = await Promise.all(Array.from({ length: 4 }, () => turn(b.url, id)));
-    const waited = performance.now() - killedAt;
     for (const { reply } of survivors) {
       expect(reply).toMatchObject({ status: 'success', conversationId: id });
       acknowledged.push(reply.body!.count);
     }
-    // Bounded by the 1 s lease (plus polling and a loaded machine), far below the 60 s lock wait.
-    expect(waited).toBeLessThan(10_000);
 
     const final = (await turn(b.url, id, { add: 0 })).reply;
     expect(final.status).toBe('success');

@@ -1,42 +1,37 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as delay } from 'node:timers/promises';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectRedis, RedisConversationStore, RedisMemory, type RedisStoreOptions } from '../../src/conversation/redis.js';
+import { describe, expect, it } from 'vitest';
+import { useTestRedis } from '../helpers/redis.js';
+import { connectRedis, RedisConversationStore, type LockTimers, type RedisStoreOptions } from '../../src/conversation/redis.js';
 import { createClock, describeStoreContract, incrementTurn, sampleRecord, TTL_MS } from './store-contract.js';
 
 const url = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = url ? describe : describe.skip;
 const title = url ? 'Redis backends' : 'Redis backends (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
-describeRedis(title, () => {
-  // Every key of this run lives under one prefix, removed at the end.
-  const runPrefix = `agora-test:${randomUUID()}:`;
-  let sequence = 0;
-  const freshPrefix = () => `${runPrefix}${(sequence += 1)}:`;
-  let shared: Redis;
-  const connections: Redis[] = [];
-
-  /** A connection of its own, as a second process would have. */
-  const connect = () => {
-    const redis = new Redis(url ?? '');
-    connections.push(redis);
-    return redis;
+/**
+ * The lock's real-time waits on a clock the test owns: a sleep moves the clock at once (then runs `onSleep`, so the
+ * test can act as time passes), and lease renewals tick only when the test calls `renew()`.
+ */
+function fakeTimers(onSleep: (now: number) => Promise<unknown> = async () => undefined) {
+  let now = 0;
+  const ticks = new Set<() => Promise<unknown>>();
+  const periods: number[] = [];
+  const timers: LockTimers = {
+    now: () => now,
+    async sleep(ms) {
+      now += ms;
+      await onSleep(now);
+    },
+    every(ms, tick) {
+      periods.push(ms);
+      ticks.add(tick);
+      return () => ticks.delete(tick);
+    },
   };
+  return { timers, now: () => now, periods, renew: () => Promise.all([...ticks].map((tick) => tick())), renewing: () => ticks.size };
+}
 
-  beforeAll(() => {
-    shared = connect();
-  });
-
-  afterAll(async () => {
-    let cursor = '0';
-    do {
-      const [next, keys] = await shared.scan(cursor, 'MATCH', `${runPrefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await shared.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    await Promise.all(connections.map((redis) => redis.quit()));
-  });
+describeRedis(title, () => {
+  const { shared, connect, freshPrefix } = useTestRedis(url ?? '');
 
   describeStoreContract('RedisConversationStore', (clock, { tombstoneMs }) =>
     new RedisConversationStore(shared, { prefix: freshPrefix(), now: clock.now, tombstoneMs }),
@@ -55,9 +50,10 @@ describeRedis(title, () => {
     it('serializes turns across two processes: 40 increments split over two connections end at 40', async () => {
       const { prefix, clock, record, store } = await setUp();
       const other = new RedisConversationStore(connect(), { prefix, now: clock.now });
+      // A Redis round trip inside each turn, so the other connection's attempts land while a turn is under way.
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
-          (index % 2 === 0 ? store : other).runTurn(record.id, TTL_MS, (current) => incrementTurn(current, () => delay(1))),
+          (index % 2 === 0 ? store : other).runTurn(record.id, TTL_MS, (current) => incrementTurn(current, () => shared.ping())),
         ),
       );
       expect(new Set(results).size).toBe(40);
@@ -67,16 +63,22 @@ describeRedis(title, () => {
     });
 
     it('takes the turn once a crashed holder’s lease runs out', async () => {
-      const { record, store, lock } = await setUp({ lockTtlMs: 300 });
-      await shared.set(lock, 'crashed-process', 'PX', 300);
-      const started = performance.now();
+      let lock = '';
+      // Redis drops the crashed holder's lock once its 300 ms lease has run out on the store's clock.
+      const time = fakeTimers(async (now) => (now >= 300 ? shared.del(lock) : undefined));
+      const set = await setUp({ lockTtlMs: 300, timers: time.timers });
+      const { record, store } = set;
+      lock = set.lock;
+      await shared.set(lock, 'crashed-process', 'PX', 10_000);
       expect(await store.runTurn(record.id, TTL_MS, (current) => incrementTurn(current))).toBe(1);
-      expect(performance.now() - started).toBeGreaterThanOrEqual(200);
+      // It waited for the lease instead of taking the lock from under its holder.
+      expect(time.now()).toBeGreaterThanOrEqual(200);
       expect(await shared.exists(lock)).toBe(0);
     });
 
     it('gives up with REQUEST_TIMEOUT "Conversation busy" after lockWaitMs', async () => {
-      const { record, store, lock } = await setUp({ lockWaitMs: 100 });
+      const time = fakeTimers();
+      const { record, store, lock } = await setUp({ lockWaitMs: 100, timers: time.timers });
       await shared.set(lock, 'someone-else', 'PX', 10_000);
       let ran = false;
       await expect(
@@ -86,18 +88,34 @@ describeRedis(title, () => {
         }),
       ).rejects.toMatchObject({ code: 'REQUEST_TIMEOUT', message: 'Conversation busy' });
       expect(ran).toBe(false);
+      expect(time.now()).toBe(100);
       expect(await shared.get(lock)).toBe('someone-else');
     });
 
     it('renews the lease while a turn outlasts it, so no other process gets in', async () => {
-      const { prefix, clock, record, store } = await setUp({ lockTtlMs: 120 });
-      const other = new RedisConversationStore(connect(), { prefix, now: clock.now, lockTtlMs: 120, lockWaitMs: 250 });
-      const long = store.runTurn(record.id, TTL_MS, (current) => incrementTurn(current, () => delay(450)));
-      await delay(50);
+      const holder = fakeTimers();
+      const { prefix, clock, record, store, lock } = await setUp({ lockTtlMs: 9_000, timers: holder.timers });
+      const other = new RedisConversationStore(connect(), { prefix, now: clock.now, lockTtlMs: 9_000, lockWaitMs: 250, timers: fakeTimers().timers });
+      let started!: () => void;
+      const inside = new Promise<void>((resolve) => (started = resolve));
+      let finish!: () => void;
+      const finished = new Promise<void>((resolve) => (finish = resolve));
+      const long = store.runTurn(record.id, TTL_MS, (current) => {
+        started();
+        return incrementTurn(current, () => finished);
+      });
+      await inside;
+      // Renewed three times a lease; a lease about to run out gets a whole one again.
+      expect(holder.periods).toEqual([3_000]);
+      await shared.pexpire(lock, 1_000);
+      await holder.renew();
+      expect(await shared.pttl(lock)).toBeGreaterThan(1_000);
       await expect(other.runTurn(record.id, TTL_MS, (current) => incrementTurn(current))).rejects.toMatchObject({
         code: 'REQUEST_TIMEOUT',
       });
+      finish();
       expect(await long).toBe(1);
+      expect(holder.renewing()).toBe(0);
       expect((await other.get(record.id)).state).toEqual({ counter: 1 });
     });
 
@@ -140,46 +158,6 @@ describeRedis(title, () => {
       const borrowed = new RedisConversationStore(shared, { prefix: freshPrefix() });
       await borrowed.close();
       expect(await shared.ping()).toBe('PONG');
-    });
-  });
-
-  describe('RedisMemory', () => {
-    it('stores JSON values under checked keys', async () => {
-      const memory = new RedisMemory(shared, { prefix: freshPrefix() });
-      expect(await memory.get('documents/abc')).toBeUndefined();
-      const value = { text: 'PD', sources: ['https://example.org/pd.md'], verdict: null, count: 2 };
-      await memory.set('documents/abc', value);
-      expect(await memory.get('documents/abc')).toEqual(value);
-      await memory.delete('documents/abc');
-      expect(await memory.get('documents/abc')).toBeUndefined();
-      await expect(memory.set('../escape', 1)).rejects.toThrow('Invalid memory key');
-    });
-
-    it('lists keys under a prefix, sorted', async () => {
-      const memory = new RedisMemory(shared, { prefix: freshPrefix() });
-      for (const key of ['documents/b', 'documents/a', 'documents/nested/c', 'verdicts/a', 'docs']) await memory.set(key, true);
-      expect(await memory.keys('documents/')).toEqual(['documents/a', 'documents/b', 'documents/nested/c']);
-      expect(await memory.keys('doc')).toEqual(['docs', 'documents/a', 'documents/b', 'documents/nested/c']);
-      expect(await memory.keys('missing/')).toEqual([]);
-    });
-
-    it('increments atomically across processes: 100 parallel increments over two connections make 100', async () => {
-      const prefix = freshPrefix();
-      const first = new RedisMemory(shared, { prefix });
-      const second = new RedisMemory(connect(), { prefix });
-      const values = await Promise.all(Array.from({ length: 100 }, (_, index) => (index % 2 === 0 ? first : second).increment('usage/calls')));
-      expect(new Set(values).size).toBe(100);
-      expect(await first.get('usage/calls')).toBe(100);
-      expect(await second.increment('usage/calls', 5)).toBe(105);
-    });
-
-    it('counts a non-number as 0 and adds fractions, like FileMemory', async () => {
-      const memory = new RedisMemory(shared, { prefix: freshPrefix() });
-      await memory.set('usage/text', 'not a number');
-      expect(await memory.increment('usage/text')).toBe(1);
-      expect(await memory.increment('usage/text', 0.5)).toBe(1.5);
-      expect(await memory.increment('usage/text')).toBe(2.5);
-      expect(await memory.get('usage/text')).toBe(2.5);
     });
   });
 
