@@ -1,7 +1,8 @@
 import { join, resolve } from 'node:path';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
-import { startServer, type HttpOptions } from './http/handler.js';
+import type { HttpOptions } from './http/handler.js';
+import { startServer } from './http/server.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';

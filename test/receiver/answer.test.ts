@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MAX_SERIES, Metrics, OTHER_PROTOCOL } from '../src/metrics.js';
-import { hashText } from '../src/protocol/document.js';
-import { defineTool } from '../src/tool/define.js';
-import { startTestAgent, type TestAgent, type TestAgentOptions } from '../src/testing/index.js';
+import { MAX_SERIES, Metrics, OTHER_PROTOCOL } from '../../src/metrics.js';
+import { hashText } from '../../src/protocol/document.js';
+import { defineTool } from '../../src/tool/define.js';
+import { startTestAgent, type TestAgent, type TestAgentOptions } from '../../src/testing/index.js';
 
 const WEATHER = '---\nname: Weather forecast\ndescription: Ask for the weather in one city.\nmultiround: false\n---\nThe sender sends JSON {"city": string}.\nThe receiver replies JSON {"weather": string} or {"error": "Unsupported location"}.\n';
 const NOTES = '---\nname: Notes\ndescription: Keep a note.\nmultiround: false\n---\nThe sender sends a note as text. The receiver replies "noted".\n';
