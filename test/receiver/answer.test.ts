@@ -330,9 +330,8 @@ describe('Receiver with an LLM, through the real SDK against FakeAnthropic', () 
     const dir = await agentFolder({});
     const agent = await start({ dir, anthropic: { timeoutMs: 300 }, fake: { replies: [{ stall: true }] } });
 
-    const started = performance.now();
+    // The fake never answers: only the client's timeout can produce this answer.
     expect(await agent.query('Hi')).toEqual({ status: 'failure', error: 'LLM unavailable' });
-    expect(performance.now() - started).toBeLessThan(5_000);
     expect(agent.fake.requests).toHaveLength(1);
   });
 
