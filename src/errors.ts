@@ -21,6 +21,7 @@ export type AgoraErrorCode =
   | 'NEGOTIATION_FAILED'
   | 'INVALID_OUTPUT'
   | 'TIMEOUT'
+  | 'INVALID_ARGUMENT'
   | 'INTERNAL';
 
 /** The fixed texts of spec §2 (peers and tests match on them). */
@@ -65,6 +66,8 @@ export const HTTP_STATUS: Record<AgoraErrorCode, number> = {
   NEGOTIATION_FAILED: 200,
   INVALID_OUTPUT: 200,
   TIMEOUT: 504,
+  // The agent's own code handed the framework a value it cannot take (a memory key, a tool name, a tool's input).
+  INVALID_ARGUMENT: 500,
   INTERNAL: 500,
 };
 
