@@ -4,7 +4,7 @@
 import { createServer } from 'node:http';
 import express from 'express';
 import { agoraRouter } from '../dist/express.js';
-import { startServer } from '../dist/http.js';
+import { startServer } from '../dist/http/server.js';
 import { silentLogger } from '../dist/log.js';
 import { Receiver } from '../dist/receiver.js';
 

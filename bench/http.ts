@@ -51,7 +51,7 @@ export async function benchHttp(duration: number, log: (line: string) => void): 
     table(
       ['ratio', 'value', 'target'],
       [
-        ['c/a (agora serve vs bare node:http)', formatNumber(ratios['c/a'], 2), '≥ 0.70'],
+        ['c/a (agora serve vs bare node:http)', formatNumber(ratios['c/a'], 2), '≥ 0.80'],
         ['d/b (agoraRouter vs bare Express)', formatNumber(ratios['d/b'], 2), '≥ 0.85'],
         ['e/a (multiround follow-up vs bare node:http)', formatNumber(ratios['e/a'], 2), '—'],
       ],

@@ -1,7 +1,9 @@
 import { join, resolve } from 'node:path';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
-import { startServer, type HttpOptions } from './http/handler.js';
+import { AgoraError } from './errors.js';
+import type { HttpOptions } from './http/handler.js';
+import { startServer } from './http/server.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -44,11 +46,11 @@ export async function llmFromEnvironment(model?: string, env: NodeJS.ProcessEnv 
   return new AnthropicModel(model ? { model } : {});
 }
 
-/** The store options a `--store` Redis URL may carry in its query, beside what ioredis understands. */
+/** The store options a Redis store URL may carry in its query, beside what ioredis understands. */
 const STORE_PARAMETERS = ['prefix', 'lockTtlMs', 'lockWaitMs', 'tombstoneMs'] as const;
 
 /**
- * Splits a `--store` Redis URL into the URL ioredis connects to and the store's own options, given as query
+ * Splits a store Redis URL into the URL ioredis connects to and the store's own options, given as query
  * parameters: `prefix` (key prefix, default `agora:`), and `lockTtlMs`, `lockWaitMs`, `tombstoneMs` in ms.
  * @example parseRedisStoreUrl('redis://127.0.0.1:6379/0?prefix=shop:&lockTtlMs=5000')
  */
@@ -58,7 +60,7 @@ export function parseRedisStoreUrl(text: string): { url: string; options: RedisS
     parsed = new URL(text);
   } catch {
     // Not echoed: the URL may hold a password.
-    throw new Error('--store: not a valid redis:// URL');
+    throw new AgoraError('INVALID_ARGUMENT', 'store: not a valid redis:// URL');
   }
   const options: RedisStoreOptions = {};
   for (const name of STORE_PARAMETERS) {
@@ -66,12 +68,12 @@ export function parseRedisStoreUrl(text: string): { url: string; options: RedisS
     if (value === null) continue;
     parsed.searchParams.delete(name);
     if (name === 'prefix') {
-      if (!value) throw new Error('--store: prefix must not be empty');
+      if (!value) throw new AgoraError('INVALID_ARGUMENT', 'store: prefix must not be empty');
       options.prefix = value;
       continue;
     }
     const number = Number(value);
-    if (!Number.isSafeInteger(number) || number < 1) throw new Error(`--store: ${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}`);
+    if (!Number.isSafeInteger(number) || number < 1) throw new AgoraError('INVALID_ARGUMENT', `store: ${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}`);
     options[name] = number;
   }
   // Other parameters (family, tls…) stay for ioredis; a bare `?` left behind would be harmless but untidy.
@@ -92,7 +94,7 @@ export async function openState(
     const redis = connectRedis(url, { ...defaults, ...options });
     return { store: redis.store, memory: memory ?? redis.memory, close: () => redis.close() };
   }
-  if (typeof store === 'string' && store !== 'memory') throw new Error(`--store must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
+  if (typeof store === 'string' && store !== 'memory') throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
   return { ...(typeof store === 'object' ? { store } : {}), memory: memory ?? new FileMemory(join(dir, '.agora')), close: async () => {} };
 }
 

@@ -1,6 +1,7 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { AgoraError } from './errors.js';
-import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, readBody, type CoreRequest, type HttpOptions } from './http/handler.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, type CoreRequest, type HttpOptions } from './http/handler.js';
+import { readBody } from './http/server.js';
 import type { ReceiverApi } from './receiver.js';
 
 /**

@@ -26,7 +26,8 @@ export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOpti
 export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export { Receiver, type ReceiverOptions, type ReceiverApi, type ReceiverExtensions, type RequestContext } from './receiver.js';
-export { createHandler, startServer, type HttpOptions } from './http/handler.js';
+export { createHandler, type HttpOptions } from './http/handler.js';
+export { startServer } from './http/server.js';
 /** The client side: queries, conversations, discovery and negotiation. */
 export {
   Sender,

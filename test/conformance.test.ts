@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startAgent } from '../src/agent.js';
-import { startServer } from '../src/http/handler.js';
+import { startServer } from '../src/http/server.js';
 import { silentLogger } from '../src/log.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';
 import { encodeDataUri } from '../src/protocol/sources.js';
@@ -309,9 +309,11 @@ describe('spec §4: /wellknown and what survives a restart', () => {
     const folder = await makeAgentFolder({});
     cleanups.push(folder.cleanup);
     const one = await agentAt(folder.dir, { llm: scriptedModel(['YES', '{"high": "06:00"}']) });
-    const two = await agentAt(folder.dir, { llm: scriptedModel([]) });
+    // The second process looks at what others learned at most once a second, by its clock.
+    let now = Date.now();
+    const two = await agentAt(folder.dir, { llm: scriptedModel([]), now: () => now });
     expect((await http('GET', `${two.url}/wellknown`)).json).toEqual({});
-    await new Promise((resolve) => setTimeout(resolve, 1100));
+    now += 1100;
     expect((await post(`${one.url}/`, { protocolHash: TIDES_HEX, protocolSources: [encodeDataUri(TIDES)], body: {} })).json).toEqual({ status: 'success', body: { high: '06:00' } });
     expect(Object.keys((await http('GET', `${two.url}/wellknown`)).json)).toEqual([TIDES_HEX]);
   });

@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { startAgent } from '../agent.js';
+import { isAgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { numberOption, stringOption, type Command } from './_command.js';
 
@@ -50,6 +51,10 @@ export const command: Command = {
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
       ...(maxConversations ? { maxConversations } : {}),
+    }).catch((error: unknown) => {
+      // The library names its `store` option; here the user typed `--store`.
+      if (isAgoraError(error) && error.code === 'INVALID_ARGUMENT' && error.message.startsWith('store:')) throw new Error(`--${error.message.replace(/^store: must/, 'store must')}`);
+      throw error;
     });
     const { receiver } = agent;
     const protocols = receiver.registry.local();

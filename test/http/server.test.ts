@@ -1,77 +1,9 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgoraError, type AgoraErrorCode } from '../src/errors.js';
-import { createHandler, startServer, type HttpOptions, type RunningServer } from '../src/http/handler.js';
-import { hashText } from '../src/protocol/document.js';
-import type { ReceiverApi, RequestContext } from '../src/receiver.js';
-import type { FollowUpRequest, QueryRequest, SuccessResponse } from '../src/schemas.js';
-
-// Spec §1 golden vector (LF), and the same kind of document with CRLF line ends and accents.
-const METEO = '---\nname: Météo\ndescription: x\nmultiround: false\n---\nè\n';
-const METEO_HEX = 'f827eb4b0c00d23021ebb9aed5a89ae3aeb4f92b';
-const METEO_BASE64 = '+CfrSwwA0jAh67mu1aia4660+Ss=';
-const CRLF_DOCUMENT = '---\r\nname: Météo CRLF\r\ndescription: é\r\nmultiround: false\r\n---\r\nLe récepteur répond.\r\n';
-
-type Call = { method: string; id?: string; request?: QueryRequest | FollowUpRequest; context?: RequestContext };
-
-// A receiver you steer from the request: `{"body": {"fail": CODE}}` throws that AgoraError, `{"crash": …}` a plain Error.
-function fakeReceiver() {
-  const calls: Call[] = [];
-  const documents = new Map<string, string>([
-    [METEO_HEX, METEO],
-    [hashText(CRLF_DOCUMENT), CRLF_DOCUMENT],
-  ]);
-  const steer = (body: unknown) => {
-    if (typeof body !== 'object' || body === null) return;
-    if ('fail' in body) throw new AgoraError(body.fail as AgoraErrorCode);
-    if ('crash' in body) throw new Error('secret database password in /srv/db');
-  };
-  const receiver: ReceiverApi = {
-    async query(request, context) {
-      calls.push({ method: 'query', request, context });
-      steer(request.body);
-      const reply: SuccessResponse = { status: 'success', body: request.body };
-      return request.multiround ? { ...reply, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 } : reply;
-    },
-    async followUp(id, request, context) {
-      calls.push({ method: 'followUp', id, request, context });
-      if (id === 'unknown') throw new AgoraError('CONVERSATION_NOT_FOUND');
-      steer(request.body);
-      return { status: 'success', body: request.body, conversationId: id, conversationExpires: 1_900_000_300 };
-    },
-    async end(id) {
-      calls.push({ method: 'end', id });
-      if (id === 'unknown') throw new AgoraError('CONVERSATION_NOT_FOUND');
-    },
-    async wellknown(context) {
-      calls.push({ method: 'wellknown', context });
-      return { [METEO_HEX]: [`${context?.baseUrl}/protocols/${METEO_HEX}`] };
-    },
-    async document(hash) {
-      return documents.get(hash);
-    },
-    async metrics() {
-      return '# TYPE agora_queries_total counter\nagora_queries_total 3\n';
-    },
-  };
-  return { receiver, calls };
-}
-
-function memoryLogger() {
-  const lines: string[] = [];
-  return { lines, error: (message: string) => void lines.push(`error ${message}`), warn: (message: string) => void lines.push(`warn ${message}`) };
-}
-
-async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}) {
-  const init: RequestInit = { method, headers: { 'content-type': 'application/json', ...headers } };
-  if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
-  const response = await fetch(base + path, init);
-  const text = await response.text();
-  const json = response.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as unknown) : undefined;
-  return { status: response.status, headers: response.headers, text, json };
-}
-
-const failureOf = (error: string) => ({ status: 'failure', error });
+import type { ReceiverApi } from '../../src/receiver.js';
+import { startServer, type RunningServer } from '../../src/http/server.js';
+import { hashText } from '../../src/protocol/document.js';
+import { call, CRLF_DOCUMENT, failureOf, fakeReceiver, memoryLogger, METEO, METEO_BASE64, METEO_HEX } from './_fixtures.js';
 
 describe('node server', () => {
   const fake = fakeReceiver();
@@ -302,73 +234,6 @@ describe('node server', () => {
   });
 });
 
-describe('bearer tokens', () => {
-  let server: RunningServer;
-  beforeAll(async () => {
-    server = await startServer(fakeReceiver().receiver, { port: 0, tokens: ['first-token', 's3cret'], logger: memoryLogger() });
-  });
-  afterAll(() => server.close());
-
-  it('refuses a missing or wrong token with 401 JSON', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }, { authorization: 'Basic czNjcmV0' }, { authorization: 'Bearer s3cret2' }];
-    for (const headers of attempts) {
-      const response = await call(server.url, 'POST', '/', { body: 1 }, headers);
-      expect(response.status).toBe(401);
-      expect(response.json).toEqual(failureOf('Unauthorized'));
-      expect(response.headers.get('www-authenticate')).toBe('Bearer');
-    }
-    expect((await call(server.url, 'GET', '/metrics')).status).toBe(401);
-    expect((await call(server.url, 'DELETE', '/conversations/abc')).status).toBe(401);
-  });
-
-  it('accepts any configured token', async () => {
-    expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'Bearer s3cret' })).status).toBe(200);
-    expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'bearer first-token' })).status).toBe(200);
-  });
-
-  it('leaves /wellknown, /.wellknown, /protocols/:hash and OPTIONS public', async () => {
-    expect((await call(server.url, 'GET', '/wellknown')).status).toBe(200);
-    expect((await call(server.url, 'GET', '/.wellknown')).status).toBe(200);
-    expect((await fetch(`${server.url}/protocols/${METEO_HEX}`)).status).toBe(200);
-    expect((await fetch(`${server.url}/`, { method: 'OPTIONS' })).status).toBe(204);
-  });
-});
-
-describe('rate limit', () => {
-  it('answers 429 JSON with Retry-After past the maximum, until the window ends', async () => {
-    let now = 1_000_000;
-    const options: HttpOptions = { rateLimit: { windowMs: 60_000, max: 3 }, now: () => now, logger: memoryLogger() };
-    const server = await startServer(fakeReceiver().receiver, { ...options, port: 0 });
-    try {
-      for (let index = 0; index < 3; index++) expect((await call(server.url, 'GET', '/health')).status).toBe(200);
-      const limited = await call(server.url, 'POST', '/', { body: 1 });
-      expect(limited.status).toBe(429);
-      expect(limited.json).toEqual(failureOf('Too many requests'));
-      expect(limited.headers.get('retry-after')).toBe('60');
-      now += 45_000;
-      expect((await call(server.url, 'GET', '/health')).headers.get('retry-after')).toBe('15');
-      now += 15_000;
-      expect((await call(server.url, 'GET', '/health')).status).toBe(200);
-    } finally {
-      await server.close();
-    }
-  });
-
-  it('counts clients apart and keeps its memory bounded', async () => {
-    let now = 0;
-    const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 1000, max: 1 }, now: () => now });
-    const get = (remoteAddress: string) => handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress });
-    expect((await get('a')).status).toBe(200);
-    expect((await get('b')).status).toBe(200);
-    expect((await get('a')).status).toBe(429);
-    // Far more clients than the table holds: old ones are evicted, the limiter keeps working.
-    for (let index = 0; index < 25_000; index++) await get(`client-${index}`);
-    now += 1000;
-    expect((await get('a')).status).toBe(200);
-    expect((await get('a')).status).toBe(429);
-  });
-});
-
 describe('slow clients', () => {
   it('cuts off a client sending its headers slowly, and keeps serving others', async () => {
     const server = await startServer(fakeReceiver().receiver, { port: 0, headersTimeoutMs: 300, logger: memoryLogger() });
@@ -386,8 +251,8 @@ describe('slow clients', () => {
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
       const elapsed = await closed;
       clearInterval(drip);
+      // The drip never stops: only the headers timeout closes the socket (no upper bound: a loaded machine is slow).
       expect(elapsed).toBeGreaterThanOrEqual(250);
-      expect(elapsed).toBeLessThan(3000);
       expect(received).toMatch(/^HTTP\/1\.1 408 [\s\S]*\{"status":"failure","error":"Request timeout"\}$/);
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
     } finally {
@@ -453,52 +318,5 @@ describe('client disconnects', () => {
     } finally {
       await server.close();
     }
-  });
-});
-
-describe('createHandler', () => {
-  it('uses publicUrl as the base URL, else the Host header when it is a plain host', async () => {
-    const fake = fakeReceiver();
-    const request = { method: 'GET', path: '/wellknown', body: undefined };
-    await createHandler(fake.receiver, { publicUrl: 'https://agent.example/agora/' })({ ...request, headers: { host: 'evil' } });
-    expect(fake.calls.at(-1)?.context?.baseUrl).toBe('https://agent.example/agora');
-    await createHandler(fake.receiver)({ ...request, headers: { host: 'localhost:8080' } });
-    expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://localhost:8080');
-    await createHandler(fake.receiver)({ ...request, headers: { host: 'evil.example/"><script>' } });
-    expect(fake.calls.at(-1)?.context?.baseUrl).toBeUndefined();
-    await createHandler(fake.receiver)({ ...request, headers: { host: 'x' }, baseUrl: 'http://h:8080/prefix/' });
-    expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://h:8080/prefix');
-    await createHandler(fake.receiver)({ ...request, headers: {}, baseUrl: 'http://evil"><script>/agora' });
-    expect(fake.calls.at(-1)?.context?.baseUrl).toBeUndefined();
-  });
-
-  it('reads the body only once routing and auth passed', async () => {
-    let reads = 0;
-    const handle = createHandler(fakeReceiver().receiver, { tokens: ['t'] });
-    const loadBody = async () => (reads++, Buffer.from('{"body": 1}'));
-    expect((await handle({ method: 'POST', path: '/', headers: {}, body: undefined, loadBody })).status).toBe(401);
-    expect((await handle({ method: 'POST', path: '/nope', headers: { authorization: 'Bearer t' }, body: undefined, loadBody })).status).toBe(404);
-    expect(reads).toBe(0);
-    expect((await handle({ method: 'POST', path: '/', headers: { authorization: 'Bearer t' }, body: undefined, loadBody })).status).toBe(200);
-    expect(reads).toBe(1);
-  });
-
-  it('does not resolve dot segments or percent-encoded slashes in paths', async () => {
-    const handle = createHandler(fakeReceiver().receiver);
-    const get = (path: string, method = 'GET') => handle({ method, path, headers: {}, body: Buffer.from('{"body":1}') });
-    for (const path of ['/../wellknown', '/wellknown/../x', '/x/../health', '/%2E%2E/health', '/protocols/../wellknown/..']) {
-      expect((await get(path)).status, path).toBe(404);
-    }
-    expect(await get('/conversations/%2E%2E', 'POST')).toMatchObject({ status: 404 });
-    expect(await get('/conversations/..', 'POST')).toMatchObject({ status: 404, body: '{"status":"failure","error":"Conversation not found"}' });
-    expect(await get('/conversations/a%2F..', 'DELETE')).toMatchObject({ status: 404 });
-    expect((await get('/wellknown/')).status).toBe(200);
-    expect((await get('')).status).toBe(405);
-  });
-
-  it('answers a body over maxBodyBytes handed over already read with 413', async () => {
-    const handle = createHandler(fakeReceiver().receiver, { maxBodyBytes: 10 });
-    const response = await handle({ method: 'POST', path: '/', headers: {}, body: Buffer.from('{"body": "0123456789"}') });
-    expect(response).toMatchObject({ status: 413, body: '{"status":"failure","error":"Request too large"}' });
   });
 });

@@ -1,9 +1,10 @@
 import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AgoraError, type AgoraErrorCode } from '../src/errors.js';
-import { createHandler, startServer, type CoreRequest, type CoreResponse, type RunningServer } from '../src/http/handler.js';
-import type { ReceiverApi } from '../src/receiver.js';
+import { AgoraError, type AgoraErrorCode } from '../../src/errors.js';
+import { createHandler, type CoreRequest, type CoreResponse } from '../../src/http/handler.js';
+import { startServer, type RunningServer } from '../../src/http/server.js';
+import type { ReceiverApi } from '../../src/receiver.js';
 
 const METEO = '---\nname: Météo\ndescription: x\nmultiround: false\n---\nè\n';
 const METEO_HEX = 'f827eb4b0c00d23021ebb9aed5a89ae3aeb4f92b';

@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { MAX_SERIES, Metrics, OTHER_PROTOCOL } from '../src/metrics.js';
-import { hashText } from '../src/protocol/document.js';
-import { defineTool } from '../src/tool/define.js';
-import { startTestAgent, type TestAgent, type TestAgentOptions } from '../src/testing/index.js';
+import { MAX_SERIES, Metrics, OTHER_PROTOCOL } from '../../src/metrics.js';
+import { hashText } from '../../src/protocol/document.js';
+import { defineTool } from '../../src/tool/define.js';
+import { startTestAgent, type TestAgent, type TestAgentOptions } from '../../src/testing/index.js';
 
 const WEATHER = '---\nname: Weather forecast\ndescription: Ask for the weather in one city.\nmultiround: false\n---\nThe sender sends JSON {"city": string}.\nThe receiver replies JSON {"weather": string} or {"error": "Unsupported location"}.\n';
 const NOTES = '---\nname: Notes\ndescription: Keep a note.\nmultiround: false\n---\nThe sender sends a note as text. The receiver replies "noted".\n';
@@ -330,9 +330,8 @@ describe('Receiver with an LLM, through the real SDK against FakeAnthropic', () 
     const dir = await agentFolder({});
     const agent = await start({ dir, anthropic: { timeoutMs: 300 }, fake: { replies: [{ stall: true }] } });
 
-    const started = performance.now();
+    // The fake never answers: only the client's timeout can produce this answer.
     expect(await agent.query('Hi')).toEqual({ status: 'failure', error: 'LLM unavailable' });
-    expect(performance.now() - started).toBeLessThan(5_000);
     expect(agent.fake.requests).toHaveLength(1);
   });
 

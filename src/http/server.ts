@@ -1,0 +1,257 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { AgoraError, describeError } from '../errors.js';
+import { consoleLogger } from '../log.js';
+import type { ReceiverApi } from '../receiver.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, type CoreRequest, type HttpOptions } from './handler.js';
+import { failure, JSON_TYPE, type CoreResponse } from './_response.js';
+
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * Reads a node request body with a size cap: a too-large Content-Length is refused before reading, and a stream
+ * that passes the cap stops being buffered (the rest is discarded) and rejects with `REQUEST_TOO_LARGE`.
+ */
+export function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = request.headers['content-length'];
+  if (declared !== undefined) {
+    const length = Number(declared);
+    if (length > maxBytes) return Promise.reject(new AgoraError('REQUEST_TOO_LARGE'));
+    if (length === 0) return Promise.resolve(EMPTY);
+  }
+  if (request.readableEnded) return Promise.resolve(EMPTY);
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      request.off('data', onData);
+      request.off('end', onEnd);
+      request.off('error', onError);
+      request.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        // Still flowing with no listener: the rest is read and dropped, so the client can read our 413
+        // (clients such as Python's requests send the whole body before reading); requestTimeout bounds it.
+        cleanup();
+        chunks.length = 0;
+        reject(new AgoraError('REQUEST_TOO_LARGE'));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(error);
+    };
+    const onClose = () => {
+      cleanup();
+      // The client is gone: nobody reads the answer, and it is not an internal error worth logging.
+      reject(new AgoraError('BAD_REQUEST', 'Request aborted by the client'));
+    };
+    request.on('data', onData);
+    request.on('end', onEnd);
+    request.on('error', onError);
+    request.on('close', onClose);
+  });
+}
+
+// One object per request, with its method on the prototype: no closures on the hot path.
+class NodeCoreRequest implements CoreRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly headers: IncomingMessage['headers'];
+  readonly body: undefined = undefined;
+  readonly remoteAddress: string | undefined;
+  signal: AbortSignal | undefined = undefined;
+
+  constructor(
+    private readonly incoming: IncomingMessage,
+    private readonly maxBodyBytes: number,
+  ) {
+    this.method = incoming.method ?? 'GET';
+    this.path = incoming.url ?? '/';
+    this.headers = incoming.headers;
+    this.remoteAddress = incoming.socket.remoteAddress;
+  }
+
+  loadBody(): Promise<Buffer> {
+    return readBody(this.incoming, this.maxBodyBytes);
+  }
+}
+
+function disconnectSignal(response: ServerResponse): AbortSignal {
+  const controller = new AbortController();
+  if (response.closed) controller.abort();
+  else response.once('close', () => response.writableFinished || controller.abort());
+  return controller.signal;
+}
+
+function rawFailure(status: number, reason: string, message: string): string {
+  const body = JSON.stringify({ status: 'failure', error: message });
+  return (
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+    `Connection: close\r\n\r\n${body}`
+  );
+}
+
+const BAD_REQUEST_RAW = rawFailure(400, 'Bad Request', 'Bad request');
+const TIMEOUT_RAW = rawFailure(408, 'Request Timeout', 'Request timeout');
+const HEADERS_TOO_LARGE_RAW = rawFailure(431, 'Request Header Fields Too Large', 'Request header fields too large');
+const CONNECT_RAW = rawFailure(405, 'Method Not Allowed', 'Method not allowed');
+
+// Node would answer these without a body, or drop the socket; the spec wants JSON for every error.
+function onClientError(error: Error & { code?: string }, socket: Duplex): void {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
+  if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
+    socket.write(
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_RAW : error.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE_RAW : BAD_REQUEST_RAW,
+    );
+  }
+  socket.destroy();
+}
+
+function onConnect(_request: IncomingMessage, socket: Duplex): void {
+  if (socket.writable) socket.write(CONNECT_RAW);
+  socket.destroy();
+}
+
+function onCheckExpectation(_request: IncomingMessage, response: ServerResponse): void {
+  const result = failure(417, 'Expectation failed');
+  response.shouldKeepAlive = false;
+  response.writeHead(result.status, result.headers).end(result.body);
+}
+
+/** Options of `startServer`: the HTTP options plus where to listen and the slow-client timeouts. */
+export type ServerOptions = HttpOptions & {
+  /** Port to listen on (default 3000; 0 picks a free one). */
+  port?: number;
+  /** Interface to listen on (default: all). */
+  host?: string;
+  /** Time allowed to send the request headers (default 10 s): cuts off slow-loris clients. */
+  headersTimeoutMs?: number;
+  /** Time allowed to send the whole request (default 30 s). */
+  requestTimeoutMs?: number;
+  /** Idle time before a keep-alive connection is closed (default: Node's, 5 s). */
+  keepAliveTimeoutMs?: number;
+  /**
+   * Give the receiver a `context.signal` aborted when the client disconnects, to stop LLM calls nobody will read
+   * (default false: an AbortController per request halved the hot path's throughput, measured).
+   */
+  abortOnDisconnect?: boolean;
+};
+
+/** A running server: its address and a graceful `close`. */
+export type RunningServer = { server: Server; url: string; port: number; close(): Promise<void> };
+
+/**
+ * Serves a receiver on node:http.
+ * @example const { url, close } = await startServer(receiver, { port: 0 });
+ */
+export async function startServer(receiver: ReceiverApi, options: ServerOptions = {}): Promise<RunningServer> {
+  const handle = createHandler(receiver, options);
+  const logger = options.logger ?? consoleLogger();
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  // Node refuses a headers timeout longer than the request timeout.
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout > 0 ? requestTimeout : Infinity);
+  const abortOnDisconnect = options.abortOnDisconnect === true;
+  let closing = false;
+
+  // Requests still being answered (their client may be gone): close() waits for them before the caller closes
+  // the receiver and its store under their feet.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+
+  async function serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    inFlight += 1;
+    try {
+      await answer(incoming, response);
+    } finally {
+      inFlight -= 1;
+      if (inFlight === 0) drained?.();
+    }
+  }
+
+  async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    let result: CoreResponse;
+    try {
+      const request = new NodeCoreRequest(incoming, maxBodyBytes);
+      if (abortOnDisconnect) request.signal = disconnectSignal(response);
+      result = await handle(request);
+    } catch (error) {
+      logger.error(`${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+      result = failure(500, 'Internal error');
+    }
+    if (response.headersSent || response.destroyed) return;
+    // While closing, no connection is kept alive, so close() does not wait on idle sockets.
+    if (closing) response.shouldKeepAlive = false;
+    try {
+      response.writeHead(result.status, result.headers).end(result.body);
+    } catch (error) {
+      // A rejection here would be unhandled and end the process: log, and drop this one connection.
+      logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
+      response.destroy();
+    }
+  }
+
+  const server = createServer(
+    {
+      requestTimeout,
+      headersTimeout,
+      // Node checks the two timeouts on this interval (30 s by default), far too coarse for a 10 s limit.
+      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout || Infinity) / 4))),
+      // Liberal: a request without Host is answered (Node would send a bare 400 without a JSON body).
+      requireHostHeader: false,
+    },
+    (incoming, response) => {
+      void serve(incoming, response);
+    },
+  );
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  server.on('clientError', onClientError);
+  server.on('connect', onConnect);
+  server.on('checkExpectation', onCheckExpectation);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 3000, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // After start, a server error (EMFILE on accept, say) is logged, never thrown at the process.
+  server.on('error', (error) => logger.error(`HTTP server: ${describeError(error)}`));
+
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 3000);
+  const host = options.host === undefined || options.host === '0.0.0.0' || options.host === '::' || options.host === '' ? '127.0.0.1' : options.host;
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+
+  function close(): Promise<void> {
+    closing = true;
+    const sockets = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => server.closeAllConnections(), 5000);
+      timer.unref();
+      server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    const requests = new Promise<void>((resolve) => {
+      if (inFlight === 0) return resolve();
+      drained = resolve;
+      // Bounded like the sockets: a routine stuck past its own time limit does not hold the shutdown forever.
+      setTimeout(resolve, 5000).unref();
+    });
+    return Promise.all([sockets, requests]).then(() => undefined);
+  }
+
+  return { server, url, port, close };
+}

@@ -1,0 +1,157 @@
+import type { ConversationMessage } from '../conversation/store.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { answerNaturalLanguage, answerUnderProtocol, type ResponderCall } from '../llm/responders.js';
+import type { Logger } from '../log.js';
+import { NATURAL_LANGUAGE, type Metrics, type QueryPath } from '../metrics.js';
+import type { KnownDocument } from '../protocol/registry.js';
+import type { RoutineContext } from '../routine/define.js';
+import type { LoadedRoutine } from '../routine/load.js';
+import { runRoutine } from '../routine/run.js';
+import type { JsonObject, JsonValue } from '../schemas.js';
+import type { AgentFolder } from './folder.js';
+import type { ReceiverExtensions, RoutineRunner, ServedEvent } from './types.js';
+
+/** Who answers a turn, looked up once per turn. */
+export type Route =
+  | { kind: 'negotiation' }
+  | { kind: 'natural' }
+  /** A routine file from `routines/`. */
+  | { kind: 'routine'; known: KnownDocument; routine: LoadedRoutine }
+  /** An extension's routine (e.g. LLM-written), with the LLM as fallback when it throws. */
+  | { kind: 'generated'; known: KnownDocument; runner: RoutineRunner }
+  | { kind: 'llm'; known: KnownDocument };
+
+/** A conversation's turn as the answer sees it; the answer mutates `state` and `history`. */
+export type Turn = { id: string | null; turn: number; state: JsonObject; history: ConversationMessage[] };
+
+/** What {@link TurnAnswerer} needs from its receiver. */
+export type TurnAnswererOptions = {
+  folder: AgentFolder;
+  counters: Metrics;
+  logger: Logger;
+  extensions: ReceiverExtensions;
+  hasLlm: boolean;
+  /** An LLM call setup (throws LLM_UNAVAILABLE without an LLM). */
+  responderCall(protocol: string, purpose: string, signal?: AbortSignal): ResponderCall;
+  routineTimeoutMs: number;
+  maxHistory: number;
+};
+
+/** The label a route is counted and logged under. */
+export function labelOf(route: Route): string {
+  if (route.kind === 'negotiation') return 'negotiation';
+  if (route.kind === 'natural') return NATURAL_LANGUAGE;
+  return route.known.document.metadata.name;
+}
+
+/** Answers turns: routine first, else an extension's routine, else the LLM; records history, metrics and the served event. */
+export class TurnAnswerer {
+  constructor(private readonly options: TurnAnswererOptions) {}
+
+  /** Who answers a document: its routine file, else an extension's routine, else the LLM. */
+  async route(known: KnownDocument): Promise<Route> {
+    const routine = this.options.folder.routineFor(known);
+    if (routine) return { kind: 'routine', known, routine };
+    const runner = await this.options.extensions.routineFor?.(known.document.hash, known.document);
+    return runner ? { kind: 'generated', known, runner } : { kind: 'llm', known };
+  }
+
+  /** Answers one turn; mutates `turn.state` and `turn.history`. */
+  async answer(route: Route, turn: Turn, body: JsonValue, signal: AbortSignal | undefined): Promise<JsonValue> {
+    const label = labelOf(route);
+    let path: QueryPath = 'failure';
+    let reply: JsonValue | undefined;
+    try {
+      ({ path, reply } = await this.#dispatch(route, label, turn, body, signal));
+      // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
+      // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
+      if (route.kind !== 'routine') {
+        turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
+        // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
+        if (turn.history.length > this.options.maxHistory) turn.history.splice(0, turn.history.length - this.options.maxHistory);
+      }
+      return reply;
+    } catch (error) {
+      path = 'failure';
+      if (isAgoraError(error) && (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')) {
+        this.options.logger.error(`${label}: ${error.message}${error.cause ? `: ${describeError(error.cause)}` : ''}`);
+      } else if (!isAgoraError(error)) {
+        this.options.logger.error(`${label}: ${describeError(error)}`);
+        throw new AgoraError('INTERNAL', undefined, { cause: error });
+      }
+      throw error;
+    } finally {
+      this.options.counters.query(path, label);
+      if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
+    }
+  }
+
+  #served(route: Route, turn: Turn, body: JsonValue, path: QueryPath, reply: JsonValue | undefined): void {
+    const known = route.kind === 'natural' || route.kind === 'negotiation' ? undefined : route.known;
+    const event: ServedEvent = {
+      hash: known?.document.hash ?? null,
+      path,
+      body,
+      conversationId: turn.id,
+      turn: turn.turn,
+      firstTurn: turn.turn === 1,
+      ...(known ? { document: known.document } : {}),
+      ...(reply !== undefined ? { reply } : {}),
+    };
+    Promise.resolve()
+      .then(() => this.options.extensions.served?.(event))
+      .catch((error: unknown) => this.options.logger.error(`served hook failed: ${describeError(error)}`));
+  }
+
+  async #dispatch(route: Route, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+    const { options } = this;
+    switch (route.kind) {
+      case 'negotiation':
+        return { path: 'llm', reply: await options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signal), turn.history, body) };
+      case 'natural':
+        if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
+        return { path: 'llm', reply: await answerNaturalLanguage(options.responderCall(NATURAL_LANGUAGE, 'answer', signal), turn.history, body) };
+      case 'routine': {
+        const { routine, known } = route;
+        const context = this.#routineContext(known, turn, signal);
+        return { path: 'routine', reply: await this.#timed(label, () => runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs)) };
+      }
+      case 'generated':
+        try {
+          const context = this.#routineContext(route.known, turn, signal);
+          return { path: 'routine', reply: await this.#timed(label, () => route.runner(body, context)) };
+        } catch (error) {
+          if (isAgoraError(error) && error.code === 'BAD_REQUEST') throw error;
+          options.logger.warn(`${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`);
+          if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
+        }
+        return this.#underProtocol(route.known, label, turn, body, signal);
+      case 'llm':
+        return this.#underProtocol(route.known, label, turn, body, signal);
+    }
+  }
+
+  async #underProtocol(known: KnownDocument, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+    if (!this.options.hasLlm) throw new AgoraError('UNSUPPORTED_PROTOCOL');
+    return { path: 'llm', reply: await answerUnderProtocol(this.options.responderCall(label, 'answer', signal), known.document, turn.history, body) };
+  }
+
+  #routineContext(known: KnownDocument, turn: Turn, signal: AbortSignal | undefined): Omit<RoutineContext, 'signal'> {
+    const document = known.document;
+    return {
+      conversation: { id: turn.id, turn: turn.turn, state: turn.state },
+      protocol: { name: document.metadata.name, hash: document.hash, metadata: document.metadata },
+      logger: this.options.folder.routineLogger(known.name ?? document.hash.slice(0, 8)),
+      tools: this.options.folder.toolbox(signal),
+    };
+  }
+
+  async #timed<T>(label: string, work: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      return await work();
+    } finally {
+      this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
+    }
+  }
+}

@@ -1,0 +1,165 @@
+import { readFile } from 'node:fs/promises';
+import { basename, join } from 'node:path';
+import { watchFolder } from '../_files.js';
+import { KeyedQueue } from '../_queue.js';
+import type { Logger } from '../log.js';
+import type { KnownDocument } from '../protocol/registry.js';
+import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
+import { callTool, type Tool } from '../tool/define.js';
+import { loadToolFolder } from '../tool/load.js';
+
+/** The tools a routine is handed, by name. */
+export type Toolbox = Record<string, (input: unknown) => Promise<unknown>>;
+
+/** Options of {@link AgentFolder}. */
+export type AgentFolderOptions = {
+  dir: string;
+  logger: Logger;
+  name?: string | undefined;
+  description?: string | undefined;
+  /** Tools in addition to those in `tools/`. */
+  tools?: Tool[] | undefined;
+};
+
+/**
+ * What an agent folder holds besides its protocols: its name and description (package.json), its routines
+ * (`routines/`) and tools (`tools/`), reloaded one at a time when they change.
+ */
+export class AgentFolder {
+  readonly dir: string;
+  #name: string;
+  #description: string;
+  readonly #options: AgentFolderOptions;
+  readonly #logger: Logger;
+  #routines = new Map<string, LoadedRoutine>();
+  #toolFiles = new Map<string, { file: string; digest: string; tools: Tool[] }>();
+  #tools: Tool[] = [];
+  #toolboxCache: Toolbox | undefined;
+  readonly #loggers = new Map<string, Logger>();
+  // One key: a reload of routines and one of tools never overlap (they share the build cache).
+  readonly #reloads = new KeyedQueue<'reload'>();
+  #lastReload: Promise<void> = Promise.resolve();
+  readonly #closers: (() => void)[] = [];
+
+  constructor(options: AgentFolderOptions) {
+    this.#options = options;
+    this.dir = options.dir;
+    this.#logger = options.logger;
+    this.#name = options.name ?? basename(this.dir);
+    this.#description = options.description ?? '';
+  }
+
+  /** The `.agora/cache` folder where TypeScript modules are built for import. */
+  get cacheDir(): string {
+    return join(this.dir, '.agora', 'cache');
+  }
+
+  /** The agent's name. */
+  get name(): string {
+    return this.#name;
+  }
+
+  /** The agent's description. */
+  get description(): string {
+    return this.#description;
+  }
+
+  /** The routines loaded from `routines/`, by name. */
+  get routines(): ReadonlyMap<string, LoadedRoutine> {
+    return this.#routines;
+  }
+
+  /** The agent's tools (from `tools/` and the options). */
+  get tools(): readonly Tool[] {
+    return this.#tools;
+  }
+
+  /** Reads the profile, routines and tools; with `watch`, reloads routines and tools when they change. */
+  async load(watch: boolean): Promise<void> {
+    await this.#readProfile();
+    await Promise.all([this.#loadRoutines(), this.#loadTools()]);
+    if (watch) {
+      this.#closers.push(watchFolder(join(this.dir, 'routines'), () => void this.reloadRoutines()));
+      this.#closers.push(watchFolder(join(this.dir, 'tools'), () => void this.#queueReload(() => this.#loadTools())));
+    }
+  }
+
+  async #readProfile(): Promise<void> {
+    if (this.#options.name && this.#options.description !== undefined) return;
+    try {
+      const manifest = JSON.parse(await readFile(join(this.dir, 'package.json'), 'utf8')) as { name?: unknown; description?: unknown; agora?: { name?: unknown; description?: unknown } };
+      const name = manifest.agora?.name ?? manifest.name;
+      const description = manifest.agora?.description ?? manifest.description;
+      if (!this.#options.name && typeof name === 'string') this.#name = name;
+      if (this.#options.description === undefined && typeof description === 'string') this.#description = description;
+    } catch {
+      // A bare folder: the folder name will do.
+    }
+  }
+
+  #queueReload(work: () => Promise<void>): Promise<void> {
+    this.#lastReload = this.#reloads.run('reload', work);
+    return this.#lastReload;
+  }
+
+  /** Re-reads `routines/` (the watcher calls it). */
+  reloadRoutines(): Promise<void> {
+    return this.#queueReload(() => this.#loadRoutines());
+  }
+
+  async #loadRoutines(): Promise<void> {
+    this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, this.#routines);
+  }
+
+  async #loadTools(): Promise<void> {
+    this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, this.#toolFiles);
+    const byName = new Map<string, Tool>();
+    for (const tool of [...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools), ...(this.#options.tools ?? [])]) {
+      if (byName.has(tool.name)) this.#logger.warn(`tool ${tool.name} defined twice: the last one wins`);
+      byName.set(tool.name, tool);
+    }
+    this.#tools = [...byName.values()];
+    this.#toolboxCache = undefined;
+  }
+
+  /** The routine file for a document, when one is in `routines/`. */
+  routineFor(known: KnownDocument): LoadedRoutine | undefined {
+    return known.name ? this.#routines.get(known.name) : undefined;
+  }
+
+  /** The tools as a routine calls them; with a client signal, calls are aborted with it. */
+  toolbox(signal?: AbortSignal): Toolbox {
+    const build = (toolSignal?: AbortSignal) => {
+      const toolbox: Toolbox = {};
+      for (const tool of this.#tools) toolbox[tool.name] = (input) => callTool(tool, input, toolSignal ? { signal: toolSignal } : {});
+      return Object.freeze(toolbox);
+    };
+    // The common case (no client signal) shares one frozen toolbox: nothing to allocate per query.
+    if (signal) return build(signal);
+    return (this.#toolboxCache ??= build());
+  }
+
+  /** A logger prefixed with the routine's name, made once per name. */
+  routineLogger(name: string): Logger {
+    let logger = this.#loggers.get(name);
+    if (!logger) {
+      logger = prefixed(this.#logger, `routine ${name}`);
+      this.#loggers.set(name, logger);
+    }
+    return logger;
+  }
+
+  /** Stops watching and waits for a reload under way. */
+  async close(): Promise<void> {
+    for (const close of this.#closers.splice(0)) close();
+    await this.#lastReload.catch(() => undefined);
+  }
+}
+
+function prefixed(logger: Logger, prefix: string): Logger {
+  return {
+    info: (message) => logger.info(`${prefix}: ${message}`),
+    warn: (message) => logger.warn(`${prefix}: ${message}`),
+    error: (message) => logger.error(`${prefix}: ${message}`),
+  };
+}

@@ -1,0 +1,58 @@
+import { judgeSuitability, type ResponderCall } from '../llm/responders.js';
+import type { Logger } from '../log.js';
+import type { AgentMemory } from '../memory/file.js';
+import type { ProtocolDocument } from '../protocol/document.js';
+
+const PREFIX = 'suitability/';
+
+/**
+ * Whether a learned protocol document suits this agent (spec §4): the LLM's verdict, judged once per hash even
+ * under concurrent queries, remembered in memory so every process sharing it agrees.
+ */
+export class Suitability {
+  readonly #verdicts = new Map<string, boolean>();
+  readonly #judging = new Map<string, Promise<boolean>>();
+
+  constructor(
+    private readonly memory: AgentMemory,
+    private readonly logger: Logger,
+  ) {}
+
+  /** The verdict already known for a hash, if any. */
+  known(hash: string): boolean | undefined {
+    return this.#verdicts.get(hash);
+  }
+
+  /** Reads verdicts judged before (or by other processes sharing the memory). */
+  async load(): Promise<void> {
+    for (const key of await this.memory.keys(PREFIX)) {
+      if (this.#verdicts.has(key.slice(PREFIX.length))) continue;
+      const verdict = await this.memory.get<{ suitable: boolean }>(key);
+      if (verdict && typeof verdict.suitable === 'boolean') this.#verdicts.set(key.slice(PREFIX.length), verdict.suitable);
+    }
+  }
+
+  /** The verdict for a document, asking the LLM through `call()` when nobody judged it yet. */
+  async judge(document: ProtocolDocument, call: () => ResponderCall): Promise<boolean> {
+    const hash = document.hash;
+    const cached = this.#verdicts.get(hash);
+    if (cached !== undefined) return cached;
+    const shared = await this.memory.get<{ suitable: boolean }>(`${PREFIX}${hash}`);
+    if (shared && typeof shared.suitable === 'boolean') {
+      this.#verdicts.set(hash, shared.suitable);
+      return shared.suitable;
+    }
+    let pending = this.#judging.get(hash);
+    if (!pending) {
+      pending = (async () => {
+        const verdict = await judgeSuitability(call(), document);
+        this.#verdicts.set(hash, verdict.suitable);
+        await this.memory.set(`${PREFIX}${hash}`, { suitable: verdict.suitable, reason: verdict.reason, judgedAt: new Date().toISOString() });
+        this.logger.info(`protocol "${document.metadata.name}" ${hash} judged ${verdict.suitable ? 'suitable' : 'unsuitable'}`);
+        return verdict.suitable;
+      })().finally(() => this.#judging.delete(hash));
+      this.#judging.set(hash, pending);
+    }
+    return pending;
+  }
+}

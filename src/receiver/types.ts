@@ -1,0 +1,99 @@
+import type { ConversationMessage, ConversationStore } from '../conversation/store.js';
+import type { ResponderCall } from '../llm/responders.js';
+import type { LanguageModel } from '../llm/toolformer.js';
+import type { Logger } from '../log.js';
+import type { AgentMemory } from '../memory/file.js';
+import type { Metrics, QueryPath } from '../metrics.js';
+import type { ProtocolDocument } from '../protocol/document.js';
+import type { RoutineContext } from '../routine/define.js';
+import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from '../schemas.js';
+import type { Tool } from '../tool/define.js';
+
+/** Who is asking, as the HTTP edge knows it (used for logs, rate limits and links). */
+export type RequestContext = {
+  /** The base URL the request reached, e.g. `http://127.0.0.1:3000/agora` (used when no public URL is set). */
+  baseUrl?: string;
+  /** The client's address. */
+  remoteAddress?: string;
+  signal?: AbortSignal;
+};
+
+/** What the HTTP edge needs from a receiver. Every method throws AgoraError on failure. */
+export interface ReceiverApi {
+  /** `POST /`: a new query. */
+  query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse>;
+  /** `POST /conversations/:id`: the next turn. */
+  followUp(id: string, request: FollowUpRequest, context?: RequestContext): Promise<SuccessResponse>;
+  /** `DELETE /conversations/:id`. */
+  end(id: string): Promise<void>;
+  /** `GET /wellknown`: hex hash → sources. */
+  wellknown(context?: RequestContext): Promise<Wellknown>;
+  /** `GET /protocols/:hash`: the exact text of a document this agent holds (hash already normalized to hex). */
+  document(hash: string): Promise<string | undefined>;
+  /** `GET /metrics`: Prometheus text. */
+  metrics(): Promise<string>;
+}
+
+/** A routine supplied by an extension (e.g. LLM-written routines): throws to fall back to the LLM. */
+export type RoutineRunner = (body: JsonValue, context: Omit<RoutineContext, 'signal'>) => Promise<JsonValue>;
+
+/** What the receiver reports after each answered turn under a protocol or in natural language. */
+export type ServedEvent = {
+  /** Hex hash, or null for natural language. */
+  hash: string | null;
+  document?: ProtocolDocument;
+  path: QueryPath;
+  body: JsonValue;
+  reply?: JsonValue;
+  conversationId: string | null;
+  turn: number;
+  /** True for the first turn of a conversation (or a single-round query). */
+  firstTurn: boolean;
+};
+
+/** Extensions plug into the receiver here (LLM-written routines, negotiation). */
+export type ReceiverExtensions = {
+  /** A routine for a PD that has no file in `routines/`. */
+  routineFor?(hash: string, document: ProtocolDocument): Promise<RoutineRunner | undefined>;
+  /** Called after every answered turn (never awaited by the peer's reply; errors are logged). */
+  served?(event: ServedEvent): void | Promise<void>;
+  /** Answers a turn of a `"negotiation"` conversation. */
+  negotiate?(call: ResponderCall, history: readonly ConversationMessage[], body: JsonValue): Promise<JsonValue>;
+};
+
+/** Options of `Receiver`. */
+export type ReceiverOptions = {
+  /** The agent folder: `protocols/`, `routines/`, `tools/`, `.agora/` (default: the current folder). */
+  dir?: string;
+  /** Shown to the LLM and in logs (default: package.json name, else the folder name). */
+  name?: string;
+  description?: string;
+  store?: ConversationStore;
+  /** What the agent learns (default: files under `<dir>/.agora/`). */
+  memory?: AgentMemory;
+  /** The LLM fallback; none = routines only. */
+  llm?: LanguageModel;
+  /** Tools in addition to those in `tools/`. */
+  tools?: Tool[];
+  /** Seconds of inactivity before a conversation expires (default 300). */
+  conversationTtl?: number;
+  /** Seconds a routine may run (default 10). */
+  routineTimeout?: number;
+  /** Allow protocol sources on loopback and private networks (default false). */
+  allowPrivateSources?: boolean;
+  /** This agent's public base URL, for the `/protocols/:hash` sources it lists. */
+  publicUrl?: string;
+  /** Cap on live conversations (default unlimited). */
+  maxConversations?: number;
+  /** Messages of history kept per conversation for the LLM (default 40, the latest). */
+  maxHistory?: number;
+  /** Bound on LLM calls per answer in the tool loop (default 8). */
+  maxToolSteps?: number;
+  /** Watch `protocols/`, `routines/` and `tools/` for changes (default true). */
+  watch?: boolean;
+  logger?: Logger;
+  metrics?: Metrics;
+  extensions?: ReceiverExtensions;
+  /** Clock in Unix milliseconds. */
+  now?: () => number;
+};
