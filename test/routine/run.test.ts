@@ -55,7 +55,7 @@ describe('runRoutine', () => {
     const thrown = await failureOf(runRoutine({ kind: 'routine', handle: () => { throw new Error('boom'); } }, null, context, document, 1000));
     expect(thrown).toMatchObject({ code: 'ROUTINE_FAILED', message: 'Routine failed' });
     expect(String((thrown.cause as Error).message)).toContain('boom');
-    const refused = await failureOf(runRoutine(defineRoutine({ output: z.object({ ok: z.boolean() }), handle: () => ({ ok: 'yes' }) }), null, context, document, 1000));
+    const refused = await failureOf(runRoutine({ kind: 'routine', output: z.object({ ok: z.boolean() }), handle: () => ({ ok: 'yes' }) }, null, context, document, 1000));
     expect((refused.cause as Error).message).toMatch(/the reply does not match the routine's output schema: ✖/);
     const unserializable = await failureOf(runRoutine({ kind: 'routine', handle: () => ({ big: 1n }) }, null, context, document, 1000));
     expect(unserializable.code).toBe('ROUTINE_FAILED');
