@@ -84,7 +84,7 @@ describe('Receiver with routines', () => {
     const pd = '---\nname: Strict\ndescription: d\nmultiround: false\n---\nSend {"n": number}.\n';
     const { receiver } = await setup({ 'protocols/strict.md': pd, 'routines/strict.ts': "import { z } from 'zod'; import { defineRoutine } from 'agora-agents'; export default defineRoutine({ input: z.object({ n: z.number() }), handle: ({ n }) => n * 2 });" });
     expect((await receiver.query({ protocolHash: hashText(pd), body: { n: 2 } })).body).toBe(4);
-    await expect(receiver.query({ protocolHash: hashText(pd), body: { n: 'x' } })).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/Strict.*n: /) });
+    await expect(receiver.query({ protocolHash: hashText(pd), body: { n: 'x' } })).rejects.toMatchObject({ code: 'BAD_REQUEST', message: expect.stringMatching(/Strict[\s\S]*→ at n$/) });
   });
 
   it('turns a throwing routine into Routine failed, with details in the log only', async () => {

@@ -1,5 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { AgoraError } from '../errors.js';
 import { parseDocument } from '../protocol/document.js';
 import { printJson, type Command } from './_command.js';
 
@@ -16,7 +17,7 @@ export const command: Command = {
     try {
       names = (await readdir(directory)).filter((name) => name.endsWith('.md')).sort();
     } catch {
-      throw new Error(`no protocols folder at ${directory}`);
+      throw new AgoraError('NOT_FOUND', `no protocols folder at ${directory}`);
     }
     const results = await Promise.all(
       names.map(async (name) => {

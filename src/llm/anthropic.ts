@@ -1,4 +1,4 @@
-import Anthropic, { APIConnectionError, APIConnectionTimeoutError, APIError, APIUserAbortError } from '@anthropic-ai/sdk';
+import type Anthropic from '@anthropic-ai/sdk';
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
 import type { LanguageModel, LlmContentBlock, LlmMessage, LlmRequest, LlmResponse, LlmToolSpec } from './toolformer.js';
@@ -40,6 +40,9 @@ const MessageSchema = z.object({
   usage: z.looseObject({ input_tokens: z.number(), output_tokens: z.number() }),
 });
 
+type Sdk = typeof import('@anthropic-ai/sdk');
+type Client = { sdk: Sdk; client: Anthropic };
+
 /** Thrown inside an attempt when our own per-attempt bound fires (the SDK only bounds the wait for headers). */
 class AttemptTimeoutError extends Error {
   constructor(timeoutMs: number) {
@@ -55,7 +58,9 @@ class AttemptTimeoutError extends Error {
 export class AnthropicModel implements LanguageModel {
   /** The model id every request names. */
   readonly model: string;
-  readonly #client: Anthropic;
+  readonly #clientOptions: ConstructorParameters<Sdk['default']>[0];
+  // The SDK is imported at the first call, so importing this package (or running `agora hash`) never loads it.
+  #client: Promise<Client> | undefined;
   readonly #timeoutMs: number;
   readonly #maxRetries: number;
   readonly #retryBaseMs: number;
@@ -70,26 +75,42 @@ export class AnthropicModel implements LanguageModel {
     this.#maxTokens = options.maxTokens ?? 4096;
     this.#stream = options.stream ?? false;
     // maxRetries 0: the SDK's own retries would hide attempts from our policy and multiply the timeout.
-    this.#client = new Anthropic({
+    this.#clientOptions = {
       ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : {}),
       ...(options.baseURL !== undefined ? { baseURL: options.baseURL } : {}),
       timeout: this.#timeoutMs,
       maxRetries: 0,
+    };
+  }
+
+  #connect(): Promise<Client> {
+    this.#client ??= import('@anthropic-ai/sdk').then((sdk) => ({ sdk, client: new sdk.default(this.#clientOptions) }));
+    // A failed import is retried at the next call rather than cached.
+    this.#client.catch(() => {
+      this.#client = undefined;
     });
+    return this.#client;
   }
 
   /** Sends one request, retrying transient failures; any other failure is AgoraError('LLM_UNAVAILABLE'). */
   async complete(request: LlmRequest): Promise<LlmResponse> {
     const params = this.#params(request);
+    let connection: Client;
+    try {
+      connection = await this.#connect();
+    } catch (error) {
+      throw unavailable(error);
+    }
+    const { sdk } = connection;
     for (let attempt = 0; ; attempt++) {
       if (request.signal?.aborted) throw unavailable(request.signal.reason);
       let reply: unknown;
       try {
-        reply = await this.#attempt(params, request.signal);
+        reply = await this.#attempt(connection.client, params, request.signal);
       } catch (error) {
-        if (attempt >= this.#maxRetries || !isRetryable(error) || request.signal?.aborted) throw unavailable(error);
+        if (attempt >= this.#maxRetries || !isRetryable(sdk, error) || request.signal?.aborted) throw unavailable(error);
         try {
-          await sleep(this.#retryDelay(attempt, error), request.signal);
+          await sleep(this.#retryDelay(sdk, attempt, error), request.signal);
         } catch (abort) {
           throw unavailable(abort);
         }
@@ -112,7 +133,7 @@ export class AnthropicModel implements LanguageModel {
 
   // One HTTP exchange, bounded by timeoutMs end to end: the SDK's `timeout` stops at the response headers,
   // so our own controller also covers a body or an event stream that stops arriving.
-  async #attempt(params: Anthropic.MessageCreateParamsNonStreaming, signal: AbortSignal | undefined): Promise<unknown> {
+  async #attempt(client: Anthropic, params: Anthropic.MessageCreateParamsNonStreaming, signal: AbortSignal | undefined): Promise<unknown> {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -129,8 +150,8 @@ export class AnthropicModel implements LanguageModel {
     try {
       const requestOptions = { signal: controller.signal, timeout: this.#timeoutMs, maxRetries: 0 };
       const call: Promise<unknown> = this.#stream
-        ? this.#client.messages.stream(params, requestOptions).finalMessage()
-        : Promise.resolve(this.#client.messages.create(params, requestOptions));
+        ? client.messages.stream(params, requestOptions).finalMessage()
+        : Promise.resolve(client.messages.create(params, requestOptions));
       // The loser of the race must not surface later as an unhandled rejection.
       call.catch(() => {});
       return await Promise.race([call, aborted]);
@@ -144,8 +165,8 @@ export class AnthropicModel implements LanguageModel {
     }
   }
 
-  #retryDelay(attempt: number, error: unknown): number {
-    const retryAfter = error instanceof APIError ? retryAfterMs(error.headers) : undefined;
+  #retryDelay(sdk: Sdk, attempt: number, error: unknown): number {
+    const retryAfter = error instanceof sdk.APIError ? retryAfterMs(error.headers) : undefined;
     if (retryAfter !== undefined) return Math.min(retryAfter, MAX_RETRY_DELAY_MS);
     const backoff = Math.min(this.#retryBaseMs * 2 ** attempt, MAX_RETRY_DELAY_MS);
     // Up to 25% jitter, so clients that failed together do not retry together.
@@ -165,10 +186,10 @@ function unavailable(cause: unknown): AgoraError {
 
 // Timeouts and aborts are not retried: the caller's deadline is already spent, and asking again would only
 // multiply the wait. Connection errors, 429, 529 and other 5xx are transient.
-function isRetryable(error: unknown): boolean {
-  if (error instanceof AttemptTimeoutError || error instanceof APIUserAbortError || error instanceof APIConnectionTimeoutError) return false;
-  if (error instanceof APIConnectionError) return true;
-  if (!(error instanceof APIError)) return false;
+function isRetryable(sdk: Sdk, error: unknown): boolean {
+  if (error instanceof AttemptTimeoutError || error instanceof sdk.APIUserAbortError || error instanceof sdk.APIConnectionTimeoutError) return false;
+  if (error instanceof sdk.APIConnectionError) return true;
+  if (!(error instanceof sdk.APIError)) return false;
   if (error.status === undefined) return RETRYABLE_ERROR_TYPES.has(String(error.type)); // an `error` event mid-stream
   return error.status === 429 || error.status >= 500;
 }

@@ -110,9 +110,3 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
     messages.push({ role: 'user', content: results });
   }
 }
-
-/** Asks once, without tools, and returns the text. */
-export async function ask(model: LanguageModel, system: string, prompt: string | LlmMessage[], options: Omit<ConverseOptions, 'system' | 'messages' | 'tools'> = {}): Promise<string> {
-  const messages: LlmMessage[] = typeof prompt === 'string' ? [{ role: 'user', content: prompt }] : prompt;
-  return (await converse(model, { ...options, system, messages, maxSteps: 1 })).text;
-}

@@ -2,13 +2,14 @@ import * as crypto from 'node:crypto';
 import matter from 'gray-matter';
 import YAML from 'yaml';
 import { z } from 'zod';
+import { slug } from '../_slug.js';
 import { AgoraError } from '../errors.js';
 
 /** The two encodings of a protocol hash in use (spec §1). */
 export type HashEncoding = 'hex' | 'base64';
 
 /** The metadata of a protocol document: three required keys, other keys kept. */
-export const protocolMetadataSchema = z
+const protocolMetadataSchema = z
   .object({
     name: z.string({ error: 'name must be a string' }).trim().min(1, { error: 'name must not be empty' }),
     description: z.string({ error: 'description must be a string' }),
@@ -175,10 +176,6 @@ function simpleMetadata(data: Record<string, string | boolean>): ProtocolMetadat
 // that are not UTF-8 are refused rather than replaced, so the text served and sent on hashes to the same digest.
 const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
-function formatIssues(error: z.ZodError): string {
-  return error.issues.map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message)).join('; ');
-}
-
 /**
  * Parses a protocol document in either layout of spec §1 and hashes its exact bytes.
  * @param origin names the document in errors (a file path, a URL).
@@ -230,7 +227,7 @@ export function parseDocument(raw: string | Uint8Array, origin = 'protocol docum
   }
   const result = protocolMetadataSchema.safeParse(data);
   if (!result.success) {
-    throw new AgoraError('INVALID_DOCUMENT', `${origin}: invalid metadata: ${formatIssues(result.error)}`);
+    throw new AgoraError('INVALID_DOCUMENT', `${origin}: invalid metadata: ${z.prettifyError(result.error)}`);
   }
   return { text, hash, metadata: result.data, content };
 }
@@ -244,12 +241,5 @@ export function formatDocument(metadata: ProtocolMetadata, content: string): str
 
 /** A file name for a document: its name in kebab-case, `.md`. */
 export function documentFileName(metadata: Pick<ProtocolMetadata, 'name'>): string {
-  const slug = metadata.name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 60);
-  return `${slug || 'protocol'}.md`;
+  return `${slug(metadata.name, { maxLength: 60, fallback: 'protocol' })}.md`;
 }

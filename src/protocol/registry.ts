@@ -8,13 +8,11 @@ import { watchFolder } from '../_files.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
 import { resolveSources, type SourceOptions } from './sources.js';
 
-/** Where a document came from: the agent's own folder, or a peer (sources, negotiation). */
-export type DocumentOrigin = 'local' | 'learned';
-
 /** A document the agent holds. */
 export type KnownDocument = {
   document: ProtocolDocument;
-  origin: DocumentOrigin;
+  /** Where it came from: the agent's own folder, or a peer (sources, negotiation). */
+  origin: 'local' | 'learned';
   /** For local documents: the file's name without `.md`, which is also its routine's name. */
   name?: string;
   file?: string;
@@ -68,7 +66,6 @@ export class ProtocolRegistry {
   readonly #files = new Map<string, FileEntry>();
   /** hash → local name, for the documents currently in the folder. */
   #current = new Map<string, string>();
-  readonly #listeners = new Set<() => void>();
   #unwatch: (() => void) | undefined;
   #scanning: Promise<void> | undefined;
   #rescan = false;
@@ -83,12 +80,6 @@ export class ProtocolRegistry {
     if (this.#options.watch !== false) {
       this.#unwatch = watchFolder(this.#options.directory, () => void this.scan());
     }
-  }
-
-  /** Calls `listener` after every change of the folder's documents. */
-  onChange(listener: () => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
   }
 
   /**
@@ -153,7 +144,6 @@ export class ProtocolRegistry {
     }
     const current = new Map<string, string>();
     const seen = new Set(names);
-    let changed = false;
     /** Whether a file must be read: new, or changed since it was last read (else it keeps its hash). */
     const mustRead = (fileName: string, info: Stats): boolean => {
       if (!info.isFile()) return false;
@@ -165,7 +155,6 @@ export class ProtocolRegistry {
       return true;
     };
     const take = (fileName: string, file: string, info: Stats, raw: Buffer) => {
-      changed = true;
       const previous = this.#files.get(fileName);
       const entry: FileEntry = { mtimeMs: info.mtimeMs, size: info.size };
       this.#files.set(fileName, entry);
@@ -207,14 +196,9 @@ export class ProtocolRegistry {
       );
     }
     for (const fileName of [...this.#files.keys()]) {
-      if (!seen.has(fileName)) {
-        this.#files.delete(fileName);
-        changed = true;
-      }
+      if (!seen.has(fileName)) this.#files.delete(fileName);
     }
-    if (current.size !== this.#current.size) changed = true;
     this.#current = current;
-    if (changed) for (const listener of this.#listeners) listener();
   }
 
   /** The documents currently in `protocols/`, with their names. */
@@ -240,11 +224,6 @@ export class ProtocolRegistry {
     return name ? { ...known, origin: 'local', name } : { ...known, origin: known.origin === 'local' ? 'local' : 'learned' };
   }
 
-  /** Whether the hash is one of the documents now in `protocols/`. */
-  isLocal(hash: string): boolean {
-    return this.#current.has(hash);
-  }
-
   /**
    * A document by hash: known already, else fetched from the sources and remembered (spec §3).
    * Sources are only read when the hash is not known.
@@ -266,11 +245,6 @@ export class ProtocolRegistry {
     const document = await resolveSources(hash, sources, { ...this.#options.sources, logger: this.#options.logger });
     if (!document) return undefined;
     return this.#learn(document, true);
-  }
-
-  /** Adds a document learned from a peer (sources, negotiation) and persists it. */
-  async add(document: ProtocolDocument): Promise<KnownDocument> {
-    return this.get(document.hash) ?? this.#learn(document, true);
   }
 
   async #learn(document: ProtocolDocument, persist: boolean): Promise<KnownDocument> {

@@ -4,14 +4,6 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import type { Routine, RoutineContext } from './define.js';
 
-/** What the body failed to match, for a peer: field paths and messages, no internals. */
-function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .slice(0, 5)
-    .map((issue) => (issue.path.length ? `${issue.path.join('.')}: ${issue.message}` : issue.message))
-    .join('; ');
-}
-
 /**
  * The PD's own error reply for a malformed body, when its text prescribes one
  * (e.g. `{"error": "Invalid format"}`): the first such reply whose text says "invalid", else none.
@@ -104,19 +96,20 @@ export async function runRoutine(
   document: ProtocolDocument,
   timeoutMs: number,
 ): Promise<JsonValue> {
-  let input: unknown = body;
-  if (routine.input) {
-    const parsed = routine.input.safeParse(body);
-    if (!parsed.success) {
-      const reply = routine.invalidInput !== undefined ? toJson(routine.invalidInput) : protocolInvalidInputReply(document);
-      if (reply !== undefined) return reply;
-      throw new AgoraError('BAD_REQUEST', `body does not follow the protocol "${document.metadata.name}": ${describeIssues(parsed.error)}`);
-    }
-    input = parsed.data;
-  }
   const runContext = new RunContext(context);
   let cancel: (() => void) | undefined;
   try {
+    let input: unknown = body;
+    if (routine.input) {
+      const parsed = routine.input.safeParse(body);
+      if (!parsed.success) {
+        // Inside the try: an invalidInput reply that JSON cannot carry fails as the routine's own fault.
+        const reply = routine.invalidInput !== undefined ? toJson(routine.invalidInput) : protocolInvalidInputReply(document);
+        if (reply !== undefined) return reply;
+        throw new AgoraError('BAD_REQUEST', `body does not follow the protocol "${document.metadata.name}": ${z.prettifyError(parsed.error)}`);
+      }
+      input = parsed.data;
+    }
     let output: unknown = routine.handle(input, runContext as unknown as RoutineContext);
     // A synchronous reply needs no timer (a synchronous loop could not be stopped by one anyway).
     if (isPromiseLike(output)) {
@@ -131,7 +124,7 @@ export async function runRoutine(
     }
     if (routine.output) {
       const parsed = routine.output.safeParse(output);
-      if (!parsed.success) throw new Error(`the reply does not match the routine's output schema: ${describeIssues(parsed.error)}`);
+      if (!parsed.success) throw new Error(`the reply does not match the routine's output schema: ${z.prettifyError(parsed.error)}`);
       return toJson(parsed.data);
     }
     return toJson(output);

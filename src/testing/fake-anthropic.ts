@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { sendStream, type ResponseBlock } from './_fake-stream.js';
 
 /** What the fake answers to one request: text, tool calls, an error status, a stall, or a function of the request. */
 export type FakeReply =
@@ -34,7 +35,6 @@ export type FakeAnthropicOptions = {
 
 type MessageReply = Extract<FakeReply, { text?: string }>;
 type StatusReply = Extract<FakeReply, { status: number }>;
-type ResponseBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown };
 
 const EXHAUSTED: FakeReply = { status: 500, body: { type: 'error', error: { type: 'api_error', message: 'FakeAnthropic: the reply script ran out (push more replies or set a fallback)' } } };
 
@@ -245,34 +245,6 @@ function sendStatus(response: ServerResponse, reply: StatusReply): void {
   response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
   // A string body goes out as is, so a test can send a malformed reply.
   response.end(typeof body === 'string' ? body : JSON.stringify(body));
-}
-
-// The event sequence of the real streaming API, so the SDK's MessageStream assembles the same message.
-function sendStream(response: ServerResponse, message: { content: ResponseBlock[]; stop_reason: string; usage: { input_tokens: number; output_tokens: number } } & Record<string, unknown>): void {
-  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-  const send = (event: string, data: unknown) => response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: message.usage.input_tokens, output_tokens: 1 } } });
-  send('ping', { type: 'ping' });
-  message.content.forEach((block, index) => {
-    if (block.type === 'text') {
-      send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
-      for (const piece of halves(block.text)) send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
-    } else {
-      send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
-      for (const piece of halves(JSON.stringify(block.input))) send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
-    }
-    send('content_block_stop', { type: 'content_block_stop', index });
-  });
-  send('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
-  send('message_stop', { type: 'message_stop' });
-  response.end();
-}
-
-// Two deltas per block, so clients are seen to join pieces rather than take the first.
-function halves(text: string): string[] {
-  if (text.length < 2) return text ? [text] : [];
-  const middle = Math.floor(text.length / 2);
-  return [text.slice(0, middle), text.slice(middle)];
 }
 
 function quarter(chars: number): number {

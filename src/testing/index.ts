@@ -113,10 +113,10 @@ async function post(url: string, request: unknown): Promise<QueryResponse> {
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error(`POST ${url}: HTTP ${response.status}, not JSON: ${text.slice(0, 200)}`);
+    throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not JSON: ${text.slice(0, 200)}`, { status: response.status });
   }
   const parsed = replySchema.safeParse(json);
-  if (!parsed.success) throw new Error(`POST ${url}: HTTP ${response.status}, not an Agora reply: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success) throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not an Agora reply: ${z.prettifyError(parsed.error)}`, { status: response.status });
   return parsed.data as QueryResponse;
 }
 
@@ -156,7 +156,7 @@ export function scriptedModel(replies: ScriptedReply[] = []): ScriptedModel {
       let reply = script.shift();
       if (reply === undefined) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('scriptedModel: the reply script ran out') });
       for (let depth = 0; typeof reply === 'function' && depth < 16; depth++) reply = await reply(request);
-      if (typeof reply === 'function') throw new Error('scriptedModel: reply functions nested too deeply');
+      if (typeof reply === 'function') throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('scriptedModel: reply functions nested too deeply') });
       if (reply instanceof Error) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: reply });
       const message = typeof reply === 'string' ? { text: reply } : reply;
       const content: LlmContentBlock[] = [];

@@ -67,7 +67,7 @@ describe('agora hash and validate', () => {
     const result = await runCli(['validate', folder.dir]);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(`ok       ${hashText(echoProtocol())}  echo.md`);
-    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: description/);
+    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: ✖ description must be a string\n  → at description/);
     const json = JSON.parse((await runCli(['validate', folder.dir, '--json'])).stdout);
     expect(json).toHaveLength(2);
     await folder.write('protocols/bad.md', echoProtocol('Fixed'));

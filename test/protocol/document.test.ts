@@ -54,7 +54,7 @@ describe('parseDocument', () => {
 
   it.each([
     ['invalid YAML', '---\nname: [\n---\n', /invalid front matter/],
-    ['missing fields', '---\nname: A\n---\ntext', /description.*multiround/],
+    ['missing fields', '---\nname: A\n---\ntext', /description.*multiround/s],
     ['empty name', '---\nname: ""\ndescription: B\nmultiround: false\n---\n', /name must not be empty/],
     ['multiround not boolean', '---\nname: A\ndescription: B\nmultiround: yes\n---\n', /multiround must be a boolean/],
     ['JavaScript front matter', '---js\n{ name: "A", description: "B", multiround: false }\n---\n', /"js" is not allowed/],

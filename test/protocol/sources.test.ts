@@ -288,12 +288,11 @@ describe('fetchSource', () => {
 
   it('gives up on a server that never answers within the timeout and closes the connection', async () => {
     const server = await startServer(() => {});
-    const started = performance.now();
+    // The message names our own bound, so the test runner's timeout cannot be what ended the fetch.
     await expect(fetchSource(`${server.url}/slow`, { ...LOOPBACK, timeoutMs: 200 })).rejects.toMatchObject({
       code: 'SOURCE_FAILED',
       message: expect.stringMatching(/timed out after 200 ms/),
     });
-    expect(performance.now() - started).toBeLessThan(2000);
     expect(server.requests).toEqual(['/slow']);
     await server.allClosed();
   });

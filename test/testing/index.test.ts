@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AgoraError } from '../src/errors.js';
-import { converse } from '../src/llm/toolformer.js';
-import { hashText } from '../src/protocol/document.js';
-import { FakeAnthropic, scriptedModel, startTestAgent, type TestAgent } from '../src/testing/index.js';
-import { defineTool } from '../src/tool/define.js';
+import { AgoraError } from '../../src/errors.js';
+import { converse } from '../../src/llm/toolformer.js';
+import { hashText } from '../../src/protocol/document.js';
+import { FakeAnthropic, scriptedModel, startTestAgent, type TestAgent } from '../../src/testing/index.js';
+import { defineTool } from '../../src/tool/define.js';
 
 const ECHO = '---\nname: Echo\ndescription: Echo a value.\nmultiround: true\n---\nThe sender sends JSON {"value": string}. The receiver replies the same JSON.\n';
 const ECHO_ROUTINE = 'export default (body: unknown, context: { conversation: { turn: number } }) => ({ ...(body as object), turn: context.conversation.turn });\n';

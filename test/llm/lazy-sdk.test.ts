@@ -1,0 +1,65 @@
+// Importing the package, or running `agora hash`, must not load @anthropic-ai/sdk: only a model's first call does.
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+// A module hook that makes any import resolving into the SDK throw, so loading it fails the child loudly.
+const HOOKS = `export async function resolve(specifier, context, next) {
+  const result = await next(specifier, context);
+  if (result.url.includes('/@anthropic-ai/sdk/')) throw new Error('SDK LOADED: ' + specifier);
+  return result;
+}`;
+const PROBE = `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));\n`;
+
+let folder: string;
+let probe: string;
+
+beforeAll(async () => {
+  folder = await mkdtemp(join(tmpdir(), 'agora-lazy-sdk-'));
+  probe = join(folder, 'probe.mjs');
+  await writeFile(probe, PROBE);
+  await writeFile(join(folder, 'doc.md'), '---\nname: A\ndescription: B\nmultiround: false\n---\nText.\n');
+});
+
+afterAll(async () => {
+  await rm(folder, { recursive: true, force: true });
+});
+
+async function runChild(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', probe, '--import', 'tsx', '--input-type=module', '-e', script], { cwd: root });
+    return { code: 0, stdout, stderr };
+  } catch (error) {
+    const failed = error as { code: number; stdout: string; stderr: string };
+    return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+  }
+}
+
+describe('the Anthropic SDK is loaded lazily', () => {
+  it('is not loaded by importing the package', async () => {
+    const result = await runChild(`const agora = await import('./src/index.ts'); console.log(typeof agora.AnthropicModel);`);
+    expect(result).toMatchObject({ code: 0, stdout: 'function\n' });
+  });
+
+  it('is not loaded by agora hash', async () => {
+    const result = await runChild(`const { main } = await import('./src/cli/main.ts'); process.exitCode = await main(['hash', ${JSON.stringify(join(folder, 'doc.md'))}]);`);
+    expect(result.stderr).not.toContain('SDK LOADED');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/^[0-9a-f]{40}\n$/);
+  });
+
+  it('is loaded at the first call of a model (the probe does catch it)', async () => {
+    const result = await runChild(
+      `const { AnthropicModel } = await import('./src/index.ts');
+       const model = new AnthropicModel({ apiKey: 'test', baseURL: 'http://127.0.0.1:9', maxRetries: 0 });
+       const error = await model.complete({ system: '', messages: [{ role: 'user', content: 'hi' }] }).catch((thrown) => thrown);
+       console.log(error.code, String(error.cause));`,
+    );
+    expect(result.stdout).toBe('LLM_UNAVAILABLE Error: SDK LOADED: @anthropic-ai/sdk\n');
+  });
+});

@@ -1,0 +1,55 @@
+import { describe, expect, it } from 'vitest';
+import { AgoraError } from '../../src/errors.js';
+import { answerNaturalLanguage, answerUnderProtocol, extractJson, judgeSuitability, prescribesJson, type ResponderCall } from '../../src/llm/responders.js';
+import { parseDocument } from '../../src/protocol/document.js';
+import { scriptedModel, type ScriptedReply } from '../../src/testing/index.js';
+
+const jsonDocument = parseDocument('---\nname: Weather\ndescription: Forecasts.\nmultiround: false\n---\nReply with JSON {"weather": string}.\n');
+const textDocument = parseDocument('---\nname: Greeting\ndescription: Greets.\nmultiround: false\n---\nReply with a greeting.\n');
+
+function call(replies: ScriptedReply[]): ResponderCall & { model: ReturnType<typeof scriptedModel> } {
+  return { model: scriptedModel(replies), profile: { name: 'Tester', description: 'Answers tests.', protocols: [{ name: 'Weather', description: 'Forecasts' }], tools: [] } };
+}
+
+describe('responders', () => {
+  it('answers natural language with the history, the peer speaking first, and an empty body made visible', async () => {
+    const responder = call(['  Sunny.  ']);
+    expect(await answerNaturalLanguage(responder, [{ role: 'agent', body: 'earlier reply' }, { role: 'peer', body: { city: 'Paris' } }, { role: 'agent', body: 'ok' }], '')).toBe('Sunny.');
+    const request = responder.model.requests[0]!;
+    expect(request.system).toContain('You are Tester');
+    expect(request.system).toContain('- Weather: Forecasts');
+    expect(request.messages).toEqual([
+      { role: 'user', content: '{"city":"Paris"}' },
+      { role: 'assistant', content: 'ok' },
+      { role: 'user', content: '(empty message)' },
+    ]);
+  });
+
+  it('tells JSON protocols apart and reads JSON out of prose and fences', () => {
+    expect(prescribesJson(jsonDocument)).toBe(true);
+    expect(prescribesJson(textDocument)).toBe(false);
+    expect(extractJson('```json\n{"a": 1}\n```')).toEqual({ ok: true, value: { a: 1 } });
+    expect(extractJson('Here: {"a": [2]} done')).toEqual({ ok: true, value: { a: [2] } });
+    expect(extractJson('no json here').ok).toBe(false);
+  });
+
+  it('answers under a JSON protocol, repairing one bad reply', async () => {
+    const responder = call(['It is sunny!', '{"weather": "sunny"}']);
+    expect(await answerUnderProtocol(responder, jsonDocument, [], { city: 'Paris' })).toEqual({ weather: 'sunny' });
+    expect(responder.model.requests).toHaveLength(2);
+    expect(responder.model.requests[0]!.system).toContain(jsonDocument.text.trim());
+    expect(String(responder.model.requests[1]!.messages.at(-1)!.content)).toMatch(/^Your reply is not valid JSON/);
+  });
+
+  it('fails with the fixed LLM_UNAVAILABLE text after a second bad JSON reply, and returns text protocols as is', async () => {
+    const error = await answerUnderProtocol(call(['nope', 'still nope']), jsonDocument, [], {}).catch((thrown: unknown) => thrown);
+    expect(error).toBeInstanceOf(AgoraError);
+    expect(error).toMatchObject({ code: 'LLM_UNAVAILABLE', message: 'LLM unavailable' });
+    expect(await answerUnderProtocol(call([' Hello there ']), textDocument, [], 'hi')).toBe('Hello there');
+  });
+
+  it('judges suitability from the last line', async () => {
+    expect(await judgeSuitability(call(['I have a forecast tool.\nYES']), jsonDocument)).toEqual({ suitable: true, reason: 'I have a forecast tool.\nYES' });
+    expect((await judgeSuitability(call(['No tool for this.\nNO']), jsonDocument)).suitable).toBe(false);
+  });
+});
