@@ -23,7 +23,29 @@ export type ResponderCall = {
   onUsage?: UsageSink;
   signal?: AbortSignal;
   maxSteps?: number;
+  /** Called with the reply's text as it is generated, when the reply is text (joined, the pieces are the reply). */
+  onText?: (text: string) => void;
 };
+
+/**
+ * The pieces of a text that is trimmed at the end: leading white space is never handed out, trailing white space
+ * only once more text follows it, so the pieces joined equal `text.trim()`.
+ */
+export function trimmedPieces(onText: (text: string) => void): (text: string) => void {
+  let started = false;
+  let pending = '';
+  return (piece) => {
+    let text = pending + piece;
+    if (!started) {
+      text = text.trimStart();
+      if (!text) return;
+      started = true;
+    }
+    const end = text.trimEnd().length;
+    pending = text.slice(end);
+    if (end > 0) onText(text.slice(0, end));
+  };
+}
 
 // The Messages API refuses empty message content, and a peer or an LLM may well send an empty string.
 const EMPTY_MESSAGE = '(empty message)';
@@ -80,6 +102,7 @@ export async function answerNaturalLanguage(call: ResponderCall, history: readon
     ...(call.maxSteps ? { maxSteps: call.maxSteps } : {}),
     ...(call.onUsage ? { onUsage: call.onUsage } : {}),
     ...(call.signal ? { signal: call.signal } : {}),
+    ...(call.onText ? { onText: trimmedPieces(call.onText) } : {}),
   });
   return result.text.trim();
 }
@@ -139,7 +162,9 @@ export async function answerUnderProtocol(call: ResponderCall, document: Protoco
     ...(call.onUsage ? { onUsage: call.onUsage } : {}),
     ...(call.signal ? { signal: call.signal } : {}),
   };
-  const first = await converse(call.model, { ...options, messages: toMessages(history, body) });
+  // A JSON reply is not handed out in pieces: the LLM's text may hold fences or need a repair.
+  const onText = !json && call.onText ? { onText: trimmedPieces(call.onText) } : {};
+  const first = await converse(call.model, { ...options, ...onText, messages: toMessages(history, body) });
   if (!json) return first.text.trim();
   const parsed = extractJson(first.text);
   if (parsed.ok) return parsed.value;

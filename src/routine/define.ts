@@ -1,7 +1,13 @@
 import type { z } from 'zod';
 import type { Logger } from '../log.js';
 import type { ProtocolMetadata } from '../protocol/document.js';
-import type { JsonObject } from '../schemas.js';
+import type { JsonObject, JsonValue } from '../schemas.js';
+
+/** What a streaming routine yields: text to append to the reply as it is written, or a JSON value of progress. */
+export type RoutineDelta = JsonValue;
+
+/** A routine's reply: the body, a promise of it, or an async generator yielding deltas and returning it. */
+export type RoutineReply<Output> = Output | Promise<Output> | AsyncGenerator<RoutineDelta, Output, void>;
 
 /** What a routine knows about the query it answers. */
 export type RoutineContext = {
@@ -30,14 +36,16 @@ export type RoutineDefinition<Input = unknown, Output = unknown> = {
   output?: z.ZodType<Output>;
   /** The reply (a success body) to a body that fails `input`; default: the PD's own error, else a failure. */
   invalidInput?: unknown;
-  handle(body: Input, context: RoutineContext): Output | Promise<Output>;
+  /** Answers a body; an async generator streams: its yields are deltas, its return value the body. */
+  handle(body: Input, context: RoutineContext): RoutineReply<Output>;
 };
 
 /** A loaded routine, normalized. */
 export type Routine = RoutineDefinition<any, any> & { readonly kind: 'routine' };
 
 /**
- * Defines a routine whose input and output are checked with zod.
+ * Defines a routine whose input and output are checked with zod. A generator `handle` streams: each `yield` is a
+ * delta sent to a streaming client as it comes (text, or JSON progress), and its `return` is the reply body.
  * @example
  * export default defineRoutine({
  *   input: z.object({ city: z.string() }),
@@ -49,7 +57,7 @@ export function defineRoutine<InputSchema extends z.ZodType = z.ZodType<any>, Ou
   input?: InputSchema;
   output?: OutputSchema;
   invalidInput?: unknown;
-  handle(body: z.output<InputSchema>, context: RoutineContext): z.input<OutputSchema> | Promise<z.input<OutputSchema>>;
+  handle(body: z.output<InputSchema>, context: RoutineContext): RoutineReply<z.input<OutputSchema>>;
 }): Routine {
   if (typeof definition.handle !== 'function') throw new Error('defineRoutine needs a handle function');
   return Object.freeze({ ...definition, kind: 'routine' as const });
