@@ -6,6 +6,7 @@ import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
 import { RateLimiter, TokenCheck } from './_limits.js';
 import { failure, JSON_TYPE, respond, type CoreResponse } from './_response.js';
 import { matchRoute } from './_routes.js';
+import { openReplyStream, parseLastEventId, resumedStream, wantsEventStream, type StreamingResponse } from './streaming.js';
 
 export type { CoreResponse } from './_response.js';
 export { isAgoraPath } from './_routes.js';
@@ -64,7 +65,7 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
  * The whole of spec §2 as a framework-free function; adapters (node:http, Express, edge runtimes) only translate.
  * @example const handle = createHandler(receiver); const response = await handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
  */
-export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: CoreRequest) => Promise<CoreResponse> {
+export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: CoreRequest) => Promise<StreamingResponse> {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
@@ -106,7 +107,7 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
   }
 
   // One async function for the whole request: every extra async layer costs a microtask on the hot path.
-  return async function handle(request: CoreRequest): Promise<CoreResponse> {
+  return async function handle(request: CoreRequest): Promise<StreamingResponse> {
     try {
       const { method } = request;
       if (limiter) {
@@ -132,6 +133,7 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
         case 'root': {
           if (method !== 'POST') break;
           const query = parseQueryRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
+          if (receiver.queryStream && wantsEventStream(request.headers.accept)) return openReplyStream(receiver.queryStream(query, contextOf(request)));
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
         }
         case 'conversation': {
@@ -144,7 +146,16 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
             return respond(200, JSON_TYPE, END_BODY);
           }
           const followUp = parseFollowUpRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
+          if (receiver.followUpStream && wantsEventStream(request.headers.accept)) return openReplyStream(receiver.followUpStream(id, followUp, contextOf(request)));
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.followUp(id, followUp, contextOf(request))));
+        }
+        case 'events': {
+          if (method !== 'GET') break;
+          if (!CONVERSATION_ID.test(route.param) || !receiver.events) return failure(404, 'Conversation not found');
+          const lastEventId = parseLastEventId(request.headers['last-event-id']);
+          const controller = new AbortController();
+          const events = await receiver.events(route.param, lastEventId, { ...contextOf(request), signal: controller.signal });
+          return resumedStream(events, controller);
         }
         case 'wellknown':
           if (!isRead) break;

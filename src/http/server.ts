@@ -4,7 +4,8 @@ import { AgoraError, describeError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import type { ReceiverApi } from '../receiver.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, type CoreRequest, type HttpOptions } from './handler.js';
-import { failure, JSON_TYPE, type CoreResponse } from './_response.js';
+import { failure, JSON_TYPE } from './_response.js';
+import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -128,7 +129,7 @@ function onCheckExpectation(_request: IncomingMessage, response: ServerResponse)
 }
 
 /** Options of `startServer`: the HTTP options plus where to listen and the slow-client timeouts. */
-export type ServerOptions = HttpOptions & {
+export type ServerOptions = HttpOptions & StreamingOptions & {
   /** Port to listen on (default 3000; 0 picks a free one). */
   port?: number;
   /** Interface to listen on (default: all). */
@@ -179,7 +180,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   }
 
   async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    let result: CoreResponse;
+    let result: StreamingResponse;
     try {
       const request = new NodeCoreRequest(incoming, maxBodyBytes);
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
@@ -187,6 +188,15 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     } catch (error) {
       logger.error(`${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
       result = failure(500, 'Internal error');
+    }
+    if (result.stream) {
+      // Streamed replies hold their connection until their last event: never kept alive past a close().
+      if (closing) response.shouldKeepAlive = false;
+      await writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
+        logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+        response.destroy();
+      });
+      return;
     }
     if (response.headersSent || response.destroyed) return;
     // While closing, no connection is kept alive, so close() does not wait on idle sockets.
