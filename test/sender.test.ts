@@ -160,15 +160,15 @@ describe('queries against our receiver', () => {
   it("reads failures into AgoraError with the peer's exact text and status", async () => {
     const client = sender();
     const natural = await failureOf(client.query(routinesOnly.url, { body: 'hello' }));
-    expect(natural).toMatchObject({ code: 'PEER_FAILURE', message: NL_ONLY, status: 200 });
+    expect(natural).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${routinesOnly.url}/: HTTP 200: ${NL_ONLY}`, status: 200 });
     const unsupported = await failureOf(client.query(routinesOnly.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
-    expect(unsupported).toMatchObject({ code: 'PEER_FAILURE', message: 'Unsupported protocol', status: 200 });
+    expect(unsupported).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${routinesOnly.url}/: HTTP 200: Unsupported protocol`, status: 200 });
 
     const conversation = client.conversation(agent.url);
     const { conversationId } = await conversation.send('What is 1 mile in km?');
     await fetch(`${agent.url}/conversations/${conversationId}`, { method: 'DELETE' });
     const expired = await failureOf(conversation.send('still there?'));
-    expect(expired).toMatchObject({ code: 'PEER_FAILURE', message: 'Conversation expired', status: 200 });
+    expect(expired).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${agent.url}/conversations/${conversationId}: HTTP 200: Conversation expired`, status: 200 });
     await conversation.close(); // already gone: closing is done, not an error
 
     const forgetful = await rawServer((request, respond) =>
@@ -178,7 +178,7 @@ describe('queries against our receiver', () => {
     );
     const lost = client.conversation(forgetful.url);
     await lost.send('hello');
-    expect(await failureOf(lost.send('again'))).toMatchObject({ code: 'PEER_FAILURE', message: 'Conversation not found', status: 404 });
+    expect(await failureOf(lost.send('again'))).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${forgetful.url}/conversations/c1: HTTP 404: Conversation not found`, status: 404 });
     await lost.close();
   });
 
@@ -285,11 +285,11 @@ describe('Python SDK 0.2.0 peers', () => {
 
   it("reads the Python failure shape, keeping the peer's text", async () => {
     const refused = await failureOf(sender().query(python.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
-    expect(refused).toMatchObject({ code: 'PEER_FAILURE', message: `${pythonHash(NOT_SERVED)} is not suitable for execution`, status: 200 });
+    expect(refused).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${python.url}/: HTTP 200: ${pythonHash(NOT_SERVED)} is not suitable for execution`, status: 200 });
     const conversation = sender().conversation(python.url);
     const { conversationId } = await conversation.send('hi');
     await fetch(`${python.url}/conversations/${conversationId}`, { method: 'DELETE' });
-    expect((await failureOf(conversation.send('again'))).message).toBe('Conversation not found.');
+    expect((await failureOf(conversation.send('again'))).message).toBe(`POST ${python.url}/conversations/${conversationId}: HTTP 200: Conversation not found.`);
     await conversation.close();
   });
 
