@@ -39,7 +39,6 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { AgoraError, isAgoraError } from './errors.js';
 import { startTestAgent } from 'agora-agents/testing';
 
 const dir = fileURLToPath(new URL('..', import.meta.url));
