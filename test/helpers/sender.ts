@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgoraError } from '../../src/errors.js';
@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
 import { Sender, type SenderOptions } from '../../src/sender/sender.js';
+import { startPythonPeer, type PythonPeer } from './python-peer.js';
 import { FakeAnthropic, type FakeReply, type FakeRequest } from '../../src/testing/fake-anthropic.js';
 
 /** The distance-conversion PD of the sender and negotiation tests, in the normalised layout a negotiation writes. */
@@ -152,4 +153,39 @@ export function senderFixture() {
   }
 
   return { cleanup, startReceiver, rawServer, sender };
+}
+
+/** The Python SDK emulation the sender tests talk to: answers distances under a PD, echoes turns in natural language. */
+export async function startDistancePythonPeer(cleanup: { push(...steps: (() => Promise<void>)[]): void }): Promise<PythonPeer> {
+  const python = await startPythonPeer({
+    answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : { km: km((body as { miles: number }).miles) }),
+    unsuitable: (text) => text.includes('Horoscope'),
+  });
+  cleanup.push(() => python.close());
+  return python;
+}
+
+/** The peers a sender test file talks to, started once in `beforeAll`. */
+export type SenderPeers = { agent: Started; routinesOnly: Started; python: PythonPeer };
+
+/**
+ * A sender test file's setup: our receiver with an LLM (`peers.agent`), optionally one without (`routinesOnly`) and
+ * the Python SDK emulation (`python`, its request log cleared after each test); all closed in `afterAll`.
+ */
+export function senderSuite(options: { routinesOnly?: boolean; python?: boolean } = {}) {
+  const fixture = senderFixture();
+  const peers = {} as SenderPeers;
+  beforeAll(async () => {
+    const [agent, routinesOnly, python] = await Promise.all([
+      fixture.startReceiver(),
+      options.routinesOnly ? fixture.startReceiver({ llm: false }) : undefined,
+      options.python ? startDistancePythonPeer(fixture.cleanup) : undefined,
+    ]);
+    Object.assign(peers, { agent, ...(routinesOnly ? { routinesOnly } : {}), ...(python ? { python } : {}) });
+  });
+  afterEach(() => {
+    if (peers.python) peers.python.requests.length = 0;
+  });
+  afterAll(() => fixture.cleanup.run());
+  return { ...fixture, peers };
 }

@@ -1,42 +1,35 @@
 // src/sender/documents.ts: hash encoding discovery and protocol sources.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeHash } from '../../src/protocol/document.js';
 import { encodeDataUri } from '../../src/protocol/sources.js';
-import { DISTANCE, DISTANCE_HEX, km, recordingFetch, senderFixture, type Started } from '../helpers/sender.js';
-import { pythonDataUri, pythonHash, startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
+import { DISTANCE, DISTANCE_HEX, recordingFetch, senderSuite } from '../helpers/sender.js';
+import { pythonDataUri, pythonHash } from '../helpers/python-peer.js';
 
-const { cleanup, startReceiver, rawServer, sender } = senderFixture();
-let agent: Started;
-
-beforeAll(async () => {
-  agent = await startReceiver();
-});
-
-afterAll(() => cleanup.run());
+const { rawServer, sender, peers } = senderSuite({ python: true });
 
 describe('discovery and sources', () => {
   it('reads /wellknown once, then sends a hex hash with a data: source', async () => {
     const { calls, fetch } = recordingFetch();
     const client = sender({ fetch });
-    expect(await client.query(agent.url, { protocol: DISTANCE, body: { miles: 5 } })).toEqual({ body: { km: 8.047 } });
-    expect(await client.query(agent.url, { protocol: DISTANCE, body: { miles: 10 } })).toEqual({ body: { km: 16.093 } });
-    expect(calls.map((call) => `${call.method} ${call.url}`)).toEqual([`GET ${agent.url}/wellknown`, `POST ${agent.url}/`, `POST ${agent.url}/`]);
+    expect(await client.query(peers.agent.url, { protocol: DISTANCE, body: { miles: 5 } })).toEqual({ body: { km: 8.047 } });
+    expect(await client.query(peers.agent.url, { protocol: DISTANCE, body: { miles: 10 } })).toEqual({ body: { km: 16.093 } });
+    expect(calls.map((call) => `${call.method} ${call.url}`)).toEqual([`GET ${peers.agent.url}/wellknown`, `POST ${peers.agent.url}/`, `POST ${peers.agent.url}/`]);
     expect(calls[1]!.json).toEqual({ protocolHash: DISTANCE_HEX, protocolSources: [encodeDataUri(DISTANCE)], body: { miles: 5 } });
   });
 
 
   it('adds its own /protocols/:hash URL to the sources when it runs a receiver', async () => {
     const { calls, fetch } = recordingFetch();
-    await sender({ fetch, publicUrl: 'https://me.example/agora/' }).query(agent.url, { protocol: DISTANCE, body: { miles: 1 } });
+    await sender({ fetch, publicUrl: 'https://me.example/agora/' }).query(peers.agent.url, { protocol: DISTANCE, body: { miles: 1 } });
     expect(calls[1]!.json.protocolSources).toEqual([encodeDataUri(DISTANCE), `https://me.example/agora/protocols/${DISTANCE_HEX}`]);
   });
 
 
   it('sends natural language with a null hash and no sources, without discovery', async () => {
     const { calls, fetch } = recordingFetch();
-    const reply = await sender({ fetch }).query(agent.url, { body: 'How far is 3 miles in km?' });
+    const reply = await sender({ fetch }).query(peers.agent.url, { body: 'How far is 3 miles in km?' });
     expect(reply).toEqual({ body: '3 miles is 4.828 km.' });
-    expect(calls).toEqual([{ method: 'POST', url: `${agent.url}/`, json: { protocolHash: null, protocolSources: [], body: 'How far is 3 miles in km?' } }]);
+    expect(calls).toEqual([{ method: 'POST', url: `${peers.agent.url}/`, json: { protocolHash: null, protocolSources: [], body: 'How far is 3 miles in km?' } }]);
   });
 
 
@@ -57,29 +50,15 @@ describe('discovery and sources', () => {
 });
 
 describe('Python SDK 0.2.0 peers', () => {
-  let python: PythonPeer;
-
-  beforeAll(async () => {
-    python = await startPythonPeer({
-      answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : { km: km((body as { miles: number }).miles) }),
-      unsuitable: (text) => text.includes('Horoscope'),
-    });
-    cleanup.push(() => python.close());
-  });
-
-  afterEach(() => {
-    python.requests.length = 0;
-  });
-
 
   it('sends base64 and a data: source to a peer without /wellknown', async () => {
     const client = sender();
-    expect(await client.query(python.url, { protocol: DISTANCE, body: { miles: 5 } })).toEqual({ body: { km: 8.047 } });
-    expect(python.requests[0]).toEqual({ method: 'GET', path: '/wellknown' });
-    expect(python.requests[1]!.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 5 } });
-    expect(python.protocols.get(pythonHash(DISTANCE))).toBe(DISTANCE);
+    expect(await client.query(peers.python.url, { protocol: DISTANCE, body: { miles: 5 } })).toEqual({ body: { km: 8.047 } });
+    expect(peers.python.requests[0]).toEqual({ method: 'GET', path: '/wellknown' });
+    expect(peers.python.requests[1]!.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 5 } });
+    expect(peers.python.protocols.get(pythonHash(DISTANCE))).toBe(DISTANCE);
     // Natural language carries both fields too, which the Python receiver requires.
-    expect(await client.query(python.url, { body: 'hello' })).toEqual({ body: 'turn 1: hello' });
+    expect(await client.query(peers.python.url, { body: 'hello' })).toEqual({ body: 'turn 1: hello' });
   });
 
 });

@@ -1,23 +1,16 @@
 // src/sender/sender.ts: the Sender against our receiver under a path prefix, and Python SDK interop.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHandler } from '../../src/http/handler.js';
 import { encodeDataUri } from '../../src/protocol/sources.js';
 import { silentLogger } from '../../src/log.js';
-import { DISTANCE, DISTANCE_HEX, km, senderFixture, type Started } from '../helpers/sender.js';
-import { pythonDataUri, pythonHash, pythonSend, startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
+import { DISTANCE, DISTANCE_HEX, senderSuite } from '../helpers/sender.js';
+import { pythonDataUri, pythonHash, pythonSend } from '../helpers/python-peer.js';
 
-const { cleanup, startReceiver, rawServer, sender } = senderFixture();
-let agent: Started;
-
-beforeAll(async () => {
-  agent = await startReceiver();
-});
-
-afterAll(() => cleanup.run());
+const { rawServer, sender, peers } = senderSuite({ python: true });
 
 describe('the Sender', () => {
   it('joins URLs under a path prefix', async () => {
-    const handle = createHandler(agent.receiver, { logger: silentLogger });
+    const handle = createHandler(peers.agent.receiver, { logger: silentLogger });
     const prefixed = await rawServer((request, respond) => {
       const chunks: Buffer[] = [];
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -43,36 +36,22 @@ describe('the Sender', () => {
 });
 
 describe('Python SDK 0.2.0 peers', () => {
-  let python: PythonPeer;
-
-  beforeAll(async () => {
-    python = await startPythonPeer({
-      answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : { km: km((body as { miles: number }).miles) }),
-      unsuitable: (text) => text.includes('Horoscope'),
-    });
-    cleanup.push(() => python.close());
-  });
-
-  afterEach(() => {
-    python.requests.length = 0;
-  });
-
 
   it('the emulation refuses hex hashes, as the Python SDK does', async () => {
-    const reply = await fetch(`${python.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: DISTANCE_HEX, protocolSources: [encodeDataUri(DISTANCE)], body: {} }) });
+    const reply = await fetch(`${peers.python.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: DISTANCE_HEX, protocolSources: [encodeDataUri(DISTANCE)], body: {} }) });
     expect(await reply.json()).toEqual({ status: 'error', message: 'Failed to download protocol' });
   });
 
 
   it('answers a Python sender under a protocol (base64 hash)', async () => {
-    const task = await pythonSend(agent.url, { protocol: DISTANCE, bodies: [{ miles: 5 }] });
+    const task = await pythonSend(peers.agent.url, { protocol: DISTANCE, bodies: [{ miles: 5 }] });
     expect(task.replies).toEqual([{ status: 'success', body: { km: 8.047 } }]);
     expect(task.requests[0]!.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 5 } });
   });
 
 
   it('answers a Python sender in natural language: multiround, re-sent fields, DELETE', async () => {
-    const task = await pythonSend(agent.url, { bodies: ['What is 6 miles in km?', 'And back?'] });
+    const task = await pythonSend(peers.agent.url, { bodies: ['What is 6 miles in km?', 'And back?'] });
     const [first, second, closed] = task.replies;
     expect(first).toMatchObject({ status: 'success', body: '6 miles is 9.656 km.', conversationId: expect.any(String) });
     expect(second).toMatchObject({ status: 'success', body: 'You said: And back?', conversationId: first.conversationId });
@@ -82,7 +61,7 @@ describe('Python SDK 0.2.0 peers', () => {
 
 
   it('answers a Python sender in a multiround conversation under a protocol', async () => {
-    const task = await pythonSend(agent.url, { protocol: DISTANCE, multiround: true, bodies: [{ miles: 1 }, { miles: 3 }] });
+    const task = await pythonSend(peers.agent.url, { protocol: DISTANCE, multiround: true, bodies: [{ miles: 1 }, { miles: 3 }] });
     expect(task.replies.map((reply) => reply.body)).toEqual([{ km: 1.609 }, { km: 4.828 }, null]);
   });
 });

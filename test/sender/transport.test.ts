@@ -1,31 +1,23 @@
 // src/sender/transport.ts: failures read into AgoraErrors that name the method and URL.
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { NL_ONLY, NOT_SERVED, failureOf, km, senderFixture, type Started } from '../helpers/sender.js';
-import { pythonHash, startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
+import { describe, expect, it } from 'vitest';
+import { NL_ONLY, NOT_SERVED, failureOf, senderSuite } from '../helpers/sender.js';
+import { pythonHash } from '../helpers/python-peer.js';
 
-const { cleanup, startReceiver, rawServer, sender } = senderFixture();
-let agent: Started;
-let routinesOnly: Started;
-
-beforeAll(async () => {
-  [agent, routinesOnly] = await Promise.all([startReceiver(), startReceiver({ llm: false })]);
-});
-
-afterAll(() => cleanup.run());
+const { rawServer, sender, peers } = senderSuite({ routinesOnly: true, python: true });
 
 describe('peer failures', () => {
   it("reads failures into AgoraError with the peer's exact text and status", async () => {
     const client = sender();
-    const natural = await failureOf(client.query(routinesOnly.url, { body: 'hello' }));
-    expect(natural).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${routinesOnly.url}/: HTTP 200: ${NL_ONLY}`, status: 200 });
-    const unsupported = await failureOf(client.query(routinesOnly.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
-    expect(unsupported).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${routinesOnly.url}/: HTTP 200: Unsupported protocol`, status: 200 });
+    const natural = await failureOf(client.query(peers.routinesOnly.url, { body: 'hello' }));
+    expect(natural).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.routinesOnly.url}/: HTTP 200: ${NL_ONLY}`, status: 200 });
+    const unsupported = await failureOf(client.query(peers.routinesOnly.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
+    expect(unsupported).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.routinesOnly.url}/: HTTP 200: Unsupported protocol`, status: 200 });
 
-    const conversation = client.conversation(agent.url);
+    const conversation = client.conversation(peers.agent.url);
     const { conversationId } = await conversation.send('What is 1 mile in km?');
-    await fetch(`${agent.url}/conversations/${conversationId}`, { method: 'DELETE' });
+    await fetch(`${peers.agent.url}/conversations/${conversationId}`, { method: 'DELETE' });
     const expired = await failureOf(conversation.send('still there?'));
-    expect(expired).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${agent.url}/conversations/${conversationId}: HTTP 200: Conversation expired`, status: 200 });
+    expect(expired).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.agent.url}/conversations/${conversationId}: HTTP 200: Conversation expired`, status: 200 });
     await conversation.close(); // already gone: closing is done, not an error
 
     const forgetful = await rawServer((request, respond) =>
@@ -63,28 +55,14 @@ describe('peer failures', () => {
 });
 
 describe('Python SDK 0.2.0 peers', () => {
-  let python: PythonPeer;
-
-  beforeAll(async () => {
-    python = await startPythonPeer({
-      answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : { km: km((body as { miles: number }).miles) }),
-      unsuitable: (text) => text.includes('Horoscope'),
-    });
-    cleanup.push(() => python.close());
-  });
-
-  afterEach(() => {
-    python.requests.length = 0;
-  });
-
 
   it("reads the Python failure shape, keeping the peer's text", async () => {
-    const refused = await failureOf(sender().query(python.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
-    expect(refused).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${python.url}/: HTTP 200: ${pythonHash(NOT_SERVED)} is not suitable for execution`, status: 200 });
-    const conversation = sender().conversation(python.url);
+    const refused = await failureOf(sender().query(peers.python.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
+    expect(refused).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.python.url}/: HTTP 200: ${pythonHash(NOT_SERVED)} is not suitable for execution`, status: 200 });
+    const conversation = sender().conversation(peers.python.url);
     const { conversationId } = await conversation.send('hi');
-    await fetch(`${python.url}/conversations/${conversationId}`, { method: 'DELETE' });
-    expect((await failureOf(conversation.send('again'))).message).toBe(`POST ${python.url}/conversations/${conversationId}: HTTP 200: Conversation not found.`);
+    await fetch(`${peers.python.url}/conversations/${conversationId}`, { method: 'DELETE' });
+    expect((await failureOf(conversation.send('again'))).message).toBe(`POST ${peers.python.url}/conversations/${conversationId}: HTTP 200: Conversation not found.`);
     await conversation.close();
   });
 
