@@ -88,7 +88,7 @@ describe('streamed replies (SSE)', () => {
     for (const bad of ['x', '-1', '99']) {
       const response = await fetch(`${agent.url}/conversations/${id}/events`, { headers: { 'last-event-id': bad } });
       expect(response.status).toBe(400);
-      expect((await response.json()).status).toBe('failure');
+      expect(((await response.json()) as { status: string }).status).toBe('failure');
     }
     expect((await fetch(`${agent.url}/conversations/unknown_id/events`)).status).toBe(404);
     await agent.receiver.end(id);
