@@ -18,7 +18,7 @@ import { Suitability } from './receiver/suitability.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
 import type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
 import { resumeEvents } from './receiver/resume.js';
-import { streamTurn, type ReplyEvent } from './receiver/stream.js';
+import { streamTurn, type EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 export type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
@@ -273,12 +273,12 @@ export class Receiver implements ReceiverApi {
     return this.#answerer.route(known);
   }
 
-  queryStream(request: QueryRequest, context?: RequestContext): AsyncIterableIterator<ReplyEvent> {
+  queryStream(request: QueryRequest, context?: RequestContext): EventChannel {
     this.counters.stream('query');
     return streamTurn({ ...this.#streaming, context, run: (inner) => this.query(request, inner) });
   }
 
-  followUpStream(id: string, request: FollowUpRequest, context?: RequestContext): AsyncIterableIterator<ReplyEvent> {
+  followUpStream(id: string, request: FollowUpRequest, context?: RequestContext): EventChannel {
     this.counters.stream('follow_up');
     return streamTurn({ ...this.#streaming, context, run: (inner) => this.followUp(id, request, inner) });
   }

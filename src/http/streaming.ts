@@ -2,7 +2,7 @@
 // and resumed on `GET /conversations/:id/events`. The core opens the stream; adapters write it with `writeEventStream`.
 import type { ServerResponse } from 'node:http';
 import { AgoraError } from '../errors.js';
-import type { ReplyEvent } from '../receiver.js';
+import type { EventChannel, ReplyEvent } from '../receiver.js';
 import { failure, type CoreResponse } from './_response.js';
 
 /** How a stream is written: heartbeats for proxies, and the bound on what a slow reader may leave buffered. */
@@ -52,25 +52,27 @@ export function parseLastEventId(header: string | string[] | undefined): number 
 }
 
 /**
- * Opens a streamed reply: waits for its first event, so a failure before the turn began (unknown conversation,
- * bad request: any failure that is not an Agora-level 200) answers as plain JSON with its status, as without streaming.
+ * Opens a streamed reply once its turn began or its first event came: a failure before the turn began (unknown
+ * conversation, bad request: any failure that is not an Agora-level 200) answers as plain JSON with its status, as
+ * without streaming; from the turn's start the headers go out, so heartbeats cover a slow first token.
  */
-export async function openReplyStream(events: AsyncIterableIterator<ReplyEvent>): Promise<StreamingResponse> {
-  const first = await events.next();
-  if (!first.done && first.value.type === 'error' && first.value.status !== 200) {
-    await events.return?.();
-    return failure(first.value.status, first.value.error);
+export async function openReplyStream(events: EventChannel): Promise<StreamingResponse> {
+  const first = events.next();
+  const opened = await Promise.race([first, events.started.then(() => undefined)]);
+  if (opened && !opened.done && opened.value.type === 'error' && opened.value.status !== 200) {
+    await events.return();
+    return failure(opened.value.status, opened.value.error);
   }
-  let pending: IteratorResult<ReplyEvent> | undefined = first;
+  let pending: Promise<IteratorResult<ReplyEvent>> | undefined = first;
   const iterator: AsyncIterator<ReplyEvent> = {
     next: () => {
       if (pending === undefined) return events.next();
       const result = pending;
       pending = undefined;
-      return Promise.resolve(result);
+      return result;
     },
   };
-  return { status: 200, headers: { ...SSE_HEADERS }, body: '', stream: { events: iterator, cancel: () => void events.return?.() } };
+  return { status: 200, headers: { ...SSE_HEADERS }, body: '', stream: { events: iterator, cancel: () => void events.return() } };
 }
 
 /** A stream of resumed events; `controller` is the one whose signal the resumption was opened with. */

@@ -54,7 +54,7 @@ export function toReplyEvent(stored: StoredEvent): ReplyEvent {
  * on when the consumer stops (`return()`), so its state is saved and its stream can be resumed; a single-round turn
  * is aborted at once when the consumer stops (its LLM call closed, no tokens paid for nobody).
  */
-export function streamTurn(options: StreamTurnOptions): AsyncIterableIterator<ReplyEvent> {
+export function streamTurn(options: StreamTurnOptions): EventChannel {
   const { log, ttlMs, logger, metrics } = options;
   const channel = new EventChannel();
   const controller = new AbortController();
@@ -109,6 +109,7 @@ export function streamTurn(options: StreamTurnOptions): AsyncIterableIterator<Re
     onDelta,
     onTurn(id, first) {
       started = true;
+      channel.markStarted();
       conversationId = id;
       // A follow-up's client knows its conversation: only a first turn announces one.
       if (id !== null && first) announce = id;
@@ -142,8 +143,16 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
   #waiting: ((result: IteratorResult<ReplyEvent>) => void) | undefined;
   #ended = false;
   #closed = false;
+  #markStarted!: () => void;
   /** Called once when the consumer stops early. */
   onCancel: (() => void) | undefined;
+  /** Resolves when the turn begins (the request was valid: its conversation found, its protocol served). */
+  readonly started = new Promise<void>((resolve) => (this.#markStarted = resolve));
+
+  /** The turn began. */
+  markStarted(): void {
+    this.#markStarted();
+  }
 
   /** Queues an event (dropped once the consumer stopped). */
   push(event: ReplyEvent): void {

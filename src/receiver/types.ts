@@ -8,7 +8,7 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { RoutineContext } from '../routine/define.js';
 import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
-import type { ReplyEvent } from './stream.js';
+import type { EventChannel, ReplyEvent } from './stream.js';
 
 /** Who is asking, as the HTTP edge knows it (used for logs, rate limits and links). */
 export type RequestContext = {
@@ -38,9 +38,9 @@ export interface ReceiverApi {
   /** `GET /metrics`: Prometheus text. */
   metrics(): Promise<string>;
   /** `POST /` streamed: the reply's pieces, then its `done` or `error` event (optional: without it, replies come whole). */
-  queryStream?(request: QueryRequest, context?: RequestContext): AsyncIterableIterator<ReplyEvent>;
+  queryStream?(request: QueryRequest, context?: RequestContext): EventChannel;
   /** `POST /conversations/:id` streamed. */
-  followUpStream?(id: string, request: FollowUpRequest, context?: RequestContext): AsyncIterableIterator<ReplyEvent>;
+  followUpStream?(id: string, request: FollowUpRequest, context?: RequestContext): EventChannel;
   /**
    * `GET /conversations/:id/events`: the events of a streamed turn after `lastEventId` (else the latest turn's), then
    * live until its `done` or `error`. Throws CONVERSATION_NOT_FOUND, CONVERSATION_EXPIRED, or BAD_REQUEST for an id
