@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import { AgoraError } from './errors.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, type CoreRequest, type HttpOptions } from './http/handler.js';
 import { readBody } from './http/server.js';
+import { writeEventStream, type StreamingOptions } from './http/streaming.js';
 import type { ReceiverApi } from './receiver.js';
 
 /**
@@ -9,7 +10,7 @@ import type { ReceiverApi } from './receiver.js';
  * Mount it before body parsers to have their errors (malformed JSON, their own size limit) answered as Agora JSON too.
  * @example app.use('/agora', agoraRouter(receiver));
  */
-export function agoraRouter(receiver: ReceiverApi, options: HttpOptions = {}): Router {
+export function agoraRouter(receiver: ReceiverApi, options: HttpOptions & StreamingOptions = {}): Router {
   const handle = createHandler(receiver, options);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const router = express.Router();
@@ -27,8 +28,9 @@ export function agoraRouter(receiver: ReceiverApi, options: HttpOptions = {}): R
       baseUrl: `${request.protocol}://${request.get('host') ?? 'localhost'}${request.baseUrl}`,
     };
     handle(core).then((result) => {
+      if (result.stream) return writeEventStream(response, { ...result, stream: result.stream }, options);
       response.writeHead(result.status, result.headers).end(result.body);
-    }, next);
+    }, next).catch(next);
   });
   return router;
 }
