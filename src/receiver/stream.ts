@@ -63,7 +63,7 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
   if (outer?.aborted) forward();
   else outer?.addEventListener('abort', forward, { once: true });
 
-  const turnKey = nanoid(12);
+  let turnKey: string | undefined;
   let started = false;
   /** The conversation whose log keeps this turn's events; null for a single-round query. */
   let conversationId: string | null = null;
@@ -79,8 +79,9 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
       return;
     }
     const id = conversationId;
+    const turn = (turnKey ??= nanoid(12));
     tail = tail
-      .then(() => log.append(id, { turn: turnKey, kind, data }, ttlMs))
+      .then(() => log.append(id, { turn, kind, data }, ttlMs))
       .then(
         (eventId) => channel.push(build(eventId)),
         (error: unknown) => {
