@@ -117,6 +117,8 @@ export async function writeEventStream(response: ServerResponse, result: Streami
       const next = stream.events.next();
       if (corked && (await Promise.race([next, nextTick()])) === WAITING) {
         corked = false;
+        // The client learns at once that its stream is open, before the first event.
+        response.flushHeaders();
         response.uncork();
         // Only a stream that waits needs a heartbeat, and only one timer is made for it.
         if (heartbeatMs > 0) {
