@@ -107,28 +107,16 @@ export async function writeEventStream(response: ServerResponse, result: Streami
   };
   if (response.destroyed) return onClose();
   response.once('close', onClose);
-  // Corked until the stream has to wait: a reply ready at once (a routine) goes out in one write, headers included.
-  response.cork();
-  let corked = true;
   response.writeHead(result.status, result.headers);
-  let heartbeat: NodeJS.Timeout | undefined;
+  // Headers go out now: the client learns at once that its stream is open.
+  response.flushHeaders();
+  const heartbeat = heartbeatMs > 0 ? setInterval(() => response.write(': ping\n\n'), heartbeatMs) : undefined;
+  heartbeat?.unref();
   try {
     for (;;) {
-      const next = stream.events.next();
-      if (corked && (await Promise.race([next, nextTick()])) === WAITING) {
-        corked = false;
-        // The client learns at once that its stream is open, before the first event.
-        response.flushHeaders();
-        response.uncork();
-        // Only a stream that waits needs a heartbeat, and only one timer is made for it.
-        if (heartbeatMs > 0) {
-          heartbeat = setInterval(() => response.write(': ping\n\n'), heartbeatMs);
-          heartbeat.unref();
-        }
-      }
-      const item = await next;
-      if (item.done || closed) break;
-      if (!response.write(formatEvent(item.value)) && response.writableLength > maxBuffered) {
+      const next = await stream.events.next();
+      if (next.done || closed) break;
+      if (!response.write(formatEvent(next.value)) && response.writableLength > maxBuffered) {
         options.onDrop?.(response.writableLength);
         response.destroy();
         break;
@@ -137,16 +125,8 @@ export async function writeEventStream(response: ServerResponse, result: Streami
   } finally {
     if (heartbeat) clearInterval(heartbeat);
     if (!closed && !response.destroyed) response.end();
-    if (corked) response.uncork();
     // After our own end, 'close' means nothing to cancel.
     response.off('close', onClose);
     if (!closed && response.destroyed) onClose();
   }
-}
-
-const WAITING = Symbol('waiting');
-
-// One turn of the event loop: what a reply ready at once needs to arrive.
-function nextTick(): Promise<typeof WAITING> {
-  return new Promise((resolve) => setImmediate(resolve, WAITING));
 }
