@@ -161,15 +161,46 @@ describe('Receiver with routines', () => {
     expect(await receiver.wellknown()).toEqual({});
   });
 
-  it('learns a document from a data: source, stores it and knows it after a restart', async () => {
+  it('neither stores nor serves a stranger\'s document it will not answer (finding 3)', async () => {
     const { receiver, folder } = await setup({});
-    const text = echoProtocol('Learned');
-    await expect(receiver.query({ protocolHash: hashText(text, 'base64'), protocolSources: [encodeDataUri(text)], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
-    expect(await receiver.document(hashText(text))).toBe(text);
+    const texts = Array.from({ length: 40 }, (_, index) => echoProtocol(`Stranger ${index}`));
+    for (const text of texts) {
+      await expect(receiver.query({ protocolHash: hashText(text, 'base64'), protocolSources: [encodeDataUri(text)], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    }
+    for (const text of texts) expect(await receiver.document(hashText(text))).toBeUndefined();
+    expect(await receiver.memory.keys('documents/')).toEqual([]);
+    expect(await receiver.wellknown()).toEqual({});
+    // Held only in a small cache for the query that brought it.
+    expect(receiver.registry.learnedSize()).toEqual({ count: 0, bytes: 0, candidates: 16 });
     await receiver.close();
     const again = await Receiver.start({ dir: folder.dir, watch: false, logger: memoryLogger() });
     cleanups.push(() => again.close());
-    expect(await again.document(hashText(text))).toBe(text);
+    expect(await again.document(hashText(texts[0]!))).toBeUndefined();
+  });
+
+  it('refuses a document over the size cap from a data: source without reading it further', async () => {
+    const text = echoProtocol(`Huge ${'x'.repeat(900 * 1024)}`);
+    const { receiver, logger } = await setup({});
+    await expect(receiver.query({ protocolHash: hashText(text), protocolSources: [encodeDataUri(text)], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    expect(logger.lines.some((line) => /larger than 65536 bytes/.test(line))).toBe(true);
+    const small = await setup({}, { maxDocumentBytes: 100 });
+    await expect(small.receiver.query({ protocolHash: hashText(echoProtocol('Small')), protocolSources: [encodeDataUri(echoProtocol('Small'))], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    expect(small.logger.lines.some((line) => /larger than 100 bytes/.test(line))).toBe(true);
+  });
+
+  it('stores and serves a stranger\'s document once a routine answers it, and knows it after a restart', async () => {
+    const text = echoProtocol('Learned');
+    const hash = hashText(text);
+    const extensions = { routineFor: async (wanted: string) => (wanted === hash ? async () => ({ echo: 'generated' }) : undefined) };
+    const { receiver, folder } = await setup({}, { extensions });
+    expect(await receiver.query({ protocolHash: hashText(text, 'base64'), protocolSources: [encodeDataUri(text)], body: {} })).toEqual({ status: 'success', body: { echo: 'generated' } });
+    expect(await receiver.document(hash)).toBe(text);
+    expect(await receiver.memory.keys('documents/')).toEqual([`documents/${hash}`]);
+    await receiver.close();
+    const again = await Receiver.start({ dir: folder.dir, watch: false, logger: memoryLogger(), extensions });
+    cleanups.push(() => again.close());
+    expect(await again.document(hash)).toBe(text);
+    expect((await again.query({ protocolHash: hash, body: {} })).body).toEqual({ echo: 'generated' });
   });
 
   it('reloads routines when their file changes and serves new protocol files', async () => {

@@ -81,6 +81,12 @@ export type ReceiverOptions = {
   routineTimeout?: number;
   /** Allow protocol sources on loopback and private networks (default false). */
   allowPrivateSources?: boolean;
+  /** Largest protocol document accepted from a peer, from any source (`data:` included), in bytes (default 64 KiB). */
+  maxDocumentBytes?: number;
+  /** Documents learned from peers kept, the least recently used evicted first (default 500). */
+  maxLearnedDocuments?: number;
+  /** Bytes of documents learned from peers kept (default 16 MiB). */
+  maxLearnedBytes?: number;
   /** This agent's public base URL, for the `/protocols/:hash` sources it lists. */
   publicUrl?: string;
   /** Cap on live conversations (default unlimited). */
