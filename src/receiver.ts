@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { nanoid } from 'nanoid';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError, describeError } from './errors.js';
+import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
@@ -86,6 +87,7 @@ export class Receiver implements ReceiverApi {
       responderCall: (protocol, purpose, signal) => this.responderCall(protocol, purpose, signal),
       routineTimeoutMs: (options.routineTimeout ?? 10) * 1000,
       maxHistory: Math.max(2, options.maxHistory ?? 40),
+      maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
   }
 
@@ -149,6 +151,7 @@ export class Receiver implements ReceiverApi {
       profile: this.profile(),
       onUsage: (usage) => this.counters.llmCall(protocol, purpose, usage.inputTokens, usage.outputTokens),
       ...(this.#options.maxToolSteps ? { maxSteps: this.#options.maxToolSteps } : {}),
+      ...(this.#options.maxLlmChars ? { maxChars: this.#options.maxLlmChars } : {}),
       ...(signal ? { signal } : {}),
     };
   }

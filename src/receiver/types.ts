@@ -93,6 +93,8 @@ export type ReceiverOptions = {
   maxConversations?: number;
   /** Messages of history kept per conversation for the LLM (default 40, the latest). */
   maxHistory?: number;
+  /** Characters one LLM call may carry: system prompt, document, history (by size) and body (default 200,000). */
+  maxLlmChars?: number;
   /** Bound on LLM calls per answer in the tool loop (default 8). */
   maxToolSteps?: number;
   /** Watch `protocols/`, `routines/` and `tools/` for changes (default true). */
