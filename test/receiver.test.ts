@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { rm } from 'node:fs/promises';
+import { rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MemoryConversationStore } from '../src/conversation/store.js';
 import { hashText } from '../src/protocol/document.js';
@@ -201,6 +201,31 @@ describe('Receiver with routines', () => {
     cleanups.push(() => again.close());
     expect(await again.document(hash)).toBe(text);
     expect((await again.query({ protocolHash: hash, body: {} })).body).toEqual({ echo: 'generated' });
+  });
+
+  it('drops a protocol file being rewritten from /wellknown at once, and keeps its old text for conversations under way only (finding 11)', async () => {
+    let now = Date.now() + 10_000;
+    const first = echoProtocol('Echo', true);
+    const { receiver, folder } = await setup({ 'protocols/echo.md': first, 'routines/echo.ts': ECHO_ROUTINE }, { now: () => now });
+    const oldHash = hashText(first);
+    const started = await receiver.query({ protocolHash: oldHash, body: { message: 'a' }, multiround: true });
+    const file = join(folder.dir, 'protocols', 'echo.md');
+    const second = echoProtocol('Echo', true, `Version two. ${'y'.repeat(50_000)}\n`);
+    // Rewritten in place, half-way: 100 ms since the last write, not settled.
+    await writeFile(file, second.slice(0, 20_000));
+    await utimes(file, new Date(now), new Date(now - 100));
+    await receiver.registry.scan();
+    expect(await receiver.wellknown()).toEqual({});
+    await expect(receiver.query({ protocolHash: oldHash, body: { message: 'new' } })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    await expect(receiver.query({ protocolHash: hashText(second.slice(0, 20_000)), body: { message: 'torn' } })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    // The conversation begun under the old text goes on.
+    expect((await receiver.followUp(started.conversationId!, { body: { message: 'b' } })).body).toEqual({ echo: 'b #2' });
+    // Whole and settled: listed under its new hash only.
+    await writeFile(file, second);
+    now = Date.now() + 10_000;
+    await receiver.registry.scan();
+    expect(Object.keys(await receiver.wellknown())).toEqual([hashText(second)]);
+    expect((await receiver.query({ protocolHash: hashText(second), body: { message: 'c' } })).body).toEqual({ echo: 'c' });
   });
 
   it('reloads routines when their file changes and serves new protocol files', async () => {
