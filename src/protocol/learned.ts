@@ -104,6 +104,7 @@ export class LearnedDocuments {
         }
       }),
     );
+    if (!loaded.length) return;
     // Oldest use first, so the map's order is the order of use.
     loaded.sort((a, b) => a.usedAt - b.usedAt);
     const known = new Map(this.#learned.entries);
