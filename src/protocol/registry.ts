@@ -1,14 +1,9 @@
-import type { Stats } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import { watchFolder } from '../_files.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
 import { LearnedDocuments, type LearnedLimits } from './learned.js';
-import { statAndRead, statAndReadSync, type FileRead } from './_read.js';
+import { ProtocolFolder } from './folder.js';
 import { resolveSources, type SourceOptions } from './sources.js';
 
 /** A document the agent holds. */
@@ -41,8 +36,6 @@ export type RegistryOptions = {
   now?: () => number;
 };
 
-type FileEntry = { mtimeMs: number; size: number; hash?: string };
-
 /**
  * The protocol documents an agent holds: its `protocols/*.md` (watched; a file is registered once it has settled,
  * and a changed or removed one leaves the listing at once, its old text kept only for conversations under way) and
@@ -51,33 +44,22 @@ type FileEntry = { mtimeMs: number; size: number; hash?: string };
 export class ProtocolRegistry {
   readonly #options: RegistryOptions;
   readonly #now: () => number;
-  readonly #settleMs: number;
-  readonly #liveMs: number;
-  /** Local documents by hash: those in the folder, and replaced ones still in use. */
-  readonly #local = new Map<string, KnownDocument & { usedAt?: number }>();
+  readonly #folder: ProtocolFolder;
   readonly #learned: LearnedDocuments;
-  /** file name → what was last read from it. */
-  readonly #files = new Map<string, FileEntry>();
-  /** hash → local name, for the documents currently in the folder. */
-  #current = new Map<string, string>();
   readonly #fetching = new Map<string, Promise<ProtocolDocument | undefined>>();
   #unwatch: (() => void) | undefined;
-  #scanning: Promise<void> | undefined;
-  #rescan = false;
-  #settleTimer: NodeJS.Timeout | undefined;
-  #closed = false;
 
   constructor(options: RegistryOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
-    this.#settleMs = options.settleMs ?? 500;
-    this.#liveMs = options.learned?.liveMs ?? 300_000;
+    const liveMs = options.learned?.liveMs ?? 300_000;
+    this.#folder = new ProtocolFolder({ directory: options.directory, logger: options.logger, settleMs: options.settleMs ?? 500, liveMs, now: this.#now });
     this.#learned = new LearnedDocuments({ ...options.learned, memory: options.memory, logger: options.logger, now: this.#now });
   }
 
   /** Loads the folder and the learned documents, then starts watching. */
   async start(): Promise<void> {
-    await Promise.all([this.#scan(true), this.refreshLearned()]);
+    await Promise.all([this.#folder.scan(true), this.refreshLearned()]);
     if (this.#options.watch !== false) {
       this.#unwatch = watchFolder(this.#options.directory, () => void this.scan());
     }
@@ -85,150 +67,22 @@ export class ProtocolRegistry {
 
   /** Loads the documents learned since, by another process sharing the memory (Redis) or before a restart. */
   async refreshLearned(): Promise<void> {
-    await this.#learned.load((hash) => this.#current.has(hash));
+    await this.#learned.load((hash) => this.#folder.isCurrent(hash));
   }
 
   /** Re-reads the folder (the watcher calls it; tests may too). Concurrent calls coalesce. */
   async scan(): Promise<void> {
-    return this.#scan(false);
-  }
-
-  /**
-   * `initial`: the first scan, before the agent serves anything, reads synchronously (a thread-pool round trip per
-   * stat and read costs more than the read itself for small files: 1,000 documents load ~4× faster) and takes files
-   * as they are; later scans wait for a file to settle.
-   */
-  #scan(initial: boolean): Promise<void> {
-    if (this.#scanning) {
-      this.#rescan = true;
-      return this.#scanning;
-    }
-    this.#scanning = (async () => {
-      let synchronous = initial;
-      do {
-        this.#rescan = false;
-        await this.#scanOnce(synchronous);
-        synchronous = false;
-      } while (this.#rescan);
-    })().finally(() => {
-      this.#scanning = undefined;
-    });
-    return this.#scanning;
-  }
-
-  /** Scans again once the youngest unsettled file should have settled. */
-  #scanLater(delayMs: number): void {
-    if (this.#closed || this.#settleTimer) return;
-    this.#settleTimer = setTimeout(() => {
-      this.#settleTimer = undefined;
-      void this.scan();
-    }, Math.max(1, Math.ceil(delayMs)));
-    this.#settleTimer.unref?.();
-  }
-
-  async #scanOnce(synchronous: boolean): Promise<void> {
-    const { directory, logger } = this.#options;
-    let names: string[];
-    try {
-      names = (synchronous ? readdirSync(directory) : await readdir(directory)).filter((name) => name.endsWith('.md') && !name.startsWith('.')).sort();
-    } catch {
-      names = [];
-    }
-    const now = this.#now();
-    const current = new Map<string, string>();
-    let unsettled: number | undefined;
-    const waitFor = (delayMs: number) => (unsettled = Math.min(unsettled ?? delayMs, delayMs));
-    /** Whether a file must be read: new or changed since it was last read, and settled (else it keeps its hash). */
-    const mustRead = (fileName: string, info: Stats): boolean => {
-      if (!info.isFile()) return false;
-      const previous = this.#files.get(fileName);
-      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size) {
-        if (previous.hash) current.set(previous.hash, fileName.slice(0, -3));
-        return false;
-      }
-      // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
-      const age = now - info.mtimeMs;
-      if (!synchronous && age < this.#settleMs) {
-        waitFor(this.#settleMs - age);
-        return false;
-      }
-      return true;
-    };
-    const take = (fileName: string, file: string, read: FileRead) => {
-      if (read.changed) return waitFor(this.#settleMs);
-      const previous = this.#files.get(fileName);
-      const entry: FileEntry = { mtimeMs: read.info.mtimeMs, size: read.info.size };
-      this.#files.set(fileName, entry);
-      try {
-        const document = parseDocument(read.raw, file);
-        entry.hash = document.hash;
-        const name = fileName.slice(0, -3);
-        current.set(document.hash, name);
-        this.#local.set(document.hash, { document, origin: 'local', name, file });
-        if (previous) logger.info(`protocol ${fileName} changed: ${document.hash}`);
-      } catch (error) {
-        logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
-      }
-    };
-    const skip = (file: string, error: unknown) => {
-      // A directory named `*.md` is no protocol; a file removed between the listing and the read is gone.
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EISDIR' && code !== 'ENOENT') logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
-    };
-    if (synchronous) {
-      // A plain loop: no promise per file on the start-up path.
-      for (const fileName of names) {
-        const file = join(directory, fileName);
-        try {
-          const read = statAndReadSync(file, (info) => mustRead(fileName, info));
-          if (read) take(fileName, file, read);
-        } catch (error) {
-          skip(file, error);
-        }
-      }
-    } else {
-      await Promise.all(
-        names.map(async (fileName) => {
-          const file = join(directory, fileName);
-          try {
-            const read = await statAndRead(file, (info) => mustRead(fileName, info));
-            if (read) take(fileName, file, read);
-          } catch (error) {
-            skip(file, error);
-          }
-        }),
-      );
-    }
-    const seen = new Set(names);
-    for (const fileName of [...this.#files.keys()]) {
-      if (!seen.has(fileName)) this.#files.delete(fileName);
-    }
-    this.#current = current;
-    this.#dropRetired(now);
-    if (unsettled !== undefined) this.#scanLater(unsettled + 20);
-  }
-
-  /** Forgets replaced or removed versions no conversation has used within the live window. */
-  #dropRetired(now: number): void {
-    for (const [hash, known] of this.#local) {
-      if (this.#current.has(hash)) continue;
-      if (known.usedAt === undefined || now - known.usedAt >= this.#liveMs) this.#local.delete(hash);
-    }
+    return this.#folder.scan();
   }
 
   /** The documents currently in `protocols/`, with their names. */
   local(): { name: string; document: ProtocolDocument }[] {
-    const result: { name: string; document: ProtocolDocument }[] = [];
-    for (const [hash, name] of this.#current) {
-      const known = this.#local.get(hash);
-      if (known) result.push({ name, document: known.document });
-    }
-    return result.sort((a, b) => a.name.localeCompare(b.name));
+    return this.#folder.list();
   }
 
   /** Documents learned from peers and chosen (stored and served), least recently used first. */
   learned(): ProtocolDocument[] {
-    return this.#learned.list().filter((document) => !this.#current.has(document.hash));
+    return this.#learned.list().filter((document) => !this.#folder.isCurrent(document.hash));
   }
 
   /** Count and bytes of the learned documents, and candidates held. */
@@ -238,16 +92,15 @@ export class ProtocolRegistry {
 
   /** A document in the folder or learned, by hex hash (not a replaced version, not a candidate). */
   get(hash: string): KnownDocument | undefined {
-    const name = this.#current.get(hash);
-    const local = name === undefined ? undefined : this.#local.get(hash);
-    if (local) return { document: local.document, origin: 'local', name, ...(local.file ? { file: local.file } : {}) };
+    const local = this.#folder.find(hash);
+    if (local) return { document: local.document, origin: 'local', name: local.name, file: local.file };
     const learned = this.#learned.peek(hash);
     return learned ? { document: learned, origin: 'learned' } : undefined;
   }
 
   /** The text served at `/protocols/<hash>`: folder, replaced versions still in use, and learned documents. */
   text(hash: string): string | undefined {
-    return (this.#local.get(hash) ?? this.get(hash))?.document.text;
+    return (this.#folder.find(hash, true) ?? this.get(hash))?.document.text;
   }
 
   /**
@@ -279,10 +132,10 @@ export class ProtocolRegistry {
 
   /** The document of a turn in a conversation under way: also a replaced version of a local file. */
   async forConversation(hash: string, sources: readonly string[] | null | undefined): Promise<KnownDocument | undefined> {
-    const local = this.#local.get(hash);
-    if (local && !this.#current.has(hash)) {
+    const local = this.#folder.find(hash, true);
+    if (local && !this.#folder.isCurrent(hash)) {
       local.usedAt = this.#now();
-      return { document: local.document, origin: 'local', ...(local.name ? { name: local.name } : {}) };
+      return { document: local.document, origin: 'local', name: local.name, file: local.file };
     }
     return this.resolve(hash, sources);
   }
@@ -290,7 +143,7 @@ export class ProtocolRegistry {
   /** Marks a document used: a local one stays answerable by conversations under way once replaced. */
   #used(known: KnownDocument): KnownDocument {
     if (known.origin === 'local') {
-      const local = this.#local.get(known.document.hash);
+      const local = this.#folder.find(known.document.hash);
       if (local) local.usedAt = this.#now();
     } else {
       this.#learned.use(known.document.hash);
@@ -309,8 +162,7 @@ export class ProtocolRegistry {
 
   /** Stops watching. */
   close(): void {
-    this.#closed = true;
-    clearTimeout(this.#settleTimer);
+    this.#folder.close();
     this.#unwatch?.();
   }
 }
