@@ -55,7 +55,7 @@ function describeMatches(matches: Match[]): string {
   return [...byField].map(([field, list]) => `${list.join(', ')} in ${field}`).join('; ');
 }
 
-/** The agent's protocol best matching the goal's words (ties: the first listed). */
+/** The agent's protocol best matching the goal's words (ties: the first listed); its only one when none matches. */
 export function bestProtocol(agent: AgentRecord, goal: string): AgentProtocol | undefined {
   const wanted = new Set(words(goal));
   let best: AgentProtocol | undefined;
@@ -69,7 +69,7 @@ export function bestProtocol(agent: AgentRecord, goal: string): AgentProtocol | 
       bestScore = score;
     }
   }
-  return best;
+  return best ?? (agent.protocols.length === 1 ? agent.protocols[0] : undefined);
 }
 
 /**
