@@ -3,7 +3,7 @@ import { consoleLogger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
-import { RateLimiter, TokenCheck } from './_limits.js';
+import { RateLimiter, TokenCheck, type RateLimitOptions } from './_limits.js';
 import { failure, JSON_TYPE, respond, type CoreResponse } from './_response.js';
 import { matchRoute } from './_routes.js';
 
@@ -18,12 +18,13 @@ export type HttpOptions = {
   publicUrl?: string;
   /** Bearer tokens; when non-empty, every route but `GET /wellknown`, `/.wellknown`, `/protocols/:hash` and `OPTIONS` needs one. */
   tokens?: string[];
-  /** At most `max` requests per client address per `windowMs` (fixed window); more → 429 with `Retry-After`. */
-  rateLimit?: { windowMs: number; max: number };
+  /**
+   * At most `max` requests per client address (IPv6: per /64) per `windowMs` (fixed window); more → 429 with
+   * `Retry-After`. With `redis`, the counts live there (under `prefix`, default `agora:`), shared by every process.
+   */
+  rateLimit?: RateLimitOptions;
   /** Where internal errors go (default: stderr). */
   logger?: { error(message: string): void; warn(message: string): void };
-  /** The rate limiter's clock in milliseconds (default `Date.now`), injected by tests. */
-  now?: () => number;
 };
 
 /** A parsed request as the core sees it: method, path relative to the mount point, lower-case headers, raw body. */
@@ -69,7 +70,7 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
   const tokens = new TokenCheck(options.tokens ?? []);
-  const limiter = options.rateLimit ? new RateLimiter(options.rateLimit.windowMs, options.rateLimit.max, options.now ?? Date.now) : undefined;
+  const limiter = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
 
   // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
   let lastHost: string | undefined;
@@ -110,7 +111,7 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
     try {
       const { method } = request;
       if (limiter) {
-        const retryAfter = limiter.hit(request.remoteAddress ?? '');
+        const retryAfter = await limiter.hit(request.remoteAddress);
         if (retryAfter > 0) {
           const response = failure(429, 'Too many requests');
           response.headers['retry-after'] = String(retryAfter);
