@@ -201,6 +201,10 @@ export class Receiver implements ReceiverApi {
     return this.counters.render();
   }
 
+  async ready(): Promise<boolean> {
+    return (await this.store.ready?.()) ?? true;
+  }
+
   async query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
     const target = targetOf(request.protocolHash);
     const route = await this.#routeOfQuery(target, request.protocolSources);

@@ -16,7 +16,7 @@ export type HttpOptions = {
   maxBodyBytes?: number;
   /** The agent's public base URL, given to the receiver as `context.baseUrl`; else derived from the request. */
   publicUrl?: string;
-  /** Bearer tokens; when non-empty, every route but `GET /wellknown`, `/.wellknown`, `/protocols/:hash` and `OPTIONS` needs one. */
+  /** Bearer tokens; when non-empty, every route but `GET /wellknown`, `/.wellknown`, `/protocols/:hash`, `/health`, `/ready` and `OPTIONS` needs one. */
   tokens?: string[];
   /**
    * At most `max` requests per client address (IPv6: per /64) per `windowMs` (fixed window); more → 429 with
@@ -51,6 +51,10 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const END_BODY = '{"status":"success","body":null}';
 const HEALTH_BODY = '{"status":"ok"}';
+const READY_BODY = '{"status":"ready"}';
+const DEGRADED_BODY = '{"status":"degraded","store":"unavailable"}';
+// Seconds a client is asked to wait when the store is unavailable: about one reconnection attempt.
+const STORE_RETRY_AFTER = '2';
 const CONVERSATION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 // Only a plain host[:port] may become part of a link we hand out; anything else is ignored.
 const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
@@ -95,6 +99,12 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
   function toFailure(error: unknown, request: CoreRequest): CoreResponse {
     if (isAgoraError(error)) {
       const status = typeof error.httpStatus === 'number' ? error.httpStatus : 500;
+      if (error.code === 'STORE_UNAVAILABLE') {
+        // Not logged per request: the connection's watcher logs the outage once.
+        const response = failure(503, 'Store unavailable');
+        response.headers['retry-after'] = STORE_RETRY_AFTER;
+        return response;
+      }
       if (status >= 500) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
       return failure(status, error.message);
     }
@@ -172,6 +182,15 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
         case 'health':
           if (!isRead) break;
           return respond(200, JSON_TYPE, HEALTH_BODY, isHead);
+        case 'ready': {
+          if (!isRead) break;
+          if ((await receiver.ready?.()) === false) {
+            const response = respond(503, JSON_TYPE, DEGRADED_BODY, isHead);
+            response.headers['retry-after'] = STORE_RETRY_AFTER;
+            return response;
+          }
+          return respond(200, JSON_TYPE, READY_BODY, isHead);
+        }
       }
       const response = failure(405, 'Method not allowed');
       response.headers.allow = route.allow;

@@ -43,6 +43,10 @@ export async function ownRedisServer() {
     await exited;
   }
 
+  /** Freezes the server (SIGSTOP): connections stay open, nothing is answered. */
+  const pause = () => void child?.kill('SIGSTOP');
+  const resume = () => void child?.kill('SIGCONT');
+
   await start();
-  return { port, url: `redis://127.0.0.1:${port}/0`, start, stop };
+  return { port, url: `redis://127.0.0.1:${port}/0`, start, stop, pause, resume };
 }
