@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { describeError, isAgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
@@ -42,6 +43,8 @@ export type CoreRequest = {
   baseUrl?: string;
   /** Aborted when the client goes away, passed on to the receiver. */
   signal?: AbortSignal;
+  /** This request's id in the logs (set by adapters that log requests); one is made up for an internal error otherwise. */
+  id?: string;
 };
 
 /** Default largest request body: 1 MiB. */
@@ -60,6 +63,11 @@ const CONVERSATION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const SAFE_BASE_URL = /^https?:\/\/(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 const EMPTY = Buffer.alloc(0);
+
+/** A new request id: 12 random base64url characters. */
+export function requestId(): string {
+  return randomBytes(9).toString('base64url');
+}
 
 function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
@@ -105,15 +113,30 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
         response.headers['retry-after'] = STORE_RETRY_AFTER;
         return response;
       }
-      if (status >= 500) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
-      return failure(status, error.message);
+      if (status === 413) {
+        // The rest of an oversize body is not worth reading: the connection ends with this answer.
+        const response = failure(413, error.message);
+        response.headers.connection = 'close';
+        return response;
+      }
+      if (status !== 500) {
+        if (status >= 500) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
+        return failure(status, error.message);
+      }
+      return internalError(request, describeError(error));
     }
     // A client that went away makes the receiver abort: not an internal error worth a log line.
-    if (!request.signal?.aborted) {
-      const details = error instanceof Error && error.stack ? error.stack : describeError(error);
-      logger.error(`${request.method} ${request.path} failed: ${details}`);
-    }
-    return failure(500, 'Internal error');
+    if (request.signal?.aborted) return failure(500, 'Internal error');
+    return internalError(request, error instanceof Error && error.stack ? error.stack : describeError(error));
+  }
+
+  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
+  function internalError(request: CoreRequest, details: string): CoreResponse {
+    const id = request.id ?? requestId();
+    logger.error(`request ${id}: ${request.method} ${request.path} failed: ${details}`);
+    const response = failure(500, `Internal error (request ${id})`);
+    response.headers['x-request-id'] = id;
+    return response;
   }
 
   // One async function for the whole request: every extra async layer costs a microtask on the hot path.

@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { AgoraError, describeError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import type { ReceiverApi } from '../receiver.js';
-import { createHandler, DEFAULT_MAX_BODY_BYTES, type CoreRequest, type HttpOptions } from './handler.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
 import { failure, JSON_TYPE, type CoreResponse } from './_response.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -185,8 +185,9 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
       result = await handle(request);
     } catch (error) {
-      logger.error(`${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-      result = failure(500, 'Internal error');
+      const id = requestId();
+      logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+      result = failure(500, `Internal error (request ${id})`);
     }
     if (response.headersSent || response.destroyed) return;
     // While closing, no connection is kept alive, so close() does not wait on idle sockets.
