@@ -24,8 +24,8 @@ export type HttpOptions = {
    * `Retry-After`. With `redis`, the counts live there (under `prefix`, default `agora:`), shared by every process.
    */
   rateLimit?: RateLimitOptions;
-  /** Where internal errors go (default: stderr). */
-  logger?: { error(message: string): void; warn(message: string): void };
+  /** Where internal errors go (default: stderr); with `debug`, `startServer` logs one line per request. */
+  logger?: { error(message: string): void; warn(message: string): void; debug?(message: string): void };
 };
 
 /** A parsed request as the core sees it: method, path relative to the mount point, lower-case headers, raw body. */

@@ -36,6 +36,12 @@ describe('bearer tokens', () => {
     expect((await fetch(`${server.url}/protocols/${METEO_HEX}`)).status).toBe(200);
     expect((await fetch(`${server.url}/`, { method: 'OPTIONS' })).status).toBe(204);
   });
+
+  it('leaves the probes /health and /ready public (they carry no data), keeps /metrics behind the token', async () => {
+    expect((await call(server.url, 'GET', '/health')).json).toEqual({ status: 'ok' });
+    expect((await call(server.url, 'GET', '/ready')).json).toEqual({ status: 'ready' });
+    expect((await call(server.url, 'GET', '/metrics')).status).toBe(401);
+  });
 });
 
 describe('rate limit', () => {

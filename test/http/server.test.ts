@@ -341,3 +341,21 @@ describe('client disconnects', () => {
     }
   });
 });
+
+describe('request log', () => {
+  it('writes one debug line per request (id, method, path, status, ms), and the id of a 500 is the one in its line', async () => {
+    const lines: string[] = [];
+    const logger = { ...memoryLogger(), debug: (message: string) => void lines.push(message), error: (message: string) => void lines.push(`error ${message}`) };
+    const server = await startServer(fakeReceiver().receiver, { port: 0, logger });
+    try {
+      await call(server.url, 'GET', '/health');
+      const crashed = await call(server.url, 'POST', '/', { body: { crash: true } });
+      const id = crashed.headers.get('x-request-id');
+      expect(lines[0]).toMatch(/^request [A-Za-z0-9_-]{12}: GET \/health 200 \d+\.\dms$/);
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^error request ${id}: POST / failed`)));
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^request ${id}: POST / 500 `)));
+    } finally {
+      await server.close();
+    }
+  });
+});
