@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { AgoraError, describeError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import type { ReceiverApi } from '../receiver.js';
-import { createHandler, DEFAULT_MAX_BODY_BYTES, type CoreRequest, type HttpOptions } from './handler.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
 import { failure, JSON_TYPE, type CoreResponse } from './_response.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -69,6 +69,7 @@ class NodeCoreRequest implements CoreRequest {
   readonly body: undefined = undefined;
   readonly remoteAddress: string | undefined;
   signal: AbortSignal | undefined = undefined;
+  id: string | undefined = undefined;
 
   constructor(
     private readonly incoming: IncomingMessage,
@@ -155,7 +156,7 @@ export type RunningServer = { server: Server; url: string; port: number; close()
  */
 export async function startServer(receiver: ReceiverApi, options: ServerOptions = {}): Promise<RunningServer> {
   const handle = createHandler(receiver, options);
-  const logger = options.logger ?? consoleLogger();
+  const logger: NonNullable<HttpOptions['logger']> = options.logger ?? consoleLogger();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   // Node refuses a headers timeout longer than the request timeout.
@@ -178,21 +179,29 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     }
   }
 
+  // Checked once: with debug off (the default) a request pays nothing for the request log.
+  const debug = logger.debug?.bind(logger);
+
   async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     let result: CoreResponse;
+    const started = debug ? performance.now() : 0;
+    let id: string | undefined;
     try {
       const request = new NodeCoreRequest(incoming, maxBodyBytes);
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
+      if (debug) request.id = id = requestId();
       result = await handle(request);
     } catch (error) {
-      logger.error(`${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-      result = failure(500, 'Internal error');
+      const id = requestId();
+      logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+      result = failure(500, `Internal error (request ${id})`);
     }
     if (response.headersSent || response.destroyed) return;
     // While closing, no connection is kept alive, so close() does not wait on idle sockets.
     if (closing) response.shouldKeepAlive = false;
     try {
       response.writeHead(result.status, result.headers).end(result.body);
+      if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
     } catch (error) {
       // A rejection here would be unhandled and end the process: log, and drop this one connection.
       logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
