@@ -22,7 +22,7 @@ export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
 export { defineRoutine, type Routine, type RoutineContext, type RoutineDefinition, type RoutineFunction } from './routine/define.js';
 export { defineTool, type Tool, type ToolContext } from './tool/define.js';
 export { converse, type LanguageModel, type LlmRequest, type LlmResponse, type LlmMessage, type LlmUsage } from './llm/toolformer.js';
-export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOptions } from './llm/anthropic.js';
+export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
 export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export { Receiver, type ReceiverOptions, type ReceiverApi, type ReceiverExtensions, type RequestContext } from './receiver.js';

@@ -3,6 +3,7 @@ import { nanoid } from 'nanoid';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError, describeError } from './errors.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
+import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -63,7 +64,8 @@ export class Receiver implements ReceiverApi {
     this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, this.#ttlMs) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
-    this.llm = options.llm;
+    // The same environment as `agora serve`: Claude when a key is set, unless `llm: null` says no LLM.
+    this.llm = options.llm === null ? undefined : (options.llm ?? modelFromEnvironment());
     this.extensions = options.extensions ?? {};
     this.registry = new ProtocolRegistry({
       directory: join(this.dir, 'protocols'),
