@@ -120,7 +120,14 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
-  const receiver = await Receiver.start({ ...rest, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  let receiver: Receiver;
+  try {
+    receiver = await Receiver.start({ ...rest, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  } catch (error) {
+    await generator?.close();
+    await state.close();
+    throw error;
+  }
   try {
     const server = await startServer(receiver, { ...options, logger, port: port ?? 3000, ...(host ? { host } : {}) });
     return {

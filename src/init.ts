@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AgoraError } from './errors.js';
 
 /** The framework's own folder (the package root): its root agent is the template of new agents. */
 export function frameworkRoot(): string {
@@ -25,8 +26,11 @@ export type InitOptions = {
 
 function dependencySpec(framework: string | undefined, root: string, version: string): string {
   if (framework) {
-    if (/^(file:|link:|npm:|git\+|https?:|github:)/.test(framework) || /^[\^~<>=]?\d/.test(framework) || framework === 'latest') return framework;
-    return `file:${resolve(framework)}`;
+    if (/^(link:|npm:|git\+|https?:|github:)/.test(framework) || /^[\^~<>=]?\d/.test(framework) || framework === 'latest') return framework;
+    const path = resolve(framework.replace(/^file:/, ''));
+    // A path that is not there would only fail later, at `npm install`, far from its cause.
+    if (!existsSync(path)) throw new AgoraError('INVALID_ARGUMENT', `framework ${path}: no such file or folder`);
+    return `file:${path}`;
   }
   // Installed from a registry (inside node_modules): depend on the same version; a checkout: on its folder.
   return root.split(/[\\/]/).includes('node_modules') ? `^${version}` : `file:${root}`;
@@ -118,13 +122,16 @@ Set \`ANTHROPIC_API_KEY\` to let Claude answer natural language and the protocol
  */
 export async function initAgent(target: string, options: InitOptions = {}): Promise<string[]> {
   const directory = resolve(target);
-  if (existsSync(directory)) {
-    const entries = (await readdir(directory)).filter((entry) => entry !== '.git');
-    if (entries.length && !options.force) throw new Error(`${directory} is not empty (use --force to write into it anyway)`);
-  }
-  await mkdir(directory, { recursive: true });
+  // Everything is checked before the first write, so a mistake leaves nothing behind.
   const root = frameworkRoot();
   const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string };
+  const dependency = dependencySpec(options.framework, root, manifest.version);
+  if (existsSync(directory)) {
+    if (!statSync(directory).isDirectory()) throw new AgoraError('INVALID_ARGUMENT', `${directory} is a file, not a folder`);
+    const entries = (await readdir(directory)).filter((entry) => entry !== '.git');
+    if (entries.length && !options.force) throw new AgoraError('INVALID_ARGUMENT', `${directory} is not empty (use --force to write into it anyway)`);
+  }
+  await mkdir(directory, { recursive: true });
   const name = basename(directory).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'my-agent';
   const written: string[] = [];
   const write = async (path: string, content: string) => {
@@ -157,7 +164,7 @@ export async function initAgent(target: string, options: InitOptions = {}): Prom
         type: 'module',
         description: 'An Agora agent.',
         scripts: { start: 'agora serve .', test: 'node --test', validate: 'agora validate .' },
-        dependencies: { 'agora-agents': dependencySpec(options.framework, root, manifest.version) },
+        dependencies: { 'agora-agents': dependency },
       },
       null,
       2,

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { nanoid } from 'nanoid';
+import { requireFolder } from './_files.js';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError, describeError } from './errors.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
@@ -95,8 +96,9 @@ export class Receiver implements ReceiverApi {
     return receiver;
   }
 
-  /** Loads protocols, routines, tools and what was learned before; starts watching. */
+  /** Loads protocols, routines, tools and what was learned before; starts watching. A missing folder is an AgoraError. */
   async load(): Promise<void> {
+    await requireFolder(this.dir, 'agent folder');
     await Promise.all([this.registry.start(), this.#folder.load(this.#options.watch !== false), this.#suitability.load()]);
   }
 

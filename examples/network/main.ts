@@ -97,7 +97,7 @@ const total = cost();
 const firstWindow = records.slice(0, windowSize);
 const naturalLanguageRate = firstWindow.reduce((sum, record) => sum + record.tokens, 0) / Math.max(1, firstWindow.length);
 console.log(`\nTotal: ${total.calls} LLM calls, ${total.tokens} tokens for ${queries} queries (natural language all the way: about ${Math.round(naturalLanguageRate * queries)} tokens).`);
-console.log(mismatches ? `${mismatches} answer(s) differ from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
+console.log(mismatches ? `${mismatches} answer${mismatches === 1 ? ' differs' : 's differ'} from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
 
 for (const user of users.values()) await user.close();
 for (const agent of services.values()) await agent.close();

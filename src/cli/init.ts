@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
+import { isAgoraError } from '../errors.js';
 import { initAgent } from '../init.js';
-import { displayPath, printJson, requiredPositional, stringOption, type Command } from './_command.js';
+import { UsageError, displayPath, printJson, requiredPositional, stringOption, type Command } from './_command.js';
 
 /** `agora init <dir>`: scaffolds a new agent from the framework's root agent. */
 export const command: Command = {
@@ -21,6 +22,10 @@ export const command: Command = {
       ...(framework ? { framework } : {}),
       force: args.values.force === true,
       ...(json ? {} : { onFile: (path: string) => process.stdout.write(`  wrote ${path}\n`) }),
+    }).catch((error: unknown) => {
+      // The library names its `framework` option; here the user typed `--framework`: a usage error.
+      if (isAgoraError(error) && error.message.startsWith('framework ')) throw new UsageError(`--${error.message}`);
+      throw error;
     });
     if (json) {
       printJson({ dir: directory, files });

@@ -1,3 +1,4 @@
+import { plainFileError } from './_arguments.js';
 import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
 
 /** Commands, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
@@ -64,7 +65,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`agora ${name}: ${error.message}\n`);
       return 2;
     }
-    const message = error instanceof Error ? error.message : String(error);
+    // Node's file errors (`ENOENT: no such file or directory, open '…'`) in plain words, naming the path.
+    const message = plainFileError(error) ?? (error instanceof Error ? error.message : String(error));
     process.stderr.write(`agora ${name}: ${message.split('\n')[0]}\n`);
     return 1;
   }
