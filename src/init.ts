@@ -2,7 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AgoraError } from './errors.js';
+import { AgoraError, isAgoraError } from './errors.js';
 
 /** The framework's own folder (the package root): its root agent is the template of new agents. */
 export function frameworkRoot(): string {
@@ -11,7 +11,7 @@ export function frameworkRoot(): string {
     if (existsSync(join(directory, 'package.json')) && existsSync(join(directory, 'protocols'))) return directory;
     directory = dirname(directory);
   }
-  throw new Error('agora-agents: cannot find the framework folder (package.json with protocols/)');
+  throw new AgoraError('INTERNAL', 'agora-agents: cannot find the framework folder (package.json with protocols/)');
 }
 
 /** Options of {@link initAgent}. */
@@ -29,7 +29,7 @@ function dependencySpec(framework: string | undefined, root: string, version: st
     if (/^(link:|npm:|git\+|https?:|github:)/.test(framework) || /^[\^~<>=]?\d/.test(framework) || framework === 'latest') return framework;
     const path = resolve(framework.replace(/^file:/, ''));
     // A path that is not there would only fail later, at `npm install`, far from its cause.
-    if (!existsSync(path)) throw new AgoraError('INVALID_ARGUMENT', `framework ${path}: no such file or folder`);
+    if (!existsSync(path)) throw new AgoraError('BAD_REQUEST', `framework ${path}: no such file or folder`);
     return `file:${path}`;
   }
   // Installed from a registry (inside node_modules): depend on the same version; a checkout: on its folder.
@@ -122,14 +122,24 @@ Set \`ANTHROPIC_API_KEY\` to let Claude answer natural language and the protocol
  */
 export async function initAgent(target: string, options: InitOptions = {}): Promise<string[]> {
   const directory = resolve(target);
+  try {
+    return await scaffold(directory, options);
+  } catch (error) {
+    if (isAgoraError(error)) throw error;
+    const reason = (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+    throw new AgoraError('INTERNAL', `writing the agent into ${directory}: ${reason}`, { cause: error });
+  }
+}
+
+async function scaffold(directory: string, options: InitOptions): Promise<string[]> {
   // Everything is checked before the first write, so a mistake leaves nothing behind.
   const root = frameworkRoot();
   const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string };
   const dependency = dependencySpec(options.framework, root, manifest.version);
   if (existsSync(directory)) {
-    if (!statSync(directory).isDirectory()) throw new AgoraError('INVALID_ARGUMENT', `${directory} is a file, not a folder`);
+    if (!statSync(directory).isDirectory()) throw new AgoraError('BAD_REQUEST', `${directory} is a file, not a folder`);
     const entries = (await readdir(directory)).filter((entry) => entry !== '.git');
-    if (entries.length && !options.force) throw new AgoraError('INVALID_ARGUMENT', `${directory} is not empty (use --force to write into it anyway)`);
+    if (entries.length && !options.force) throw new AgoraError('BAD_REQUEST', `${directory} is not empty (use --force to write into it anyway)`);
   }
   await mkdir(directory, { recursive: true });
   const name = basename(directory).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'my-agent';

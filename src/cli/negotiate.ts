@@ -1,3 +1,4 @@
+import { AgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
@@ -43,7 +44,7 @@ export const command: Command = {
     const timeout = timeoutMs(args, 120);
     const dir = await folderArgument(stringOption(args, 'dir'), '--dir');
     const { AnthropicModel, hasAnthropicKey } = await import('../llm/anthropic.js');
-    if (!hasAnthropicKey()) throw new Error('ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
+    if (!hasAnthropicKey()) throw new AgoraError('LLM_UNAVAILABLE', 'ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
     const model = stringOption(args, 'model');
     const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: timeout, logger: { ...consoleLogger(), info() {} } });
     const json = args.values.json === true;
