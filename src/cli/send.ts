@@ -76,7 +76,7 @@ export const command: Command = {
     const timeout = timeoutMs(args, 30);
     const file = stringOption(args, 'protocol');
     const protocol = file ? parseDocument(await readFile(await fileArgument(file, '--protocol')), file) : undefined;
-    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger });
+    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null });
     if (!multiround) {
       const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
       printReply(await sender.query(url, { body, ...(protocol ? { protocol } : {}) }), json);

@@ -15,7 +15,7 @@ export const command: Command = {
   details: 'A hash whose document the agent does not serve (or that does not hash right) is listed without a name.',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
-    const sender = new Sender({ timeoutMs: timeoutMs(args, 30), logger: silentLogger });
+    const sender = new Sender({ timeoutMs: timeoutMs(args, 30), logger: silentLogger, llm: null });
     const protocols = await sender.protocols(url);
     if (args.values.json) {
       printJson(
