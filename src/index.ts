@@ -81,4 +81,4 @@ export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEnt
 export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './generation/status.js';
 /** A whole agent from a folder, served over node:http; and a new agent folder. */
 export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
-export { initAgent, type InitOptions } from './init.js';
+export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';
