@@ -81,4 +81,6 @@ export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEnt
 export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './generation/status.js';
 /** A whole agent from a folder, served over node:http; and a new agent folder. */
 export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
+/** The wire profile's conformance cases, run over HTTP against any agent (`agora check`). */
+export { checkAgent, type CaseResult, type CheckOptions } from './conformance.js';
 export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';

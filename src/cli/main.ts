@@ -11,6 +11,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
   routines: { summary: 'List, show, approve or reject routines written by the LLM', load: () => import('./routines.js') },
   init: { summary: 'Scaffold a new agent folder', load: () => import('./init.js') },
+  check: { summary: "Run the wire profile's conformance cases against an agent", load: () => import('./check.js') },
 };
 
 const EXIT_CODES = `Exit codes: 0 success · 1 failure (the peer's error, an invalid document…) · 2 usage error.`;
