@@ -44,7 +44,7 @@ beforeAll(async () => {
   await writeFile(join(dir, 'protocols', 'double.md'), DOUBLE);
   await writeFile(join(dir, file), CODE);
   const at = '2025-06-01T12:00:00.000Z';
-  await put(`routines/${double}/status`, { status: 'pending', kind: 'protocol', protocol: 'Double', hash: double, file, checks: ['type-check (900 ms)', '5 recorded turn(s) (5 by value, 0 by shape)'], attempts: 1, model: 'claude-test', createdAt: at, updatedAt: at });
+  await put(`routines/${double}/status`, { status: 'pending', kind: 'protocol', protocol: 'Double', hash: double, file, checks: ['type-check (900 ms)', '5 recorded turns (5 by value, 0 by shape)'], attempts: 1, model: 'claude-test', createdAt: at, updatedAt: at });
   await put(`routines/${double}/meta`, { kind: 'protocol', protocol: 'Double', hash: double });
   await put(`routines/${double}/counters/uses`, 8);
   await put(`routines/${double}/counters/llm`, 6);
