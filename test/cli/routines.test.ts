@@ -75,7 +75,7 @@ describe('agora routines', { timeout: 120_000 }, () => {
     const shown = await runCli(['routines', 'show', double.slice(0, 8), dir]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('status:   pending');
-    expect(shown.stdout).toContain('checks:   type-check (900 ms); 5 recorded turn(s)');
+    expect(shown.stdout).toContain('checks:   type-check (900 ms); 5 recorded turns');
     expect(shown.stdout).toContain(CODE);
     const byBase64 = await runCli(['routines', 'show', hashText(DOUBLE, 'base64'), dir]);
     expect(byBase64.code, byBase64.stderr).toBe(0);
