@@ -34,6 +34,7 @@ export const command: Command = {
     'auto-approve': { type: 'boolean', description: 'Use routines the LLM writes once they pass their checks, without `agora routines approve`', env: 'AGORA_AUTO_APPROVE', default: false },
     'routine-threshold': { type: 'string', value: '<n>', description: 'LLM-served conversations under a protocol before the LLM writes a routine for it (0: never)', env: 'AGORA_ROUTINE_THRESHOLD', default: '5' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
+    'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
   },
   details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
@@ -58,6 +59,7 @@ export const command: Command = {
       routineTimeout,
       allowPrivateSources: args.values['allow-private-sources'] === true,
       maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
+      maxDocumentBytes: numberOption(args, 'max-document', { min: 1, integer: true }) ?? 64 * 1024,
       store: stringOption(args, 'store') ?? 'memory',
       autoApprove: args.values['auto-approve'] === true,
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,
