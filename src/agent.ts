@@ -5,6 +5,7 @@ import type { ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
 import type { HttpOptions } from './http/handler.js';
 import { startServer } from './http/server.js';
+import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -39,13 +40,6 @@ export type RunningAgent = {
   generator?: RoutineGenerator;
   close(): Promise<void>;
 };
-
-/** Builds the LLM from the environment: Claude when a key is set, else none. */
-export async function llmFromEnvironment(model?: string, env: NodeJS.ProcessEnv = process.env): Promise<LanguageModel | undefined> {
-  const { AnthropicModel, hasAnthropicKey } = await import('./llm/anthropic.js');
-  if (!hasAnthropicKey(env)) return undefined;
-  return new AnthropicModel(model ? { model } : {});
-}
 
 /** The store options a Redis store URL may carry in its query, beside what ioredis understands. */
 const STORE_PARAMETERS = ['prefix', 'lockTtlMs', 'lockWaitMs', 'tombstoneMs'] as const;
@@ -112,7 +106,7 @@ export async function openState(
 export async function startAgent(options: AgentOptions = {}): Promise<RunningAgent> {
   const dir = resolve(options.dir ?? '.');
   const logger: Logger = options.logger ?? consoleLogger();
-  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? await llmFromEnvironment(options.model) : options.llm;
+  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? modelFromEnvironment(process.env, options.model) : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, ...rest } = options;
@@ -133,7 +127,14 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
-  const receiver = await Receiver.start({ ...rest, dir, logger, extensions, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  let receiver: Receiver;
+  try {
+    receiver = await Receiver.start({ ...rest, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  } catch (error) {
+    await generator?.close();
+    await state.close();
+    throw error;
+  }
   try {
     // With a Redis store, every process of the agent counts each client in one place.
     const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;

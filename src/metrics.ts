@@ -1,3 +1,5 @@
+import { plural } from './_plural.js';
+
 /** How a query was answered. */
 export type QueryPath = 'routine' | 'llm' | 'failure';
 
@@ -113,7 +115,7 @@ export class Metrics {
   summary(): string {
     const { queries, llmCalls, inputTokens, outputTokens } = this.#totals;
     const total = queries.routine + queries.llm + queries.failure;
-    return `${total} queries (${queries.routine} routine, ${queries.llm} LLM, ${queries.failure} failed); ${llmCalls} LLM calls, ${inputTokens} input + ${outputTokens} output tokens`;
+    return `${plural(total, 'query', 'queries')} (${queries.routine} routine, ${queries.llm} LLM, ${queries.failure} failed); ${plural(llmCalls, 'LLM call')}, ${inputTokens} input + ${plural(outputTokens, 'output token')}`;
   }
 
   /** Prometheus text exposition format. */

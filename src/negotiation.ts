@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationMessage } from './conversation/store.js';
+import { plural } from './_plural.js';
 import { AgoraError, isAgoraError } from './errors.js';
 import { charsOf, DEFAULT_MAX_LLM_CHARS, fitHistory, refuseOverBudget } from './llm/budget.js';
 import type { ResponderCall } from './llm/responders.js';
@@ -133,7 +134,7 @@ export async function negotiateProtocol(options: NegotiateOptions): Promise<Nego
       transcript.push({ role: 'sender', text });
       return { document: normaliseNegotiatedDocument(final), rounds, transcript };
     }
-    if (rounds >= maxRounds) throw new AgoraError('NEGOTIATION_FAILED', `no agreement after ${maxRounds} rounds`);
+    if (rounds >= maxRounds) throw new AgoraError('NEGOTIATION_FAILED', `no agreement after ${plural(maxRounds, 'round')}`);
     if (!text) throw new AgoraError('NEGOTIATION_FAILED', 'the LLM proposed nothing');
     transcript.push({ role: 'sender', text });
     const answer = await options.send(text);

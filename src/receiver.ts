@@ -1,9 +1,11 @@
 import { join, resolve } from 'node:path';
 import { nanoid } from 'nanoid';
+import { requireFolder } from './_files.js';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError, describeError } from './errors.js';
 import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
+import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -66,7 +68,8 @@ export class Receiver implements ReceiverApi {
     this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, this.#ttlMs) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
-    this.llm = options.llm;
+    // The same environment as `agora serve`: Claude when a key is set, unless `llm: null` says no LLM.
+    this.llm = options.llm === null ? undefined : (options.llm ?? modelFromEnvironment());
     this.extensions = options.extensions ?? {};
     this.registry = new ProtocolRegistry({
       directory: join(this.dir, 'protocols'),
@@ -101,8 +104,9 @@ export class Receiver implements ReceiverApi {
     return receiver;
   }
 
-  /** Loads protocols, routines, tools and what was learned before; starts watching. */
+  /** Loads protocols, routines, tools and what was learned before; starts watching. A missing folder is an AgoraError. */
   async load(): Promise<void> {
+    await requireFolder(this.dir, 'agent folder');
     await Promise.all([this.registry.start(), this.#folder.load(this.#options.watch !== false), this.#suitability.load()]);
   }
 

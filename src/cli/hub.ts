@@ -37,8 +37,8 @@ export const command: Command = {
       store = new RedisHubStore(url.href, { logger, ...(prefix ? { prefix } : {}) });
     }
     const model = stringOption(args, 'model');
-    const { llmFromEnvironment } = await import('../agent.js');
-    const llm = await llmFromEnvironment(model);
+    const { modelFromEnvironment } = await import('../llm/anthropic.js');
+    const llm = modelFromEnvironment(process.env, model);
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const running = await startHub({

@@ -1,7 +1,8 @@
-import { resolve } from 'node:path';
 import { startAgent } from '../agent.js';
 import { isAgoraError } from '../errors.js';
 import { consoleLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
+import type { Receiver } from '../receiver.js';
+import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { numberOption, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
@@ -11,6 +12,15 @@ function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
   const format = (stringOption(args, 'log-format') ?? 'text').toLowerCase();
   if (format !== 'text' && format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
   return { level: level as LogLevel, format: format === 'json' ? 'json' : 'text' };
+}
+
+/** The documents of `protocols/` that `/wellknown` does not list (spec §4: no routine, no LLM), and why. */
+async function unservedLines(receiver: Receiver): Promise<string[]> {
+  const listed = new Set(Object.keys(await receiver.wellknown()));
+  return receiver.registry
+    .local()
+    .filter(({ document }) => !listed.has(document.hash))
+    .map(({ name }) => `agora: not served: protocols/${name}.md (no routines/${name}.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY)`);
 }
 
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
@@ -39,20 +49,25 @@ export const command: Command = {
   },
   details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
-    const dir = resolve(args.positionals[0] ?? '.');
+    if (args.positionals.length > 1) throw new UsageError(`too many arguments: serve takes one folder, got ${args.positionals.length}`);
+    const dir = await folderArgument(args.positionals[0], '[dir]');
+    const port = portOption(args) ?? 3000;
+    const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
+    const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
     const logger = consoleLogger('agora', logOptions(args));
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
-    const publicUrl = stringOption(args, 'public-url');
+    const publicUrlText = stringOption(args, 'public-url');
+    const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
     const model = stringOption(args, 'model');
     const agent = await startAgent({
       dir,
       logger,
-      port: numberOption(args, 'port', { integer: true }) ?? 3000,
+      port,
       host: stringOption(args, 'host') ?? '127.0.0.1',
-      conversationTtl: numberOption(args, 'conversation-ttl', { min: 1 }) ?? 300,
-      routineTimeout: numberOption(args, 'routine-timeout', { min: 0.001 }) ?? 10,
+      conversationTtl,
+      routineTimeout,
       allowPrivateSources: args.values['allow-private-sources'] === true,
       maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
       maxDocumentBytes: numberOption(args, 'max-document', { min: 1, integer: true }) ?? 64 * 1024,
@@ -73,6 +88,7 @@ export const command: Command = {
     const protocols = receiver.registry.local();
     const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
     process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
+    for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
     await new Promise<void>((done) => {
       let stopping = false;

@@ -73,8 +73,8 @@ export type ReceiverOptions = {
   store?: ConversationStore;
   /** What the agent learns (default: files under `<dir>/.agora/`). */
   memory?: AgentMemory;
-  /** The LLM fallback; none = routines only. */
-  llm?: LanguageModel;
+  /** The LLM fallback (default: Claude when ANTHROPIC_API_KEY is set, see `modelFromEnvironment`); `null` = routines only. */
+  llm?: LanguageModel | null;
   /** Tools in addition to those in `tools/`. */
   tools?: Tool[];
   /** Seconds of inactivity before a conversation expires (default 300). */

@@ -59,6 +59,8 @@ describe('agora serve', () => {
     const wellknown = (await (await fetch(`${agent.url}/.wellknown`)).json()) as Record<string, string[]>;
     // Two protocols with routines; the third (no routine) needs the LLM, which is not configured here.
     expect(Object.keys(wellknown)).toHaveLength(2);
+    // The banner says which document is present but not served, and why.
+    expect(agent.output()).toMatch(/^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY\)\nagora: listening on /m);
     expect(await agent.stop()).toBe(0);
   });
 });
@@ -82,7 +84,7 @@ describe('agora hash and validate', () => {
     const result = await runCli(['validate', folder.dir]);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(`ok       ${hashText(echoProtocol())}  echo.md`);
-    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: ✖ description must be a string\n  → at description/);
+    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: ✖ description is missing\n  → at description/);
     const json = JSON.parse((await runCli(['validate', folder.dir, '--json'])).stdout);
     expect(json).toHaveLength(2);
     await folder.write('protocols/bad.md', echoProtocol('Fixed'));
