@@ -39,6 +39,12 @@ export const GUEST_PRELUDE = `(() => {
     if (text === undefined) throw new Error(what + ' is not JSON');
     return parse(text);
   }
+  function jsonText(value, what) {
+    if (value === undefined) return 'null';
+    const text = stringify(value);
+    if (text === undefined) throw new Error(what + ' is not JSON');
+    return text;
+  }
   function callTool(runId, name, input) {
     return new Promise((resolve, reject) => {
       const text = stringify(input === undefined ? null : input);
@@ -81,7 +87,8 @@ export const GUEST_PRELUDE = `(() => {
       if (!parsed.success) throw new Error("the reply does not match the routine's output schema: " + issues(parsed.error));
       output = parsed.data;
     }
-    return { value: toJson(output, 'the reply'), state: toJson(conversation.state, 'the conversation state') };
+    // Returned as JSON text, built once: the host parses it and checks its shape.
+    return { text: '{"value":' + jsonText(output, 'the reply') + ',"state":' + jsonText(conversation.state, 'the conversation state') + '}' };
   }
   async function dispatch(runId, method, payload, context) {
     if (!routine) throw new Error('no module is loaded');
@@ -108,7 +115,7 @@ export const GUEST_PRELUDE = `(() => {
     }
     promise.then((result) => {
       let text;
-      try { text = stringify(result); } catch (error) { fail(error); return; }
+      try { text = typeof result.text === 'string' ? result.text : stringify(result); } catch (error) { fail(error); return; }
       hostDone(runId, true, text);
     }, fail);
   }

@@ -80,10 +80,11 @@ const MAX_STACK_BYTES = 1024 * 1024;
 // A context that grew past this share of its memory is dropped after a successful call, to start the next clean.
 const HIGH_WATER = 0.75;
 
+// The shape of what the guest reports; its values came out of JSON.parse, so they are JSON by construction.
 const resultSchema = z.object({
-  value: z.json(),
-  state: z.record(z.string(), z.json()).optional(),
-  invalid: z.object({ issues: z.string(), reply: z.json().optional() }).optional(),
+  value: z.unknown(),
+  state: z.record(z.string(), z.unknown()).optional(),
+  invalid: z.object({ issues: z.string(), reply: z.unknown().optional() }).optional(),
 });
 
 type Instance = { runtime: QuickJSRuntime; context: QuickJSContext; memory: WasmMemory; run: QuickJSHandle; settle: QuickJSHandle; deadline: number };
