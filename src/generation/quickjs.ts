@@ -1,84 +1,17 @@
 // Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one
-// instance per routine, with its own linear memory capped at the memory limit and an interrupt handler enforcing a
-// CPU-time limit. The guest has the ECMAScript built-ins and nothing else: no `process`, no environment, no file
-// system, no network, no timers, no module loader; its `eval`, `Function` and `import()` reach only QuickJS. The
-// host hands it three functions (a tool call, a log line, the end of a call); everything crosses as JSON text.
-//
-// Why a WebAssembly memory of our own: QuickJS's own malloc limit is not enforced in aggregate in this build
-// (malloc_usable_size is unavailable, so each block counts as 8 bytes: 100 ArrayBuffers of 16 MB pass a 64 MB
-// limit). A `WebAssembly.Memory` with a `maximum` counts every byte the guest can reach, ArrayBuffers included.
-import { readFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import {
-  newQuickJSWASMModuleFromVariant,
-  newVariant,
-  RELEASE_SYNC,
-  type QuickJSContext,
-  type QuickJSHandle,
-  type QuickJSRuntime,
-} from 'quickjs-emscripten';
+// instance per routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and
+// an interrupt handler enforcing a CPU-time limit. The guest has the ECMAScript built-ins and nothing else: no
+// `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
+// `import()` reach only QuickJS. The host hands it three functions (a tool call, a log line, the end of a call);
+// every crossing is one string, so a call costs a handful of boundary crossings (see ./_quickjs-guest.ts).
+import type { QuickJSHandle } from 'quickjs-emscripten';
 import { z } from 'zod';
 import { describeError } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { ProtocolMetadata } from '../protocol/document.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
-import { GUEST_PRELUDE, HOST_GLOBAL, wrapBundle } from './_quickjs-guest.js';
+import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
+import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
-/** What a sandboxed `handle` needs besides the body: the routine context, tools as functions on this thread. */
-export type SandboxContext = {
-  conversation: { id: string | null; turn: number; state: JsonObject };
-  protocol: { name: string; hash: string; metadata: ProtocolMetadata };
-  tools: Record<string, (input: unknown) => Promise<unknown>>;
-  logger: Logger;
-};
-
-/** The outcome of one sandboxed call; `invalid` when the routine's input schema refused the body. */
-export type SandboxResult = { value: JsonValue; state?: JsonObject; invalid?: { issues: string; reply?: JsonValue } };
-
-/** Options of {@link QuickJSSandbox}. */
-export type SandboxOptions = {
-  /** Per call, in ms (default 2000), tool calls included: past it the call fails and its context is dropped. */
-  timeoutMs?: number;
-  /** Computation per call, in ms (default min(timeoutMs, 250)): how long one call may hold the event loop. */
-  cpuLimitMs?: number;
-  /** The whole WebAssembly memory of the routine, in MB (default 64, at least 24): every allocation counts. */
-  memoryLimitMb?: number;
-  /** Computation allowed to load the module into a fresh context, in ms (default 1000). */
-  loadTimeoutMs?: number;
-  /** A name for the routine in errors. */
-  name?: string;
-  /** Idle time after which the context is dropped, in ms (default 5 minutes); the next call builds a fresh one. */
-  idleMs?: number;
-};
-
-/** The methods a generated module answers. */
-export type SandboxMethod = 'handle' | 'buildBody' | 'parseReply' | 'checkOutput';
-
-// The WebAssembly API as far as we use it (the project's lib settings do not declare it).
-type WasmMemory = { readonly buffer: ArrayBuffer };
-type WasmModule = object;
-const wasmApi = (globalThis as unknown as {
-  WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule>; Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory };
-}).WebAssembly;
-
-// The WebAssembly module is compiled once per process; each routine instantiates it with its own memory.
-const requireHere = createRequire(import.meta.url);
-let compiled: Promise<WasmModule> | undefined;
-function compiledQuickJS(): Promise<WasmModule> {
-  compiled ??= (async () => {
-    const fromPackage = createRequire(requireHere.resolve('quickjs-emscripten'));
-    return wasmApi.compile(await readFile(fromPackage.resolve('@jitl/quickjs-wasmfile-release-sync/wasm')));
-  })();
-  return compiled;
-}
-
-const PAGE = 65536;
-// The emscripten build starts with 16 MB of linear memory (its static data and stack live there too).
-const INITIAL_PAGES = 256;
-// Below the emscripten stack (5 MB), so deep recursion is a RangeError, never a WebAssembly trap.
-const MAX_STACK_BYTES = 1024 * 1024;
-// A context that grew past this share of its memory is dropped after a successful call, to start the next clean.
-const HIGH_WATER = 0.75;
+export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 
 // The shape of what the guest reports; its values came out of JSON.parse, so they are JSON by construction.
 const resultSchema = z.object({
@@ -86,8 +19,6 @@ const resultSchema = z.object({
   state: z.record(z.string(), z.unknown()).optional(),
   invalid: z.object({ issues: z.string(), reply: z.unknown().optional() }).optional(),
 });
-
-type Instance = { runtime: QuickJSRuntime; context: QuickJSContext; memory: WasmMemory; run: QuickJSHandle; settle: QuickJSHandle; deadline: number };
 
 type Call = {
   id: number;
@@ -112,6 +43,7 @@ export class QuickJSSandbox {
   readonly #loadTimeoutMs: number;
   readonly #name: string;
   readonly #idleMs: number;
+  readonly #limits: InstanceLimits;
   #instance: Instance | undefined;
   #loading: Promise<Instance> | undefined;
   #queue: Promise<unknown> = Promise.resolve();
@@ -129,6 +61,7 @@ export class QuickJSSandbox {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
     this.#name = options.name ?? 'generated routine';
     this.#idleMs = options.idleMs ?? 5 * 60_000;
+    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name };
   }
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
@@ -148,42 +81,53 @@ export class QuickJSSandbox {
     this.#fail(new Error('the routine was unloaded'));
     const instance = this.#instance;
     this.#instance = undefined;
-    if (instance) this.#dispose(instance);
-    const loading = await this.#loading?.catch(() => undefined);
-    if (loading) this.#dispose(loading);
+    if (instance) disposeInstance(instance);
+    await this.#loading?.catch(() => undefined);
   }
 
   async #run(method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): Promise<SandboxResult> {
     if (this.#closed) throw new Error('the routine was unloaded');
     const instance = await this.#ready();
-    const payloadText = JSON.stringify(payload ?? null);
-    const contextText = context
-      ? JSON.stringify({ conversation: context.conversation, protocol: context.protocol, tools: Object.keys(context.tools) })
-      : '';
+    const id = ++this.#ids;
+    let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
+    if (context) {
+      const { conversation, protocol } = context;
+      text += `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
+      // The protocol and the tool names rarely change between calls: sent again only when they do.
+      const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
+      if (statics !== instance.statics) {
+        text += `,${statics}`;
+        instance.statics = statics;
+      }
+    }
+    text += ']';
     return new Promise<SandboxResult>((resolve, reject) => {
-      const call: Call = { id: ++this.#ids, instance, context, cpuLeft: this.#cpuLimitMs, resolve, reject, timer: undefined };
+      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, resolve, reject, timer: undefined };
       this.#current = call;
       const vm = instance.context;
-      const args = [vm.newNumber(call.id), vm.newString(method), vm.newString(payloadText), vm.newString(contextText)];
-      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, ...args));
-      for (const handle of args) if (handle.alive && this.#instance === instance) handle.dispose();
+      const argument = vm.newString(text);
+      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, argument));
+      if (argument.alive && this.#instance === instance) argument.dispose();
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
     });
   }
 
   /** Runs guest code for the current call under its remaining CPU time, then its pending jobs; a breach fails it. */
-  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: unknown }): void {
+  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }): void {
     const instance = call.instance;
     const started = performance.now();
     instance.deadline = Date.now() + Math.max(1, call.cpuLeft);
     let failure: Error | undefined;
     try {
       const first = step();
-      const jobs = first.error ? first : instance.runtime.executePendingJobs();
-      if (jobs.error) failure = this.#describeBreach(instance, jobs.error);
-      else (jobs.value as QuickJSHandle | undefined)?.dispose?.();
-      if (!first.error && first.value) (first.value as QuickJSHandle).dispose();
+      if (first.error) failure = this.#describeBreach(instance, first.error);
+      else {
+        first.value?.dispose();
+        // Asking is one crossing; running an empty queue through the library costs several.
+        const jobs = instance.runtime.hasPendingJob() ? instance.runtime.executePendingJobs() : undefined;
+        if (jobs?.error) failure = this.#describeBreach(instance, jobs.error);
+      }
     } catch (error) {
       // A WebAssembly trap or an "Aborted()" of the emscripten runtime: this instance is finished.
       failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
@@ -195,36 +139,19 @@ export class QuickJSSandbox {
   }
 
   #describeBreach(instance: Instance, error: QuickJSHandle): Error {
-    if (Date.now() >= instance.deadline) return new Error(`exceeded its CPU time limit of ${this.#cpuLimitMs} ms`);
-    let message = 'unknown error';
-    try {
-      // The deadline is still set: a hostile getter on the error is interrupted like any other guest code.
-      const text = instance.context.dump(error) as { name?: unknown; message?: unknown } | unknown;
-      message = typeof text === 'object' && text !== null ? `${String((text as { name?: unknown }).name)}: ${String((text as { message?: unknown }).message)}` : String(text);
-    } catch {
-      // Keep the generic message: the instance is dropped either way.
-    }
-    return /out of memory/i.test(message) || instance.memory.buffer.byteLength > this.#memoryBytes * HIGH_WATER ? this.#memoryError() : new Error(message.slice(0, 500));
+    // Checked before reading the error: its getters are guest code, interrupted like any other.
+    if (Date.now() >= instance.deadline) return breachError(instance, '', this.#limits, false);
+    return breachError(instance, guestErrorText(instance, error), this.#limits, false);
   }
 
-  /** A failure the guest reported: a limit it hit (even when caught and rethrown by the routine), else its error. */
-  #classify(instance: Instance, text: string): Error {
-    if (/^InternalError: interrupted$/.test(text) && Date.now() >= instance.deadline) return new Error(`exceeded its CPU time limit of ${this.#cpuLimitMs} ms`);
-    // Out of memory, QuickJS may not even manage to build the error object (the guest then reports "null").
-    if (/out of memory/i.test(text) || instance.memory.buffer.byteLength > this.#memoryBytes * HIGH_WATER) return this.#memoryError();
-    return new Error(text.slice(0, 2000));
-  }
-
-  #memoryError(): Error {
-    return new Error(`exceeded its memory limit of ${Math.round(this.#memoryBytes / 1048576)} MB (out of memory)`);
-  }
-
-  /** The end of a call, as the guest reports it. */
-  #done(instance: Instance, runId: number, ok: boolean, text: string): void {
-    const call = this.#current;
-    if (!call || call.id !== runId || call.instance !== instance) return;
-    if (!ok) {
-      this.#fail(this.#classify(instance, text));
+  /** The end of a call, as the guest reports it: "+<runId>:<result JSON>" or "-<runId>:<error>". */
+  #done(instance: Instance, report: string): void {
+    const mark = report.indexOf(':');
+    const call = this.#callOf(instance, Number(report.slice(1, mark)));
+    if (!call) return;
+    const text = report.slice(mark + 1);
+    if (report[0] !== '+') {
+      this.#fail(breachError(instance, text, this.#limits, true));
       return;
     }
     const parsed = resultSchema.safeParse(safeJson(text));
@@ -260,17 +187,6 @@ export class QuickJSSandbox {
     if (this.#instance === instance) this.#instance = undefined;
   }
 
-  #dispose(instance: Instance): void {
-    try {
-      instance.run.dispose();
-      instance.settle.dispose();
-      instance.context.dispose();
-      instance.runtime.dispose();
-    } catch {
-      // A runtime that still holds objects asserts on dispose; dropping it is enough (its memory goes with it).
-    }
-  }
-
   #armIdle(): void {
     if (this.#idleTimer || this.#closed) return;
     this.#idleTimer = setTimeout(() => {
@@ -279,7 +195,7 @@ export class QuickJSSandbox {
       if (Date.now() - this.#lastUsed >= this.#idleMs) {
         const instance = this.#instance;
         this.#instance = undefined;
-        this.#dispose(instance);
+        disposeInstance(instance);
       } else this.#armIdle();
     }, this.#idleMs);
     this.#idleTimer.unref();
@@ -294,83 +210,47 @@ export class QuickJSSandbox {
   }
 
   async #load(): Promise<Instance> {
-    const memory = new wasmApi.Memory({ initial: INITIAL_PAGES, maximum: Math.max(INITIAL_PAGES, Math.floor(this.#memoryBytes / PAGE)) });
-    const module = await compiledQuickJS();
-    const wasm = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmModule: module, wasmMemory: memory } as Parameters<typeof newVariant>[1]));
-    if (this.#closed) throw new Error('the routine was unloaded');
-    const runtime = wasm.newRuntime();
-    // The malloc limit catches single huge allocations with a clean error; the memory's maximum catches the rest.
-    runtime.setMemoryLimit(this.#memoryBytes);
-    runtime.setMaxStackSize(MAX_STACK_BYTES);
-    const context = runtime.newContext();
-    const instance = { runtime, context, memory, deadline: 0 } as Instance;
-    runtime.setInterruptHandler(() => Date.now() > instance.deadline);
-    const host = context.newObject();
-    const tool = context.newFunction('tool', (runId, callId, name, input) => {
-      this.#tool(instance, context.getNumber(runId), context.getNumber(callId), context.getString(name), context.getString(input));
-    });
-    const done = context.newFunction('done', (runId, ok, text) => {
-      this.#done(instance, context.getNumber(runId), context.dump(ok) === true, context.getString(text));
-    });
-    const log = context.newFunction('log', (runId, level, message) => {
-      this.#log(instance, context.getNumber(runId), context.getString(level), context.getString(message));
-    });
-    for (const [key, handle] of [['tool', tool], ['done', done], ['log', log]] as const) {
-      context.setProp(host, key, handle);
-      handle.dispose();
-    }
-    context.setProp(context.global, HOST_GLOBAL, host);
-    host.dispose();
-    const failLoad = (what: string, error: QuickJSHandle) => {
-      const breach = this.#describeBreach(instance, error);
-      return new Error(`${this.#name}: the module failed to load (${what}): ${breach.message}`);
-    };
-    instance.deadline = Date.now() + this.#loadTimeoutMs;
-    try {
-      const prelude = context.evalCode(GUEST_PRELUDE, 'agora-prelude.js', { type: 'global' });
-      if (prelude.error) throw failLoad('prelude', prelude.error);
-      instance.run = context.getProp(prelude.value, 'run');
-      instance.settle = context.getProp(prelude.value, 'settle');
-      const load = context.getProp(prelude.value, 'load');
-      prelude.value.dispose();
-      const evaluated = context.evalCode(wrapBundle(this.#code), 'routine.js', { type: 'global' });
-      if (evaluated.error) throw failLoad('evaluation', evaluated.error);
-      const loaded = context.callFunction(load, context.undefined, evaluated.value);
-      evaluated.value.dispose();
-      load.dispose();
-      if (loaded.error) throw failLoad('default export', loaded.error);
-      loaded.value.dispose();
-    } catch (error) {
-      throw error instanceof Error && error.message.startsWith(this.#name) ? error : new Error(`${this.#name}: the module failed to load: ${describeError(error)}`);
-    } finally {
-      instance.deadline = 0;
-    }
+    const hooks = { tool: this.#tool.bind(this), done: this.#done.bind(this), log: this.#log.bind(this) };
+    const instance = await instantiate(this.#code, this.#limits, hooks, (loading, error) => this.#describeBreach(loading, error));
     if (this.#closed) {
-      this.#dispose(instance);
+      disposeInstance(instance);
       throw new Error('the routine was unloaded');
     }
     this.#instance = instance;
     return instance;
   }
 
-  /** A tool call from the guest: run on this thread, its answer settled back into the guest under the CPU limit. */
-  #tool(instance: Instance, runId: number, callId: number, name: string, inputText: string): void {
+  /** The call a report from the guest belongs to, if it is the current one. */
+  #callOf(instance: Instance, runId: unknown): Call | undefined {
     const call = this.#current;
-    const tool = call && call.id === runId && call.instance === instance ? call.context?.tools[name] : undefined;
+    return call && call.instance === instance && call.id === runId ? call : undefined;
+  }
+
+  /** A tool call from the guest, "<runId>:<callId>:<name>\n<input JSON>": run here, its answer settled back in. */
+  #tool(instance: Instance, request: string): void {
+    const first = request.indexOf(':');
+    const second = request.indexOf(':', first + 1);
+    const newline = request.indexOf('\n', second + 1);
+    const call = this.#callOf(instance, Number(request.slice(0, first)));
+    if (!call || second < 0 || newline < 0) return;
+    const callId = request.slice(first + 1, second);
+    const name = request.slice(second + 1, newline);
+    const input = safeJson(request.slice(newline + 1));
+    const tool = Object.hasOwn(call.context?.tools ?? {}, name) ? call.context!.tools[name] : undefined;
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
-      if (this.#current !== call || !call || this.#instance !== instance) return;
+      if (this.#current !== call || this.#instance !== instance) return;
       const vm = instance.context;
-      const args = [vm.newNumber(callId), vm.newString(text)];
-      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, args[0]!, ok ? vm.true : vm.false, args[1]!));
-      if (this.#instance === instance) for (const handle of args) if (handle.alive) handle.dispose();
+      const argument = vm.newString(`${ok ? '+' : '-'}${callId}:${text}`);
+      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument));
+      if (this.#instance === instance && argument.alive) argument.dispose();
     };
     if (!tool) {
       queueMicrotask(() => answer(false, `no tool named "${name}"`));
       return;
     }
     Promise.resolve()
-      .then(() => tool(JSON.parse(inputText) as unknown))
+      .then(() => tool(input))
       .then(
         (value) => answer(true, JSON.stringify(value === undefined ? null : value) ?? 'null'),
         (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
@@ -378,9 +258,11 @@ export class QuickJSSandbox {
       .catch((error: unknown) => answer(false, `the tool's answer is not JSON: ${describeError(error)}`));
   }
 
-  #log(instance: Instance, runId: number, level: string, message: string): void {
-    const call = this.#current;
-    if (!call || call.id !== runId || call.instance !== instance) return;
+  /** A log line from the guest, '[runId, level, message]'. */
+  #log(instance: Instance, line: string): void {
+    const [runId, level, message] = (safeJson(line) ?? []) as [unknown, unknown, unknown];
+    const call = this.#callOf(instance, runId);
+    if (!call || typeof message !== 'string') return;
     const method = level === 'warn' || level === 'error' ? level : 'info';
     call.context?.logger[method](message.slice(0, 2000));
   }

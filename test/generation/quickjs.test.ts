@@ -91,7 +91,7 @@ describe('limits', () => {
   });
 
   it('fails typed arrays filled past the limit, and many small objects', async () => {
-    const module = await sandbox(`(body) => { const held = []; if (body.typed) { for (let i = 0; i < 64; i++) held.push(new Uint8Array(4 * 1024 * 1024).fill(1)); } else { for (let i = 0; i < 1e7; i++) held.push({ i }); } return held.length; }`, { memoryLimitMb: 32 });
+    const module = await sandbox(`(body) => { const held = []; if (body.typed) { for (let i = 0; i < 64; i++) held.push(new Uint8Array(4 * 1024 * 1024).fill(1)); } else { for (let i = 0; i < 1e7; i++) held.push({ i }); } return held.length; }`, { memoryLimitMb: 32, cpuLimitMs: 10_000, timeoutMs: 20_000 });
     await expect(module.run('handle', { typed: true }, context())).rejects.toThrow(/memory limit of 32 MB/);
     await expect(module.run('handle', { typed: false }, context())).rejects.toThrow(/memory limit of 32 MB/);
   });
