@@ -25,6 +25,7 @@ export type LosslessValue = string | boolean | null | RawNumber | JsonValue | Lo
 export const MAX_LOSSLESS_DEPTH = 100;
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
+const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
 const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
@@ -168,6 +169,7 @@ export function pythonNumber(text: string): string {
 
 /** Python's `json.dumps` string form with `ensure_ascii`: every non-ASCII UTF-16 unit as `\uXXXX`. */
 export function pythonString(value: string): string {
+  if (PLAIN_ASCII.test(value)) return `"${value}"`;
   let result = '"';
   let start = 0;
   for (let index = 0; index < value.length; index++) {
