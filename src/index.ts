@@ -15,19 +15,41 @@ export {
   type ProtocolMetadata,
   type HashEncoding,
 } from './protocol/document.js';
-export { ProtocolRegistry } from './protocol/registry.js';
+export { ProtocolRegistry, type KnownDocument, type RegistryOptions } from './protocol/registry.js';
 export { resolveSources, decodeDataUri, encodeDataUri, type SourceOptions } from './protocol/sources.js';
 export { MemoryConversationStore, type ConversationStore, type ConversationRecord, type ConversationMessage } from './conversation/store.js';
 export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
 export { defineRoutine, type Routine, type RoutineContext, type RoutineDefinition, type RoutineFunction } from './routine/define.js';
 export { defineTool, type Tool, type ToolContext } from './tool/define.js';
-export { converse, type LanguageModel, type LlmRequest, type LlmResponse, type LlmMessage, type LlmUsage } from './llm/toolformer.js';
+export {
+  converse,
+  type LanguageModel,
+  type LlmRequest,
+  type LlmResponse,
+  type LlmMessage,
+  type LlmUsage,
+  type LlmContentBlock,
+  type LlmToolSpec,
+  type ConverseOptions,
+  type ConverseResult,
+  type UsageSink,
+} from './llm/toolformer.js';
+export type { AgentProfile, ResponderCall, HistoryMessage } from './llm/responders.js';
 export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOptions } from './llm/anthropic.js';
 export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
-export { Receiver, type ReceiverOptions, type ReceiverApi, type ReceiverExtensions, type RequestContext } from './receiver.js';
-export { createHandler, type HttpOptions } from './http/handler.js';
-export { startServer } from './http/server.js';
+export {
+  Receiver,
+  type ReceiverOptions,
+  type ReceiverApi,
+  type ReceiverExtensions,
+  type RequestContext,
+  type RoutineRunner,
+  type ServedEvent,
+  type QueryTarget,
+} from './receiver.js';
+export { createHandler, type HttpOptions, type CoreRequest, type CoreResponse } from './http/handler.js';
+export { startServer, type ServerOptions, type RunningServer } from './http/server.js';
 /** The client side: queries, conversations, discovery and negotiation. */
 export {
   Sender,

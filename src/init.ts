@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AgoraError, isAgoraError } from './errors.js';
 
 /** The framework's own folder (the package root): its root agent is the template of new agents. */
 export function frameworkRoot(): string {
@@ -10,7 +11,7 @@ export function frameworkRoot(): string {
     if (existsSync(join(directory, 'package.json')) && existsSync(join(directory, 'protocols'))) return directory;
     directory = dirname(directory);
   }
-  throw new Error('agora-agents: cannot find the framework folder (package.json with protocols/)');
+  throw new AgoraError('INTERNAL', 'agora-agents: cannot find the framework folder (package.json with protocols/)');
 }
 
 /** Options of {@link initAgent}. */
@@ -118,9 +119,19 @@ Set \`ANTHROPIC_API_KEY\` to let Claude answer natural language and the protocol
  */
 export async function initAgent(target: string, options: InitOptions = {}): Promise<string[]> {
   const directory = resolve(target);
+  try {
+    return await scaffold(directory, options);
+  } catch (error) {
+    if (isAgoraError(error)) throw error;
+    const reason = (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+    throw new AgoraError('INTERNAL', `writing the agent into ${directory}: ${reason}`, { cause: error });
+  }
+}
+
+async function scaffold(directory: string, options: InitOptions): Promise<string[]> {
   if (existsSync(directory)) {
     const entries = (await readdir(directory)).filter((entry) => entry !== '.git');
-    if (entries.length && !options.force) throw new Error(`${directory} is not empty (use --force to write into it anyway)`);
+    if (entries.length && !options.force) throw new AgoraError('BAD_REQUEST', `${directory} is not empty (use --force to write into it anyway)`);
   }
   await mkdir(directory, { recursive: true });
   const root = frameworkRoot();

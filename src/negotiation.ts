@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationMessage } from './conversation/store.js';
-import { AgoraError } from './errors.js';
+import { AgoraError, isAgoraError } from './errors.js';
 import type { ResponderCall } from './llm/responders.js';
 import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './llm/toolformer.js';
 import { documentFileName, formatDocument, parseDocument, type ProtocolDocument } from './protocol/document.js';
@@ -189,10 +189,19 @@ export async function respondToNegotiation(call: ResponderCall, history: readonl
  */
 export async function writeProtocolFile(dir: string, document: ProtocolDocument): Promise<string> {
   const folder = join(dir, 'protocols');
+  try {
+    return await linkUnderFreeName(folder, documentFileName(document.metadata).replace(/\.md$/, ''), document.text);
+  } catch (error) {
+    if (isAgoraError(error)) throw error;
+    const reason = (error as NodeJS.ErrnoException).code ?? (error instanceof Error ? error.message : String(error));
+    throw new AgoraError('INTERNAL', `writing the negotiated document into ${folder}: ${reason}`, { cause: error });
+  }
+}
+
+async function linkUnderFreeName(folder: string, base: string, text: string): Promise<string> {
   await mkdir(folder, { recursive: true });
-  const base = documentFileName(document.metadata).replace(/\.md$/, '');
   const temporary = join(folder, `.${base}.${randomBytes(6).toString('hex')}.tmp`);
-  await writeFile(temporary, document.text);
+  await writeFile(temporary, text);
   try {
     for (let index = 1; index < 1000; index++) {
       const path = join(folder, `${base}${index === 1 ? '' : `-${index}`}.md`);
@@ -204,9 +213,9 @@ export async function writeProtocolFile(dir: string, document: ProtocolDocument)
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
       }
       const existing = await readFile(path).catch(() => undefined);
-      if (existing?.equals(Buffer.from(document.text, 'utf8'))) return path;
+      if (existing?.equals(Buffer.from(text, 'utf8'))) return path;
     }
-    throw new Error(`too many files named ${base}-N.md in ${folder}`);
+    throw new AgoraError('INTERNAL', `too many files named ${base}-N.md in ${folder}`);
   } finally {
     await rm(temporary, { force: true });
   }

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { AgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
@@ -42,7 +43,7 @@ export const command: Command = {
     const maxRounds = numberOption(args, 'max-rounds', { min: 1, integer: true }) ?? DEFAULT_MAX_ROUNDS;
     const timeout = timeoutMs(args, 120);
     const { AnthropicModel, hasAnthropicKey } = await import('../llm/anthropic.js');
-    if (!hasAnthropicKey()) throw new Error('ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
+    if (!hasAnthropicKey()) throw new AgoraError('LLM_UNAVAILABLE', 'ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
     const model = stringOption(args, 'model');
     const dir = resolve(stringOption(args, 'dir') ?? '.');
     const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: timeout, logger: { ...consoleLogger(), info() {} } });

@@ -1,3 +1,4 @@
+import { slug } from '../_slug.js';
 // What memory keeps about generated routines, shared by the agent that writes and runs them and the CLI that
 // reviews them: the status record, the counters, and the names and key prefixes derived from a protocol or task.
 
@@ -40,15 +41,7 @@ export type CounterField = (typeof COUNTER_FIELDS)[number];
 
 /** A file-name slug of a protocol or task name: lowercase ASCII words joined by `-`. */
 export function routineSlug(name: string): string {
-  const slug = name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 40)
-    .replace(/-+$/, '');
-  return slug || 'protocol';
+  return slug(name, { maxLength: 40, fallback: 'protocol' });
 }
 
 /** The stem of a protocol's generated file (`unit-conversion-0a1b2c3d`), also its id in the CLI. */

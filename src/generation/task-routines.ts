@@ -10,6 +10,7 @@ import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { EXAMPLE_CAP, RoutineKeeper } from './book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
+import { TASK_SYSTEM } from './prompts.js';
 import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
 import { FENCE, preview, sameValue, writeCheckedModule, type GenerationUsageSink, type ModuleChecks, type WrittenModule } from './write.js';
@@ -35,31 +36,6 @@ export type GenerateTaskRoutineOptions = {
   logger?: Logger;
   onUsage?: GenerationUsageSink;
 };
-
-const TASK_SYSTEM = [
-  'You write task routines for an agent on the Agora network. The agent performs a task by querying another agent under a protocol document; a task routine does the two LLM steps of that call in code: it builds the query body from the task\'s input, and reads the task\'s output from the reply.',
-  `Reply with the whole module in one ${FENCE}ts code block and nothing else.`,
-  '',
-  'The module must follow this contract exactly:',
-  `${FENCE}ts`,
-  "import { z } from 'zod';",
-  '',
-  'export default {',
-  '  buildBody(input: /* the task\'s input type */): unknown {',
-  '    // the body to send, exactly as the protocol prescribes',
-  '  },',
-  '  parseReply(body: unknown): /* the task\'s output type */ {',
-  "    // the task's output read from the reply; throw an Error when the reply is not what the protocol promises",
-  '  },',
-  '};',
-  FENCE,
-  '',
-  'Rules:',
-  "- Import only 'zod' (zod 4). No other import, no require(), no import(), no fetch, no file system, no process: the module runs in an isolated worker where none of these exist.",
-  '- Pure and deterministic functions: the same input gives the same body, the same reply the same output.',
-  '- Strict TypeScript: type the parameters; check the reply with zod before reading it.',
-  '- Match the recorded calls exactly: the same body for the same input, the same output for the same reply.',
-].join('\n');
 
 /**
  * Writes a sender routine (`export default { buildBody, parseReply }`) for a task under a PD with the LLM, then

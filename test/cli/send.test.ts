@@ -96,7 +96,7 @@ describe('agora send', () => {
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((done) => closed.close(() => done()));
     const [natural, unreachable, usage] = await Promise.all([agora(['send', bareUrl, 'hello']), agora(['send', `http://127.0.0.1:${port}`, 'hi']), agora(['send', url])]);
-    expect(natural).toEqual({ code: 1, stdout: '', stderr: 'agora send: This agent only accepts queries under the protocols listed at /wellknown\n' });
+    expect(natural).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${bareUrl}/: HTTP 200: This agent only accepts queries under the protocols listed at /wellknown\n` });
     expect(unreachable).toEqual({ code: 1, stdout: '', stderr: `agora send: POST http://127.0.0.1:${port}/: ECONNREFUSED\n` });
     expect(usage.code).toBe(2);
   });

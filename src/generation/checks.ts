@@ -1,0 +1,144 @@
+// The checks a generated routine must pass before anyone may approve it: the recorded exchanges replayed (by value
+// when the routine is deterministic, else by shape) and the LLM-written test queries (by shape against the LLM's
+// reference answers).
+import { prescribesJson } from '../llm/responders.js';
+import { silentLogger } from '../log.js';
+import type { ProtocolDocument } from '../protocol/document.js';
+import { protocolInvalidInputReply } from '../routine/run.js';
+import type { JsonObject, JsonValue } from '../schemas.js';
+import { callTool, type Tool } from '../tool/define.js';
+import type { StoredExample } from './prompts.js';
+import type { SandboxedModule, SandboxResult } from './sandbox.js';
+import { preview, sameValue } from './write.js';
+
+/** A test query the LLM wrote from the protocol, with the LLM responder's reference answer. */
+export type Probe = { body: JsonValue; reply: JsonValue };
+
+/** Recorded exchanges in conversation order; a conversation whose first turns were not recorded is left out. */
+function replayable(examples: readonly StoredExample[]): StoredExample[][] {
+  const groups = new Map<string, StoredExample[]>();
+  examples.forEach((example, index) => {
+    const key = example.conversationId ?? `single-${index}`;
+    groups.set(key, [...(groups.get(key) ?? []), example]);
+  });
+  const result: StoredExample[][] = [];
+  for (const turns of groups.values()) {
+    const sorted = [...turns].sort((a, b) => a.turn - b.turn);
+    if (sorted.every((example, index) => example.turn === index + 1)) result.push(sorted);
+  }
+  return result;
+}
+
+export function parseStoredExample(value: JsonObject): StoredExample | undefined {
+  if (!('body' in value) || !('reply' in value)) return undefined;
+  const turn = typeof value.turn === 'number' ? value.turn : 1;
+  const conversationId = typeof value.conversationId === 'string' ? value.conversationId : null;
+  return { conversationId, turn, body: value.body as JsonValue, reply: value.reply as JsonValue };
+}
+
+/** Runs a candidate routine on the recorded exchanges (by value when deterministic) and on the probes (by shape). */
+export async function checkRoutine(module: SandboxedModule, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[] }> {
+  const json = prescribesJson(document);
+  const tools = toolbox(agentTools);
+  const errors: string[] = [];
+  let byValue = 0;
+  let byShape = 0;
+  const run = async (body: JsonValue, turn: number, id: string | null, state: JsonObject): Promise<{ reply: JsonValue; state: JsonObject }> => {
+    const result = await module.run('handle', body, {
+      conversation: { id, turn, state: structuredClone(state) },
+      protocol: { name: document.metadata.name, hash: document.hash, metadata: document.metadata },
+      tools,
+      logger: silentLogger,
+    });
+    return { reply: answerOf(result, document), state: result.state ?? state };
+  };
+  const checkOutput = async (label: string, reply: JsonValue) => {
+    const issues = (await module.run('checkOutput', reply)).value;
+    if (typeof issues === 'string') errors.push(`${label}: the output schema refuses the expected reply ${preview(reply)}: ${issues}`);
+  };
+
+  const conversations = replayable(examples);
+  for (const [index, turns] of conversations.entries()) {
+    let state: JsonObject = {};
+    for (const example of turns) {
+      const label = turns.length > 1 ? `recorded conversation ${index + 1}, turn ${example.turn}` : `recorded example ${index + 1}`;
+      const id = example.conversationId ? `check-${index + 1}` : null;
+      let first: { reply: JsonValue; state: JsonObject };
+      let second: { reply: JsonValue; state: JsonObject } | undefined;
+      try {
+        first = await run(example.body, example.turn, id, state);
+        // Twice: a reply that changes between two runs comes from a clock or a live tool, compared by shape only.
+        second = await run(example.body, example.turn, id, state).catch(() => undefined);
+      } catch (error) {
+        errors.push(`${label}: body ${preview(example.body)}: the routine failed: ${error instanceof Error ? error.message : String(error)}`);
+        break;
+      }
+      const deterministic = second !== undefined && sameValue(first.reply, second.reply);
+      if (json && deterministic) {
+        if (!sameValue(first.reply, example.reply)) errors.push(`${label}: body ${preview(example.body)}: the routine replied ${preview(first.reply)} but the recorded reply is ${preview(example.reply)}`);
+        else byValue++;
+      } else {
+        const mismatch = shapeMismatch(first.reply, example.reply, json);
+        if (mismatch) errors.push(`${label}: body ${preview(example.body)}: ${mismatch}`);
+        else byShape++;
+      }
+      if (json) await checkOutput(label, example.reply);
+      state = first.state;
+    }
+  }
+  let probed = 0;
+  for (const [index, probe] of probes.entries()) {
+    const label = `test query ${index + 1}`;
+    try {
+      const { reply } = await run(probe.body, 1, prescribesMultiround(document) ? `probe-${index + 1}` : null, {});
+      const mismatch = shapeMismatch(reply, probe.reply, json);
+      if (mismatch) errors.push(`${label}: body ${preview(probe.body)}: ${mismatch} (the LLM's answer)`);
+      else probed++;
+      if (json) await checkOutput(label, probe.reply);
+    } catch (error) {
+      errors.push(`${label}: body ${preview(probe.body)}: the routine failed: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  const recorded = byValue + byShape;
+  if (!errors.length && recorded + probed === 0) errors.push('nothing to check the routine on: no recorded exchange and no test query');
+  const passed: string[] = [];
+  if (recorded) passed.push(`${recorded} recorded turn(s) (${byValue} by value, ${byShape} by shape)`);
+  if (probed) passed.push(`${probed} test query(ies) written by the LLM (shape vs the LLM's answer)`);
+  return { errors, passed };
+}
+
+function prescribesMultiround(document: ProtocolDocument): boolean {
+  return document.metadata.multiround === true;
+}
+
+/** The reply of a sandboxed `handle`: its value, or the PD's invalid-input reply when the input schema refused the body. */
+export function answerOf(result: SandboxResult, document: ProtocolDocument): JsonValue {
+  if (!result.invalid) return result.value;
+  const reply = result.invalid.reply ?? protocolInvalidInputReply(document);
+  // No prescribed error reply: let the LLM judge a body the generated schema refuses (the schema is a guess).
+  if (reply === undefined) throw new Error(`the routine's input schema refuses the body: ${result.invalid.issues}`);
+  return reply;
+}
+
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  return typeof value;
+}
+
+/** Why two replies differ in shape (JSON type and top-level keys), or undefined when they agree. */
+function shapeMismatch(routine: JsonValue, expected: JsonValue, json: boolean): string | undefined {
+  if (!json) return typeof routine === 'string' ? undefined : `the routine replied a ${jsonType(routine)}, the protocol's bodies are text`;
+  const [a, b] = [jsonType(routine), jsonType(expected)];
+  if (a !== b) return `the routine replied a ${a} ${preview(routine)} where a ${b} like ${preview(expected)} was expected`;
+  if (a === 'object') {
+    const keysA = Object.keys(routine as JsonObject).sort();
+    const keysB = Object.keys(expected as JsonObject).sort();
+    if (keysA.join('\u0000') !== keysB.join('\u0000')) return `the routine replied ${preview(routine)}, with keys [${keysA.join(', ')}], where [${keysB.join(', ')}] were expected, as in ${preview(expected)}`;
+  }
+  return undefined;
+}
+
+function toolbox(tools: readonly Tool[]): Record<string, (input: unknown) => Promise<unknown>> {
+  return Object.fromEntries(tools.map((tool) => [tool.name, (input: unknown) => callTool(tool, input)]));
+}

@@ -1,0 +1,159 @@
+// The sender's wire: one HTTP exchange with a peer at a time, bounded in time and size, its failures read into
+// AgoraErrors that name the method and URL (`POST http://host/: HTTP 404: Conversation not found`).
+import { AgoraError, isAgoraError } from '../errors.js';
+import { peerResponseSchema, type JsonValue } from '../schemas.js';
+
+/** The default bound on one HTTP exchange with a peer: 30 s. */
+export const DEFAULT_SENDER_TIMEOUT_MS = 30_000;
+
+// A reply larger than this is not an Agora reply.
+const MAX_REPLY_BYTES = 16 * 1024 * 1024;
+
+/** A peer's success reply. */
+export type QueryResult = { body: JsonValue; conversationId?: string; conversationExpires?: number };
+
+/** An HTTP method the sender uses. */
+export type PeerMethod = 'GET' | 'POST' | 'DELETE';
+
+/** What one exchange brought back: the status and the body's bytes (read up to a cap). */
+export type PeerResponse = { status: number; bytes: Uint8Array };
+
+/** Options of {@link PeerTransport}. */
+export type TransportOptions = {
+  fetch?: typeof fetch;
+  /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
+  timeoutMs?: number;
+};
+
+/** An agent's base URL without a trailing slash, query or fragment (`http://host/agora`). */
+export function agentBaseUrl(url: string): string {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new AgoraError('BAD_REQUEST', `Not a URL: ${JSON.stringify(url)}`);
+  }
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new AgoraError('BAD_REQUEST', `Not an http(s) URL: ${url}`);
+  return `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
+}
+
+/** Whether a peer's failure says the conversation is over already (404, or "Conversation not found/expired"). */
+export function isGone(error: unknown): boolean {
+  return isAgoraError(error) && error.code === 'PEER_FAILURE' && (error.status === 404 || /: HTTP \d+: Conversation (not found|expired)/i.test(error.message));
+}
+
+/** A peer failure in ky's style: the method, the URL, the status, then what went wrong. */
+export function peerFailure(method: string, url: string, status: number, text: string): AgoraError {
+  return new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}: ${text}`, { status });
+}
+
+/**
+ * HTTP with peers: each exchange bounded by the timeout (body included) and a size cap, never retried; a JSON
+ * reply read through the wire schema.
+ */
+export class PeerTransport {
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+
+  constructor(options: TransportOptions = {}) {
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS;
+  }
+
+  /** Posts a query or a turn and returns the peer's success reply; any failure is AgoraError('PEER_FAILURE'). */
+  async post(url: string, payload: Record<string, unknown>, signal?: AbortSignal): Promise<QueryResult> {
+    const response = await this.exchange('POST', url, payload, signal);
+    const json = this.parseJson('POST', url, response);
+    const parsed = peerResponseSchema.safeParse(json);
+    if (!parsed.success) throw this.peerError('POST', url, response.status, json);
+    const reply = parsed.data;
+    if (reply.status === 'failure') throw peerFailure('POST', url, response.status, reply.error);
+    if (reply.status === 'error') throw peerFailure('POST', url, response.status, reply.message);
+    return {
+      body: (reply.body ?? null) as JsonValue,
+      ...(reply.conversationId ? { conversationId: reply.conversationId } : {}),
+      ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires) ? { conversationExpires: reply.conversationExpires } : {}),
+    };
+  }
+
+  /** A GET's body when the peer answers 2xx, else undefined (a document a peer does not serve). */
+  async download(url: string, maxBytes: number, signal?: AbortSignal): Promise<Uint8Array | undefined> {
+    const response = await this.exchange('GET', url, undefined, signal, maxBytes);
+    return response.status >= 200 && response.status < 300 ? response.bytes : undefined;
+  }
+
+  /** A reply's JSON (a leading BOM allowed); a reply that is not JSON is a PEER_FAILURE naming the URL. */
+  parseJson(method: PeerMethod, url: string, response: PeerResponse): unknown {
+    const text = Buffer.from(response.bytes).toString('utf8');
+    try {
+      return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
+    } catch {
+      const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 80);
+      throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}, not JSON${excerpt ? `: ${excerpt}` : ''}`, { status: response.status });
+    }
+  }
+
+  /** An error reply in either failure shape keeps the peer's text; anything else says it is not an Agora reply. */
+  peerError(method: PeerMethod, url: string, status: number, json: unknown): AgoraError {
+    const failure = peerResponseSchema.safeParse(json);
+    if (failure.success && failure.data.status === 'failure') return peerFailure(method, url, status, failure.data.error);
+    if (failure.success && failure.data.status === 'error') return peerFailure(method, url, status, failure.data.message);
+    return new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}, not an Agora reply`, { status });
+  }
+
+  /** One HTTP exchange, bounded by the timeout (body included) and a size cap; never retried. */
+  async exchange(method: PeerMethod, url: string, payload?: unknown, signal?: AbortSignal, maxBytes = MAX_REPLY_BYTES): Promise<PeerResponse> {
+    const timeout = AbortSignal.timeout(this.#timeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    const fail = (error: unknown): never => {
+      if (timeout.aborted && !signal?.aborted) throw new AgoraError('TIMEOUT', `${method} ${url}: timed out after ${this.#timeoutMs} ms`, { cause: error });
+      if (signal?.aborted) throw signal.reason;
+      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+      const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+      throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${reason}`, { cause: error });
+    };
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers: payload === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+        ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+        signal: combined,
+        redirect: method === 'GET' ? 'follow' : 'manual',
+      });
+    } catch (error) {
+      return fail(error);
+    }
+    try {
+      return { status: response.status, bytes: await readCapped(response, maxBytes, `${method} ${url}`) };
+    } catch (error) {
+      if (isAgoraError(error)) throw error;
+      return fail(error);
+    }
+  }
+}
+
+/** Reads a reply's body, refusing one larger than `maxBytes` (declared or streamed). */
+async function readCapped(response: Response, maxBytes: number, what: string): Promise<Uint8Array> {
+  const tooLarge = () => new AgoraError('PEER_FAILURE', `${what}: reply larger than ${maxBytes} bytes`, { status: response.status });
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    await response.body?.cancel().catch(() => undefined);
+    throw tooLarge();
+  }
+  if (!response.body) return new Uint8Array();
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > maxBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw tooLarge();
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks, size);
+}
