@@ -1,7 +1,9 @@
 import { join, resolve } from 'node:path';
+import type { Redis } from './_redis.js';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
+import type { FacesConfig } from './faces/mount.js';
 import type { HttpOptions } from './http/handler.js';
 import { startServer } from './http/server.js';
 import type { LanguageModel } from './llm/toolformer.js';
@@ -87,12 +89,12 @@ export async function openState(
   store: string | ConversationStore | undefined,
   memory: AgentMemory | undefined,
   defaults: RedisStoreOptions = {},
-): Promise<{ store?: ConversationStore; memory: AgentMemory; close(): Promise<void> }> {
+): Promise<{ store?: ConversationStore; memory: AgentMemory; redis?: Redis; close(): Promise<void> }> {
   if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
     const { url, options } = parseRedisStoreUrl(store);
     const { connectRedis } = await import('./conversation/redis.js');
     const redis = connectRedis(url, { ...defaults, ...options });
-    return { store: redis.store, memory: memory ?? redis.memory, close: () => redis.close() };
+    return { store: redis.store, memory: memory ?? redis.memory, redis: redis.redis, close: () => redis.close() };
   }
   if (typeof store === 'string' && store !== 'memory') throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
   return { ...(typeof store === 'object' ? { store } : {}), memory: memory ?? new FileMemory(join(dir, '.agora')), close: async () => {} };
@@ -128,7 +130,8 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
   const receiver = await Receiver.start({ ...rest, dir, logger, extensions, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
   try {
-    const server = await startServer(receiver, { ...options, logger, port: port ?? 3000, ...(host ? { host } : {}) });
+    const faces = await facesWithState(options.faces, state.redis);
+    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}) });
     return {
       receiver,
       url: server.url,
@@ -147,4 +150,11 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     await state.close();
     throw error;
   }
+}
+
+// With a Redis store, ROAR message ids are remembered there, so every process of the agent refuses a replay.
+async function facesWithState(faces: FacesConfig | false | undefined, redis: Redis | undefined): Promise<FacesConfig | false | undefined> {
+  if (faces === false || redis === undefined || faces?.replay !== undefined) return faces;
+  const { RedisReplayGuard } = await import('./faces/roar/replay-redis.js');
+  return { ...faces, replay: new RedisReplayGuard(redis) };
 }

@@ -2,6 +2,7 @@
 // handler the HTTP core (or any adapter) calls before its own routes, plus the ROAR WebSocket for node:http.
 import type { KeyObject } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
+import { AgoraError } from '../errors.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ReceiverApi } from '../receiver.js';
@@ -73,7 +74,7 @@ function trustMap(trust: Record<string, string> | undefined): Map<string, KeyObj
     try {
       keys.set(did, publicKeyFromHex(hex));
     } catch (error) {
-      throw new Error(`ROAR trust file: the key of ${did} is not a 64-hex-character Ed25519 public key`, { cause: error });
+      throw new AgoraError('INVALID_ARGUMENT', `ROAR trust: the key of ${did} is not a 64-hex-character Ed25519 public key`, { cause: error });
     }
   }
   return keys;

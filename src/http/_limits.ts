@@ -63,3 +63,10 @@ export class RateLimiter {
     }
   }
 }
+
+/** The edge's rate limit as one function shared by the Agora routes and the faces: seconds to wait, or 0 to go on. */
+export function rateLimitOf(options: { rateLimit?: { windowMs: number; max: number }; now?: () => number }): ((client: string) => number) | undefined {
+  if (!options.rateLimit) return undefined;
+  const limiter = new RateLimiter(options.rateLimit.windowMs, options.rateLimit.max, options.now ?? Date.now);
+  return (client) => limiter.hit(client);
+}

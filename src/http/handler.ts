@@ -1,9 +1,10 @@
 import { describeError, isAgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
+import type { FacesConfig } from '../faces/mount.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
-import { RateLimiter, TokenCheck } from './_limits.js';
+import { rateLimitOf, TokenCheck } from './_limits.js';
 import { failure, JSON_TYPE, respond, type CoreResponse } from './_response.js';
 import { matchRoute } from './_routes.js';
 
@@ -24,6 +25,8 @@ export type HttpOptions = {
   logger?: { error(message: string): void; warn(message: string): void };
   /** The rate limiter's clock in milliseconds (default `Date.now`), injected by tests. */
   now?: () => number;
+  /** The ROAR, OAP and A2A faces (default: all, with the receiver's name and memory); `false` serves Agora alone. */
+  faces?: FacesConfig | false;
 };
 
 /** A parsed request as the core sees it: method, path relative to the mount point, lower-case headers, raw body. */
@@ -64,12 +67,16 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
  * The whole of spec §2 as a framework-free function; adapters (node:http, Express, edge runtimes) only translate.
  * @example const handle = createHandler(receiver); const response = await handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
  */
-export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: CoreRequest) => Promise<CoreResponse> {
+export function createHandler(
+  receiver: ReceiverApi,
+  options: HttpOptions = {},
+  /** The rate limit, when an adapter shares one with the faces (default: made from `options.rateLimit`). */
+  limit: ((client: string) => number) | undefined = rateLimitOf(options),
+): (request: CoreRequest) => Promise<CoreResponse> {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
   const tokens = new TokenCheck(options.tokens ?? []);
-  const limiter = options.rateLimit ? new RateLimiter(options.rateLimit.windowMs, options.rateLimit.max, options.now ?? Date.now) : undefined;
 
   // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
   let lastHost: string | undefined;
@@ -109,8 +116,8 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
   return async function handle(request: CoreRequest): Promise<CoreResponse> {
     try {
       const { method } = request;
-      if (limiter) {
-        const retryAfter = limiter.hit(request.remoteAddress ?? '');
+      if (limit) {
+        const retryAfter = limit(request.remoteAddress ?? '');
         if (retryAfter > 0) {
           const response = failure(429, 'Too many requests');
           response.headers['retry-after'] = String(retryAfter);
