@@ -1,6 +1,6 @@
 // Benchmark of issue 14: ROAR `POST /roar/message` (HMAC-signed, verified, reply signed) against Agora `POST /`
 // for the same routine, on the same server in the same run. Not a timed test: the ratio is what we track.
-// Run: tsx bench/faces.ts [--duration 5]
+// Run: npm run build && tsx bench/faces.ts [--duration 5] (the server runs from dist, as `agora serve` does)
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -16,7 +16,7 @@ const SECRET = 'bench-secret';
 export async function benchFaces(duration: number, log: (line: string) => void): Promise<string> {
   const hash = hashText(readFileSync(`${root}protocols/unit-conversion.md`));
   const body = { value: 10, from: 'km', to: 'mi' };
-  const server = await startProcess('bench/_faces-server.ts', [root, SECRET]);
+  const server = await startProcess('bench/_servers.mjs', ['agora-faces', root], { BENCH_ROAR_SECRET: SECRET });
   try {
     const card = (await (await fetch(`${server.url}/roar/card`)).json()) as { identity: { did: string } };
     const timestamp = new RawNumber(pythonFloat(Date.now() / 1000));

@@ -26,6 +26,7 @@ export const MAX_LOSSLESS_DEPTH = 100;
 
 const NUMBER = /-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?/y;
 const PLAIN_ASCII = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+const SURROGATE = /[\ud800-\udfff]/;
 const PLAIN_RUN = /[^"\\\u0000-\u001f]*/y;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
 
@@ -135,8 +136,9 @@ export function toPlain(value: LosslessValue): JsonValue {
   if (Array.isArray(value)) return value.map(toPlain);
   const plain: { [key: string]: JsonValue } = {};
   for (const key of Object.keys(value)) {
-    // A key named __proto__ must stay data, never become the prototype.
-    Object.defineProperty(plain, key, { value: toPlain(value[key] as LosslessValue), enumerable: true, writable: true, configurable: true });
+    // A key named __proto__ must stay data, never become the prototype (defineProperty only there: it is slow).
+    if (key === '__proto__') Object.defineProperty(plain, key, { value: toPlain(value[key] as LosslessValue), enumerable: true, writable: true, configurable: true });
+    else plain[key] = toPlain(value[key] as LosslessValue);
   }
   return plain;
 }
@@ -146,6 +148,12 @@ export function pythonFloat(value: number): string {
   if (Number.isNaN(value)) return 'NaN';
   if (!Number.isFinite(value)) return value > 0 ? 'Infinity' : '-Infinity';
   if (value === 0) return Object.is(value, -0) ? '-0.0' : '0.0';
+  const magnitude = Math.abs(value);
+  // Between 1e-4 and 1e16 JavaScript prints the same shortest digits in fixed notation: only `.0` may be missing.
+  if (magnitude >= 1e-4 && magnitude < 1e16) {
+    const text = String(value);
+    return text.includes('.') ? text : `${text}.0`;
+  }
   const sign = value < 0 ? '-' : '';
   // toExponential() without an argument gives the shortest round-trip digits, as Python's repr does.
   const [mantissa, exponentText] = Math.abs(value).toExponential().split('e') as [string, string];
@@ -217,8 +225,23 @@ export function canonicalJson(value: LosslessValue | undefined): string {
     case 'number':
       return Number.isFinite(value) ? pythonNumber(JSON.stringify(value)) : 'null';
   }
-  if (Array.isArray(value)) return `[${value.map((item) => canonicalJson(item)).join(', ')}]`;
+  if (Array.isArray(value)) {
+    let result = '[';
+    for (let index = 0; index < value.length; index++) result += (index === 0 ? '' : ', ') + canonicalJson(value[index] as LosslessValue);
+    return `${result}]`;
+  }
   const object = value as { [key: string]: LosslessValue };
-  const keys = Object.keys(object).filter((key) => object[key] !== undefined).sort(compareCodePoints);
-  return `{${keys.map((key) => `${pythonString(key)}: ${canonicalJson(object[key])}`).join(', ')}}`;
+  const keys = Object.keys(object);
+  // UTF-16 order is code point order unless a key holds a surrogate: the native sort then suffices.
+  if (keys.some((key) => SURROGATE.test(key))) keys.sort(compareCodePoints);
+  else keys.sort();
+  let result = '{';
+  let first = true;
+  for (const key of keys) {
+    const item = object[key];
+    if (item === undefined) continue;
+    result += `${first ? '' : ', '}${pythonString(key)}: ${canonicalJson(item)}`;
+    first = false;
+  }
+  return `${result}}`;
 }

@@ -1,10 +1,10 @@
 // One ROAR message in, one ROAR reply out: shape checks, signature, freshness and replay checks, the mapping
 // of the payload to an Agora ask, and the signed `respond` message that carries the answer back.
-import { randomBytes, type KeyObject } from 'node:crypto';
+import { randomUUID, type KeyObject } from 'node:crypto';
 import { isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { Ask } from '../ask.js';
-import { canonicalJson, parseLossless, pythonFloat, RawNumber, toPlain, type LosslessValue } from './canonical.js';
+import { canonicalJson, parseLossless, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from './canonical.js';
 import { identityJson, type RoarIdentity } from './identity.js';
 import { ROAR_CAPABILITIES } from './card.js';
 import type { ReplayGuard } from './replay.js';
@@ -183,29 +183,34 @@ export function errorPayload(error: unknown): JsonObject {
   return { status: 'error', error: 'internal', message: 'Internal error' };
 }
 
+// The identity as the reply's `from` prints it, once per identity (it is the largest part of every reply).
+const identityTexts = new WeakMap<RoarIdentity, string>();
+
 /**
  * A signed `respond` message from us to the sender (HMAC with the secret, else Ed25519 with our key when
  * signing is on), serialized so the bytes a Python verifier reads back give the canonical body we signed.
+ * The payload and context are printed once and shared by the signed body and the wire text (both canonical).
  */
 export function replyText(identity: RoarIdentity, message: RoarMessage, payload: JsonObject, security: Omit<RoarSecurity, 'replay'>): string {
-  const timestamp = new RawNumber(pythonFloat(security.now() / 1000));
-  const id = `msg_${randomBytes(5).toString('hex')}`;
-  const context: JsonObject = { in_reply_to: message.id };
-  if (typeof message.context.session_id === 'string') context.session_id = message.context.session_id;
-  const body = signingBody({ id, from: identity.did, to: message.fromDid, intent: 'respond', payload, context, timestamp });
-  let auth: { [key: string]: LosslessValue } = {};
-  if (security.secret !== undefined) auth = { signature: hmacSignature(body, security.secret), timestamp };
-  else if (security.trust !== undefined && security.trust.size > 0) auth = { signature: ed25519Signature(body, identity.privateKey), timestamp };
+  const timestamp = pythonFloat(security.now() / 1000);
+  const uuid = randomUUID();
+  const id = `"msg_${uuid.slice(0, 8)}${uuid.slice(9, 11)}"`;
+  const sessionId = message.context.session_id;
+  const context = `{"in_reply_to": ${pythonString(message.id)}${typeof sessionId === 'string' ? `, "session_id": ${pythonString(sessionId)}` : ''}}`;
+  const payloadText = canonicalJson(payload);
+  const from = pythonString(identity.did);
+  const toDid = pythonString(message.fromDid);
+  // signingBody's bytes: the seven keys in sorted order.
+  const body = `{"context": ${context}, "from": ${from}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "timestamp": ${timestamp}, "to": ${toDid}}`;
+  let auth = '{}';
+  if (security.secret !== undefined) auth = `{"signature": "${hmacSignature(body, security.secret)}", "timestamp": ${timestamp}}`;
+  else if (security.trust !== undefined && security.trust.size > 0) auth = `{"signature": "${ed25519Signature(body, identity.privateKey)}", "timestamp": ${timestamp}}`;
+  let identityText = identityTexts.get(identity);
+  if (identityText === undefined) {
+    identityText = canonicalJson(identityJson(identity, ROAR_CAPABILITIES));
+    identityTexts.set(identity, identityText);
+  }
   const to = message.raw.from;
-  return canonicalJson({
-    roar: '1.0',
-    id,
-    from: identityJson(identity, ROAR_CAPABILITIES),
-    to: typeof to === 'object' && to !== null ? to : { did: message.fromDid },
-    intent: 'respond',
-    payload,
-    context,
-    auth,
-    timestamp,
-  });
+  const toText = typeof to === 'object' && to !== null ? canonicalJson(to) : `{"did": ${toDid}}`;
+  return `{"auth": ${auth}, "context": ${context}, "from": ${identityText}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "roar": "1.0", "timestamp": ${timestamp}, "to": ${toText}}`;
 }
