@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { nanoid } from 'nanoid';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError, describeError } from './errors.js';
+import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
@@ -69,8 +70,11 @@ export class Receiver implements ReceiverApi {
       directory: join(this.dir, 'protocols'),
       memory: this.memory,
       logger: this.logger,
-      sources: { allowPrivateSources: options.allowPrivateSources ?? false },
+      sources: { allowPrivateSources: options.allowPrivateSources ?? false, ...(options.maxDocumentBytes ? { maxBytes: options.maxDocumentBytes } : {}) },
+      // A learned document used within one conversation TTL may carry a conversation under way: never evicted.
+      learned: { liveMs: this.#ttlMs, ...(options.maxLearnedDocuments ? { maxCount: options.maxLearnedDocuments } : {}), ...(options.maxLearnedBytes ? { maxBytes: options.maxLearnedBytes } : {}) },
       watch: options.watch ?? true,
+      now: this.#now,
     });
     this.#folder = new AgentFolder({ dir: this.dir, logger: this.logger, name: options.name, description: options.description, tools: options.tools });
     this.#suitability = new Suitability(this.memory, this.logger);
@@ -83,6 +87,7 @@ export class Receiver implements ReceiverApi {
       responderCall: (protocol, purpose, signal) => this.responderCall(protocol, purpose, signal),
       routineTimeoutMs: (options.routineTimeout ?? 10) * 1000,
       maxHistory: Math.max(2, options.maxHistory ?? 40),
+      maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
   }
 
@@ -146,6 +151,7 @@ export class Receiver implements ReceiverApi {
       profile: this.profile(),
       onUsage: (usage) => this.counters.llmCall(protocol, purpose, usage.inputTokens, usage.outputTokens),
       ...(this.#options.maxToolSteps ? { maxSteps: this.#options.maxToolSteps } : {}),
+      ...(this.#options.maxLlmChars ? { maxChars: this.#options.maxLlmChars } : {}),
       ...(signal ? { signal } : {}),
     };
   }
@@ -190,8 +196,11 @@ export class Receiver implements ReceiverApi {
   async document(hash: string): Promise<string | undefined> {
     const normalized = normalizeHash(hash);
     if (!normalized) return undefined;
-    const known = this.registry.get(normalized) ?? (await this.registry.resolve(normalized, []));
-    return known?.document.text;
+    const text = this.registry.text(normalized);
+    if (text !== undefined) return text;
+    // Learned by another process sharing the memory; a candidate (not chosen) is never served.
+    const known = await this.registry.resolve(normalized, []);
+    return known && known.origin !== 'candidate' ? known.document.text : undefined;
   }
 
   async metrics(): Promise<string> {
@@ -237,6 +246,8 @@ export class Receiver implements ReceiverApi {
           const suitable = await this.#suitability.judge(known.document, () => this.responderCall(known.document.metadata.name, 'suitability'));
           if (!suitable) this.#fail('UNSUPPORTED_PROTOCOL', known.document.metadata.name);
         }
+        // The agent serves it: only now is a peer's document stored and listed.
+        if (known.origin === 'candidate' && route.kind !== 'negotiation' && route.kind !== 'natural') return { ...route, known: await this.registry.adopt(known) };
         return route;
       }
     }
@@ -260,7 +271,7 @@ export class Receiver implements ReceiverApi {
   async #routeOfRecord(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<Route> {
     if (target.kind === 'natural' || target.kind === 'negotiation') return { kind: target.kind };
     const hash = target.kind === 'protocol' ? target.hash : target.raw;
-    const known = this.registry.get(hash) ?? (await this.registry.resolve(hash, sources ?? undefined));
+    const known = await this.registry.forConversation(hash, sources ?? undefined);
     if (!known) this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
     return this.#answerer.route(known);
   }

@@ -10,6 +10,11 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
   routines: { summary: 'List, show, approve or reject routines written by the LLM', load: () => import('./routines.js') },
   init: { summary: 'Scaffold a new agent folder', load: () => import('./init.js') },
+  hub: { summary: 'Run a hub, or register an agent with one (hub register <url>)', load: () => import('./hub.js') },
+  route: { summary: 'Ask the hub which agent a goal goes to, and why', load: () => import('./route.js') },
+  chain: { summary: 'Route a goal and follow handoffs, checkpointing at the hub', load: () => import('./chain.js') },
+  runs: { summary: "List the hub's unfinished chains", load: () => import('./runs.js') },
+  resume: { summary: 'Continue an unfinished chain from its last checkpoint', load: () => import('./resume.js') },
 };
 
 const EXIT_CODES = `Exit codes: 0 success · 1 failure (the peer's error, an invalid document…) · 2 usage error.`;

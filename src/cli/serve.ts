@@ -29,6 +29,7 @@ export const command: Command = {
     'roar-secret': { type: 'string', value: '<secret>', description: 'ROAR messages must be HMAC-signed with it; replies are signed with it', env: 'AGORA_ROAR_SECRET' },
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
+    'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
   },
   details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
@@ -49,6 +50,7 @@ export const command: Command = {
       routineTimeout: numberOption(args, 'routine-timeout', { min: 0.001 }) ?? 10,
       allowPrivateSources: args.values['allow-private-sources'] === true,
       maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
+      maxDocumentBytes: numberOption(args, 'max-document', { min: 1, integer: true }) ?? 64 * 1024,
       store: stringOption(args, 'store') ?? 'memory',
       autoApprove: args.values['auto-approve'] === true,
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,

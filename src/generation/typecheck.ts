@@ -1,5 +1,7 @@
 // Type-check: the TypeScript compiler API in a worker thread, so a 1-3 s check never stalls the agent's event loop.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describeError } from '../errors.js';
@@ -9,38 +11,13 @@ const require = createRequire(import.meta.url);
 
 
 /**
- * What `agora-agents` looks like to a generated module at type-check time: the routine contract of
- * src/routine/define.ts, restated without the framework's other types (loading src/index.ts would pull in
- * the Anthropic SDK's types and triple the check time). The tests check both directions of assignability
- * against define.ts, so a change there that is not made here fails them.
+ * What `agora-agents` looks like to a generated module at type-check time: src/routine/contract.ts, the routine
+ * contract stated once, read as it ships (src/ is in the package) and wrapped as the module's declaration. Loading
+ * src/index.ts instead would pull in the Anthropic SDK's types and triple the check time.
  */
 export const ROUTINE_DECLARATION = `declare module 'agora-agents' {
-  import type { z } from 'zod';
-  export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-  export type JsonObject = { [key: string]: JsonValue };
-  export type Logger = { info(message: string): void; warn(message: string): void; error(message: string): void; debug?(message: string): void };
-  export type ProtocolMetadata = { name: string; description: string; multiround: boolean; [key: string]: unknown };
-  export type RoutineContext = {
-    conversation: { id: string | null; turn: number; state: JsonObject };
-    protocol: { name: string; hash: string; metadata: ProtocolMetadata };
-    logger: Logger;
-    tools: Record<string, (input: unknown) => Promise<unknown>>;
-    signal: AbortSignal;
-  };
-  export type RoutineDefinition<Input = unknown, Output = unknown> = {
-    input?: z.ZodType<Input>;
-    output?: z.ZodType<Output>;
-    invalidInput?: unknown;
-    handle(body: Input, context: RoutineContext): Output | Promise<Output>;
-  };
-  export type Routine = RoutineDefinition<any, any> & { readonly kind: 'routine' };
-  export function defineRoutine<InputSchema extends z.ZodType = z.ZodType<any>, OutputSchema extends z.ZodType = z.ZodType<any>>(definition: {
-    input?: InputSchema;
-    output?: OutputSchema;
-    invalidInput?: unknown;
-    handle(body: z.output<InputSchema>, context: RoutineContext): z.input<OutputSchema> | Promise<z.input<OutputSchema>>;
-  }): Routine;
-  export type TaskRoutine = { buildBody(input: any): unknown; parseReply(body: any): unknown };
+${readFileSync(join(frameworkRoot(), 'src', 'routine', 'contract.ts'), 'utf8')}
+  export const defineRoutine: DefineRoutine;
 }
 `;
 

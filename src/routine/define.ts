@@ -1,40 +1,10 @@
-import type { z } from 'zod';
-import type { Logger } from '../log.js';
-import type { ProtocolMetadata } from '../protocol/document.js';
-import type { JsonObject } from '../schemas.js';
+import { AgoraError } from '../errors.js';
+import type { DefineRoutine, Routine, RoutineContext } from './contract.js';
 
-/** What a routine knows about the query it answers. */
-export type RoutineContext = {
-  conversation: {
-    /** The conversation id, or null for a single-round query. */
-    id: string | null;
-    /** 1 for the first query, then 2, 3… */
-    turn: number;
-    /** JSON state persisted across the turns of a multiround conversation: mutate it, it is saved after the turn. */
-    state: JsonObject;
-  };
-  protocol: { name: string; hash: string; metadata: ProtocolMetadata };
-  logger: Logger;
-  /** The agent's tools, by name: each validates its input and returns its output. */
-  tools: Record<string, (input: unknown) => Promise<unknown>>;
-  /** Aborted when the routine's time limit passes. */
-  signal: AbortSignal;
-};
+export type { DefineRoutine, Routine, RoutineContext, RoutineDefinition, TaskRoutine } from './contract.js';
 
 /** A routine as a plain function: the body in, the reply body out. */
 export type RoutineFunction = (body: any, context: RoutineContext) => unknown;
-
-/** A routine with zod schemas for its input and output. */
-export type RoutineDefinition<Input = unknown, Output = unknown> = {
-  input?: z.ZodType<Input>;
-  output?: z.ZodType<Output>;
-  /** The reply (a success body) to a body that fails `input`; default: the PD's own error, else a failure. */
-  invalidInput?: unknown;
-  handle(body: Input, context: RoutineContext): Output | Promise<Output>;
-};
-
-/** A loaded routine, normalized. */
-export type Routine = RoutineDefinition<any, any> & { readonly kind: 'routine' };
 
 /**
  * Defines a routine whose input and output are checked with zod.
@@ -45,15 +15,10 @@ export type Routine = RoutineDefinition<any, any> & { readonly kind: 'routine' }
  *   handle: ({ city }) => ({ weather: city === 'London' ? 'rainy' : 'sunny' }),
  * });
  */
-export function defineRoutine<InputSchema extends z.ZodType = z.ZodType<any>, OutputSchema extends z.ZodType = z.ZodType<any>>(definition: {
-  input?: InputSchema;
-  output?: OutputSchema;
-  invalidInput?: unknown;
-  handle(body: z.output<InputSchema>, context: RoutineContext): z.input<OutputSchema> | Promise<z.input<OutputSchema>>;
-}): Routine {
-  if (typeof definition.handle !== 'function') throw new Error('defineRoutine needs a handle function');
+export const defineRoutine: DefineRoutine = (definition) => {
+  if (typeof definition.handle !== 'function') throw new AgoraError('INVALID_ARGUMENT', 'defineRoutine needs a handle function');
   return Object.freeze({ ...definition, kind: 'routine' as const });
-}
+};
 
 /** A routine from a module's default export: a `defineRoutine` value or a plain function. */
 export function toRoutine(value: unknown, origin: string): Routine {
@@ -61,5 +26,5 @@ export function toRoutine(value: unknown, origin: string): Routine {
   if (value && typeof value === 'object' && typeof (value as Routine).handle === 'function') {
     return { ...(value as Routine), kind: 'routine' };
   }
-  throw new Error(`${origin}: the default export must be a function or defineRoutine({ handle })`);
+  throw new AgoraError('INVALID_ARGUMENT', `${origin}: the default export must be a function or defineRoutine({ handle })`);
 }

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { canonicalJson, pythonFloat, RawNumber } from '../../src/faces/roar/canonical.js';
+import { canonicalJson, pythonFloat, RawNumber, type LosslessValue } from '../../src/faces/roar/canonical.js';
 import { hmacSignature, signingBody } from '../../src/faces/roar/signing.js';
 import { hashText } from '../../src/protocol/document.js';
 import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';
@@ -15,7 +15,7 @@ const SECRET = 'serve-secret';
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 
 /** A ROAR message signed as ROAR's Python SDK signs it (HMAC over the canonical seven fields). */
-function signed(to: string, id: string, payload: Record<string, unknown>): string {
+function signed(to: string, id: string, payload: { [key: string]: LosslessValue }): string {
   const timestamp = new RawNumber(pythonFloat(Date.now() / 1000));
   const fields = { id, from: 'did:roar:agent:peer-0123456789abcdef', to, intent: 'execute', payload, context: {}, timestamp };
   return canonicalJson({ roar: '1.0', ...fields, from: { did: fields.from }, to: { did: to }, auth: { signature: hmacSignature(signingBody(fields), SECRET), timestamp } });

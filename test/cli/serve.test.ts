@@ -38,6 +38,21 @@ describe('agora serve', () => {
     expect(agent.output()).toMatch(/2 queries \(1 routine, 0 LLM, 1 failed\)/);
   });
 
+  it('caps documents from peers with --max-document / AGORA_MAX_DOCUMENT', async () => {
+    const folder = await makeAgentFolder({});
+    cleanups.push(folder.cleanup);
+    const text = echoProtocol('Stranger', false, 'z'.repeat(300));
+    const query = { protocolHash: hashText(text), protocolSources: [`data:text/plain,${encodeURIComponent(text)}`], body: {} };
+    for (const [args, env] of [[['--max-document', '200'], NO_KEY], [[], { ...NO_KEY, AGORA_MAX_DOCUMENT: '200' }]] as const) {
+      const agent = await startServe([folder.dir, '--port', '0', ...args], { env });
+      cleanups.push(() => agent.stop('SIGKILL'));
+      const reply = await fetch(`${agent.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(query) });
+      expect(await reply.json()).toEqual({ status: 'failure', error: 'Unsupported protocol' });
+      expect(agent.output()).toMatch(/larger than 200 bytes/);
+      await agent.stop('SIGTERM');
+    }
+  });
+
   it('serves the root agent of this repository', async () => {
     const agent = await startServe(['.', '--port', '0'], { env: NO_KEY });
     cleanups.push(() => agent.stop('SIGKILL'));
