@@ -89,12 +89,18 @@ export async function openState(
   store: string | ConversationStore | undefined,
   memory: AgentMemory | undefined,
   defaults: RedisStoreOptions = {},
-): Promise<{ store?: ConversationStore; memory: AgentMemory; redis?: Redis; close(): Promise<void> }> {
+  logger?: Logger,
+): Promise<{ store?: ConversationStore; memory: AgentMemory; redis?: { client: Redis; prefix: string }; close(): Promise<void> }> {
   if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
     const { url, options } = parseRedisStoreUrl(store);
     const { connectRedis } = await import('./conversation/redis.js');
-    const redis = connectRedis(url, { ...defaults, ...options });
-    return { store: redis.store, memory: memory ?? redis.memory, redis: redis.redis, close: () => redis.close() };
+    const redis = connectRedis(url, { ...defaults, ...options, ...(logger ? { logger } : {}) });
+    // An unreachable Redis is one clear failure naming its address, not a start that hangs on retries.
+    await redis.ready().catch(async (error: unknown) => {
+      await redis.close();
+      throw error;
+    });
+    return { store: redis.store, memory: memory ?? redis.memory, redis: { client: redis.redis, prefix: options.prefix ?? defaults.prefix ?? 'agora:' }, close: () => redis.close() };
   }
   if (typeof store === 'string' && store !== 'memory') throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
   return { ...(typeof store === 'object' ? { store } : {}), memory: memory ?? new FileMemory(join(dir, '.agora')), close: async () => {} };
@@ -109,7 +115,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const logger: Logger = options.logger ?? consoleLogger();
   const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? await llmFromEnvironment(options.model) : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
-  const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) });
+  const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, ...rest } = options;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.
@@ -130,8 +136,10 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
   const receiver = await Receiver.start({ ...rest, dir, logger, extensions, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
   try {
-    const faces = await facesWithState(options.faces, state.redis);
-    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}) });
+    const faces = await facesWithState(options.faces, state.redis?.client);
+    // With a Redis store, every process of the agent counts each client in one place.
+    const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
+    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}) });
     return {
       receiver,
       url: server.url,

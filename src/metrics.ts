@@ -14,6 +14,14 @@ export const MAX_SERIES = 1000;
 /** The protocol label once {@link MAX_SERIES} is reached. */
 export const OTHER_PROTOCOL = '_other';
 
+/** Longest label value written; longer ones (a peer's document name) are cut, with `…`. */
+export const MAX_LABEL_LENGTH = 64;
+
+/** A label value from a peer, capped at {@link MAX_LABEL_LENGTH} characters. */
+function capLabel(value: string): string {
+  return value.length > MAX_LABEL_LENGTH ? `${value.slice(0, MAX_LABEL_LENGTH - 1)}…` : value;
+}
+
 // Protocol labels come from peers (document names, unknown hashes): without a bound, a peer sending made-up
 // protocols would grow memory and the /metrics page without limit.
 function bounded(series: Map<string, unknown>, labels: Labels): Labels {
@@ -60,7 +68,8 @@ export class Metrics {
   }
 
   /** Counts one answered query. */
-  query(path: QueryPath, protocol: string): void {
+  query(path: QueryPath, label: string): void {
+    const protocol = capLabel(label);
     const key = this.#memo(`q\u0000${path}\u0000${protocol}`, this.#queries, { path, protocol });
     this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
     this.#totals.queries[path] += 1;
@@ -68,7 +77,7 @@ export class Metrics {
 
   /** Counts one LLM call and its tokens. */
   llmCall(protocol: string, purpose: string, inputTokens: number, outputTokens: number): void {
-    const labels = bounded(this.#llmCalls, { protocol, purpose });
+    const labels = bounded(this.#llmCalls, { protocol: capLabel(protocol), purpose: capLabel(purpose) });
     const key = labelKey(labels);
     this.#llmCalls.set(key, (this.#llmCalls.get(key) ?? 0) + 1);
     for (const [direction, count] of [['input', inputTokens], ['output', outputTokens]] as const) {
@@ -82,7 +91,8 @@ export class Metrics {
   }
 
   /** Records how long a routine ran. */
-  routineLatency(protocol: string, seconds: number): void {
+  routineLatency(label: string, seconds: number): void {
+    const protocol = capLabel(label);
     const key = this.#memo(`l\u0000${protocol}`, this.#latency, { protocol });
     let histogram = this.#latency.get(key);
     if (!histogram) {

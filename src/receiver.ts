@@ -14,6 +14,7 @@ import type { LoadedRoutine } from './routine/load.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
 import type { Tool } from './tool/define.js';
 import { labelOf, TurnAnswerer, type Route, type Turn } from './receiver/answer.js';
+import { ConversationCapacity } from './receiver/capacity.js';
 import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
@@ -51,6 +52,7 @@ export class Receiver implements ReceiverApi {
   readonly #folder: AgentFolder;
   readonly #suitability: Suitability;
   readonly #answerer: TurnAnswerer;
+  readonly #capacity: ConversationCapacity | undefined;
   /** When `/wellknown` last read what other processes learned (the injected clock's ms). */
   #sharedReadAt: number | undefined;
 
@@ -89,6 +91,7 @@ export class Receiver implements ReceiverApi {
       maxHistory: Math.max(2, options.maxHistory ?? 40),
       maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
+    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, () => this.store.count());
   }
 
   /** Creates a receiver and loads its folder. */
@@ -207,22 +210,30 @@ export class Receiver implements ReceiverApi {
     return this.counters.render();
   }
 
+  async ready(): Promise<boolean> {
+    return (await this.store.ready?.()) ?? true;
+  }
+
   async query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
     const target = targetOf(request.protocolHash);
     const route = await this.#routeOfQuery(target, request.protocolSources);
     // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
     const multiround = request.multiround === true || target.kind === 'negotiation';
-    if (multiround && this.#options.maxConversations !== undefined && (await this.store.count()) >= this.#options.maxConversations) {
-      this.#fail('TOO_MANY_CONVERSATIONS', labelOf(route));
+    if (!multiround) return { status: 'success', body: await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal) };
+    // The place is taken before the first turn runs, so concurrent first turns cannot together pass the cap.
+    const release = this.#capacity ? await this.#capacity.reserve() : undefined;
+    if (release === false) this.#fail('TOO_MANY_CONVERSATIONS', labelOf(route));
+    try {
+      const id = nanoid(24);
+      const turn: Turn = { id, turn: 1, state: {}, history: [] };
+      const reply = await this.#answerer.answer(route, turn, request.body, context?.signal);
+      const now = this.#now();
+      const expiresAt = now + this.#ttlMs;
+      await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
+      return { status: 'success', body: reply, conversationId: id, conversationExpires: Math.floor(expiresAt / 1000) };
+    } finally {
+      release?.();
     }
-    const id = multiround ? nanoid(24) : null;
-    const turn: Turn = { id, turn: 1, state: {}, history: [] };
-    const reply = await this.#answerer.answer(route, turn, request.body, context?.signal);
-    if (!id) return { status: 'success', body: reply };
-    const now = this.#now();
-    const expiresAt = now + this.#ttlMs;
-    await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
-    return { status: 'success', body: reply, conversationId: id, conversationExpires: Math.floor(expiresAt / 1000) };
   }
 
   /** Who answers a new query, refusing what this agent cannot serve (spec §2, §4). */

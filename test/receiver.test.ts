@@ -152,6 +152,21 @@ describe('Receiver with routines', () => {
     expect((await receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 } })).body).toMatchObject({ total: 1 });
   });
 
+  it('holds the conversation cap under concurrency: 40 concurrent first turns with a cap of 5 make 5 conversations', async () => {
+    const { receiver } = await setup({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE }, { maxConversations: 5 });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, () => receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 }, multiround: true })),
+    );
+    const opened = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    expect(opened).toHaveLength(5);
+    expect(await receiver.store.count()).toBe(5);
+    for (const outcome of outcomes) if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ code: 'TOO_MANY_CONVERSATIONS' });
+    // Places were given back once stored: ending one conversation makes room for exactly one more.
+    await receiver.end((opened[0] as PromiseFulfilledResult<{ conversationId?: string }>).value.conversationId!);
+    expect((await receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 }, multiround: true })).conversationId).toBeDefined();
+    expect(await codeOf(receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 }, multiround: true }))).toBe('TOO_MANY_CONVERSATIONS');
+  });
+
   it('gives the fixed failures without an LLM', async () => {
     const { receiver } = await setup({ 'protocols/echo.md': echoProtocol() });
     await expect(receiver.query({ body: 'hello' })).rejects.toMatchObject({ code: 'NATURAL_LANGUAGE_UNSUPPORTED', message: 'This agent only accepts queries under the protocols listed at /wellknown' });

@@ -1,10 +1,19 @@
 import { resolve } from 'node:path';
 import { startAgent } from '../agent.js';
 import { isAgoraError } from '../errors.js';
-import { consoleLogger } from '../log.js';
+import { consoleLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
 import { parseFaceList, type FacesConfig } from '../faces/mount.js';
 import { readTrustFile } from '../faces/roar/trust.js';
 import { numberOption, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+
+/** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
+function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
+  const level = (stringOption(args, 'log-level') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  const format = (stringOption(args, 'log-format') ?? 'text').toLowerCase();
+  if (format !== 'text' && format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
+  return { level: level as LogLevel, format: format === 'json' ? 'json' : 'text' };
+}
 
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
 export const command: Command = {
@@ -30,11 +39,13 @@ export const command: Command = {
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
+    'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log line written (debug: one line per request)', env: 'AGORA_LOG_LEVEL', default: 'info' },
+    'log-format': { type: 'string', value: '<text|json>', description: 'Log lines as text or JSON (pino)', env: 'AGORA_LOG_FORMAT', default: 'text' },
   },
   details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
     const dir = resolve(args.positionals[0] ?? '.');
-    const logger = consoleLogger();
+    const logger = consoleLogger('agora', logOptions(args));
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });

@@ -49,6 +49,8 @@ export interface ConversationStore {
   sweep(): Promise<number>;
   /** Releases timers and connections. */
   close(): Promise<void>;
+  /** Whether the store can answer now (`GET /ready`); a store without it is always ready. */
+  ready?(): Promise<boolean>;
 }
 
 /** Options of the in-memory store. */

@@ -52,7 +52,7 @@ export type FacesOptions = {
   publicUrl?: string;
   maxBodyBytes?: number;
   /** The shared rate limit: seconds to wait, or 0 when this request may go on. */
-  rateLimit?: (remoteAddress: string) => number;
+  rateLimit?: (remoteAddress: string | undefined) => number | Promise<number>;
   logger?: Logger;
   /** Clock in Unix milliseconds. */
   now?: () => number;
@@ -135,7 +135,7 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
     const matched = route(path, request.method);
     if (!matched) return undefined;
     if (options.rateLimit) {
-      const retryAfter = options.rateLimit(request.remoteAddress ?? '');
+      const retryAfter = await options.rateLimit(request.remoteAddress);
       if (retryAfter > 0) return json(429, { error: 'rate_limited', message: 'Too many requests' }, { 'retry-after': String(retryAfter) });
     }
     if (!matched.isPublic && !tokens.checkHeader(request)) return unauthorized(path);

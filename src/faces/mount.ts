@@ -11,7 +11,7 @@ export type FacesConfig = Partial<Omit<FacesOptions, 'tokens' | 'rateLimit' | 'm
 /** The settings an edge shares with its faces. */
 export type SharedEdge = {
   tokens?: string[];
-  rateLimit?: (remoteAddress: string) => number;
+  rateLimit?: (remoteAddress: string | undefined) => Promise<number>;
   maxBodyBytes: number;
   publicUrl?: string;
   logger?: Pick<Logger, 'warn' | 'error'> & Partial<Logger>;

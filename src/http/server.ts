@@ -5,7 +5,7 @@ import { consoleLogger } from '../log.js';
 import { agoraEnabled, facesFor, isFacePath } from '../faces/mount.js';
 import { writeFaceResponse } from '../faces/node.js';
 import type { ReceiverApi } from '../receiver.js';
-import { createHandler, DEFAULT_MAX_BODY_BYTES, type CoreRequest, type HttpOptions } from './handler.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
 import { rateLimitOf } from './_limits.js';
 import { failure, JSON_TYPE, type CoreResponse } from './_response.js';
 
@@ -72,6 +72,7 @@ class NodeCoreRequest implements CoreRequest {
   readonly body: undefined = undefined;
   readonly remoteAddress: string | undefined;
   signal: AbortSignal | undefined = undefined;
+  id: string | undefined = undefined;
 
   constructor(
     private readonly incoming: IncomingMessage,
@@ -157,7 +158,7 @@ export type RunningServer = { server: Server; url: string; port: number; close()
  * @example const { url, close } = await startServer(receiver, { port: 0 });
  */
 export async function startServer(receiver: ReceiverApi, options: ServerOptions = {}): Promise<RunningServer> {
-  const logger = options.logger ?? consoleLogger();
+  const logger: NonNullable<HttpOptions['logger']> = options.logger ?? consoleLogger();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   // One rate limit, one token list and one body cap for the Agora routes and the faces.
   const limit = rateLimitOf(options);
@@ -192,8 +193,13 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     }
   }
 
+  // Checked once: with debug off (the default) a request pays nothing for the request log.
+  const debug = logger.debug?.bind(logger);
+
   async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     let result: CoreResponse;
+    const started = debug ? performance.now() : 0;
+    let id: string | undefined;
     try {
       const request = new NodeCoreRequest(incoming, maxBodyBytes);
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
@@ -206,16 +212,19 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
           return;
         }
       }
+      if (debug) request.id = id = requestId();
       result = agora ? await handle(request) : failure(404, 'Not found');
     } catch (error) {
-      logger.error(`${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-      result = failure(500, 'Internal error');
+      const id = requestId();
+      logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+      result = failure(500, `Internal error (request ${id})`);
     }
     if (response.headersSent || response.destroyed) return;
     // While closing, no connection is kept alive, so close() does not wait on idle sockets.
     if (closing) response.shouldKeepAlive = false;
     try {
       response.writeHead(result.status, result.headers).end(result.body);
+      if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
     } catch (error) {
       // A rejection here would be unhandled and end the process: log, and drop this one connection.
       logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);

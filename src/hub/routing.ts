@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
-import { ask, type LanguageModel } from '../llm/toolformer.js';
+import { converse, type LanguageModel } from '../llm/toolformer.js';
 import { silentLogger, type Logger } from '../log.js';
 import { words, type Match, type Scored } from './keywords.js';
 import type { Directory } from './directory.js';
@@ -155,7 +155,7 @@ export class Router {
       protocols: agent.protocols.slice(0, 10).map(({ name, description }) => `${name}: ${description.slice(0, 200)}`),
     }));
     try {
-      const text = await ask(this.#llm, SYSTEM, `Task: ${goal}\n\nCandidates:\n${JSON.stringify(listing, null, 1)}`, { maxTokens: 200, temperature: 0, ...(signal ? { signal } : {}) });
+      const { text } = await converse(this.#llm, { system: SYSTEM, messages: [{ role: 'user', content: `Task: ${goal}\n\nCandidates:\n${JSON.stringify(listing, null, 1)}` }], maxSteps: 1, maxTokens: 200, temperature: 0, ...(signal ? { signal } : {}) });
       const json = /\{[\s\S]*\}/.exec(text)?.[0];
       const parsed = llmPickSchema.safeParse(json === undefined ? undefined : JSON.parse(json));
       if (!parsed.success) {

@@ -32,6 +32,8 @@ export interface ReceiverApi {
   document(hash: string): Promise<string | undefined>;
   /** `GET /metrics`: Prometheus text. */
   metrics(): Promise<string>;
+  /** `GET /ready`: whether what requests need (the conversation store) answers now; absent means always ready. */
+  ready?(): Promise<boolean>;
 }
 
 /** A routine supplied by an extension (e.g. LLM-written routines): throws to fall back to the LLM. */

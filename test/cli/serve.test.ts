@@ -88,4 +88,29 @@ describe('agora hash and validate', () => {
     await folder.write('protocols/bad.md', echoProtocol('Fixed'));
     expect((await runCli(['validate', folder.dir])).code).toBe(0);
   });
+
+  it('logs one JSON line per request with --log-format json --log-level debug', async () => {
+    const folder = await makeAgentFolder({});
+    cleanups.push(folder.cleanup);
+    const agent = await startServe([folder.dir, '--port', '0', '--log-format', 'json'], { env: { ...NO_KEY, AGORA_LOG_LEVEL: 'debug' } });
+    cleanups.push(() => agent.stop('SIGKILL'));
+    await fetch(`${agent.url}/health`);
+    await agent.stop('SIGTERM');
+    const entries = agent
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'debug', msg: expect.stringMatching(/^request \S+: GET \/health 200 [\d.]+ms$/) }));
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'SIGTERM: shutting down' }));
+  });
+
+  it('refuses an unknown log level or format with one line and exit 2', async () => {
+    const level = await runCli(['serve', '.', '--log-level', 'loud'], { env: NO_KEY });
+    expect(level.code).toBe(2);
+    expect(level.stderr).toBe('agora serve: --log-level must be one of debug, info, warn, error, silent, got "loud"\n');
+    const format = await runCli(['serve', '.', '--log-format', 'xml'], { env: NO_KEY });
+    expect(format.code).toBe(2);
+    expect(format.stderr).toMatch(/--log-format must be text or json/);
+  });
 });
