@@ -3,6 +3,7 @@ import type { Redis } from './_redis.js';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
+import type { FacesConfig } from './faces/mount.js';
 import type { HttpOptions } from './http/handler.js';
 import { startServer } from './http/server.js';
 import { modelFromEnvironment } from './llm/anthropic.js';
@@ -136,9 +137,10 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     throw error;
   }
   try {
+    const faces = await facesWithState(options.faces, state.redis?.client);
     // With a Redis store, every process of the agent counts each client in one place.
     const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
-    const server = await startServer(receiver, { ...options, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}) });
+    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}) });
     return {
       receiver,
       url: server.url,
@@ -157,4 +159,11 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     await state.close();
     throw error;
   }
+}
+
+// With a Redis store, ROAR message ids are remembered there, so every process of the agent refuses a replay.
+async function facesWithState(faces: FacesConfig | false | undefined, redis: Redis | undefined): Promise<FacesConfig | false | undefined> {
+  if (faces === false || redis === undefined || faces?.replay !== undefined) return faces;
+  const { RedisReplayGuard } = await import('./faces/roar/replay-redis.js');
+  return { ...faces, replay: new RedisReplayGuard(redis) };
 }

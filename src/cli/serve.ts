@@ -3,6 +3,8 @@ import { isAgoraError } from '../errors.js';
 import { consoleLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
 import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
+import { parseFaceList, type FacesConfig } from '../faces/mount.js';
+import { readTrustFile } from '../faces/roar/trust.js';
 import { numberOption, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
@@ -42,6 +44,9 @@ export const command: Command = {
     'max-conversations': { type: 'string', value: '<count>', description: 'Cap on live conversations', env: 'AGORA_MAX_CONVERSATIONS' },
     'auto-approve': { type: 'boolean', description: 'Use routines the LLM writes once they pass their checks, without `agora routines approve`', env: 'AGORA_AUTO_APPROVE', default: false },
     'routine-threshold': { type: 'string', value: '<n>', description: 'LLM-served conversations under a protocol before the LLM writes a routine for it (0: never)', env: 'AGORA_ROUTINE_THRESHOLD', default: '5' },
+    faces: { type: 'string', value: '<list>', description: 'Faces to serve: agora, roar, oap, a2a (comma-separated)', env: 'AGORA_FACES', default: 'agora,roar,oap,a2a' },
+    'roar-secret': { type: 'string', value: '<secret>', description: 'ROAR messages must be HMAC-signed with it; replies are signed with it', env: 'AGORA_ROAR_SECRET' },
+    'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
     'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log line written (debug: one line per request)', env: 'AGORA_LOG_LEVEL', default: 'info' },
@@ -61,6 +66,7 @@ export const command: Command = {
     const publicUrlText = stringOption(args, 'public-url');
     const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
     const model = stringOption(args, 'model');
+    const faces = await facesOption(args);
     const agent = await startAgent({
       dir,
       logger,
@@ -74,6 +80,7 @@ export const command: Command = {
       store: stringOption(args, 'store') ?? 'memory',
       autoApprove: args.values['auto-approve'] === true,
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,
+      faces,
       ...(publicUrl ? { publicUrl } : {}),
       ...(model ? { model } : {}),
       ...(tokens?.length ? { tokens } : {}),
@@ -105,3 +112,16 @@ export const command: Command = {
     return 0;
   },
 };
+
+// `--faces`, `--roar-secret`, `--roar-trust`: a bad list or trust file stops the start with one line.
+async function facesOption(args: ParsedArgs): Promise<FacesConfig> {
+  let faces;
+  try {
+    faces = parseFaceList(stringOption(args, 'faces') ?? 'agora,roar,oap,a2a');
+  } catch (error) {
+    throw new UsageError(`--${(error as Error).message}`);
+  }
+  const secret = stringOption(args, 'roar-secret');
+  const trustFile = stringOption(args, 'roar-trust');
+  return { faces, ...(secret ? { roarSecret: secret } : {}), ...(trustFile ? { roarTrust: await readTrustFile(trustFile) } : {}) };
+}

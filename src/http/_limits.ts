@@ -104,3 +104,10 @@ export class RateLimiter {
     }
   }
 }
+
+/** The edge's rate limit as one function shared by the Agora routes and the faces: seconds to wait, or 0 to go on. */
+export function rateLimitOf(options: { rateLimit?: RateLimitOptions }): ((client: string | undefined) => Promise<number>) | undefined {
+  if (!options.rateLimit) return undefined;
+  const limiter = new RateLimiter(options.rateLimit);
+  return (client) => limiter.hit(client);
+}

@@ -2,9 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { describeError, isAgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
+import type { FacesConfig } from '../faces/mount.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
-import { RateLimiter, TokenCheck, type RateLimitOptions } from './_limits.js';
+import { rateLimitOf, TokenCheck, type RateLimitOptions } from './_limits.js';
 import { failure, JSON_TYPE, respond, type CoreResponse } from './_response.js';
 import { matchRoute } from './_routes.js';
 
@@ -26,6 +27,10 @@ export type HttpOptions = {
   rateLimit?: RateLimitOptions;
   /** Where internal errors go (default: stderr); with `debug`, `startServer` logs one line per request. */
   logger?: { error(message: string): void; warn(message: string): void; debug?(message: string): void };
+  /** The ROAR, OAP and A2A faces (default: all, with the receiver's name and memory); `false` serves Agora alone. */
+  faces?: FacesConfig | false;
+  /** Clock in milliseconds (default `Date.now`) for the faces' signature freshness, injected by tests. */
+  now?: () => number;
 };
 
 /** A parsed request as the core sees it: method, path relative to the mount point, lower-case headers, raw body. */
@@ -77,12 +82,16 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
  * The whole of spec §2 as a framework-free function; adapters (node:http, Express, edge runtimes) only translate.
  * @example const handle = createHandler(receiver); const response = await handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
  */
-export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: CoreRequest) => Promise<CoreResponse> {
+export function createHandler(
+  receiver: ReceiverApi,
+  options: HttpOptions = {},
+  /** The rate limit, when an adapter shares one with the faces (default: made from `options.rateLimit`). */
+  limit: ((client: string | undefined) => Promise<number>) | undefined = rateLimitOf(options),
+): (request: CoreRequest) => Promise<CoreResponse> {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
   const tokens = new TokenCheck(options.tokens ?? []);
-  const limiter = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
 
   // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
   let lastHost: string | undefined;
@@ -143,8 +152,8 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
   return async function handle(request: CoreRequest): Promise<CoreResponse> {
     try {
       const { method } = request;
-      if (limiter) {
-        const retryAfter = await limiter.hit(request.remoteAddress);
+      if (limit) {
+        const retryAfter = await limit(request.remoteAddress);
         if (retryAfter > 0) {
           const response = failure(429, 'Too many requests');
           response.headers['retry-after'] = String(retryAfter);

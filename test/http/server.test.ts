@@ -189,7 +189,9 @@ describe('node server', () => {
     expect(wrong.status).toBe(405);
     expect(wrong.json).toEqual(failureOf('Method not allowed'));
     expect(wrong.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
-    expect((await call(base, 'GET', '/')).status).toBe(405);
+    // GET / is OAP's card (the faces are on by default); PUT / is nobody's, so Agora's 405.
+    expect((await call(base, 'GET', '/')).json).toMatchObject({ status: 'ok', agent_id: expect.any(String) });
+    expect((await call(base, 'PUT', '/', { body: 1 })).status).toBe(405);
     expect((await call(base, 'GET', '/conversations/abc')).status).toBe(405);
     for (const path of ['/nope', '/protocols', '/conversations/', '/wellknown%2F..%2Fx', '/x/%2E%2E%2Fwellknown']) {
       const response = await call(base, 'GET', path);
