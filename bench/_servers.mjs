@@ -38,6 +38,13 @@ async function main() {
   if (kind === 'agora') {
     return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger })).port;
   }
+  if (kind === 'agora-faces') {
+    // The faces as `agora serve` mounts them, ROAR HMAC-signed; the load repeats one signed message, so ids are
+    // accepted again and every request does all the work but the replay refusal.
+    const replay = { firstSeen: async () => true, close: async () => {} };
+    const faces = { roarSecret: process.env.BENCH_ROAR_SECRET ?? 'bench-secret', replay };
+    return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger, faces })).port;
+  }
   if (kind === 'agora-express') {
     const app = express();
     app.use('/', agoraRouter(receiver, { logger: silentLogger }));

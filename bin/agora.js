@@ -1,6 +1,31 @@
 #!/usr/bin/env node
-// Runs the compiled CLI; `npm ci` builds it through the `prepare` script.
-import { main } from '../dist/cli/main.js';
+// Runs the CLI: the compiled one (dist/, built by `npm run build` and before packing), else, in a checkout that
+// has run `npm ci` but not built, the TypeScript source through tsx (a dependency). In a checkout that is not
+// installed at all, it says what to run instead of failing with a module error.
+import { existsSync } from 'node:fs';
+
+const root = new URL('..', import.meta.url);
+const compiled = new URL('dist/cli/main.js', root);
+const source = new URL('src/cli/main.ts', root);
+
+async function load() {
+  if (existsSync(compiled)) return import(compiled.href);
+  if (existsSync(source)) {
+    const { register } = await import('tsx/esm/api');
+    register();
+    return import(source.href);
+  }
+  return import(compiled.href);
+}
+
+let main;
+try {
+  ({ main } = await load());
+} catch (error) {
+  if (!error || typeof error !== 'object' || error.code !== 'ERR_MODULE_NOT_FOUND') throw error;
+  console.error(`agora: agora-agents is not installed in ${root.pathname} yet (${error.message.split('\n')[0]}): run \`npm ci\` there first, then try again`);
+  process.exit(1);
+}
 
 main(process.argv.slice(2)).then(
   (code) => { process.exitCode = code; },

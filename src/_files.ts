@@ -2,11 +2,11 @@
 // TypeScript modules (routines, tools) with no build step.
 import { createHash, randomBytes } from 'node:crypto';
 import { existsSync, watch, type FSWatcher } from 'node:fs';
-import { mkdir, readdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { describeError } from './errors.js';
+import { AgoraError, describeError } from './errors.js';
 
 /** Writes a file atomically: a temporary file in the same folder, then a rename. */
 export async function writeFileAtomic(path: string, data: string | Uint8Array): Promise<void> {
@@ -19,6 +19,19 @@ export async function writeFileAtomic(path: string, data: string | Uint8Array): 
     await rm(temporary, { force: true });
     throw error;
   }
+}
+
+/** Throws AgoraError('INVALID_ARGUMENT') in plain words unless `path` is an existing folder (`what` names it). */
+export async function requireFolder(path: string, what: string): Promise<void> {
+  let isFolder: boolean;
+  try {
+    isFolder = (await stat(path)).isDirectory();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: no such folder`);
+    throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: cannot be read (${code ?? describeError(error)})`, { cause: error });
+  }
+  if (!isFolder) throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: is a file, not a folder`);
 }
 
 const here = dirname(fileURLToPath(import.meta.url));

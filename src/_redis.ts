@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import type { JsonValue } from './schemas.js';
 
 export { Redis };
+export type { RedisOptions } from 'ioredis';
 
 export type Script = { source: string; sha: string };
 

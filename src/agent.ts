@@ -1,9 +1,12 @@
 import { join, resolve } from 'node:path';
+import type { Redis } from './_redis.js';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
+import type { FacesConfig } from './faces/mount.js';
 import type { HttpOptions } from './http/handler.js';
 import { startServer } from './http/server.js';
+import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -38,13 +41,6 @@ export type RunningAgent = {
   generator?: RoutineGenerator;
   close(): Promise<void>;
 };
-
-/** Builds the LLM from the environment: Claude when a key is set, else none. */
-export async function llmFromEnvironment(model?: string, env: NodeJS.ProcessEnv = process.env): Promise<LanguageModel | undefined> {
-  const { AnthropicModel, hasAnthropicKey } = await import('./llm/anthropic.js');
-  if (!hasAnthropicKey(env)) return undefined;
-  return new AnthropicModel(model ? { model } : {});
-}
 
 /** The store options a Redis store URL may carry in its query, beside what ioredis understands. */
 const STORE_PARAMETERS = ['prefix', 'lockTtlMs', 'lockWaitMs', 'tombstoneMs'] as const;
@@ -87,12 +83,18 @@ export async function openState(
   store: string | ConversationStore | undefined,
   memory: AgentMemory | undefined,
   defaults: RedisStoreOptions = {},
-): Promise<{ store?: ConversationStore; memory: AgentMemory; close(): Promise<void> }> {
+  logger?: Logger,
+): Promise<{ store?: ConversationStore; memory: AgentMemory; redis?: { client: Redis; prefix: string }; close(): Promise<void> }> {
   if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
     const { url, options } = parseRedisStoreUrl(store);
     const { connectRedis } = await import('./conversation/redis.js');
-    const redis = connectRedis(url, { ...defaults, ...options });
-    return { store: redis.store, memory: memory ?? redis.memory, close: () => redis.close() };
+    const redis = connectRedis(url, { ...defaults, ...options, ...(logger ? { logger } : {}) });
+    // An unreachable Redis is one clear failure naming its address, not a start that hangs on retries.
+    await redis.ready().catch(async (error: unknown) => {
+      await redis.close();
+      throw error;
+    });
+    return { store: redis.store, memory: memory ?? redis.memory, redis: { client: redis.redis, prefix: options.prefix ?? defaults.prefix ?? 'agora:' }, close: () => redis.close() };
   }
   if (typeof store === 'string' && store !== 'memory') throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
   return { ...(typeof store === 'object' ? { store } : {}), memory: memory ?? new FileMemory(join(dir, '.agora')), close: async () => {} };
@@ -105,9 +107,9 @@ export async function openState(
 export async function startAgent(options: AgentOptions = {}): Promise<RunningAgent> {
   const dir = resolve(options.dir ?? '.');
   const logger: Logger = options.logger ?? consoleLogger();
-  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? await llmFromEnvironment(options.model) : options.llm;
+  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? modelFromEnvironment(process.env, options.model) : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
-  const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) });
+  const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, ...rest } = options;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.
@@ -126,9 +128,19 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
-  const receiver = await Receiver.start({ ...rest, dir, logger, extensions, ...(llm ? { llm } : {}), ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  let receiver: Receiver;
   try {
-    const server = await startServer(receiver, { ...options, logger, port: port ?? 3000, ...(host ? { host } : {}) });
+    receiver = await Receiver.start({ ...rest, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
+  } catch (error) {
+    await generator?.close();
+    await state.close();
+    throw error;
+  }
+  try {
+    const faces = await facesWithState(options.faces, state.redis?.client);
+    // With a Redis store, every process of the agent counts each client in one place.
+    const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
+    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}) });
     return {
       receiver,
       url: server.url,
@@ -147,4 +159,11 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     await state.close();
     throw error;
   }
+}
+
+// With a Redis store, ROAR message ids are remembered there, so every process of the agent refuses a replay.
+async function facesWithState(faces: FacesConfig | false | undefined, redis: Redis | undefined): Promise<FacesConfig | false | undefined> {
+  if (faces === false || redis === undefined || faces?.replay !== undefined) return faces;
+  const { RedisReplayGuard } = await import('./faces/roar/replay-redis.js');
+  return { ...faces, replay: new RedisReplayGuard(redis) };
 }

@@ -22,6 +22,7 @@ export type AgoraErrorCode =
   | 'INVALID_OUTPUT'
   | 'TIMEOUT'
   | 'INVALID_ARGUMENT'
+  | 'STORE_UNAVAILABLE'
   | 'INTERNAL';
 
 /** The fixed texts of spec §2 (peers and tests match on them). */
@@ -40,6 +41,7 @@ export const FIXED_MESSAGES = {
   RATE_LIMITED: 'Too many requests',
   TOO_MANY_CONVERSATIONS: 'Too many live conversations',
   REQUEST_TIMEOUT: 'Request timeout',
+  STORE_UNAVAILABLE: 'Store unavailable',
   INTERNAL: 'Internal error',
 } as const satisfies Partial<Record<AgoraErrorCode, string>>;
 
@@ -68,6 +70,8 @@ export const HTTP_STATUS: Record<AgoraErrorCode, number> = {
   TIMEOUT: 504,
   // The agent's own code handed the framework a value it cannot take (a memory key, a tool name, a tool's input).
   INVALID_ARGUMENT: 500,
+  // The conversation store (Redis) did not answer in time: the client may retry (with Retry-After).
+  STORE_UNAVAILABLE: 503,
   INTERNAL: 500,
 };
 

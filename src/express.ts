@@ -1,6 +1,9 @@
 import express, { type NextFunction, type Request, type Response, type Router } from 'express';
 import { AgoraError } from './errors.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, type CoreRequest, type HttpOptions } from './http/handler.js';
+import { agoraEnabled, facesFor, isFacePath } from './faces/mount.js';
+import { writeFaceResponse } from './faces/node.js';
+import { rateLimitOf } from './http/_limits.js';
 import { readBody } from './http/server.js';
 import { writeEventStream, type StreamingOptions } from './http/streaming.js';
 import type { ReceiverApi } from './receiver.js';
@@ -11,13 +14,25 @@ import type { ReceiverApi } from './receiver.js';
  * @example app.use('/agora', agoraRouter(receiver));
  */
 export function agoraRouter(receiver: ReceiverApi, options: HttpOptions & StreamingOptions = {}): Router {
-  const handle = createHandler(receiver, options);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const limit = rateLimitOf(options);
+  const handle = createHandler(receiver, options, limit);
+  // The faces' HTTP endpoints (the ROAR WebSocket needs the node:http server: `faces.attachWebSocket` there).
+  const faces = facesFor(receiver, options.faces, {
+    maxBodyBytes,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.tokens ? { tokens: options.tokens } : {}),
+    ...(limit ? { rateLimit: limit } : {}),
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const agora = agoraEnabled(options.faces);
   const router = express.Router();
 
   router.use((request: Request, response: Response, next: NextFunction) => {
+    const facePath = faces !== undefined && isFacePath(request.method, request.path);
     // Under a prefix the whole subtree is Agora's (JSON 404s); mounted at the root, other paths stay the host's.
-    if (request.baseUrl === '' && !isAgoraPath(request.path)) return next();
+    if (request.baseUrl === '' && !facePath && !isAgoraPath(request.path)) return next();
     const core: CoreRequest = {
       method: request.method,
       path: request.path,
@@ -27,10 +42,15 @@ export function agoraRouter(receiver: ReceiverApi, options: HttpOptions & Stream
       remoteAddress: request.ip ?? request.socket.remoteAddress,
       baseUrl: `${request.protocol}://${request.get('host') ?? 'localhost'}${request.baseUrl}`,
     };
-    handle(core).then((result) => {
-      if (result.stream) return writeEventStream(response, { ...result, stream: result.stream }, options);
-      response.writeHead(result.status, result.headers).end(result.body);
-    }, next).catch(next);
+    (facePath ? faces.handle(core) : Promise.resolve(undefined))
+      .then(async (faced) => {
+        if (faced !== undefined) return writeFaceResponse(response, faced);
+        if (!agora || (request.baseUrl === '' && !isAgoraPath(request.path))) return next();
+        const result = await handle(core);
+        if (result.stream) return writeEventStream(response, { ...result, stream: result.stream }, options);
+        response.writeHead(result.status, result.headers).end(result.body);
+      })
+      .catch(next);
   });
   return router;
 }

@@ -35,7 +35,7 @@ export {
   type UsageSink,
 } from './llm/toolformer.js';
 export type { AgentProfile, ResponderCall, HistoryMessage } from './llm/responders.js';
-export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOptions } from './llm/anthropic.js';
+export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
 export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export {
@@ -81,4 +81,6 @@ export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEnt
 export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './generation/status.js';
 /** A whole agent from a folder, served over node:http; and a new agent folder. */
 export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
-export { initAgent, type InitOptions } from './init.js';
+/** The wire profile's conformance cases, run over HTTP against any agent (`agora check`). */
+export { checkAgent, type CaseResult, type CheckOptions } from './conformance.js';
+export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';

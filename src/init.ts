@@ -1,8 +1,13 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { cp, mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgoraError, isAgoraError } from './errors.js';
+import { frameworkDependency, type FrameworkDependency } from './init-dependency.js';
+
+export type { FrameworkDependency, DependencyOrigin } from './init-dependency.js';
+
+type Manifest = { version: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
 
 /** The framework's own folder (the package root): its root agent is the template of new agents. */
 export function frameworkRoot(): string {
@@ -16,22 +21,15 @@ export function frameworkRoot(): string {
 
 /** Options of {@link initAgent}. */
 export type InitOptions = {
-  /** How the new agent depends on the framework: a version (`^0.1.0`), `file:<path>`, or a path. Default: this framework's folder by `file:`, or its version when installed from a registry. */
+  /** How the new agent depends on the framework: a version (`^0.1.0`), a URL, or a path to a folder or tarball. Default: see {@link frameworkDependency}. */
   framework?: string;
   /** Write into a folder that is not empty. */
   force?: boolean;
   /** Called for each file written (progress lines). */
   onFile?: (path: string) => void;
+  /** Called once with what the `agora-agents` dependency points to, before anything is written. */
+  onDependency?: (dependency: FrameworkDependency) => void;
 };
-
-function dependencySpec(framework: string | undefined, root: string, version: string): string {
-  if (framework) {
-    if (/^(file:|link:|npm:|git\+|https?:|github:)/.test(framework) || /^[\^~<>=]?\d/.test(framework) || framework === 'latest') return framework;
-    return `file:${resolve(framework)}`;
-  }
-  // Installed from a registry (inside node_modules): depend on the same version; a checkout: on its folder.
-  return root.split(/[\\/]/).includes('node_modules') ? `^${version}` : `file:${root}`;
-}
 
 const TEST_FILE = `// The agent's own test: it runs against a fake Anthropic Messages API on loopback (no key, no network).
 // Run it with \`npm test\`.
@@ -129,13 +127,17 @@ export async function initAgent(target: string, options: InitOptions = {}): Prom
 }
 
 async function scaffold(directory: string, options: InitOptions): Promise<string[]> {
+  // Everything is checked before the first write, so a mistake leaves nothing behind.
+  const root = frameworkRoot();
+  const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as Manifest;
+  const dependency = frameworkDependency(directory, root, manifest.version, options.framework);
   if (existsSync(directory)) {
+    if (!statSync(directory).isDirectory()) throw new AgoraError('BAD_REQUEST', `${directory} is a file, not a folder`);
     const entries = (await readdir(directory)).filter((entry) => entry !== '.git');
     if (entries.length && !options.force) throw new AgoraError('BAD_REQUEST', `${directory} is not empty (use --force to write into it anyway)`);
   }
+  options.onDependency?.(dependency);
   await mkdir(directory, { recursive: true });
-  const root = frameworkRoot();
-  const manifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { version: string };
   const name = basename(directory).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'my-agent';
   const written: string[] = [];
   const write = async (path: string, content: string) => {
@@ -167,8 +169,15 @@ async function scaffold(directory: string, options: InitOptions): Promise<string
         private: true,
         type: 'module',
         description: 'An Agora agent.',
-        scripts: { start: 'agora serve .', test: 'node --test', validate: 'agora validate .' },
-        dependencies: { 'agora-agents': dependencySpec(options.framework, root, manifest.version) },
+        scripts: { start: 'agora serve .', test: 'node --test', typecheck: 'tsc --noEmit', validate: 'agora validate .' },
+        dependencies: { 'agora-agents': dependency.spec },
+        // The framework's own versions: what its routines and tools were checked against.
+        devDependencies: {
+          '@types/node': manifest.devDependencies?.['@types/node'] ?? '^20.19.0',
+          typescript: manifest.dependencies?.typescript ?? '~5.9.0',
+        },
+        // esbuild (which loads routines) installs its binary in a script: allowed, so npm neither skips nor warns.
+        allowScripts: { esbuild: true },
       },
       null,
       2,

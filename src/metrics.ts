@@ -1,3 +1,5 @@
+import { plural } from './_plural.js';
+
 /** How a query was answered. */
 export type QueryPath = 'routine' | 'llm' | 'failure';
 
@@ -13,6 +15,14 @@ export const MAX_SERIES = 1000;
 
 /** The protocol label once {@link MAX_SERIES} is reached. */
 export const OTHER_PROTOCOL = '_other';
+
+/** Longest label value written; longer ones (a peer's document name) are cut, with `…`. */
+export const MAX_LABEL_LENGTH = 64;
+
+/** A label value from a peer, capped at {@link MAX_LABEL_LENGTH} characters. */
+function capLabel(value: string): string {
+  return value.length > MAX_LABEL_LENGTH ? `${value.slice(0, MAX_LABEL_LENGTH - 1)}…` : value;
+}
 
 // Protocol labels come from peers (document names, unknown hashes): without a bound, a peer sending made-up
 // protocols would grow memory and the /metrics page without limit.
@@ -70,7 +80,8 @@ export class Metrics {
   }
 
   /** Counts one answered query. */
-  query(path: QueryPath, protocol: string): void {
+  query(path: QueryPath, label: string): void {
+    const protocol = capLabel(label);
     const key = this.#memo(`q\u0000${path}\u0000${protocol}`, this.#queries, { path, protocol });
     this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
     this.#totals.queries[path] += 1;
@@ -78,7 +89,7 @@ export class Metrics {
 
   /** Counts one LLM call and its tokens. */
   llmCall(protocol: string, purpose: string, inputTokens: number, outputTokens: number): void {
-    const labels = bounded(this.#llmCalls, { protocol, purpose });
+    const labels = bounded(this.#llmCalls, { protocol: capLabel(protocol), purpose: capLabel(purpose) });
     const key = labelKey(labels);
     this.#llmCalls.set(key, (this.#llmCalls.get(key) ?? 0) + 1);
     for (const [direction, count] of [['input', inputTokens], ['output', outputTokens]] as const) {
@@ -92,7 +103,8 @@ export class Metrics {
   }
 
   /** Records how long a routine ran. */
-  routineLatency(protocol: string, seconds: number): void {
+  routineLatency(label: string, seconds: number): void {
+    const protocol = capLabel(label);
     const key = this.#memo(`l\u0000${protocol}`, this.#latency, { protocol });
     let histogram = this.#latency.get(key);
     if (!histogram) {
@@ -129,7 +141,7 @@ export class Metrics {
   summary(): string {
     const { queries, llmCalls, inputTokens, outputTokens } = this.#totals;
     const total = queries.routine + queries.llm + queries.failure;
-    return `${total} queries (${queries.routine} routine, ${queries.llm} LLM, ${queries.failure} failed); ${llmCalls} LLM calls, ${inputTokens} input + ${outputTokens} output tokens`;
+    return `${plural(total, 'query', 'queries')} (${queries.routine} routine, ${queries.llm} LLM, ${queries.failure} failed); ${plural(llmCalls, 'LLM call')}, ${inputTokens} input + ${plural(outputTokens, 'output token')}`;
   }
 
   /** Prometheus text exposition format. */

@@ -1,8 +1,11 @@
 import { join, resolve } from 'node:path';
 import { nanoid } from 'nanoid';
+import { requireFolder } from './_files.js';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError, describeError } from './errors.js';
+import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
+import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -13,6 +16,7 @@ import type { LoadedRoutine } from './routine/load.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
 import type { Tool } from './tool/define.js';
 import { labelOf, TurnAnswerer, type Route, type Turn } from './receiver/answer.js';
+import { ConversationCapacity } from './receiver/capacity.js';
 import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
@@ -56,6 +60,7 @@ export class Receiver implements ReceiverApi {
   readonly #folder: AgentFolder;
   readonly #suitability: Suitability;
   readonly #answerer: TurnAnswerer;
+  readonly #capacity: ConversationCapacity | undefined;
   /** When `/wellknown` last read what other processes learned (the injected clock's ms). */
   #sharedReadAt: number | undefined;
 
@@ -69,14 +74,18 @@ export class Receiver implements ReceiverApi {
     this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, this.#ttlMs) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
-    this.llm = options.llm;
+    // The same environment as `agora serve`: Claude when a key is set, unless `llm: null` says no LLM.
+    this.llm = options.llm === null ? undefined : (options.llm ?? modelFromEnvironment());
     this.extensions = options.extensions ?? {};
     this.registry = new ProtocolRegistry({
       directory: join(this.dir, 'protocols'),
       memory: this.memory,
       logger: this.logger,
-      sources: { allowPrivateSources: options.allowPrivateSources ?? false },
+      sources: { allowPrivateSources: options.allowPrivateSources ?? false, ...(options.maxDocumentBytes ? { maxBytes: options.maxDocumentBytes } : {}) },
+      // A learned document used within one conversation TTL may carry a conversation under way: never evicted.
+      learned: { liveMs: this.#ttlMs, ...(options.maxLearnedDocuments ? { maxCount: options.maxLearnedDocuments } : {}), ...(options.maxLearnedBytes ? { maxBytes: options.maxLearnedBytes } : {}) },
       watch: options.watch ?? true,
+      now: this.#now,
     });
     this.#folder = new AgentFolder({ dir: this.dir, logger: this.logger, name: options.name, description: options.description, tools: options.tools });
     this.#suitability = new Suitability(this.memory, this.logger);
@@ -89,7 +98,9 @@ export class Receiver implements ReceiverApi {
       responderCall: (protocol, purpose, signal) => this.responderCall(protocol, purpose, signal),
       routineTimeoutMs: (options.routineTimeout ?? 10) * 1000,
       maxHistory: Math.max(2, options.maxHistory ?? 40),
+      maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
+    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, () => this.store.count());
   }
 
   /** Creates a receiver and loads its folder. */
@@ -99,8 +110,9 @@ export class Receiver implements ReceiverApi {
     return receiver;
   }
 
-  /** Loads protocols, routines, tools and what was learned before; starts watching. */
+  /** Loads protocols, routines, tools and what was learned before; starts watching. A missing folder is an AgoraError. */
   async load(): Promise<void> {
+    await requireFolder(this.dir, 'agent folder');
     await Promise.all([this.registry.start(), this.#folder.load(this.#options.watch !== false), this.#suitability.load()]);
   }
 
@@ -152,6 +164,7 @@ export class Receiver implements ReceiverApi {
       profile: this.profile(),
       onUsage: (usage) => this.counters.llmCall(protocol, purpose, usage.inputTokens, usage.outputTokens),
       ...(this.#options.maxToolSteps ? { maxSteps: this.#options.maxToolSteps } : {}),
+      ...(this.#options.maxLlmChars ? { maxChars: this.#options.maxLlmChars } : {}),
       ...(signal ? { signal } : {}),
     };
   }
@@ -196,12 +209,19 @@ export class Receiver implements ReceiverApi {
   async document(hash: string): Promise<string | undefined> {
     const normalized = normalizeHash(hash);
     if (!normalized) return undefined;
-    const known = this.registry.get(normalized) ?? (await this.registry.resolve(normalized, []));
-    return known?.document.text;
+    const text = this.registry.text(normalized);
+    if (text !== undefined) return text;
+    // Learned by another process sharing the memory; a candidate (not chosen) is never served.
+    const known = await this.registry.resolve(normalized, []);
+    return known && known.origin !== 'candidate' ? known.document.text : undefined;
   }
 
   async metrics(): Promise<string> {
     return this.counters.render();
+  }
+
+  async ready(): Promise<boolean> {
+    return (await this.store.ready?.()) ?? true;
   }
 
   async query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
@@ -209,18 +229,25 @@ export class Receiver implements ReceiverApi {
     const route = await this.#routeOfQuery(target, request.protocolSources);
     // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
     const multiround = request.multiround === true || target.kind === 'negotiation';
-    if (multiround && this.#options.maxConversations !== undefined && (await this.store.count()) >= this.#options.maxConversations) {
-      this.#fail('TOO_MANY_CONVERSATIONS', labelOf(route));
+    if (!multiround) {
+      context?.onTurn?.(null, true);
+      return { status: 'success', body: await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta) };
     }
-    const id = multiround ? nanoid(24) : null;
-    const turn: Turn = { id, turn: 1, state: {}, history: [] };
-    context?.onTurn?.(id, true);
-    const reply = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
-    if (!id) return { status: 'success', body: reply };
-    const now = this.#now();
-    const expiresAt = now + this.#ttlMs;
-    await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
-    return { status: 'success', body: reply, conversationId: id, conversationExpires: Math.floor(expiresAt / 1000) };
+    // The place is taken before the first turn runs, so concurrent first turns cannot together pass the cap.
+    const release = this.#capacity ? await this.#capacity.reserve() : undefined;
+    if (release === false) this.#fail('TOO_MANY_CONVERSATIONS', labelOf(route));
+    try {
+      const id = nanoid(24);
+      const turn: Turn = { id, turn: 1, state: {}, history: [] };
+      context?.onTurn?.(id, true);
+      const reply = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
+      const now = this.#now();
+      const expiresAt = now + this.#ttlMs;
+      await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
+      return { status: 'success', body: reply, conversationId: id, conversationExpires: Math.floor(expiresAt / 1000) };
+    } finally {
+      release?.();
+    }
   }
 
   /** Who answers a new query, refusing what this agent cannot serve (spec §2, §4). */
@@ -244,6 +271,8 @@ export class Receiver implements ReceiverApi {
           const suitable = await this.#suitability.judge(known.document, () => this.responderCall(known.document.metadata.name, 'suitability'));
           if (!suitable) this.#fail('UNSUPPORTED_PROTOCOL', known.document.metadata.name);
         }
+        // The agent serves it: only now is a peer's document stored and listed.
+        if (known.origin === 'candidate' && route.kind !== 'negotiation' && route.kind !== 'natural') return { ...route, known: await this.registry.adopt(known) };
         return route;
       }
     }
@@ -268,7 +297,7 @@ export class Receiver implements ReceiverApi {
   async #routeOfRecord(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<Route> {
     if (target.kind === 'natural' || target.kind === 'negotiation') return { kind: target.kind };
     const hash = target.kind === 'protocol' ? target.hash : target.raw;
-    const known = this.registry.get(hash) ?? (await this.registry.resolve(hash, sources ?? undefined));
+    const known = await this.registry.forConversation(hash, sources ?? undefined);
     if (!known) this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
     return this.#answerer.route(known);
   }

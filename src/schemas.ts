@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import { AgoraError, describeError } from './errors.js';
 
@@ -114,6 +115,8 @@ function parseObject(raw: Buffer, maxBytes: number): Record<string, unknown> {
   if (raw.length > MAX_BODY_DEPTH && nestingExceeds(raw, MAX_BODY_DEPTH)) {
     throw new AgoraError('BAD_REQUEST', `Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
   }
+  // Refused rather than decoded with replacement characters: what the peer meant cannot be known.
+  if (!isUtf8(raw)) throw new AgoraError('BAD_REQUEST', 'Request body is not valid UTF-8');
   let text = raw.toString('utf8');
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   let value: unknown;

@@ -39,7 +39,7 @@ describe('examples', () => {
     expect(stdout).toMatch(/^1 +Paris 2025-06-01 +\S+, \d+% +NL +2 calls/m);
     expect(stdout).toMatch(/^11 +Paris 2025-06-02 +\S+, \d+% +PD\+LLM +4 calls/m);
     expect(stdout).toMatch(/^20 +Mumbai 2025-06-02 +\S+, \d+% +routines +0 calls, 0 tokens +0 calls, 0 tokens$/m);
-    expect(stdout).toContain('Protocol negotiated at query 11, in 1 round(s)');
+    expect(stdout).toContain('Protocol negotiated at query 11, in 1 round,');
     expect(stdout).toContain('Routine approved after query 15: weather agent: Get weather');
     expect(stdout).toContain('Routine approved after query 15: assistant: get_weather');
     expect(stdout).toContain('All 21 answers match the hidden table.');

@@ -164,7 +164,7 @@ describe('negotiations that fail', () => {
     const agents = await pair('---\nname: Distance conversion\ndescription: Miles to km.\n---\nThe sender sends JSON {"miles": number}.');
     const error = await failureOf(agents.sender.negotiate(agents.peer.url, { name: 'Distance', description: 'miles to km' }));
     expect(error.code).toBe('NEGOTIATION_FAILED');
-    expect(error.message).toBe('the negotiated document is invalid: invalid metadata: ✖ multiround must be a boolean (true or false)\n  → at multiround');
+    expect(error.message).toBe('the negotiated document is invalid: invalid metadata: ✖ multiround is missing (true or false required)\n  → at multiround');
     await expect(readdir(join(agents.dir, 'protocols'))).rejects.toThrow(/ENOENT/);
 
     expect(await agents.sender.task(Convert)({ miles: 2 }, { target: agents.peer.url })).toEqual({ km: 3.219 });

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { rm } from 'node:fs/promises';
+import { rm, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { MemoryConversationStore } from '../src/conversation/store.js';
 import { hashText } from '../src/protocol/document.js';
@@ -152,6 +152,21 @@ describe('Receiver with routines', () => {
     expect((await receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 } })).body).toMatchObject({ total: 1 });
   });
 
+  it('holds the conversation cap under concurrency: 40 concurrent first turns with a cap of 5 make 5 conversations', async () => {
+    const { receiver } = await setup({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE }, { maxConversations: 5 });
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 40 }, () => receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 }, multiround: true })),
+    );
+    const opened = outcomes.filter((outcome) => outcome.status === 'fulfilled');
+    expect(opened).toHaveLength(5);
+    expect(await receiver.store.count()).toBe(5);
+    for (const outcome of outcomes) if (outcome.status === 'rejected') expect(outcome.reason).toMatchObject({ code: 'TOO_MANY_CONVERSATIONS' });
+    // Places were given back once stored: ending one conversation makes room for exactly one more.
+    await receiver.end((opened[0] as PromiseFulfilledResult<{ conversationId?: string }>).value.conversationId!);
+    expect((await receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 }, multiround: true })).conversationId).toBeDefined();
+    expect(await codeOf(receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 1 }, multiround: true }))).toBe('TOO_MANY_CONVERSATIONS');
+  });
+
   it('gives the fixed failures without an LLM', async () => {
     const { receiver } = await setup({ 'protocols/echo.md': echoProtocol() });
     await expect(receiver.query({ body: 'hello' })).rejects.toMatchObject({ code: 'NATURAL_LANGUAGE_UNSUPPORTED', message: 'This agent only accepts queries under the protocols listed at /wellknown' });
@@ -161,15 +176,71 @@ describe('Receiver with routines', () => {
     expect(await receiver.wellknown()).toEqual({});
   });
 
-  it('learns a document from a data: source, stores it and knows it after a restart', async () => {
+  it('neither stores nor serves a stranger\'s document it will not answer (finding 3)', async () => {
     const { receiver, folder } = await setup({});
-    const text = echoProtocol('Learned');
-    await expect(receiver.query({ protocolHash: hashText(text, 'base64'), protocolSources: [encodeDataUri(text)], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
-    expect(await receiver.document(hashText(text))).toBe(text);
+    const texts = Array.from({ length: 40 }, (_, index) => echoProtocol(`Stranger ${index}`));
+    for (const text of texts) {
+      await expect(receiver.query({ protocolHash: hashText(text, 'base64'), protocolSources: [encodeDataUri(text)], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    }
+    for (const text of texts) expect(await receiver.document(hashText(text))).toBeUndefined();
+    expect(await receiver.memory.keys('documents/')).toEqual([]);
+    expect(await receiver.wellknown()).toEqual({});
+    // Held only in a small cache for the query that brought it.
+    expect(receiver.registry.learnedSize()).toEqual({ count: 0, bytes: 0, candidates: 16 });
     await receiver.close();
     const again = await Receiver.start({ dir: folder.dir, watch: false, logger: memoryLogger() });
     cleanups.push(() => again.close());
-    expect(await again.document(hashText(text))).toBe(text);
+    expect(await again.document(hashText(texts[0]!))).toBeUndefined();
+  });
+
+  it('refuses a document over the size cap from a data: source without reading it further', async () => {
+    const text = echoProtocol(`Huge ${'x'.repeat(900 * 1024)}`);
+    const { receiver, logger } = await setup({});
+    await expect(receiver.query({ protocolHash: hashText(text), protocolSources: [encodeDataUri(text)], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    expect(logger.lines.some((line) => /larger than 65536 bytes/.test(line))).toBe(true);
+    const small = await setup({}, { maxDocumentBytes: 100 });
+    await expect(small.receiver.query({ protocolHash: hashText(echoProtocol('Small')), protocolSources: [encodeDataUri(echoProtocol('Small'))], body: {} })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    expect(small.logger.lines.some((line) => /larger than 100 bytes/.test(line))).toBe(true);
+  });
+
+  it('stores and serves a stranger\'s document once a routine answers it, and knows it after a restart', async () => {
+    const text = echoProtocol('Learned');
+    const hash = hashText(text);
+    const extensions = { routineFor: async (wanted: string) => (wanted === hash ? async () => ({ echo: 'generated' }) : undefined) };
+    const { receiver, folder } = await setup({}, { extensions });
+    expect(await receiver.query({ protocolHash: hashText(text, 'base64'), protocolSources: [encodeDataUri(text)], body: {} })).toEqual({ status: 'success', body: { echo: 'generated' } });
+    expect(await receiver.document(hash)).toBe(text);
+    expect(await receiver.memory.keys('documents/')).toEqual([`documents/${hash}`]);
+    await receiver.close();
+    const again = await Receiver.start({ dir: folder.dir, watch: false, logger: memoryLogger(), extensions });
+    cleanups.push(() => again.close());
+    expect(await again.document(hash)).toBe(text);
+    expect((await again.query({ protocolHash: hash, body: {} })).body).toEqual({ echo: 'generated' });
+  });
+
+  it('drops a protocol file being rewritten from /wellknown at once, and keeps its old text for conversations under way only (finding 11)', async () => {
+    let now = Date.now() + 10_000;
+    const first = echoProtocol('Echo', true);
+    const { receiver, folder } = await setup({ 'protocols/echo.md': first, 'routines/echo.ts': ECHO_ROUTINE }, { now: () => now });
+    const oldHash = hashText(first);
+    const started = await receiver.query({ protocolHash: oldHash, body: { message: 'a' }, multiround: true });
+    const file = join(folder.dir, 'protocols', 'echo.md');
+    const second = echoProtocol('Echo', true, `Version two. ${'y'.repeat(50_000)}\n`);
+    // Rewritten in place, half-way: 100 ms since the last write, not settled.
+    await writeFile(file, second.slice(0, 20_000));
+    await utimes(file, new Date(now), new Date(now - 100));
+    await receiver.registry.scan();
+    expect(await receiver.wellknown()).toEqual({});
+    await expect(receiver.query({ protocolHash: oldHash, body: { message: 'new' } })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    await expect(receiver.query({ protocolHash: hashText(second.slice(0, 20_000)), body: { message: 'torn' } })).rejects.toMatchObject({ message: 'Unsupported protocol' });
+    // The conversation begun under the old text goes on.
+    expect((await receiver.followUp(started.conversationId!, { body: { message: 'b' } })).body).toEqual({ echo: 'b #2' });
+    // Whole and settled: listed under its new hash only.
+    await writeFile(file, second);
+    now = Date.now() + 10_000;
+    await receiver.registry.scan();
+    expect(Object.keys(await receiver.wellknown())).toEqual([hashText(second)]);
+    expect((await receiver.query({ protocolHash: hashText(second), body: { message: 'c' } })).body).toEqual({ echo: 'c' });
   });
 
   it('reloads routines when their file changes and serves new protocol files', async () => {

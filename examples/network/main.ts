@@ -6,6 +6,7 @@
 // Offline by default: every agent thinks with the deterministic fake brain (../weather/brain.ts); with
 // ANTHROPIC_API_KEY set, Claude does. All state goes to a temporary folder.
 // `--queries N` (default 300) and `--window N` (default 50). Exits 1 when an answer differs from the hidden tables.
+import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { startAgent, type RunningAgent } from 'agora-agents';
@@ -22,6 +23,8 @@ console.log(`${SERVICES.length} services and ${Object.keys(USERS).length} users,
 
 const services = new Map<string, RunningAgent>();
 for (const service of SERVICES) {
+  // An agent folder must exist (Receiver.start refuses a missing one); a service starts with an empty one.
+  await mkdir(join(folder.dir, service.name), { recursive: true });
   const agent = await startAgent({
     dir: join(folder.dir, service.name),
     name: service.name,
@@ -45,8 +48,10 @@ const calls = Object.entries(USERS).flatMap(([user, tasks]) => tasks.map((task) 
 const cost = (): Cost =>
   [...[...services.values()].map(agentCost), ...[...users.values()].map((user) => user.cost())].reduce((sum, part) => ({ calls: sum.calls + part.calls, tokens: sum.tokens + part.tokens }), { calls: 0, tokens: 0 });
 
+// Progress as it goes: each window's row when it is complete, and what changed in the network when it happens.
+const widths = [9, 9, 9, 12, 16, 24];
+console.log(columns(['queries', 'LLM calls', 'tokens', 'tokens/query', 'service routine', 'routines on both sides'], widths));
 const records: { calls: number; tokens: number; serviceRoutine: boolean; noLlm: boolean }[] = [];
-const markers: string[] = [];
 const seen = new Set<string>();
 let mismatches = 0;
 for (let index = 1; index <= queries; index++) {
@@ -75,29 +80,19 @@ for (let index = 1; index <= queries; index++) {
     seen.add(key);
     const state = await user.sender.taskState(call.task.spec.name, service.url);
     const protocol = state.protocolHash ? service.receiver.registry.get(state.protocolHash)?.document.metadata.name : undefined;
-    markers.push(`query ${index}: ${call.user}'s ${call.task.spec.name} ${state.negotiation?.outcome === 'agreed' ? 'negotiated' : 'found, and judged a fit,'} "${protocol}" with ${call.task.service}`);
+    console.log(`  query ${index}: ${call.user}'s ${call.task.spec.name} ${state.negotiation?.outcome === 'agreed' ? 'negotiated' : 'found, and judged a fit,'} "${protocol}" with ${call.task.service}`);
   }
   for (const [agentName, agent] of services) for (const routine of await approvedRoutines(agent)) note(`routine:${agentName}/${routine}`, `query ${index}: ${agentName} approved its routine for "${routine}"`);
   for (const [userName, other] of users) for (const routine of await other.approved()) note(`routine:${userName}/${routine}`, `query ${index}: ${userName} approved its routine for ${routine}`);
+  if (index % windowSize === 0 || index === queries) printWindow(records.slice(Math.floor((index - 1) / windowSize) * windowSize, index));
 }
 
-const widths = [9, 9, 9, 12, 16, 24];
-console.log(columns(['queries', 'LLM calls', 'tokens', 'tokens/query', 'service routine', 'routines on both sides'], widths));
-for (let start = 0; start < records.length; start += windowSize) {
-  const window = records.slice(start, start + windowSize);
-  const tokens = window.reduce((sum, record) => sum + record.tokens, 0);
-  const share = (test: (record: (typeof records)[number]) => boolean) => `${Math.round((100 * window.filter(test).length) / window.length)}%`;
-  const calls = window.reduce((sum, record) => sum + record.calls, 0);
-  console.log(columns([`${start + 1}-${start + window.length}`, calls, tokens, Math.round(tokens / window.length), share((record) => record.serviceRoutine), share((record) => record.noLlm)], widths));
-}
-console.log('');
-for (const marker of markers) console.log(marker);
 const total = cost();
 // The first window is all natural language: its rate is what the network would pay without Agora's lifecycle.
 const firstWindow = records.slice(0, windowSize);
 const naturalLanguageRate = firstWindow.reduce((sum, record) => sum + record.tokens, 0) / Math.max(1, firstWindow.length);
 console.log(`\nTotal: ${total.calls} LLM calls, ${total.tokens} tokens for ${queries} queries (natural language all the way: about ${Math.round(naturalLanguageRate * queries)} tokens).`);
-console.log(mismatches ? `${mismatches} answer(s) differ from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
+console.log(mismatches ? `${mismatches} answer${mismatches === 1 ? ' differs' : 's differ'} from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
 
 for (const user of users.values()) await user.close();
 for (const agent of services.values()) await agent.close();
@@ -108,5 +103,14 @@ process.exitCode = mismatches ? 1 : 0;
 function note(key: string, marker: string): void {
   if (seen.has(key)) return;
   seen.add(key);
-  markers.push(marker);
+  console.log(`  ${marker}`);
+}
+
+/** One row of the table: the queries of a window, what they cost, and how they were answered. */
+function printWindow(window: typeof records): void {
+  const start = records.length - window.length;
+  const tokens = window.reduce((sum, record) => sum + record.tokens, 0);
+  const share = (test: (record: (typeof records)[number]) => boolean) => `${Math.round((100 * window.filter(test).length) / window.length)}%`;
+  const calls = window.reduce((sum, record) => sum + record.calls, 0);
+  console.log(columns([`${start + 1}-${start + window.length}`, calls, tokens, Math.round(tokens / window.length), share((record) => record.serviceRoutine), share((record) => record.noLlm)], widths));
 }

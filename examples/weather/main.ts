@@ -93,7 +93,7 @@ for (let index = 1; index <= queries; index++) {
 console.log('');
 const negotiation = (await assistant.sender.taskState('get_weather', weather.url)).negotiation;
 if (negotiation?.outcome === 'agreed') {
-  console.log(`Protocol negotiated at query ${negotiatedAt}, in ${negotiation.rounds} round(s), sha1 ${negotiation.hash}:`);
+  console.log(`Protocol negotiated at query ${negotiatedAt}, in ${negotiation.rounds} round${negotiation.rounds === 1 ? '' : 's'}, sha1 ${negotiation.hash}:`);
   if (negotiation.path) console.log(`${(await readFile(negotiation.path, 'utf8')).trim().replace(/^(?=.)/gm, '    ')}\n`);
 }
 for (const [routine, index] of approved) console.log(`Routine approved after query ${index}: ${routine}`);

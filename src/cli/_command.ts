@@ -46,7 +46,7 @@ export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.P
   }
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+    parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, options, strict: true });
   } catch (error) {
     throw new UsageError(`${(error as Error).message.split('\n')[0]} (see agora ${command.name} --help)`);
   }
@@ -61,6 +61,33 @@ export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.P
     }
   }
   return { values, positionals: parsed.positionals };
+}
+
+/**
+ * `--ttl -5` as `--ttl=-5`: parseArgs takes a value starting with `-` for a flag ("argument is ambiguous"), but a
+ * negative number after a string option is its value, which the option's own check then judges.
+ */
+function joinNegativeValues(argv: string[], options: Record<string, { type: 'string' | 'boolean'; short?: string }>): string[] {
+  const stringFlags = new Set<string>();
+  for (const [name, spec] of Object.entries(options)) {
+    if (spec.type !== 'string') continue;
+    stringFlags.add(`--${name}`);
+    if (spec.short) stringFlags.add(`-${spec.short}`);
+  }
+  const joined: string[] = [];
+  for (let index = 0; index < argv.length; index++) {
+    const argument = argv[index]!;
+    if (argument === '--') {
+      joined.push(...argv.slice(index));
+      break;
+    }
+    const next = argv[index + 1];
+    if (stringFlags.has(argument) && next !== undefined && /^-(\d|\.\d)/.test(next)) {
+      joined.push(argument.startsWith('--') ? `${argument}=${next}` : `${argument}${next}`);
+      index++;
+    } else joined.push(argument);
+  }
+  return joined;
 }
 
 /** The help text of a command, generated from its declaration so it is always accurate. */

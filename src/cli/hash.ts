@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { hashText, parseDocument } from '../protocol/document.js';
+import { fileArgument } from './_arguments.js';
 import { UsageError, printJson, requiredPositional, stringOption, type Command } from './_command.js';
 
 /** `agora hash <file>`: the SHA1 of a document's exact bytes. */
@@ -15,7 +16,7 @@ export const command: Command = {
     const file = requiredPositional(args, 0, '<file>');
     const encoding = stringOption(args, 'encoding');
     if (encoding !== 'hex' && encoding !== 'base64') throw new UsageError(`--encoding must be hex or base64, got ${JSON.stringify(encoding)}`);
-    const raw = await readFile(file);
+    const raw = await readFile(await fileArgument(file, '<file>'));
     if (args.values.json) {
       let name: string | undefined;
       let error: string | undefined;

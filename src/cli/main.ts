@@ -1,3 +1,4 @@
+import { plainFileError } from './_arguments.js';
 import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
 
 /** Commands, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
@@ -10,6 +11,12 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
   routines: { summary: 'List, show, approve or reject routines written by the LLM', load: () => import('./routines.js') },
   init: { summary: 'Scaffold a new agent folder', load: () => import('./init.js') },
+  check: { summary: "Run the wire profile's conformance cases against an agent", load: () => import('./check.js') },
+  hub: { summary: 'Run a hub, or register an agent with one (hub register <url>)', load: () => import('./hub.js') },
+  route: { summary: 'Ask the hub which agent a goal goes to, and why', load: () => import('./route.js') },
+  chain: { summary: 'Route a goal and follow handoffs, checkpointing at the hub', load: () => import('./chain.js') },
+  runs: { summary: "List the hub's unfinished chains", load: () => import('./runs.js') },
+  resume: { summary: 'Continue an unfinished chain from its last checkpoint', load: () => import('./resume.js') },
 };
 
 const EXIT_CODES = `Exit codes: 0 success · 1 failure (the peer's error, an invalid document…) · 2 usage error.`;
@@ -64,7 +71,8 @@ export async function main(argv: string[]): Promise<number> {
       process.stderr.write(`agora ${name}: ${error.message}\n`);
       return 2;
     }
-    const message = error instanceof Error ? error.message : String(error);
+    // Node's file errors (`ENOENT: no such file or directory, open '…'`) in plain words, naming the path.
+    const message = plainFileError(error) ?? (error instanceof Error ? error.message : String(error));
     process.stderr.write(`agora ${name}: ${message.split('\n')[0]}\n`);
     return 1;
   }

@@ -1,8 +1,8 @@
-import { resolve } from 'node:path';
 import { AgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
+import { folderArgument, urlArgument } from './_arguments.js';
 import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 function abbreviate(text: string, length = 100): string {
@@ -37,15 +37,15 @@ export const command: Command = {
   },
   details: 'Needs ANTHROPIC_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
   async run(args) {
-    const url = requiredPositional(args, 0, '<url>');
+    const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const task = stringOption(args, 'task')?.trim();
     if (!task) throw new UsageError('missing --task "<what the protocol is for>"');
     const maxRounds = numberOption(args, 'max-rounds', { min: 1, integer: true }) ?? DEFAULT_MAX_ROUNDS;
     const timeout = timeoutMs(args, 120);
+    const dir = await folderArgument(stringOption(args, 'dir'), '--dir');
     const { AnthropicModel, hasAnthropicKey } = await import('../llm/anthropic.js');
     if (!hasAnthropicKey()) throw new AgoraError('LLM_UNAVAILABLE', 'ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
     const model = stringOption(args, 'model');
-    const dir = resolve(stringOption(args, 'dir') ?? '.');
     const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: timeout, logger: { ...consoleLogger(), info() {} } });
     const json = args.values.json === true;
     const step = (line: string) => process.stderr.write(`${line}\n`);

@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { plural } from '../_plural.js';
+import { folderArgument } from './_arguments.js';
 import { FileMemory, type AgentMemory } from '../memory/file.js';
 import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
 import { printJson, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
@@ -52,7 +54,7 @@ async function show(entry: GeneratedRoutineEntry, dir: string, json: boolean): P
     `uses:     ${uses} (${llm} by the LLM, ${routine} by the routine, ${failures} routine failures)`,
   ];
   if (record) {
-    lines.push(`written:  ${record.createdAt}${record.model ? ` by ${record.model}` : ''}${record.attempts ? `, ${record.attempts} attempt(s)` : ''}`);
+    lines.push(`written:  ${record.createdAt}${record.model ? ` by ${record.model}` : ''}${record.attempts ? `, ${plural(record.attempts, 'attempt')}` : ''}`);
     if (record.reviewedAt) lines.push(`reviewed: ${record.reviewedAt}`);
     if (record.checks?.length) lines.push(`checks:   ${record.checks.join('; ')}`);
     if (record.errors?.length) lines.push('errors:', ...record.errors.map((error) => `  - ${error}`));
@@ -62,19 +64,19 @@ async function show(entry: GeneratedRoutineEntry, dir: string, json: boolean): P
   if (code !== undefined) process.stdout.write(`\n${code.endsWith('\n') ? code : `${code}\n`}`);
 }
 
-function parse(args: ParsedArgs): { action: Action; reference?: string; dir: string } {
+async function parse(args: ParsedArgs): Promise<{ action: Action; reference?: string; dir: string }> {
   const [action, ...rest] = args.positionals;
   if (!action || !(ACTIONS as readonly string[]).includes(action)) {
     throw new UsageError(`expected one of ${ACTIONS.join(', ')}${action ? `, got "${action}"` : ''}`);
   }
   if (action === 'list') {
     if (rest.length > 1) throw new UsageError('list takes at most one folder');
-    return { action, dir: resolve(rest[0] ?? '.') };
+    return { action, dir: await folderArgument(rest[0], '[dir]') };
   }
   const [reference, folder, ...extra] = rest;
   if (!reference) throw new UsageError(`${action} needs a routine: its id, the protocol's name or a hash prefix`);
   if (extra.length) throw new UsageError(`unexpected arguments: ${extra.join(' ')}`);
-  return { action: action as Action, reference, dir: resolve(folder ?? '.') };
+  return { action: action as Action, reference, dir: await folderArgument(folder, '[dir]') };
 }
 
 /** `agora routines list|show|approve|reject`: review the routines the LLM wrote for an agent folder. */
@@ -92,7 +94,7 @@ export const command: Command = {
     'Exits 1 when no routine matches.',
   ].join('\n'),
   async run(args) {
-    const { action, reference, dir } = parse(args);
+    const { action, reference, dir } = await parse(args);
     const json = args.values.json === true;
     const { memory, close } = await openMemory(dir, stringOption(args, 'store'));
     try {

@@ -4,6 +4,7 @@ import { silentLogger } from '../log.js';
 import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
+import { fileArgument, urlArgument } from './_arguments.js';
 import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
@@ -83,7 +84,7 @@ export const command: Command = {
     '  agora send http://localhost:3000 "Tell me a story" --stream',
   ].join('\n'),
   async run(args) {
-    const url = requiredPositional(args, 0, '<url>');
+    const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const bodyArgument = args.positionals[1];
     if (args.positionals.length > 2) throw new UsageError('too many arguments: quote the body');
     const multiround = args.values.multiround === true;
@@ -93,8 +94,8 @@ export const command: Command = {
     if (bodyArgument === undefined && !multiround) throw new UsageError('missing [body] (or `-` to read it from stdin)');
     const timeout = timeoutMs(args, 30);
     const file = stringOption(args, 'protocol');
-    const protocol = file ? parseDocument(await readFile(file), file) : undefined;
-    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger });
+    const protocol = file ? parseDocument(await readFile(await fileArgument(file, '--protocol')), file) : undefined;
+    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null });
     if (!multiround) {
       const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
       if (stream) {

@@ -1,8 +1,29 @@
-import { resolve } from 'node:path';
 import { startAgent } from '../agent.js';
 import { isAgoraError } from '../errors.js';
-import { consoleLogger } from '../log.js';
-import { numberOption, stringOption, type Command } from './_command.js';
+import { consoleLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
+import type { Receiver } from '../receiver.js';
+import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
+import { parseFaceList, type FacesConfig } from '../faces/mount.js';
+import { readTrustFile } from '../faces/roar/trust.js';
+import { numberOption, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+
+/** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
+function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
+  const level = (stringOption(args, 'log-level') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  const format = (stringOption(args, 'log-format') ?? 'text').toLowerCase();
+  if (format !== 'text' && format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
+  return { level: level as LogLevel, format: format === 'json' ? 'json' : 'text' };
+}
+
+/** The documents of `protocols/` that `/wellknown` does not list (spec §4: no routine, no LLM), and why. */
+async function unservedLines(receiver: Receiver): Promise<string[]> {
+  const listed = new Set(Object.keys(await receiver.wellknown()));
+  return receiver.registry
+    .local()
+    .filter(({ document }) => !listed.has(document.hash))
+    .map(({ name }) => `agora: not served: protocols/${name}.md (no routines/${name}.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY)`);
+}
 
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
 export const command: Command = {
@@ -23,29 +44,43 @@ export const command: Command = {
     'max-conversations': { type: 'string', value: '<count>', description: 'Cap on live conversations', env: 'AGORA_MAX_CONVERSATIONS' },
     'auto-approve': { type: 'boolean', description: 'Use routines the LLM writes once they pass their checks, without `agora routines approve`', env: 'AGORA_AUTO_APPROVE', default: false },
     'routine-threshold': { type: 'string', value: '<n>', description: 'LLM-served conversations under a protocol before the LLM writes a routine for it (0: never)', env: 'AGORA_ROUTINE_THRESHOLD', default: '5' },
+    faces: { type: 'string', value: '<list>', description: 'Faces to serve: agora, roar, oap, a2a (comma-separated)', env: 'AGORA_FACES', default: 'agora,roar,oap,a2a' },
+    'roar-secret': { type: 'string', value: '<secret>', description: 'ROAR messages must be HMAC-signed with it; replies are signed with it', env: 'AGORA_ROAR_SECRET' },
+    'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
+    'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
+    'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log line written (debug: one line per request)', env: 'AGORA_LOG_LEVEL', default: 'info' },
+    'log-format': { type: 'string', value: '<text|json>', description: 'Log lines as text or JSON (pino)', env: 'AGORA_LOG_FORMAT', default: 'text' },
   },
   details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
-    const dir = resolve(args.positionals[0] ?? '.');
-    const logger = consoleLogger();
+    if (args.positionals.length > 1) throw new UsageError(`too many arguments: serve takes one folder, got ${args.positionals.length}`);
+    const dir = await folderArgument(args.positionals[0], '[dir]');
+    const port = portOption(args) ?? 3000;
+    const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
+    const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
+    const logger = consoleLogger('agora', logOptions(args));
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
-    const publicUrl = stringOption(args, 'public-url');
+    const publicUrlText = stringOption(args, 'public-url');
+    const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
     const model = stringOption(args, 'model');
+    const faces = await facesOption(args);
     const agent = await startAgent({
       dir,
       logger,
-      port: numberOption(args, 'port', { integer: true }) ?? 3000,
+      port,
       host: stringOption(args, 'host') ?? '127.0.0.1',
-      conversationTtl: numberOption(args, 'conversation-ttl', { min: 1 }) ?? 300,
-      routineTimeout: numberOption(args, 'routine-timeout', { min: 0.001 }) ?? 10,
+      conversationTtl,
+      routineTimeout,
       allowPrivateSources: args.values['allow-private-sources'] === true,
       maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
+      maxDocumentBytes: numberOption(args, 'max-document', { min: 1, integer: true }) ?? 64 * 1024,
       store: stringOption(args, 'store') ?? 'memory',
       autoApprove: args.values['auto-approve'] === true,
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,
+      faces,
       ...(publicUrl ? { publicUrl } : {}),
       ...(model ? { model } : {}),
       ...(tokens?.length ? { tokens } : {}),
@@ -60,6 +95,7 @@ export const command: Command = {
     const protocols = receiver.registry.local();
     const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
     process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
+    for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
     await new Promise<void>((done) => {
       let stopping = false;
@@ -76,3 +112,16 @@ export const command: Command = {
     return 0;
   },
 };
+
+// `--faces`, `--roar-secret`, `--roar-trust`: a bad list or trust file stops the start with one line.
+async function facesOption(args: ParsedArgs): Promise<FacesConfig> {
+  let faces;
+  try {
+    faces = parseFaceList(stringOption(args, 'faces') ?? 'agora,roar,oap,a2a');
+  } catch (error) {
+    throw new UsageError(`--${(error as Error).message}`);
+  }
+  const secret = stringOption(args, 'roar-secret');
+  const trustFile = stringOption(args, 'roar-trust');
+  return { faces, ...(secret ? { roarSecret: secret } : {}), ...(trustFile ? { roarTrust: await readTrustFile(trustFile) } : {}) };
+}

@@ -1,24 +1,34 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { AgoraError } from '../errors.js';
 import { parseDocument } from '../protocol/document.js';
-import { printJson, type Command } from './_command.js';
+import { pathKind } from './_arguments.js';
+import { displayPath, printJson, UsageError, type Command } from './_command.js';
 
-/** `agora validate [dir]`: every document of `<dir>/protocols` with its hash, or why it is invalid. */
+/** The documents to check: the one file named, or every `.md` of `<dir>/protocols`. */
+async function documentsOf(target: string): Promise<{ directory: string; names: string[] }> {
+  const path = resolve(target);
+  const kind = await pathKind(path);
+  if (kind === 'missing') throw new UsageError(`[dir|file] ${displayPath(path)}: no such file or folder`);
+  if (kind === 'file') return { directory: dirname(path), names: [basename(path)] };
+  const directory = join(path, 'protocols');
+  try {
+    return { directory, names: (await readdir(directory)).filter((name) => name.endsWith('.md')).sort() };
+  } catch {
+    throw new AgoraError('NOT_FOUND', `no protocols folder at ${directory}`);
+  }
+}
+
+/** `agora validate [dir|file]`: every document of `<dir>/protocols` (or the one file given) with its hash, or why it is invalid. */
 export const command: Command = {
   name: 'validate',
-  summary: 'Check the protocol documents of an agent folder',
-  usage: 'agora validate [dir] [--json]',
+  summary: 'Check the protocol documents of an agent folder, or one document',
+  usage: 'agora validate [dir|file] [--json]',
   options: { json: { type: 'boolean', description: 'Print the results as JSON' } },
-  details: 'Exits 1 when any document is invalid.',
+  details: 'A folder: every .md file of its protocols/ folder. A file: that document. Exits 1 when any document is invalid.',
   async run(args) {
-    const directory = join(resolve(args.positionals[0] ?? '.'), 'protocols');
-    let names: string[];
-    try {
-      names = (await readdir(directory)).filter((name) => name.endsWith('.md')).sort();
-    } catch {
-      throw new AgoraError('NOT_FOUND', `no protocols folder at ${directory}`);
-    }
+    if (args.positionals.length > 1) throw new UsageError(`too many arguments: validate takes one folder or file, got ${args.positionals.length}`);
+    const { directory, names } = await documentsOf(args.positionals[0] ?? '.');
     const results = await Promise.all(
       names.map(async (name) => {
         const file = join(directory, name);

@@ -1,5 +1,6 @@
 import { silentLogger } from '../log.js';
 import { Sender } from '../sender/sender.js';
+import { urlArgument } from './_arguments.js';
 import { printJson, requiredPositional, timeoutMs, timeoutOption, type Command } from './_command.js';
 
 /** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */
@@ -13,8 +14,8 @@ export const command: Command = {
   },
   details: 'A hash whose document the agent does not serve (or that does not hash right) is listed without a name.',
   async run(args) {
-    const url = requiredPositional(args, 0, '<url>');
-    const sender = new Sender({ timeoutMs: timeoutMs(args, 30), logger: silentLogger });
+    const url = urlArgument(requiredPositional(args, 0, '<url>'));
+    const sender = new Sender({ timeoutMs: timeoutMs(args, 30), logger: silentLogger, llm: null });
     const protocols = await sender.protocols(url);
     if (args.values.json) {
       printJson(

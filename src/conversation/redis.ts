@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { KeyedQueue } from '../_queue.js';
 import { quit, Redis, runScript } from '../_redis.js';
+import { openRedis, watchRedis, redisReady, storeCall, type RedisLog } from '../_redis-connection.js';
 import { AgoraError } from '../errors.js';
 import { RedisMemory } from '../memory/redis.js';
 import { ACQUIRE, CREATE, DELETE, RELEASE, RENEW, SAVE_AND_RELEASE } from './_redis-lua.js';
@@ -70,7 +71,9 @@ export class RedisConversationStore implements ConversationStore {
 
   constructor(redis: Redis | string, options: RedisStoreOptions = {}) {
     this.#owned = typeof redis === 'string';
-    this.#redis = typeof redis === 'string' ? new Redis(redis) : redis;
+    this.#redis = typeof redis === 'string' ? openRedis(redis) : redis;
+    // A connection handed in is listened to as well: its errors must not become unhandled-error stacks.
+    watchRedis(this.#redis, undefined);
     this.#prefix = options.prefix ?? 'agora:';
     this.#index = `${this.#prefix}conversations`;
     this.#tombstoneMs = options.tombstoneMs ?? 60 * 60 * 1000;
@@ -102,7 +105,7 @@ export class RedisConversationStore implements ConversationStore {
   async #read(id: string): Promise<ConversationRecord> {
     const keys = this.#keys(id);
     // One MGET, so the record and tombstone are seen at the same instant.
-    const [raw, tombstone] = await this.#redis.mget(keys.record, keys.tombstone);
+    const [raw, tombstone] = await storeCall(this.#redis, () => this.#redis.mget(keys.record, keys.tombstone));
     if (raw) {
       let record: ConversationRecord;
       try {
@@ -122,13 +125,9 @@ export class RedisConversationStore implements ConversationStore {
     // Index entries older than a tombstone period belong to keys Redis has dropped already; pruning them here
     // keeps the index bounded even when nobody calls sweep().
     const pruneBefore = this.#now() - this.#tombstoneMs;
-    await runScript(this.#redis, CREATE, [keys.record, keys.tombstone, keys.index], [
-      JSON.stringify(record),
-      this.#px(record.expiresAt),
-      record.id,
-      record.expiresAt,
-      pruneBefore,
-    ]);
+    await storeCall(this.#redis, () =>
+      runScript(this.#redis, CREATE, [keys.record, keys.tombstone, keys.index], [JSON.stringify(record), this.#px(record.expiresAt), record.id, record.expiresAt, pruneBefore]),
+    );
   }
 
   async get(id: string): Promise<ConversationRecord> {
@@ -166,13 +165,9 @@ export class RedisConversationStore implements ConversationStore {
       const update = await turn(current);
       const expiresAt = this.#now() + ttlMs;
       const record: ConversationRecord = { id: recordId, protocolHash, createdAt, expiresAt, turn: turns + 1, state: update.state, history: update.history };
-      const saved = await runScript(this.#redis, SAVE_AND_RELEASE, [keys.record, keys.tombstone, keys.index, keys.lock], [
-        token,
-        JSON.stringify(record),
-        this.#px(expiresAt),
-        id,
-        expiresAt,
-      ]);
+      const saved = await storeCall(this.#redis, () =>
+        runScript(this.#redis, SAVE_AND_RELEASE, [keys.record, keys.tombstone, keys.index, keys.lock], [token, JSON.stringify(record), this.#px(expiresAt), id, expiresAt]),
+      );
       released = true;
       // Our lease expired and someone else may have taken a turn: saving now would overwrite theirs.
       if (saved === 0) throw new AgoraError('INTERNAL', 'Conversation lock lost');
@@ -195,7 +190,7 @@ export class RedisConversationStore implements ConversationStore {
     const deadline = this.#timers.now() + this.#lockWaitMs;
     let pause = 5;
     for (;;) {
-      const [status, value] = (await runScript(this.#redis, ACQUIRE, [keys.lock, keys.record, keys.tombstone], [token, this.#lockTtlMs])) as [number, string | number | undefined];
+      const [status, value] = (await storeCall(this.#redis, () => runScript(this.#redis, ACQUIRE, [keys.lock, keys.record, keys.tombstone], [token, this.#lockTtlMs]))) as [number, string | number | undefined];
       if (status === 1) return value as string;
       if (status === 2) throw new AgoraError(value === 1 ? 'CONVERSATION_EXPIRED' : 'CONVERSATION_NOT_FOUND');
       const left = deadline - this.#timers.now();
@@ -207,21 +202,28 @@ export class RedisConversationStore implements ConversationStore {
 
   async delete(id: string): Promise<boolean> {
     const keys = this.#keys(id);
-    const live = await runScript(this.#redis, DELETE, [keys.record, keys.tombstone, keys.index], [
-      id,
-      Math.max(1, this.#tombstoneMs),
-      this.#now(),
-    ]);
+    const live = await storeCall(this.#redis, () => runScript(this.#redis, DELETE, [keys.record, keys.tombstone, keys.index], [id, Math.max(1, this.#tombstoneMs), this.#now()]));
     return live === 1;
   }
 
   async count(): Promise<number> {
-    return this.#redis.zcount(this.#index, `(${this.#now()}`, '+inf');
+    return storeCall(this.#redis, () => this.#redis.zcount(this.#index, `(${this.#now()}`, '+inf'));
   }
 
   /** Drops expired conversations from the live index; their records and tombstones leave by Redis TTL. */
   async sweep(): Promise<number> {
-    return this.#redis.zremrangebyscore(this.#index, '-inf', this.#now());
+    return storeCall(this.#redis, () => this.#redis.zremrangebyscore(this.#index, '-inf', this.#now()));
+  }
+
+  /** Whether Redis answers now (a PING within the command timeout): what `GET /ready` reports. */
+  async ready(): Promise<boolean> {
+    if (this.#redis.status !== 'ready') return false;
+    try {
+      await this.#redis.ping();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   async close(): Promise<void> {
@@ -233,20 +235,23 @@ export class RedisConversationStore implements ConversationStore {
 }
 
 /**
- * Creates a conversation store and an agent memory from one URL, sharing one connection.
+ * Creates a conversation store and an agent memory from one URL, sharing one connection; `ready()` waits for it
+ * (and fails with STORE_UNAVAILABLE naming the address when Redis cannot be reached).
  * @example const { store, memory, close } = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
  */
 export function connectRedis(
   url: string,
-  options: RedisStoreOptions & { memoryPrefix?: string } = {},
-): { store: RedisConversationStore; memory: RedisMemory; redis: Redis; close(): Promise<void> } {
-  const redis = new Redis(url, { enableAutoPipelining: true });
+  options: RedisStoreOptions & { memoryPrefix?: string; logger?: RedisLog } = {},
+): { store: RedisConversationStore; memory: RedisMemory; redis: Redis; ready(timeoutMs?: number): Promise<void>; close(): Promise<void> } {
+  // Commands time out and fail while disconnected, errors are listened to, reconnection is automatic.
+  const redis = openRedis(url, options.logger);
   const store = new RedisConversationStore(redis, options);
   const memory = new RedisMemory(redis, { prefix: options.memoryPrefix ?? `${options.prefix ?? 'agora:'}memory:` });
   return {
     store,
     memory,
     redis,
+    ready: (timeoutMs) => redisReady(redis, timeoutMs),
     async close() {
       await store.close();
       await memory.close();

@@ -52,6 +52,8 @@ export interface ConversationStore {
   close(): Promise<void>;
   /** The events of streamed turns, kept with the conversations (a store without it streams without resumption). */
   readonly events?: ConversationEventLog;
+  /** Whether the store can answer now (`GET /ready`); a store without it is always ready. */
+  ready?(): Promise<boolean>;
 }
 
 /** Options of the in-memory store. */

@@ -10,6 +10,7 @@ import { callTool, type Tool } from '../tool/define.js';
 import type { StoredExample } from './prompts.js';
 import type { SandboxedModule, SandboxResult } from './sandbox.js';
 import { preview, sameValue } from './write.js';
+import { plural } from '../_plural.js';
 
 /** A test query the LLM wrote from the protocol, with the LLM responder's reference answer. */
 export type Probe = { body: JsonValue; reply: JsonValue };
@@ -102,7 +103,7 @@ export async function checkRoutine(module: SandboxedModule, document: ProtocolDo
   const recorded = byValue + byShape;
   if (!errors.length && recorded + probed === 0) errors.push('nothing to check the routine on: no recorded exchange and no test query');
   const passed: string[] = [];
-  if (recorded) passed.push(`${recorded} recorded turn(s) (${byValue} by value, ${byShape} by shape)`);
+  if (recorded) passed.push(`${plural(recorded, 'recorded turn')} (${byValue} by value, ${byShape} by shape)`);
   if (probed) passed.push(`${probed} test query(ies) written by the LLM (shape vs the LLM's answer)`);
   return { errors, passed };
 }

@@ -7,6 +7,7 @@ import { writeFileAtomic } from '../_files.js';
 import type { RoutineStatus } from './status.js';
 import type { StatusCache } from './statuses.js';
 import type { WrittenModule } from './write.js';
+import { plural } from '../_plural.js';
 
 /** One routine to write and record: what names it, how its log lines read, and the LLM work itself. */
 export type Generation = {
@@ -67,10 +68,10 @@ export async function writeGeneration(generation: Generation, context: Generatio
       await writeFileAtomic(join(context.dir, file), header + written.code);
       const approved = context.autoApprove === true;
       status = { ...base, status: approved ? 'approved' : 'pending', file, checks: written.checks, attempts: written.attempts, model: written.model, typeCheckMs: written.typeCheckMs, updatedAt: context.timestamp(), ...(approved ? { reviewedAt: context.timestamp() } : {}) };
-      context.logger.info(`${label}: ${noun} written to ${file} after ${written.attempts} attempt(s); ${approved ? 'approved automatically' : `review it, then: agora routines approve ${stem}`}`);
+      context.logger.info(`${label}: ${noun} written to ${file} after ${plural(written.attempts, 'attempt')}; ${approved ? 'approved automatically' : `review it, then: agora routines approve ${stem}`}`);
     } else {
       status = { ...base, status: 'failed', errors: written.errors.slice(0, 20), attempts: written.attempts, model: written.model, updatedAt: context.timestamp() };
-      context.logger.warn(`${label}: no ${noun} after ${written.attempts} attempt(s), ${fallback}: ${written.errors[0] ?? 'unknown error'}`);
+      context.logger.warn(`${label}: no ${noun} after ${plural(written.attempts, 'attempt')}, ${fallback}: ${written.errors[0] ?? 'unknown error'}`);
     }
   } catch (error) {
     status = { ...base, status: 'failed', errors: [describeError(error)], updatedAt: context.timestamp() };

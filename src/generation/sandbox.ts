@@ -1,194 +1,21 @@
-// Where a generated module is built and run: esbuild bundles it with zod and refuses every other import, and a
-// worker thread runs it with a time and memory limit.
+// Where a generated module runs: a worker thread (./_sandbox-worker.ts) with a time and memory limit. The build
+// that comes first (esbuild, zod only) is ./bundle.ts.
 //
 // The boundary, honestly: a worker thread is not a security sandbox. It shares the process, so a determined module
 // can still reach Node's internals in ways we do not foresee. What the worker gives is robustness against an LLM's
 // mistakes: a runaway loop is terminated, a memory hog hits its heap limit, environment variables are absent,
 // `fetch` and friends are gone, and the build refuses every import but zod and agora-agents. Human approval is the
 // real gate, and it is off only when the owner asks for `autoApprove`.
-import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { ProtocolMetadata } from '../protocol/document.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
-import { dataUrl, frameworkRoot } from './_worker.js';
-import { describeLoadError } from '../_files.js';
+import { workerModule } from './_worker.js';
 
-/** The build error every import but zod and agora-agents gets. */
-export const IMPORT_POLICY_ERROR = 'generated routines may only import zod and agora-agents';
+// Importable from here as before the build moved to its own file.
+export { bundleGeneratedModule, IMPORT_POLICY_ERROR } from './bundle.js';
 
-// ---------------------------------------------------------------------------------------------------------------
-// Build: esbuild bundles the module with zod, `agora-agents` becomes a shim, every other import is refused.
-
-const GENERATED_SOURCE = '__agora_generated_module__.ts';
-
-// The whole of `agora-agents` a generated module gets at run time: the same checks as src/routine/define.ts.
-const AGORA_SHIM = `export function defineRoutine(definition) {
-  if (!definition || typeof definition.handle !== 'function') throw new Error('defineRoutine needs a handle function');
-  return Object.freeze({ ...definition, kind: 'routine' });
-}
-`;
-
-/**
- * Bundles a generated module into one ESM string (zod included, `agora-agents` a shim providing defineRoutine).
- * Throws "generated routines may only import zod and agora-agents" for any other import, relative ones included.
- */
-export async function bundleGeneratedModule(code: string): Promise<string> {
-  // esbuild leaves a computed import() alone, and it could reach node: modules at run time: refuse it here.
-  if (/\bimport\s*\(|\brequire\s*\(/.test(code)) throw new Error(`${IMPORT_POLICY_ERROR}: no import() and no require()`);
-  const esbuild = await import('esbuild');
-  const root = frameworkRoot();
-  const entry = join(root, GENERATED_SOURCE);
-  try {
-    const result = await esbuild.build({
-      stdin: { contents: code, loader: 'ts', resolveDir: root, sourcefile: GENERATED_SOURCE },
-      bundle: true,
-      write: false,
-      format: 'esm',
-      platform: 'neutral',
-      mainFields: ['module', 'main'],
-      target: 'node20',
-      legalComments: 'none',
-      logLevel: 'silent',
-      plugins: [
-        {
-          name: 'agora-generated-imports',
-          setup(build) {
-            build.onResolve({ filter: /.*/ }, (args) => {
-              // zod's own files import each other: only the generated module is held to the policy.
-              if (args.kind === 'entry-point' || args.importer !== entry) return undefined;
-              if (args.path === 'agora-agents') return { path: 'agora-agents', namespace: 'agora-shim' };
-              if (args.path === 'zod' || args.path.startsWith('zod/')) return undefined;
-              return { errors: [{ text: `${IMPORT_POLICY_ERROR}, not "${args.path}"` }] };
-            });
-            build.onLoad({ filter: /.*/, namespace: 'agora-shim' }, () => ({ contents: AGORA_SHIM, loader: 'js' }));
-          },
-        },
-      ],
-    });
-    const output = result.outputFiles[0];
-    if (!output) throw new Error('esbuild produced nothing');
-    return output.text;
-  } catch (error) {
-    throw new Error(describeLoadError(error), { cause: error });
-  }
-}
-
-// ---------------------------------------------------------------------------------------------------------------
-// The worker a generated module runs in.
-
-// Plain JavaScript, run as a data: URL module. It hardens the globals, then imports the bundled module (another
-// data: URL), and answers runs; tools are called by message to the main thread.
-const SANDBOX_WORKER = `
-import { parentPort } from 'node:worker_threads';
-const port = parentPort;
-const post = (message) => port.postMessage(message);
-const toBase64 = (text) => Buffer.from(text, 'utf8').toString('base64');
-const calls = new Map();
-let nextCall = 0;
-let routine;
-
-function describe(error) {
-  if (error && typeof error === 'object' && typeof error.message === 'string') return (error.name && error.name !== 'Error' ? error.name + ': ' : '') + error.message;
-  return String(error);
-}
-function issues(error) {
-  const list = error && Array.isArray(error.issues) ? error.issues : [];
-  return list.slice(0, 5).map((issue) => (issue.path && issue.path.length ? issue.path.join('.') + ': ' : '') + issue.message).join('; ') || describe(error);
-}
-function toJson(value, what) {
-  if (value === undefined) return null;
-  const text = JSON.stringify(value);
-  if (text === undefined) throw new Error(what + ' is not JSON');
-  return JSON.parse(text);
-}
-function harden() {
-  for (const key of Object.keys(process.env)) delete process.env[key];
-  for (const name of ['fetch', 'WebSocket', 'XMLHttpRequest', 'EventSource', 'BroadcastChannel', 'Worker']) {
-    try { delete globalThis[name]; } catch {}
-    try { if (name in globalThis) globalThis[name] = undefined; } catch {}
-  }
-  for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'kill', 'chdir', 'setuid', 'setgid', 'seteuid', 'setegid', 'setgroups', 'initgroups']) {
-    const blocked = () => { throw new Error('process.' + name + ' is not available to generated routines'); };
-    try { Object.defineProperty(process, name, { value: blocked, writable: false, configurable: false }); } catch {}
-  }
-}
-function callTool(runId, name, input) {
-  return new Promise((resolve, reject) => {
-    const callId = ++nextCall;
-    calls.set(callId, { resolve, reject });
-    try {
-      post({ type: 'tool', runId, callId, name, input: toJson(input, 'the input of tool ' + name) });
-    } catch (error) {
-      calls.delete(callId);
-      reject(error);
-    }
-  });
-}
-async function handle(id, body, context) {
-  const definition = typeof routine === 'function' ? { handle: routine } : routine;
-  if (!definition || typeof definition.handle !== 'function') throw new Error('the default export must be defineRoutine({ handle })');
-  const log = (level) => (message) => post({ type: 'log', runId: id, level, message: String(message) });
-  const conversation = { id: context.conversation.id, turn: context.conversation.turn, state: context.conversation.state };
-  const tools = Object.freeze(Object.fromEntries(context.tools.map((name) => [name, (input) => callTool(id, name, input)])));
-  const logger = Object.freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
-  let input = body;
-  if (definition.input) {
-    const parsed = definition.input.safeParse(body);
-    if (!parsed.success) {
-      return { value: null, invalid: { issues: issues(parsed.error), ...(definition.invalidInput !== undefined ? { reply: toJson(definition.invalidInput, 'invalidInput') } : {}) } };
-    }
-    input = parsed.data;
-  }
-  let output = await definition.handle(input, { conversation, protocol: context.protocol, logger, tools, signal: new AbortController().signal });
-  if (definition.output) {
-    const parsed = definition.output.safeParse(output);
-    if (!parsed.success) throw new Error("the reply does not match the routine's output schema: " + issues(parsed.error));
-    output = parsed.data;
-  }
-  return { value: toJson(output, 'the reply'), state: toJson(conversation.state, 'the conversation state') };
-}
-async function run(message) {
-  if (!routine) throw new Error('no module is loaded');
-  const { id, method, payload } = message;
-  if (method === 'handle') return handle(id, payload, message.context);
-  if (method === 'checkOutput') {
-    if (!routine.output) return { value: null };
-    const parsed = routine.output.safeParse(payload);
-    return { value: parsed.success ? null : issues(parsed.error) };
-  }
-  if (method === 'buildBody' || method === 'parseReply') {
-    if (typeof routine[method] !== 'function') throw new Error('the default export has no ' + method + ' function');
-    return { value: toJson(await routine[method](payload), 'the result of ' + method) };
-  }
-  throw new Error('unknown method ' + method);
-}
-port.on('message', (message) => {
-  if (message.type === 'tool-result') {
-    const call = calls.get(message.callId);
-    if (!call) return;
-    calls.delete(message.callId);
-    if (message.ok) call.resolve(message.value);
-    else call.reject(new Error(message.error));
-  } else if (message.type === 'load') {
-    harden();
-    import('data:text/javascript;base64,' + toBase64(message.code)).then(
-      (module) => {
-        routine = module.default;
-        if (routine === undefined || routine === null) post({ type: 'load-failed', error: 'the module has no default export' });
-        else post({ type: 'loaded' });
-      },
-      (error) => post({ type: 'load-failed', error: describe(error) }),
-    );
-  } else if (message.type === 'run') {
-    run(message).then(
-      (result) => post({ type: 'result', id: message.id, ok: true, ...result }),
-      (error) => post({ type: 'result', id: message.id, ok: false, error: describe(error) }),
-    );
-  }
-});
-`;
 
 /** What a sandboxed `handle` needs besides the body: the routine context, tools as functions on this thread. */
 export type SandboxContext = {
@@ -339,7 +166,7 @@ export class SandboxedModule {
     return new Promise<Worker>((resolve, reject) => {
       // `env: {}` (not SHARE_ENV): the worker's process.env starts empty. execArgv: [] so a loader such as tsx is
       // not inherited (a slower start, and hooks the module has no business with).
-      const worker = new Worker(dataUrl(SANDBOX_WORKER), {
+      const worker = new Worker(workerModule('_sandbox-worker'), {
         env: {},
         execArgv: [],
         argv: [],

@@ -14,6 +14,7 @@ import { TASK_SYSTEM } from './prompts.js';
 import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
 import { FENCE, preview, sameValue, writeCheckedModule, type GenerationUsageSink, type ModuleChecks, type WrittenModule } from './write.js';
+import { plural } from '../_plural.js';
 
 /** A task as the sender's LLM-written routines see it: its schemas as JSON Schema. */
 export type TaskRoutineSpec = { name: string; description: string; inputJsonSchema: unknown; outputJsonSchema: unknown };
@@ -79,7 +80,7 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
       }
     }
     if (!errors.length && checked === 0) errors.push('nothing to check the routine on: no recorded call');
-    return { errors, passed: checked ? [`${checked} recorded call(s) (body and output by value)`] : [] };
+    return { errors, passed: checked ? [`${plural(checked, 'recorded call')} (body and output by value)`] : [] };
   };
   try {
     return await writeCheckedModule({

@@ -5,11 +5,11 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { describeError } from '../errors.js';
-import { dataUrl, frameworkRoot } from './_worker.js';
+import { frameworkRoot, workerModule } from './_worker.js';
 
 const require = createRequire(import.meta.url);
 
-
+// Importable from here as before the contract moved to src/routine/contract.ts.
 /**
  * What `agora-agents` looks like to a generated module at type-check time: src/routine/contract.ts, the routine
  * contract stated once, read as it ships (src/ is in the package) and wrapped as the module's declaration. Loading
@@ -43,62 +43,6 @@ export default defineRoutine({
     context.conversation.state.last = data.result;
     return { result: data.result };
   },
-});
-`;
-
-// Plain JavaScript, run as a data: URL module: a .ts file could not start a worker when running from source.
-const TYPECHECK_WORKER = `
-import { parentPort, workerData } from 'node:worker_threads';
-const ts = (await import(workerData.typescript)).default;
-const dir = workerData.root.replace(/\\\\/g, '/') + '/.agora-typecheck';
-const options = {
-  target: ts.ScriptTarget.ES2022, module: ts.ModuleKind.ESNext, moduleResolution: ts.ModuleResolutionKind.Bundler,
-  lib: ['lib.es2022.d.ts'], types: [], strict: true, noEmit: true, skipLibCheck: true, isolatedModules: true,
-  allowImportingTsExtensions: true, noFallthroughCasesInSwitch: true,
-};
-const base = ts.createCompilerHost(options, true);
-// Parsed library and zod declarations are kept: only the virtual files change from one check to the next.
-const cache = new Map();
-let virtual = new Map();
-const host = {
-  ...base,
-  getCurrentDirectory: () => workerData.root,
-  fileExists: (name) => virtual.has(name) || base.fileExists(name),
-  readFile: (name) => virtual.get(name) ?? base.readFile(name),
-  directoryExists: (name) => name === dir || (base.directoryExists ? base.directoryExists(name) : true),
-  writeFile: () => {},
-  getSourceFile(name, language, onError, shouldCreate) {
-    const text = virtual.get(name);
-    if (text !== undefined) return ts.createSourceFile(name, text, language, true);
-    let file = cache.get(name);
-    if (!file) {
-      file = base.getSourceFile(name, language, onError, shouldCreate);
-      if (file) cache.set(name, file);
-    }
-    return file;
-  },
-};
-function format(diagnostic) {
-  const message = ts.flattenDiagnosticMessageText(diagnostic.messageText, ' ');
-  if (!diagnostic.file || diagnostic.start === undefined) return 'error TS' + diagnostic.code + ': ' + message;
-  const { line, character } = diagnostic.file.getLineAndCharacterOfPosition(diagnostic.start);
-  const name = diagnostic.file.fileName.slice(diagnostic.file.fileName.lastIndexOf('/') + 1);
-  return name + '(' + (line + 1) + ',' + (character + 1) + '): error TS' + diagnostic.code + ': ' + message;
-}
-parentPort.on('message', ({ id, files, report }) => {
-  const started = performance.now();
-  try {
-    virtual = new Map(Object.entries(files).map(([name, text]) => [dir + '/' + name, text]));
-    const program = ts.createProgram([...virtual.keys()], options, host);
-    const diagnostics = [...program.getOptionsDiagnostics(), ...program.getGlobalDiagnostics()];
-    for (const name of report) {
-      const file = program.getSourceFile(dir + '/' + name);
-      if (file) diagnostics.push(...program.getSyntacticDiagnostics(file), ...program.getSemanticDiagnostics(file));
-    }
-    parentPort.postMessage({ id, errors: diagnostics.slice(0, 20).map(format), ms: performance.now() - started });
-  } catch (error) {
-    parentPort.postMessage({ id, errors: ['the type-check crashed: ' + (error && error.message)], ms: performance.now() - started });
-  }
 });
 `;
 
@@ -164,7 +108,7 @@ export class RoutineTypeChecker {
 
   #spawn(): Worker {
     if (this.#worker) return this.#worker;
-    const worker = new Worker(dataUrl(TYPECHECK_WORKER), {
+    const worker = new Worker(workerModule('_typecheck-worker'), {
       workerData: { typescript: pathToFileURL(require.resolve('typescript')).href, root: frameworkRoot() },
       execArgv: [],
       env: {},

@@ -1,7 +1,6 @@
-// Internal: who may call (bearer tokens) and how often (a fixed-window rate limit per client).
+// Internal: who may call (bearer tokens) and how often (a fixed-window rate limit per client or IPv6 /64).
 import { createHash, timingSafeEqual } from 'node:crypto';
-
-const MAX_RATE_LIMITED_CLIENTS = 10_000;
+import type { Redis } from '../_redis.js';
 
 function sha256(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -32,34 +31,83 @@ export class TokenCheck {
   }
 }
 
-/** At most `max` requests per client per window; Map order is window-start order, so the oldest are evicted first. */
-export class RateLimiter {
-  private readonly clients = new Map<string, { count: number; resetAt: number }>();
+/** What a rate limit needs: a window, a maximum, and optionally a Redis connection to share the counts on. */
+export type RateLimitOptions = { windowMs: number; max: number; redis?: Redis; prefix?: string };
 
-  constructor(
-    private readonly windowMs: number,
-    private readonly max: number,
-    private readonly now: () => number,
-  ) {}
+type Limiter = { consume(key: string): Promise<unknown> };
+
+/**
+ * The client a request is counted against: its address, or its /64 for IPv6 (one subscriber is handed a whole
+ * /64, so counting single IPv6 addresses would give each client an unlimited supply). IPv4-mapped IPv6
+ * addresses count as their IPv4 address.
+ */
+export function clientKey(address: string | undefined): string {
+  if (address === undefined || address === '') return '';
+  if (!address.includes(':')) return address;
+  const lower = address.toLowerCase();
+  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/.exec(lower);
+  if (mapped) return mapped[1] as string;
+  const zone = lower.indexOf('%');
+  const bare = zone === -1 ? lower : lower.slice(0, zone);
+  const [head = '', tail] = bare.split('::', 2);
+  const groups = head === '' ? [] : head.split(':');
+  if (tail !== undefined && groups.length < 4) {
+    const tailGroups = tail === '' ? [] : tail.split(':');
+    const missing = 8 - groups.length - tailGroups.length;
+    for (let index = 0; index < missing; index++) groups.push('0');
+    groups.push(...tailGroups);
+  }
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
+/**
+ * At most `max` requests per client per window, counted by `rate-limiter-flexible`: in this process's memory, or
+ * in Redis when given a connection, so every process of an agent shares one count per client. A client's window
+ * lives until it ends: no number of other clients can push it out. When Redis is unreachable, counting falls back
+ * to this process's memory rather than refusing or letting everyone through.
+ */
+export class RateLimiter {
+  readonly #limiter: Promise<Limiter>;
+
+  constructor(options: RateLimitOptions) {
+    // Loaded on demand: the library's index pulls in every backend (~0.1 s), which an agent without a limit never needs.
+    this.#limiter = import('rate-limiter-flexible').then(({ RateLimiterMemory, RateLimiterRedis }) => {
+      const memory = new RateLimiterMemory({ points: options.max, duration: options.windowMs / 1000 });
+      if (!options.redis) return memory;
+      return new RateLimiterRedis({
+        storeClient: options.redis,
+        keyPrefix: `${options.prefix ?? 'agora:'}ratelimit`,
+        points: options.max,
+        // Redis expiries are whole seconds.
+        duration: Math.max(1, Math.ceil(options.windowMs / 1000)),
+        rejectIfRedisNotReady: true,
+        insuranceLimiter: memory,
+      });
+    });
+    // A failed import surfaces on the first request; never as an unhandled rejection.
+    this.#limiter.catch(() => undefined);
+  }
 
   /** Seconds until the client may retry, or 0 when this request is allowed. */
-  hit(client: string): number {
-    const now = this.now();
-    let entry = this.clients.get(client);
-    if (entry === undefined || entry.resetAt <= now) {
-      if (entry !== undefined) this.clients.delete(client);
-      else if (this.clients.size >= MAX_RATE_LIMITED_CLIENTS) this.evict(now);
-      entry = { count: 0, resetAt: now + this.windowMs };
-      this.clients.set(client, entry);
+  async hit(address: string | undefined): Promise<number> {
+    const limiter = await this.#limiter;
+    try {
+      await limiter.consume(clientKey(address));
+      return 0;
+    } catch (rejection) {
+      if (rejection instanceof Error) throw rejection;
+      const { msBeforeNext } = rejection as { msBeforeNext: number };
+      return Math.max(1, Math.ceil(msBeforeNext / 1000));
     }
-    entry.count += 1;
-    return entry.count > this.max ? Math.max(1, Math.ceil((entry.resetAt - now) / 1000)) : 0;
   }
+}
 
-  private evict(now: number): void {
-    for (const [client, entry] of this.clients) {
-      if (entry.resetAt > now && this.clients.size < MAX_RATE_LIMITED_CLIENTS) break;
-      this.clients.delete(client);
-    }
-  }
+/** The edge's rate limit as one function shared by the Agora routes and the faces: seconds to wait, or 0 to go on. */
+export function rateLimitOf(options: { rateLimit?: RateLimitOptions }): ((client: string | undefined) => Promise<number>) | undefined {
+  if (!options.rateLimit) return undefined;
+  const limiter = new RateLimiter(options.rateLimit);
+  return (client) => limiter.hit(client);
 }

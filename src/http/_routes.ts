@@ -1,7 +1,7 @@
 // Internal: the routes of spec §2, matched without a router (the hot path pays for none).
 
 /** What a path names. */
-export type RouteKind = 'root' | 'wellknown' | 'health' | 'metrics' | 'protocol' | 'conversation' | 'events';
+export type RouteKind = 'root' | 'wellknown' | 'health' | 'ready' | 'metrics' | 'protocol' | 'conversation' | 'events';
 
 /** A matched route: its kind, the rest of the path (hash or conversation id), its `Allow` header, whether reads skip auth. */
 export type Route = { kind: RouteKind; param: string; allow: string; isPublic: boolean };
@@ -9,7 +9,9 @@ export type Route = { kind: RouteKind; param: string; allow: string; isPublic: b
 const GET_ALLOW = 'GET, HEAD, OPTIONS';
 const ROOT: Route = { kind: 'root', param: '', allow: 'POST, OPTIONS', isPublic: false };
 const WELLKNOWN: Route = { kind: 'wellknown', param: '', allow: GET_ALLOW, isPublic: true };
-const HEALTH: Route = { kind: 'health', param: '', allow: GET_ALLOW, isPublic: false };
+// Probes carry no data (a status word), and load balancers probe without tokens.
+const HEALTH: Route = { kind: 'health', param: '', allow: GET_ALLOW, isPublic: true };
+const READY: Route = { kind: 'ready', param: '', allow: GET_ALLOW, isPublic: true };
 const METRICS: Route = { kind: 'metrics', param: '', allow: GET_ALLOW, isPublic: false };
 
 /** The route a mount-relative path names, or undefined (a 404). */
@@ -28,6 +30,8 @@ export function matchRoute(rawPath: string): Route | undefined {
       return WELLKNOWN;
     case '/health':
       return HEALTH;
+    case '/ready':
+      return READY;
     case '/metrics':
       return METRICS;
   }

@@ -1,9 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { describeError, isAgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
+import type { FacesConfig } from '../faces/mount.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
-import { RateLimiter, TokenCheck } from './_limits.js';
+import { rateLimitOf, TokenCheck, type RateLimitOptions } from './_limits.js';
 import { failure, JSON_TYPE, respond, type CoreResponse } from './_response.js';
 import { matchRoute } from './_routes.js';
 import { openReplyStream, parseLastEventId, resumedStream, wantsEventStream, type StreamingResponse } from './streaming.js';
@@ -17,13 +19,18 @@ export type HttpOptions = {
   maxBodyBytes?: number;
   /** The agent's public base URL, given to the receiver as `context.baseUrl`; else derived from the request. */
   publicUrl?: string;
-  /** Bearer tokens; when non-empty, every route but `GET /wellknown`, `/.wellknown`, `/protocols/:hash` and `OPTIONS` needs one. */
+  /** Bearer tokens; when non-empty, every route but `GET /wellknown`, `/.wellknown`, `/protocols/:hash`, `/health`, `/ready` and `OPTIONS` needs one. */
   tokens?: string[];
-  /** At most `max` requests per client address per `windowMs` (fixed window); more → 429 with `Retry-After`. */
-  rateLimit?: { windowMs: number; max: number };
-  /** Where internal errors go (default: stderr). */
-  logger?: { error(message: string): void; warn(message: string): void };
-  /** The rate limiter's clock in milliseconds (default `Date.now`), injected by tests. */
+  /**
+   * At most `max` requests per client address (IPv6: per /64) per `windowMs` (fixed window); more → 429 with
+   * `Retry-After`. With `redis`, the counts live there (under `prefix`, default `agora:`), shared by every process.
+   */
+  rateLimit?: RateLimitOptions;
+  /** Where internal errors go (default: stderr); with `debug`, `startServer` logs one line per request. */
+  logger?: { error(message: string): void; warn(message: string): void; debug?(message: string): void };
+  /** The ROAR, OAP and A2A faces (default: all, with the receiver's name and memory); `false` serves Agora alone. */
+  faces?: FacesConfig | false;
+  /** Clock in milliseconds (default `Date.now`) for the faces' signature freshness, injected by tests. */
   now?: () => number;
 };
 
@@ -42,6 +49,8 @@ export type CoreRequest = {
   baseUrl?: string;
   /** Aborted when the client goes away, passed on to the receiver. */
   signal?: AbortSignal;
+  /** This request's id in the logs (set by adapters that log requests); one is made up for an internal error otherwise. */
+  id?: string;
 };
 
 /** Default largest request body: 1 MiB. */
@@ -51,11 +60,20 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const END_BODY = '{"status":"success","body":null}';
 const HEALTH_BODY = '{"status":"ok"}';
+const READY_BODY = '{"status":"ready"}';
+const DEGRADED_BODY = '{"status":"degraded","store":"unavailable"}';
+// Seconds a client is asked to wait when the store is unavailable: about one reconnection attempt.
+const STORE_RETRY_AFTER = '2';
 const CONVERSATION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 // Only a plain host[:port] may become part of a link we hand out; anything else is ignored.
 const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const SAFE_BASE_URL = /^https?:\/\/(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 const EMPTY = Buffer.alloc(0);
+
+/** A new request id: 12 random base64url characters. */
+export function requestId(): string {
+  return randomBytes(9).toString('base64url');
+}
 
 function firstHeader(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
@@ -65,12 +83,16 @@ function firstHeader(value: string | string[] | undefined): string | undefined {
  * The whole of spec §2 as a framework-free function; adapters (node:http, Express, edge runtimes) only translate.
  * @example const handle = createHandler(receiver); const response = await handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
  */
-export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: CoreRequest) => Promise<StreamingResponse> {
+export function createHandler(
+  receiver: ReceiverApi,
+  options: HttpOptions = {},
+  /** The rate limit, when an adapter shares one with the faces (default: made from `options.rateLimit`). */
+  limit: ((client: string | undefined) => Promise<number>) | undefined = rateLimitOf(options),
+): (request: CoreRequest) => Promise<StreamingResponse> {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
   const tokens = new TokenCheck(options.tokens ?? []);
-  const limiter = options.rateLimit ? new RateLimiter(options.rateLimit.windowMs, options.rateLimit.max, options.now ?? Date.now) : undefined;
 
   // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
   let lastHost: string | undefined;
@@ -95,23 +117,44 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
   function toFailure(error: unknown, request: CoreRequest): CoreResponse {
     if (isAgoraError(error)) {
       const status = typeof error.httpStatus === 'number' ? error.httpStatus : 500;
-      if (status >= 500) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
-      return failure(status, error.message);
+      if (error.code === 'STORE_UNAVAILABLE') {
+        // Not logged per request: the connection's watcher logs the outage once.
+        const response = failure(503, 'Store unavailable');
+        response.headers['retry-after'] = STORE_RETRY_AFTER;
+        return response;
+      }
+      if (status === 413) {
+        // The rest of an oversize body is not worth reading: the connection ends with this answer.
+        const response = failure(413, error.message);
+        response.headers.connection = 'close';
+        return response;
+      }
+      if (status !== 500) {
+        if (status >= 500) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
+        return failure(status, error.message);
+      }
+      return internalError(request, describeError(error));
     }
     // A client that went away makes the receiver abort: not an internal error worth a log line.
-    if (!request.signal?.aborted) {
-      const details = error instanceof Error && error.stack ? error.stack : describeError(error);
-      logger.error(`${request.method} ${request.path} failed: ${details}`);
-    }
-    return failure(500, 'Internal error');
+    if (request.signal?.aborted) return failure(500, 'Internal error');
+    return internalError(request, error instanceof Error && error.stack ? error.stack : describeError(error));
+  }
+
+  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
+  function internalError(request: CoreRequest, details: string): CoreResponse {
+    const id = request.id ?? requestId();
+    logger.error(`request ${id}: ${request.method} ${request.path} failed: ${details}`);
+    const response = failure(500, `Internal error (request ${id})`);
+    response.headers['x-request-id'] = id;
+    return response;
   }
 
   // One async function for the whole request: every extra async layer costs a microtask on the hot path.
   return async function handle(request: CoreRequest): Promise<StreamingResponse> {
     try {
       const { method } = request;
-      if (limiter) {
-        const retryAfter = limiter.hit(request.remoteAddress ?? '');
+      if (limit) {
+        const retryAfter = await limit(request.remoteAddress);
         if (retryAfter > 0) {
           const response = failure(429, 'Too many requests');
           response.headers['retry-after'] = String(retryAfter);
@@ -182,6 +225,15 @@ export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}):
         case 'health':
           if (!isRead) break;
           return respond(200, JSON_TYPE, HEALTH_BODY, isHead);
+        case 'ready': {
+          if (!isRead) break;
+          if ((await receiver.ready?.()) === false) {
+            const response = respond(503, JSON_TYPE, DEGRADED_BODY, isHead);
+            response.headers['retry-after'] = STORE_RETRY_AFTER;
+            return response;
+          }
+          return respond(200, JSON_TYPE, READY_BODY, isHead);
+        }
       }
       const response = failure(405, 'Method not allowed');
       response.headers.allow = route.allow;

@@ -2,8 +2,11 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { Duplex } from 'node:stream';
 import { AgoraError, describeError } from '../errors.js';
 import { consoleLogger } from '../log.js';
+import { agoraEnabled, facesFor, isFacePath } from '../faces/mount.js';
+import { writeFaceResponse } from '../faces/node.js';
 import type { ReceiverApi } from '../receiver.js';
-import { createHandler, DEFAULT_MAX_BODY_BYTES, type CoreRequest, type HttpOptions } from './handler.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
+import { rateLimitOf } from './_limits.js';
 import { failure, JSON_TYPE } from './_response.js';
 import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
 
@@ -70,6 +73,7 @@ class NodeCoreRequest implements CoreRequest {
   readonly body: undefined = undefined;
   readonly remoteAddress: string | undefined;
   signal: AbortSignal | undefined = undefined;
+  id: string | undefined = undefined;
 
   constructor(
     private readonly incoming: IncomingMessage,
@@ -155,9 +159,20 @@ export type RunningServer = { server: Server; url: string; port: number; close()
  * @example const { url, close } = await startServer(receiver, { port: 0 });
  */
 export async function startServer(receiver: ReceiverApi, options: ServerOptions = {}): Promise<RunningServer> {
-  const handle = createHandler(receiver, options);
-  const logger = options.logger ?? consoleLogger();
+  const logger: NonNullable<HttpOptions['logger']> = options.logger ?? consoleLogger();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  // One rate limit, one token list and one body cap for the Agora routes and the faces.
+  const limit = rateLimitOf(options);
+  const handle = createHandler(receiver, options, limit);
+  const faces = facesFor(receiver, options.faces, {
+    maxBodyBytes,
+    logger,
+    ...(options.tokens ? { tokens: options.tokens } : {}),
+    ...(limit ? { rateLimit: limit } : {}),
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
+    ...(options.now ? { now: options.now } : {}),
+  });
+  const agora = agoraEnabled(options.faces);
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   // Node refuses a headers timeout longer than the request timeout.
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout > 0 ? requestTimeout : Infinity);
@@ -179,15 +194,31 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     }
   }
 
+  // Checked once: with debug off (the default) a request pays nothing for the request log.
+  const debug = logger.debug?.bind(logger);
+
   async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
     let result: StreamingResponse;
+    const started = debug ? performance.now() : 0;
+    let id: string | undefined;
     try {
       const request = new NodeCoreRequest(incoming, maxBodyBytes);
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
-      result = await handle(request);
+      // Faces first (OAP's `GET /` would be Agora's 405), behind a test of the path's first characters.
+      if (faces !== undefined && isFacePath(request.method, request.path)) {
+        const faced = await faces.handle(request);
+        if (faced !== undefined) {
+          if (closing) response.shouldKeepAlive = false;
+          await writeFaceResponse(response, faced);
+          return;
+        }
+      }
+      if (debug) request.id = id = requestId();
+      result = agora ? await handle(request) : failure(404, 'Not found');
     } catch (error) {
-      logger.error(`${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-      result = failure(500, 'Internal error');
+      const id = requestId();
+      logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+      result = failure(500, `Internal error (request ${id})`);
     }
     if (result.stream) {
       // Streamed replies hold their connection until their last event: never kept alive past a close().
@@ -203,6 +234,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     if (closing) response.shouldKeepAlive = false;
     try {
       response.writeHead(result.status, result.headers).end(result.body);
+      if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
     } catch (error) {
       // A rejection here would be unhandled and end the process: log, and drop this one connection.
       logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
@@ -243,8 +275,11 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   const host = options.host === undefined || options.host === '0.0.0.0' || options.host === '::' || options.host === '' ? '127.0.0.1' : options.host;
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
-  function close(): Promise<void> {
+  const stopSockets = faces?.attachWebSocket(server);
+
+  async function close(): Promise<void> {
     closing = true;
+    await stopSockets?.();
     const sockets = new Promise<void>((resolve) => {
       const timer = setTimeout(() => server.closeAllConnections(), 5000);
       timer.unref();
@@ -260,7 +295,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       // Bounded like the sockets: a routine stuck past its own time limit does not hold the shutdown forever.
       setTimeout(resolve, 5000).unref();
     });
-    return Promise.all([sockets, requests]).then(() => undefined);
+    await Promise.all([sockets, requests]);
   }
 
   return { server, url, port, close };

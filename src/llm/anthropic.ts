@@ -208,6 +208,16 @@ export function hasAnthropicKey(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.ANTHROPIC_API_KEY?.trim() || env.ANTHROPIC_AUTH_TOKEN?.trim());
 }
 
+/**
+ * The LLM the environment configures, as `agora serve` reads it: Claude (AGORA_MODEL, else the default model) when
+ * ANTHROPIC_API_KEY or ANTHROPIC_AUTH_TOKEN is set, else none. The SDK is still only imported at the first call.
+ * @example const llm = modelFromEnvironment(); // undefined without a key
+ */
+export function modelFromEnvironment(env: NodeJS.ProcessEnv = process.env, model?: string): AnthropicModel | undefined {
+  if (!hasAnthropicKey(env)) return undefined;
+  return new AnthropicModel(model ? { model } : {});
+}
+
 function unavailable(cause: unknown): AgoraError {
   return new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause });
 }

@@ -75,7 +75,19 @@ export type ConverseOptions = {
    * out once the call is known to be the last; a model without `stream` hands out the final text in one piece.
    */
   onText?: (text: string) => void;
+  /** Characters one call may carry (system and messages, tool results included); over it, no call. Default unlimited. */
+  maxChars?: number;
 };
+
+/** The characters a call carries: its system prompt and the text of its messages. */
+export function requestChars(system: string, messages: readonly LlmMessage[]): number {
+  let chars = system.length;
+  for (const message of messages) {
+    if (typeof message.content === 'string') chars += message.content.length;
+    else for (const block of message.content) chars += JSON.stringify(block).length;
+  }
+  return chars;
+}
 
 /** The outcome of {@link converse}. */
 export type ConverseResult = { text: string; messages: LlmMessage[]; usage: LlmUsage; calls: number };
@@ -95,6 +107,11 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
   // Live pieces only when no call can turn out to be a tool call: text already handed out cannot be taken back.
   const live = onText !== undefined && model.stream !== undefined && specs.length === 0;
   for (let step = 1; ; step++) {
+    // Tool results grow the transcript: each call of the loop is measured, not only the first.
+    const chars = options.maxChars === undefined ? 0 : requestChars(options.system, messages);
+    if (options.maxChars !== undefined && chars > options.maxChars) {
+      throw new AgoraError('LLM_UNAVAILABLE', `LLM call of ${chars} characters over the budget of ${options.maxChars}: not made`);
+    }
     const request: LlmRequest = {
       system: options.system,
       messages,

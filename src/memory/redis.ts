@@ -1,4 +1,5 @@
 import { escapeGlob, parseJson, quit, Redis, runScript, script } from '../_redis.js';
+import { openRedis, watchRedis, storeCall } from '../_redis-connection.js';
 import type { JsonValue } from '../schemas.js';
 import { checkKey, type AgentMemory } from './file.js';
 
@@ -27,7 +28,9 @@ export class RedisMemory implements AgentMemory {
 
   constructor(redis: Redis | string, options: { prefix?: string } = {}) {
     this.#owned = typeof redis === 'string';
-    this.#redis = typeof redis === 'string' ? new Redis(redis) : redis;
+    this.#redis = typeof redis === 'string' ? openRedis(redis) : redis;
+    // A connection handed in is listened to as well: its errors must not become unhandled-error stacks.
+    watchRedis(this.#redis, undefined);
     this.#prefix = options.prefix ?? 'agora:memory:';
   }
 
@@ -36,15 +39,15 @@ export class RedisMemory implements AgentMemory {
   }
 
   async get<T extends JsonValue = JsonValue>(key: string): Promise<T | undefined> {
-    return parseJson(await this.#redis.get(this.#key(key))) as T | undefined;
+    return parseJson(await storeCall(this.#redis, () => this.#redis.get(this.#key(key)))) as T | undefined;
   }
 
   async set(key: string, value: JsonValue): Promise<void> {
-    await this.#redis.set(this.#key(key), JSON.stringify(value));
+    await storeCall(this.#redis, () => this.#redis.set(this.#key(key), JSON.stringify(value)));
   }
 
   async delete(key: string): Promise<void> {
-    await this.#redis.del(this.#key(key));
+    await storeCall(this.#redis, () => this.#redis.del(this.#key(key)));
   }
 
   async keys(prefix: string): Promise<string[]> {
@@ -52,7 +55,7 @@ export class RedisMemory implements AgentMemory {
     const found = new Set<string>();
     let cursor = '0';
     do {
-      const [next, batch] = await this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      const [next, batch] = await storeCall(this.#redis, () => this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
       // SCAN may return a key more than once; the set deduplicates.
       for (const name of batch) found.add(name.slice(this.#prefix.length));
       cursor = next;
@@ -64,7 +67,7 @@ export class RedisMemory implements AgentMemory {
     const name = this.#key(key);
     if (Number.isSafeInteger(by)) {
       try {
-        return await this.#redis.incrby(name, by);
+        return await storeCall(this.#redis, () => this.#redis.incrby(name, by));
       } catch (error) {
         if (!(error instanceof Error) || !error.message.includes('not an integer')) throw error;
       }
@@ -72,10 +75,10 @@ export class RedisMemory implements AgentMemory {
     // The stored value is no integer (a fraction, another JSON value) or `by` is fractional: compare-and-set,
     // retried on conflict, keeps the update atomic with FileMemory's meaning (a non-number counts as 0).
     for (;;) {
-      const raw = await this.#redis.get(name);
+      const raw = await storeCall(this.#redis, () => this.#redis.get(name));
       const current = parseJson(raw);
       const next = (typeof current === 'number' ? current : 0) + by;
-      const swapped = await runScript(this.#redis, COMPARE_AND_SET, [name], [raw ?? '', raw === null ? '0' : '1', JSON.stringify(next)]);
+      const swapped = await storeCall(this.#redis, () => runScript(this.#redis, COMPARE_AND_SET, [name], [raw ?? '', raw === null ? '0' : '1', JSON.stringify(next)]));
       if (swapped === 1) return next;
     }
   }

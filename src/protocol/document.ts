@@ -11,9 +11,9 @@ export type HashEncoding = 'hex' | 'base64';
 /** The metadata of a protocol document: three required keys, other keys kept. */
 const protocolMetadataSchema = z
   .object({
-    name: z.string({ error: 'name must be a string' }).trim().min(1, { error: 'name must not be empty' }),
-    description: z.string({ error: 'description must be a string' }),
-    multiround: z.boolean({ error: 'multiround must be a boolean (true or false)' }),
+    name: z.string({ error: (issue) => (issue.input === undefined ? 'name is missing' : 'name must be a string') }).trim().min(1, { error: 'name must not be empty' }),
+    description: z.string({ error: (issue) => (issue.input === undefined ? 'description is missing' : 'description must be a string') }),
+    multiround: z.boolean({ error: (issue) => (issue.input === undefined ? 'multiround is missing (true or false required)' : 'multiround must be a boolean (true or false)') }),
   })
   .catchall(z.unknown());
 

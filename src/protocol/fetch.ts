@@ -20,6 +20,12 @@ export type SourceOptions = {
   lookup?: (hostname: string) => Promise<{ address: string; family: 4 | 6 }[]>;
   /** Where skipped sources are reported. Default `console`. */
   logger?: { warn(message: string): void };
+  /** Sources tried per query by `resolveSources`, the rest ignored. Default 5. */
+  maxSources?: number;
+  /** One deadline over all the sources of a query (`resolveSources`), in ms. Default 8000. */
+  deadlineMs?: number;
+  /** Aborts the fetch (as a timeout). */
+  signal?: AbortSignal;
 };
 
 type ResolvedAddress = { address: string; family: 4 | 6 };
@@ -30,6 +36,7 @@ type Settings = {
   maxBytes: number;
   maxRedirects: number;
   lookup: (hostname: string) => Promise<ResolvedAddress[]>;
+  outer: AbortSignal | undefined;
 };
 
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -48,6 +55,7 @@ function withDefaults(options: SourceOptions): Settings {
     maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
     maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS,
     lookup: options.lookup ?? systemLookup,
+    outer: options.signal,
   };
 }
 
@@ -66,6 +74,11 @@ export async function fetchSource(url: string, options: SourceOptions = {}): Pro
   // One clock for the whole chain, so a slow redirect ladder cannot stretch the budget.
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), settings.timeoutMs);
+  // The caller's deadline (all the sources of a query) ends this source too.
+  const outer = options.signal;
+  const onOuter = () => controller.abort();
+  if (outer?.aborted) controller.abort();
+  else outer?.addEventListener('abort', onOuter, { once: true });
   try {
     for (let redirects = 0; ; redirects += 1) {
       const hop = current;
@@ -80,6 +93,7 @@ export async function fetchSource(url: string, options: SourceOptions = {}): Pro
     }
   } finally {
     clearTimeout(timer);
+    outer?.removeEventListener('abort', onOuter);
   }
 }
 
@@ -103,7 +117,7 @@ async function vetHost(url: URL, settings: Settings, signal: AbortSignal, fail: 
     try {
       addresses = await untilAborted(settings.lookup(host), signal);
     } catch (error) {
-      if (signal.aborted) throw fail(`timed out after ${settings.timeoutMs} ms`);
+      if (signal.aborted) throw fail(timedOut(settings));
       throw fail(`cannot resolve ${host}: ${describeError(error)}`, error);
     }
   }
@@ -149,6 +163,10 @@ function pinnedLookup(target: ResolvedAddress): LookupFunction {
   };
 }
 
+function timedOut(settings: Settings): string {
+  return settings.outer?.aborted ? 'the deadline for this query\'s sources passed' : `timed out after ${settings.timeoutMs} ms`;
+}
+
 function formatSize(bytes: number): string {
   return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 }
@@ -156,7 +174,7 @@ function formatSize(bytes: number): string {
 function download(url: URL, target: ResolvedAddress, settings: Settings, signal: AbortSignal, fail: Fail): Promise<Outcome> {
   return new Promise<Outcome>((resolve, reject) => {
     if (signal.aborted) {
-      reject(fail(`timed out after ${settings.timeoutMs} ms`));
+      reject(fail(timedOut(settings)));
       return;
     }
     const tooLarge = `larger than ${formatSize(settings.maxBytes)}`;
@@ -171,7 +189,7 @@ function download(url: URL, target: ResolvedAddress, settings: Settings, signal:
       if ('error' in result) reject(result.error);
       else resolve(result.outcome);
     };
-    const onAbort = (): void => finish({ error: fail(`timed out after ${settings.timeoutMs} ms`) });
+    const onAbort = (): void => finish({ error: fail(timedOut(settings)) });
     signal.addEventListener('abort', onAbort, { once: true });
 
     const onResponse = (response: IncomingMessage): void => {

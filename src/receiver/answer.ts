@@ -1,5 +1,6 @@
 import type { ConversationMessage } from '../conversation/store.js';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { fitHistory } from '../llm/budget.js';
 import { answerNaturalLanguage, answerUnderProtocol, type ResponderCall } from '../llm/responders.js';
 import type { Logger } from '../log.js';
 import { NATURAL_LANGUAGE, type Metrics, type QueryPath } from '../metrics.js';
@@ -35,6 +36,8 @@ export type TurnAnswererOptions = {
   responderCall(protocol: string, purpose: string, signal?: AbortSignal): ResponderCall;
   routineTimeoutMs: number;
   maxHistory: number;
+  /** Characters of history kept (the LLM's budget: more could never be sent). */
+  maxHistoryChars: number;
 };
 
 /** The label a route is counted and logged under. */
@@ -69,12 +72,17 @@ export class TurnAnswerer {
         turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
         // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
         if (turn.history.length > this.options.maxHistory) turn.history.splice(0, turn.history.length - this.options.maxHistory);
+        // And by size: a few huge turns must not make every later record (and its copies) huge.
+        const kept = fitHistory(turn.history, this.options.maxHistoryChars);
+        if (kept.length < turn.history.length) turn.history.splice(0, turn.history.length - kept.length);
       }
       return reply;
     } catch (error) {
       path = 'failure';
       if (isAgoraError(error) && (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')) {
         this.options.logger.error(`${label}: ${error.message}${error.cause ? `: ${describeError(error.cause)}` : ''}`);
+      } else if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE' && error.cause) {
+        this.options.logger.warn(`${label}: ${describeError(error.cause)}`);
       } else if (!isAgoraError(error)) {
         this.options.logger.error(`${label}: ${describeError(error)}`);
         throw new AgoraError('INTERNAL', undefined, { cause: error });

@@ -47,6 +47,8 @@ export interface ReceiverApi {
    * never sent or no longer kept.
    */
   events?(id: string, lastEventId: number | undefined, context?: RequestContext): Promise<AsyncIterable<ReplyEvent>>;
+  /** `GET /ready`: whether what requests need (the conversation store) answers now; absent means always ready. */
+  ready?(): Promise<boolean>;
 }
 
 /** A routine supplied by an extension (e.g. LLM-written routines): throws to fall back to the LLM. */
@@ -86,8 +88,8 @@ export type ReceiverOptions = {
   store?: ConversationStore;
   /** What the agent learns (default: files under `<dir>/.agora/`). */
   memory?: AgentMemory;
-  /** The LLM fallback; none = routines only. */
-  llm?: LanguageModel;
+  /** The LLM fallback (default: Claude when ANTHROPIC_API_KEY is set, see `modelFromEnvironment`); `null` = routines only. */
+  llm?: LanguageModel | null;
   /** Tools in addition to those in `tools/`. */
   tools?: Tool[];
   /** Seconds of inactivity before a conversation expires (default 300). */
@@ -96,12 +98,20 @@ export type ReceiverOptions = {
   routineTimeout?: number;
   /** Allow protocol sources on loopback and private networks (default false). */
   allowPrivateSources?: boolean;
+  /** Largest protocol document accepted from a peer, from any source (`data:` included), in bytes (default 64 KiB). */
+  maxDocumentBytes?: number;
+  /** Documents learned from peers kept, the least recently used evicted first (default 500). */
+  maxLearnedDocuments?: number;
+  /** Bytes of documents learned from peers kept (default 16 MiB). */
+  maxLearnedBytes?: number;
   /** This agent's public base URL, for the `/protocols/:hash` sources it lists. */
   publicUrl?: string;
   /** Cap on live conversations (default unlimited). */
   maxConversations?: number;
   /** Messages of history kept per conversation for the LLM (default 40, the latest). */
   maxHistory?: number;
+  /** Characters one LLM call may carry: system prompt, document, history (by size) and body (default 200,000). */
+  maxLlmChars?: number;
   /** Bound on LLM calls per answer in the tool loop (default 8). */
   maxToolSteps?: number;
   /** Watch `protocols/`, `routines/` and `tools/` for changes (default true). */

@@ -1,5 +1,6 @@
 import { AgoraError } from '../errors.js';
 import type { DefineRoutine, Routine, RoutineContext } from './contract.js';
+import { hasHandle, MISSING_HANDLE } from './handle.js';
 
 export type { DefineRoutine, Routine, RoutineContext, RoutineDefinition, RoutineDelta, RoutineReply, TaskRoutine } from './contract.js';
 
@@ -17,7 +18,7 @@ export type RoutineFunction = (body: any, context: RoutineContext) => unknown;
  * });
  */
 export const defineRoutine: DefineRoutine = (definition) => {
-  if (typeof definition.handle !== 'function') throw new AgoraError('INVALID_ARGUMENT', 'defineRoutine needs a handle function');
+  if (!hasHandle(definition)) throw new AgoraError('INVALID_ARGUMENT', MISSING_HANDLE);
   return Object.freeze({ ...definition, kind: 'routine' as const });
 };
 

@@ -150,7 +150,8 @@ export async function runRoutine(
   } catch (error) {
     // A bad argument from the routine's own code (memory key, tool input) is the routine's failure, like any bug.
     if (error instanceof AgoraError && error.code !== 'ROUTINE_FAILED' && error.code !== 'INVALID_ARGUMENT') throw error;
-    throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: new Error(describeError(error), { cause: error }) });
+    // The routine's own error is the cause, as thrown (wrapping it would log `Error: Error: boom`); a thrown non-Error becomes one.
+    throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error instanceof Error ? error : new Error(`threw ${describeError(error)}`) });
   } finally {
     cancel?.();
   }

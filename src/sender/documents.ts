@@ -17,6 +17,9 @@ const MAX_DOCUMENT_BYTES = 256 * 1024;
 /** The protocol fields of a query: the hash in the encoding the peer reads, and where to fetch the document. */
 export type ProtocolFields = { protocolHash: string | null; protocolSources: string[] };
 
+/** A query's protocol fields, and whether its bodies travel as text (a Python-like peer under a protocol, spec §7). */
+export type PeerFields = { fields: ProtocolFields; textBodies: boolean };
+
 /** The protocol fields of a negotiation (spec §5). */
 export const NEGOTIATION: ProtocolFields = { protocolHash: 'negotiation', protocolSources: [] };
 
@@ -47,6 +50,8 @@ export class SenderDocuments {
   readonly #dir: string | undefined;
   readonly #publicUrl: string | undefined;
   readonly #encodings = new Map<string, Promise<HashEncoding>>();
+  /** Peers with no `/wellknown` (404): Python SDK 0.2.0 peers, whose receivers read protocol bodies as text. */
+  readonly #pythonLike = new Set<string>();
   readonly #documents = new Map<string, ProtocolDocument>();
 
   constructor(options: SenderDocumentsOptions) {
@@ -65,6 +70,13 @@ export class SenderDocuments {
     const sources = [encodeDataUri(document.text)];
     if (this.#publicUrl) sources.push(`${this.#publicUrl}/protocols/${document.hash}`);
     return { protocolHash: encodeHash(document.hash, encoding), protocolSources: sources };
+  }
+
+  /** The protocol fields for a PD, and whether the peer reads bodies as text: a Python-like peer under a protocol. */
+  async peerFields(base: string, protocol: ProtocolDocument | string | undefined, signal?: AbortSignal): Promise<PeerFields> {
+    const fields = await this.protocolFields(base, protocol, signal);
+    // Known once discovery has run, which protocolFields does for every PD.
+    return { fields, textBodies: fields.protocolHash !== null && this.#pythonLike.has(base) };
   }
 
   /** The hash encoding a peer reads: hex when its `/wellknown` is (or lists hex), base64 for a Python peer (404). */
@@ -90,6 +102,7 @@ export class SenderDocuments {
     const url = `${base}/wellknown`;
     const response = await this.#transport.exchange('GET', url, undefined, signal);
     if (response.status === 404) {
+      this.#pythonLike.add(base);
       this.#encodings.set(base, Promise.resolve(encodingOf(undefined)));
       return undefined;
     }
@@ -97,6 +110,7 @@ export class SenderDocuments {
     if (response.status < 200 || response.status > 299) throw this.#transport.peerError('GET', url, response.status, json);
     const parsed = wellknownSchema.safeParse(json);
     if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}: not a /wellknown listing: ${z.prettifyError(parsed.error)}`, { status: response.status });
+    this.#pythonLike.delete(base);
     // Every read of the listing settles discovery too, so a task's look at it spares the query another GET.
     if (!this.#encodings.has(base)) this.#encodings.set(base, Promise.resolve(encodingOf(parsed.data)));
     return parsed.data;

@@ -1,5 +1,6 @@
 // The sender's side of a negotiation over HTTP: a conversation under the `negotiation` hash, its turns driven by
 // `negotiateProtocol`, the agreed PD remembered and written into `<dir>/protocols/`.
+import { plural } from '../_plural.js';
 import { AgoraError, describeError } from '../errors.js';
 import type { LanguageModel, UsageSink } from '../llm/toolformer.js';
 import { negotiateProtocol, writeProtocolFile, type NegotiationMessage, type NegotiationTask } from '../negotiation.js';
@@ -25,7 +26,7 @@ export type NegotiationParts = QueryParts & { llm: LanguageModel | undefined; di
 /** Negotiates a PD for a task with the peer at `base` (spec §5); the conversation is closed whatever happens. */
 export async function negotiateWithPeer(parts: NegotiationParts, base: string, task: NegotiationTask, options: PeerNegotiationOptions): Promise<SenderNegotiation> {
   if (!parts.llm) throw new AgoraError('LLM_UNAVAILABLE', 'Negotiating a protocol needs an LLM');
-  const conversation = openConversation(parts.transport, base, async () => NEGOTIATION);
+  const conversation = openConversation(parts.transport, base, async () => ({ fields: NEGOTIATION, textBodies: false }));
   const signal = options.signal;
   const maxRounds = options.maxRounds ?? parts.maxNegotiationRounds;
   let result;
@@ -44,6 +45,6 @@ export async function negotiateWithPeer(parts: NegotiationParts, base: string, t
   }
   await parts.documents.remember(result.document);
   const path = parts.dir ? await writeProtocolFile(parts.dir, result.document) : undefined;
-  parts.logger.info(`negotiated protocol "${result.document.metadata.name}" ${result.document.hash} with ${base} in ${result.rounds} rounds`);
+  parts.logger.info(`negotiated protocol "${result.document.metadata.name}" ${result.document.hash} with ${base} in ${plural(result.rounds, 'round')}`);
   return { ...result, ...(path ? { path } : {}) };
 }

@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { AgoraError, describeError } from '../errors.js';
+import { modelFromEnvironment } from '../llm/anthropic.js';
 import type { LanguageModel, UsageSink } from '../llm/toolformer.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
@@ -18,10 +19,20 @@ export type { SenderConversation } from './conversation.js';
 export type { SenderNegotiation } from './negotiate.js';
 export type { SenderStreamEvent } from './stream.js';
 
+/** The URL a query is posted to: as given, only normalised by the URL parser (`http://host` → `http://host/`), no fragment. */
+function exactUrl(url: string): string {
+  const parsed = new URL(url);
+  parsed.hash = '';
+  return parsed.href;
+}
+
 /** Options of {@link Sender}. */
 export type SenderOptions = {
-  /** The LLM that writes queries, reads replies, judges PDs and negotiates; none = plain queries only. */
-  llm?: LanguageModel;
+  /**
+   * The LLM that writes queries, reads replies, judges PDs and negotiates (default: Claude when ANTHROPIC_API_KEY is
+   * set, as `agora serve` reads it); `null` = plain queries only.
+   */
+  llm?: LanguageModel | null;
   /** Where task counters and fetched PDs are kept (default: `<dir>/.agora/`, else in this process only). */
   memory?: AgentMemory;
   /** The agent folder: its `protocols/` are candidate PDs and receive negotiated ones. */
@@ -92,7 +103,7 @@ export class Sender {
 
   constructor(options: SenderOptions = {}) {
     this.#options = options;
-    this.llm = options.llm;
+    this.llm = options.llm === null ? undefined : (options.llm ?? modelFromEnvironment());
     this.dir = options.dir === undefined ? undefined : resolve(options.dir);
     this.memory = options.memory ?? (this.dir ? new FileMemory(join(this.dir, '.agora')) : new InMemoryMemory());
     this.logger = options.logger ?? consoleLogger();
@@ -114,10 +125,13 @@ export class Sender {
     return { ...this.#usage };
   }
 
-  /** Sends one query (`POST /`) and returns the peer's reply; a failure is AgoraError('PEER_FAILURE', `POST <url>: HTTP <status>: <peer's text>`). */
+  /**
+   * Sends one query, posted to `url` exactly as given (an agent's base URL, or any Agora endpoint), and returns the
+   * peer's reply; a failure is AgoraError('PEER_FAILURE', `POST <url>: HTTP <status>: <peer's text>`).
+   */
   async query(url: string, options: QueryOptions): Promise<QueryResult> {
     const base = agentBaseUrl(url);
-    return sendQuery(this.#parts, base, { ...options, body: toJsonValue(options.body, 'body') });
+    return sendQuery(this.#parts, base, { ...options, body: toJsonValue(options.body, 'body') }, exactUrl(url));
   }
 
   /**
@@ -141,7 +155,7 @@ export class Sender {
    */
   conversation(url: string, protocol?: ProtocolDocument | string): SenderConversation {
     const base = agentBaseUrl(url);
-    return openConversation(this.#parts.transport, base, (signal) => this.#parts.documents.protocolFields(base, protocol, signal));
+    return openConversation(this.#parts.transport, base, (signal) => this.#parts.documents.peerFields(base, protocol, signal), exactUrl(url));
   }
 
   /** The peer's `/wellknown` listing as it gives it (hash → sources); a peer without one (404) is an error. */

@@ -71,7 +71,7 @@ export async function startTestAgent(options: TestAgentOptions): Promise<TestAge
   const llm = llmOption === null ? undefined : (llmOption ?? new AnthropicModel({ apiKey: 'test', maxRetries: 0, ...anthropic, baseURL: fake.url }));
   let receiver: Receiver | undefined;
   try {
-    receiver = await Receiver.start({ watch: false, ...receiverOptions, logger, ...(llm ? { llm } : {}) });
+    receiver = await Receiver.start({ watch: false, ...receiverOptions, logger, llm: llm ?? null });
     const server = await startServer(receiver, { port: 0, host: '127.0.0.1', logger });
     const url = server.url;
     const dir = receiver.dir;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 
-const COMMANDS = ['serve', 'hash', 'validate', 'send', 'wellknown', 'negotiate', 'routines', 'init'];
+const COMMANDS = ['serve', 'hash', 'validate', 'send', 'wellknown', 'negotiate', 'routines', 'init', 'check'];
 
 function capture() {
   let stdout = '';

@@ -3,7 +3,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runCli } from '../helpers/cli.js';
 
@@ -34,7 +34,11 @@ describe('agora init', () => {
     expect(await readFile(join(dir, 'protocols/unit-conversion.md'), 'utf8')).toBe(await readFile(join(root, 'protocols/unit-conversion.md'), 'utf8'));
     expect(await readFile(join(dir, '.gitignore'), 'utf8')).toContain('.agora/');
     const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
-    expect(manifest.dependencies['agora-agents']).toBe(`file:${root.replace(/\/$/, '')}`);
+    // A relative file: path, so the checkout and the agent can move together; what a tsc and a test need.
+    expect(manifest.dependencies['agora-agents']).toBe(`file:${relative(dir, root)}`);
+    expect(Object.keys(manifest.devDependencies)).toEqual(['@types/node', 'typescript']);
+    expect(manifest.allowScripts).toEqual({ esbuild: true });
+    expect(result.stdout).toContain(`agora-agents: "file:${relative(dir, root)}" (this checkout of agora-agents`);
 
     const install = npm(['install', '--offline', '--no-audit', '--no-fund'], dir);
     expect(install.status, install.stderr).toBe(0);

@@ -191,20 +191,16 @@ describeRedis(title, () => {
     expect(count).toBe(acknowledged.length);
   });
 
-  it('shares what one process learned from a data: source, and the other serves it', async () => {
+  it('stores and serves a stranger\'s document it will not answer in neither process', async () => {
     const { a, b } = await startPair();
     const text = `---\nname: Learned ${randomUUID()}\ndescription: Only a peer knows it.\nmultiround: false\n---\nThe sender sends any JSON.\n`;
     const hash = hashText(text);
-    expect((await fetch(`${b.url}/protocols/${hash}`)).status).toBe(404);
 
-    // Without an LLM the agent cannot answer a PD it has no routine for, but it has learned the document.
+    // Without an LLM the agent cannot answer a PD it has no routine for: it does not keep the document either.
     const query = await post(a.url, '/', { protocolHash: hash, protocolSources: [encodeDataUri(text)], body: {} });
     expect(query).toEqual({ status: 200, reply: { status: 'failure', error: 'Unsupported protocol' } });
 
-    for (const url of [b.url, a.url]) {
-      const response = await fetch(`${url}/protocols/${hash}`);
-      expect(response.status).toBe(200);
-      expect(await response.text()).toBe(text);
-    }
+    for (const url of [b.url, a.url]) expect((await fetch(`${url}/protocols/${hash}`)).status).toBe(404);
   });
+
 });

@@ -44,7 +44,7 @@ beforeAll(async () => {
   await writeFile(join(dir, 'protocols', 'double.md'), DOUBLE);
   await writeFile(join(dir, file), CODE);
   const at = '2025-06-01T12:00:00.000Z';
-  await put(`routines/${double}/status`, { status: 'pending', kind: 'protocol', protocol: 'Double', hash: double, file, checks: ['type-check (900 ms)', '5 recorded turn(s) (5 by value, 0 by shape)'], attempts: 1, model: 'claude-test', createdAt: at, updatedAt: at });
+  await put(`routines/${double}/status`, { status: 'pending', kind: 'protocol', protocol: 'Double', hash: double, file, checks: ['type-check (900 ms)', '5 recorded turns (5 by value, 0 by shape)'], attempts: 1, model: 'claude-test', createdAt: at, updatedAt: at });
   await put(`routines/${double}/meta`, { kind: 'protocol', protocol: 'Double', hash: double });
   await put(`routines/${double}/counters/uses`, 8);
   await put(`routines/${double}/counters/llm`, 6);
@@ -75,7 +75,7 @@ describe('agora routines', { timeout: 120_000 }, () => {
     const shown = await runCli(['routines', 'show', double.slice(0, 8), dir]);
     expect(shown.code, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('status:   pending');
-    expect(shown.stdout).toContain('checks:   type-check (900 ms); 5 recorded turn(s)');
+    expect(shown.stdout).toContain('checks:   type-check (900 ms); 5 recorded turns');
     expect(shown.stdout).toContain(CODE);
     const byBase64 = await runCli(['routines', 'show', hashText(DOUBLE, 'base64'), dir]);
     expect(byBase64.code, byBase64.stderr).toBe(0);

@@ -62,7 +62,7 @@ beforeAll(async () => {
 
   const bareDir = await mkdtemp(join(tmpdir(), 'agora-cli-bare-'));
   cleanup.push(() => rm(bareDir, { recursive: true, force: true }));
-  const bare = await Receiver.start({ dir: bareDir, watch: false, logger: silentLogger });
+  const bare = await Receiver.start({ dir: bareDir, watch: false, logger: silentLogger, llm: null });
   const bareServer = await startServer(bare, { port: 0, host: '127.0.0.1', logger: silentLogger });
   cleanup.push(async () => {
     await bareServer.close();
@@ -111,6 +111,32 @@ describe('agora send', () => {
     const run = await agora(['send', url, '--multiround'], { input: 'first\nsecond\n' });
     expect(run).toEqual({ code: 0, stdout: 'Hello, you said: first\nYou said: second\n', stderr: '' });
     expect(await receiver.store.count()).toBe(0);
+  });
+});
+
+describe('agora send to a Python SDK 0.2.0 peer', () => {
+  it('sends a protocol query as the SDK reads it, and surfaces its error texts with exit 1', async () => {
+    const peer = await startPythonPeer({
+      answer: ({ protocol, body }) => (protocol === null ? String(body) : JSON.stringify({ km: km((JSON.parse(String(body)) as { miles: number }).miles) })),
+      unsuitable: (text) => text.includes('Horoscope'),
+    });
+    cleanup.push(() => peer.close());
+    const file = join(dir, 'protocols', 'distance.md');
+    const horoscope = join(dir, 'horoscope.md');
+    await writeFile(horoscope, '---\nname: Horoscope\ndescription: Tomorrow for a sign.\nmultiround: false\n---\n\nThe sender sends JSON {"sign": string}.\n');
+    const [query, gone, unsuitable] = await Promise.all([
+      agora(['send', peer.url, '{"miles": 5}', '--protocol', file]),
+      agora(['send', `${peer.url}/conversations/nope`, 'hello']),
+      agora(['send', peer.url, '{"sign": "Leo"}', '--protocol', horoscope]),
+    ]);
+    // Base64 hash, a data: source, the body as JSON text; the JSON text reply read back and printed as JSON.
+    expect(query).toEqual({ code: 0, stdout: '{\n  "km": 8.047\n}\n', stderr: '' });
+    const post = peer.requests.find((request) => request.method === 'POST' && request.json?.body === '{"miles":5}');
+    expect(post?.json).toMatchObject({ protocolHash: hashText(DISTANCE, 'base64'), protocolSources: [expect.stringMatching(/^data:text\/plain;charset=utf-8/)] });
+    // Posted to the URL given, not `…/nope/` (which Flask would answer with an HTML 404).
+    expect(gone).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${peer.url}/conversations/nope: HTTP 200: Conversation not found.\n` });
+    expect(unsuitable.code).toBe(1);
+    expect(unsuitable.stderr).toMatch(/^agora send: POST .*: HTTP 200: \S+ is not suitable for execution\n$/);
   });
 });
 

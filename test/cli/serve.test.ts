@@ -38,12 +38,29 @@ describe('agora serve', () => {
     expect(agent.output()).toMatch(/2 queries \(1 routine, 0 LLM, 1 failed\)/);
   });
 
+  it('caps documents from peers with --max-document / AGORA_MAX_DOCUMENT', async () => {
+    const folder = await makeAgentFolder({});
+    cleanups.push(folder.cleanup);
+    const text = echoProtocol('Stranger', false, 'z'.repeat(300));
+    const query = { protocolHash: hashText(text), protocolSources: [`data:text/plain,${encodeURIComponent(text)}`], body: {} };
+    for (const [args, env] of [[['--max-document', '200'], NO_KEY], [[], { ...NO_KEY, AGORA_MAX_DOCUMENT: '200' }]] as const) {
+      const agent = await startServe([folder.dir, '--port', '0', ...args], { env });
+      cleanups.push(() => agent.stop('SIGKILL'));
+      const reply = await fetch(`${agent.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(query) });
+      expect(await reply.json()).toEqual({ status: 'failure', error: 'Unsupported protocol' });
+      expect(agent.output()).toMatch(/larger than 200 bytes/);
+      await agent.stop('SIGTERM');
+    }
+  });
+
   it('serves the root agent of this repository', async () => {
     const agent = await startServe(['.', '--port', '0'], { env: NO_KEY });
     cleanups.push(() => agent.stop('SIGKILL'));
     const wellknown = (await (await fetch(`${agent.url}/.wellknown`)).json()) as Record<string, string[]>;
     // Two protocols with routines; the third (no routine) needs the LLM, which is not configured here.
     expect(Object.keys(wellknown)).toHaveLength(2);
+    // The banner says which document is present but not served, and why.
+    expect(agent.output()).toMatch(/^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY\)\nagora: listening on /m);
     expect(await agent.stop()).toBe(0);
   });
 });
@@ -67,10 +84,35 @@ describe('agora hash and validate', () => {
     const result = await runCli(['validate', folder.dir]);
     expect(result.code).toBe(1);
     expect(result.stdout).toContain(`ok       ${hashText(echoProtocol())}  echo.md`);
-    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: ✖ description must be a string\n  → at description/);
+    expect(result.stdout).toMatch(/invalid  bad\.md: invalid metadata: ✖ description is missing\n  → at description/);
     const json = JSON.parse((await runCli(['validate', folder.dir, '--json'])).stdout);
     expect(json).toHaveLength(2);
     await folder.write('protocols/bad.md', echoProtocol('Fixed'));
     expect((await runCli(['validate', folder.dir])).code).toBe(0);
+  });
+
+  it('logs one JSON line per request with --log-format json --log-level debug', async () => {
+    const folder = await makeAgentFolder({});
+    cleanups.push(folder.cleanup);
+    const agent = await startServe([folder.dir, '--port', '0', '--log-format', 'json'], { env: { ...NO_KEY, AGORA_LOG_LEVEL: 'debug' } });
+    cleanups.push(() => agent.stop('SIGKILL'));
+    await fetch(`${agent.url}/health`);
+    await agent.stop('SIGTERM');
+    const entries = agent
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'debug', msg: expect.stringMatching(/^request \S+: GET \/health 200 [\d.]+ms$/) }));
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'SIGTERM: shutting down' }));
+  });
+
+  it('refuses an unknown log level or format with one line and exit 2', async () => {
+    const level = await runCli(['serve', '.', '--log-level', 'loud'], { env: NO_KEY });
+    expect(level.code).toBe(2);
+    expect(level.stderr).toBe('agora serve: --log-level must be one of debug, info, warn, error, silent, got "loud"\n');
+    const format = await runCli(['serve', '.', '--log-format', 'xml'], { env: NO_KEY });
+    expect(format.code).toBe(2);
+    expect(format.stderr).toMatch(/--log-format must be text or json/);
   });
 });

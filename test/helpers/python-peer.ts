@@ -1,5 +1,7 @@
 // An emulation of the Python SDK `agora-protocol` 0.2.0 on the wire (spec §7), both ways: its Flask receiver,
-// and its sender's request pattern. Behaviour follows the spec's list of quirks, nothing more.
+// and its sender's request pattern. Behaviour follows the spec's list of quirks, nothing more; and, as its
+// toolformers and routines do, the receiver reads a protocol query's body as text (a JSON object makes them fail
+// with `unhashable type: 'slice'`).
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -121,6 +123,7 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
       if (protocol.text !== null && options.unsuitable?.(protocol.text)) {
         return sendJson(response, 200, { status: 'error', message: `${protocol.hash} is not suitable for execution` });
       }
+      if (protocol.text !== null && typeof json.body !== 'string') return sendJson(response, 200, { status: 'error', message: "unhashable type: 'slice'" });
       const conversationId = json.multiround === true ? randomUUID() : null;
       const body = answer({ protocol: protocol.text, body: json.body, turn: 1, conversationId });
       if (conversationId === null) return sendJson(response, 200, { status: 'success', body });
@@ -140,6 +143,7 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
       if (method === 'POST') {
         const protocol = await protocolOf(json);
         if (!protocol.ok) return sendJson(response, 200, { status: 'error', message: protocol.message });
+        if (protocol.text !== null && typeof json.body !== 'string') return sendJson(response, 200, { status: 'error', message: "unhashable type: 'slice'" });
         conversation.turn += 1;
         const body = answer({ protocol: protocol.text, body: json.body, turn: conversation.turn, conversationId: id });
         return sendJson(response, 200, { status: 'success', body, conversationId: id });

@@ -123,7 +123,7 @@ export function senderFixture() {
       cleanup.push(() => fake.close());
       llm = new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 });
     }
-    const receiver = await Receiver.start({ dir, watch: false, logger: silentLogger, ...(llm ? { llm } : {}) });
+    const receiver = await Receiver.start({ dir, watch: false, logger: silentLogger, llm: llm ?? null });
     const server = await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger });
     const close = async () => {
       await server.close();
@@ -155,10 +155,13 @@ export function senderFixture() {
   return { cleanup, startReceiver, rawServer, sender };
 }
 
-/** The Python SDK emulation the sender tests talk to: answers distances under a PD, echoes turns in natural language. */
+/**
+ * The Python SDK emulation the sender tests talk to: answers distances under a PD as JSON text (the body it reads is
+ * text too), echoes turns in natural language.
+ */
 export async function startDistancePythonPeer(cleanup: { push(...steps: (() => Promise<void>)[]): void }): Promise<PythonPeer> {
   const python = await startPythonPeer({
-    answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : { km: km((body as { miles: number }).miles) }),
+    answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : JSON.stringify({ km: km((JSON.parse(String(body)) as { miles: number }).miles) })),
     unsuitable: (text) => text.includes('Horoscope'),
   });
   cleanup.push(() => python.close());

@@ -23,6 +23,7 @@ export function fakeReceiver() {
     if (typeof body !== 'object' || body === null) return;
     if ('fail' in body) throw new AgoraError(body.fail as AgoraErrorCode);
     if ('crash' in body) throw new Error('secret database password in /srv/db');
+    if ('corrupt' in body) throw new AgoraError('INTERNAL', 'Corrupt conversation record in Redis: agora:conversation:abc');
   };
   const receiver: ReceiverApi = {
     async query(request, context) {

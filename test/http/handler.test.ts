@@ -1,7 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { Redis } from 'ioredis';
+import { clientKey } from '../../src/http/_limits.js';
 import { createHandler, type HttpOptions } from '../../src/http/handler.js';
 import { startServer, type RunningServer } from '../../src/http/server.js';
 import { call, failureOf, fakeReceiver, memoryLogger, METEO_HEX } from './_fixtures.js';
+import { ownRedisServer } from '../helpers/redis-server.js';
 
 describe('bearer tokens', () => {
   let server: RunningServer;
@@ -33,12 +36,26 @@ describe('bearer tokens', () => {
     expect((await fetch(`${server.url}/protocols/${METEO_HEX}`)).status).toBe(200);
     expect((await fetch(`${server.url}/`, { method: 'OPTIONS' })).status).toBe(204);
   });
+
+  it('leaves the probes /health and /ready public (they carry no data), keeps /metrics behind the token', async () => {
+    expect((await call(server.url, 'GET', '/health')).json).toEqual({ status: 'ok' });
+    expect((await call(server.url, 'GET', '/ready')).json).toEqual({ status: 'ready' });
+    expect((await call(server.url, 'GET', '/metrics')).status).toBe(401);
+  });
 });
 
 describe('rate limit', () => {
+  // rate-limiter-flexible reads Date.now(): only Date is faked, sockets and timers stay real.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(1_000_000);
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('answers 429 JSON with Retry-After past the maximum, until the window ends', async () => {
-    let now = 1_000_000;
-    const options: HttpOptions = { rateLimit: { windowMs: 60_000, max: 3 }, now: () => now, logger: memoryLogger() };
+    const options: HttpOptions = { rateLimit: { windowMs: 60_000, max: 3 }, logger: memoryLogger() };
     const server = await startServer(fakeReceiver().receiver, { ...options, port: 0 });
     try {
       for (let index = 0; index < 3; index++) expect((await call(server.url, 'GET', '/health')).status).toBe(200);
@@ -46,27 +63,80 @@ describe('rate limit', () => {
       expect(limited.status).toBe(429);
       expect(limited.json).toEqual(failureOf('Too many requests'));
       expect(limited.headers.get('retry-after')).toBe('60');
-      now += 45_000;
+      vi.setSystemTime(1_045_000);
       expect((await call(server.url, 'GET', '/health')).headers.get('retry-after')).toBe('15');
-      now += 15_000;
+      vi.setSystemTime(1_060_000);
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
     } finally {
       await server.close();
     }
   });
 
-  it('counts clients apart and keeps its memory bounded', async () => {
-    let now = 0;
-    const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 1000, max: 1 }, now: () => now });
+  it('cannot be reset by others: 10,000 other addresses leave a limited client limited', async () => {
+    const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 1 } });
     const get = (remoteAddress: string) => handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress });
-    expect((await get('a')).status).toBe(200);
-    expect((await get('b')).status).toBe(200);
-    expect((await get('a')).status).toBe(429);
-    // Far more clients than the table holds: old ones are evicted, the limiter keeps working.
-    for (let index = 0; index < 25_000; index++) await get(`client-${index}`);
-    now += 1000;
-    expect((await get('a')).status).toBe(200);
-    expect((await get('a')).status).toBe(429);
+    expect((await get('10.0.0.1')).status).toBe(200);
+    expect((await get('10.0.0.1')).status).toBe(429);
+    for (let index = 0; index < 10_000; index++) await get(`127.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`);
+    expect((await get('10.0.0.1')).status).toBe(429);
+    vi.setSystemTime(1_060_000);
+    expect((await get('10.0.0.1')).status).toBe(200);
+    expect((await get('10.0.0.1')).status).toBe(429);
+  });
+
+  it('counts IPv6 clients per /64, and IPv4-mapped addresses as their IPv4 address', async () => {
+    const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 2 } });
+    const get = async (remoteAddress: string) => (await handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress })).status;
+    expect(await get('2001:db8:1:2::1')).toBe(200);
+    expect(await get('2001:db8:1:2:ffff:ffff:ffff:ffff')).toBe(200);
+    expect(await get('2001:0db8:0001:0002:0:0:0:abcd')).toBe(429);
+    expect(await get('2001:db8:1:3::1')).toBe(200);
+    expect(await get('::ffff:192.0.2.7')).toBe(200);
+    expect(await get('192.0.2.7')).toBe(200);
+    expect(await get('192.0.2.7')).toBe(429);
+  });
+
+  it('maps addresses to the client they count against', () => {
+    expect(clientKey('2001:db8::1')).toBe('2001:db8:0:0::/64');
+    expect(clientKey('2001:db8:aa:bb:cc::')).toBe('2001:db8:aa:bb::/64');
+    expect(clientKey('::1')).toBe('0:0:0:0::/64');
+    expect(clientKey('fe80::1%eth0')).toBe('fe80:0:0:0::/64');
+    expect(clientKey('::FFFF:10.1.2.3')).toBe('10.1.2.3');
+    expect(clientKey('10.1.2.3')).toBe('10.1.2.3');
+    expect(clientKey(undefined)).toBe('');
+  });
+});
+
+describe('rate limit on Redis', () => {
+  let redis: Awaited<ReturnType<typeof ownRedisServer>>;
+  const clients: Redis[] = [];
+  beforeAll(async () => {
+    redis = await ownRedisServer();
+  });
+  afterAll(async () => {
+    for (const client of clients) client.disconnect();
+    await redis.stop();
+  });
+
+  it('shares one count per client between processes, and falls back to memory when Redis is down', async () => {
+    const connect = () => {
+      const client = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+      client.on('error', () => undefined);
+      clients.push(client);
+      return client;
+    };
+    const prefix = `rl-${Date.now()}:`;
+    const [one, two] = [connect(), connect()];
+    await Promise.all([one.ping(), two.ping()]);
+    const first = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 3, redis: one, prefix } });
+    const second = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 3, redis: two, prefix } });
+    const get = async (handle: typeof first) => (await handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress: '198.51.100.9' })).status;
+    expect([await get(first), await get(second), await get(first)]).toEqual([200, 200, 200]);
+    expect(await get(second)).toBe(429);
+    expect(await get(first)).toBe(429);
+    await redis.stop();
+    // Redis gone: each process counts on its own rather than failing every request.
+    expect(await get(first)).toBe(200);
   });
 });
 

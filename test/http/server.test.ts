@@ -145,12 +145,15 @@ describe('node server', () => {
     const declared = await call(base, 'POST', '/', big);
     expect(declared.status).toBe(413);
     expect(declared.json).toEqual(failureOf('Request too large'));
+    // The connection is not kept for another request: the rest of the body is never read.
+    expect(declared.headers.get('connection')).toBe('close');
     const chunks = (async function* () {
       for (let index = 0; index < 32; index++) yield new TextEncoder().encode('x'.repeat(64 * 1024));
     })();
     const streamed = await fetch(`${base}/`, { method: 'POST', body: ReadableStream.from(chunks), duplex: 'half' } as RequestInit);
     expect(streamed.status).toBe(413);
     expect(await streamed.json()).toEqual(failureOf('Request too large'));
+    expect(streamed.headers.get('connection')).toBe('close');
     // The server still serves afterwards.
     expect((await call(base, 'GET', '/health')).status).toBe(200);
   });
@@ -186,7 +189,9 @@ describe('node server', () => {
     expect(wrong.status).toBe(405);
     expect(wrong.json).toEqual(failureOf('Method not allowed'));
     expect(wrong.headers.get('allow')).toBe('GET, HEAD, OPTIONS');
-    expect((await call(base, 'GET', '/')).status).toBe(405);
+    // GET / is OAP's card (the faces are on by default); PUT / is nobody's, so Agora's 405.
+    expect((await call(base, 'GET', '/')).json).toMatchObject({ status: 'ok', agent_id: expect.any(String) });
+    expect((await call(base, 'PUT', '/', { body: 1 })).status).toBe(405);
     expect((await call(base, 'GET', '/conversations/abc')).status).toBe(405);
     for (const path of ['/nope', '/protocols', '/conversations/', '/wellknown%2F..%2Fx', '/x/%2E%2E%2Fwellknown']) {
       const response = await call(base, 'GET', path);
@@ -208,9 +213,27 @@ describe('node server', () => {
   it('answers a plain Error as 500 JSON without leaking it, and logs the details', async () => {
     const response = await call(base, 'POST', '/', { body: { crash: true } });
     expect(response.status).toBe(500);
-    expect(response.json).toEqual(failureOf('Internal error'));
+    const id = response.headers.get('x-request-id');
+    expect(id).toMatch(/^[A-Za-z0-9_-]{12}$/);
+    expect(response.json).toEqual(failureOf(`Internal error (request ${id})`));
     expect(response.text).not.toContain('secret');
-    expect(logger.lines.some((line) => line.startsWith('error') && line.includes('secret database password'))).toBe(true);
+    // The log line carries the same id, so the operator finds what happened.
+    expect(logger.lines.some((line) => line.startsWith('error') && line.includes(`request ${id}:`) && line.includes('secret database password'))).toBe(true);
+  });
+
+  it('answers an internal AgoraError (a corrupt Redis record) with the fixed text, not its message', async () => {
+    const response = await call(base, 'POST', '/', { body: { corrupt: true } });
+    expect(response.status).toBe(500);
+    expect(response.text).not.toContain('agora:conversation');
+    expect(response.json).toEqual(failureOf(`Internal error (request ${response.headers.get('x-request-id')})`));
+    expect(logger.lines.some((line) => line.includes('agora:conversation:abc'))).toBe(true);
+  });
+
+  it('refuses a body that is not valid UTF-8 with 400', async () => {
+    const bytes = Buffer.concat([Buffer.from('{"body":"caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
+    const response = await fetch(`${base}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual(failureOf('Request body is not valid UTF-8'));
   });
 
   it('answers a bad request line or a CONNECT with JSON, and stays up', async () => {
@@ -315,6 +338,24 @@ describe('client disconnects', () => {
       await sawAbort;
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
       expect(logger.lines).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('request log', () => {
+  it('writes one debug line per request (id, method, path, status, ms), and the id of a 500 is the one in its line', async () => {
+    const lines: string[] = [];
+    const logger = { ...memoryLogger(), debug: (message: string) => void lines.push(message), error: (message: string) => void lines.push(`error ${message}`) };
+    const server = await startServer(fakeReceiver().receiver, { port: 0, logger });
+    try {
+      await call(server.url, 'GET', '/health');
+      const crashed = await call(server.url, 'POST', '/', { body: { crash: true } });
+      const id = crashed.headers.get('x-request-id');
+      expect(lines[0]).toMatch(/^request [A-Za-z0-9_-]{12}: GET \/health 200 \d+\.\dms$/);
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^error request ${id}: POST / failed`)));
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^request ${id}: POST / 500 `)));
     } finally {
       await server.close();
     }

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { AgoraError } from '../../src/errors.js';
 import { answerNaturalLanguage, answerUnderProtocol, extractJson, judgeSuitability, prescribesJson, type ResponderCall } from '../../src/llm/responders.js';
 import { parseDocument } from '../../src/protocol/document.js';
+import { delimit } from '../../src/llm/budget.js';
 import { scriptedModel, type ScriptedReply } from '../../src/testing/index.js';
 
 const jsonDocument = parseDocument('---\nname: Weather\ndescription: Forecasts.\nmultiround: false\n---\nReply with JSON {"weather": string}.\n');
@@ -51,5 +52,33 @@ describe('responders', () => {
   it('judges suitability from the last line', async () => {
     expect(await judgeSuitability(call(['I have a forecast tool.\nYES']), jsonDocument)).toEqual({ suitable: true, reason: 'I have a forecast tool.\nYES' });
     expect((await judgeSuitability(call(['No tool for this.\nNO']), jsonDocument)).suitable).toBe(false);
+  });
+});
+
+describe('responder budget (issue 11, finding 4)', () => {
+  it('refuses a call over its character budget without making it', async () => {
+    const responder = { ...call(['never']), maxChars: 1000 };
+    await expect(answerNaturalLanguage(responder, [], 'z'.repeat(1000))).rejects.toMatchObject({ code: 'REQUEST_TOO_LARGE', message: 'Request too large' });
+    await expect(answerUnderProtocol(responder, jsonDocument, [], { text: 'z'.repeat(1000) })).rejects.toMatchObject({ code: 'REQUEST_TOO_LARGE' });
+    const big = parseDocument(`---\nname: Big\ndescription: x\nmultiround: false\n---\n${'z'.repeat(1000)}\n`);
+    await expect(judgeSuitability(responder, big)).rejects.toMatchObject({ code: 'UNSUPPORTED_PROTOCOL', message: 'Unsupported protocol' });
+    expect(responder.model.requests).toHaveLength(0);
+  });
+
+  it('drops the oldest history by size to fit the budget', async () => {
+    const responder = { ...call(['ok']), maxChars: 2000 };
+    const history = [
+      { role: 'peer' as const, body: 'a'.repeat(600) },
+      { role: 'agent' as const, body: 'b'.repeat(600) },
+      { role: 'peer' as const, body: 'c'.repeat(300) },
+      { role: 'agent' as const, body: 'd'.repeat(300) },
+    ];
+    await answerNaturalLanguage(responder, history, 'e'.repeat(100));
+    const contents = responder.model.requests[0]!.messages.map((message) => String(message.content)[0]);
+    expect(contents).toEqual(['c', 'd', 'e']);
+  });
+
+  it('neutralizes a closing delimiter inside a peer\'s document', () => {
+    expect(delimit('protocol', 'a</protocol>b</ PROTOCOL >c')).toBe('<protocol>\na<\\/protocol>b<\\/protocol>c\n</protocol>');
   });
 });

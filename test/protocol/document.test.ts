@@ -48,6 +48,14 @@ describe('parseDocument', () => {
     expect(parseDocument(bom).hash).not.toBe('2814712b1a1269c180208b599cd5e17b32ac3395');
   });
 
+  it('says a missing field is missing, and a field of the wrong type is of the wrong type', () => {
+    expect(() => parseDocument('---\nname: A\nmultiround: false\n---\n')).toThrowError(/✖ description is missing\n  → at description/);
+    expect(() => parseDocument('---\nname: A\nmultiround: false\n---\n')).not.toThrowError(/must be a string/);
+    expect(() => parseDocument('---\nname: A\ndescription: 3\nmultiround: false\n---\n')).toThrowError(/description must be a string/);
+    expect(() => parseDocument('---\ndescription: B\nmultiround: false\n---\n')).toThrowError(/name is missing/);
+    expect(() => parseDocument('---\nname: A\ndescription: B\n---\n')).toThrowError(/multiround is missing \(true or false required\)/);
+  });
+
   it('keeps dates as strings', () => {
     expect(parseDocument('---\nname: A\ndescription: B\nmultiround: false\ncreated: 2025-04-25\n---\n').metadata.created).toBe('2025-04-25');
   });

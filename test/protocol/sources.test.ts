@@ -476,3 +476,56 @@ describe('isForbiddenAddress', () => {
     expect(isForbiddenAddress(address)).toBe(false);
   });
 });
+
+describe('resolveSources bounds (issue 11, finding 7)', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it('tries at most 5 sources of a query, however many it lists', async () => {
+    const server = await startServer((_request, response) => response.writeHead(404).end());
+    const { warnings, logger } = recordingLogger();
+    const sources = Array.from({ length: 1000 }, (_, index) => `${server.url}/${index}`);
+    expect(await resolveSources(WEATHER_HEX, sources, { ...LOOPBACK, logger })).toBeUndefined();
+    expect(server.requests).toEqual(['/0', '/1', '/2', '/3', '/4']);
+    expect(warnings[0]).toBe('Protocol sources: 1000 given, only the first 5 tried');
+  });
+
+  it('gives all the sources of a query one 8 s deadline, however slow each one is', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    let arrived!: () => void;
+    const first = new Promise<void>((resolve) => (arrived = resolve));
+    const server = await startServer(() => arrived());
+    const { warnings, logger } = recordingLogger();
+    let settled = false;
+    // Each source alone may take 60 s: only the query's deadline can end this in time.
+    const result = resolveSources(WEATHER_HEX, Array.from({ length: 8 }, (_, index) => `${server.url}/slow-${index}`), { ...LOOPBACK, logger, timeoutMs: 60_000 }).finally(() => (settled = true));
+    await first;
+    await vi.advanceTimersByTimeAsync(7_999);
+    expect(settled).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(await result).toBeUndefined();
+    expect(server.requests).toEqual(['/slow-0']);
+    expect(warnings.join('\n')).toMatch(/deadline for this query's sources passed/);
+    expect(warnings.join('\n')).toMatch(/8000 ms deadline passed, the remaining sources were not tried/);
+    await server.allClosed();
+  });
+
+  it('refuses a document over 64 KiB from any source, data: included, and takes one at the cap', async () => {
+    const body = (size: number) => {
+      const head = '---\nname: Big\ndescription: x\nmultiround: false\n---\n';
+      return head + 'a'.repeat(size - head.length);
+    };
+    const large = body(64 * 1024 + 1);
+    const fits = body(64 * 1024);
+    const server = await startServer(serveText(large));
+    const { warnings, logger } = recordingLogger();
+    expect(await resolveSources(hashText(large), [encodeDataUri(large), `data:text/plain;base64,${Buffer.from(large).toString('base64')}`, `${server.url}/large`], { ...LOOPBACK, logger })).toBeUndefined();
+    expect(warnings).toHaveLength(3);
+    expect(warnings.slice(0, 2).every((warning) => /larger than 65536 bytes/.test(warning))).toBe(true);
+    expect(warnings[2]).toMatch(/larger than 64 KiB/);
+    expect((await resolveSources(hashText(fits), [encodeDataUri(fits)], { logger }))?.text).toBe(fits);
+    // The cap is an option (`--max-document`).
+    expect(await resolveSources(hashText(fits), [encodeDataUri(fits)], { logger, maxBytes: 1024 })).toBeUndefined();
+  });
+});

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { AgoraError } from '../../src/errors.js';
+import { AgoraError, describeError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { parseDocument } from '../../src/protocol/document.js';
 import { defineRoutine, type RoutineContext } from '../../src/routine/define.js';
@@ -54,7 +54,8 @@ describe('runRoutine', () => {
   it('fails with ROUTINE_FAILED when the routine throws or its output schema refuses the reply, the reason in the cause', async () => {
     const thrown = await failureOf(runRoutine({ kind: 'routine', handle: () => { throw new Error('boom'); } }, null, context, document, 1000));
     expect(thrown).toMatchObject({ code: 'ROUTINE_FAILED', message: 'Routine failed' });
-    expect(String((thrown.cause as Error).message)).toContain('boom');
+    // The routine's error itself is the cause: logged as `Error: boom`, never `Error: Error: boom`.
+    expect(describeError(thrown.cause)).toBe('Error: boom');
     const refused = await failureOf(runRoutine({ kind: 'routine', output: z.object({ ok: z.boolean() }), handle: () => ({ ok: 'yes' }) }, null, context, document, 1000));
     expect((refused.cause as Error).message).toMatch(/the reply does not match the routine's output schema: ✖/);
     const unserializable = await failureOf(runRoutine({ kind: 'routine', handle: () => ({ big: 1n }) }, null, context, document, 1000));

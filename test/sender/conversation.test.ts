@@ -53,7 +53,8 @@ describe('Python SDK 0.2.0 peers', () => {
     expect((await conversation.send({ miles: 2 })).body).toEqual({ km: 3.219 });
     await conversation.close();
     const followUp = peers.python.requests.find((request) => request.path.startsWith('/conversations/') && request.method === 'POST');
-    expect(followUp?.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 2 } });
+    // The body goes as JSON text, which Python receivers read; their JSON text replies are read back above.
+    expect(followUp?.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: '{"miles":2}' });
     expect(peers.python.requests.at(-1)).toEqual({ method: 'DELETE', path: `/conversations/${first.conversationId}` });
 
     const chat = sender().conversation(peers.python.url);

@@ -55,7 +55,8 @@ describe('Python SDK 0.2.0 peers', () => {
     const client = sender();
     expect(await client.query(peers.python.url, { protocol: DISTANCE, body: { miles: 5 } })).toEqual({ body: { km: 8.047 } });
     expect(peers.python.requests[0]).toEqual({ method: 'GET', path: '/wellknown' });
-    expect(peers.python.requests[1]!.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 5 } });
+    // A body that is not a string goes as its JSON text; the reply, JSON text, is read back into a value.
+    expect(peers.python.requests[1]!.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: '{"miles":5}' });
     expect(peers.python.protocols.get(pythonHash(DISTANCE))).toBe(DISTANCE);
     // Natural language carries both fields too, which the Python receiver requires.
     expect(await client.query(peers.python.url, { body: 'hello' })).toEqual({ body: 'turn 1: hello' });

@@ -1,0 +1,49 @@
+// Benchmark of issue 14: ROAR `POST /roar/message` (HMAC-signed, verified, reply signed) against Agora `POST /`
+// for the same routine, on the same server in the same run. Not a timed test: the ratio is what we track.
+// Run: npm run build && tsx bench/faces.ts [--duration 5] (the server runs from dist, as `agora serve` does)
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { canonicalJson, pythonFloat, RawNumber } from '../src/faces/roar/canonical.js';
+import { hmacSignature, signingBody } from '../src/faces/roar/signing.js';
+import { hashText } from '../src/protocol/document.js';
+import { formatNumber, load, loadGenerator, startProcess, table } from './_harness.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const SECRET = 'bench-secret';
+
+/** Runs both loads and returns the Markdown table with the ratio. */
+export async function benchFaces(duration: number, log: (line: string) => void): Promise<string> {
+  const hash = hashText(readFileSync(`${root}protocols/unit-conversion.md`));
+  const body = { value: 10, from: 'km', to: 'mi' };
+  const server = await startProcess('bench/_servers.mjs', ['agora-faces', root], { BENCH_ROAR_SECRET: SECRET });
+  try {
+    const card = (await (await fetch(`${server.url}/roar/card`)).json()) as { identity: { did: string } };
+    const timestamp = new RawNumber(pythonFloat(Date.now() / 1000));
+    const fields = { id: 'msg_bench', from: 'did:roar:agent:bench-0123456789abcdef', to: card.identity.did, intent: 'execute', payload: { protocolHash: hash, body }, context: {}, timestamp };
+    const roar = canonicalJson({ roar: '1.0', ...fields, from: { did: fields.from }, to: { did: fields.to }, auth: { signature: hmacSignature(signingBody(fields), SECRET), timestamp } });
+    const agora = JSON.stringify({ protocolHash: hash, body });
+    const check = (await (await fetch(`${server.url}/roar/message`, { method: 'POST', body: roar })).json()) as { payload: unknown };
+    if ((check.payload as { status?: string }).status !== 'ok') throw new Error(`ROAR bench message refused: ${JSON.stringify(check)}`);
+    await load('warm-up', { url: server.url, body: agora, duration: 1 });
+    await load('warm-up', { url: server.url, path: '/roar/message', body: roar, duration: 1 });
+    log('  Agora POST /…');
+    const a = await load('Agora POST /, routine', { url: server.url, body: agora, duration });
+    log('  ROAR POST /roar/message…');
+    const r = await load('ROAR POST /roar/message, HMAC-signed, routine', { url: server.url, path: '/roar/message', body: roar, duration });
+    const ratio = r.requestsPerSecond / a.requestsPerSecond;
+    return [
+      table(['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'errors'], [a, r].map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx])),
+      '',
+      table(['ratio', 'value', 'target'], [['ROAR / Agora', formatNumber(ratio, 2), '≥ 0.70']]),
+    ].join('\n');
+  } finally {
+    await server.stop();
+  }
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' } } });
+  const duration = Number(values.duration);
+  process.stdout.write(`## Faces: ROAR vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, (line) => process.stderr.write(`${line}\n`))}\n`);
+}

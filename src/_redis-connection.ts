@@ -1,0 +1,118 @@
+// Internal: how every Redis connection of the framework is opened, watched and checked, so that Redis being down
+// is an answer (503 Store unavailable), never a hang, a crash or a flood of stack traces.
+import { AgoraError, isAgoraError } from './errors.js';
+import { Redis, type RedisOptions } from './_redis.js';
+
+/** How long one Redis command may take before it fails (and the request answers 503). */
+export const REDIS_COMMAND_TIMEOUT_MS = 2000;
+
+/** How long starting an agent waits for Redis before giving up. */
+export const REDIS_STARTUP_TIMEOUT_MS = 8000;
+
+/** Where connection trouble is reported (one line when it goes, one when it comes back). */
+export type RedisLog = { warn(message: string): void; info(message: string): void };
+
+/**
+ * The options every connection uses. Commands fail rather than wait: `commandTimeout` bounds every command (also
+ * one queued while disconnected: the queue used to hold requests for the whole outage), `maxRetriesPerRequest: 1`
+ * keeps a command from being replayed across reconnections, and {@link storeCall} refuses at once while a
+ * connection is known to be down. The offline queue stays on: with auto-pipelining, `enableOfflineQueue: false`
+ * makes ioredis reject a pipeline nobody listens to, which ends the process (tried). Reconnection goes on in the
+ * background, so the agent recovers by itself.
+ */
+export const REDIS_OPTIONS: RedisOptions = {
+  enableAutoPipelining: true,
+  commandTimeout: REDIS_COMMAND_TIMEOUT_MS,
+  maxRetriesPerRequest: 1,
+  connectTimeout: 5000,
+  retryStrategy: (times) => Math.min(100 * times, 2000),
+};
+
+/** `host:port` of a connection, for messages (never the password). */
+export function redisAddress(redis: Redis): string {
+  const { host, port, path } = redis.options;
+  return path ? String(path) : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
+}
+
+/** Connections whose errors are listened to, and those known to be down (lost after being ready, not back yet). */
+const WATCHED = new WeakSet<Redis>();
+const DOWN = new WeakSet<Redis>();
+
+/**
+ * Listens to a connection's errors, so ioredis never prints "Unhandled error event" stacks: one warning when the
+ * connection is lost, one line when it is back.
+ */
+export function watchRedis(redis: Redis, log: RedisLog | undefined): void {
+  if (WATCHED.has(redis)) return;
+  WATCHED.add(redis);
+  let down = false;
+  // Until the first ready, a failure is the starting caller's to report (redisReady names the address once).
+  let started = redis.status === 'ready';
+  redis.on('error', (error: Error) => {
+    if (down || !started) return;
+    down = true;
+    DOWN.add(redis);
+    log?.warn(`Redis at ${redisAddress(redis)} unavailable (${error.message}); retrying, requests that need it answer 503`);
+  });
+  // A connection closed by the server may raise no error: requests fail fast from the moment it is gone.
+  redis.on('close', () => {
+    if (started) DOWN.add(redis);
+  });
+  redis.on('ready', () => {
+    started = true;
+    DOWN.delete(redis);
+    if (!down) return;
+    down = false;
+    log?.info(`Redis at ${redisAddress(redis)} reconnected`);
+  });
+}
+
+/** Opens a watched connection with {@link REDIS_OPTIONS}. */
+export function openRedis(url: string, log?: RedisLog): Redis {
+  const redis = new Redis(url, REDIS_OPTIONS);
+  watchRedis(redis, log);
+  return redis;
+}
+
+/** Resolves once the connection is ready; rejects with STORE_UNAVAILABLE naming the address at its first failure or after `timeoutMs`. */
+export function redisReady(redis: Redis, timeoutMs = REDIS_STARTUP_TIMEOUT_MS): Promise<void> {
+  if (redis.status === 'ready') return Promise.resolve();
+  return new Promise((resolve, reject) => {
+    const done = (error?: Error) => {
+      clearTimeout(timer);
+      redis.off('ready', onReady);
+      redis.off('error', onError);
+      if (!error) return resolve();
+      reject(new AgoraError('STORE_UNAVAILABLE', `Redis unreachable at ${redisAddress(redis)}: ${error.message}`, { cause: error }));
+    };
+    const onReady = () => done();
+    const onError = (error: Error) => done(error);
+    const timer = setTimeout(() => done(new Error(`no answer in ${Math.round(timeoutMs / 1000)} s`)), timeoutMs);
+    redis.on('ready', onReady);
+    redis.on('error', onError);
+  });
+}
+
+// Replies meaning "not now" rather than "wrong": Redis loading its AOF after a restart, a busy script, a replica.
+const TRANSIENT_REPLY = /^(LOADING|BUSY|MASTERDOWN|TRYAGAIN|READONLY|CLUSTERDOWN|NOREPLICAS)\b/;
+
+/** Whether a Redis error means the store is unavailable (connection, timeout, transient reply). */
+export function isUnavailable(error: unknown): boolean {
+  if (isAgoraError(error) || !(error instanceof Error)) return false;
+  if (error.name === 'ReplyError') return TRANSIENT_REPLY.test(error.message);
+  return true;
+}
+
+/**
+ * Runs one Redis call, turning unavailability into STORE_UNAVAILABLE (other errors pass unchanged); while the
+ * connection is known to be down, refuses at once rather than waiting for the command timeout.
+ */
+export async function storeCall<T>(redis: Redis, call: () => Promise<T>): Promise<T> {
+  if (DOWN.has(redis)) throw new AgoraError('STORE_UNAVAILABLE');
+  try {
+    return await call();
+  } catch (error) {
+    if (isUnavailable(error)) throw new AgoraError('STORE_UNAVAILABLE', undefined, { cause: error });
+    throw error;
+  }
+}

@@ -1,0 +1,216 @@
+// A2A's JSON-RPC 2.0 binding: `SendMessage`, `SendStreamingMessage`, `GetTask`, `CancelTask` (1.0 names), and the
+// 0.3 names older clients send (`message/send`, `message/stream`, `tasks/get`, `tasks/cancel`), answered in
+// each version's shapes. A text part is natural language; a data part `{protocolHash, body}` a protocol query.
+import { randomUUID } from 'node:crypto';
+import { describeError, isAgoraError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { JsonObject, JsonValue } from '../../schemas.js';
+import type { Ask } from '../ask.js';
+import type { StreamAnswer } from '../stream.js';
+import { bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
+
+/** A2A's error codes (JSON-RPC's own, then A2A's). */
+export const A2A_ERRORS = {
+  PARSE: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  INVALID_PARAMS: -32602,
+  INTERNAL: -32603,
+  TASK_NOT_FOUND: -32001,
+  TASK_NOT_CANCELABLE: -32002,
+  UNSUPPORTED_OPERATION: -32004,
+  CONTENT_TYPE_NOT_SUPPORTED: -32005,
+  VERSION_NOT_SUPPORTED: -32009,
+} as const;
+
+type Version = '1.0' | '0.3';
+type Method = 'send' | 'stream' | 'get' | 'cancel';
+const METHODS: Record<string, [Method, Version]> = {
+  SendMessage: ['send', '1.0'],
+  SendStreamingMessage: ['stream', '1.0'],
+  GetTask: ['get', '1.0'],
+  CancelTask: ['cancel', '1.0'],
+  'message/send': ['send', '0.3'],
+  'message/stream': ['stream', '0.3'],
+  'tasks/get': ['get', '0.3'],
+  'tasks/cancel': ['cancel', '0.3'],
+};
+
+type State = 'working' | 'completed' | 'failed';
+type StoredTask = { id: string; contextId: string; state: State; input: JsonValue[]; output?: JsonValue; error?: string; timestamp: string };
+
+/** What the A2A face works with. */
+export type A2aRpcDeps = { stream: StreamAnswer; maxBodyBytes: number; logger: Pick<Logger, 'error'>; now: () => number; maxTasks?: number };
+
+class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function partJson(value: JsonValue, version: Version): JsonObject {
+  if (typeof value === 'string') return version === '1.0' ? { text: value } : { kind: 'text', text: value };
+  return version === '1.0' ? { data: value, mediaType: 'application/json' } : { kind: 'data', data: value };
+}
+
+function messageJson(task: StoredTask, role: 'user' | 'agent', parts: JsonValue[], version: Version, messageId: string): JsonObject {
+  const common = { messageId, contextId: task.contextId, taskId: task.id, parts: parts.map((part) => partJson(part, version)) };
+  return version === '1.0' ? { ...common, role: role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT' } : { kind: 'message', ...common, role };
+}
+
+const STATES_1_0: Record<State, string> = { working: 'TASK_STATE_WORKING', completed: 'TASK_STATE_COMPLETED', failed: 'TASK_STATE_FAILED' };
+
+function taskJson(task: StoredTask, version: Version): JsonObject {
+  const answer = task.error !== undefined ? [task.error] : task.output !== undefined ? [task.output] : [];
+  const agent = answer.length ? messageJson(task, 'agent', answer, version, `${task.id}-reply`) : undefined;
+  const status: JsonObject = { state: version === '1.0' ? STATES_1_0[task.state] : task.state, timestamp: task.timestamp };
+  if (agent) status.message = agent;
+  const json: JsonObject = {
+    id: task.id,
+    contextId: task.contextId,
+    status,
+    artifacts: task.output !== undefined ? [{ artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(task.output, version)] }] : [],
+    history: [messageJson(task, 'user', task.input, version, `${task.id}-request`), ...(agent ? [agent] : [])],
+  };
+  return version === '1.0' ? json : { kind: 'task', ...json };
+}
+
+/** Reads the question in a message's parts: a data part `{protocolHash, body}`, else the text parts joined. */
+function questionOf(message: JsonObject): { ask: Ask; input: JsonValue[] } {
+  const parts = message.parts;
+  if (!Array.isArray(parts) || parts.length === 0) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.parts must be a non-empty array');
+  const texts: string[] = [];
+  for (const part of parts) {
+    if (!isObject(part)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'each part must be an object');
+    const data = part.data;
+    if (isObject(data) && typeof data.protocolHash === 'string') {
+      if (data.body === undefined) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'a data part with protocolHash needs a body');
+      const ask: Ask = { protocolHash: data.protocolHash, body: data.body };
+      if (Array.isArray(data.protocolSources) && data.protocolSources.every((source) => typeof source === 'string')) ask.protocolSources = data.protocolSources as string[];
+      return { ask, input: [data] };
+    }
+    if (typeof part.text === 'string') texts.push(part.text);
+    else if (data !== undefined) texts.push(JSON.stringify(data));
+    else throw new RpcError(A2A_ERRORS.CONTENT_TYPE_NOT_SUPPORTED, 'Only text and data parts are supported');
+  }
+  const text = texts.join('\n');
+  return { ask: { body: text }, input: [text] };
+}
+
+/** The A2A JSON-RPC endpoint: one POST, one JSON-RPC request (batches are refused). */
+export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promise<FaceResponse> {
+  const tasks = new Map<string, StoredTask>();
+  const maxTasks = deps.maxTasks ?? 10_000;
+  const remember = (task: StoredTask) => {
+    if (tasks.size >= maxTasks) {
+      const oldest = tasks.keys().next().value;
+      if (oldest !== undefined) tasks.delete(oldest);
+    }
+    tasks.set(task.id, task);
+  };
+  const reply = (id: JsonValue, result: JsonValue) => json(200, { jsonrpc: '2.0', id, result });
+  const fail = (id: JsonValue, code: number, message: string) => json(200, { jsonrpc: '2.0', id, error: { code, message } });
+
+  function start(params: JsonObject): { task: StoredTask; ask: Ask } {
+    const message = params.message;
+    if (!isObject(message)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.message is required');
+    const { ask, input } = questionOf(message);
+    const given = message.contextId;
+    if (given !== undefined && (typeof given !== 'string' || given.length === 0 || given.length > 256)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.contextId must be a string');
+    const contextId = typeof given === 'string' ? given : randomUUID();
+    // A contextId the client chose is a conversation: its first message opens it, the next ones are its turns.
+    if (typeof given === 'string') ask.session = `a2a\n${given}`;
+    const task: StoredTask = { id: randomUUID(), contextId, state: 'working', input, timestamp: new Date(deps.now()).toISOString() };
+    return { task, ask };
+  }
+
+  function finish(task: StoredTask, output: JsonValue | undefined, error: unknown): void {
+    task.timestamp = new Date(deps.now()).toISOString();
+    if (error === undefined) {
+      task.state = 'completed';
+      task.output = output;
+    } else {
+      task.state = 'failed';
+      if (!isAgoraError(error)) deps.logger.error(`A2A: ${describeError(error)}`);
+      task.error = isAgoraError(error) ? error.message : 'Internal error';
+    }
+    remember(task);
+  }
+
+  async function* streamEvents(id: JsonValue, task: StoredTask, ask: Ask, version: Version, signal?: AbortSignal): AsyncIterable<string> {
+    const event = (result: JsonValue) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+    yield event(version === '1.0' ? { task: taskJson(task, version) } : taskJson(task, version));
+    let output: JsonValue | undefined;
+    let failure: unknown;
+    try {
+      for await (const item of deps.stream(ask, signal ? { signal } : undefined)) {
+        if (item.type === 'done') {
+          output = item.reply.body;
+          continue;
+        }
+        const artifact = { artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(item.delta, version)] };
+        const update = { taskId: task.id, contextId: task.contextId, artifact, append: true, lastChunk: false };
+        yield event(version === '1.0' ? { artifactUpdate: update } : { kind: 'artifact-update', ...update });
+      }
+    } catch (error) {
+      failure = error;
+    }
+    finish(task, output, failure);
+    const status = taskJson(task, version).status as JsonValue;
+    const update = { taskId: task.id, contextId: task.contextId, status, final: true };
+    yield event(version === '1.0' ? { statusUpdate: update } : { kind: 'status-update', ...update });
+  }
+
+  return async function handle(request) {
+    let id: JsonValue = null;
+    try {
+      let envelope: unknown;
+      try {
+        envelope = JSON.parse(bodyText(await readFaceBody(request, deps.maxBodyBytes)));
+      } catch (error) {
+        if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE') return json(413, { jsonrpc: '2.0', id: null, error: { code: A2A_ERRORS.INVALID_REQUEST, message: 'Request too large' } });
+        return fail(null, A2A_ERRORS.PARSE, 'Parse error');
+      }
+      if (Array.isArray(envelope)) return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Batch requests are not supported');
+      if (!isObject(envelope) || envelope.jsonrpc !== '2.0' || typeof envelope.method !== 'string') return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Invalid JSON-RPC request');
+      if (typeof envelope.id === 'string' || typeof envelope.id === 'number') id = envelope.id;
+      const known = METHODS[envelope.method];
+      if (!known) return fail(id, A2A_ERRORS.METHOD_NOT_FOUND, `Method not found: ${envelope.method.slice(0, 100)}`);
+      const [method, version] = known;
+      const params = envelope.params ?? {};
+      if (!isObject(params)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params must be an object');
+      if (method === 'get' || method === 'cancel') {
+        if (typeof params.id !== 'string') throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.id must be a task id');
+        const task = tasks.get(params.id);
+        if (!task) throw new RpcError(A2A_ERRORS.TASK_NOT_FOUND, `Task not found: ${params.id.slice(0, 100)}`);
+        // Tasks are answered before they are listed, so none is left to cancel.
+        if (method === 'cancel') throw new RpcError(A2A_ERRORS.TASK_NOT_CANCELABLE, `Task ${task.id} is ${task.state} and cannot be canceled`);
+        return reply(id, taskJson(task, version));
+      }
+      const { task, ask } = start(params);
+      if (method === 'stream') {
+        return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' }, body: streamEvents(id, task, ask, version, request.signal) };
+      }
+      let output: JsonValue | undefined;
+      let failure: unknown;
+      try {
+        for await (const item of deps.stream(ask, request.signal ? { signal: request.signal } : undefined)) if (item.type === 'done') output = item.reply.body;
+      } catch (error) {
+        failure = error;
+      }
+      finish(task, output, failure);
+      return reply(id, version === '1.0' ? { task: taskJson(task, version) } : taskJson(task, version));
+    } catch (error) {
+      if (error instanceof RpcError) return fail(id, error.code, error.message);
+      deps.logger.error(`A2A: ${describeError(error)}`);
+      return jsonText(200, JSON.stringify({ jsonrpc: '2.0', id, error: { code: A2A_ERRORS.INTERNAL, message: 'Internal error' } }));
+    }
+  };
+}

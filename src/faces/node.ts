@@ -1,0 +1,50 @@
+// The faces on node:http: a request as a FaceRequest, a FaceResponse written out (streams chunk by chunk).
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AgoraError } from '../errors.js';
+import type { FaceRequest, FaceResponse } from './_http.js';
+
+/** Reads a node request body, refusing past `maxBytes` (declared or streamed) with `REQUEST_TOO_LARGE`. */
+export function readNodeBody(incoming: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  if (Number(incoming.headers['content-length'] ?? 0) > maxBytes) return Promise.reject(new AgoraError('REQUEST_TOO_LARGE'));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    incoming.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        incoming.removeAllListeners('data');
+        incoming.resume();
+        reject(new AgoraError('REQUEST_TOO_LARGE'));
+      } else chunks.push(chunk);
+    });
+    incoming.on('end', () => resolve(Buffer.concat(chunks, size)));
+    incoming.on('error', reject);
+  });
+}
+
+/** A node request as the faces see it; the body is read only when a face asks for it. */
+export function faceRequestOf(incoming: IncomingMessage, maxBytes: number): FaceRequest {
+  return {
+    method: incoming.method ?? 'GET',
+    path: incoming.url ?? '/',
+    headers: incoming.headers,
+    body: undefined,
+    loadBody: () => readNodeBody(incoming, maxBytes),
+    ...(incoming.socket.remoteAddress !== undefined ? { remoteAddress: incoming.socket.remoteAddress } : {}),
+  };
+}
+
+/** Writes a face's answer; a streamed body is written as it comes and stops when the client goes away. */
+export async function writeFaceResponse(response: ServerResponse, result: FaceResponse): Promise<void> {
+  if (typeof result.body === 'string') {
+    response.writeHead(result.status, result.headers).end(result.body);
+    return;
+  }
+  response.writeHead(result.status, result.headers);
+  response.flushHeaders();
+  for await (const chunk of result.body) {
+    if (response.destroyed) break;
+    response.write(chunk);
+  }
+  response.end();
+}

@@ -1,0 +1,108 @@
+// The ROAR face over HTTP: `/roar/health`, `/roar/card`, `/roar/agents`, `POST /roar/message`.
+import { describeError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { ReceiverApi } from '../../receiver.js';
+import type { SuccessResponse } from '../../schemas.js';
+import { ask, type SessionMap } from '../ask.js';
+import type { CatalogEntry } from '../catalog.js';
+import { baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
+import { roarCard } from './card.js';
+import type { StreamAnswer } from '../stream.js';
+import type { RoarIdentity } from './identity.js';
+import { authenticate, errorPayload, okPayload, parseRoarMessage, replyText, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
+
+/** What the ROAR face works with. */
+export type RoarFaceDeps = {
+  receiver: ReceiverApi;
+  sessions: SessionMap;
+  catalog: () => Promise<CatalogEntry[]>;
+  identity: () => Promise<RoarIdentity>;
+  security: RoarSecurity;
+  description: string;
+  publicUrl?: string;
+  maxBodyBytes: number;
+  logger: Pick<Logger, 'error'>;
+  /** Streams an answer (deltas, then the reply); used when a caller listens to deltas (the WebSocket). */
+  stream: StreamAnswer;
+};
+
+const HEALTH = '{"status":"ok","protocol":"roar/1.0"}';
+
+/** The outcome of one message: the HTTP status and the reply (a ROAR message, or a refusal). */
+export type RoarOutcome = { status: number; text: string; message?: RoarMessage };
+
+/** Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. */
+export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: string, signal?: AbortSignal, onDelta?: (delta: string) => void): Promise<RoarOutcome> {
+  const message = parseRoarMessage(text);
+  const identity = await deps.identity();
+  await authenticate(message, identity.did, deps.security);
+  const action = roarAction(message);
+  if (action.kind === 'discover') {
+    const card = roarCard({ identity, description: deps.description, baseUrl, protocols: await deps.catalog() });
+    return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
+  }
+  if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
+  try {
+    const context = signal ? { signal } : undefined;
+    let reply: SuccessResponse | undefined;
+    if (onDelta === undefined) reply = await ask(deps.receiver, deps.sessions, action.ask, context);
+    else {
+      for await (const event of deps.stream(action.ask, context)) {
+        if (event.type === 'delta') onDelta(event.delta);
+        else reply = event.reply;
+      }
+      if (reply === undefined) throw new Error('The stream ended without a reply');
+    }
+    return { status: 200, text: replyText(identity, message, okPayload(reply.body), deps.security), message };
+  } catch (error) {
+    const payload = errorPayload(error);
+    if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
+    return { status: 200, text: replyText(identity, message, payload, deps.security), message };
+  }
+}
+
+/** A refusal or an unexpected error as a ROAR error response. */
+export function roarFailure(error: unknown, logger: Pick<Logger, 'error'>): FaceResponse {
+  if (error instanceof RoarRefusal) {
+    return jsonText(error.status, error.body, error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) });
+  }
+  if (error instanceof Error && error.name === 'AgoraError' && (error as { code?: string }).code === 'REQUEST_TOO_LARGE') {
+    return json(413, { error: 'request_too_large', message: 'Request too large' });
+  }
+  logger.error(`ROAR: ${describeError(error)}`);
+  return json(500, { error: 'internal_error', message: 'Internal error' });
+}
+
+/** The ROAR routes; `undefined` for a path that is not ROAR's. Auth and rate limits are checked by the caller. */
+export function createRoarFace(deps: RoarFaceDeps): { isPublic(path: string): boolean; handle(request: FaceRequest, path: string): Promise<FaceResponse | undefined> } {
+  return {
+    isPublic: (path) => path === '/roar/health' || path === '/roar/card' || path === '/roar/agents',
+    async handle(request, path) {
+      try {
+        const read = request.method === 'GET' || request.method === 'HEAD';
+        switch (path) {
+          case '/roar/health':
+            if (read) return jsonText(200, HEALTH);
+            break;
+          case '/roar/card':
+          case '/roar/agents': {
+            if (!read) break;
+            const card = roarCard({ identity: await deps.identity(), description: deps.description, baseUrl: baseUrlOf(request, deps.publicUrl), protocols: await deps.catalog() });
+            return json(200, path === '/roar/card' ? card : { agents: [card] }, { 'cache-control': 'public, max-age=60' });
+          }
+          case '/roar/message': {
+            if (request.method !== 'POST') break;
+            const text = bodyText(await readFaceBody(request, deps.maxBodyBytes));
+            const outcome = await answerRoarMessage(deps, text, baseUrlOf(request, deps.publicUrl), request.signal);
+            return jsonText(outcome.status, outcome.text);
+          }
+          default:
+            return undefined;
+        }
+        return json(405, { error: 'method_not_allowed', message: 'Method not allowed' });
+      } catch (error) {
+        return roarFailure(error, deps.logger);
+      }
+    },
+  };
+}

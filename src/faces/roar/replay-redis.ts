@@ -1,0 +1,23 @@
+import { quit, Redis } from '../../_redis.js';
+import type { ReplayGuard } from './replay.js';
+
+/** A replay guard in Redis (`SET NX PX`), so every process of an agent refuses an id any of them has seen. */
+export class RedisReplayGuard implements ReplayGuard {
+  readonly #redis: Redis;
+  readonly #owned: boolean;
+  readonly #prefix: string;
+
+  constructor(redis: Redis | string, options: { prefix?: string } = {}) {
+    this.#owned = typeof redis === 'string';
+    this.#redis = typeof redis === 'string' ? new Redis(redis) : redis;
+    this.#prefix = options.prefix ?? 'agora:roar:seen:';
+  }
+
+  async firstSeen(id: string, ttlMs: number): Promise<boolean> {
+    return (await this.#redis.set(`${this.#prefix}${id}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX')) === 'OK';
+  }
+
+  async close(): Promise<void> {
+    if (this.#owned) await quit(this.#redis);
+  }
+}

@@ -1,0 +1,150 @@
+// The script every QuickJS context runs before the generated module: it takes the three host functions off the
+// global object (so the module cannot call them directly), and returns the functions the host calls: `load`
+// (take the module's default export), `run` (one call) and `settle` (a tool's answer). Plain JavaScript, run
+// inside QuickJS: everything crosses the boundary as one string per event, mostly JSON.
+import { MODULE_GLOBAL } from './quickjs-bundle.js';
+
+/** The bundle wrapped in a function, so its `var` stays local; the completion value is the module's exports. */
+export function wrapBundle(bundle: string): string {
+  return `(function () {\n${bundle}\nreturn ${MODULE_GLOBAL};\n})()`;
+}
+
+/** The global the host functions are installed on before the prelude runs (and deleted from by it). */
+export const HOST_GLOBAL = '__agora_host';
+
+/**
+ * The prelude's source; its completion value is `{ load, run, settle }`. One string crosses per event: `run` takes
+ * `[runId, method, payload, conversation, statics?]` as JSON (statics, `{ protocol, tools }`, only when they changed
+ * since the last call); the guest answers `done("+<runId>:<result JSON>")` or `done("-<runId>:<error>")`, calls
+ * tools as `tool("<runId>:<callId>:<name>\\n<input JSON>")` and hears back `settle("+<callId>:<JSON>")` or
+ * `settle("-<callId>:<error>")`. Plain string slicing, no regular expressions: QuickJS is slow at both.
+ */
+export const GUEST_PRELUDE = `(() => {
+  'use strict';
+  const host = globalThis.${HOST_GLOBAL};
+  delete globalThis.${HOST_GLOBAL};
+  const hostTool = host.tool, hostDone = host.done, hostLog = host.log;
+  const parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze, defineProperty = Object.defineProperty;
+  const calls = new Map();
+  let nextCall = 0;
+  let routine;
+  // The protocol as text (each call that reads it gets its own copy) and the tool names, as last sent by the host.
+  let protocolText = 'null';
+  let toolNames = [];
+
+  function describe(error) {
+    if (error && typeof error === 'object' && typeof error.message === 'string') {
+      return (typeof error.name === 'string' && error.name !== 'Error' ? error.name + ': ' : '') + error.message;
+    }
+    return String(error);
+  }
+  function issues(error) {
+    const list = error && Array.isArray(error.issues) ? error.issues : [];
+    return list.slice(0, 5).map((issue) => (issue.path && issue.path.length ? issue.path.join('.') + ': ' : '') + issue.message).join('; ') || describe(error);
+  }
+  function jsonText(value, what) {
+    if (value === undefined) return 'null';
+    const text = stringify(value);
+    if (text === undefined) throw new Error(what + ' is not JSON');
+    return text;
+  }
+  function callTool(runId, name, input) {
+    return new Promise((resolve, reject) => {
+      const text = stringify(input === undefined ? null : input);
+      if (text === undefined) throw new Error('the input of tool ' + name + ' is not JSON');
+      const callId = ++nextCall;
+      calls.set(callId, { resolve, reject });
+      hostTool(runId + ':' + callId + ':' + name + '\\n' + text);
+    });
+  }
+  function settle(text) {
+    const mark = text.indexOf(':');
+    const callId = Number(text.slice(1, mark));
+    const call = calls.get(callId);
+    if (!call) return;
+    calls.delete(callId);
+    if (text[0] === '+') call.resolve(parse(text.slice(mark + 1)));
+    else call.reject(new Error(text.slice(mark + 1)));
+  }
+  function load(module) {
+    routine = module && module.default;
+    if (routine === undefined || routine === null) throw new Error('the module has no default export');
+  }
+  const signal = freeze({ aborted: false, reason: undefined, throwIfAborted() {}, addEventListener() {}, removeEventListener() {}, onabort: null });
+  // The routine context; protocol, tools and logger are built only if the routine reads them.
+  function routineContext(runId, conversation) {
+    const context = { conversation, signal };
+    const lazy = (key, build) => defineProperty(context, key, { enumerable: true, configurable: true, get() {
+      const value = build();
+      defineProperty(context, key, { value, enumerable: true, writable: true, configurable: true });
+      return value;
+    } });
+    lazy('protocol', () => parse(protocolText));
+    lazy('tools', () => {
+      const tools = {};
+      for (const name of toolNames) tools[name] = (input) => callTool(runId, name, input);
+      return freeze(tools);
+    });
+    lazy('logger', () => {
+      const log = (level) => (message) => hostLog(stringify([runId, level, String(message)]));
+      return freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
+    });
+    return context;
+  }
+  function handle(runId, body, conversation) {
+    const definition = typeof routine === 'function' ? { handle: routine } : routine;
+    if (!definition || typeof definition.handle !== 'function') throw new Error('the default export must be defineRoutine({ handle })');
+    let input = body;
+    if (definition.input) {
+      const parsed = definition.input.safeParse(body);
+      if (!parsed.success) {
+        const reply = definition.invalidInput !== undefined ? ',"reply":' + jsonText(definition.invalidInput, 'invalidInput') : '';
+        return '{"value":null,"invalid":{"issues":' + stringify(issues(parsed.error)) + reply + '}}';
+      }
+      input = parsed.data;
+    }
+    const finish = (output) => {
+      if (definition.output) {
+        const parsed = definition.output.safeParse(output);
+        if (!parsed.success) throw new Error("the reply does not match the routine's output schema: " + issues(parsed.error));
+        output = parsed.data;
+      }
+      return '{"value":' + jsonText(output, 'the reply') + ',"state":' + jsonText(conversation.state, 'the conversation state') + '}';
+    };
+    const output = definition.handle(input, routineContext(runId, conversation));
+    // A routine that answers synchronously is finished without a trip through the job queue.
+    return output && typeof output.then === 'function' ? Promise.resolve(output).then(finish) : finish(output);
+  }
+  function dispatch(runId, method, payload, conversation) {
+    if (!routine) throw new Error('no module is loaded');
+    if (method === 'handle') return handle(runId, payload, conversation);
+    if (method === 'checkOutput') {
+      if (!routine.output) return '{"value":null}';
+      const parsed = routine.output.safeParse(payload);
+      return '{"value":' + (parsed.success ? 'null' : stringify(issues(parsed.error))) + '}';
+    }
+    if (method === 'buildBody' || method === 'parseReply') {
+      if (typeof routine[method] !== 'function') throw new Error('the default export has no ' + method + ' function');
+      return Promise.resolve(routine[method](payload)).then((value) => '{"value":' + jsonText(value, 'the result of ' + method) + '}');
+    }
+    throw new Error('unknown method ' + method);
+  }
+  function run(text) {
+    const [runId, method, payload, conversation, statics] = parse(text);
+    if (statics) {
+      protocolText = stringify(statics.protocol);
+      toolNames = statics.tools;
+    }
+    const fail = (error) => hostDone('-' + runId + ':' + describe(error));
+    let result;
+    try {
+      result = dispatch(runId, method, payload, conversation);
+    } catch (error) {
+      fail(error);
+      return;
+    }
+    if (typeof result === 'string') hostDone('+' + runId + ':' + result);
+    else result.then((text) => hostDone('+' + runId + ':' + text), fail);
+  }
+  return { load, run, settle };
+})()`;

@@ -1,0 +1,277 @@
+// Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one
+// instance per routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and
+// an interrupt handler enforcing a CPU-time limit. The guest has the ECMAScript built-ins and nothing else: no
+// `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
+// `import()` reach only QuickJS. The host hands it three functions (a tool call, a log line, the end of a call);
+// every crossing is one string, so a call costs a handful of boundary crossings (see ./_quickjs-guest.ts).
+import type { QuickJSHandle } from 'quickjs-emscripten';
+import { z } from 'zod';
+import { describeError } from '../errors.js';
+import type { JsonObject, JsonValue } from '../schemas.js';
+import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
+import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
+
+export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
+
+// The shape of what the guest reports; its values came out of JSON.parse, so they are JSON by construction.
+const resultSchema = z.object({
+  value: z.unknown(),
+  state: z.record(z.string(), z.unknown()).optional(),
+  invalid: z.object({ issues: z.string(), reply: z.unknown().optional() }).optional(),
+});
+
+type Call = {
+  id: number;
+  instance: Instance;
+  context: SandboxContext | undefined;
+  cpuLeft: number;
+  resolve(result: SandboxResult): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout | undefined;
+};
+
+/**
+ * A bundled generated module (see bundleForQuickJS) in its own QuickJS context: calls are queued one at a time,
+ * each with a time, CPU and memory limit; a call that breaks a limit or throws fails, and the next call gets a fresh
+ * context. A drop-in for the worker-thread SandboxedModule (same `run`, `close`).
+ */
+export class QuickJSSandbox {
+  readonly #code: string;
+  readonly #timeoutMs: number;
+  readonly #cpuLimitMs: number;
+  readonly #memoryBytes: number;
+  readonly #loadTimeoutMs: number;
+  readonly #name: string;
+  readonly #idleMs: number;
+  readonly #limits: InstanceLimits;
+  #instance: Instance | undefined;
+  #loading: Promise<Instance> | undefined;
+  #queue: Promise<unknown> = Promise.resolve();
+  #current: Call | undefined;
+  #ids = 0;
+  #lastUsed = 0;
+  #idleTimer: NodeJS.Timeout | undefined;
+  #closed = false;
+
+  constructor(bundledCode: string, options: SandboxOptions = {}) {
+    this.#code = bundledCode;
+    this.#timeoutMs = options.timeoutMs ?? 2000;
+    this.#cpuLimitMs = options.cpuLimitMs ?? Math.min(this.#timeoutMs, 250);
+    this.#memoryBytes = Math.max(24, options.memoryLimitMb ?? 64) * 1024 * 1024;
+    this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
+    this.#name = options.name ?? 'generated routine';
+    this.#idleMs = options.idleMs ?? 5 * 60_000;
+    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name };
+  }
+
+  /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
+  run(method: SandboxMethod, payload: unknown, context?: SandboxContext): Promise<SandboxResult> {
+    const call = this.#queue.then(() => this.#run(method, payload, context));
+    this.#queue = call.then(
+      () => undefined,
+      () => undefined,
+    );
+    return call;
+  }
+
+  /** Drops the context; later calls fail. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearTimeout(this.#idleTimer);
+    this.#fail(new Error('the routine was unloaded'));
+    const instance = this.#instance;
+    this.#instance = undefined;
+    if (instance) disposeInstance(instance);
+    await this.#loading?.catch(() => undefined);
+  }
+
+  async #run(method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): Promise<SandboxResult> {
+    if (this.#closed) throw new Error('the routine was unloaded');
+    const instance = await this.#ready();
+    const id = ++this.#ids;
+    let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
+    if (context) {
+      const { conversation, protocol } = context;
+      text += `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
+      // The protocol and the tool names rarely change between calls: sent again only when they do.
+      const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
+      if (statics !== instance.statics) {
+        text += `,${statics}`;
+        instance.statics = statics;
+      }
+    }
+    text += ']';
+    return new Promise<SandboxResult>((resolve, reject) => {
+      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, resolve, reject, timer: undefined };
+      this.#current = call;
+      const vm = instance.context;
+      const argument = vm.newString(text);
+      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, argument));
+      if (argument.alive && this.#instance === instance) argument.dispose();
+      // Most routines answer within that first slice; a timer only for those that wait on a tool.
+      if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
+    });
+  }
+
+  /** Runs guest code for the current call under its remaining CPU time, then its pending jobs; a breach fails it. */
+  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }): void {
+    const instance = call.instance;
+    const started = performance.now();
+    instance.deadline = Date.now() + Math.max(1, call.cpuLeft);
+    let failure: Error | undefined;
+    try {
+      const first = step();
+      if (first.error) failure = this.#describeBreach(instance, first.error);
+      else {
+        first.value?.dispose();
+        // Asking is one crossing; running an empty queue through the library costs several.
+        const jobs = instance.runtime.hasPendingJob() ? instance.runtime.executePendingJobs() : undefined;
+        if (jobs?.error) failure = this.#describeBreach(instance, jobs.error);
+      }
+    } catch (error) {
+      // A WebAssembly trap or an "Aborted()" of the emscripten runtime: this instance is finished.
+      failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
+    } finally {
+      instance.deadline = 0;
+      call.cpuLeft -= performance.now() - started;
+    }
+    if (failure && this.#current === call) this.#fail(failure);
+  }
+
+  #describeBreach(instance: Instance, error: QuickJSHandle): Error {
+    // Checked before reading the error: its getters are guest code, interrupted like any other.
+    if (Date.now() >= instance.deadline) return breachError(instance, '', this.#limits, false);
+    return breachError(instance, guestErrorText(instance, error), this.#limits, false);
+  }
+
+  /** The end of a call, as the guest reports it: "+<runId>:<result JSON>" or "-<runId>:<error>". */
+  #done(instance: Instance, report: string): void {
+    const mark = report.indexOf(':');
+    const call = this.#callOf(instance, Number(report.slice(1, mark)));
+    if (!call) return;
+    const text = report.slice(mark + 1);
+    if (report[0] !== '+') {
+      this.#fail(breachError(instance, text, this.#limits, true));
+      return;
+    }
+    const parsed = resultSchema.safeParse(safeJson(text));
+    if (!parsed.success) {
+      this.#fail(new Error(`the routine's result is malformed: ${z.prettifyError(parsed.error)}`));
+      return;
+    }
+    this.#finish(call);
+    // A context that grew close to its limit starts the next call fresh rather than fail it.
+    if (instance.memory.buffer.byteLength > this.#memoryBytes * HIGH_WATER) this.#drop(instance);
+    const { value, state, invalid } = parsed.data;
+    call.resolve({ value: value as JsonValue, ...(state ? { state: state as JsonObject } : {}), ...(invalid ? { invalid: invalid as SandboxResult['invalid'] & object } : {}) });
+  }
+
+  /** Fails the current call and drops its context: whatever the guest did, the next call starts from scratch. */
+  #fail(error: Error): void {
+    const call = this.#current;
+    if (!call) return;
+    this.#finish(call);
+    this.#drop(call.instance);
+    call.reject(new Error(`${this.#name}: ${error.message}`));
+  }
+
+  #finish(call: Call): void {
+    this.#current = undefined;
+    clearTimeout(call.timer);
+    this.#lastUsed = Date.now();
+    this.#armIdle();
+  }
+
+  /** Forgets an instance without touching it: after a breach its state is not trusted, and the GC frees its memory. */
+  #drop(instance: Instance): void {
+    if (this.#instance === instance) this.#instance = undefined;
+  }
+
+  #armIdle(): void {
+    if (this.#idleTimer || this.#closed) return;
+    this.#idleTimer = setTimeout(() => {
+      this.#idleTimer = undefined;
+      if (this.#current || !this.#instance) return;
+      if (Date.now() - this.#lastUsed >= this.#idleMs) {
+        const instance = this.#instance;
+        this.#instance = undefined;
+        disposeInstance(instance);
+      } else this.#armIdle();
+    }, this.#idleMs);
+    this.#idleTimer.unref();
+  }
+
+  #ready(): Promise<Instance> {
+    if (this.#instance) return Promise.resolve(this.#instance);
+    this.#loading ??= this.#load().finally(() => {
+      this.#loading = undefined;
+    });
+    return this.#loading;
+  }
+
+  async #load(): Promise<Instance> {
+    const hooks = { tool: this.#tool.bind(this), done: this.#done.bind(this), log: this.#log.bind(this) };
+    const instance = await instantiate(this.#code, this.#limits, hooks, (loading, error) => this.#describeBreach(loading, error));
+    if (this.#closed) {
+      disposeInstance(instance);
+      throw new Error('the routine was unloaded');
+    }
+    this.#instance = instance;
+    return instance;
+  }
+
+  /** The call a report from the guest belongs to, if it is the current one. */
+  #callOf(instance: Instance, runId: unknown): Call | undefined {
+    const call = this.#current;
+    return call && call.instance === instance && call.id === runId ? call : undefined;
+  }
+
+  /** A tool call from the guest, "<runId>:<callId>:<name>\n<input JSON>": run here, its answer settled back in. */
+  #tool(instance: Instance, request: string): void {
+    const first = request.indexOf(':');
+    const second = request.indexOf(':', first + 1);
+    const newline = request.indexOf('\n', second + 1);
+    const call = this.#callOf(instance, Number(request.slice(0, first)));
+    if (!call || second < 0 || newline < 0) return;
+    const callId = request.slice(first + 1, second);
+    const name = request.slice(second + 1, newline);
+    const input = safeJson(request.slice(newline + 1));
+    const tool = Object.hasOwn(call.context?.tools ?? {}, name) ? call.context!.tools[name] : undefined;
+    const answer = (ok: boolean, text: string) => {
+      // A late answer, after the call failed or timed out, has nobody to go to.
+      if (this.#current !== call || this.#instance !== instance) return;
+      const vm = instance.context;
+      const argument = vm.newString(`${ok ? '+' : '-'}${callId}:${text}`);
+      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument));
+      if (this.#instance === instance && argument.alive) argument.dispose();
+    };
+    if (!tool) {
+      queueMicrotask(() => answer(false, `no tool named "${name}"`));
+      return;
+    }
+    Promise.resolve()
+      .then(() => tool(input))
+      .then(
+        (value) => answer(true, JSON.stringify(value === undefined ? null : value) ?? 'null'),
+        (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
+      )
+      .catch((error: unknown) => answer(false, `the tool's answer is not JSON: ${describeError(error)}`));
+  }
+
+  /** A log line from the guest, '[runId, level, message]'. */
+  #log(instance: Instance, line: string): void {
+    const [runId, level, message] = (safeJson(line) ?? []) as [unknown, unknown, unknown];
+    const call = this.#callOf(instance, runId);
+    if (!call || typeof message !== 'string') return;
+    const method = level === 'warn' || level === 'error' ? level : 'info';
+    call.context?.logger[method](message.slice(0, 2000));
+  }
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

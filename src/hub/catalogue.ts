@@ -1,0 +1,184 @@
+import { z } from 'zod';
+import { AgoraError, describeError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '../protocol/document.js';
+import { fetchSource } from '../protocol/sources.js';
+import { KeywordIndex, type Match } from './keywords.js';
+import type { ReadOptions } from './read-agent.js';
+import type { CatalogueEntry } from './records.js';
+import type { HubStore } from './store.js';
+
+/** Options of {@link Catalogue}. */
+export type CatalogueOptions = {
+  store: HubStore;
+  /** Documents held at most (default 10,000); more are refused. */
+  maxDocuments?: number;
+  /** Largest document accepted, in bytes (default 64 KiB). */
+  maxDocumentBytes?: number;
+  now?: () => number;
+  logger?: Logger;
+};
+
+/** One document found by {@link Catalogue.search}, with why. */
+export type CatalogueHit = CatalogueEntry & { score?: number; matches?: Match[] };
+
+/** What a sync with a peer hub did. */
+export type SyncReport = { peer: string; added: number; known: number; refused: { hash: string; reason: string }[] };
+
+const peerListingSchema = z.object({ protocols: z.array(z.object({ hash: z.string() }).loose()).max(100_000) });
+
+/**
+ * The protocol database: documents by hash, verified on the way in, searchable by name and description.
+ * @example const entry = await catalogue.publish(hash, text);
+ */
+export class Catalogue {
+  readonly #store: HubStore;
+  readonly #maxDocuments: number;
+  readonly #maxDocumentBytes: number;
+  readonly #now: () => number;
+  readonly #index = new KeywordIndex();
+  readonly #entries = new Map<string, CatalogueEntry>();
+  #version = -1;
+
+  constructor(options: CatalogueOptions) {
+    this.#store = options.store;
+    this.#maxDocuments = options.maxDocuments ?? 10_000;
+    this.#maxDocumentBytes = options.maxDocumentBytes ?? 64 * 1024;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Largest document accepted, in bytes. */
+  get maxDocumentBytes(): number {
+    return this.#maxDocumentBytes;
+  }
+
+  /** Reloads the search index when another process (or this one) changed the store. */
+  async refresh(): Promise<void> {
+    const version = await this.#store.version();
+    if (version === this.#version) return;
+    const entries = await this.#store.listDocuments();
+    this.#index.clear();
+    this.#entries.clear();
+    for (const entry of entries) this.#remember(entry);
+    this.#version = version;
+  }
+
+  #remember(entry: CatalogueEntry): void {
+    this.#entries.set(entry.hash, entry);
+    this.#index.set(entry.hash, [
+      { field: 'name', text: entry.name, weight: 3 },
+      { field: 'description', text: entry.description, weight: 1 },
+    ]);
+  }
+
+  /**
+   * Publishes a document: the hash given (hex or base64) must be the SHA1 of the exact text, the text must
+   * parse as a protocol document and fit the size cap. Publishing a document already held is a no-op.
+   */
+  async publish(rawHash: unknown, text: unknown): Promise<CatalogueEntry> {
+    if (typeof rawHash !== 'string') throw new AgoraError('BAD_REQUEST', 'hash must be a string (hex or base64 SHA1)');
+    if (typeof text !== 'string') throw new AgoraError('BAD_REQUEST', 'text must be a string (the exact document)');
+    const hash = normalizeHash(rawHash);
+    if (hash === undefined) throw new AgoraError('BAD_REQUEST', `hash is not a SHA1 in hex or base64: ${JSON.stringify(rawHash.slice(0, 60))}`);
+    const bytes = Buffer.byteLength(text);
+    if (bytes > this.#maxDocumentBytes) throw new AgoraError('REQUEST_TOO_LARGE', `Protocol document is ${bytes} bytes, over the ${this.#maxDocumentBytes}-byte limit`);
+    const actual = hashText(text);
+    if (actual !== hash) throw new AgoraError('BAD_REQUEST', `Hash mismatch: the text hashes to ${actual}, not ${hash}`);
+    return this.add(parseDocument(text, `protocol ${hash}`));
+  }
+
+  /** Adds a document already parsed and hashed (read from an agent, or published). */
+  async add(document: ProtocolDocument): Promise<CatalogueEntry> {
+    if (Buffer.byteLength(document.text) > this.#maxDocumentBytes) {
+      throw new AgoraError('REQUEST_TOO_LARGE', `Protocol document ${document.hash} is over the ${this.#maxDocumentBytes}-byte limit`);
+    }
+    const entry: CatalogueEntry = {
+      hash: document.hash,
+      name: document.metadata.name,
+      description: document.metadata.description,
+      multiround: document.metadata.multiround,
+      publishedAt: this.#now(),
+    };
+    const before = await this.#store.version();
+    const result = await this.#store.putDocument(entry, document.text, this.#maxDocuments);
+    if (result === 'full') throw new AgoraError('BAD_REQUEST', `The protocol database is full (${this.#maxDocuments} documents)`);
+    if (result === 'exists') return this.#entries.get(entry.hash) ?? entry;
+    // Only our write happened since: apply it here rather than reload everything.
+    if (this.#version === before && (await this.#store.version()) === before + 1) this.#version = before + 1;
+    this.#remember(entry);
+    return entry;
+  }
+
+  /** The exact text of a document, by hash in either encoding. */
+  async text(rawHash: string): Promise<string | undefined> {
+    const hash = normalizeHash(rawHash);
+    return hash === undefined ? undefined : this.#store.getDocument(hash);
+  }
+
+  /** A held document, parsed (for the directory: a document it holds is not fetched again). */
+  async document(hash: string): Promise<ProtocolDocument | undefined> {
+    const text = await this.#store.getDocument(hash);
+    if (text === undefined) return undefined;
+    try {
+      return parseDocument(text, hash);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Documents matching `query` (by name and description), best first; all of them (by name) without a query. */
+  async search(query: string | undefined, limit = 50): Promise<CatalogueHit[]> {
+    await this.refresh();
+    if (query === undefined || query.trim() === '') {
+      return [...this.#entries.values()].sort((a, b) => a.name.localeCompare(b.name) || a.hash.localeCompare(b.hash)).slice(0, limit);
+    }
+    return this.#index.search(query, limit).flatMap(({ id, score, matches }) => {
+      const entry = this.#entries.get(id);
+      return entry ? [{ ...entry, score: Math.round(score * 1000) / 1000, matches }] : [];
+    });
+  }
+
+  /**
+   * Pulls a peer hub's catalogue: every document it lists that this one lacks is fetched from the peer's
+   * `/protocols/:hash` and kept only when its exact bytes hash to that hash (a mismatch is refused and reported).
+   */
+  async syncFrom(peerUrl: string, options: ReadOptions & { logger?: Logger; maxNew?: number } = {}): Promise<SyncReport> {
+    const peer = peerUrl.replace(/\/+$/, '');
+    const report: SyncReport = { peer, added: 0, known: 0, refused: [] };
+    const maxBytes = Math.max(this.#maxDocumentBytes, 8 * 1024 * 1024);
+    let listing: unknown;
+    try {
+      listing = JSON.parse((await fetchSource(`${peer}/protocols?limit=100000`, { ...options, maxBytes })).toString('utf8'));
+    } catch (error) {
+      throw new AgoraError('PEER_FAILURE', `Cannot read the catalogue of ${peer}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+    const parsed = peerListingSchema.safeParse(listing);
+    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${peer}/protocols is not a catalogue listing`);
+    let fetched = 0;
+    for (const { hash: rawHash } of parsed.data.protocols) {
+      const hash = normalizeHash(rawHash);
+      if (hash === undefined) {
+        report.refused.push({ hash: rawHash.slice(0, 60), reason: 'not a protocol hash' });
+        continue;
+      }
+      if ((await this.#store.getDocument(hash)) !== undefined) {
+        report.known += 1;
+        continue;
+      }
+      if (fetched >= (options.maxNew ?? 1000)) break;
+      fetched += 1;
+      try {
+        const bytes = await fetchSource(`${peer}/protocols/${hash}`, { ...options, maxBytes: this.#maxDocumentBytes });
+        const actual = hashText(bytes);
+        if (actual !== hash) throw new AgoraError('PEER_FAILURE', `served under ${hash} but hashes to ${actual}`);
+        await this.add(parseDocument(bytes, `${peer}/protocols/${hash}`));
+        report.added += 1;
+      } catch (error) {
+        const reason = error instanceof AgoraError ? error.message : describeError(error);
+        report.refused.push({ hash, reason });
+        options.logger?.warn(`hub sync: refused ${hash} from ${peer}: ${reason}`);
+      }
+    }
+    return report;
+  }
+}

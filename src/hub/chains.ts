@@ -1,0 +1,167 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { AgoraError, describeError } from '../errors.js';
+import type { JsonValue } from '../schemas.js';
+import { queryAgent, type HopLimits } from './agent-query.js';
+import type { ChainRun, Hop } from './records.js';
+import type { RouteDecision } from './routing.js';
+
+/** What a chain needs from a hub, in process ({@link Hub}) or over HTTP (`HubClient`). */
+export interface ChainBackend {
+  route(goal: string, handoff?: string): Promise<RouteDecision>;
+  /** Writes a checkpoint, taking or renewing the chain's lease for `run.owner`; refused while another owner holds it, unless `force`. */
+  saveRun(run: ChainRun, leaseMs: number, force?: boolean): Promise<void>;
+  getRun(id: string): Promise<ChainRun | undefined>;
+}
+
+/** Options of {@link runChain} and {@link resumeChain}. */
+export type ChainOptions = {
+  /** Hops run by this call at most (default 10); a chain stopped by the cap with a handoff pending is `capped`, resumable. */
+  maxHops?: number;
+  /** Time one agent has to answer (default 60 s). */
+  hopTimeoutMs?: number;
+  /** Largest reply accepted from an agent (default 1 MiB). */
+  maxReplyBytes?: number;
+  /** Take the chain over even when another live process holds it. */
+  force?: boolean;
+  /** Called after each hop is checkpointed (CLI progress). */
+  onHop?(hop: Hop, run: ChainRun): void;
+  now?: () => number;
+};
+
+const MAX_RESULT_CHARS = 64 * 1024;
+
+/** This process, as a chain's owner: host and pid (so a resume on the same host can tell a dead owner), and a nonce. */
+export function processOwner(): string {
+  return `${hostname()}#${process.pid}#${randomUUID().slice(0, 8)}`;
+}
+
+/** Whether the process named by an owner is gone: only knowable on the same host; false when unsure. */
+export function ownerIsGone(owner: string): boolean {
+  const [host, pid] = owner.split('#');
+  if (host !== hostname() || pid === undefined || !/^\d+$/.test(pid)) return false;
+  if (Number(pid) === process.pid) return false;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
+// A hop's result goes into every later checkpoint: a huge one is kept as a note rather than carried on.
+function bounded(result: JsonValue): JsonValue {
+  const text = JSON.stringify(result);
+  return text.length <= MAX_RESULT_CHARS ? result : { truncated: true, preview: text.slice(0, 2000) };
+}
+
+/**
+ * Starts a chain: routes the goal, queries the agent, follows the handoff its reply names, until no handoff is
+ * named or the hop cap is reached. A checkpoint goes to the hub after every hop.
+ * @example const run = await runChain(new HubClient({ url }), 'research vector databases, then summarise');
+ */
+export async function runChain(backend: ChainBackend, goal: string, options: ChainOptions = {}): Promise<ChainRun> {
+  if (typeof goal !== 'string' || goal.trim() === '') throw new AgoraError('BAD_REQUEST', 'goal must be a non-empty string');
+  const now = options.now ?? Date.now;
+  const run: ChainRun = {
+    id: randomUUID(),
+    goal,
+    status: 'running',
+    hops: [],
+    next: { goal },
+    maxHops: options.maxHops ?? 10,
+    createdAt: now(),
+    updatedAt: now(),
+    owner: processOwner(),
+    leaseUntil: 0,
+  };
+  return drive(backend, run, options);
+}
+
+/**
+ * Continues an unfinished chain from its last checkpoint: finished hops are never run again (the hop in flight
+ * at a crash may be). Refused while the chain's process is alive and holds it, unless `force`.
+ */
+export async function resumeChain(backend: ChainBackend, id: string, options: ChainOptions = {}): Promise<ChainRun> {
+  const run = await backend.getRun(id);
+  if (run === undefined) throw new AgoraError('NOT_FOUND', `No chain ${id} at the hub`);
+  if (run.status === 'done' || run.next === null) throw new AgoraError('BAD_REQUEST', `Chain ${id} is finished (${run.hops.length} hops)`);
+  const now = (options.now ?? Date.now)();
+  const force = options.force === true || run.leaseUntil <= now || ownerIsGone(run.owner);
+  if (!force) throw new AgoraError('BAD_REQUEST', `Chain ${id} is being run by ${run.owner} until ${new Date(run.leaseUntil).toISOString()}; wait, or resume with --force`);
+  return drive(backend, { ...run, status: 'running', owner: processOwner(), ...(options.maxHops !== undefined ? { maxHops: options.maxHops } : {}) }, { ...options, force: true });
+}
+
+async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions): Promise<ChainRun> {
+  const now = options.now ?? Date.now;
+  const limits: HopLimits = { timeoutMs: options.hopTimeoutMs ?? 60_000, maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024 };
+  // Long enough for one hop and its checkpoint; a crashed owner's lease lapses after this.
+  const leaseMs = limits.timeoutMs + 30_000;
+  const maxHops = options.maxHops ?? run.maxHops;
+  let force = options.force === true;
+
+  const checkpoint = async () => {
+    run.updatedAt = now();
+    run.leaseUntil = run.status === 'running' ? run.updatedAt + leaseMs : 0;
+    try {
+      await backend.saveRun(run, leaseMs, force);
+    } catch (error) {
+      if (error instanceof AgoraError && error.code === 'BAD_REQUEST') throw error;
+      throw new AgoraError('PEER_FAILURE', `Chain ${run.id}: the checkpoint could not be written (${error instanceof Error ? error.message : String(error)}); resume it with \`agora resume ${run.id}\``, { cause: error });
+    }
+    force = false;
+  };
+
+  await checkpoint();
+  for (let hops = 0; run.next !== null; hops++) {
+    if (hops >= maxHops) {
+      run.status = 'capped';
+      run.error = `hop cap (${maxHops}) reached with a handoff to ${run.next.target ?? 'the goal'} pending`;
+      await checkpoint();
+      return run;
+    }
+    const next = run.next;
+    const startedAt = now();
+    let decision: RouteDecision;
+    try {
+      decision = await backend.route(next.goal, next.target);
+    } catch (error) {
+      // The hub is unreachable or nothing fits: nothing ran, the checkpoint stays where it was.
+      run.status = 'failed';
+      run.error = `routing ${JSON.stringify(next.goal.slice(0, 100))}${next.target ? ` to ${next.target}` : ''} failed: ${error instanceof Error ? error.message : String(error)}`;
+      await checkpoint();
+      return run;
+    }
+    const { agent, protocol } = decision;
+    const base = { agentId: agent.id, agentName: agent.name, url: agent.url, by: decision.by, reason: decision.reason, ...(protocol ? { protocolHash: protocol.hash } : {}), startedAt };
+    let hop: Hop;
+    let handoff: { target: string; goal?: string } | undefined;
+    try {
+      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), steps: run.hops.map((done) => done.agentName) }, limits);
+      hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
+      handoff = output.handoff;
+    } catch (error) {
+      hop = { ...base, ok: false, error: error instanceof Error ? error.message : describeError(error), finishedAt: now() };
+    }
+    run.hops.push(hop);
+    if (hop.ok) {
+      run.next = handoff ? { target: handoff.target, goal: handoff.goal ?? run.goal, input: hop.result ?? null } : null;
+      run.status = run.next === null ? 'done' : 'running';
+      delete run.error;
+    } else {
+      // The failed hop is recorded; `next` is unchanged, so a resume tries it again.
+      run.status = 'failed';
+      run.error = `${agent.name}: ${hop.error}`;
+    }
+    await checkpoint();
+    options.onHop?.(hop, run);
+    if (!hop.ok) return run;
+  }
+  return run;
+}
+
+/** The chain's last successful result. */
+export function finalResult(run: ChainRun): JsonValue | undefined {
+  for (let index = run.hops.length - 1; index >= 0; index--) if (run.hops[index]!.ok) return run.hops[index]!.result;
+  return undefined;
+}

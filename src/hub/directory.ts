@@ -1,0 +1,258 @@
+import { createHash } from 'node:crypto';
+import { AgoraError, describeError } from '../errors.js';
+import { silentLogger, type Logger } from '../log.js';
+import { normalizeHash } from '../protocol/document.js';
+import type { Catalogue } from './catalogue.js';
+import { KeywordIndex, type KeywordIndexOptions, type Match } from './keywords.js';
+import { normalizeAgentUrl, readAgent, type ReadOptions } from './read-agent.js';
+import type { AgentRecord } from './records.js';
+import type { HubStore } from './store.js';
+
+/** Options of {@link Directory}. */
+export type DirectoryOptions = ReadOptions & {
+  store: HubStore;
+  catalogue: Catalogue;
+  /** Agents held at most (default 10,000). */
+  maxAgents?: number;
+  /** Time between two checks of an agent (default 60 s). */
+  checkIntervalMs?: number;
+  /** Consecutive failed checks before an agent is marked down (default 3). */
+  maxMissedChecks?: number;
+  now?: () => number;
+  logger?: Logger;
+  index?: KeywordIndexOptions;
+};
+
+/** What `POST /agents` takes. */
+export type Registration = { url: string; name?: string; description?: string };
+
+/** One agent found by {@link Directory.search}, with why it matched. */
+export type AgentHit = AgentRecord & { score?: number; matches?: Match[] };
+
+/** A query of {@link Directory.search}. */
+export type AgentQuery = { q?: string; protocol?: string; limit?: number; includeDown?: boolean };
+
+/** The directory id of an agent URL: stable, so registering the same URL again updates its record. */
+export function agentId(url: string): string {
+  return createHash('sha1').update(url).digest('hex').slice(0, 16);
+}
+
+const MAX_TEXT = 2000;
+
+/**
+ * The hub's directory: agents registered by URL, re-read periodically, searchable by words and protocol.
+ * @example const record = await directory.register({ url: 'https://weather.example' });
+ */
+export class Directory {
+  readonly #store: HubStore;
+  readonly #catalogue: Catalogue;
+  readonly #options: DirectoryOptions;
+  readonly #maxAgents: number;
+  readonly #checkIntervalMs: number;
+  readonly #maxMissed: number;
+  readonly #now: () => number;
+  readonly #logger: Logger;
+  readonly #index: KeywordIndex;
+  readonly #records = new Map<string, AgentRecord>();
+  readonly #byProtocol = new Map<string, Set<string>>();
+  #version = -1;
+
+  constructor(options: DirectoryOptions) {
+    this.#options = options;
+    this.#store = options.store;
+    this.#catalogue = options.catalogue;
+    this.#maxAgents = options.maxAgents ?? 10_000;
+    this.#checkIntervalMs = options.checkIntervalMs ?? 60_000;
+    this.#maxMissed = options.maxMissedChecks ?? 3;
+    this.#now = options.now ?? Date.now;
+    this.#logger = options.logger ?? silentLogger;
+    this.#index = new KeywordIndex(options.index);
+  }
+
+  /** Reloads the index when the store changed under another process; cheap (one read) when it did not. */
+  async refresh(): Promise<void> {
+    const version = await this.#store.version();
+    if (version === this.#version) return;
+    const records = await this.#store.listAgents();
+    this.#index.clear();
+    this.#records.clear();
+    this.#byProtocol.clear();
+    for (const record of records) this.#remember(record);
+    this.#version = version;
+  }
+
+  #remember(record: AgentRecord): void {
+    this.#forget(record.id);
+    this.#records.set(record.id, record);
+    for (const protocol of record.protocols) {
+      let ids = this.#byProtocol.get(protocol.hash);
+      if (ids === undefined) this.#byProtocol.set(protocol.hash, (ids = new Set()));
+      ids.add(record.id);
+    }
+    this.#index.set(record.id, [
+      { field: 'name', text: record.name, weight: 2 },
+      { field: 'description', text: record.description, weight: 1 },
+      { field: 'capabilities', text: record.capabilities.join(' '), weight: 2 },
+      ...record.protocols.flatMap((protocol) => [
+        { field: `protocol "${protocol.name}"`, text: protocol.name, weight: 3 },
+        { field: `protocol "${protocol.name}"`, text: protocol.description, weight: 1.5 },
+      ]),
+    ]);
+  }
+
+  #forget(id: string): void {
+    const old = this.#records.get(id);
+    if (old === undefined) return;
+    this.#records.delete(id);
+    this.#index.delete(id);
+    for (const protocol of old.protocols) this.#byProtocol.get(protocol.hash)?.delete(id);
+  }
+
+  /** Writes a record to the store (capped) and to this process's index. */
+  async put(record: AgentRecord): Promise<void> {
+    const before = await this.#store.version();
+    if (!(await this.#store.putAgent(record, this.#maxAgents))) {
+      throw new AgoraError('BAD_REQUEST', `The directory is full (${this.#maxAgents} agents)`);
+    }
+    // Only our write happened since: apply it here rather than reload everything.
+    if (this.#version === before && (await this.#store.version()) === before + 1) this.#version = before + 1;
+    this.#remember(record);
+  }
+
+  /** Registers (or re-reads) an agent: refused when it answers neither `/wellknown` nor OAP `GET /`, or is private and not allowed. */
+  async register(registration: Registration): Promise<AgentRecord> {
+    if (typeof registration?.url !== 'string') throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
+    const url = normalizeAgentUrl(registration.url);
+    const id = agentId(url);
+    const reading = await readAgent(url, this.#options, (hash) => this.#catalogue.document(hash));
+    const now = this.#now();
+    const previous = await this.#store.getAgent(id);
+    for (const document of reading.documents) await this.#keepDocument(document);
+    const given = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim().slice(0, MAX_TEXT) : undefined);
+    const record: AgentRecord = {
+      id,
+      url,
+      name: given(registration.name) ?? reading.name?.slice(0, 200) ?? previous?.name ?? new URL(url).host,
+      description: given(registration.description) ?? reading.description?.slice(0, MAX_TEXT) ?? previous?.description ?? reading.documents.map((document) => document.metadata.name).join(', '),
+      kind: reading.kind,
+      protocols: reading.documents.map(({ hash, metadata }) => ({ hash, name: metadata.name.slice(0, 200), description: metadata.description.slice(0, MAX_TEXT), multiround: metadata.multiround })),
+      capabilities: reading.capabilities.slice(0, 100),
+      status: 'up',
+      missedChecks: 0,
+      registeredAt: previous?.registeredAt ?? now,
+      lastSeen: now,
+      lastChecked: now,
+      ...(reading.problems.length ? { lastError: reading.problems.slice(0, 5).join('; ') } : {}),
+    };
+    await this.put(record);
+    return record;
+  }
+
+  async #keepDocument(document: Parameters<Catalogue['add']>[0]): Promise<void> {
+    try {
+      await this.#catalogue.add(document);
+    } catch (error) {
+      // A full catalogue still lets the agent register: its protocols are listed, their texts stay with it.
+      this.#logger.warn(`hub: not keeping ${document.hash}: ${describeError(error)}`);
+    }
+  }
+
+  /** Re-reads one agent: up with what it now lists when it answers, one more missed check (down after the limit) when not. */
+  async check(id: string): Promise<AgentRecord | undefined> {
+    const record = await this.#store.getAgent(id);
+    if (record === undefined) return undefined;
+    const now = this.#now();
+    let next: AgentRecord;
+    try {
+      const reading = await readAgent(record.url, this.#options, (hash) => this.#catalogue.document(hash), false);
+      for (const document of reading.documents) await this.#keepDocument(document);
+      const { lastError: _dropped, ...rest } = record;
+      next = {
+        ...rest,
+        kind: reading.kind,
+        protocols: reading.documents.map(({ hash, metadata }) => ({ hash, name: metadata.name.slice(0, 200), description: metadata.description.slice(0, MAX_TEXT), multiround: metadata.multiround })),
+        status: 'up',
+        missedChecks: 0,
+        lastSeen: now,
+        lastChecked: now,
+        ...(reading.problems.length ? { lastError: reading.problems.slice(0, 5).join('; ') } : {}),
+      };
+      if (record.status === 'down') this.#logger.info(`hub: ${record.name} (${record.url}) is up again`);
+    } catch (error) {
+      const missedChecks = record.missedChecks + 1;
+      const status = missedChecks >= this.#maxMissed ? 'down' : record.status;
+      if (status === 'down' && record.status === 'up') this.#logger.warn(`hub: ${record.name} (${record.url}) is down after ${missedChecks} missed checks`);
+      next = { ...record, missedChecks, status, lastChecked: now, lastError: error instanceof Error ? error.message.slice(0, 500) : String(error) };
+    }
+    // Removed while we read it: do not bring it back.
+    if ((await this.#store.getAgent(id)) === undefined) return undefined;
+    await this.put(next);
+    return next;
+  }
+
+  /** Checks every agent whose check is due, each by one hub process only (a lease per agent); returns how many. */
+  async checkDue(owner: string): Promise<number> {
+    await this.refresh();
+    const now = this.#now();
+    const due = [...this.#records.values()].filter((record) => record.lastChecked + this.#checkIntervalMs <= now);
+    let checked = 0;
+    for (const record of due) {
+      if (!(await this.#store.claim(`check:${record.id}`, owner, this.#checkIntervalMs))) continue;
+      await this.check(record.id);
+      checked += 1;
+    }
+    return checked;
+  }
+
+  /** An agent by id, URL or directory name (an up agent first when several share the name). */
+  async resolve(target: string): Promise<AgentRecord | undefined> {
+    await this.refresh();
+    const byId = this.#records.get(target);
+    if (byId) return byId;
+    if (/^https?:\/\//i.test(target)) {
+      try {
+        return this.#records.get(agentId(normalizeAgentUrl(target)));
+      } catch {
+        return undefined;
+      }
+    }
+    const wanted = target.trim().toLowerCase();
+    const named = [...this.#records.values()].filter((record) => record.name.toLowerCase() === wanted);
+    return named.find((record) => record.status === 'up') ?? named[0];
+  }
+
+  /** Agents matching words (name, description, capabilities, protocols) and/or serving a protocol, best first. */
+  async search(query: AgentQuery = {}): Promise<AgentHit[]> {
+    await this.refresh();
+    const limit = Math.max(1, Math.min(query.limit ?? 50, 1000));
+    let hash: string | undefined;
+    if (query.protocol !== undefined && query.protocol !== '') {
+      hash = normalizeHash(query.protocol);
+      if (hash === undefined) throw new AgoraError('BAD_REQUEST', `protocol is not a SHA1 in hex or base64: ${JSON.stringify(query.protocol.slice(0, 60))}`);
+    }
+    const serving = hash === undefined ? undefined : (this.#byProtocol.get(hash) ?? new Set<string>());
+    const accept = (id: string) => (serving === undefined || serving.has(id)) && (query.includeDown === true || this.#records.get(id)?.status === 'up');
+    if (query.q !== undefined && query.q.trim() !== '') {
+      return this.#index.search(query.q, limit, accept).flatMap(({ id, score, matches }) => {
+        const record = this.#records.get(id);
+        return record ? [{ ...record, score: Math.round(score * 1000) / 1000, matches }] : [];
+      });
+    }
+    const ids = serving ?? this.#records.keys();
+    const hits: AgentHit[] = [];
+    for (const id of ids) if (accept(id)) hits.push(this.#records.get(id)!);
+    return hits.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id)).slice(0, limit);
+  }
+
+  /** The keyword index and records as they stand in this process (for routing, after {@link refresh}). */
+  get view(): { index: KeywordIndex; records: ReadonlyMap<string, AgentRecord>; servingOf(hash: string): ReadonlySet<string> | undefined } {
+    return { index: this.#index, records: this.#records, servingOf: (hash) => this.#byProtocol.get(hash) };
+  }
+
+  /** Removes an agent; false when it was not registered. */
+  async remove(id: string): Promise<boolean> {
+    const removed = await this.#store.deleteAgent(id);
+    this.#forget(id);
+    return removed;
+  }
+}

@@ -1,0 +1,193 @@
+import { randomUUID } from 'node:crypto';
+import { AgoraError, describeError } from '../errors.js';
+import type { LanguageModel } from '../llm/toolformer.js';
+import { silentLogger, type Logger } from '../log.js';
+import { Catalogue, type CatalogueHit, type SyncReport } from './catalogue.js';
+import type { ChainBackend } from './chains.js';
+import { Directory, type AgentHit, type AgentQuery, type Registration } from './directory.js';
+import type { ReadOptions } from './read-agent.js';
+import { chainRunSchema, type AgentRecord, type ChainRun } from './records.js';
+import { Router, type RouteDecision } from './routing.js';
+import { MemoryHubStore, type HubStore } from './store.js';
+
+/** Options of {@link Hub}. */
+export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocols'> & {
+  /** Where everything lives (default: this process's memory; `RedisHubStore` to share and keep it). */
+  store?: HubStore;
+  /** Routes goals that keywords leave tied or unmatched. */
+  llm?: LanguageModel;
+  /** Register agents (and sync peers) on loopback and private networks (default false: the SSRF rule of protocol sources). */
+  allowPrivateAgents?: boolean;
+  maxAgents?: number;
+  maxDocuments?: number;
+  maxDocumentBytes?: number;
+  /** Chains kept at most (default 10,000); the oldest finished ones make room. */
+  maxRuns?: number;
+  checkIntervalMs?: number;
+  maxMissedChecks?: number;
+  /** Hubs whose catalogues this one pulls (`agora hub --peer`). */
+  peers?: string[];
+  /** Time between two pulls of each peer (default 5 min). */
+  syncIntervalMs?: number;
+  now?: () => number;
+  logger?: Logger;
+};
+
+/** A catalogue entry with the registered agents serving it. */
+export type ProtocolListing = CatalogueHit & { servedBy: { id: string; name: string; url: string }[] };
+
+/**
+ * The hub: a directory of agents, a protocol database, routing and chain checkpoints, all state in its store.
+ * Knows nothing of HTTP (see `createHubHandler`).
+ * @example const hub = new Hub({ allowPrivateAgents: true }); await hub.directory.register({ url });
+ */
+export class Hub implements ChainBackend {
+  readonly store: HubStore;
+  readonly catalogue: Catalogue;
+  readonly directory: Directory;
+  readonly router: Router;
+  readonly logger: Logger;
+  readonly #options: HubOptions;
+  readonly #now: () => number;
+  readonly #owner = randomUUID();
+  #timer: NodeJS.Timeout | undefined;
+  #ticking: Promise<void> | undefined;
+  #lastSync = new Map<string, number>();
+
+  constructor(options: HubOptions = {}) {
+    this.#options = options;
+    this.#now = options.now ?? Date.now;
+    this.logger = options.logger ?? silentLogger;
+    this.store = options.store ?? new MemoryHubStore({ now: this.#now });
+    this.catalogue = new Catalogue({ store: this.store, now: this.#now, logger: this.logger, ...(options.maxDocuments ? { maxDocuments: options.maxDocuments } : {}), ...(options.maxDocumentBytes ? { maxDocumentBytes: options.maxDocumentBytes } : {}) });
+    this.directory = new Directory({
+      ...this.#readOptions(),
+      store: this.store,
+      catalogue: this.catalogue,
+      now: this.#now,
+      logger: this.logger,
+      ...(options.maxAgents ? { maxAgents: options.maxAgents } : {}),
+      ...(options.checkIntervalMs ? { checkIntervalMs: options.checkIntervalMs } : {}),
+      ...(options.maxMissedChecks ? { maxMissedChecks: options.maxMissedChecks } : {}),
+    });
+    this.router = new Router({ directory: this.directory, logger: this.logger, ...(options.llm ? { llm: options.llm } : {}) });
+  }
+
+  #readOptions(): ReadOptions {
+    const { timeoutMs, lookup, maxProtocols, allowPrivateAgents } = this.#options;
+    return { allowPrivateSources: allowPrivateAgents === true, ...(timeoutMs ? { timeoutMs } : {}), ...(lookup ? { lookup } : {}), ...(maxProtocols ? { maxProtocols } : {}) };
+  }
+
+  /** Registers (or re-reads) an agent by URL. */
+  register(registration: Registration): Promise<AgentRecord> {
+    return this.directory.register(registration);
+  }
+
+  /** Searches the directory. */
+  agents(query: AgentQuery = {}): Promise<AgentHit[]> {
+    return this.directory.search(query);
+  }
+
+  /** Routes a goal (an explicit handoff wins). */
+  route(goal: string, handoff?: string): Promise<RouteDecision> {
+    return this.router.route(goal, handoff === undefined ? {} : { handoff });
+  }
+
+  /** Searches the protocol database; each document lists the registered agents serving it. */
+  async protocols(query?: string, limit = 50): Promise<ProtocolListing[]> {
+    const hits = await this.catalogue.search(query, limit);
+    await this.directory.refresh();
+    const { records, servingOf } = this.directory.view;
+    return hits.map((hit) => ({
+      ...hit,
+      servedBy: [...(servingOf(hit.hash) ?? [])].slice(0, 50).flatMap((id) => {
+        const record = records.get(id);
+        return record ? [{ id, name: record.name, url: record.url }] : [];
+      }),
+    }));
+  }
+
+  /** Writes a chain's checkpoint; refused while another process holds the chain (unless `force`), or when full. */
+  async saveRun(raw: ChainRun, leaseMs: number, force = false): Promise<void> {
+    const parsed = chainRunSchema.safeParse(raw);
+    if (!parsed.success) throw new AgoraError('BAD_REQUEST', `Not a chain checkpoint: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    const run = parsed.data;
+    if (!/^[\w-]{1,64}$/.test(run.id)) throw new AgoraError('BAD_REQUEST', 'Chain id must be 1-64 letters, digits, - or _');
+    const key = `run:${run.id}`;
+    const lease = Math.max(1000, Math.min(leaseMs, 24 * 60 * 60 * 1000));
+    if (force) await this.store.release(key, (await this.store.getRun(run.id))?.owner ?? '');
+    if (!(await this.store.claim(key, run.owner, lease))) {
+      const held = await this.store.getRun(run.id);
+      throw new AgoraError('BAD_REQUEST', `Chain ${run.id} is held by another process (${held?.owner ?? 'unknown'}); resume with --force to take it over`);
+    }
+    if ((await this.store.getRun(run.id)) === undefined) await this.#makeRoom();
+    await this.store.putRun(run);
+    if (run.status !== 'running') await this.store.release(key, run.owner);
+  }
+
+  async #makeRoom(): Promise<void> {
+    const max = this.#options.maxRuns ?? 10_000;
+    const runs = await this.store.listRuns();
+    if (runs.length < max) return;
+    const finished = runs.filter((run) => run.status === 'done').sort((a, b) => a.updatedAt - b.updatedAt);
+    const excess = runs.length - max + 1;
+    if (finished.length < excess) throw new AgoraError('BAD_REQUEST', `The hub holds ${runs.length} unfinished chains (the limit is ${max}); resume or delete some`);
+    for (const run of finished.slice(0, excess)) await this.store.deleteRun(run.id);
+  }
+
+  /** A chain's last checkpoint. */
+  getRun(id: string): Promise<ChainRun | undefined> {
+    return this.store.getRun(id);
+  }
+
+  /** Unfinished chains (running, failed, capped), newest first; all of them with `all`. */
+  async runs(all = false): Promise<ChainRun[]> {
+    const runs = await this.store.listRuns();
+    return runs.filter((run) => all || run.status !== 'done').sort((a, b) => b.updatedAt - a.updatedAt);
+  }
+
+  /** Pulls every peer's catalogue now. */
+  async syncPeers(): Promise<SyncReport[]> {
+    const reports: SyncReport[] = [];
+    for (const peer of this.#options.peers ?? []) {
+      try {
+        const report = await this.catalogue.syncFrom(peer, { ...this.#readOptions(), logger: this.logger });
+        this.#lastSync.set(peer, this.#now());
+        if (report.added || report.refused.length) this.logger.info(`hub sync from ${peer}: ${report.added} added, ${report.known} known, ${report.refused.length} refused`);
+        reports.push(report);
+      } catch (error) {
+        this.logger.warn(`hub sync from ${peer}: ${describeError(error)}`);
+        reports.push({ peer, added: 0, known: 0, refused: [{ hash: '', reason: error instanceof Error ? error.message : String(error) }] });
+      }
+    }
+    return reports;
+  }
+
+  /** One round of background work: the agents whose check is due, the peers whose sync is due. */
+  async tick(): Promise<void> {
+    try {
+      await this.directory.checkDue(this.#owner);
+      const interval = this.#options.syncIntervalMs ?? 5 * 60_000;
+      if ((this.#options.peers ?? []).some((peer) => (this.#lastSync.get(peer) ?? -Infinity) + interval <= this.#now())) await this.syncPeers();
+    } catch (error) {
+      this.logger.warn(`hub background work: ${describeError(error)}`);
+    }
+  }
+
+  /** Runs {@link tick} every `everyMs` (default 5 s) until {@link close}; rounds never overlap. */
+  startBackground(everyMs = 5000): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      if (this.#ticking === undefined) this.#ticking = this.tick().finally(() => (this.#ticking = undefined));
+    }, everyMs);
+    this.#timer.unref();
+  }
+
+  /** Stops background work and closes the store. */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    await this.#ticking;
+    await this.store.close();
+  }
+}

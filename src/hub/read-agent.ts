@@ -1,0 +1,157 @@
+// Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), its ROAR card
+// and its OAP `GET /` where it has them. Every read goes through the SSRF guard, size cap and time limit of
+// protocol sources (src/protocol/sources.ts): the hub fetches URLs strangers give it.
+import { z } from 'zod';
+import { AgoraError, describeError } from '../errors.js';
+import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '../protocol/document.js';
+import { decodeDataUri, fetchSource, type SourceOptions } from '../protocol/sources.js';
+
+/** How the hub reads agents: the source options (private networks, time, size), and caps. */
+export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs' | 'lookup'> & {
+  /** Largest `/wellknown`, card or document accepted, in bytes (default 256 KiB). */
+  maxBytes?: number;
+  /** Protocols kept per agent (default 100); more are ignored. */
+  maxProtocols?: number;
+};
+
+/** What an agent told the hub about itself. */
+export type AgentReading = {
+  kind: 'agora' | 'oap';
+  name?: string;
+  description?: string;
+  capabilities: string[];
+  /** Documents read and verified (hash of the exact bytes = the hash listed). */
+  documents: ProtocolDocument[];
+  /** Listed hashes whose documents could not be had, or came under another hash: never trusted. */
+  problems: string[];
+};
+
+const wellknownSchema = z.record(z.string(), z.array(z.string()));
+const oapInfoSchema = z.object({
+  agent_id: z.string().max(200).optional(),
+  capabilities: z.array(z.string().max(100)).max(100).optional(),
+  description: z.string().max(2000).optional(),
+});
+const roarCardSchema = z.object({
+  display_name: z.string().max(200).optional(),
+  name: z.string().max(200).optional(),
+  description: z.string().max(2000).optional(),
+  capabilities: z.array(z.string().max(100)).max(100).optional(),
+});
+
+/** A base URL as the directory keys it: http(s) only, no query, fragment or credentials, no trailing slash. */
+export function normalizeAgentUrl(raw: string): string {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new AgoraError('BAD_REQUEST', `Not a valid agent URL: ${JSON.stringify(raw.slice(0, 200))}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new AgoraError('BAD_REQUEST', `Agent URL must be http or https: ${url.protocol}`);
+  if (url.username || url.password) throw new AgoraError('BAD_REQUEST', 'Agent URL must not carry credentials');
+  if (raw.length > 2000) throw new AgoraError('BAD_REQUEST', 'Agent URL is longer than 2000 characters');
+  url.search = '';
+  url.hash = '';
+  return url.href.replace(/\/+$/, '');
+}
+
+async function getJson(url: string, options: ReadOptions): Promise<unknown> {
+  const bytes = await fetchSource(url, { ...options, maxBytes: options.maxBytes ?? 256 * 1024, maxRedirects: 0 });
+  try {
+    return JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw new AgoraError('SOURCE_FAILED', `${url} did not answer JSON`);
+  }
+}
+
+async function optional<T>(read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Reads one document listed at `/wellknown`: the agent's own `/protocols/:hash` first, then the sources it
+ * listed; bytes under another hash are refused (and reported), never parsed.
+ */
+async function readDocument(base: string, hash: string, sources: string[], options: ReadOptions): Promise<{ document?: ProtocolDocument; problem?: string }> {
+  const candidates = [`${base}/protocols/${hash}`, ...sources.slice(0, 5)];
+  let problem = `no source of ${hash} could be read`;
+  for (const source of [...new Set(candidates)]) {
+    let bytes: Buffer | undefined;
+    try {
+      if (/^data:/i.test(source)) bytes = decodeDataUri(source);
+      else bytes = await fetchSource(new URL(source, `${base}/`).href, { ...options, maxBytes: options.maxBytes ?? 256 * 1024 });
+    } catch (error) {
+      problem = `${hash}: ${error instanceof AgoraError ? error.message : describeError(error)}`;
+      continue;
+    }
+    if (bytes === undefined) continue;
+    const actual = hashText(bytes);
+    if (actual !== hash) {
+      problem = `${hash}: the document served hashes to ${actual} (refused)`;
+      continue;
+    }
+    try {
+      return { document: parseDocument(bytes, `${hash}`) };
+    } catch (error) {
+      return { problem: error instanceof Error ? error.message : String(error) };
+    }
+  }
+  return { problem };
+}
+
+/**
+ * Reads an agent at `base`: `/wellknown` (else OAP `GET /`), documents, ROAR card; throws SOURCE_FAILED when
+ * the agent answers neither. `known(hash)` gives documents the hub already holds, so they are not fetched again.
+ */
+export async function readAgent(base: string, options: ReadOptions, known: (hash: string) => Promise<ProtocolDocument | undefined>, withProfile = true): Promise<AgentReading> {
+  const maxProtocols = options.maxProtocols ?? 100;
+  let listing: Record<string, string[]> | undefined;
+  let wellknownError: unknown;
+  try {
+    const parsed = wellknownSchema.safeParse(await getJson(`${base}/wellknown`, options));
+    if (!parsed.success) throw new AgoraError('SOURCE_FAILED', `${base}/wellknown is not a map of hashes to sources`);
+    listing = parsed.data;
+  } catch (error) {
+    wellknownError = error;
+  }
+  const [card, oap] = withProfile || listing === undefined
+    ? await Promise.all([
+        optional(async () => roarCardSchema.parse(await getJson(`${base}/roar/card`, options))),
+        optional(async () => oapInfoSchema.parse(await getJson(`${base}/`, options))),
+      ])
+    : [undefined, undefined];
+  if (listing === undefined && oap === undefined) {
+    throw new AgoraError('SOURCE_FAILED', `${base} answers neither /wellknown nor an OAP GET /: ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`);
+  }
+  const documents: ProtocolDocument[] = [];
+  const problems: string[] = [];
+  for (const [rawHash, sources] of Object.entries(listing ?? {}).slice(0, maxProtocols)) {
+    const hash = normalizeHash(rawHash);
+    if (hash === undefined) {
+      problems.push(`${rawHash.slice(0, 60)} is not a protocol hash`);
+      continue;
+    }
+    const held = await known(hash);
+    if (held !== undefined) {
+      documents.push(held);
+      continue;
+    }
+    const { document, problem } = await readDocument(base, hash, sources, options);
+    if (document) documents.push(document);
+    else if (problem) problems.push(problem);
+  }
+  const name = card?.display_name ?? card?.name ?? oap?.agent_id;
+  const description = card?.description ?? oap?.description;
+  return {
+    kind: listing === undefined ? 'oap' : 'agora',
+    ...(name ? { name } : {}),
+    ...(description ? { description } : {}),
+    capabilities: [...new Set([...(card?.capabilities ?? []), ...(oap?.capabilities ?? [])])],
+    documents,
+    problems,
+  };
+}

@@ -1,0 +1,107 @@
+// What the hub keeps, as zod schemas: records read back from Redis or from another hub are parsed, never trusted.
+import { z } from 'zod';
+import type { JsonValue } from '../schemas.js';
+
+const json = z.custom<JsonValue>((value) => value !== undefined);
+
+/** A protocol an agent serves, as the directory saw it (its document verified by hash). */
+export const agentProtocolSchema = z.object({
+  hash: z.string(),
+  name: z.string(),
+  description: z.string(),
+  multiround: z.boolean(),
+});
+
+/** One protocol an agent serves. */
+export type AgentProtocol = z.infer<typeof agentProtocolSchema>;
+
+/** An agent in the directory. */
+export const agentRecordSchema = z.object({
+  /** Stable for a URL: registering the same URL again updates the record. */
+  id: z.string(),
+  url: z.string(),
+  name: z.string(),
+  description: z.string(),
+  /** `agora`: spec §2 (`/wellknown`, `POST /`); `oap`: an OAP agent (`GET /`, `POST /invoke`). */
+  kind: z.enum(['agora', 'oap']),
+  protocols: z.array(agentProtocolSchema),
+  /** Capabilities announced by an OAP `GET /` or a ROAR card. */
+  capabilities: z.array(z.string()),
+  status: z.enum(['up', 'down']),
+  /** Consecutive checks the agent failed (reset when it answers). */
+  missedChecks: z.number().int(),
+  registeredAt: z.number(),
+  /** When the agent last answered a check (Unix ms). */
+  lastSeen: z.number(),
+  lastChecked: z.number(),
+  /** Why the last check failed. */
+  lastError: z.string().optional(),
+});
+
+/** An agent in the directory. */
+export type AgentRecord = z.infer<typeof agentRecordSchema>;
+
+/** One finished (or failed) hop of a chain. */
+export const hopSchema = z.object({
+  agentId: z.string(),
+  agentName: z.string(),
+  url: z.string(),
+  /** How the agent was chosen: `handoff`, `keyword`, `llm`. */
+  by: z.string(),
+  reason: z.string(),
+  protocolHash: z.string().optional(),
+  ok: z.boolean(),
+  result: json.optional(),
+  error: z.string().optional(),
+  startedAt: z.number(),
+  finishedAt: z.number(),
+});
+
+/** One hop of a chain. */
+export type Hop = z.infer<typeof hopSchema>;
+
+/** Where a chain goes next: an explicit handoff target, or the goal routed afresh. */
+export const nextStepSchema = z.object({
+  /** An agent's directory name, id or URL; absent: route the goal by keyword/LLM. */
+  target: z.string().optional(),
+  /** The goal for the next hop (a handoff may narrow it). */
+  goal: z.string(),
+  /** What the previous hop answered, handed to the next. */
+  input: json.optional(),
+});
+
+/** Where a chain goes next. */
+export type NextStep = z.infer<typeof nextStepSchema>;
+
+/** A chain's checkpoint, written to the hub's store after every hop. */
+export const chainRunSchema = z.object({
+  id: z.string(),
+  goal: z.string(),
+  /** `running`, `failed` and `capped` (hop cap reached with a handoff pending) are unfinished, listed by `agora runs`. */
+  status: z.enum(['running', 'failed', 'capped', 'done']),
+  hops: z.array(hopSchema),
+  /** Null when the chain is finished. */
+  next: nextStepSchema.nullable(),
+  maxHops: z.number().int(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  /** The process running it (`host#pid#nonce`) and until when it holds the chain (Unix ms): a resume before then is refused. */
+  owner: z.string(),
+  leaseUntil: z.number(),
+  error: z.string().optional(),
+});
+
+/** A chain's checkpoint. */
+export type ChainRun = z.infer<typeof chainRunSchema>;
+
+/** A document in the protocol database, by hash, with its parsed metadata. */
+export const catalogueEntrySchema = z.object({
+  hash: z.string(),
+  name: z.string(),
+  description: z.string(),
+  multiround: z.boolean(),
+  publishedAt: z.number(),
+});
+
+/** A document in the protocol database. */
+export type CatalogueEntry = z.infer<typeof catalogueEntrySchema>;

@@ -1,0 +1,161 @@
+import { z } from 'zod';
+import { quit, Redis, runScript, script } from '../_redis.js';
+import { agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
+import type { HubStore, PutDocumentResult } from './store.js';
+
+/** Options of {@link RedisHubStore}. */
+export type RedisHubStoreOptions = {
+  /** Prefix of every key (default `agora-hub:`), so several hubs can share one Redis. */
+  prefix?: string;
+  /** Where records that fail to parse are reported (they are skipped, never trusted). */
+  logger?: { warn(message: string): void };
+};
+
+// The cap is checked and the record written in one step, so two hub processes cannot both take the last place.
+const PUT_CAPPED = script(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('HLEN', KEYS[1]) < tonumber(ARGV[3]) then
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+  redis.call('INCR', KEYS[2])
+  return 1
+end
+return 0`);
+
+const PUT_DOCUMENT = script(`
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 2 end
+if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
+redis.call('INCR', KEYS[3])
+return 1`);
+
+const DELETE_AGENT = script(`
+local removed = redis.call('HDEL', KEYS[1], ARGV[1])
+if removed == 1 then redis.call('INCR', KEYS[2]) end
+return removed`);
+
+const CLAIM = script(`
+local owner = redis.call('GET', KEYS[1])
+if owner == false or owner == ARGV[1] then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+return 0`);
+
+const RELEASE = script(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0`);
+
+/**
+ * The hub's state in Redis: several hub processes share it, and a restarted hub loses nothing.
+ * @example const store = new RedisHubStore('redis://127.0.0.1:6379/0', { prefix: 'hub:' });
+ */
+export class RedisHubStore implements HubStore {
+  readonly #redis: Redis;
+  readonly #owned: boolean;
+  readonly #keys: { agents: string; documents: string; texts: string; version: string; runs: string; lease: string };
+  readonly #logger: { warn(message: string): void };
+
+  /** @param redis a connection (left open on close) or a `redis://` URL (connected here, closed on close). */
+  constructor(redis: Redis | string, options: RedisHubStoreOptions = {}) {
+    this.#owned = typeof redis === 'string';
+    this.#redis = typeof redis === 'string' ? new Redis(redis, { enableAutoPipelining: true }) : redis;
+    const prefix = options.prefix ?? 'agora-hub:';
+    this.#keys = {
+      agents: `${prefix}agents`,
+      documents: `${prefix}documents`,
+      texts: `${prefix}texts`,
+      version: `${prefix}version`,
+      runs: `${prefix}runs`,
+      lease: `${prefix}lease:`,
+    };
+    this.#logger = options.logger ?? console;
+  }
+
+  #parse<T>(schema: z.ZodType<T>, raw: string | null | undefined, what: string): T | undefined {
+    if (raw === null || raw === undefined) return undefined;
+    let value: unknown;
+    try {
+      value = JSON.parse(raw);
+    } catch {
+      this.#logger.warn(`hub store: ${what} is not JSON: skipped`);
+      return undefined;
+    }
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      this.#logger.warn(`hub store: ${what} is malformed: ${z.prettifyError(parsed.error).split('\n')[0]}`);
+      return undefined;
+    }
+    return parsed.data;
+  }
+
+  #parseAll<T>(schema: z.ZodType<T>, values: Record<string, string>, what: string): T[] {
+    const result: T[] = [];
+    for (const [key, raw] of Object.entries(values)) {
+      const value = this.#parse(schema, raw, `${what} ${key}`);
+      if (value !== undefined) result.push(value);
+    }
+    return result;
+  }
+
+  async putAgent(record: AgentRecord, cap: number): Promise<boolean> {
+    return (await runScript(this.#redis, PUT_CAPPED, [this.#keys.agents, this.#keys.version], [record.id, JSON.stringify(record), cap])) === 1;
+  }
+
+  async getAgent(id: string): Promise<AgentRecord | undefined> {
+    return this.#parse(agentRecordSchema, await this.#redis.hget(this.#keys.agents, id), `agent ${id}`);
+  }
+
+  async deleteAgent(id: string): Promise<boolean> {
+    return (await runScript(this.#redis, DELETE_AGENT, [this.#keys.agents, this.#keys.version], [id])) === 1;
+  }
+
+  async listAgents(): Promise<AgentRecord[]> {
+    return this.#parseAll(agentRecordSchema, await this.#redis.hgetall(this.#keys.agents), 'agent');
+  }
+
+  async putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult> {
+    const keys = [this.#keys.documents, this.#keys.texts, this.#keys.version];
+    const result = await runScript(this.#redis, PUT_DOCUMENT, keys, [entry.hash, JSON.stringify(entry), text, cap]);
+    return result === 1 ? 'added' : result === 2 ? 'exists' : 'full';
+  }
+
+  async getDocument(hash: string): Promise<string | undefined> {
+    return (await this.#redis.hget(this.#keys.texts, hash)) ?? undefined;
+  }
+
+  async listDocuments(): Promise<CatalogueEntry[]> {
+    return this.#parseAll(catalogueEntrySchema, await this.#redis.hgetall(this.#keys.documents), 'document');
+  }
+
+  async version(): Promise<number> {
+    return Number((await this.#redis.get(this.#keys.version)) ?? 0);
+  }
+
+  async putRun(run: ChainRun): Promise<void> {
+    await this.#redis.hset(this.#keys.runs, run.id, JSON.stringify(run));
+  }
+
+  async getRun(id: string): Promise<ChainRun | undefined> {
+    return this.#parse(chainRunSchema, await this.#redis.hget(this.#keys.runs, id), `run ${id}`);
+  }
+
+  async deleteRun(id: string): Promise<void> {
+    await this.#redis.hdel(this.#keys.runs, id);
+  }
+
+  async listRuns(): Promise<ChainRun[]> {
+    return this.#parseAll(chainRunSchema, await this.#redis.hgetall(this.#keys.runs), 'run');
+  }
+
+  async claim(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await runScript(this.#redis, CLAIM, [`${this.#keys.lease}${key}`], [owner, Math.max(1, Math.round(ttlMs))])) === 1;
+  }
+
+  async release(key: string, owner: string): Promise<void> {
+    await runScript(this.#redis, RELEASE, [`${this.#keys.lease}${key}`], [owner]);
+  }
+
+  async close(): Promise<void> {
+    if (this.#owned) await quit(this.#redis);
+  }
+}

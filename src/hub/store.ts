@@ -1,0 +1,124 @@
+import type { AgentRecord, CatalogueEntry, ChainRun } from './records.js';
+
+/** What `putDocument` did: stored it, already had it (the text is never replaced), or refused it (full). */
+export type PutDocumentResult = 'added' | 'exists' | 'full';
+
+/**
+ * Where a hub keeps everything it knows, so a restarted or replaced hub loses nothing and several hub processes
+ * share one state. {@link MemoryHubStore} is the default; `RedisHubStore` (./redis-store.ts) is shared.
+ */
+export interface HubStore {
+  /** Stores an agent; false when the directory holds `cap` agents and this one is new. */
+  putAgent(record: AgentRecord, cap: number): Promise<boolean>;
+  getAgent(id: string): Promise<AgentRecord | undefined>;
+  /** Removes an agent; false when there was none. */
+  deleteAgent(id: string): Promise<boolean>;
+  listAgents(): Promise<AgentRecord[]>;
+  /** Stores a document (already verified by hash) once; its text is never replaced. */
+  putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult>;
+  getDocument(hash: string): Promise<string | undefined>;
+  listDocuments(): Promise<CatalogueEntry[]>;
+  /** A number that changes whenever an agent or a document changes: processes reload their indexes on a change. */
+  version(): Promise<number>;
+  putRun(run: ChainRun): Promise<void>;
+  getRun(id: string): Promise<ChainRun | undefined>;
+  deleteRun(id: string): Promise<void>;
+  listRuns(): Promise<ChainRun[]>;
+  /** Takes or renews a lease on `key` for `owner`; false while another owner holds it. */
+  claim(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives a lease up (only its owner can). */
+  release(key: string, owner: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/**
+ * The default hub store: everything in this process's memory (lost with it; use Redis to keep it).
+ * @example const hub = await Hub.start({ store: new MemoryHubStore() });
+ */
+export class MemoryHubStore implements HubStore {
+  readonly #agents = new Map<string, string>();
+  readonly #documents = new Map<string, { entry: CatalogueEntry; text: string }>();
+  readonly #runs = new Map<string, string>();
+  readonly #leases = new Map<string, { owner: string; until: number }>();
+  readonly #now: () => number;
+  #version = 0;
+
+  /** @param now the lease clock (Unix ms), injected by tests. */
+  constructor(options: { now?: () => number } = {}) {
+    this.#now = options.now ?? Date.now;
+  }
+
+  // Records are kept as JSON, so a caller mutating what it got back never changes the store (as with Redis).
+  async putAgent(record: AgentRecord, cap: number): Promise<boolean> {
+    if (!this.#agents.has(record.id) && this.#agents.size >= cap) return false;
+    this.#agents.set(record.id, JSON.stringify(record));
+    this.#version += 1;
+    return true;
+  }
+
+  async getAgent(id: string): Promise<AgentRecord | undefined> {
+    const raw = this.#agents.get(id);
+    return raw === undefined ? undefined : (JSON.parse(raw) as AgentRecord);
+  }
+
+  async deleteAgent(id: string): Promise<boolean> {
+    const had = this.#agents.delete(id);
+    if (had) this.#version += 1;
+    return had;
+  }
+
+  async listAgents(): Promise<AgentRecord[]> {
+    return [...this.#agents.values()].map((raw) => JSON.parse(raw) as AgentRecord);
+  }
+
+  async putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult> {
+    if (this.#documents.has(entry.hash)) return 'exists';
+    if (this.#documents.size >= cap) return 'full';
+    this.#documents.set(entry.hash, { entry: { ...entry }, text });
+    this.#version += 1;
+    return 'added';
+  }
+
+  async getDocument(hash: string): Promise<string | undefined> {
+    return this.#documents.get(hash)?.text;
+  }
+
+  async listDocuments(): Promise<CatalogueEntry[]> {
+    return [...this.#documents.values()].map(({ entry }) => ({ ...entry }));
+  }
+
+  async version(): Promise<number> {
+    return this.#version;
+  }
+
+  async putRun(run: ChainRun): Promise<void> {
+    this.#runs.set(run.id, JSON.stringify(run));
+  }
+
+  async getRun(id: string): Promise<ChainRun | undefined> {
+    const raw = this.#runs.get(id);
+    return raw === undefined ? undefined : (JSON.parse(raw) as ChainRun);
+  }
+
+  async deleteRun(id: string): Promise<void> {
+    this.#runs.delete(id);
+  }
+
+  async listRuns(): Promise<ChainRun[]> {
+    return [...this.#runs.values()].map((raw) => JSON.parse(raw) as ChainRun);
+  }
+
+  async claim(key: string, owner: string, ttlMs: number): Promise<boolean> {
+    const now = this.#now();
+    const lease = this.#leases.get(key);
+    if (lease !== undefined && lease.owner !== owner && lease.until > now) return false;
+    this.#leases.set(key, { owner, until: now + ttlMs });
+    return true;
+  }
+
+  async release(key: string, owner: string): Promise<void> {
+    if (this.#leases.get(key)?.owner === owner) this.#leases.delete(key);
+  }
+
+  async close(): Promise<void> {}
+}

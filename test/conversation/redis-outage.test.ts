@@ -1,0 +1,136 @@
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { startAgent, type RunningAgent } from '../../src/agent.js';
+import type { Logger } from '../../src/log.js';
+import { hashText } from '../../src/protocol/document.js';
+import { makeAgentFolder } from '../helpers/agent-folder.js';
+import { runCli } from '../helpers/cli.js';
+import { ownRedisServer } from '../helpers/redis-server.js';
+import { call, failureOf } from '../http/_fixtures.js';
+
+const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
+const COUNTER_ROUTINE = `
+export default async function (body: { add: number }, context: any) {
+  context.conversation.state.total = ((context.conversation.state.total as number | undefined) ?? 0) + body.add;
+  return { total: context.conversation.state.total };
+}
+`;
+
+/** A logger whose lines a test can wait for (the connection watcher's "reconnected"), instead of sleeping. */
+function watchedLogger() {
+  const lines: string[] = [];
+  const waiters: { pattern: RegExp; resolve(): void }[] = [];
+  const push = (line: string) => {
+    lines.push(line);
+    for (const waiter of waiters.splice(0)) if (waiter.pattern.test(line)) waiter.resolve();
+    else waiters.push(waiter);
+  };
+  const logger: Logger = { info: (message) => push(`info ${message}`), warn: (message) => push(`warn ${message}`), error: (message) => push(`error ${message}`) };
+  const next = (pattern: RegExp) => new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
+  return { logger, lines, next };
+}
+
+describe('a Redis outage', () => {
+  let redis: Awaited<ReturnType<typeof ownRedisServer>>;
+  let agent: RunningAgent;
+  let folder: Awaited<ReturnType<typeof makeAgentFolder>>;
+  const log = watchedLogger();
+  const consoleError = vi.spyOn(console, 'error');
+  const hash = hashText(COUNTER_PD);
+
+  beforeAll(async () => {
+    redis = await ownRedisServer();
+    folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
+    agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: redis.url, logger: log.logger, watch: false });
+  });
+  afterAll(async () => {
+    await agent?.close();
+    await redis?.stop();
+    await folder?.cleanup();
+    consoleError.mockRestore();
+  });
+
+  it('answers 503 Store unavailable with Retry-After, says degraded at /ready, stays live at /health, and recovers by itself', async () => {
+    const first = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 2 }, multiround: true });
+    const id = (first.json as { conversationId: string }).conversationId;
+    expect((await call(agent.url, 'GET', '/ready')).status).toBe(200);
+
+    const lost = log.next(/unavailable/);
+    await redis.stop();
+    await lost;
+    const followUp = await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } });
+    expect(followUp.status).toBe(503);
+    expect(followUp.json).toEqual(failureOf('Store unavailable'));
+    expect(followUp.headers.get('retry-after')).toBe('2');
+    const fresh = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
+    expect(fresh.status).toBe(503);
+    expect((await call(agent.url, 'DELETE', `/conversations/${id}`)).status).toBe(503);
+    const ready = await call(agent.url, 'GET', '/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.json).toEqual({ status: 'degraded', store: 'unavailable' });
+    expect((await call(agent.url, 'GET', '/health')).status).toBe(200);
+    // Single-round queries need no store and keep being answered.
+    expect((await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 5 } })).json).toMatchObject({ status: 'success', body: { total: 5 } });
+
+    const back = log.next(/reconnected/);
+    await redis.start();
+    await back;
+    expect((await call(agent.url, 'GET', '/ready')).status).toBe(200);
+    const again = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 3 }, multiround: true });
+    expect(again.json).toMatchObject({ status: 'success', body: { total: 3 } });
+    // This test's Redis keeps nothing across a restart (no AOF): the old conversation is gone, and says so.
+    expect((await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toEqual(failureOf('Conversation not found'));
+
+    expect(log.lines.filter((line) => line.includes('unavailable'))).toHaveLength(1);
+    expect(consoleError.mock.calls.flat().join(' ')).not.toContain('Unhandled error event');
+  });
+});
+
+describe('a Redis that stops answering', () => {
+  let redis: Awaited<ReturnType<typeof ownRedisServer>>;
+  let agent: RunningAgent;
+  let folder: Awaited<ReturnType<typeof makeAgentFolder>>;
+  const hash = hashText(COUNTER_PD);
+
+  beforeAll(async () => {
+    redis = await ownRedisServer();
+    folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
+    agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: redis.url, logger: watchedLogger().logger, watch: false });
+  });
+  afterAll(async () => {
+    redis?.resume();
+    await agent?.close();
+    await redis?.stop();
+    await folder?.cleanup();
+  });
+
+  it('fails a command to a Redis that stopped answering after the command timeout, with 503', async () => {
+    const first = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
+    const id = (first.json as { conversationId: string }).conversationId;
+    redis.pause();
+    try {
+      const followUp = await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } });
+      expect(followUp.status).toBe(503);
+      expect(followUp.json).toEqual(failureOf('Store unavailable'));
+    } finally {
+      redis.resume();
+    }
+    // (The timed-out lock request may still run once Redis resumes: that conversation waits out the lock's lease.)
+    expect((await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true })).json).toMatchObject({ status: 'success', body: { total: 4 } });
+  });
+});
+
+describe('starting against an unreachable Redis', () => {
+  it('prints one line naming the address and exits non-zero', async () => {
+    const folder = await makeAgentFolder({});
+    try {
+      const result = await runCli(['serve', folder.dir, '--port', '0', '--store', 'redis://127.0.0.1:1/0'], { env: { ANTHROPIC_API_KEY: '' }, timeoutMs: 20_000 });
+      expect(result.code).toBe(1);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^agora serve: Redis unreachable at 127\.0\.0\.1:1: /);
+      expect(result.stdout).toBe('');
+    } finally {
+      await folder.cleanup();
+    }
+  });
+});

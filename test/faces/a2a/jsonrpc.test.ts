@@ -1,0 +1,71 @@
+import { ClientFactory } from '@a2a-js/sdk/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces } from '../_helpers.js';
+
+describe('A2A face, with @a2a-js/sdk\'s own client on loopback', () => {
+  const receiver = fakeReceiver();
+  const faces = makeFaces({}, receiver);
+  let served: Awaited<ReturnType<typeof serveFaces>>;
+  beforeAll(async () => {
+    served = await serveFaces(faces);
+  });
+  afterAll(async () => served.close());
+
+  const rpc = async (body: unknown) => (await fetch(`${served.url}/a2a`, { method: 'POST', body: JSON.stringify(body) })).json() as Promise<{ result?: Record<string, unknown>; error?: { code: number } }>;
+
+  it('serves a 1.0 card the client reads, with one skill per protocol and streaming on', async () => {
+    const response = await fetch(`${served.url}/.well-known/agent-card.json`);
+    expect(response.headers.get('cache-control')).toContain('max-age');
+    const card = (await response.json()) as Record<string, any>;
+    expect(card.supportedInterfaces).toEqual([{ url: `${served.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }]);
+    expect(card.capabilities.streaming).toBe(true);
+    expect(card.skills[0]).toMatchObject({ id: PROTOCOL_HASH, name: 'Unit conversion' });
+  });
+
+  it('sends text (natural language) and data {protocolHash, body} (a protocol query), gets the task back', async () => {
+    const client = await new ClientFactory().createFromUrl(served.url);
+    const text = (await client.sendMessage({ message: { messageId: 'm1', role: 1, parts: [{ content: { $case: 'text', value: 'hello' } }] } } as never)) as any;
+    expect(text.status.state).toBe(3);
+    expect(text.artifacts[0].parts[0].content).toEqual({ $case: 'text', value: 'turn 1: hello' });
+    const data = (await client.sendMessage({ message: { messageId: 'm2', role: 1, parts: [{ content: { $case: 'data', value: { protocolHash: PROTOCOL_HASH, body: { value: 1 } } } }] } } as never)) as any;
+    expect(data.artifacts[0].parts[0].content.value).toEqual({ converted: true, input: { value: 1 } });
+    const fetched = (await client.getTask({ id: data.id } as never)) as any;
+    expect(fetched.id).toBe(data.id);
+    await expect(client.cancelTask({ id: data.id } as never)).rejects.toThrow();
+    await expect(client.getTask({ id: 'nope' } as never)).rejects.toThrow(/not found/i);
+  });
+
+  it('keeps a contextId as one conversation, and streams deltas joining to the answer', async () => {
+    const client = await new ClientFactory().createFromUrl(served.url);
+    const message = (text: string) => ({ message: { messageId: text, contextId: 'ctx-1', role: 1, parts: [{ content: { $case: 'text', value: text } }] } }) as never;
+    await client.sendMessage(message('one'));
+    const second = (await client.sendMessage(message('two'))) as any;
+    expect(second.artifacts[0].parts[0].content.value).toBe('turn 2: two');
+    let streamed = '';
+    let final: any;
+    const kinds: string[] = [];
+    for await (const event of client.sendMessageStream(message('three')) as AsyncIterable<any>) {
+      const { $case, value } = event.payload;
+      kinds.push($case);
+      if ($case === 'artifactUpdate') streamed += value.artifact.parts[0].content.value;
+      if ($case === 'statusUpdate') final = value;
+    }
+    expect(kinds).toEqual(['task', 'artifactUpdate', 'statusUpdate']);
+    expect(streamed).toBe('turn 3: three');
+    expect(final.status.state).toBe(3);
+  });
+
+  it('answers the 0.3 method names in 0.3 shapes, and JSON-RPC errors with A2A codes', async () => {
+    const legacy = await rpc({ jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: { kind: 'message', messageId: 'x', role: 'user', parts: [{ kind: 'text', text: 'old' }] } } });
+    expect(legacy.result).toMatchObject({ kind: 'task', status: { state: 'completed' } });
+    expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'nope' })).error?.code).toBe(-32601);
+    expect((await rpc([{ jsonrpc: '2.0', id: 1, method: 'GetTask' }])).error?.code).toBe(-32600);
+    expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { parts: [] } } })).error?.code).toBe(-32602);
+    expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { parts: [{ url: 'http://x' }] } } })).error?.code).toBe(-32005);
+    expect((await rpc({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: { id: 'missing' } })).error?.code).toBe(-32001);
+    const parse = await (await fetch(`${served.url}/a2a`, { method: 'POST', body: '{' })).json() as { error: { code: number } };
+    expect(parse.error.code).toBe(-32700);
+    const failed = await rpc({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { parts: [{ data: { protocolHash: 'bad', body: 1 } }] } } });
+    expect((failed.result as any).task.status.state).toBe('TASK_STATE_FAILED');
+  });
+});

@@ -1,0 +1,200 @@
+import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { canonicalJson, parseLossless, pythonFloat, RawNumber, type LosslessValue } from '../../../src/faces/roar/canonical.js';
+import { ed25519Signature, hmacSignature, publicKeyFromHex, rawKeyHex, signingBody, verifyEd25519, verifyHmac } from '../../../src/faces/roar/signing.js';
+import type { Faces, FaceResponse } from '../../../src/faces/index.js';
+import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces } from '../_helpers.js';
+
+const SECRET = 'shared-secret';
+const SENDER = 'did:roar:agent:sender-0123456789abcdef';
+let clock = 1_710_000_000_000;
+const now = () => clock;
+
+/** A message built and signed as ROAR's Python SDK does: canonical JSON of the seven fields, auth.timestamp a float. */
+function pythonMessage(to: string, payload: LosslessValue, options: { id?: string; secret?: string; key?: KeyObject; timestamp?: number; context?: LosslessValue; from?: string } = {}): string {
+  const timestamp = new RawNumber(pythonFloat((options.timestamp ?? clock) / 1000));
+  const id = options.id ?? `msg_${Math.random().toString(16).slice(2, 12)}`;
+  const from = options.from ?? SENDER;
+  const context = options.context ?? {};
+  const body = signingBody({ id, from, to, intent: 'delegate', payload, context, timestamp });
+  const auth: Record<string, LosslessValue> = options.secret ? { signature: hmacSignature(body, options.secret), timestamp } : options.key ? { signature: ed25519Signature(body, options.key), timestamp } : {};
+  return canonicalJson({ roar: '1.0', id, from: { did: from, display_name: 'sender', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null }, to: { did: to, display_name: 'x', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null }, intent: 'delegate', payload, context, auth, timestamp });
+}
+
+async function post(faces: Faces, body: string, headers: Record<string, string> = {}): Promise<FaceResponse & { json: Record<string, unknown> }> {
+  const response = (await faces.handle({ method: 'POST', path: '/roar/message', headers, body: Buffer.from(body) }))!;
+  return { ...response, json: JSON.parse(response.body as string) as Record<string, unknown> };
+}
+
+/** Verifies a reply the way a Python ROAR client would: its canonical body from the bytes it read. */
+function replyVerifies(text: string, check: (body: string, signature: string) => boolean): boolean {
+  const reply = parseLossless(text) as Record<string, LosslessValue> & { from: { did: string }; to: { did: string }; auth: { signature: string; timestamp: LosslessValue } };
+  const body = signingBody({ id: reply.id!, from: reply.from.did, to: reply.to.did, intent: reply.intent!, payload: reply.payload!, context: reply.context!, timestamp: reply.auth.timestamp });
+  return check(body, reply.auth.signature);
+}
+
+afterEach(() => {
+  clock = 1_710_000_000_000;
+});
+
+describe('ROAR face over HTTP', () => {
+  it('answers health, the card and the agents list without auth', async () => {
+    const faces = makeFaces({ tokens: ['t0k'] });
+    const health = await faces.handle({ method: 'GET', path: '/roar/health', headers: {}, body: undefined });
+    expect(JSON.parse(health!.body as string)).toEqual({ status: 'ok', protocol: 'roar/1.0' });
+    const card = JSON.parse((await faces.handle({ method: 'GET', path: '/roar/card', headers: { host: 'agent.test:8080' }, body: undefined }))!.body as string);
+    expect(card.identity).toMatchObject({ did: expect.stringMatching(/^did:roar:agent:test-agent-[0-9a-f]{16}$/), display_name: 'Test agent', agent_type: 'agent', version: '1.0', public_key: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(card.skills).toEqual(['Unit conversion']);
+    expect(card.channels).toEqual(['http', 'websocket']);
+    expect(card.endpoints).toEqual({ http: 'http://agent.test:8080', ws: 'ws://agent.test:8080/roar/ws' });
+    expect(card.declared_capabilities[0]).toMatchObject({ name: 'Unit conversion', protocolHash: PROTOCOL_HASH });
+    const agents = JSON.parse((await faces.handle({ method: 'GET', path: '/roar/agents', headers: {}, body: undefined }))!.body as string);
+    expect(agents.agents[0].identity.did).toBe(card.identity.did);
+    expect(await faces.handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined })).toBeUndefined();
+  });
+
+  it('keeps one identity per memory across restarts', async () => {
+    const faces = makeFaces();
+    const memory = (await import('../../../src/memory/file.js')).InMemoryMemory;
+    const shared = new memory();
+    const first = await makeFaces({ memory: shared }).identity();
+    const second = await makeFaces({ memory: shared }).identity();
+    expect(second.did).toBe(first.did);
+    expect(second.publicKeyHex).toBe(first.publicKeyHex);
+    expect((await faces.identity()).did).not.toBe(first.did);
+  });
+
+  it('answers an HMAC-signed protocol query with a signed respond message a Python verifier accepts (integer and non-ASCII payload)', async () => {
+    const receiver = fakeReceiver();
+    const faces = makeFaces({ roarSecret: SECRET, now }, receiver);
+    const me = (await faces.identity()).did;
+    const payload = parseLossless(`{"protocolHash": "${PROTOCOL_HASH}", "body": {"value": 42, "from": "km", "to": "mi", "note": "caf\\u00e9 \\ud83d\\ude00", "ratio": 1.0}}`);
+    const response = await post(faces, pythonMessage(me, payload, { secret: SECRET, id: 'msg_one' }));
+    expect(response.status).toBe(200);
+    expect(receiver.queries[0]).toEqual({ protocolHash: PROTOCOL_HASH, body: { value: 42, from: 'km', to: 'mi', note: 'café 😀', ratio: 1 } });
+    expect(response.json).toMatchObject({ roar: '1.0', intent: 'respond', from: { did: me }, to: { did: SENDER }, context: { in_reply_to: 'msg_one' }, payload: { status: 'ok', result: { converted: true } } });
+    expect(response.body as string).toContain('"timestamp": 1710000000.0');
+    expect(replyVerifies(response.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
+  });
+
+  it('verifies Ed25519 only with the trusted key for from.did, and signs replies with its own key', async () => {
+    const sender = generateKeyPairSync('ed25519');
+    const faces = makeFaces({ roarTrust: { [SENDER]: rawKeyHex(sender.publicKey) }, now });
+    const identity = await faces.identity();
+    const ok = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { key: sender.privateKey }));
+    expect(ok.status).toBe(200);
+    expect(ok.json.payload).toEqual({ status: 'ok', result: 'turn 1: hello' });
+    expect(replyVerifies(ok.body as string, (body, signature) => verifyEd25519(body, signature, publicKeyFromHex(identity.publicKeyHex)))).toBe(true);
+    const stranger = generateKeyPairSync('ed25519');
+    const forged = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { key: stranger.privateKey }));
+    expect([forged.status, forged.json.error]).toEqual([401, 'signature_invalid']);
+    const unknown = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { key: stranger.privateKey, from: 'did:roar:agent:other-0123456789abcdef' }));
+    expect([unknown.status, unknown.json.error]).toEqual([401, 'signature_invalid']);
+    const hmac = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { secret: SECRET }));
+    expect([hmac.status, hmac.json.error]).toEqual([401, 'no_signing_secret']);
+  });
+
+  it('refuses unsigned, tampered, stale, future, replayed and misaddressed messages with ROAR error codes', async () => {
+    const faces = makeFaces({ roarSecret: SECRET, now });
+    const me = (await faces.identity()).did;
+    const refused = async (text: string) => {
+      const response = await post(faces, text);
+      return [response.status, response.json.error];
+    };
+    expect(await refused(pythonMessage(me, { task: 'x' }))).toEqual([401, 'signature_invalid']);
+    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: 'wrong' }))).toEqual([401, 'signature_invalid']);
+    expect(await refused(pythonMessage(me, { task: 'x', n: 42 }, { secret: SECRET }).replace('"n": 42', '"n": 42.0'))).toEqual([401, 'signature_invalid']);
+    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: SECRET, timestamp: clock - 301_000 }))).toEqual([401, 'signature_invalid']);
+    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: SECRET, timestamp: clock + 31_000 }))).toEqual([401, 'signature_invalid']);
+    expect(await refused(pythonMessage('did:roar:agent:someone-0123456789abcdef', { task: 'x' }, { secret: SECRET }))).toEqual([400, 'invalid_message']);
+    const once = pythonMessage(me, { task: 'x' }, { secret: SECRET, id: 'msg_replayed' });
+    expect((await post(faces, once)).status).toBe(200);
+    expect(await refused(once)).toEqual([409, 'duplicate_message']);
+    for (const bad of ['{', '[]', '{"id": "m", "intent": "shout", "from": {"did": "did:roar:agent:a"}, "to": {"did": "did:roar:agent:b"}}', '{"id": 5}']) {
+      expect(await refused(bad)).toEqual([400, 'invalid_message']);
+    }
+  });
+
+  it('maps task/text/message to natural language and context.session_id to one conversation per sender', async () => {
+    const receiver = fakeReceiver();
+    const faces = makeFaces({}, receiver);
+    const me = (await faces.identity()).did;
+    const first = await post(faces, pythonMessage(me, { text: 'hi' }, { context: { session_id: 's1' } }));
+    const second = await post(faces, pythonMessage(me, { message: 'again' }, { context: { session_id: 's1' } }));
+    const other = await post(faces, pythonMessage(me, { task: 'other' }, { context: { session_id: 's1' }, from: 'did:roar:agent:b-0123456789abcdef' }));
+    expect([first.json.payload, second.json.payload, other.json.payload]).toEqual([
+      { status: 'ok', result: 'turn 1: hi' },
+      { status: 'ok', result: 'turn 2: again' },
+      { status: 'ok', result: 'turn 1: other' },
+    ]);
+    expect(receiver.queries.map((query) => query.multiround)).toEqual([true, true]);
+    expect((second.json.context as Record<string, unknown>).session_id).toBe('s1');
+  });
+
+  it('answers Agora failures as error payloads, never leaking internals', async () => {
+    const faces = makeFaces();
+    const me = (await faces.identity()).did;
+    const unsupported = await post(faces, pythonMessage(me, { protocolHash: 'bad', body: {} }));
+    expect(unsupported.json.payload).toEqual({ status: 'error', error: 'unsupported_protocol', message: 'Unsupported protocol' });
+    const crashed = await post(faces, pythonMessage(me, { protocolHash: 'crash', body: {} }));
+    expect(crashed.json.payload).toEqual({ status: 'error', error: 'internal', message: 'Internal error' });
+    expect(crashed.body as string).not.toContain('secret internals');
+    const discover = await post(faces, pythonMessage(me, { task: 'who' }).replace(/"intent": "delegate"/g, '"intent": "discover"'));
+    expect((discover.json.payload as { result: { skills: string[] } }).result.skills).toEqual(['Unit conversion']);
+  });
+
+  it('needs the bearer token on messages, caps the body, and answers the shared rate limit with Retry-After', async () => {
+    const faces = makeFaces({ tokens: ['t0k'], maxBodyBytes: 2000, rateLimit: (address) => (address === 'busy' ? 7 : 0) });
+    const me = (await faces.identity()).did;
+    expect((await post(faces, pythonMessage(me, { task: 'x' }))).status).toBe(401);
+    expect((await post(faces, pythonMessage(me, { task: 'x' }), { authorization: 'Bearer t0k' })).status).toBe(200);
+    const big = await post(faces, pythonMessage(me, { task: 'x'.repeat(3000) }), { authorization: 'Bearer t0k' });
+    expect([big.status, big.json.error]).toEqual([413, 'request_too_large']);
+    const limited = await faces.handle({ method: 'POST', path: '/roar/message', headers: {}, body: Buffer.from('{}'), remoteAddress: 'busy' });
+    expect([limited!.status, limited!.headers['retry-after']]).toEqual([429, '7']);
+  });
+});
+
+describe('ROAR face on a node:http server', () => {
+  it('serves messages over HTTP and streams over /roar/ws: auth frame, deltas joining to the done result', async () => {
+    const faces = makeFaces({ tokens: ['t0k'] });
+    const served = await serveFaces(faces);
+    try {
+      const me = (await faces.identity()).did;
+      const http = await fetch(`${served.url}/roar/message`, { method: 'POST', headers: { authorization: 'Bearer t0k' }, body: pythonMessage(me, { task: 'over http' }) });
+      expect(((await http.json()) as { payload: unknown }).payload).toEqual({ status: 'ok', result: 'turn 1: over http' });
+
+      const socket = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);
+      const frames: Record<string, unknown>[] = [];
+      const done = new Promise<void>((resolve, reject) => {
+        socket.on('message', (data) => {
+          const frame = JSON.parse(String(data)) as Record<string, unknown>;
+          frames.push(frame);
+          if (frame.type === 'auth_ok') socket.send(pythonMessage(me, { task: 'streamed' }));
+          if (frame.type === 'done') resolve();
+          if (frame.type === 'error') reject(new Error(String(frame.message)));
+        });
+      });
+      await new Promise((resolve) => socket.once('open', resolve));
+      socket.send(JSON.stringify({ type: 'auth', token: 't0k' }));
+      await done;
+      const deltas = frames.filter((frame) => frame.type === 'delta').map((frame) => frame.delta).join('');
+      const final = frames.at(-1) as { message: { payload: { result: string }; intent: string } };
+      expect(final.message.intent).toBe('respond');
+      expect(deltas).toBe(final.message.payload.result);
+      socket.close();
+
+      const silent = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);
+      const code = await new Promise((resolve) => silent.on('close', (closeCode) => resolve(closeCode)));
+      expect(code).toBe(1008);
+
+      const wrong = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);
+      await new Promise((resolve) => wrong.once('open', resolve));
+      wrong.send(JSON.stringify({ type: 'auth', token: 'nope' }));
+      expect(await new Promise((resolve) => wrong.on('close', (closeCode) => resolve(closeCode)))).toBe(1008);
+    } finally {
+      await served.close();
+    }
+  });
+});

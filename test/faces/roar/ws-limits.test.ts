@@ -1,0 +1,56 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { makeFaces } from '../_helpers.js';
+
+const stops: (() => Promise<void>)[] = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop();
+});
+
+async function socketServer(options: { maxFrameBytes?: number; heartbeatMs?: number }): Promise<string> {
+  const server = createServer((_incoming, response) => response.writeHead(404).end());
+  const stopSockets = makeFaces().attachWebSocket(server, options);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  stops.push(async () => {
+    await stopSockets();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  return `ws://127.0.0.1:${(server.address() as AddressInfo).port}/roar/ws`;
+}
+
+function closed(socket: WebSocket): Promise<number> {
+  return new Promise((resolve) => socket.once('close', (code) => resolve(code)));
+}
+
+describe('ROAR WebSocket limits', () => {
+  it('closes a socket that sends a frame over the cap with 1009, and never reads it as a message', async () => {
+    const socket = new WebSocket(await socketServer({ maxFrameBytes: 256 }));
+    const messages: string[] = [];
+    socket.on('message', (data) => messages.push(String(data)));
+    socket.on('error', () => {});
+    await new Promise((resolve) => socket.once('open', resolve));
+    const code = closed(socket);
+    socket.send(JSON.stringify({ roar: '1.0', id: 'big', payload: { text: 'x'.repeat(1000) } }));
+    expect(await code).toBe(1009);
+    expect(messages).toEqual([]);
+  });
+
+  it('drops a socket that stops answering pings, and keeps one that answers', async () => {
+    const url = await socketServer({ heartbeatMs: 20 });
+    const silent = new WebSocket(url, { autoPong: false });
+    const polite = new WebSocket(url);
+    silent.on('error', () => {});
+    let politePings = 0;
+    polite.on('ping', () => (politePings += 1));
+    await Promise.all([silent, polite].map((socket) => new Promise((resolve) => socket.once('open', resolve))));
+    // The silent socket misses one pong and is terminated (1006: no close frame); the polite one lives on.
+    expect(await closed(silent)).toBe(1006);
+    const pingedAgain = politePings + 2;
+    await new Promise<void>((resolve) => polite.on('ping', () => politePings >= pingedAgain && resolve()));
+    expect(polite.readyState).toBe(WebSocket.OPEN);
+    polite.close();
+  });
+});

@@ -1,0 +1,184 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { memoryLogger } from '../../src/log.js';
+import { bundleForQuickJS } from '../../src/generation/quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxContext, type SandboxOptions } from '../../src/generation/quickjs.js';
+
+const SECRET = 'agora-test-secret-7c1f0d';
+const opened: QuickJSSandbox[] = [];
+
+async function sandbox(handle: string, options: SandboxOptions & { prefix?: string } = {}): Promise<QuickJSSandbox> {
+  const code = `import { z } from 'zod';\nimport { defineRoutine } from 'agora-agents';\n${options.prefix ?? ''}\nexport default defineRoutine({ handle: ${handle} });\n`;
+  const module = new QuickJSSandbox(await bundleForQuickJS(code), { name: 'test routine', ...options });
+  opened.push(module);
+  return module;
+}
+
+function context(overrides: Partial<SandboxContext> = {}): SandboxContext {
+  return {
+    conversation: { id: 'c1', turn: 1, state: {} },
+    protocol: { name: 'Test', hash: 'sha1-test', metadata: { name: 'Test' } as SandboxContext['protocol']['metadata'] },
+    tools: {},
+    logger: memoryLogger(),
+    ...overrides,
+  };
+}
+
+beforeAll(() => {
+  process.env.AGORA_TEST_SECRET = SECRET;
+});
+afterAll(() => {
+  delete process.env.AGORA_TEST_SECRET;
+});
+afterEach(async () => {
+  vi.useRealTimers();
+  await Promise.all(opened.splice(0).map((module) => module.close()));
+});
+
+describe('the escapes of issue 11, finding 1', () => {
+  it('has no process, so process.report cannot read the environment', async () => {
+    const module = await sandbox(`() => globalThis.process.report.getReport().environmentVariables`);
+    const failure = await module.run('handle', {}, context()).catch((error: Error) => error);
+    expect(failure).toBeInstanceOf(Error);
+    expect(String((failure as Error).message)).toMatch(/TypeError/);
+    expect(String((failure as Error).message)).not.toContain(SECRET);
+  });
+
+  it('cannot load node:child_process through import() hidden by a comment', async () => {
+    const module = await sandbox(`async () => { const name = ['node', 'child_process'].join(':'); const m = await import/**/(name); return String(m.execSync('echo pwned')); }`);
+    await expect(module.run('handle', {}, context())).rejects.toThrow(/could not load module 'node:child_process'/);
+  });
+
+  it('cannot reach the host through indirect eval', async () => {
+    const module = await sandbox(`async () => ({ process: (0, eval)('typeof process'), imported: await (0, eval)("imp" + "ort('node:fs')").then(() => 'loaded', (error) => String(error)) })`);
+    const result = await module.run('handle', {}, context());
+    expect(result.value).toEqual({ process: 'undefined', imported: expect.stringMatching(/could not load module 'node:fs'|no function filename for import\(\)/) });
+  });
+
+  it('cannot reach the host through Function or the AsyncFunction constructor', async () => {
+    const module = await sandbox(
+      `async () => [await Function('return imp' + 'ort("node:child_process")')().catch(String), await (async () => {}).constructor('return await imp' + 'ort("node:os")')().catch(String)]`,
+    );
+    const result = await module.run('handle', {}, context());
+    expect(result.value).toEqual([expect.stringMatching(/could not load module/), expect.stringMatching(/could not load module/)]);
+  });
+
+  it('finds only its own realm through constructor.constructor and globalThis', async () => {
+    const module = await sandbox(`() => {
+      const global = (() => {}).constructor.constructor('return this')();
+      return { same: global === globalThis, names: Object.getOwnPropertyNames(global), host: typeof global.__agora_host,
+        reached: ['process', 'require', 'module', 'Buffer', 'fetch', 'setTimeout', 'setInterval', 'queueMicrotask', 'WebAssembly', 'std', 'os', 'Deno', 'Bun'].filter((name) => typeof global[name] !== 'undefined') };
+    }`);
+    const result = (await module.run('handle', {}, context())).value as { same: boolean; names: string[]; host: string; reached: string[] };
+    expect(result.same).toBe(true);
+    expect(result.host).toBe('undefined');
+    expect(result.reached).toEqual([]);
+    expect(result.names).not.toContain('__agora_host');
+    expect(result.names).not.toContain('__agora_module');
+  });
+
+  it('does not see the host environment anywhere in its results or errors', async () => {
+    const module = await sandbox(`() => JSON.stringify(Object.getOwnPropertyNames(globalThis).map((name) => { try { return String(globalThis[name]); } catch (error) { return String(error); } }))`);
+    const result = await module.run('handle', {}, context());
+    expect(JSON.stringify(result)).not.toContain(SECRET);
+  });
+});
+
+describe('limits', () => {
+  it('fails a call holding 1.5 GB of ArrayBuffers with a memory error, and serves the next call afresh', async () => {
+    const module = await sandbox(`(body) => { if (!body.hog) return 'fine'; const held = []; for (let i = 0; i < 96; i++) held.push(new ArrayBuffer(16 * 1024 * 1024)); return held.length; }`);
+    await expect(module.run('handle', { hog: true }, context())).rejects.toThrow(/memory limit of 64 MB/);
+    expect((await module.run('handle', {}, context())).value).toBe('fine');
+  });
+
+  it('fails typed arrays filled past the limit, and many small objects', async () => {
+    const module = await sandbox(`(body) => { const held = []; if (body.typed) { for (let i = 0; i < 64; i++) held.push(new Uint8Array(4 * 1024 * 1024).fill(1)); } else { for (let i = 0; i < 1e7; i++) held.push({ i }); } return held.length; }`, { memoryLimitMb: 32, cpuLimitMs: 10_000, timeoutMs: 20_000 });
+    await expect(module.run('handle', { typed: true }, context())).rejects.toThrow(/memory limit of 32 MB/);
+    await expect(module.run('handle', { typed: false }, context())).rejects.toThrow(/memory limit of 32 MB/);
+  });
+
+  it('fails an endless synchronous loop at its CPU time limit', async () => {
+    const module = await sandbox(`(body) => { if (body.spin) { while (true) {} } return 'fine'; }`, { cpuLimitMs: 50 });
+    await expect(module.run('handle', { spin: true }, context())).rejects.toThrow(/CPU time limit of 50 ms/);
+    expect((await module.run('handle', {}, context())).value).toBe('fine');
+  });
+
+  it('counts the computation after a tool call against the same CPU limit', async () => {
+    const module = await sandbox(`async (body, { tools }) => { await tools.echo(1); while (true) {} }`, { cpuLimitMs: 50 });
+    await expect(module.run('handle', {}, context({ tools: { echo: async (input) => input } }))).rejects.toThrow(/CPU time limit/);
+  });
+
+  it('fails a module whose top level never ends, at load', async () => {
+    const module = await sandbox(`() => 1`, { prefix: 'while (true) {}', loadTimeoutMs: 50 });
+    await expect(module.run('handle', {}, context())).rejects.toThrow(/failed to load.*CPU time limit/);
+  });
+
+  it('turns endless recursion into a failed call', async () => {
+    const module = await sandbox(`(body) => { if (!body.deep) return 'fine'; const f = (n) => f(n + 1) + 1; return f(0); }`);
+    await expect(module.run('handle', { deep: true }, context())).rejects.toThrow(/RangeError|stack/i);
+    expect((await module.run('handle', {}, context())).value).toBe('fine');
+  });
+
+  it('fails a call waiting on a tool past its time limit', async () => {
+    const module = await sandbox(`async (body, { tools }) => body.wait ? tools.never({}) : 'fine'`, { timeoutMs: 2000 });
+    await module.run('handle', {}, context());
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    const call = module.run('handle', { wait: true }, context({ tools: { never: () => new Promise(() => undefined) } }));
+    const outcome = expect(call).rejects.toThrow(/timed out after 2000 ms/);
+    await vi.advanceTimersByTimeAsync(2000);
+    await outcome;
+  });
+
+  it('gives the next call a fresh context after an exception', async () => {
+    const module = await sandbox(`(body) => { calls++; if (body.fail) throw new Error('boom'); return calls; }`, { prefix: 'let calls = 0;' });
+    expect((await module.run('handle', {}, context())).value).toBe(1);
+    expect((await module.run('handle', {}, context())).value).toBe(2);
+    await expect(module.run('handle', { fail: true }, context())).rejects.toThrow(/boom/);
+    expect((await module.run('handle', {}, context())).value).toBe(1);
+  });
+});
+
+describe('the routine context', () => {
+  it('calls the agent tools, their failures included', async () => {
+    const module = await sandbox(`async ({ a, b }, { tools }) => ({ sum: (await tools.add({ a, b })).sum, refused: await tools.broken({}).catch((error) => error.message), missing: await Promise.resolve().then(() => tools.nope({})).catch((error) => error.message) })`);
+    const tools = { add: async (input: unknown) => ({ sum: (input as { a: number }).a + (input as { b: number }).b }), broken: async () => Promise.reject(new Error('tool down')) };
+    const result = await module.run('handle', { a: 2, b: 3 }, context({ tools }));
+    expect(result.value).toEqual({ sum: 5, refused: 'tool down', missing: expect.stringMatching(/not a function|nope/) });
+  });
+
+  it('round-trips the conversation state and sees the protocol', async () => {
+    const module = await sandbox(`(body, { conversation, protocol }) => { conversation.state.items = [...(conversation.state.items ?? []), body.item]; return { turn: conversation.turn, protocol: protocol.name }; }`);
+    const first = await module.run('handle', { item: 'tea' }, context());
+    const second = await module.run('handle', { item: 'milk' }, context({ conversation: { id: 'c1', turn: 2, state: first.state ?? {} } }));
+    expect(first.value).toEqual({ turn: 1, protocol: 'Test' });
+    expect(second.state).toEqual({ items: ['tea', 'milk'] });
+  });
+
+  it('passes log lines to the agent logger', async () => {
+    const logger = memoryLogger();
+    const module = await sandbox(`(body, { logger }) => { logger.warn('careful ' + body.n); return null; }`);
+    await module.run('handle', { n: 7 }, context({ logger }));
+    expect(logger.lines.join('\n')).toContain('careful 7');
+  });
+
+  it('runs zod inside: input refused with issues, output checked', async () => {
+    const code = `import { z } from 'zod';\nimport { defineRoutine } from 'agora-agents';\nexport default defineRoutine({ input: z.object({ n: z.number() }), output: z.object({ doubled: z.number() }), invalidInput: { error: 'Invalid format' }, handle: ({ n }) => n === 13 ? { doubled: 'unlucky' } : { doubled: n * 2 } });\n`;
+    const module = new QuickJSSandbox(await bundleForQuickJS(code));
+    opened.push(module);
+    expect((await module.run('handle', { n: 21 }, context())).value).toEqual({ doubled: 42 });
+    const refused = await module.run('handle', { n: 'x' }, context());
+    expect(refused.invalid).toEqual({ issues: expect.stringContaining('n:'), reply: { error: 'Invalid format' } });
+    await expect(module.run('handle', { n: 13 }, context())).rejects.toThrow(/output schema/);
+    expect((await module.run('checkOutput', { doubled: 'no' })).value).toEqual(expect.stringContaining('doubled'));
+    expect((await module.run('checkOutput', { doubled: 2 })).value).toBeNull();
+  });
+
+  it('refuses imports other than zod and agora-agents at build time', async () => {
+    await expect(bundleForQuickJS(`import { execSync } from 'node:child_process';\nexport default () => execSync('id');\n`)).rejects.toThrow(/may only import zod and agora-agents/);
+  });
+
+  it('fails later calls once closed', async () => {
+    const module = await sandbox(`() => 1`);
+    await module.close();
+    await expect(module.run('handle', {}, context())).rejects.toThrow(/unloaded/);
+  });
+});
