@@ -58,6 +58,14 @@ export function parseLastEventId(header: string | string[] | undefined): number 
  */
 export async function openReplyStream(events: EventChannel): Promise<StreamingResponse> {
   const first = events.next();
+  // A turn done within this turn of the event loop (a plain routine: no I/O) is answered whole, in one write, with a
+  // length: no chunked encoding, no heartbeat, no wait on the socket.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  if (events.finished) {
+    const head = await first;
+    if (!head.done && head.value.type === 'error' && head.value.status !== 200) return failure(head.value.status, head.value.error);
+    return wholeStream(head, events);
+  }
   const opened = await Promise.race([first, events.started.then(() => undefined)]);
   if (opened && !opened.done && opened.value.type === 'error' && opened.value.status !== 200) {
     await events.return();
@@ -73,6 +81,26 @@ export async function openReplyStream(events: EventChannel): Promise<StreamingRe
     },
   };
   return { status: 200, headers: { ...SSE_HEADERS }, body: '', stream: { events: iterator, cancel: () => void events.return() } };
+}
+
+/** Bytes of events a finished turn may answer in one write; beyond, they are streamed (a slow reader's bound holds). */
+const WHOLE_MAX_BYTES = 64 * 1024;
+
+/** The events of a finished channel as one SSE response body, or streamed when they are many. */
+async function wholeStream(first: IteratorResult<ReplyEvent>, events: EventChannel): Promise<StreamingResponse> {
+  const read: ReplyEvent[] = [];
+  let body = '';
+  for (let next = first; !next.done; next = await events.next()) {
+    read.push(next.value);
+    body += formatEvent(next.value);
+    if (body.length > WHOLE_MAX_BYTES) {
+      const iterator: AsyncIterator<ReplyEvent> = {
+        next: () => (read.length ? Promise.resolve({ value: read.shift()!, done: false }) : events.next()),
+      };
+      return { status: 200, headers: { ...SSE_HEADERS }, body: '', stream: { events: iterator, cancel: () => void events.return() } };
+    }
+  }
+  return { status: 200, headers: { ...SSE_HEADERS, 'content-length': String(Buffer.byteLength(body)) }, body };
 }
 
 /** A stream of resumed events; `controller` is the one whose signal the resumption was opened with. */

@@ -116,25 +116,21 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
       if (id !== null && first) announce = id;
     },
   };
-  options
-    .run(context)
-    .then(
-      (reply) => {
-        const data = JSON.stringify(reply);
-        emit('done', data, (id) => ({ id, data, type: 'done', reply }));
-      },
-      (error: unknown) => {
-        if (controller.signal.aborted && !outer?.aborted) metrics.llmAborted();
-        const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
-        const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
-        emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: failure.httpStatus }));
-      },
-    )
-    .then(() => tail)
-    .finally(() => {
-      outer?.removeEventListener('abort', forward);
-      channel.end();
-    });
+  void (async () => {
+    try {
+      const reply = await options.run(context);
+      const data = JSON.stringify(reply);
+      emit('done', data, (id) => ({ id, data, type: 'done', reply }));
+    } catch (error) {
+      if (controller.signal.aborted && !outer?.aborted) metrics.llmAborted();
+      const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
+      const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
+      emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: failure.httpStatus }));
+    }
+    await tail;
+    outer?.removeEventListener('abort', forward);
+    channel.end();
+  })();
   return channel;
 }
 
@@ -173,6 +169,11 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
       this.#waiting = undefined;
       wake({ value: undefined, done: true });
     }
+  }
+
+  /** Whether every event is in: what is queued is all there will be. */
+  get finished(): boolean {
+    return this.#ended;
   }
 
   /** Events waiting to be read (the consumer's lag). */
