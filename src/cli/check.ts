@@ -2,6 +2,7 @@ import { checkAgent, type CaseResult } from '../conformance.js';
 import { plural } from '../_plural.js';
 import { urlArgument } from './_arguments.js';
 import { printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { AGENT_TOKEN_OPTION, jsonOption, wantsJson } from './_options.js';
 
 const LABELS: Record<CaseResult['status'], string> = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' };
 
@@ -11,14 +12,14 @@ export const command: Command = {
   summary: "Run the wire profile's conformance cases against an agent",
   usage: 'agora check <url> [--token <token>] [--json] [--timeout <s>]',
   options: {
-    token: { type: 'string', value: '<token>', description: 'Bearer token, for an agent that requires one', env: 'AGORA_TOKEN' },
-    json: { type: 'boolean', description: 'Print the results as JSON' },
+    token: AGENT_TOKEN_OPTION,
+    json: jsonOption('Print the results as JSON'),
     timeout: timeoutOption(10),
   },
   details: 'One line per case and a summary; exits 1 when any case fails. A Python SDK 0.2.0 agent (no /wellknown) is held to its documented quirks (docs/protocol.md).',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
-    const json = args.values.json === true;
+    const json = wantsJson(args);
     const token = stringOption(args, 'token');
     const results = await checkAgent(url, {
       timeoutMs: timeoutMs(args, 10),

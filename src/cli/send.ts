@@ -6,6 +6,7 @@ import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
 import { fileArgument, urlArgument } from './_arguments.js';
 import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { jsonOption, wantsJson } from './_options.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
 export function parseBody(text: string): JsonValue {
@@ -71,7 +72,7 @@ export const command: Command = {
   options: {
     protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
     multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
-    json: { type: 'boolean', description: 'Print the whole reply {body, conversationId?, conversationExpires?} as JSON' },
+    json: jsonOption('Print the whole reply {body, conversationId?, conversationExpires?} as JSON'),
     stream: { type: 'boolean', description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)' },
     timeout: timeoutOption(30),
   },
@@ -90,7 +91,7 @@ export const command: Command = {
     const multiround = args.values.multiround === true;
     const stream = args.values.stream === true;
     if (stream && multiround) throw new UsageError('--stream streams one query: it does not combine with --multiround');
-    const json = args.values.json === true;
+    const json = wantsJson(args);
     if (bodyArgument === undefined && !multiround) throw new UsageError('missing [body] (or `-` to read it from stdin)');
     const timeout = timeoutMs(args, 30);
     const file = stringOption(args, 'protocol');

@@ -4,6 +4,7 @@ import { AgoraError } from '../errors.js';
 import { parseDocument } from '../protocol/document.js';
 import { pathKind } from './_arguments.js';
 import { displayPath, printJson, UsageError, type Command } from './_command.js';
+import { jsonOption, wantsJson } from './_options.js';
 
 /** The documents to check: the one file named, or every `.md` of `<dir>/protocols`. */
 async function documentsOf(target: string): Promise<{ directory: string; names: string[] }> {
@@ -24,7 +25,7 @@ export const command: Command = {
   name: 'validate',
   summary: 'Check the protocol documents of an agent folder, or one document',
   usage: 'agora validate [dir|file] [--json]',
-  options: { json: { type: 'boolean', description: 'Print the results as JSON' } },
+  options: { json: jsonOption('Print the results as JSON') },
   details: 'A folder: every .md file of its protocols/ folder. A file: that document. Exits 1 when any document is invalid.',
   async run(args) {
     if (args.positionals.length > 1) throw new UsageError(`too many arguments: validate takes one folder or file, got ${args.positionals.length}`);
@@ -40,7 +41,7 @@ export const command: Command = {
         }
       }),
     );
-    if (args.values.json) printJson(results);
+    if (wantsJson(args)) printJson(results);
     else {
       if (!results.length) process.stdout.write(`no documents in ${directory}\n`);
       for (const result of results) {
