@@ -1,7 +1,6 @@
 import { requiredPositional } from './_command.js';
-import { printHop, printOutcome } from './_chain-output.js';
-import { chainLimits, chainOptions, hubClient, hubCommand } from './_hub.js';
-import { wantsJson } from './_options.js';
+import { followChain, printHop } from './_chain-output.js';
+import { chainOptions, hubCommand } from './_hub.js';
 
 /** `agora chain "<goal>"`: routes a goal and follows the handoffs agents name, with a checkpoint at the hub after each hop. */
 export const command = hubCommand({
@@ -13,17 +12,15 @@ export const command = hubCommand({
   details: 'Exit codes: 0 the chain finished · 1 it failed or hit the hop cap (resume it with `agora resume <id>`) · 2 usage error.',
   async run(args) {
     const goal = requiredPositional(args, 0, '"<goal>"');
-    const hub = await hubClient(args);
-    const { runChain } = await import('../hub/chains.js');
-    const { maxHops, hopTimeoutMs } = chainLimits(args);
-    const run = await runChain(hub, goal, {
-      maxHops: maxHops ?? 10,
-      hopTimeoutMs,
-      onHop: (hop, current) => {
-        if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
-        printHop(hop, current);
-      },
-    });
-    return printOutcome(run, wantsJson(args));
+    return followChain(args, ({ runChain }, hub, { maxHops, hopTimeoutMs }) =>
+      runChain(hub, goal, {
+        maxHops: maxHops ?? 10,
+        hopTimeoutMs,
+        onHop: (hop, current) => {
+          if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
+          printHop(hop, current);
+        },
+      }),
+    );
   },
 });

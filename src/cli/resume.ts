@@ -1,7 +1,6 @@
 import { requiredPositional } from './_command.js';
-import { printHop, printOutcome } from './_chain-output.js';
-import { chainLimits, chainOptions, hubClient, hubCommand } from './_hub.js';
-import { wantsJson } from './_options.js';
+import { followChain, printHop } from './_chain-output.js';
+import { chainOptions, hubCommand } from './_hub.js';
 
 /** `agora resume <id>`: continues an unfinished chain from its last checkpoint, repeating no finished hop. */
 export const command = hubCommand({
@@ -15,15 +14,7 @@ export const command = hubCommand({
   json: 'Print the whole chain record as JSON',
   async run(args) {
     const id = requiredPositional(args, 0, '<id>');
-    const hub = await hubClient(args);
-    const { resumeChain } = await import('../hub/chains.js');
-    const { maxHops, hopTimeoutMs } = chainLimits(args);
-    const run = await resumeChain(hub, id, {
-      hopTimeoutMs,
-      force: args.values.force === true,
-      onHop: printHop,
-      ...(maxHops ? { maxHops } : {}),
-    });
-    return printOutcome(run, wantsJson(args));
+    const force = args.values.force === true;
+    return followChain(args, ({ resumeChain }, hub, { maxHops, hopTimeoutMs }) => resumeChain(hub, id, { hopTimeoutMs, force, onHop: printHop, ...(maxHops ? { maxHops } : {}) }));
   },
 });

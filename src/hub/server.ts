@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describeError } from '../errors.js';
-import { readBody } from '../http/server.js';
+import { readBody } from '../http/_node-request.js';
 import { consoleLogger } from '../log.js';
 import { createHubHandler, type HubHttpOptions } from './handler.js';
 import { Hub, type HubOptions } from './hub.js';
