@@ -1,7 +1,7 @@
 // Internal: what the commands that talk to a hub share (`chain`, `resume`, `route`, `runs`, `hub register`): the
 // `--hub` option and its client, `--json`, and the options of a chain.
 import type { HubClient } from '../hub/client.js';
-import { numberOption, stringOption, type Command, type OptionSpec, type ParsedArgs } from './_command.js';
+import { defineCommand, numberOption, stringOption, type Command, type CommandBody, type CommandMeta, type OptionSpec, type ParsedArgs } from './_command.js';
 import { jsonOption } from './_options.js';
 
 /** `--hub <url>`: the hub a command talks to (`AGORA_HUB`; the client's default otherwise). */
@@ -16,12 +16,12 @@ export async function hubClient(args: ParsedArgs): Promise<HubClient> {
   return new HubClient(url ? { url } : {});
 }
 
-/** A hub command as declared: its own options, and what its `--json` prints. */
-export type HubCommandDeclaration = Omit<Command, 'options'> & { options: Record<string, OptionSpec>; json: string };
+/** A hub command's body as declared: its own options, and what its `--json` prints. */
+export type HubCommandBody = CommandBody & { json: string };
 
 /** A command that talks to a hub: `--hub` first, its own options, `--json` last (so every hub command's help reads alike). */
-export function hubCommand({ options, json, ...command }: HubCommandDeclaration): Command {
-  return { ...command, options: { hub: hubOption(), ...options, json: { ...jsonOption(json), default: false } } };
+export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCommandBody): Command {
+  return defineCommand(meta, { ...body, options: { hub: hubOption(), ...options, json: { ...jsonOption(json), default: false } } });
 }
 
 /** `--max-hops` and `--timeout` of the commands that run a chain (`chain`, `resume`). */

@@ -1,16 +1,13 @@
 import { checkAgent, type CaseResult } from '../conformance.js';
 import { plural } from '../_plural.js';
 import { urlArgument } from './_arguments.js';
-import { printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, defineCommand } from './_command.js';
 import { AGENT_TOKEN_OPTION, jsonOption, wantsJson } from './_options.js';
 
 const LABELS: Record<CaseResult['status'], string> = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' };
 
 /** `agora check <url>`: the wire profile's conformance cases against any Agora agent. */
-export const command: Command = {
-  name: 'check',
-  summary: "Run the wire profile's conformance cases against an agent",
-  usage: 'agora check <url> [--token <token>] [--json] [--timeout <s>]',
+export const command = defineCommand({ name: 'check', summary: "Run the wire profile's conformance cases against an agent", usage: 'agora check <url> [--token <token>] [--json] [--timeout <s>]' }, {
   options: {
     token: AGENT_TOKEN_OPTION,
     json: jsonOption('Print the results as JSON'),
@@ -31,4 +28,4 @@ export const command: Command = {
     else process.stdout.write(`\n${plural(count('pass'), 'case')} passed, ${count('fail')} failed, ${count('skip')} skipped\n`);
     return count('fail') ? 1 : 0;
   },
-};
+});

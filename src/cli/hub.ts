@@ -1,13 +1,10 @@
 import { consoleLogger } from '../log.js';
-import { numberOption, printJson, requiredPositional, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+import { numberOption, printJson, requiredPositional, stringOption, UsageError, defineCommand, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
 import { jsonOption, listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
-export const command: Command = {
-  name: 'hub',
-  summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one',
-  usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]',
+export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]' }, {
   options: {
     ...listenOptions('AGORA_HUB_PORT', 4000),
     store: storeOption('Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)', 'AGORA_HUB_STORE'),
@@ -63,7 +60,7 @@ export const command: Command = {
     });
     return 0;
   },
-};
+});
 
 async function register(args: ParsedArgs): Promise<number> {
   const url = requiredPositional(args, 1, '<agent-url>');

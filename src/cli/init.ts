@@ -1,14 +1,11 @@
 import { resolve } from 'node:path';
 import { isAgoraError } from '../errors.js';
 import { initAgent } from '../init.js';
-import { UsageError, displayPath, printJson, requiredPositional, stringOption, type Command } from './_command.js';
+import { UsageError, displayPath, printJson, requiredPositional, stringOption, defineCommand } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** `agora init <dir>`: scaffolds a new agent from the framework's root agent. */
-export const command: Command = {
-  name: 'init',
-  summary: 'Scaffold a new agent folder',
-  usage: 'agora init <dir> [--framework <spec>] [--force] [--json]',
+export const command = defineCommand({ name: 'init', summary: 'Scaffold a new agent folder', usage: 'agora init <dir> [--framework <spec>] [--force] [--json]' }, {
   options: {
     framework: { type: 'string', value: '<spec>', description: 'How the agent depends on agora-agents: a version, a folder, or an `npm pack` tarball (default: this checkout, else what this agora was installed from)' },
     force: { type: 'boolean', description: 'Write into a folder that is not empty' },
@@ -39,4 +36,4 @@ export const command: Command = {
     process.stdout.write(`\n${dependencyLine}\nCreated an agent in ${directory} (${files.length} files). Next:\n\n  cd ${displayPath(directory)}\n  npm install && npm start\n  npm test\n  npm run typecheck\n`);
     return 0;
   },
-};
+});

@@ -3,7 +3,7 @@ import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
 import { folderArgument, urlArgument } from './_arguments.js';
-import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, defineCommand } from './_command.js';
 import { jsonOption, modelOption, wantsJson } from './_options.js';
 
 function abbreviate(text: string, length = 100): string {
@@ -24,10 +24,7 @@ function taskName(task: string): string {
 }
 
 /** `agora negotiate <url> --task "…"`: negotiates a PD with an agent and writes it into `protocols/`. */
-export const command: Command = {
-  name: 'negotiate',
-  summary: 'Negotiate a protocol document for a task with an agent, and save it in protocols/',
-  usage: 'agora negotiate <url> --task "<what for>" [--dir <agent folder>] [--json]',
+export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a protocol document for a task with an agent, and save it in protocols/', usage: 'agora negotiate <url> --task "<what for>" [--dir <agent folder>] [--json]' }, {
   options: {
     task: { type: 'string', value: '<text>', description: 'What the protocol is for, in a sentence' },
     dir: { type: 'string', value: '<dir>', description: 'The agent folder whose protocols/ receives the document', default: '.' },
@@ -73,4 +70,4 @@ export const command: Command = {
     process.stdout.write(`${displayPath(path)}\n${document.hash}\n`);
     return 0;
   },
-};
+});

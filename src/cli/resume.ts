@@ -3,10 +3,7 @@ import { followChain, printHop } from './_chain-output.js';
 import { chainOptions, hubCommand } from './_hub.js';
 
 /** `agora resume <id>`: continues an unfinished chain from its last checkpoint, repeating no finished hop. */
-export const command = hubCommand({
-  name: 'resume',
-  summary: 'Continue an unfinished chain from its last checkpoint',
-  usage: 'agora resume <id> [--hub <url>] [--max-hops N] [--force]',
+export const command = hubCommand({ name: 'resume', summary: 'Continue an unfinished chain from its last checkpoint', usage: 'agora resume <id> [--hub <url>] [--max-hops N] [--force]' }, {
   options: {
     ...chainOptions('Further hops at most (default: the chain’s own cap)'),
     force: { type: 'boolean', description: 'Take the chain over even when another live process holds it', default: false },

@@ -3,10 +3,7 @@ import { hubClient, hubCommand } from './_hub.js';
 import { wantsJson } from './_options.js';
 
 /** `agora route "<goal>"`: asks the hub which agent a goal goes to, and why. */
-export const command = hubCommand({
-  name: 'route',
-  summary: 'Ask the hub which agent a goal goes to, and why',
-  usage: 'agora route "<goal>" [--hub <url>] [--handoff <agent>]',
+export const command = hubCommand({ name: 'route', summary: 'Ask the hub which agent a goal goes to, and why', usage: 'agora route "<goal>" [--hub <url>] [--handoff <agent>]' }, {
   options: { handoff: { type: 'string', value: '<agent>', description: 'An explicit next agent (name, id or URL): always wins' } },
   json: 'Print the decision as JSON',
   async run(args) {

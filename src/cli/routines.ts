@@ -4,7 +4,7 @@ import { plural } from '../_plural.js';
 import { folderArgument } from './_arguments.js';
 import { FileMemory, type AgentMemory } from '../memory/file.js';
 import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
-import { printJson, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+import { printJson, stringOption, UsageError, defineCommand, type ParsedArgs } from './_command.js';
 import { jsonOption, storeOption, wantsJson } from './_options.js';
 
 const ACTIONS = ['list', 'show', 'approve', 'reject'] as const;
@@ -81,10 +81,7 @@ async function parse(args: ParsedArgs): Promise<{ action: Action; reference?: st
 }
 
 /** `agora routines list|show|approve|reject`: review the routines the LLM wrote for an agent folder. */
-export const command: Command = {
-  name: 'routines',
-  summary: 'List, show, approve or reject routines written by the LLM',
-  usage: 'agora routines list [dir] [--json] | show <name|hash> [dir] | approve <name|hash> [dir] | reject <name|hash> [dir]',
+export const command = defineCommand({ name: 'routines', summary: 'List, show, approve or reject routines written by the LLM', usage: 'agora routines list [dir] [--json] | show <name|hash> [dir] | approve <name|hash> [dir] | reject <name|hash> [dir]' }, {
   options: {
     json: jsonOption('Print JSON (list, show)'),
     store: storeOption('Where the agent keeps what it learned (as for agora serve)', 'AGORA_STORE'),
@@ -120,4 +117,4 @@ export const command: Command = {
       await close();
     }
   },
-};
+});

@@ -3,10 +3,7 @@ import { hubClient, hubCommand } from './_hub.js';
 import { wantsJson } from './_options.js';
 
 /** `agora runs`: lists the hub's unfinished chains. */
-export const command = hubCommand({
-  name: 'runs',
-  summary: "List the hub's unfinished chains (failed, interrupted, or stopped at the hop cap)",
-  usage: 'agora runs [--hub <url>] [--all] [--json]',
+export const command = hubCommand({ name: 'runs', summary: "List the hub's unfinished chains (failed, interrupted, or stopped at the hop cap)", usage: 'agora runs [--hub <url>] [--all] [--json]' }, {
   options: { all: { type: 'boolean', description: 'Finished chains too', default: false } },
   json: 'Print JSON',
   async run(args) {

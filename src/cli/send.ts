@@ -5,7 +5,7 @@ import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
 import { fileArgument, urlArgument } from './_arguments.js';
-import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, defineCommand } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
@@ -65,10 +65,7 @@ async function printStream(sender: Sender, url: string, options: StreamQueryOpti
 }
 
 /** `agora send <url> [body]`: one query, or a conversation with `--multiround`. */
-export const command: Command = {
-  name: 'send',
-  summary: 'Send a query to an agent and print the reply body',
-  usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--json] [--timeout <s>]',
+export const command = defineCommand({ name: 'send', summary: 'Send a query to an agent and print the reply body', usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--json] [--timeout <s>]' }, {
   options: {
     protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
     multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
@@ -118,4 +115,4 @@ export const command: Command = {
     await conversation.close();
     return 0;
   },
-};
+});

@@ -5,7 +5,7 @@ import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { parseFaceList, type FacesConfig } from '../faces/mount.js';
 import { readTrustFile } from '../faces/roar/trust.js';
-import { numberOption, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+import { numberOption, stringOption, UsageError, defineCommand, type ParsedArgs } from './_command.js';
 import { listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
@@ -27,10 +27,7 @@ async function unservedLines(receiver: Receiver): Promise<string[]> {
 }
 
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
-export const command: Command = {
-  name: 'serve',
-  summary: 'Serve an agent folder (protocols/, routines/, tools/) over HTTP',
-  usage: 'agora serve [dir] [options]',
+export const command = defineCommand({ name: 'serve', summary: 'Serve an agent folder (protocols/, routines/, tools/) over HTTP', usage: 'agora serve [dir] [options]' }, {
   options: {
     ...listenOptions('PORT', 3000),
     'public-url': { type: 'string', value: '<url>', description: 'Public base URL behind a proxy, used in /wellknown sources', env: 'AGORA_PUBLIC_URL' },
@@ -111,7 +108,7 @@ export const command: Command = {
     process.stdout.write(`agora: ${receiver.counters.summary()}\n`);
     return 0;
   },
-};
+});
 
 // `--faces`, `--roar-secret`, `--roar-trust`: a bad list or trust file stops the start with one line.
 async function facesOption(args: ParsedArgs): Promise<FacesConfig> {

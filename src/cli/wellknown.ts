@@ -1,14 +1,11 @@
 import { silentLogger } from '../log.js';
 import { Sender } from '../sender/sender.js';
 import { urlArgument } from './_arguments.js';
-import { printJson, requiredPositional, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { printJson, requiredPositional, timeoutMs, timeoutOption, defineCommand } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */
-export const command: Command = {
-  name: 'wellknown',
-  summary: "List an agent's protocols (GET /wellknown), with their names",
-  usage: 'agora wellknown <url> [--json] [--timeout <s>]',
+export const command = defineCommand({ name: 'wellknown', summary: "List an agent's protocols (GET /wellknown), with their names", usage: 'agora wellknown <url> [--json] [--timeout <s>]' }, {
   options: {
     json: jsonOption('Print [{hash, name?, description?, multiround?, sources}] as JSON'),
     timeout: timeoutOption(30),
@@ -37,4 +34,4 @@ export const command: Command = {
     }
     return 0;
   },
-};
+});
