@@ -1,7 +1,7 @@
 import { checkAgent, type CaseResult } from '../conformance.js';
 import { plural } from '../_plural.js';
 import { urlArgument } from './_arguments.js';
-import { printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, defineCommand } from './_command.js';
+import { defineCommand, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption } from './_command.js';
 import { AGENT_TOKEN_OPTION, jsonOption, wantsJson } from './_options.js';
 
 const LABELS: Record<CaseResult['status'], string> = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' };

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { hashText, parseDocument } from '../protocol/document.js';
 import { fileArgument } from './_arguments.js';
-import { UsageError, printJson, requiredPositional, stringOption, defineCommand } from './_command.js';
+import { defineCommand, printJson, requiredPositional, stringOption, UsageError } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** `agora hash <file>`: the SHA1 of a document's exact bytes. */

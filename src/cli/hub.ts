@@ -1,5 +1,5 @@
 import { consoleLogger } from '../log.js';
-import { numberOption, printJson, requiredPositional, stringOption, UsageError, defineCommand, type ParsedArgs } from './_command.js';
+import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
 import { jsonOption, listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 

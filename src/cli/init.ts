@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { isAgoraError } from '../errors.js';
 import { initAgent } from '../init.js';
-import { UsageError, displayPath, printJson, requiredPositional, stringOption, defineCommand } from './_command.js';
+import { defineCommand, displayPath, printJson, requiredPositional, stringOption, UsageError } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** `agora init <dir>`: scaffolds a new agent from the framework's root agent. */

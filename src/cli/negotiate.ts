@@ -3,7 +3,7 @@ import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
 import { folderArgument, urlArgument } from './_arguments.js';
-import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, defineCommand } from './_command.js';
+import { defineCommand, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
 import { jsonOption, modelOption, wantsJson } from './_options.js';
 
 function abbreviate(text: string, length = 100): string {

@@ -4,7 +4,7 @@ import { plural } from '../_plural.js';
 import { folderArgument } from './_arguments.js';
 import { FileMemory, type AgentMemory } from '../memory/file.js';
 import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
-import { printJson, stringOption, UsageError, defineCommand, type ParsedArgs } from './_command.js';
+import { defineCommand, printJson, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { jsonOption, storeOption, wantsJson } from './_options.js';
 
 const ACTIONS = ['list', 'show', 'approve', 'reject'] as const;

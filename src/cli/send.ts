@@ -5,7 +5,7 @@ import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
 import { fileArgument, urlArgument } from './_arguments.js';
-import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, defineCommand } from './_command.js';
+import { defineCommand, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */

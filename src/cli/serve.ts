@@ -5,7 +5,7 @@ import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { parseFaceList, type FacesConfig } from '../faces/mount.js';
 import { readTrustFile } from '../faces/roar/trust.js';
-import { numberOption, stringOption, UsageError, defineCommand, type ParsedArgs } from './_command.js';
+import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */

@@ -3,7 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { AgoraError } from '../errors.js';
 import { parseDocument } from '../protocol/document.js';
 import { pathKind } from './_arguments.js';
-import { displayPath, printJson, UsageError, defineCommand } from './_command.js';
+import { defineCommand, displayPath, printJson, UsageError } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** The documents to check: the one file named, or every `.md` of `<dir>/protocols`. */

@@ -1,7 +1,7 @@
 import { silentLogger } from '../log.js';
 import { Sender } from '../sender/sender.js';
 import { urlArgument } from './_arguments.js';
-import { printJson, requiredPositional, timeoutMs, timeoutOption, defineCommand } from './_command.js';
+import { defineCommand, printJson, requiredPositional, timeoutMs, timeoutOption } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
 
 /** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */
