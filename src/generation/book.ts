@@ -72,6 +72,11 @@ export class RoutineBook {
     return this.#options.memory;
   }
 
+  /** Forgets cached statuses: the next query reads memory again. */
+  forgetStatuses(): void {
+    this.#statuses.clear();
+  }
+
   /** The clock's time as an ISO string. */
   timestamp(): string {
     return new Date(this.now()).toISOString();
@@ -271,5 +276,10 @@ export abstract class RoutineKeeper {
   /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
   async close(): Promise<void> {
     await this.book.close();
+  }
+
+  /** Forgets cached statuses, so a review made in this process (the dashboard) takes effect on the next query. */
+  forgetStatuses(): void {
+    this.book.forgetStatuses();
   }
 }
