@@ -42,7 +42,7 @@ export type RunningAgent = {
   port: number;
   /** The writer of LLM-written routines (with an LLM): its `idle()` waits for background generation. */
   generator?: RoutineGenerator;
-  /** The dashboard's address (`<url>/dashboard`), unless turned off. */
+  /** The dashboard's address (`<url>/dashboard/`), unless turned off. */
   dashboardUrl?: string;
   /** The dashboard, unless turned off: its recorder holds what the page shows over time. */
   dashboard?: AgentDashboard;
@@ -165,7 +165,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       url: server.url,
       port: server.port,
       ...(generator ? { generator } : {}),
-      ...(dashboard ? { dashboard, dashboardUrl: `${server.url}${DASHBOARD_PATH}` } : {}),
+      ...(dashboard ? { dashboard, dashboardUrl: `${server.url}${DASHBOARD_PATH}/` } : {}),
       async close() {
         await server.close();
         await generator?.close();

@@ -98,7 +98,7 @@ export const command: Command = {
     process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
     for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
-    if (agent.dashboardUrl) process.stdout.write(`agora: dashboard at ${agent.dashboardUrl}/${dashboardNote(host, tokens?.length ?? 0)}\n`);
+    if (agent.dashboardUrl) process.stdout.write(`agora: dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}\n`);
     await new Promise<void>((done) => {
       let stopping = false;
       const stop = (signal: string) => {
