@@ -108,8 +108,8 @@
     return () => controller && controller.abort();
   }
 
-  /** Wires the sign-in form and sign-out button; `start` runs now and after each sign-in. */
-  function setup(start) {
+  /** Wires the sign-in form and sign-out button; `start` runs now (or once signed in, when a token is needed) and after each sign-in. */
+  async function setup(start) {
     onSignedIn = start;
     const form = document.getElementById('sign-in');
     form.addEventListener('submit', (event) => {
@@ -127,6 +127,13 @@
       sessionStorage.removeItem(KEY);
       location.reload();
     });
+    // Whether a token is needed, asked first: the page never sends a request it knows will be refused.
+    try {
+      const access = await request('api/access');
+      if (access.tokens && !token()) return askForToken();
+    } catch (error) {
+      return status(error.message);
+    }
     start();
   }
 

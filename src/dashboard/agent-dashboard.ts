@@ -103,10 +103,11 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     const method = incoming.method ?? 'GET';
     // The page links its assets relatively (`assets/…`, `api/…`), so it must be read at `…/dashboard/`, under any prefix.
     if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder(response);
-    const kind: AccessKind = path.startsWith('/api/') ? (method === 'POST' ? 'write' : 'read') : path === '/events' ? 'read' : 'page';
+    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') ? (method === 'POST' ? 'write' : 'read') : path === '/events' ? 'read' : 'page';
     const refusal = access.check(incoming, kind);
     if (refusal) return sendRefusal(response, refusal, kind);
     try {
+      if (path === '/api/access') return sendJson(response, 200, { tokens: access.tokensEnabled });
       if (kind === 'page') {
         if (method !== 'GET' && method !== 'HEAD') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET, HEAD' });
         const name = path === '/' ? 'agent.html' : path.startsWith('/assets/') ? path.slice(8) : '';

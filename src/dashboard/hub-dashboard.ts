@@ -98,11 +98,12 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
     if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder(response);
     const path = subPath(url, DASHBOARD_PATH);
     const method = incoming.method ?? 'GET';
-    const kind: AccessKind = path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
+    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
     const refusal = access.check(incoming, kind);
     if (refusal) return sendRefusal(response, refusal, kind);
     if (method !== 'GET' && method !== 'HEAD') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET, HEAD' });
     try {
+      if (path === '/api/access') return sendJson(response, 200, { tokens: access.tokensEnabled });
       if (kind === 'page') {
         const name = path === '/' ? 'hub.html' : path.startsWith('/assets/') ? path.slice(8) : '';
         if (!(await assets.send(response, name, method === 'HEAD'))) sendFailure(response, 404, 'Not found');
