@@ -99,7 +99,7 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     await page.click('#sign-in button[type=submit]');
     await expect.poll(() => page.textContent('#agent-name')).not.toBe('');
     await page.locator('#protocol-rows tr[data-hash] .answered', { hasText: 'LLM' }).waitFor();
-    expect(await page.evaluate(() => sessionStorage.getItem('agora-dashboard-token'))).toBe(TOKEN);
+    expect(await page.evaluate("sessionStorage.getItem('agora-dashboard-token')")).toBe(TOKEN);
     expect(page.url()).not.toContain(TOKEN);
     expect(consoleErrors).toEqual([]);
   });
@@ -115,7 +115,7 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     await page.reload();
     await page.locator('#protocol-rows button').waitFor();
     await page.keyboard.press('Tab');
-    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to the panels');
+    expect(await page.evaluate('document.activeElement?.textContent')).toBe('Skip to the panels');
     await page.locator('#protocol-rows button').focus();
     await page.keyboard.press('Enter');
     await page.locator('#protocol-text pre', { hasText: 'The receiver replies JSON' }).waitFor();
@@ -159,19 +159,19 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     const wrong = await fetch(url, { method: 'POST', headers: { authorization: 'Bearer wrong' } });
     expect(wrong.status).toBe(401);
     // And the page's own call is refused once the token is gone from the tab.
-    await page.evaluate(() => sessionStorage.removeItem('agora-dashboard-token'));
+    await page.evaluate("sessionStorage.removeItem('agora-dashboard-token')");
     const status = await page.evaluate(async (path) => (await fetch(path, { method: 'POST' })).status, url);
     expect(status).toBe(401);
   });
 
   it('passes axe-core with no serious or critical violation', async () => {
-    await page.evaluate(() => sessionStorage.setItem('agora-dashboard-token', 'dashboard-test-token'));
+    await page.evaluate(`sessionStorage.setItem('agora-dashboard-token', '${TOKEN}')`);
     await page.reload();
     await page.locator('article.routine').waitFor();
     const axe = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
     // Evaluated by the devtools protocol: the page's CSP, rightly, refuses injected inline scripts.
     await page.evaluate(axe);
-    const results = await page.evaluate(() => (window as unknown as { axe: { run(options: object): Promise<{ violations: { id: string; impact: string | null; help: string; nodes: unknown[] }[] }> } }).axe.run({ resultTypes: ['violations'] }));
+    const results = (await page.evaluate("axe.run({ resultTypes: ['violations'] })")) as { violations: { id: string; impact: string | null; help: string; nodes: unknown[] }[] };
     const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
     expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length})`)).toEqual([]);
   });

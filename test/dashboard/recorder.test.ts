@@ -24,7 +24,7 @@ describe('DashboardRecorder', () => {
     // The last five seconds, quiet ones as zeros: the earlier queries have left the window.
     expect(recorder.rates()).toEqual([1_007_000, 1_008_000, 1_009_000, 1_010_000, 1_011_000].map((at) => ({ at, routine: at === 1_011_000 ? 1 : 0, llm: 0, failure: 0 })));
     expect(recorder.failures()).toEqual([{ at: 1_001_000, protocol: 'unknown', reason: 'Unsupported protocol' }]);
-    expect(recorder.recent().map((event) => event.path)).toEqual(['routine', 'failure', 'routine', 'llm']);
+    expect(recorder.recent().map((event) => (event.kind === 'query' ? event.path : event.kind))).toEqual(['routine', 'failure', 'routine', 'llm']);
 
     detach();
     metrics.query('llm', 'Double');
