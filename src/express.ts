@@ -5,12 +5,13 @@ import { agoraEnabled, facesFor, isFacePath } from './faces/mount.js';
 import { writeFaceResponse } from './faces/node.js';
 import { rateLimitOf } from './http/_limits.js';
 import { readBody } from './http/server.js';
+import { writeEventStream, type StreamingOptions } from './http/streaming.js';
 import { Receiver, type ReceiverApi } from './receiver.js';
 import { createAgentDashboard, type AgentDashboard } from './dashboard/agent-dashboard.js';
 import { underPrefix } from './http/server.js';
 
-/** Options of {@link agoraRouter}: the HTTP options, and the dashboard. */
-export type RouterOptions = HttpOptions & {
+/** Options of {@link agoraRouter}: the HTTP and streaming options, and the dashboard. */
+export type RouterOptions = HttpOptions & StreamingOptions & {
   /**
    * `GET /dashboard` under the router's prefix: made for a `Receiver` by default (its tokens are `tokens`); pass one
    * from `createAgentDashboard` to close it yourself, or `false` for none.
@@ -70,6 +71,7 @@ export function agoraRouter(receiver: ReceiverApi, options: RouterOptions = {}):
         if (faced !== undefined) return writeFaceResponse(response, faced);
         if (!agora || (request.baseUrl === '' && !isAgoraPath(request.path))) return next();
         const result = await handle(core);
+        if (result.stream) return writeEventStream(response, { ...result, stream: result.stream }, options);
         response.writeHead(result.status, result.headers).end(result.body);
       })
       .catch(next);
