@@ -118,6 +118,8 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, dashboard: dashboardOption, ...rest } = options;
+  // Made once the receiver exists; the generator tells it of each routine status it writes.
+  let dashboard: AgentDashboard | undefined;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.
   const generator = llm
@@ -131,6 +133,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         onUsage: (usage, protocol) => receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
         ...(routineThreshold !== undefined ? { threshold: routineThreshold } : {}),
         ...(autoApprove !== undefined ? { autoApprove } : {}),
+        onStatus: () => dashboard?.routinesChanged(),
       })
     : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
@@ -147,7 +150,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     const faces = await facesWithState(options.faces, state.redis?.client);
     // With a Redis store, every process of the agent counts each client in one place.
     const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
-    const dashboard =
+    dashboard =
       dashboardOption === false
         ? undefined
         : createAgentDashboard(receiver, {

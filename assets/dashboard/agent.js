@@ -191,6 +191,10 @@
       renderLive(data.live);
       return;
     }
+    if (event === 'routines') {
+      void Promise.all([loadRoutines(), loadProtocols()]).catch(report);
+      return;
+    }
     if (event !== 'changed') return;
     const added = data.events.filter((change) => change.kind === 'query').reverse();
     recent = [...added, ...recent].slice(0, 30);

@@ -22,8 +22,12 @@ export type AgentDashboardOptions = {
   logger?: Pick<Logger, 'error'>;
 };
 
-/** A mounted dashboard: routes for `startServer`/`agoraRouter`, and its recorder. */
-export type AgentDashboard = ExtraRoutes & { recorder: DashboardRecorder };
+/** A mounted dashboard: routes for `startServer`/`agoraRouter`, its recorder, and the cue that routines changed. */
+export type AgentDashboard = ExtraRoutes & {
+  recorder: DashboardRecorder;
+  /** Tells open pages to re-read the routines (give it to the generator's `onStatus`). */
+  routinesChanged(): void;
+};
 
 // Changes are pushed at most this often: a burst of queries is one message, and the page still updates within a second.
 const PUSH_MS = 250;
@@ -131,6 +135,9 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     prefix: DASHBOARD_PATH,
     recorder,
     handle,
+    routinesChanged() {
+      feeds.send('routines', {});
+    },
     close() {
       detach();
       stopListening();

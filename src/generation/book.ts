@@ -27,6 +27,8 @@ export type RoutineBookOptions = {
   maxFailures?: number;
   typeChecker?: RoutineTypeChecker;
   now?: () => number;
+  /** Told after each status this process writes (written, approved automatically, failed, disabled): the dashboard's cue. */
+  onStatus?: (status: RoutineStatus) => void;
 };
 
 /** A `generating` status older than this was left by a process that died mid-generation. */
@@ -65,7 +67,7 @@ export class RoutineBook {
     this.#ownsTypeChecker = !options.typeChecker;
     this.typeChecker = options.typeChecker ?? new RoutineTypeChecker();
     this.#counters = new CounterBatch(options.memory, this.logger);
-    this.#statuses = new StatusCache(options.memory, this.#dir, this.now);
+    this.#statuses = new StatusCache(options.memory, this.#dir, this.now, options.onStatus);
   }
 
   get memory(): AgentMemory {

@@ -125,11 +125,12 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     clock += 1000;
     await query(5);
     await agent.generator!.idle();
-    // The next query is still the LLM's (the routine awaits approval) and makes the page re-read the routines.
+    // Pushed when the generator writes the status: no query, no reload.
+    const card = page.locator('article.routine[data-status="pending"]');
+    await card.waitFor({ timeout: 2000 });
+    // The next query is still the LLM's: the routine awaits approval.
     clock += 1000;
     expect((await query(7)).body).toEqual({ doubled: 14 });
-    const card = page.locator('article.routine[data-status="pending"]');
-    await card.waitFor({ timeout: 5000 });
     await expect.poll(() => card.locator('table tbody tr').count()).toBeGreaterThan(0);
     expect(await card.locator('pre code').textContent()).toContain('body.n * 2');
     await shoot('routines-pending', '#routines');
