@@ -66,6 +66,7 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     await mkdir(SCREENSHOT_DIR, { recursive: true });
     agent = await startAgent({
       dir,
+      name: 'doubler',
       port: 0,
       host: '127.0.0.1',
       llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0, model: 'claude-test' }),
