@@ -1,18 +1,20 @@
 // The agent dashboard in real Chromium (Debian's `chromium`, driven by playwright-core, which downloads nothing):
 // the page loads clean, a query shows in Live, the cost chart has points, a routine the LLM wrote is approved from
 // the page and the next query is counted as routine, and the approve call is refused without the token.
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createRequire } from 'node:module';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { createHubDashboard } from '../../src/dashboard/hub-dashboard.js';
+import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
+import { startLoopbackAgent } from '../hub/_agents.js';
 import { parseDocument } from '../../src/protocol/document.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
-import { chromiumPath, SCREENSHOT_DIR } from './_browser.js';
+import { chromiumPath, collectErrors, SCREENSHOT_DIR, seriousViolations } from './_browser.js';
 
 const DOUBLE = ['---', 'name: Double', 'description: Double a number.', 'multiround: false', '---', '', 'The sender sends JSON {"n": number}.', 'The receiver replies JSON {"doubled": number}, twice n.', ''].join('\n');
 const hash = parseDocument(DOUBLE).hash;
@@ -40,14 +42,25 @@ function reply(request: FakeRequest): string {
 const executablePath = chromiumPath();
 if (!executablePath) console.warn('dashboard browser tests skipped: no Chromium found (install Debian\'s chromium, or set AGORA_TEST_CHROMIUM to its path)');
 
+// One browser for the file (CI has two cores): each dashboard gets its own page.
+let browser: Browser;
+beforeAll(async () => {
+  if (!executablePath) return;
+  const { chromium } = await import('playwright-core');
+  browser = await chromium.launch({ executablePath, headless: true });
+  await mkdir(SCREENSHOT_DIR, { recursive: true });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+});
+
 describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_000 }, () => {
-  let browser: Browser;
   let fake: FakeAnthropic;
   let dir: string;
   let agent: RunningAgent;
   let page: Page;
   let clock = Date.parse('2026-01-01T12:00:00Z');
-  const consoleErrors: string[] = [];
+  let consoleErrors: string[];
 
   const query = async (n: number) => {
     const response = await fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ protocolHash: hash, body: { n } }) });
@@ -57,13 +70,10 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
   const shoot = (name: string, selector: string) => page.locator(selector).screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
 
   beforeAll(async () => {
-    const { chromium } = await import('playwright-core');
-    browser = await chromium.launch({ executablePath: executablePath!, headless: true });
     fake = await FakeAnthropic.start({ fallback: reply });
     dir = await mkdtemp(join(tmpdir(), 'agora-dashboard-'));
     await mkdir(join(dir, 'protocols'));
     await writeFile(join(dir, 'protocols', 'double.md'), DOUBLE);
-    await mkdir(SCREENSHOT_DIR, { recursive: true });
     agent = await startAgent({
       dir,
       name: 'doubler',
@@ -79,14 +89,11 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
       dashboard: { recorder: { now: () => clock, costBucketMs: 1000 } },
     });
     page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    page.on('console', (message) => {
-      if (message.type() === 'error') consoleErrors.push(message.text());
-    });
-    page.on('pageerror', (error) => consoleErrors.push(error.message));
+    consoleErrors = collectErrors(page);
   });
 
   afterAll(async () => {
-    await browser?.close();
+    await page?.close();
     await agent?.close();
     await fake?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -170,11 +177,41 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     await page.evaluate(`sessionStorage.setItem('agora-dashboard-token', '${TOKEN}')`);
     await page.reload();
     await page.locator('article.routine').waitFor();
-    const axe = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-    // Evaluated by the devtools protocol: the page's CSP, rightly, refuses injected inline scripts.
-    await page.evaluate(axe);
-    const results = (await page.evaluate("axe.run({ resultTypes: ['violations'] })")) as { violations: { id: string; impact: string | null; help: string; nodes: unknown[] }[] };
-    const serious = results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical');
-    expect(serious.map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length})`)).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
+  });
+});
+
+describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 }, () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+
+  it('shows registered agents up with their protocols and the catalogue, pushes a new agent, and passes axe-core', async () => {
+    const hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, routes: (core) => createHubDashboard(core, { checkMs: 50 }) });
+    cleanups.push(() => hub.close());
+    const meteo = await startLoopbackAgent({ 'Weather forecast': 'Gives the weather forecast for a city.' }, () => 'sunny');
+    cleanups.push(meteo.close);
+    await hub.hub.register({ url: meteo.url, name: 'meteo' });
+
+    const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
+    cleanups.push(() => page.close());
+    const errors = collectErrors(page);
+    await page.goto(`${hub.url}/dashboard/`);
+    await page.locator('#agent-rows tr[data-status="up"]', { hasText: 'Weather forecast' }).waitFor();
+    await page.locator('#catalogue-rows th', { hasText: 'Weather forecast' }).waitFor();
+    await page.locator('#room-list', { hasText: 'Rooms are not available on this hub.' }).waitFor();
+
+    // A hostile name is shown as text, never as markup.
+    const hostile = await startLoopbackAgent({ 'Air quality': 'Pollution levels.' }, () => 'ok');
+    cleanups.push(hostile.close);
+    await hub.hub.register({ url: hostile.url, name: '<img src=x onerror=alert(1)>' });
+    await page.locator('#agent-rows th', { hasText: '<img src=x onerror=alert(1)>' }).waitFor({ timeout: 2000 });
+    expect(await page.locator('#agent-rows img').count()).toBe(0);
+
+    await page.locator('#agents').screenshot({ path: join(SCREENSHOT_DIR, 'hub-agents.png') });
+    await page.locator('#catalogue').screenshot({ path: join(SCREENSHOT_DIR, 'hub-catalogue.png') });
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(errors).toEqual([]);
   });
 });
