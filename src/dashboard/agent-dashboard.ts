@@ -60,12 +60,20 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
       logger.error(`dashboard: live update failed: ${describeError(error)}`);
     }
   };
-  const stopListening = recorder.subscribe((event) => {
-    if (feeds.size === 0) return;
-    // Bounded between pushes: a flood of queries sends the last few, the counts carry the rest.
-    if (pending.length < 50) pending.push(event);
-    timer ??= setTimeout(() => void push(), PUSH_MS);
-  });
+  // Subscribed only while a page is open: with none, a query costs the recorder's bucket increments alone.
+  let stopListening: (() => void) | undefined;
+  const listen = () => {
+    stopListening ??= recorder.subscribe((event) => {
+      // Bounded between pushes: a flood of queries sends the last few, the counts carry the rest.
+      if (pending.length < 50) pending.push(event);
+      timer ??= setTimeout(() => void push(), PUSH_MS);
+    });
+  };
+  const feedClosed = () => {
+    if (feeds.size > 0) return;
+    stopListening?.();
+    stopListening = undefined;
+  };
 
   async function api(path: string, method: string, response: ServerResponse): Promise<boolean> {
     if (method === 'GET') {
@@ -120,7 +128,8 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
       }
       if (path === '/events') {
         if (method !== 'GET') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET' });
-        feeds.open(response, [{ event: 'hello', data: { live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() } }], () => {});
+        feeds.open(response, [{ event: 'hello', data: { live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() } }], feedClosed);
+        if (feeds.size > 0) listen();
         return;
       }
       if (!(await api(path, method, response))) sendFailure(response, 404, 'Not found');
@@ -140,7 +149,7 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     },
     close() {
       detach();
-      stopListening();
+      stopListening?.();
       if (timer) clearTimeout(timer);
       feeds.close();
     },
