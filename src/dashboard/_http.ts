@@ -159,7 +159,9 @@ export class EventFeeds {
   /** Opens a feed on this response (503 when too many are open); `first` is sent to it alone. */
   open(response: ServerResponse, first: { event: string; data: unknown }[], onClose: () => void): void {
     if (this.#responses.size >= MAX_FEEDS) return sendFailure(response, 503, 'Too many dashboard feeds open', { 'retry-after': '5' });
-    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', connection: 'keep-alive', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
+    // The connection ends with the feed: a server closing does not wait for it to go idle.
+    response.shouldKeepAlive = false;
+    response.writeHead(200, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', ...SECURITY_HEADERS });
     response.flushHeaders();
     this.#responses.add(response);
     response.once('close', () => {

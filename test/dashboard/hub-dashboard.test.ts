@@ -1,3 +1,4 @@
+import { get } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createHubDashboard } from '../../src/dashboard/hub-dashboard.js';
 import { startHub } from '../../src/hub/server.js';
@@ -18,21 +19,28 @@ describe('hub dashboard', () => {
     expect(page.headers.get('content-security-policy')).toContain("script-src 'self'");
     expect(await page.text()).toContain('<script src="assets/hub.js" defer></script>');
 
-    const controller = new AbortController();
-    const feed = await fetch(`${base}events`, { signal: controller.signal });
-    const reader = feed.body!.pipeThrough(new TextDecoderStream()).getReader();
-    let text = '';
-    const states = () => [...text.matchAll(/event: state\ndata: (.*)\n\n/g)].map((match) => JSON.parse(match[1]!) as { agents: { name: string; status: string; protocols: { name: string }[] }[]; rooms: unknown });
-    while (states().length < 1) text += (await reader.read()).value ?? '';
+    // node:http, not fetch: destroying the request closes its socket at once, so the hub closes without waiting.
+    const chunks: string[] = [];
+    let arrived: () => void = () => {};
+    const feed = get(`${base}events`, (response) => {
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => {
+        chunks.push(chunk);
+        arrived();
+      });
+    });
+    const more = () => new Promise<void>((resolve) => (arrived = resolve));
+    const states = () => [...chunks.join('').matchAll(/event: state\ndata: (.*)\n\n/g)].map((match) => JSON.parse(match[1]!) as { agents: { name: string; status: string; protocols: { name: string }[] }[]; rooms: unknown });
+    while (states().length < 1) await more();
     expect(states()[0]).toMatchObject({ agents: [], catalogue: [], chains: [], rooms: null });
 
     const agent = await startLoopbackAgent({ 'Weather forecast': 'Gives the weather forecast for a city.' }, () => 'sunny');
     cleanups.push(agent.close);
     await running.hub.register({ url: agent.url, name: 'meteo' });
     // Pushed by the hub once its state changed: no request from the page.
-    while (states().length < 2) text += (await reader.read()).value ?? '';
+    while (states().length < 2) await more();
     expect(states()[1]!.agents).toMatchObject([{ name: 'meteo', status: 'up', protocols: [{ name: 'Weather forecast' }] }]);
-    controller.abort();
+    feed.destroy();
 
     const state = (await (await fetch(`${base}api/state`)).json()) as { catalogue: { name: string; servedBy: string[] }[] };
     expect(state.catalogue).toMatchObject([{ name: 'Weather forecast', servedBy: ['meteo'] }]);
