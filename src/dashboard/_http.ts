@@ -29,6 +29,9 @@ export type Refusal = { status: 401 | 403; message: string } | undefined;
 export const NEEDS_TOKEN =
   'Dashboard off: this server listens beyond loopback and has no token. Start it with --token <secret> (AGORA_TOKENS), or listen on 127.0.0.1.';
 
+/** The message of a request without a token whose Host is not loopback (a DNS-rebinding page, say). */
+export const LOOPBACK_HOST_ONLY = 'Dashboard without a token: only requests addressed to localhost, 127.0.0.1 or [::1] are answered.';
+
 /** The message of an approval or rejection on a server without a token. */
 export const REVIEW_NEEDS_TOKEN = 'Approving or rejecting a routine needs a token: start the agent with --token <secret> (AGORA_TOKENS), then sign in.';
 
@@ -36,6 +39,13 @@ function isLoopback(address: string): boolean {
   const bare = address.startsWith('::ffff:') ? address.slice(7) : address;
   if (bare === '::1') return true;
   return isIP(bare) === 4 && bare.startsWith('127.');
+}
+
+/** Whether a Host header names this machine: `localhost`, a 127/8 address or `[::1]`, with any port. */
+export function isLoopbackHost(host: string | undefined): boolean {
+  if (host === undefined) return false;
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+  return name.toLowerCase() === 'localhost' || isLoopback(name);
 }
 
 /**
@@ -71,6 +81,8 @@ export class DashboardAccess {
   check(incoming: IncomingMessage, kind: AccessKind): Refusal {
     if (!this.#tokens.enabled) {
       if (!listensOnLoopback(incoming)) return { status: 403, message: NEEDS_TOKEN };
+      // A web page can point its own host name at 127.0.0.1 (DNS rebinding): without a token, the Host must say loopback.
+      if (!isLoopbackHost(incoming.headers.host)) return { status: 403, message: LOOPBACK_HOST_ONLY };
       return kind === 'write' ? { status: 403, message: REVIEW_NEEDS_TOKEN } : undefined;
     }
     if (kind === 'page') return undefined;
