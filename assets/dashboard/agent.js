@@ -28,8 +28,8 @@
       const plot = new window.uPlot({ width, height: 200, scales: { x: { time: true }, ...(options && options.scales) }, axes: (options && options.axes) || [{}, {}], series: [{}, ...series] }, data, node);
       charts[id] = { key, plot };
     }
-    const points = data.slice(1).reduce((count, ys) => count + ys.filter((y) => y !== null && y !== undefined).length, 0);
-    node.dataset.points = String(points);
+    // The first series' points, for tests and for anyone reading the DOM: the chart itself is a canvas.
+    node.dataset.points = String(data[1].filter((y) => y !== null && y !== undefined).length);
   }
 
   const line = (label, stroke, scale) => ({ label, stroke, width: 2, spanGaps: true, points: { show: true, size: 5 }, ...(scale ? { scale } : {}) });
@@ -108,7 +108,17 @@
     };
     const allTokens = cost.buckets.map((bucket) => perQuery(Object.values(bucket.protocols), 'tokens'));
     const byName = names.map((name) => cost.buckets.map((bucket) => (bucket.protocols[name] ? perQuery([bucket.protocols[name]], 'tokens') : null)));
-    chart('cost-chart', [line('All protocols', COLORS.all), ...names.map((name, index) => line(name, PALETTE[index]))], [xs, allTokens, ...byName]);
+    // By path: what a query answered by the LLM costs (a routine's costs nothing but the writing of it).
+    const llmTokens = cost.buckets.map((bucket) => {
+      const cells = Object.values(bucket.protocols);
+      const answered = cells.reduce((sum, cell) => sum + cell.llm, 0);
+      return answered ? cells.reduce((sum, cell) => sum + cell.tokens, 0) / answered : null;
+    });
+    chart(
+      'cost-chart',
+      [line('All protocols', COLORS.all), { ...line('Per LLM-answered query', COLORS.llm), dash: [6, 4] }, ...names.map((name, index) => line(name, PALETTE[index]))],
+      [xs, allTokens, llmTokens, ...byName],
+    );
     const calls = cost.buckets.map((bucket) => perQuery(Object.values(bucket.protocols), 'llmCalls'));
     const share = cost.buckets.map((bucket) => {
       const cells = Object.values(bucket.protocols);
