@@ -187,12 +187,15 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
 
-  it('shows registered agents up with their protocols and the catalogue, pushes a new agent, and passes axe-core', async () => {
+  it('shows registered agents up with their protocols, the catalogue and chains with hops, pushes a new agent, and passes axe-core', async () => {
     const hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, routes: (core) => createHubDashboard(core, { checkMs: 50 }) });
     cleanups.push(() => hub.close());
     const meteo = await startLoopbackAgent({ 'Weather forecast': 'Gives the weather forecast for a city.' }, () => 'sunny');
     cleanups.push(meteo.close);
     await hub.hub.register({ url: meteo.url, name: 'meteo' });
+    const at = Date.now();
+    const hop = { agentId: 'a1', agentName: 'meteo', url: meteo.url, by: 'keyword', reason: 'forecast', ok: true, result: { forecast: 'sunny' }, startedAt: at, finishedAt: at + 12 };
+    await hub.hub.saveRun({ id: 'chain-1', goal: 'Weather in Paris, then pack a bag', status: 'done', hops: [hop, { ...hop, agentName: 'packer', ok: false, result: undefined, error: 'Unsupported protocol' }], next: null, maxHops: 5, createdAt: at, updatedAt: at + 30, owner: 'test#1#x', leaseUntil: at }, 1000);
 
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     cleanups.push(() => page.close());
@@ -201,6 +204,9 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
     await page.locator('#agent-rows tr[data-status="up"]', { hasText: 'Weather forecast' }).waitFor();
     await page.locator('#catalogue-rows th', { hasText: 'Weather forecast' }).waitFor();
     await page.locator('#room-list', { hasText: 'Rooms are not available on this hub.' }).waitFor();
+    const chain = page.locator('#chain-list article', { hasText: 'Weather in Paris' });
+    await chain.locator('li', { hasText: 'meteo (keyword: forecast) · 12 ms' }).waitFor();
+    await chain.locator('li .error', { hasText: 'Unsupported protocol' }).waitFor();
 
     // A hostile name is shown as text, never as markup.
     const hostile = await startLoopbackAgent({ 'Air quality': 'Pollution levels.' }, () => 'ok');
@@ -211,6 +217,7 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
 
     await page.locator('#agents').screenshot({ path: join(SCREENSHOT_DIR, 'hub-agents.png') });
     await page.locator('#catalogue').screenshot({ path: join(SCREENSHOT_DIR, 'hub-catalogue.png') });
+    await page.locator('#chains').screenshot({ path: join(SCREENSHOT_DIR, 'hub-chains.png') });
     expect(await seriousViolations(page)).toEqual([]);
     expect(errors).toEqual([]);
   });
