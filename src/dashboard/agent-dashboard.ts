@@ -64,8 +64,9 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
   let stopListening: (() => void) | undefined;
   const listen = () => {
     stopListening ??= recorder.subscribe((event) => {
-      // Bounded between pushes: a flood of queries sends the last few, the counts carry the rest.
-      if (pending.length < 50) pending.push(event);
+      // Bounded between pushes: a flood of queries sends the latest 50, the counts carry the rest.
+      if (pending.length >= 50) pending.shift();
+      pending.push(event);
       timer ??= setTimeout(() => void push(), PUSH_MS);
     });
   };
