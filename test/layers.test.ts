@@ -18,7 +18,8 @@ const LAYERS: readonly (readonly string[])[] = [
   ['faces'],
   ['http'],
   ['hub'],
-  ['express', 'agent', 'init', 'init-dependency', 'testing', 'dashboard'],
+  ['dashboard'],
+  ['express', 'agent', 'init', 'init-dependency', 'testing'],
   ['cli', 'index'],
 ];
 

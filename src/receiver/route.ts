@@ -71,7 +71,8 @@ export class QueryRouter {
 
   /** Counts a refused query under its label and throws its error. */
   refuse(code: RefusalCode, label: string): never {
-    this.#parts.counters.query('failure', label);
-    throw new AgoraError(code);
+    const error = new AgoraError(code);
+    this.#parts.counters.query('failure', label, error.message);
+    throw error;
   }
 }
