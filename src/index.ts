@@ -61,6 +61,9 @@ export {
   type QueryOptions,
   type QueryResult,
   type PeerProtocol,
+  HubProtocols,
+  type HubListing,
+  type ProtocolHub,
 } from './sender/sender.js';
 /** Typed tasks (`sender.task()`): natural language, then a fitting or negotiated protocol as they are used. */
 export {
