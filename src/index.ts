@@ -87,3 +87,10 @@ export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
 /** The wire profile's conformance cases, run over HTTP against any agent (`agora check`). */
 export { checkAgent, type CaseResult, type CheckOptions } from './conformance.js';
 export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';
+/** A network of agents: the hub (directory, protocol database, routing, chains) and its client. */
+export { Hub, type HubOptions, type ProtocolListing } from './hub/hub.js';
+export { startHub, createHubListener, type StartHubOptions, type RunningHub } from './hub/server.js';
+export { HubClient, type HubClientOptions, type HubAgent, type HubProtocol } from './hub/client.js';
+export { runChain, resumeChain, type ChainOptions } from './hub/chains.js';
+export type { RouteDecision } from './hub/routing.js';
+export type { AgentRecord, ChainRun, Hop } from './hub/records.js';

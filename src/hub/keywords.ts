@@ -15,8 +15,9 @@ export function words(text: string): string[] {
   const result: string[] = [];
   for (const raw of text.toLowerCase().normalize('NFKD').split(/[^\p{L}\p{N}]+/u)) {
     if (raw.length < 2 || raw.length > MAX_WORD_LENGTH || STOP_WORDS.has(raw)) continue;
-    // A light stem, so "forecasts" finds "forecast"; "ss" ("class") and short words are left alone.
-    result.push(raw.length > 3 && raw.endsWith('s') && !raw.endsWith('ss') ? raw.slice(0, -1) : raw);
+    // A light stem, so "forecasts" finds "forecast" and "cities" "city"; "ss" ("class") and short words are left alone.
+    if (raw.length > 4 && raw.endsWith('ies')) result.push(`${raw.slice(0, -3)}y`);
+    else result.push(raw.length > 3 && raw.endsWith('s') && !raw.endsWith('ss') ? raw.slice(0, -1) : raw);
   }
   return result;
 }

@@ -20,7 +20,7 @@ describe('KeywordIndex', () => {
       { word: 'forecast', field: 'description' },
     ]);
     expect(found[0]!.score).toBeGreaterThan(found[2]!.score);
-    expect(words('Forecasts for the Class')).toEqual(['forecast', 'class']);
+    expect(words('Forecasts for the Class of cities')).toEqual(['forecast', 'class', 'city']);
   });
 
   it('reads a bounded number of postings per word, yet scores every candidate on every word', () => {
