@@ -1,6 +1,7 @@
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
+import { MemoryEventLog, type ConversationEventLog, type EventRetention } from './events.js';
 
 /** One message of a conversation's history, as the receiver saw it. */
 export type ConversationMessage = { role: 'peer' | 'agent'; body: JsonValue };
@@ -45,10 +46,14 @@ export interface ConversationStore {
   delete(id: string): Promise<boolean>;
   /** Number of live conversations. */
   count(): Promise<number>;
+  /** Live conversations per protocol hash (`null`: natural language), for the dashboard; absent when costly. */
+  countByProtocol?(): Promise<Map<string | null, number>>;
   /** Drops expired conversations and old tombstones; returns how many entries were dropped. */
   sweep(): Promise<number>;
   /** Releases timers and connections. */
   close(): Promise<void>;
+  /** The events of streamed turns, kept with the conversations (a store without it streams without resumption). */
+  readonly events?: ConversationEventLog;
   /** Whether the store can answer now (`GET /ready`); a store without it is always ready. */
   ready?(): Promise<boolean>;
 }
@@ -61,6 +66,8 @@ export type MemoryConversationStoreOptions = {
   tombstoneMs?: number;
   /** Sweep period in ms; 0 disables the timer (call `sweep()` yourself). Default 30 s. */
   sweepIntervalMs?: number;
+  /** How many events of streamed turns are kept per conversation. */
+  events?: EventRetention;
 };
 
 type Entry = {
@@ -68,6 +75,7 @@ type Entry = {
    * string is the most compact way to keep an idle conversation. */
   json: string;
   expiresAt: number;
+  protocolHash: ConversationRecord['protocolHash'];
 };
 
 /** The default store: conversations in this process's memory, swept periodically. */
@@ -80,10 +88,13 @@ export class MemoryConversationStore implements ConversationStore {
   /** Turns of one conversation, one at a time; a drained queue holds nothing, so an idle conversation holds no promise. */
   readonly #turns = new KeyedQueue<string>();
   readonly #timer: NodeJS.Timeout | undefined;
+  /** The events of streamed turns, swept with the conversations. */
+  readonly events: MemoryEventLog;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#tombstoneMs = options.tombstoneMs ?? 60 * 60 * 1000;
+    this.events = new MemoryEventLog({ ...options.events, now: this.#now, counterMs: this.#tombstoneMs });
     const interval = options.sweepIntervalMs ?? 30_000;
     if (interval > 0) {
       this.#timer = setInterval(() => void this.sweep(), interval);
@@ -92,7 +103,7 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async create(record: ConversationRecord): Promise<void> {
-    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt });
+    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt, protocolHash: record.protocolHash });
   }
 
   #entry(id: string): Entry {
@@ -156,6 +167,13 @@ export class MemoryConversationStore implements ConversationStore {
     return live;
   }
 
+  async countByProtocol(): Promise<Map<string | null, number>> {
+    const now = this.#now();
+    const counts = new Map<string | null, number>();
+    for (const entry of this.#live.values()) if (entry.expiresAt > now) counts.set(entry.protocolHash, (counts.get(entry.protocolHash) ?? 0) + 1);
+    return counts;
+  }
+
   async sweep(): Promise<number> {
     const now = this.#now();
     let dropped = 0;
@@ -171,10 +189,11 @@ export class MemoryConversationStore implements ConversationStore {
         dropped += 1;
       }
     }
-    return dropped;
+    return dropped + (await this.events.sweep());
   }
 
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    await this.events.close();
   }
 }

@@ -15,6 +15,12 @@ import { plural } from '../_plural.js';
 /** A test query the LLM wrote from the protocol, with the LLM responder's reference answer. */
 export type Probe = { body: JsonValue; reply: JsonValue };
 
+/** One check a routine passed, as the dashboard shows it: the body, the reply expected and the routine's, previewed. */
+export type CheckCase = { label: string; by: 'value' | 'shape'; body: string; expected: string; actual: string };
+
+/** Cases kept per routine: enough to judge it, bounded so a status record stays small. */
+export const MAX_CHECK_CASES = 20;
+
 /** Recorded exchanges in conversation order; a conversation whose first turns were not recorded is left out. */
 function replayable(examples: readonly StoredExample[]): StoredExample[][] {
   const groups = new Map<string, StoredExample[]>();
@@ -38,8 +44,12 @@ export function parseStoredExample(value: JsonObject): StoredExample | undefined
 }
 
 /** Runs a candidate routine on the recorded exchanges (by value when deterministic) and on the probes (by shape). */
-export async function checkRoutine(module: SandboxedModule, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[] }> {
+export async function checkRoutine(module: SandboxedModule, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[]; cases: CheckCase[] }> {
   const json = prescribesJson(document);
+  const cases: CheckCase[] = [];
+  const passedCase = (label: string, by: CheckCase['by'], body: JsonValue, expected: JsonValue, actual: JsonValue) => {
+    if (cases.length < MAX_CHECK_CASES) cases.push({ label, by, body: preview(body), expected: preview(expected), actual: preview(actual) });
+  };
   const tools = toolbox(agentTools);
   const errors: string[] = [];
   let byValue = 0;
@@ -77,11 +87,17 @@ export async function checkRoutine(module: SandboxedModule, document: ProtocolDo
       const deterministic = second !== undefined && sameValue(first.reply, second.reply);
       if (json && deterministic) {
         if (!sameValue(first.reply, example.reply)) errors.push(`${label}: body ${preview(example.body)}: the routine replied ${preview(first.reply)} but the recorded reply is ${preview(example.reply)}`);
-        else byValue++;
+        else {
+          byValue++;
+          passedCase(label, 'value', example.body, example.reply, first.reply);
+        }
       } else {
         const mismatch = shapeMismatch(first.reply, example.reply, json);
         if (mismatch) errors.push(`${label}: body ${preview(example.body)}: ${mismatch}`);
-        else byShape++;
+        else {
+          byShape++;
+          passedCase(label, 'shape', example.body, example.reply, first.reply);
+        }
       }
       if (json) await checkOutput(label, example.reply);
       state = first.state;
@@ -94,7 +110,10 @@ export async function checkRoutine(module: SandboxedModule, document: ProtocolDo
       const { reply } = await run(probe.body, 1, prescribesMultiround(document) ? `probe-${index + 1}` : null, {});
       const mismatch = shapeMismatch(reply, probe.reply, json);
       if (mismatch) errors.push(`${label}: body ${preview(probe.body)}: ${mismatch} (the LLM's answer)`);
-      else probed++;
+      else {
+        probed++;
+        passedCase(label, 'shape', probe.body, probe.reply, reply);
+      }
       if (json) await checkOutput(label, probe.reply);
     } catch (error) {
       errors.push(`${label}: body ${preview(probe.body)}: the routine failed: ${error instanceof Error ? error.message : String(error)}`);
@@ -105,7 +124,7 @@ export async function checkRoutine(module: SandboxedModule, document: ProtocolDo
   const passed: string[] = [];
   if (recorded) passed.push(`${plural(recorded, 'recorded turn')} (${byValue} by value, ${byShape} by shape)`);
   if (probed) passed.push(`${probed} test query(ies) written by the LLM (shape vs the LLM's answer)`);
-  return { errors, passed };
+  return { errors, passed, cases };
 }
 
 function prescribesMultiround(document: ProtocolDocument): boolean {
