@@ -12,7 +12,8 @@ const MAX_HUB_CANDIDATES = 3;
 /** After a failure the hub is left alone this long, so a dead hub does not slow every task call. */
 const HUB_BACKOFF_MS = 30_000;
 
-const failedUntil = new WeakMap<ProtocolHub, number>();
+/** When a sender may ask its hub again after a failure (Unix ms); one per sender. */
+export type HubBackoff = { until: number };
 
 /**
  * Up to three documents the hub lists for a task (its name and description as the search), skipping those
@@ -24,17 +25,18 @@ export async function hubCandidates(
   task: { name: string; description: string },
   skip: (hash: string) => boolean,
   logger: Logger,
+  backoff: HubBackoff,
   now: () => number = Date.now,
 ): Promise<ProtocolDocument[]> {
-  if ((failedUntil.get(hub) ?? 0) > now()) return [];
+  if (backoff.until > now()) return [];
   try {
     const listed = await hub.protocols(`${task.name.replace(/[_-]+/g, ' ')} ${task.description}`, MAX_HUB_CANDIDATES * 2);
     const hashes = listed.map((entry) => normalizeHash(entry.hash)).filter((hash): hash is string => hash !== undefined && !skip(hash));
     const found = await Promise.all(hashes.slice(0, MAX_HUB_CANDIDATES).map((hash) => fetchOne(hub, documents, hash, logger)));
-    failedUntil.delete(hub);
+    backoff.until = 0;
     return found.filter((document): document is ProtocolDocument => document !== undefined);
   } catch (error) {
-    failedUntil.set(hub, now() + HUB_BACKOFF_MS);
+    backoff.until = now() + HUB_BACKOFF_MS;
     logger.warn(`the hub ${hub.url} failed, looking for a protocol without it for ${HUB_BACKOFF_MS / 1000} s: ${describeError(error)}`);
     return [];
   }

@@ -7,7 +7,7 @@ import type { AgentMemory } from '../memory/file.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import { toJsonValue, type JsonValue } from '../schemas.js';
 import { sendOnce } from './conversation.js';
-import { hubCandidates } from './hub-candidates.js';
+import { hubCandidates, type HubBackoff } from './hub-candidates.js';
 import { negotiateWithPeer, type NegotiationParts } from './negotiate.js';
 import { judgeFit, readReply, taskSchemas, writeBody, type TaskLlm, type TaskSchemas } from './task-llm.js';
 import { TaskStates, type TaskState } from './task-state.js';
@@ -79,6 +79,7 @@ export class TaskRunner {
   readonly #lookFrom: number;
   readonly #negotiateFrom: number;
   readonly #negotiations = new Map<string, Promise<ProtocolDocument | undefined>>();
+  readonly #hubBackoff: HubBackoff = { until: 0 };
 
   constructor(parts: TaskParts, thresholds: SenderThresholds = {}) {
     this.#parts = parts;
@@ -246,7 +247,7 @@ export class TaskRunner {
     }
     if (this.#parts.hub) {
       const skip = (hash: string) => found.has(hash) || state.verdicts[hash] === false;
-      for (const document of await hubCandidates(this.#parts.hub, this.#parts.documents, call.task, skip, this.#parts.logger)) found.set(document.hash, document);
+      for (const document of await hubCandidates(this.#parts.hub, this.#parts.documents, call.task, skip, this.#parts.logger, this.#hubBackoff)) found.set(document.hash, document);
     }
     for (const document of await this.#parts.documents.local()) if (!found.has(document.hash) && state.verdicts[document.hash] !== false) found.set(document.hash, document);
     return [...found.values()];

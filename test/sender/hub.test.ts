@@ -105,12 +105,21 @@ describe('a sender with a hub', () => {
     expect(warnings.some((line) => line.startsWith(`publishing protocol ${hashText(DISTANCE)} to the hub ${url} failed`))).toBe(true);
   });
 
-  it('gives up on a hub that does not answer within hubTimeoutMs', async () => {
-    const silent = await rawServer(() => {});
-    const { convert, service, userFake, warnings } = await pair(silent.url, { hubTimeoutMs: 50 });
+  it('gives up on a hub that does not answer within hubTimeoutMs, and leaves it alone for a while', async () => {
+    let asked = 0;
+    const silent = await rawServer(() => void (asked += 1));
+    const { convert, service, userFake, warnings } = await pair(silent.url, { hubTimeoutMs: 50, thresholds: { lookForProtocolFrom: 1, negotiateFrom: 3 } });
     expect(await convert({ miles: 2 }, { target: service.url })).toEqual({ km: 3.219 });
-    expect(kinds(userFake)).toContain('negotiate');
     expect(warnings.find((line) => line.startsWith(`the hub ${silent.url} failed`))).toContain('no answer within 50 ms');
+    // The second look skips the hub; the third negotiates.
+    expect(await convert({ miles: 3 }, { target: service.url })).toEqual({ km: 4.828 });
+    expect(asked).toBe(1);
+    expect(kinds(userFake)).not.toContain('negotiate');
+    expect(await convert({ miles: 4 }, { target: service.url })).toEqual({ km: 6.437 });
+    expect(kinds(userFake)).toContain('negotiate');
+    // The agreed protocol is still offered to the hub once (a publish is rare, and bounded alike).
+    expect(asked).toBe(2);
+    expect(warnings.at(-1)).toMatch(/^publishing protocol [0-9a-f]{40} to the hub .* no answer within 50 ms$/);
   });
 
   it('refuses a document the hub serves under another hash, and negotiates instead', async () => {
