@@ -16,7 +16,7 @@ import { loadIdentity, type RoarIdentity } from './roar/identity.js';
 import { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
 import { publicKeyFromHex } from './roar/signing.js';
 import { attachRoarWebSocket, type RoarSocketOptions } from './roar/ws.js';
-import { wholeReplyStream, type StreamAnswer } from './stream.js';
+import { receiverStream, type StreamAnswer } from './stream.js';
 import { baseUrlOf, cleanPath, DEFAULT_FACE_BODY_BYTES, header, json, tokenChecker, type FaceRequest, type FaceResponse } from './_http.js';
 
 export type { FaceRequest, FaceResponse } from './_http.js';
@@ -92,7 +92,7 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
   const tokens = tokenChecker(options.tokens ?? []);
   const sessions = new SessionMap({ now });
   const catalog = createCatalog(receiver);
-  const stream = options.stream ?? wholeReplyStream(receiver, sessions);
+  const stream = options.stream ?? receiverStream(receiver, sessions);
   let identity: Promise<RoarIdentity> | undefined;
   const loadOnce = () => {
     identity ??= loadIdentity(options.memory, options.name).catch((error: unknown) => {
