@@ -11,6 +11,7 @@ import { createA2aRpc } from './a2a/jsonrpc.js';
 import { SessionMap } from './ask.js';
 import { createCatalog } from './catalog.js';
 import { createOapFace } from './oap.js';
+import { RoarEvents, type RoarEventOptions } from './roar/events.js';
 import { createRoarFace, type RoarFaceDeps } from './roar/face.js';
 import { loadIdentity, type RoarIdentity } from './roar/identity.js';
 import { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
@@ -56,6 +57,8 @@ export type FacesOptions = {
   logger?: Logger;
   /** Clock in Unix milliseconds. */
   now?: () => number;
+  /** Bounds of `GET /roar/events` (listeners, unread events, heartbeat). */
+  roarEvents?: RoarEventOptions;
 };
 
 /** The faces' handler and WebSocket hook. */
@@ -113,6 +116,8 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
     maxBodyBytes,
     logger,
     stream,
+    events: new RoarEvents(options.roarEvents),
+    now,
   };
   const roar = createRoarFace(roarDeps);
   const oap = createOapFace({ receiver, sessions, catalog, name: options.name, description, maxBodyBytes, logger, now });
