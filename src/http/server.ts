@@ -8,7 +8,7 @@ import type { ReceiverApi } from '../receiver.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type HttpOptions } from './handler.js';
 import { disconnectSignal, NodeCoreRequest } from './_node-request.js';
 import { rateLimitOf } from './_limits.js';
-import { refuseUntakenUpgrade } from './_upgrade.js';
+import { refuseUntakenUpgrade } from '../faces/_upgrade.js';
 import { failure, JSON_TYPE } from './_response.js';
 import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
 
