@@ -4,7 +4,7 @@ import { createHandler, DEFAULT_MAX_BODY_BYTES, isAgoraPath, type CoreRequest, t
 import { agoraEnabled, facesFor, isFacePath } from './faces/mount.js';
 import { writeFaceResponse } from './faces/node.js';
 import { rateLimitOf } from './http/_limits.js';
-import { readBody } from './http/server.js';
+import { readBody } from './http/_node-request.js';
 import { writeEventStream, type StreamingOptions } from './http/streaming.js';
 import { Receiver, type ReceiverApi } from './receiver.js';
 import { createAgentDashboard, type AgentDashboard } from './dashboard/agent-dashboard.js';

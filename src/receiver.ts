@@ -2,27 +2,29 @@ import { join, resolve } from 'node:path';
 import { nanoid } from 'nanoid';
 import { requireFolder } from './_files.js';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
-import { AgoraError, describeError } from './errors.js';
+import { AgoraError } from './errors.js';
 import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
 import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
-import { Metrics, NATURAL_LANGUAGE } from './metrics.js';
+import { Metrics } from './metrics.js';
 import { normalizeHash } from './protocol/document.js';
 import { ProtocolRegistry, type KnownDocument } from './protocol/registry.js';
 import type { LoadedRoutine } from './routine/load.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
 import type { Tool } from './tool/define.js';
-import { labelOf, TurnAnswerer, type Route, type Turn } from './receiver/answer.js';
+import { labelOf, TurnAnswerer, type Turn } from './receiver/answer.js';
 import { ConversationCapacity } from './receiver/capacity.js';
 import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
-import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
+import { QueryRouter } from './receiver/route.js';
+import { recordHashOf, targetOf, targetOfRecord } from './receiver/target.js';
 import type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
-import { resumeEvents } from './receiver/resume.js';
-import { streamTurn, type EventChannel, type ReplyEvent } from './receiver/stream.js';
+import type { EventChannel, ReplyEvent } from './receiver/stream.js';
+import { ReceiverStreams } from './receiver/streaming.js';
+import { WellknownListing } from './receiver/wellknown.js';
 
 export type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
@@ -30,12 +32,6 @@ export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 /** How long the default stores keep a tombstone at least: one hour, or one TTL when that is longer. */
 export const DEFAULT_TOMBSTONE_MS = 60 * 60 * 1000;
-
-// A resumed stream ends with `Request timeout` after this long without a new event (its turn's process may be gone).
-const RESUME_IDLE_MS = 3 * 60 * 1000;
-
-// `/wellknown` reads what other processes sharing the memory learned at most this often.
-const SHARED_READ_INTERVAL_MS = 1000;
 
 /**
  * An Agora receiver: answers queries with routines first, else the LLM, else the fixed failures of spec §2.
@@ -61,8 +57,9 @@ export class Receiver implements ReceiverApi {
   readonly #suitability: Suitability;
   readonly #answerer: TurnAnswerer;
   readonly #capacity: ConversationCapacity | undefined;
-  /** When `/wellknown` last read what other processes learned (the injected clock's ms). */
-  #sharedReadAt: number | undefined;
+  readonly #router: QueryRouter;
+  readonly #wellknown: WellknownListing;
+  readonly #streams: ReceiverStreams;
 
   constructor(options: ReceiverOptions = {}) {
     this.#options = options;
@@ -101,6 +98,26 @@ export class Receiver implements ReceiverApi {
       maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
     this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, () => this.store.count());
+    this.#router = new QueryRouter({
+      registry: this.registry,
+      answerer: this.#answerer,
+      suitability: this.#suitability,
+      extensions: this.extensions,
+      counters: this.counters,
+      hasLlm: this.llm !== undefined,
+      responderCall: (protocol, purpose) => this.responderCall(protocol, purpose),
+    });
+    this.#wellknown = new WellknownListing({
+      registry: this.registry,
+      folder: this.#folder,
+      suitability: this.#suitability,
+      extensions: this.extensions,
+      hasLlm: this.llm !== undefined,
+      logger: this.logger,
+      now: this.#now,
+      publicUrl: options.publicUrl,
+    });
+    this.#streams = new ReceiverStreams({ store: this.store, ttlMs: this.#ttlMs, logger: this.logger, counters: this.counters });
   }
 
   /** Creates a receiver and loads its folder. */
@@ -169,41 +186,8 @@ export class Receiver implements ReceiverApi {
     };
   }
 
-  /** Whether the receiver can answer a document: a routine, an extension routine, or the LLM (with a verdict for learned PDs). */
-  async #canAnswer(known: KnownDocument): Promise<boolean> {
-    if (this.#folder.routineFor(known)) return true;
-    if (known.origin === 'local') return this.llm !== undefined || (await this.extensions.routineFor?.(known.document.hash, known.document)) !== undefined;
-    const verdict = this.#suitability.known(known.document.hash);
-    if (verdict === false) return false;
-    if ((await this.extensions.routineFor?.(known.document.hash, known.document)) !== undefined) return true;
-    return verdict === true && this.llm !== undefined;
-  }
-
   async wellknown(context?: RequestContext): Promise<Wellknown> {
-    // What other processes sharing the memory learned and judged is listed here too (at most one look a second).
-    const now = this.#now();
-    if (this.#sharedReadAt === undefined || now - this.#sharedReadAt >= SHARED_READ_INTERVAL_MS) {
-      this.#sharedReadAt = now;
-      await Promise.all([this.registry.refreshLearned(), this.#suitability.load()]).catch((error: unknown) => {
-        this.logger.warn(`/wellknown: could not read what other processes learned: ${describeError(error)}`);
-      });
-    }
-    const base = (this.#options.publicUrl ?? context?.baseUrl ?? '').replace(/\/+$/, '');
-    const listing: Wellknown = {};
-    const candidates: KnownDocument[] = [
-      ...this.registry.local().map(({ name, document }) => ({ document, origin: 'local' as const, name })),
-      ...this.registry.learned().map((document) => ({ document, origin: 'learned' as const })),
-    ];
-    for (const known of candidates) {
-      if (!(await this.#canAnswer(known))) continue;
-      const sources: string[] = [];
-      if (base) sources.push(`${base}/protocols/${known.document.hash}`);
-      const extra = known.document.metadata.sources;
-      if (Array.isArray(extra)) for (const source of extra) if (typeof source === 'string' && !sources.includes(source)) sources.push(source);
-      if (!sources.length) sources.push(`/protocols/${known.document.hash}`);
-      listing[known.document.hash] = sources;
-    }
-    return listing;
+    return this.#wellknown.list(context);
   }
 
   async document(hash: string): Promise<string | undefined> {
@@ -226,7 +210,7 @@ export class Receiver implements ReceiverApi {
 
   async query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
     const target = targetOf(request.protocolHash);
-    const route = await this.#routeOfQuery(target, request.protocolSources);
+    const route = await this.#router.ofQuery(target, request.protocolSources);
     // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
     const multiround = request.multiround === true || target.kind === 'negotiation';
     if (!multiround) {
@@ -235,7 +219,7 @@ export class Receiver implements ReceiverApi {
     }
     // The place is taken before the first turn runs, so concurrent first turns cannot together pass the cap.
     const release = this.#capacity ? await this.#capacity.reserve() : undefined;
-    if (release === false) this.#fail('TOO_MANY_CONVERSATIONS', labelOf(route));
+    if (release === false) this.#router.refuse('TOO_MANY_CONVERSATIONS', labelOf(route));
     try {
       const id = nanoid(24);
       const turn: Turn = { id, turn: 1, state: {}, history: [] };
@@ -250,40 +234,12 @@ export class Receiver implements ReceiverApi {
     }
   }
 
-  /** Who answers a new query, refusing what this agent cannot serve (spec §2, §4). */
-  async #routeOfQuery(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<Route> {
-    switch (target.kind) {
-      case 'natural':
-        if (!this.llm) this.#fail('NATURAL_LANGUAGE_UNSUPPORTED', NATURAL_LANGUAGE);
-        return { kind: 'natural' };
-      case 'negotiation':
-        if (!this.llm || !this.extensions.negotiate) this.#fail('UNSUPPORTED_PROTOCOL', 'negotiation');
-        return { kind: 'negotiation' };
-      case 'malformed':
-        return this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
-      case 'protocol': {
-        const known = await this.registry.resolve(target.hash, sources ?? undefined);
-        if (!known) this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
-        const route = await this.#answerer.route(known);
-        // A learned PD with no routine is served by the LLM only once judged suitable (spec §4).
-        if (route.kind === 'llm' && known.origin !== 'local') {
-          if (!this.llm) this.#fail('UNSUPPORTED_PROTOCOL', known.document.metadata.name);
-          const suitable = await this.#suitability.judge(known.document, () => this.responderCall(known.document.metadata.name, 'suitability'));
-          if (!suitable) this.#fail('UNSUPPORTED_PROTOCOL', known.document.metadata.name);
-        }
-        // The agent serves it: only now is a peer's document stored and listed.
-        if (known.origin === 'candidate' && route.kind !== 'negotiation' && route.kind !== 'natural') return { ...route, known: await this.registry.adopt(known) };
-        return route;
-      }
-    }
-  }
-
   async followUp(id: string, request: FollowUpRequest, context?: RequestContext): Promise<SuccessResponse> {
     const named = request.protocolHash === undefined || request.protocolHash === null ? undefined : recordHashOf(targetOf(request.protocolHash));
     // Everything happens inside the turn: one read of the record, under the conversation's lock.
     const reply = await this.store.runTurn(id, this.#ttlMs, async (current) => {
       if (named !== undefined && named !== current.protocolHash) throw new AgoraError('PROTOCOL_CHANGED');
-      const route = await this.#routeOfRecord(targetOfRecord(current.protocolHash), request.protocolSources);
+      const route = await this.#router.ofRecord(targetOfRecord(current.protocolHash), request.protocolSources);
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
       context?.onTurn?.(id, false);
       const body = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
@@ -293,46 +249,22 @@ export class Receiver implements ReceiverApi {
     return { status: 'success', body: reply, conversationId: id, conversationExpires: expires };
   }
 
-  /** Who answers the next turn of a stored conversation (its document was servable when it began). */
-  async #routeOfRecord(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<Route> {
-    if (target.kind === 'natural' || target.kind === 'negotiation') return { kind: target.kind };
-    const hash = target.kind === 'protocol' ? target.hash : target.raw;
-    const known = await this.registry.forConversation(hash, sources ?? undefined);
-    if (!known) this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
-    return this.#answerer.route(known);
-  }
-
   queryStream(request: QueryRequest, context?: RequestContext): EventChannel {
-    this.counters.stream('query');
-    return streamTurn({ ...this.#streaming, context, run: (inner) => this.query(request, inner) });
+    return this.#streams.turn('query', context, (inner) => this.query(request, inner));
   }
 
   followUpStream(id: string, request: FollowUpRequest, context?: RequestContext): EventChannel {
-    this.counters.stream('follow_up');
-    return streamTurn({ ...this.#streaming, context, run: (inner) => this.followUp(id, request, inner) });
+    return this.#streams.turn('follow_up', context, (inner) => this.followUp(id, request, inner));
   }
 
   events(id: string, lastEventId: number | undefined, context?: RequestContext): Promise<AsyncIterable<ReplyEvent>> {
-    this.counters.stream('resume');
-    // A resumption waits at most one LLM attempt's bound plus its retries for the next event.
-    return resumeEvents(this.store, id, lastEventId, { signal: context?.signal ?? new AbortController().signal, idleMs: RESUME_IDLE_MS });
-  }
-
-  /** What every stream of this receiver shares: its event log, the conversations' TTL, logger and counters. */
-  get #streaming() {
-    return { log: this.store.events, ttlMs: this.#ttlMs, logger: this.logger, metrics: this.counters };
+    return this.#streams.resume(id, lastEventId, context);
   }
 
   async end(id: string): Promise<void> {
     if (!(await this.store.delete(id))) {
       await this.store.get(id); // throws EXPIRED or NOT_FOUND
     }
-  }
-
-  #fail(code: 'UNSUPPORTED_PROTOCOL' | 'NATURAL_LANGUAGE_UNSUPPORTED' | 'TOO_MANY_CONVERSATIONS', label: string): never {
-    const error = new AgoraError(code);
-    this.counters.query('failure', label, error.message);
-    throw error;
   }
 
   /** Stops watching and closes the store and memory. */

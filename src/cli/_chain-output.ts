@@ -1,6 +1,19 @@
-// Shared by `agora chain` and `agora resume`: progress lines on stderr, the result on stdout.
+// Shared by `agora chain` and `agora resume`: the run itself, progress lines on stderr, the result on stdout.
+import type { HubClient } from '../hub/client.js';
 import type { ChainRun, Hop } from '../hub/records.js';
-import { printJson } from './_command.js';
+import { printJson, type ParsedArgs } from './_command.js';
+import { chainLimits, hubClient } from './_hub.js';
+import { wantsJson } from './_options.js';
+
+/** What starts or continues the chain: the chain functions (loaded lazily), the hub, and the checked limits. */
+export type ChainStart = (chains: typeof import('../hub/chains.js'), hub: HubClient, limits: ReturnType<typeof chainLimits>) => Promise<ChainRun>;
+
+/** Runs a chain command: `start` with the hub `--hub` names and the limits, then its outcome printed (the exit code). */
+export async function followChain(args: ParsedArgs, start: ChainStart): Promise<number> {
+  const hub = await hubClient(args);
+  const run = await start(await import('../hub/chains.js'), hub, chainLimits(args));
+  return printOutcome(run, wantsJson(args));
+}
 
 /** One progress line per hop. */
 export function printHop(hop: Hop, run: ChainRun): void {

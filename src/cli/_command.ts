@@ -24,6 +24,21 @@ export type Command = {
   run(args: ParsedArgs): Promise<number>;
 };
 
+/** A command's identity, as `agora --help` and its own help show it: name, one-line summary, usage line. */
+export type CommandMeta = Pick<Command, 'name' | 'summary' | 'usage'>;
+
+/** What a command declares besides its identity: options, extra help, and `run`. */
+export type CommandBody = Omit<Command, keyof CommandMeta>;
+
+/**
+ * Declares a command: its identity on one line, then its options and `run`. A plain {@link Command} object works
+ * as well; this only keeps the declarations short and alike.
+ * @example export const command = defineCommand({ name: 'hash', summary: 'Print the hash', usage: 'agora hash <file>' }, { options: {}, run });
+ */
+export function defineCommand(meta: CommandMeta, body: CommandBody): Command {
+  return { ...meta, ...body };
+}
+
 /** Parsed options (flags, then environment variables, then defaults) and positionals. */
 export type ParsedArgs = {
   values: Record<string, string | boolean | string[] | undefined>;

@@ -1,24 +1,22 @@
 import { checkAgent, type CaseResult } from '../conformance.js';
 import { plural } from '../_plural.js';
 import { urlArgument } from './_arguments.js';
-import { printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { defineCommand, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption } from './_command.js';
+import { AGENT_TOKEN_OPTION, jsonOption, wantsJson } from './_options.js';
 
 const LABELS: Record<CaseResult['status'], string> = { pass: 'ok  ', fail: 'FAIL', skip: 'skip' };
 
 /** `agora check <url>`: the wire profile's conformance cases against any Agora agent. */
-export const command: Command = {
-  name: 'check',
-  summary: "Run the wire profile's conformance cases against an agent",
-  usage: 'agora check <url> [--token <token>] [--json] [--timeout <s>]',
+export const command = defineCommand({ name: 'check', summary: "Run the wire profile's conformance cases against an agent", usage: 'agora check <url> [--token <token>] [--json] [--timeout <s>]' }, {
   options: {
-    token: { type: 'string', value: '<token>', description: 'Bearer token, for an agent that requires one', env: 'AGORA_TOKEN' },
-    json: { type: 'boolean', description: 'Print the results as JSON' },
+    token: AGENT_TOKEN_OPTION,
+    json: jsonOption('Print the results as JSON'),
     timeout: timeoutOption(10),
   },
   details: 'One line per case and a summary; exits 1 when any case fails. A Python SDK 0.2.0 agent (no /wellknown) is held to its documented quirks (docs/protocol.md).',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
-    const json = args.values.json === true;
+    const json = wantsJson(args);
     const token = stringOption(args, 'token');
     const results = await checkAgent(url, {
       timeoutMs: timeoutMs(args, 10),
@@ -30,4 +28,4 @@ export const command: Command = {
     else process.stdout.write(`\n${plural(count('pass'), 'case')} passed, ${count('fail')} failed, ${count('skip')} skipped\n`);
     return count('fail') ? 1 : 0;
   },
-};
+});

@@ -1,24 +1,22 @@
 import { consoleLogger } from '../log.js';
-import { numberOption, printJson, requiredPositional, stringOption, UsageError, type Command } from './_command.js';
+import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
+import { hubClient, hubOption } from './_hub.js';
+import { jsonOption, listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
-export const command: Command = {
-  name: 'hub',
-  summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one',
-  usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]',
+export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]' }, {
   options: {
-    port: { type: 'string', short: 'p', value: '<port>', description: 'Port to listen on (0: any free port)', env: 'AGORA_HUB_PORT', default: '4000' },
-    host: { type: 'string', value: '<host>', description: 'Address to listen on', env: 'AGORA_HOST', default: '127.0.0.1' },
-    store: { type: 'string', value: '<memory|redis://host:port/db>', description: 'Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)', env: 'AGORA_HUB_STORE', default: 'memory' },
+    ...listenOptions('AGORA_HUB_PORT', 4000),
+    store: storeOption('Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)', 'AGORA_HUB_STORE'),
     peer: { type: 'string', multiple: true, value: '<url>', description: "Pull this hub's catalogue, verifying every document by hash (repeatable)", env: 'AGORA_HUB_PEERS' },
-    token: { type: 'string', multiple: true, value: '<token>', description: 'Require this bearer token for writes, /runs and /metrics (repeatable)', env: 'AGORA_TOKENS' },
+    token: requiredTokensOption('for writes, /runs and /metrics (repeatable)'),
     'allow-private-agents': { type: 'boolean', description: 'Accept agents (and peers) on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
     'check-interval': { type: 'string', value: '<seconds>', description: 'Seconds between two checks of an agent', default: '60' },
-    'rate-limit': { type: 'string', value: '<requests/minute>', description: 'Per-client request limit', env: 'AGORA_RATE_LIMIT' },
-    model: { type: 'string', value: '<model>', description: 'Claude model that routes goals keywords leave tied (needs ANTHROPIC_API_KEY)', env: 'AGORA_MODEL' },
-    hub: { type: 'string', value: '<url>', description: '`register`: the hub', env: 'AGORA_HUB' },
+    'rate-limit': RATE_LIMIT_OPTION,
+    model: modelOption('Claude model that routes goals keywords leave tied (needs ANTHROPIC_API_KEY)'),
+    hub: hubOption('`register`: the hub'),
     name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
-    json: { type: 'boolean', description: '`register`: print the record as JSON', default: false },
+    json: { ...jsonOption('`register`: print the record as JSON'), default: false },
   },
   details: 'Examples:\n  agora hub --port 4000 --allow-private-agents\n  agora hub --store redis://127.0.0.1:6379/0 --peer https://hub.example\n  agora hub register http://127.0.0.1:3000 --hub http://127.0.0.1:4000 --name weather',
   async run(args) {
@@ -64,15 +62,14 @@ export const command: Command = {
     });
     return 0;
   },
-};
+});
 
-async function register(args: Parameters<Command['run']>[0]): Promise<number> {
+async function register(args: ParsedArgs): Promise<number> {
   const url = requiredPositional(args, 1, '<agent-url>');
-  const { HubClient } = await import('../hub/client.js');
-  const hub = new HubClient({ ...(stringOption(args, 'hub') ? { url: stringOption(args, 'hub')! } : {}) });
+  const hub = await hubClient(args);
   const name = stringOption(args, 'name');
   const record = await hub.register(url, name ? { name } : {});
-  if (args.values.json === true) printJson(record);
+  if (wantsJson(args)) printJson(record);
   else {
     process.stdout.write(`registered ${record.name} (${record.id}) at ${record.url}: ${record.protocols.length} protocol(s)${record.protocols.length ? `: ${record.protocols.map((protocol) => protocol.name).join(', ')}` : ''}\n`);
     if (record.lastError) process.stdout.write(`warning: ${record.lastError}\n`);

@@ -3,7 +3,8 @@ import { consoleLogger } from '../log.js';
 import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
 import { folderArgument, urlArgument } from './_arguments.js';
-import { UsageError, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { defineCommand, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
+import { jsonOption, modelOption, wantsJson } from './_options.js';
 
 function abbreviate(text: string, length = 100): string {
   const line = text.replace(/\s+/g, ' ').trim();
@@ -23,17 +24,14 @@ function taskName(task: string): string {
 }
 
 /** `agora negotiate <url> --task "…"`: negotiates a PD with an agent and writes it into `protocols/`. */
-export const command: Command = {
-  name: 'negotiate',
-  summary: 'Negotiate a protocol document for a task with an agent, and save it in protocols/',
-  usage: 'agora negotiate <url> --task "<what for>" [--dir <agent folder>] [--json]',
+export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a protocol document for a task with an agent, and save it in protocols/', usage: 'agora negotiate <url> --task "<what for>" [--dir <agent folder>] [--json]' }, {
   options: {
     task: { type: 'string', value: '<text>', description: 'What the protocol is for, in a sentence' },
     dir: { type: 'string', value: '<dir>', description: 'The agent folder whose protocols/ receives the document', default: '.' },
     'max-rounds': { type: 'string', value: '<count>', description: 'Messages to the agent before giving up', default: String(DEFAULT_MAX_ROUNDS) },
-    model: { type: 'string', value: '<model>', description: 'Claude model', env: 'AGORA_MODEL' },
+    model: modelOption('Claude model'),
     timeout: timeoutOption(120),
-    json: { type: 'boolean', description: 'Print {path, hash, name, rounds} as JSON' },
+    json: jsonOption('Print {path, hash, name, rounds} as JSON'),
   },
   details: 'Needs ANTHROPIC_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
   async run(args) {
@@ -47,7 +45,7 @@ export const command: Command = {
     if (!hasAnthropicKey()) throw new AgoraError('LLM_UNAVAILABLE', 'ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
     const model = stringOption(args, 'model');
     const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: timeout, logger: { ...consoleLogger(), info() {} } });
-    const json = args.values.json === true;
+    const json = wantsJson(args);
     const step = (line: string) => process.stderr.write(`${line}\n`);
     step(`negotiating with ${url}: ${abbreviate(task)}`);
     const result = await sender.negotiate(
@@ -72,4 +70,4 @@ export const command: Command = {
     process.stdout.write(`${displayPath(path)}\n${document.hash}\n`);
     return 0;
   },
-};
+});

@@ -4,7 +4,8 @@ import { plural } from '../_plural.js';
 import { folderArgument } from './_arguments.js';
 import { FileMemory, type AgentMemory } from '../memory/file.js';
 import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
-import { printJson, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+import { defineCommand, printJson, stringOption, UsageError, type ParsedArgs } from './_command.js';
+import { jsonOption, storeOption, wantsJson } from './_options.js';
 
 const ACTIONS = ['list', 'show', 'approve', 'reject'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -80,13 +81,10 @@ async function parse(args: ParsedArgs): Promise<{ action: Action; reference?: st
 }
 
 /** `agora routines list|show|approve|reject`: review the routines the LLM wrote for an agent folder. */
-export const command: Command = {
-  name: 'routines',
-  summary: 'List, show, approve or reject routines written by the LLM',
-  usage: 'agora routines list [dir] [--json] | show <name|hash> [dir] | approve <name|hash> [dir] | reject <name|hash> [dir]',
+export const command = defineCommand({ name: 'routines', summary: 'List, show, approve or reject routines written by the LLM', usage: 'agora routines list [dir] [--json] | show <name|hash> [dir] | approve <name|hash> [dir] | reject <name|hash> [dir]' }, {
   options: {
-    json: { type: 'boolean', description: 'Print JSON (list, show)' },
-    store: { type: 'string', value: '<memory|redis://host:port/db>', description: 'Where the agent keeps what it learned (as for agora serve)', env: 'AGORA_STORE', default: 'memory' },
+    json: jsonOption('Print JSON (list, show)'),
+    store: storeOption('Where the agent keeps what it learned (as for agora serve)', 'AGORA_STORE'),
   },
   details: [
     'A routine is named by its id (the generated file name, e.g. unit-conversion-0a1b2c3d), the protocol\'s name, or a hash prefix.',
@@ -95,7 +93,7 @@ export const command: Command = {
   ].join('\n'),
   async run(args) {
     const { action, reference, dir } = await parse(args);
-    const json = args.values.json === true;
+    const json = wantsJson(args);
     const { memory, close } = await openMemory(dir, stringOption(args, 'store'));
     try {
       if (action === 'list') {
@@ -119,4 +117,4 @@ export const command: Command = {
       await close();
     }
   },
-};
+});

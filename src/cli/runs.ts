@@ -1,20 +1,15 @@
-import { printJson, stringOption, type Command } from './_command.js';
+import { printJson } from './_command.js';
+import { hubClient, hubCommand } from './_hub.js';
+import { wantsJson } from './_options.js';
 
 /** `agora runs`: lists the hub's unfinished chains. */
-export const command: Command = {
-  name: 'runs',
-  summary: "List the hub's unfinished chains (failed, interrupted, or stopped at the hop cap)",
-  usage: 'agora runs [--hub <url>] [--all] [--json]',
-  options: {
-    hub: { type: 'string', value: '<url>', description: 'The hub', env: 'AGORA_HUB' },
-    all: { type: 'boolean', description: 'Finished chains too', default: false },
-    json: { type: 'boolean', description: 'Print JSON', default: false },
-  },
+export const command = hubCommand({ name: 'runs', summary: "List the hub's unfinished chains (failed, interrupted, or stopped at the hop cap)", usage: 'agora runs [--hub <url>] [--all] [--json]' }, {
+  options: { all: { type: 'boolean', description: 'Finished chains too', default: false } },
+  json: 'Print JSON',
   async run(args) {
-    const { HubClient } = await import('../hub/client.js');
-    const hub = new HubClient({ ...(stringOption(args, 'hub') ? { url: stringOption(args, 'hub')! } : {}) });
+    const hub = await hubClient(args);
     const runs = await hub.runs(args.values.all === true);
-    if (args.values.json === true) printJson(runs);
+    if (wantsJson(args)) printJson(runs);
     else if (runs.length === 0) process.stdout.write('no unfinished chains\n');
     else {
       for (const run of runs) {
@@ -24,4 +19,4 @@ export const command: Command = {
     }
     return 0;
   },
-};
+});

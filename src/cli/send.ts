@@ -5,7 +5,8 @@ import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
 import { fileArgument, urlArgument } from './_arguments.js';
-import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { defineCommand, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
+import { jsonOption, wantsJson } from './_options.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
 export function parseBody(text: string): JsonValue {
@@ -64,14 +65,11 @@ async function printStream(sender: Sender, url: string, options: StreamQueryOpti
 }
 
 /** `agora send <url> [body]`: one query, or a conversation with `--multiround`. */
-export const command: Command = {
-  name: 'send',
-  summary: 'Send a query to an agent and print the reply body',
-  usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--json] [--timeout <s>]',
+export const command = defineCommand({ name: 'send', summary: 'Send a query to an agent and print the reply body', usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--json] [--timeout <s>]' }, {
   options: {
     protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
     multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
-    json: { type: 'boolean', description: 'Print the whole reply {body, conversationId?, conversationExpires?} as JSON' },
+    json: jsonOption('Print the whole reply {body, conversationId?, conversationExpires?} as JSON'),
     stream: { type: 'boolean', description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)' },
     timeout: timeoutOption(30),
   },
@@ -90,7 +88,7 @@ export const command: Command = {
     const multiround = args.values.multiround === true;
     const stream = args.values.stream === true;
     if (stream && multiround) throw new UsageError('--stream streams one query: it does not combine with --multiround');
-    const json = args.values.json === true;
+    const json = wantsJson(args);
     if (bodyArgument === undefined && !multiround) throw new UsageError('missing [body] (or `-` to read it from stdin)');
     const timeout = timeoutMs(args, 30);
     const file = stringOption(args, 'protocol');
@@ -117,4 +115,4 @@ export const command: Command = {
     await conversation.close();
     return 0;
   },
-};
+});

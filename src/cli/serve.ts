@@ -5,7 +5,8 @@ import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { parseFaceList, type FacesConfig } from '../faces/mount.js';
 import { readTrustFile } from '../faces/roar/trust.js';
-import { numberOption, stringOption, UsageError, type Command, type ParsedArgs } from './_command.js';
+import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
+import { listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
 function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
@@ -26,21 +27,17 @@ async function unservedLines(receiver: Receiver): Promise<string[]> {
 }
 
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
-export const command: Command = {
-  name: 'serve',
-  summary: 'Serve an agent folder (protocols/, routines/, tools/) over HTTP',
-  usage: 'agora serve [dir] [options]',
+export const command = defineCommand({ name: 'serve', summary: 'Serve an agent folder (protocols/, routines/, tools/) over HTTP', usage: 'agora serve [dir] [options]' }, {
   options: {
-    port: { type: 'string', short: 'p', value: '<port>', description: 'Port to listen on (0: any free port)', env: 'PORT', default: '3000' },
-    host: { type: 'string', value: '<host>', description: 'Address to listen on', env: 'AGORA_HOST', default: '127.0.0.1' },
+    ...listenOptions('PORT', 3000),
     'public-url': { type: 'string', value: '<url>', description: 'Public base URL behind a proxy, used in /wellknown sources', env: 'AGORA_PUBLIC_URL' },
     'conversation-ttl': { type: 'string', value: '<seconds>', description: 'Idle seconds before a conversation expires', env: 'AGORA_CONVERSATION_TTL', default: '300' },
     'routine-timeout': { type: 'string', value: '<seconds>', description: 'Seconds a routine may run', env: 'AGORA_ROUTINE_TIMEOUT', default: '10' },
     'allow-private-sources': { type: 'boolean', description: 'Fetch protocol sources on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
-    model: { type: 'string', value: '<model>', description: 'Claude model for the LLM fallback (needs ANTHROPIC_API_KEY)', env: 'AGORA_MODEL' },
-    store: { type: 'string', value: '<memory|redis://host:port/db>', description: 'Where conversations and learned state live', env: 'AGORA_STORE', default: 'memory' },
-    token: { type: 'string', multiple: true, value: '<token>', description: 'Require this bearer token (repeatable; /wellknown and /protocols stay public)', env: 'AGORA_TOKENS' },
-    'rate-limit': { type: 'string', value: '<requests/minute>', description: 'Per-client request limit', env: 'AGORA_RATE_LIMIT' },
+    model: modelOption('Claude model for the LLM fallback (needs ANTHROPIC_API_KEY)'),
+    store: storeOption('Where conversations and learned state live', 'AGORA_STORE'),
+    token: requiredTokensOption('(repeatable; /wellknown and /protocols stay public)'),
+    'rate-limit': RATE_LIMIT_OPTION,
     'max-conversations': { type: 'string', value: '<count>', description: 'Cap on live conversations', env: 'AGORA_MAX_CONVERSATIONS' },
     'auto-approve': { type: 'boolean', description: 'Use routines the LLM writes once they pass their checks, without `agora routines approve`', env: 'AGORA_AUTO_APPROVE', default: false },
     'routine-threshold': { type: 'string', value: '<n>', description: 'LLM-served conversations under a protocol before the LLM writes a routine for it (0: never)', env: 'AGORA_ROUTINE_THRESHOLD', default: '5' },
@@ -113,7 +110,7 @@ export const command: Command = {
     process.stdout.write(`agora: ${receiver.counters.summary()}\n`);
     return 0;
   },
-};
+});
 
 // What the dashboard shows under the token rules: read-only on loopback without a token, off beyond it.
 function dashboardNote(host: string, tokens: number): string {

@@ -3,7 +3,8 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { AgoraError } from '../errors.js';
 import { parseDocument } from '../protocol/document.js';
 import { pathKind } from './_arguments.js';
-import { displayPath, printJson, UsageError, type Command } from './_command.js';
+import { defineCommand, displayPath, printJson, UsageError } from './_command.js';
+import { jsonOption, wantsJson } from './_options.js';
 
 /** The documents to check: the one file named, or every `.md` of `<dir>/protocols`. */
 async function documentsOf(target: string): Promise<{ directory: string; names: string[] }> {
@@ -20,11 +21,8 @@ async function documentsOf(target: string): Promise<{ directory: string; names: 
 }
 
 /** `agora validate [dir|file]`: every document of `<dir>/protocols` (or the one file given) with its hash, or why it is invalid. */
-export const command: Command = {
-  name: 'validate',
-  summary: 'Check the protocol documents of an agent folder, or one document',
-  usage: 'agora validate [dir|file] [--json]',
-  options: { json: { type: 'boolean', description: 'Print the results as JSON' } },
+export const command = defineCommand({ name: 'validate', summary: 'Check the protocol documents of an agent folder, or one document', usage: 'agora validate [dir|file] [--json]' }, {
+  options: { json: jsonOption('Print the results as JSON') },
   details: 'A folder: every .md file of its protocols/ folder. A file: that document. Exits 1 when any document is invalid.',
   async run(args) {
     if (args.positionals.length > 1) throw new UsageError(`too many arguments: validate takes one folder or file, got ${args.positionals.length}`);
@@ -40,7 +38,7 @@ export const command: Command = {
         }
       }),
     );
-    if (args.values.json) printJson(results);
+    if (wantsJson(args)) printJson(results);
     else {
       if (!results.length) process.stdout.write(`no documents in ${directory}\n`);
       for (const result of results) {
@@ -49,4 +47,4 @@ export const command: Command = {
     }
     return results.every((result) => result.valid) ? 0 : 1;
   },
-};
+});

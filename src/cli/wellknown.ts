@@ -1,15 +1,13 @@
 import { silentLogger } from '../log.js';
 import { Sender } from '../sender/sender.js';
 import { urlArgument } from './_arguments.js';
-import { printJson, requiredPositional, timeoutMs, timeoutOption, type Command } from './_command.js';
+import { defineCommand, printJson, requiredPositional, timeoutMs, timeoutOption } from './_command.js';
+import { jsonOption, wantsJson } from './_options.js';
 
 /** `agora wellknown <url>`: the protocols an agent lists, with their names where it serves the documents. */
-export const command: Command = {
-  name: 'wellknown',
-  summary: "List an agent's protocols (GET /wellknown), with their names",
-  usage: 'agora wellknown <url> [--json] [--timeout <s>]',
+export const command = defineCommand({ name: 'wellknown', summary: "List an agent's protocols (GET /wellknown), with their names", usage: 'agora wellknown <url> [--json] [--timeout <s>]' }, {
   options: {
-    json: { type: 'boolean', description: 'Print [{hash, name?, description?, multiround?, sources}] as JSON' },
+    json: jsonOption('Print [{hash, name?, description?, multiround?, sources}] as JSON'),
     timeout: timeoutOption(30),
   },
   details: 'A hash whose document the agent does not serve (or that does not hash right) is listed without a name.',
@@ -17,7 +15,7 @@ export const command: Command = {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const sender = new Sender({ timeoutMs: timeoutMs(args, 30), logger: silentLogger, llm: null });
     const protocols = await sender.protocols(url);
-    if (args.values.json) {
+    if (wantsJson(args)) {
       printJson(
         protocols.map(({ hash, sources, document }) => ({
           hash,
@@ -36,4 +34,4 @@ export const command: Command = {
     }
     return 0;
   },
-};
+});

@@ -2,7 +2,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { AgoraError } from '../errors.js';
 
-/** A request as a face sees it (the same shape as the HTTP core's `CoreRequest`, so one object serves both). */
+/** A request as a face sees it; the HTTP core's `CoreRequest` is this shape with a log id, so one object serves both. */
 export type FaceRequest = {
   method: string;
   /** Path relative to the mount point, still percent-encoded; a query string may follow. */
@@ -15,6 +15,7 @@ export type FaceRequest = {
   remoteAddress?: string;
   /** Base URL of the mount point, e.g. `https://example.com/agora`. */
   baseUrl?: string;
+  /** Aborted when the client goes away, passed on to the receiver. */
   signal?: AbortSignal;
 };
 

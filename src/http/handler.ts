@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { describeError, isAgoraError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
+import type { FaceRequest } from '../faces/_http.js';
 import type { FacesConfig } from '../faces/mount.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
@@ -34,21 +35,12 @@ export type HttpOptions = {
   now?: () => number;
 };
 
-/** A parsed request as the core sees it: method, path relative to the mount point, lower-case headers, raw body. */
-export type CoreRequest = {
-  method: string;
-  /** Path relative to the mount point, still percent-encoded; a query string is ignored. */
-  path: string;
-  headers: Record<string, string | string[] | undefined>;
-  /** The raw body, `undefined` when none (or when `loadBody` reads it). */
-  body: Buffer | undefined;
-  /** Reads the body on demand: called only after routing, auth and rate limit passed, so rejected bodies are never read. */
-  loadBody?: () => Promise<Buffer>;
-  remoteAddress?: string;
-  /** Base URL of the mount point, e.g. `https://example.com/agora`. */
-  baseUrl?: string;
-  /** Aborted when the client goes away, passed on to the receiver. */
-  signal?: AbortSignal;
+/**
+ * A parsed request as the core sees it: method, path relative to the mount point (a query string is ignored),
+ * lower-case headers, the raw body or a `loadBody` called only after routing, auth and rate limit passed. The faces
+ * take the same object, so it is their `FaceRequest` with the id the logs know it by.
+ */
+export type CoreRequest = FaceRequest & {
   /** This request's id in the logs (set by adapters that log requests); one is made up for an internal error otherwise. */
   id?: string;
 };

@@ -1,102 +1,16 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { AgoraError, describeError } from '../errors.js';
+import { describeError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { agoraEnabled, facesFor, isFacePath } from '../faces/mount.js';
 import { writeFaceResponse } from '../faces/node.js';
 import type { ReceiverApi } from '../receiver.js';
-import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
+import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type HttpOptions } from './handler.js';
+import { disconnectSignal, NodeCoreRequest } from './_node-request.js';
 import { rateLimitOf } from './_limits.js';
-import { refuseUntakenUpgrade } from './_upgrade.js';
+import { refuseUntakenUpgrade } from '../faces/_upgrade.js';
 import { failure, JSON_TYPE } from './_response.js';
 import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
-
-const EMPTY = Buffer.alloc(0);
-
-/**
- * Reads a node request body with a size cap: a too-large Content-Length is refused before reading, and a stream
- * that passes the cap stops being buffered (the rest is discarded) and rejects with `REQUEST_TOO_LARGE`.
- */
-export function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = request.headers['content-length'];
-  if (declared !== undefined) {
-    const length = Number(declared);
-    if (length > maxBytes) return Promise.reject(new AgoraError('REQUEST_TOO_LARGE'));
-    if (length === 0) return Promise.resolve(EMPTY);
-  }
-  if (request.readableEnded) return Promise.resolve(EMPTY);
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const cleanup = () => {
-      request.off('data', onData);
-      request.off('end', onEnd);
-      request.off('error', onError);
-      request.off('close', onClose);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        // Still flowing with no listener: the rest is read and dropped, so the client can read our 413
-        // (clients such as Python's requests send the whole body before reading); requestTimeout bounds it.
-        cleanup();
-        chunks.length = 0;
-        reject(new AgoraError('REQUEST_TOO_LARGE'));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    const onEnd = () => {
-      cleanup();
-      resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size));
-    };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onClose = () => {
-      cleanup();
-      // The client is gone: nobody reads the answer, and it is not an internal error worth logging.
-      reject(new AgoraError('BAD_REQUEST', 'Request aborted by the client'));
-    };
-    request.on('data', onData);
-    request.on('end', onEnd);
-    request.on('error', onError);
-    request.on('close', onClose);
-  });
-}
-
-// One object per request, with its method on the prototype: no closures on the hot path.
-class NodeCoreRequest implements CoreRequest {
-  readonly method: string;
-  readonly path: string;
-  readonly headers: IncomingMessage['headers'];
-  readonly body: undefined = undefined;
-  readonly remoteAddress: string | undefined;
-  signal: AbortSignal | undefined = undefined;
-  id: string | undefined = undefined;
-
-  constructor(
-    private readonly incoming: IncomingMessage,
-    private readonly maxBodyBytes: number,
-  ) {
-    this.method = incoming.method ?? 'GET';
-    this.path = incoming.url ?? '/';
-    this.headers = incoming.headers;
-    this.remoteAddress = incoming.socket.remoteAddress;
-  }
-
-  loadBody(): Promise<Buffer> {
-    return readBody(this.incoming, this.maxBodyBytes);
-  }
-}
-
-function disconnectSignal(response: ServerResponse): AbortSignal {
-  const controller = new AbortController();
-  if (response.closed) controller.abort();
-  else response.once('close', () => response.writableFinished || controller.abort());
-  return controller.signal;
-}
 
 function rawFailure(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ status: 'failure', error: message });

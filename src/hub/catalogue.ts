@@ -7,6 +7,7 @@ import { KeywordIndex, type Match } from './keywords.js';
 import type { ReadOptions } from './read-agent.js';
 import type { CatalogueEntry } from './records.js';
 import type { HubStore } from './store.js';
+import { StoreView } from './_store-view.js';
 
 /** Options of {@link Catalogue}. */
 export type CatalogueOptions = {
@@ -38,13 +39,19 @@ export class Catalogue {
   readonly #now: () => number;
   readonly #index = new KeywordIndex();
   readonly #entries = new Map<string, CatalogueEntry>();
-  #version = -1;
+  readonly #view: StoreView;
 
   constructor(options: CatalogueOptions) {
     this.#store = options.store;
     this.#maxDocuments = options.maxDocuments ?? 10_000;
     this.#maxDocumentBytes = options.maxDocumentBytes ?? 64 * 1024;
     this.#now = options.now ?? Date.now;
+    this.#view = new StoreView(this.#store, async () => {
+      const entries = await this.#store.listDocuments();
+      this.#index.clear();
+      this.#entries.clear();
+      for (const entry of entries) this.#remember(entry);
+    });
   }
 
   /** Largest document accepted, in bytes. */
@@ -53,14 +60,8 @@ export class Catalogue {
   }
 
   /** Reloads the search index when another process (or this one) changed the store. */
-  async refresh(): Promise<void> {
-    const version = await this.#store.version();
-    if (version === this.#version) return;
-    const entries = await this.#store.listDocuments();
-    this.#index.clear();
-    this.#entries.clear();
-    for (const entry of entries) this.#remember(entry);
-    this.#version = version;
+  refresh(): Promise<void> {
+    return this.#view.refresh();
   }
 
   #remember(entry: CatalogueEntry): void {
@@ -99,12 +100,9 @@ export class Catalogue {
       multiround: document.metadata.multiround,
       publishedAt: this.#now(),
     };
-    const before = await this.#store.version();
-    const result = await this.#store.putDocument(entry, document.text, this.#maxDocuments);
+    const result = await this.#view.write(() => this.#store.putDocument(entry, document.text, this.#maxDocuments), (put) => put === 'added');
     if (result === 'full') throw new AgoraError('BAD_REQUEST', `The protocol database is full (${this.#maxDocuments} documents)`);
     if (result === 'exists') return this.#entries.get(entry.hash) ?? entry;
-    // Only our write happened since: apply it here rather than reload everything.
-    if (this.#version === before && (await this.#store.version()) === before + 1) this.#version = before + 1;
     this.#remember(entry);
     return entry;
   }

@@ -159,9 +159,3 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
   }
   return run;
 }
-
-/** The chain's last successful result. */
-export function finalResult(run: ChainRun): JsonValue | undefined {
-  for (let index = run.hops.length - 1; index >= 0; index--) if (run.hops[index]!.ok) return run.hops[index]!.result;
-  return undefined;
-}

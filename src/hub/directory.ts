@@ -7,6 +7,7 @@ import { KeywordIndex, type KeywordIndexOptions, type Match } from './keywords.j
 import { normalizeAgentUrl, readAgent, type ReadOptions } from './read-agent.js';
 import type { AgentRecord } from './records.js';
 import type { HubStore } from './store.js';
+import { StoreView } from './_store-view.js';
 
 /** Options of {@link Directory}. */
 export type DirectoryOptions = ReadOptions & {
@@ -55,7 +56,7 @@ export class Directory {
   readonly #index: KeywordIndex;
   readonly #records = new Map<string, AgentRecord>();
   readonly #byProtocol = new Map<string, Set<string>>();
-  #version = -1;
+  readonly #view: StoreView;
 
   constructor(options: DirectoryOptions) {
     this.#options = options;
@@ -67,18 +68,18 @@ export class Directory {
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#index = new KeywordIndex(options.index);
+    this.#view = new StoreView(this.#store, async () => {
+      const records = await this.#store.listAgents();
+      this.#index.clear();
+      this.#records.clear();
+      this.#byProtocol.clear();
+      for (const record of records) this.#remember(record);
+    });
   }
 
   /** Reloads the index when the store changed under another process; cheap (one read) when it did not. */
-  async refresh(): Promise<void> {
-    const version = await this.#store.version();
-    if (version === this.#version) return;
-    const records = await this.#store.listAgents();
-    this.#index.clear();
-    this.#records.clear();
-    this.#byProtocol.clear();
-    for (const record of records) this.#remember(record);
-    this.#version = version;
+  refresh(): Promise<void> {
+    return this.#view.refresh();
   }
 
   #remember(record: AgentRecord): void {
@@ -110,12 +111,9 @@ export class Directory {
 
   /** Writes a record to the store (capped) and to this process's index. */
   async put(record: AgentRecord): Promise<void> {
-    const before = await this.#store.version();
-    if (!(await this.#store.putAgent(record, this.#maxAgents))) {
+    if (!(await this.#view.write(() => this.#store.putAgent(record, this.#maxAgents), (stored) => stored))) {
       throw new AgoraError('BAD_REQUEST', `The directory is full (${this.#maxAgents} agents)`);
     }
-    // Only our write happened since: apply it here rather than reload everything.
-    if (this.#version === before && (await this.#store.version()) === before + 1) this.#version = before + 1;
     this.#remember(record);
   }
 

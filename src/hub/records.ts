@@ -94,14 +94,8 @@ export const chainRunSchema = z.object({
 /** A chain's checkpoint. */
 export type ChainRun = z.infer<typeof chainRunSchema>;
 
-/** A document in the protocol database, by hash, with its parsed metadata. */
-export const catalogueEntrySchema = z.object({
-  hash: z.string(),
-  name: z.string(),
-  description: z.string(),
-  multiround: z.boolean(),
-  publishedAt: z.number(),
-});
+/** A document in the protocol database: what an agent's protocol lists (hash and metadata), and when it was published. */
+export const catalogueEntrySchema = agentProtocolSchema.extend({ publishedAt: z.number() });
 
 /** A document in the protocol database. */
 export type CatalogueEntry = z.infer<typeof catalogueEntrySchema>;

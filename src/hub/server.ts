@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describeError } from '../errors.js';
-import { readBody, underPrefix, type ExtraRoutes } from '../http/server.js';
+import { readBody } from '../http/_node-request.js';
+import { underPrefix, type ExtraRoutes } from '../http/server.js';
 import { consoleLogger } from '../log.js';
 import { createHubHandler, type HubHttpOptions } from './handler.js';
 import { Hub, type HubOptions } from './hub.js';

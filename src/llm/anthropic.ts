@@ -1,7 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk';
-import { z } from 'zod';
-import { AgoraError } from '../errors.js';
-import type { LanguageModel, LlmContentBlock, LlmMessage, LlmRequest, LlmResponse, LlmToolSpec } from './toolformer.js';
+import { llmUnavailable, toMessageParam, toResponse, toToolParam } from './anthropic-messages.js';
+import type { LanguageModel, LlmRequest, LlmResponse } from './toolformer.js';
 
 // Not claude-sonnet-4-5: the installed SDK marks it deprecated (end of life 2026-11-30) and warns on every call.
 /** The model used when neither the `model` option nor AGORA_MODEL names one. */
@@ -29,16 +28,6 @@ export type AnthropicModelOptions = {
 
 const MAX_RETRY_DELAY_MS = 10_000;
 const RETRYABLE_ERROR_TYPES = new Set(['rate_limit_error', 'overloaded_error', 'api_error']);
-
-// Replies are parsed, never trusted: a proxy or a fake may answer anything with status 200.
-const TextBlockSchema = z.object({ type: z.literal('text'), text: z.string() });
-const ToolUseBlockSchema = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
-const MessageSchema = z.object({
-  model: z.string(),
-  content: z.array(z.looseObject({ type: z.string() })),
-  stop_reason: z.string().nullish(),
-  usage: z.looseObject({ input_tokens: z.number(), output_tokens: z.number() }),
-});
 
 type Sdk = typeof import('@anthropic-ai/sdk');
 type Client = { sdk: Sdk; client: Anthropic };
@@ -129,20 +118,20 @@ export class AnthropicModel implements LanguageModel {
     try {
       connection = await this.#connect();
     } catch (error) {
-      throw unavailable(error);
+      throw llmUnavailable(error);
     }
     const { sdk } = connection;
     for (let attempt = 0; ; attempt++) {
-      if (request.signal?.aborted) throw unavailable(request.signal.reason);
+      if (request.signal?.aborted) throw llmUnavailable(request.signal.reason);
       let reply: unknown;
       try {
         reply = await this.#attempt(connection.client, params, request.signal, call);
       } catch (error) {
-        if (attempt >= this.#maxRetries || !isRetryable(sdk, error) || request.signal?.aborted || !mayRetry()) throw unavailable(error);
+        if (attempt >= this.#maxRetries || !isRetryable(sdk, error) || request.signal?.aborted || !mayRetry()) throw llmUnavailable(error);
         try {
           await sleep(this.#retryDelay(sdk, attempt, error), request.signal);
         } catch (abort) {
-          throw unavailable(abort);
+          throw llmUnavailable(abort);
         }
         continue;
       }
@@ -218,10 +207,6 @@ export function modelFromEnvironment(env: NodeJS.ProcessEnv = process.env, model
   return new AnthropicModel(model ? { model } : {});
 }
 
-function unavailable(cause: unknown): AgoraError {
-  return new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause });
-}
-
 // Timeouts and aborts are not retried: the caller's deadline is already spent, and asking again would only
 // multiply the wait. Connection errors, 429, 529 and other 5xx are transient.
 function isRetryable(sdk: Sdk, error: unknown): boolean {
@@ -256,52 +241,4 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
     }, ms);
     signal?.addEventListener('abort', onAbort, { once: true });
   });
-}
-
-function toMessageParam(message: LlmMessage): Anthropic.MessageParam {
-  if (typeof message.content === 'string') return { role: message.role, content: message.content };
-  // The API rejects empty text blocks, which a reply of only tool calls may carry.
-  const blocks = message.content.filter((block) => block.type !== 'text' || block.text !== '');
-  const content = blocks.length ? blocks : message.content;
-  return { role: message.role, content: content.map(toBlockParam) } as Anthropic.MessageParam;
-}
-
-function toBlockParam(block: LlmContentBlock): Anthropic.ContentBlockParam {
-  switch (block.type) {
-    case 'text':
-      return { type: 'text', text: block.text };
-    case 'tool_use':
-      return { type: 'tool_use', id: block.id, name: block.name, input: block.input };
-    case 'tool_result':
-      return { type: 'tool_result', tool_use_id: block.tool_use_id, content: block.content, ...(block.is_error ? { is_error: true } : {}) };
-  }
-}
-
-function toToolParam(tool: LlmToolSpec): Anthropic.Tool {
-  return { name: tool.name, description: tool.description, input_schema: { ...tool.inputSchema, type: 'object' } };
-}
-
-function toResponse(reply: unknown): LlmResponse {
-  const parsed = MessageSchema.safeParse(reply);
-  if (!parsed.success) throw unavailable(new Error(`Malformed reply from the Messages API: ${z.prettifyError(parsed.error)}`));
-  const message = parsed.data;
-  const content: LlmContentBlock[] = [];
-  for (const block of message.content) {
-    // Other block types (thinking, server tools) are not part of the seam and are left out.
-    const schema = block.type === 'text' ? TextBlockSchema : block.type === 'tool_use' ? ToolUseBlockSchema : undefined;
-    if (!schema) continue;
-    const checked = schema.safeParse(block);
-    if (!checked.success) throw unavailable(new Error(`Malformed ${block.type} block from the Messages API: ${z.prettifyError(checked.error)}`));
-    content.push(checked.data as LlmContentBlock);
-  }
-  const toolCalls = content.flatMap((block) => (block.type === 'tool_use' ? [{ id: block.id, name: block.name, input: block.input }] : []));
-  const text = content.map((block) => (block.type === 'text' ? block.text : '')).join('');
-  return {
-    text,
-    toolCalls,
-    content,
-    stopReason: message.stop_reason ?? 'end_turn',
-    usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens },
-    model: message.model,
-  };
 }

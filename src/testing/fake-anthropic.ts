@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { credential, invalidRequest, lastUserText, quarter, replyChars, requestChars, systemText } from './_fake-request.js';
 import { sendStream, type ResponseBlock, type StreamPacing } from './_fake-stream.js';
 
 export type { StreamPacing } from './_fake-stream.js';
@@ -227,21 +228,6 @@ function readBody(request: IncomingMessage): Promise<string> {
   });
 }
 
-function invalidRequest(body: any): string | undefined {
-  if (typeof body?.model !== 'string' || !body.model) return 'model: Field required';
-  if (!Number.isInteger(body.max_tokens) || body.max_tokens < 1) return 'max_tokens: Field required';
-  if (!Array.isArray(body.messages) || body.messages.length === 0) return 'messages: at least one message is required';
-  return undefined;
-}
-
-// Recorded, never required: tests check that a key was sent, the fake accepts any.
-function credential(request: IncomingMessage): string | undefined {
-  const key = request.headers['x-api-key'];
-  if (typeof key === 'string' && key) return key;
-  const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-  return bearer?.[1];
-}
-
 function errorBody(type: string, message: string): unknown {
   return { type: 'error', error: { type, message } };
 }
@@ -257,47 +243,4 @@ function sendStatus(response: ServerResponse, reply: StatusReply): void {
   response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
   // A string body goes out as is, so a test can send a malformed reply.
   response.end(typeof body === 'string' ? body : JSON.stringify(body));
-}
-
-function quarter(chars: number): number {
-  return Math.ceil(chars / 4);
-}
-
-function systemText(system: unknown): string {
-  if (typeof system === 'string') return system;
-  if (Array.isArray(system)) return system.map((block) => (typeof block?.text === 'string' ? block.text : '')).join('\n');
-  return '';
-}
-
-// The text a block carries: text, a tool result's content, or a tool call's input as JSON.
-function blockText(block: any): string {
-  if (typeof block === 'string') return block;
-  if (block?.type === 'text' && typeof block.text === 'string') return block.text;
-  if (block?.type === 'tool_result') return Array.isArray(block.content) ? block.content.map(blockText).join('\n') : String(block.content ?? '');
-  if (block?.type === 'tool_use') return JSON.stringify(block.input ?? {});
-  return '';
-}
-
-function messageText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (Array.isArray(content)) return content.map(blockText).filter(Boolean).join('\n');
-  return '';
-}
-
-function lastUserText(messages: unknown): string {
-  if (!Array.isArray(messages)) return '';
-  const last = messages.findLast((message) => message?.role === 'user');
-  if (!last) return '';
-  if (typeof last.content === 'string') return last.content;
-  if (!Array.isArray(last.content)) return '';
-  return last.content.filter((block: any) => block?.type === 'text' || block?.type === 'tool_result').map(blockText).join('\n');
-}
-
-function requestChars(body: any): number {
-  const messages: unknown[] = Array.isArray(body?.messages) ? body.messages : [];
-  return systemText(body?.system).length + messages.reduce<number>((sum, message: any) => sum + messageText(message?.content).length, 0);
-}
-
-function replyChars(content: ResponseBlock[]): number {
-  return content.reduce((sum, block) => sum + (block.type === 'text' ? block.text.length : JSON.stringify(block.input).length), 0);
 }

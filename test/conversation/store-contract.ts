@@ -126,7 +126,7 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       const record = sampleRecord(clock.now());
       await store.create(record);
       clock.advance(TTL_MS - 1);
-      await expect(store.get(record.id)).resolves.toBeDefined();
+      await expect(store.get(record.id)).resolves.toMatchObject({ id: record.id });
       clock.advance(1);
       await expect(store.get(record.id)).rejects.toMatchObject({ code: 'CONVERSATION_EXPIRED' });
       await expect(store.runTurn(record.id, TTL_MS, (current) => incrementTurn(current))).rejects.toMatchObject({

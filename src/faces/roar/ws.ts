@@ -1,7 +1,7 @@
 // ROAR over WebSocket (`/roar/ws`, the `ws` package): an auth frame first when tokens are set (browsers cannot
 // send headers on an upgrade), then each frame a bare ROAR message answered by `delta` events and a `done`
 // event carrying the signed ROAR reply. Frame size, connection count, auth time and heartbeats are bounded.
-import { takeUpgrade } from '../../http/_upgrade.js';
+import { takeUpgrade } from '../_upgrade.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';

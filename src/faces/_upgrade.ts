@@ -1,5 +1,6 @@
-// Internal: WebSocket upgrades on the node:http server. A listener that serves an upgrade marks its request; one
-// that nobody marked (a path no face serves, or the faces turned off) is refused with a 404, not left hanging.
+// Internal: WebSocket upgrades on the node:http server, beside the faces that take them (the server imports the
+// faces, never the reverse). A listener that serves an upgrade marks its request; one that nobody marked (a path no
+// face serves, or the faces turned off) is refused with a 404, not left hanging.
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 

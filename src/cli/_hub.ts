@@ -1,0 +1,38 @@
+// Internal: what the commands that talk to a hub share (`chain`, `resume`, `route`, `runs`, `hub register`): the
+// `--hub` option and its client, `--json`, and the options of a chain.
+import type { HubClient } from '../hub/client.js';
+import { defineCommand, numberOption, stringOption, type Command, type CommandBody, type CommandMeta, type OptionSpec, type ParsedArgs } from './_command.js';
+import { jsonOption } from './_options.js';
+
+/** `--hub <url>`: the hub a command talks to (`AGORA_HUB`; the client's default otherwise). */
+export function hubOption(description = 'The hub'): OptionSpec {
+  return { type: 'string', value: '<url>', description, env: 'AGORA_HUB' };
+}
+
+/** A client of the hub `--hub` names, loaded only by the commands that talk to a hub. */
+export async function hubClient(args: ParsedArgs): Promise<HubClient> {
+  const { HubClient } = await import('../hub/client.js');
+  const url = stringOption(args, 'hub');
+  return new HubClient(url ? { url } : {});
+}
+
+/** A hub command's body as declared: its own options, and what its `--json` prints. */
+export type HubCommandBody = CommandBody & { json: string };
+
+/** A command that talks to a hub: `--hub` first, its own options, `--json` last (so every hub command's help reads alike). */
+export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCommandBody): Command {
+  return defineCommand(meta, { ...body, options: { hub: hubOption(), ...options, json: { ...jsonOption(json), default: false } } });
+}
+
+/** `--max-hops` and `--timeout` of the commands that run a chain (`chain`, `resume`). */
+export function chainOptions(maxHopsDescription: string, defaultHops?: number): Record<'max-hops' | 'timeout', OptionSpec> {
+  return {
+    'max-hops': { type: 'string', value: '<n>', description: maxHopsDescription, ...(defaultHops === undefined ? {} : { default: String(defaultHops) }) },
+    timeout: { type: 'string', value: '<seconds>', description: 'Time each agent has to answer', env: 'AGORA_TIMEOUT', default: '60' },
+  };
+}
+
+/** `--max-hops` and `--timeout` (declared by {@link chainOptions}), checked: the hop cap, and each hop's time in ms. */
+export function chainLimits(args: ParsedArgs): { maxHops: number | undefined; hopTimeoutMs: number } {
+  return { maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }), hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000 };
+}
