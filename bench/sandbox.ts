@@ -1,5 +1,5 @@
 // Benchmark of issue 11: a generated routine in the QuickJS sandbox against the same routine hand-written on the
-// main thread (and against today's worker-thread sandbox), per call, in one run; then the two ways QuickJS can
+// main thread, per call and over HTTP, in one run; then the two ways QuickJS can
 // reach an async host tool (a promise bridge in the sync build, or the asyncify build). Ratios are what we track.
 // `tsx bench/sandbox.ts [--duration 3]`.
 import { pathToFileURL } from 'node:url';
@@ -7,7 +7,6 @@ import { newQuickJSAsyncWASMModule, newQuickJSWASMModule } from 'quickjs-emscrip
 import { runRoutine } from '../src/routine/run.js';
 import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox } from '../src/generation/quickjs.js';
-import { bundleGeneratedModule, SandboxedModule } from '../src/generation/sandbox.js';
 import { formatNumber, load, startProcess, table } from './_harness.js';
 import { body, context, document, GENERATED, handWritten } from './_sandbox-routine.js';
 
@@ -78,25 +77,21 @@ async function overHttp(seconds: number, log: (line: string) => void): Promise<{
 /** Runs the sandbox benchmarks and returns the table and the ratio the issue tracks. */
 export async function benchSandbox(seconds: number, log: (line: string) => void): Promise<{ markdown: string; ratios: Record<string, number> }> {
   const quickjs = new QuickJSSandbox(await bundleForQuickJS(GENERATED));
-  const worker = new SandboxedModule(await bundleGeneratedModule(GENERATED));
   try {
     log('  hand-written on the main thread…');
     const hand = await rate(seconds, () => runRoutine(handWritten, body, context(), document, 2000));
     log('  generated, QuickJS…');
     const sandboxed = await rate(seconds, () => quickjs.run('handle', body, context()));
-    log('  generated, worker thread (today)…');
-    const threaded = await rate(seconds, () => worker.run('handle', body, context()));
     const http = await overHttp(seconds, log);
     log('  tool bridges…');
     const bridges = await toolBridges(20_000);
-    const ratios = { 'http quickjs/hand': http.quickjs / http.hand, 'http hand/bare': http.hand / http.bare, 'quickjs/hand': sandboxed / hand, 'worker/hand': threaded / hand, 'asyncify/bridge': bridges.asyncify / bridges.bridge };
+    const ratios = { 'http quickjs/hand': http.quickjs / http.hand, 'http hand/bare': http.hand / http.bare, 'quickjs/hand': sandboxed / hand, 'asyncify/bridge': bridges.asyncify / bridges.bridge };
     const markdown = [
       table(
         ['unit-conversion routine (zod in and out, one tool call)', 'calls/s', 'µs/call'],
         [
           ['hand-written, main thread (runRoutine)', formatNumber(hand), formatNumber(1e6 / hand, 1)],
           ['generated, QuickJS sandbox', formatNumber(sandboxed), formatNumber(1e6 / sandboxed, 1)],
-          ['generated, worker thread (before issue 11)', formatNumber(threaded), formatNumber(1e6 / threaded, 1)],
         ],
       ),
       '',
@@ -114,7 +109,6 @@ export async function benchSandbox(seconds: number, log: (line: string) => void)
         [
           ['QuickJS generated / hand-written, over HTTP', formatNumber(ratios['http quickjs/hand'], 2), '≥ 0.30'],
           ['QuickJS generated / hand-written, per call', formatNumber(ratios['quickjs/hand'], 3), '—'],
-          ['worker generated / hand-written, per call', formatNumber(ratios['worker/hand'], 3), '—'],
           [`tool round trips/s: promise bridge ${formatNumber(bridges.bridge)}, asyncify ${formatNumber(bridges.asyncify)}`, formatNumber(ratios['asyncify/bridge'], 2), 'bridge chosen if ≥ 1'],
         ],
       ),
@@ -122,7 +116,6 @@ export async function benchSandbox(seconds: number, log: (line: string) => void)
     return { markdown, ratios };
   } finally {
     await quickjs.close();
-    await worker.close();
   }
 }
 

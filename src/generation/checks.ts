@@ -8,7 +8,7 @@ import { protocolInvalidInputReply } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { callTool, type Tool } from '../tool/define.js';
 import type { StoredExample } from './prompts.js';
-import type { SandboxedModule, SandboxResult } from './sandbox.js';
+import type { QuickJSSandbox, SandboxResult } from './quickjs.js';
 import { preview, sameValue } from './write.js';
 import { plural } from '../_plural.js';
 
@@ -38,7 +38,7 @@ export function parseStoredExample(value: JsonObject): StoredExample | undefined
 }
 
 /** Runs a candidate routine on the recorded exchanges (by value when deterministic) and on the probes (by shape). */
-export async function checkRoutine(module: SandboxedModule, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[] }> {
+export async function checkRoutine(module: QuickJSSandbox, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[] }> {
   const json = prescribesJson(document);
   const tools = toolbox(agentTools);
   const errors: string[] = [];

@@ -1,6 +1,6 @@
 // Routines written by the LLM (spec §6), receiver side: after enough LLM-served uses of a protocol, the LLM writes a
 // TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may
-// approve it, and it runs in a worker thread with a time and memory limit (./sandbox.ts). The sender side is
+// approve it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./quickjs.ts). The sender side is
 // ./task-routines.ts, the review (`agora routines`) ./review.ts.
 import { z } from 'zod';
 import { describeError } from '../errors.js';
@@ -39,7 +39,7 @@ export type RoutineGeneratorOptions = {
   autoApprove?: boolean;
   /** Time limit per run, in ms (default 2000). */
   timeoutMs?: number;
-  /** Heap limit of a routine's worker, in MB (default 64). */
+  /** The whole memory of a routine's QuickJS sandbox, in MB (default 64): every allocation counts. */
   memoryLimitMb?: number;
   /** Failures in a row before a routine is disabled (default 3). */
   maxFailures?: number;
@@ -55,7 +55,7 @@ export type RoutineGeneratorOptions = {
 
 /**
  * Writes routines for the protocols the LLM serves most, with the LLM, checked before they run; serves the
- * approved ones from worker threads. Plug it into a Receiver with `extensions: generator.extensions()`.
+ * approved ones from QuickJS sandboxes. Plug it into a Receiver with `extensions: generator.extensions()`.
  * @example
  * const generator = new RoutineGenerator({ dir, memory, llm, tools: () => receiver.tools });
  * const receiver = await Receiver.start({ dir, memory, llm, extensions: generator.extensions() });
@@ -205,7 +205,7 @@ export class RoutineGenerator extends RoutineKeeper {
     return probes;
   }
 
-  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
+  /** Writes batched counters and drops the sandboxes (a generation under way is abandoned, and retried later). */
   override async close(): Promise<void> {
     await super.close();
     this.#runners.clear();

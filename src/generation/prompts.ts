@@ -26,7 +26,7 @@ export const ROUTINE_SYSTEM = moduleSystem(
     '});',
   ],
   [
-    "- Import only 'agora-agents' (defineRoutine and its types) and 'zod' (zod 4). No other import, no require(), no import(), no fetch, no file system, no process, no environment variables: the module runs in an isolated worker where none of these exist.",
+    "- Import only 'agora-agents' (defineRoutine and its types) and 'zod' (zod 4). No other import, no require(), no import(), no fetch, no file system, no process, no environment variables: the module runs in a QuickJS sandbox where none of these exist.",
     '- Data comes only from the agent\'s tools: `await context.tools.<name>(input)` validates the input, runs the tool and resolves to its output (typed unknown: check it with zod before use); it rejects when the tool fails.',
     '- For a multiround protocol, keep what later turns need in `context.conversation.state`, a JSON object you mutate; `context.conversation.turn` is 1 on the first turn.',
     '- Reply exactly as the protocol prescribes: the same JSON keys and value types as the recorded replies, and the protocol\'s own error replies where the body or the data calls for one.',
@@ -52,7 +52,7 @@ export const TASK_SYSTEM = moduleSystem(
     '};',
   ],
   [
-    "- Import only 'zod' (zod 4). No other import, no require(), no import(), no fetch, no file system, no process: the module runs in an isolated worker where none of these exist.",
+    "- Import only 'zod' (zod 4). No other import, no require(), no import(), no fetch, no file system, no process: the module runs in a QuickJS sandbox where none of these exist.",
     '- Pure and deterministic functions: the same input gives the same body, the same reply the same output.',
     '- Strict TypeScript: type the parameters; check the reply with zod before reading it.',
     '- Match the recorded calls exactly: the same body for the same input, the same output for the same reply.',

@@ -33,7 +33,7 @@ type Call = {
 /**
  * A bundled generated module (see bundleForQuickJS) in its own QuickJS context: calls are queued one at a time,
  * each with a time, CPU and memory limit; a call that breaks a limit or throws fails, and the next call gets a fresh
- * context. A drop-in for the worker-thread SandboxedModule (same `run`, `close`).
+ * context.
  */
 export class QuickJSSandbox {
   readonly #code: string;

@@ -2,7 +2,8 @@
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '../llm/toolformer.js';
-import { bundleGeneratedModule, SandboxedModule, type SandboxOptions } from './sandbox.js';
+import { bundleForQuickJS } from './quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
 import type { RoutineTypeChecker } from './typecheck.js';
 
 /** A usage sink that also learns which protocol (by name) the LLM call was for. */
@@ -14,7 +15,7 @@ export type WrittenModule =
   | { ok: false; errors: string[]; attempts: number; model: string };
 
 /** The checks a built, type-checked module must pass: the errors found, and the checks passed. */
-export type ModuleChecks = (module: SandboxedModule) => Promise<{ errors: string[]; passed: string[] }>;
+export type ModuleChecks = (module: QuickJSSandbox) => Promise<{ errors: string[]; passed: string[] }>;
 
 type WriteOptions = {
   llm: LanguageModel;
@@ -69,7 +70,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
       errors = [`the reply holds no ${FENCE}ts code block`];
     } else {
       const [built, typed] = await Promise.all([
-        bundleGeneratedModule(code).then(
+        bundleForQuickJS(code).then(
           (bundle) => ({ bundle, error: undefined }),
           (error: unknown) => ({ bundle: undefined, error: error instanceof Error ? error.message : String(error) }),
         ),
@@ -78,7 +79,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
       typeCheckMs = typed.ms;
       errors = [...(built.error ? [`build: ${built.error}`] : []), ...typed.errors.map((error) => `type-check: ${error}`)];
       if (!errors.length && built.bundle) {
-        const module = new SandboxedModule(built.bundle, { ...options.sandbox, name: `agora check ${options.label}` });
+        const module = new QuickJSSandbox(built.bundle, { ...options.sandbox, name: `agora check ${options.label}` });
         try {
           const checked = await options.check(module);
           errors = checked.errors;
