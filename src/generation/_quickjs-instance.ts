@@ -16,6 +16,7 @@ import {
   type QuickJSRuntime,
 } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
+import { beginSlice, shouldInterrupt, type CpuClock, type CpuSlice } from './_cpu-slice.js';
 import { GUEST_PRELUDE, HOST_GLOBAL, wrapBundle } from './_quickjs-guest.js';
 
 // The WebAssembly API as far as we use it (the project's lib settings do not declare it).
@@ -25,15 +26,16 @@ const wasmApi = (globalThis as unknown as {
   WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule>; Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory };
 }).WebAssembly;
 
-/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`, and the CPU deadline. */
+/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`, and the running slice. */
 export type Instance = {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   memory: WasmMemory;
   run: QuickJSHandle;
   settle: QuickJSHandle;
-  /** `Date.now()` past which the interrupt handler stops the guest; 0 when no guest code should be running. */
-  deadline: number;
+  /** The CPU budget of the guest code running now (see ./_cpu-slice.ts); undefined when none should be running. */
+  slice: CpuSlice | undefined;
+  cpuClock: CpuClock;
   /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
   statics: string | undefined;
 };
@@ -46,12 +48,14 @@ export type GuestHooks = {
 };
 
 /** The limits an instance is built with. */
-export type InstanceLimits = { memoryBytes: number; loadTimeoutMs: number; cpuLimitMs: number; name: string };
+export type InstanceLimits = { memoryBytes: number; loadTimeoutMs: number; cpuLimitMs: number; name: string; cpuClock: CpuClock };
 
 /** A context that grew past this share of its memory is dropped after a successful call, to start the next clean. */
 export const HIGH_WATER = 0.75;
 
 const PAGE = 65536;
+// The wall-clock backstop of a load, as a multiple of its CPU budget.
+const LOAD_WALL_FACTOR = 5;
 // The emscripten build starts with 16 MB of linear memory (its static data and stack live there too).
 const INITIAL_PAGES = 256;
 // Below the emscripten stack (5 MB), so deep recursion is a RangeError, never a WebAssembly trap.
@@ -68,7 +72,7 @@ function compiledQuickJS(): Promise<WasmModule> {
   return compiled;
 }
 
-/** The guest's error as one line ("TypeError: …"), read under the deadline still set (a getter may be hostile). */
+/** The guest's error as one line ("TypeError: …"), read under the slice still set (a getter may be hostile). */
 export function guestErrorText(instance: Instance, error: QuickJSHandle): string {
   try {
     const dumped = instance.context.dump(error) as unknown;
@@ -81,13 +85,16 @@ export function guestErrorText(instance: Instance, error: QuickJSHandle): string
 }
 
 /**
- * A guest failure in the sandbox's words: the CPU limit once the deadline has passed (for an error the guest
- * reported itself, only if it is the interruption, which a routine may catch and rethrow), the memory limit when
- * QuickJS ran out or the memory is nearly full (out of memory, QuickJS may not even build the error object), else
- * the guest's own message. Called while the deadline is still set.
+ * A guest failure in the sandbox's words: the CPU limit (or the wall-clock backstop) once the interrupt handler
+ * stopped the guest (for an error the guest reported itself, only if it is the interruption, which a routine may
+ * catch and rethrow), the memory limit when QuickJS ran out or the memory is nearly full (out of memory, QuickJS may
+ * not even build the error object), else the guest's own message. Called while the slice is still set.
  */
 export function breachError(instance: Instance, text: string, limits: InstanceLimits, reported: boolean): Error {
-  if (Date.now() >= instance.deadline && (!reported || text === 'InternalError: interrupted')) return new Error(`exceeded its CPU time limit of ${limits.cpuLimitMs} ms`);
+  const breach = instance.slice?.breach;
+  if (breach && (!reported || text === 'InternalError: interrupted')) {
+    return new Error(breach === 'cpu' ? `exceeded its CPU time limit of ${limits.cpuLimitMs} ms` : `timed out after ${Math.round(instance.slice!.wallMs)} ms of computation`);
+  }
   if (/out of memory/i.test(text) || instance.memory.buffer.byteLength > limits.memoryBytes * HIGH_WATER) {
     return new Error(`exceeded its memory limit of ${Math.round(limits.memoryBytes / 1048576)} MB (out of memory)`);
   }
@@ -124,8 +131,8 @@ export async function instantiate(
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
   const context = runtime.newContext();
-  const instance = { runtime, context, memory, deadline: 0, statics: undefined } as Instance;
-  runtime.setInterruptHandler(() => Date.now() > instance.deadline);
+  const instance = { runtime, context, memory, slice: undefined, cpuClock: limits.cpuClock, statics: undefined } as Instance;
+  runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.cpuClock));
   const host = context.newObject();
   for (const key of ['tool', 'done', 'log'] as const) {
     const handle = context.newFunction(key, (text) => {
@@ -137,7 +144,8 @@ export async function instantiate(
   context.setProp(context.global, HOST_GLOBAL, host);
   host.dispose();
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
-  instance.deadline = Date.now() + limits.loadTimeoutMs;
+  // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.
+  instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR);
   try {
     const prelude = context.evalCode(GUEST_PRELUDE, 'agora-prelude.js', { type: 'global' });
     if (prelude.error) throw failLoad('prelude', prelude.error);
@@ -155,7 +163,7 @@ export async function instantiate(
   } catch (error) {
     throw error instanceof Error && error.message.startsWith(limits.name) ? error : new Error(`${limits.name}: the module failed to load: ${describeError(error)}`);
   } finally {
-    instance.deadline = 0;
+    instance.slice = undefined;
   }
   return instance;
 }

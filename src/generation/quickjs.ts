@@ -1,7 +1,7 @@
 // Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one
 // instance per routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and
-// an interrupt handler enforcing a CPU-time limit. The guest has the ECMAScript built-ins and nothing else: no
-// `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
+// an interrupt handler enforcing a CPU-time limit (./_cpu-slice.ts). The guest has the ECMAScript built-ins and
+// nothing else: no `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
 // `import()` reach only QuickJS. The host hands it three functions (a tool call, a log line, the end of a call);
 // every crossing is one string, so a call costs a handful of boundary crossings (see ./_quickjs-guest.ts).
 import type { QuickJSHandle } from 'quickjs-emscripten';
@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { describeError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
+import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
@@ -25,6 +26,8 @@ type Call = {
   instance: Instance;
   context: SandboxContext | undefined;
   cpuLeft: number;
+  /** `performance.now()` past which the call has run out of time, computing or waiting. */
+  ends: number;
   resolve(result: SandboxResult): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
@@ -61,7 +64,7 @@ export class QuickJSSandbox {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
     this.#name = options.name ?? 'generated routine';
     this.#idleMs = options.idleMs ?? 5 * 60_000;
-    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name };
+    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name, cpuClock: options.cpuClock ?? processCpuClock };
   }
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
@@ -102,7 +105,7 @@ export class QuickJSSandbox {
     }
     text += ']';
     return new Promise<SandboxResult>((resolve, reject) => {
-      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, resolve, reject, timer: undefined };
+      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
       this.#current = call;
       const vm = instance.context;
       const argument = vm.newString(text);
@@ -116,8 +119,9 @@ export class QuickJSSandbox {
   /** Runs guest code for the current call under its remaining CPU time, then its pending jobs; a breach fails it. */
   #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }): void {
     const instance = call.instance;
-    const started = performance.now();
-    instance.deadline = Date.now() + Math.max(1, call.cpuLeft);
+    // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
+    const slice = beginSlice(call.cpuLeft, call.ends - performance.now());
+    instance.slice = slice;
     let failure: Error | undefined;
     try {
       const first = step();
@@ -132,15 +136,15 @@ export class QuickJSSandbox {
       // A WebAssembly trap or an "Aborted()" of the emscripten runtime: this instance is finished.
       failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
     } finally {
-      instance.deadline = 0;
-      call.cpuLeft -= performance.now() - started;
+      instance.slice = undefined;
+      call.cpuLeft -= chargedMs(slice, instance.cpuClock);
     }
     if (failure && this.#current === call) this.#fail(failure);
   }
 
   #describeBreach(instance: Instance, error: QuickJSHandle): Error {
     // Checked before reading the error: its getters are guest code, interrupted like any other.
-    if (Date.now() >= instance.deadline) return breachError(instance, '', this.#limits, false);
+    if (instance.slice?.breach) return breachError(instance, '', this.#limits, false);
     return breachError(instance, guestErrorText(instance, error), this.#limits, false);
   }
 
