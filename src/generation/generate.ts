@@ -15,7 +15,7 @@ import type { JsonObject, JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
 import { RoutineKeeper } from './book.js';
 import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks.js';
-import { QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
+import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
 import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
 import type { RoutineTypeChecker } from './typecheck.js';
 import { preview, writeCheckedModule, type GenerationUsageSink } from './write.js';
@@ -176,9 +176,7 @@ export class RoutineGenerator extends RoutineKeeper {
     let bodies: JsonValue[] = [];
     try {
       const prompt = [
-        '<protocol>',
-        document.text.trim(),
-        '</protocol>',
+        protocolBlock(document),
         '',
         `Write ${count} different bodies a sender could send as the first query under this protocol: typical ones, and one edge case the protocol covers (such as one of its error replies).`,
         `Reply with only a JSON array of the ${count} bodies${json ? '' : ' (strings)'}.`,

@@ -10,7 +10,7 @@ import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { EXAMPLE_CAP, RoutineKeeper } from './book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
-import { TASK_SYSTEM } from './prompts.js';
+import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './prompts.js';
 import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
 import { FENCE, preview, sameValue, writeCheckedModule, type GenerationUsageSink, type ModuleChecks, type WrittenModule } from './write.js';
@@ -53,12 +53,10 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
     `Its output (JSON Schema): ${JSON.stringify(task.outputJsonSchema)}`,
     '',
     'The protocol document:',
-    '<protocol>',
-    document.text.trim(),
-    '</protocol>',
+    protocolBlock(document),
     '',
     'Recorded calls, made by the agent\'s LLM:',
-    ...examples.map((example, index) => `${index + 1}. input ${JSON.stringify(example.input)} → body ${JSON.stringify(example.body)}; reply ${JSON.stringify(example.reply)} → output ${JSON.stringify(example.output)}`),
+    exchangesBlock(examples.map((example, index) => `${index + 1}. input ${JSON.stringify(example.input)} → body ${JSON.stringify(example.body)}; reply ${JSON.stringify(example.reply)} → output ${JSON.stringify(example.output)}`)),
   ].join('\n');
   const check: ModuleChecks = async (module) => {
     const errors: string[] = [];
