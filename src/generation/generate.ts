@@ -18,6 +18,7 @@ import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks
 import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
 import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
 import type { RoutineTypeChecker } from './typecheck.js';
+import { askTwice } from './value-check.js';
 import { preview, writeCheckedModule, type GenerationUsageSink } from './write.js';
 
 /** Options of {@link RoutineGenerator}. */
@@ -167,7 +168,7 @@ export class RoutineGenerator extends RoutineKeeper {
     });
   }
 
-  /** Queries the LLM writes from the PD, with the LLM responder's answers (a failed one is left out). */
+  /** Queries the LLM writes from the PD, each with the LLM responder's two answers (a failed one is left out). */
   async #probes(document: ProtocolDocument): Promise<Probe[]> {
     const count = this.#options.checkQueries ?? 3;
     if (count <= 0) return [];
@@ -191,16 +192,12 @@ export class RoutineGenerator extends RoutineKeeper {
     }
     const tools = this.#options.tools();
     const profile = this.#options.profile?.() ?? { name: 'agent', description: '', protocols: [], tools };
-    const probes: Probe[] = [];
-    for (const body of bodies) {
-      try {
-        const reply = await answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body);
-        probes.push({ body, reply });
-      } catch (error) {
-        this.book.logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`);
-      }
-    }
-    return probes;
+    // Each body asked twice, each time afresh: where both answers agree, the routine must give that value.
+    return askTwice(
+      bodies,
+      (body) => answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body),
+      (body, error) => this.book.logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`),
+    );
   }
 
   /** Writes batched counters and drops the sandboxes (a generation under way is abandoned, and retried later). */
