@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { loadGenerator } from './_harness.js';
 import { benchFaces } from './faces.js';
 import { benchHttp } from './http.js';
+import { benchSandbox } from './sandbox.js';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' }, only: { type: 'string' } } });
 const duration = Number(values.duration);
@@ -11,6 +12,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 const sections: [string, () => Promise<string>][] = [
   ['http', async () => `## HTTP hot path (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
+  ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
   ['faces', async () => `## Faces: ROAR vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
 ];
 const extra = await import('./scale.js').then((module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) => module.sections?.(duration, log) ?? [], () => []);
