@@ -43,7 +43,7 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
 export type LoadResult = { name: string; requestsPerSecond: number; p99: number; p50: number; errors: number; non2xx: number };
 
 /** What one load test sends: a JSON body, POSTed to one path or to `paths` in turn. */
-export type LoadOptions = { url: string; path?: string; paths?: string[]; body: string; duration: number; connections?: number };
+export type LoadOptions = { url: string; path?: string; paths?: string[]; body: string; duration: number; connections?: number; headers?: Record<string, string> };
 
 /** The load generator: wrk when installed (C, so the client takes less of the shared cores), else autocannon. */
 export function loadGenerator(): 'wrk' | 'autocannon' {
@@ -66,7 +66,7 @@ async function wrkLoad(name: string, options: LoadOptions): Promise<LoadResult> 
       'local counter = 0',
       'request = function()',
       '  counter = counter + 1',
-      '  return wrk.format("POST", paths[(counter % #paths) + 1], { ["Content-Type"] = "application/json" }, body)',
+      `  return wrk.format("POST", paths[(counter % #paths) + 1], { ["Content-Type"] = "application/json"${Object.entries(options.headers ?? {}).map(([name, value]) => `, [${luaString(name)}] = ${luaString(value)}`).join('')} }, body)`,
       'end',
       'done = function(summary, latency, requests)',
       '  io.write(string.format("AGORA %d %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.errors.status))',
@@ -98,7 +98,7 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
   const result = await autocannon({
     url: `${options.url}${options.path ?? '/'}`,
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...options.headers },
     connections: options.connections ?? 50,
     pipelining: 1,
     duration: options.duration,

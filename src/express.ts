@@ -5,6 +5,7 @@ import { agoraEnabled, facesFor, isFacePath } from './faces/mount.js';
 import { writeFaceResponse } from './faces/node.js';
 import { rateLimitOf } from './http/_limits.js';
 import { readBody } from './http/server.js';
+import { writeEventStream, type StreamingOptions } from './http/streaming.js';
 import type { ReceiverApi } from './receiver.js';
 
 /**
@@ -12,7 +13,7 @@ import type { ReceiverApi } from './receiver.js';
  * Mount it before body parsers to have their errors (malformed JSON, their own size limit) answered as Agora JSON too.
  * @example app.use('/agora', agoraRouter(receiver));
  */
-export function agoraRouter(receiver: ReceiverApi, options: HttpOptions = {}): Router {
+export function agoraRouter(receiver: ReceiverApi, options: HttpOptions & StreamingOptions = {}): Router {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const limit = rateLimitOf(options);
   const handle = createHandler(receiver, options, limit);
@@ -46,6 +47,7 @@ export function agoraRouter(receiver: ReceiverApi, options: HttpOptions = {}): R
         if (faced !== undefined) return writeFaceResponse(response, faced);
         if (!agora || (request.baseUrl === '' && !isAgoraPath(request.path))) return next();
         const result = await handle(core);
+        if (result.stream) return writeEventStream(response, { ...result, stream: result.stream }, options);
         response.writeHead(result.status, result.headers).end(result.body);
       })
       .catch(next);

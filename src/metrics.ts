@@ -44,7 +44,16 @@ export type MetricsSnapshot = {
   llmCalls: number;
   inputTokens: number;
   outputTokens: number;
+  /** Streamed replies and resumptions begun. */
+  streams: number;
+  /** Pieces of replies streamed. */
+  deltas: number;
+  /** Turns aborted because their streaming client went away. */
+  abortedCalls: number;
 };
+
+/** What a stream serves: a new query, a follow-up, or a resumption (`GET /conversations/:id/events`). */
+export type StreamKind = 'query' | 'follow_up' | 'resume';
 
 /**
  * Counts what an agent does and what it costs: queries by path and protocol, LLM calls and tokens by
@@ -55,7 +64,8 @@ export class Metrics {
   readonly #llmCalls = new Map<string, number>();
   readonly #tokens = new Map<string, number>();
   readonly #latency = new Map<string, { buckets: number[]; sum: number; count: number }>();
-  readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0 };
+  readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0, streams: 0, deltas: 0, abortedCalls: 0 };
+  readonly #streams: Record<StreamKind, number> = { query: 0, follow_up: 0, resume: 0 };
 
   // Label keys of the hot path, memoised: building and escaping them on every query shows in profiles.
   readonly #keys = new Map<string, string>();
@@ -106,6 +116,22 @@ export class Metrics {
     histogram.count += 1;
   }
 
+  /** Counts one stream begun. */
+  stream(kind: StreamKind): void {
+    this.#streams[kind] += 1;
+    this.#totals.streams += 1;
+  }
+
+  /** Counts one piece of a streamed reply. */
+  streamDelta(): void {
+    this.#totals.deltas += 1;
+  }
+
+  /** Counts one turn aborted because its streaming client went away (its LLM call closed). */
+  llmAborted(): void {
+    this.#totals.abortedCalls += 1;
+  }
+
   /** The totals so far. */
   snapshot(): MetricsSnapshot {
     return structuredClone(this.#totals);
@@ -128,6 +154,10 @@ export class Metrics {
     counter('agora_queries_total', 'Queries answered, by path (routine, llm, failure) and protocol.', this.#queries);
     counter('agora_llm_calls_total', 'LLM calls, by protocol and purpose.', this.#llmCalls);
     counter('agora_llm_tokens_total', 'LLM tokens, by protocol, purpose and direction (input, output).', this.#tokens);
+    lines.push('# HELP agora_streams_total Streamed replies and resumptions, by kind.', '# TYPE agora_streams_total counter');
+    for (const [kind, value] of Object.entries(this.#streams)) lines.push(`agora_streams_total{kind="${kind}"} ${value}`);
+    lines.push('# HELP agora_stream_deltas_total Pieces of replies streamed.', '# TYPE agora_stream_deltas_total counter', `agora_stream_deltas_total ${this.#totals.deltas}`);
+    lines.push('# HELP agora_stream_aborted_total Turns aborted because their streaming client went away.', '# TYPE agora_stream_aborted_total counter', `agora_stream_aborted_total ${this.#totals.abortedCalls}`);
     lines.push('# HELP agora_routine_duration_seconds Routine run time.', '# TYPE agora_routine_duration_seconds histogram');
     for (const [labels, histogram] of this.#latency) {
       LATENCY_BUCKETS.forEach((bound, index) => lines.push(`agora_routine_duration_seconds_bucket{${labels},le="${bound}"} ${histogram.buckets[index]}`));

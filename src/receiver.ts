@@ -21,12 +21,18 @@ import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
 import type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
+import { resumeEvents } from './receiver/resume.js';
+import { streamTurn, type EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 export type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
+export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 /** How long the default stores keep a tombstone at least: one hour, or one TTL when that is longer. */
 export const DEFAULT_TOMBSTONE_MS = 60 * 60 * 1000;
+
+// A resumed stream ends with `Request timeout` after this long without a new event (its turn's process may be gone).
+const RESUME_IDLE_MS = 3 * 60 * 1000;
 
 // `/wellknown` reads what other processes sharing the memory learned at most this often.
 const SHARED_READ_INTERVAL_MS = 1000;
@@ -223,14 +229,18 @@ export class Receiver implements ReceiverApi {
     const route = await this.#routeOfQuery(target, request.protocolSources);
     // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
     const multiround = request.multiround === true || target.kind === 'negotiation';
-    if (!multiround) return { status: 'success', body: await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal) };
+    if (!multiround) {
+      context?.onTurn?.(null, true);
+      return { status: 'success', body: await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta) };
+    }
     // The place is taken before the first turn runs, so concurrent first turns cannot together pass the cap.
     const release = this.#capacity ? await this.#capacity.reserve() : undefined;
     if (release === false) this.#fail('TOO_MANY_CONVERSATIONS', labelOf(route));
     try {
       const id = nanoid(24);
       const turn: Turn = { id, turn: 1, state: {}, history: [] };
-      const reply = await this.#answerer.answer(route, turn, request.body, context?.signal);
+      context?.onTurn?.(id, true);
+      const reply = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
       const now = this.#now();
       const expiresAt = now + this.#ttlMs;
       await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
@@ -275,7 +285,8 @@ export class Receiver implements ReceiverApi {
       if (named !== undefined && named !== current.protocolHash) throw new AgoraError('PROTOCOL_CHANGED');
       const route = await this.#routeOfRecord(targetOfRecord(current.protocolHash), request.protocolSources);
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
-      const body = await this.#answerer.answer(route, turn, request.body, context?.signal);
+      context?.onTurn?.(id, false);
+      const body = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
       return { result: body, state: turn.state, history: turn.history };
     });
     const expires = Math.floor((this.#now() + this.#ttlMs) / 1000);
@@ -289,6 +300,27 @@ export class Receiver implements ReceiverApi {
     const known = await this.registry.forConversation(hash, sources ?? undefined);
     if (!known) this.#fail('UNSUPPORTED_PROTOCOL', 'unknown');
     return this.#answerer.route(known);
+  }
+
+  queryStream(request: QueryRequest, context?: RequestContext): EventChannel {
+    this.counters.stream('query');
+    return streamTurn({ ...this.#streaming, context, run: (inner) => this.query(request, inner) });
+  }
+
+  followUpStream(id: string, request: FollowUpRequest, context?: RequestContext): EventChannel {
+    this.counters.stream('follow_up');
+    return streamTurn({ ...this.#streaming, context, run: (inner) => this.followUp(id, request, inner) });
+  }
+
+  events(id: string, lastEventId: number | undefined, context?: RequestContext): Promise<AsyncIterable<ReplyEvent>> {
+    this.counters.stream('resume');
+    // A resumption waits at most one LLM attempt's bound plus its retries for the next event.
+    return resumeEvents(this.store, id, lastEventId, { signal: context?.signal ?? new AbortController().signal, idleMs: RESUME_IDLE_MS });
+  }
+
+  /** What every stream of this receiver shares: its event log, the conversations' TTL, logger and counters. */
+  get #streaming() {
+    return { log: this.store.events, ttlMs: this.#ttlMs, logger: this.logger, metrics: this.counters };
   }
 
   async end(id: string): Promise<void> {

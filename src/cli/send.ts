@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import { silentLogger } from '../log.js';
 import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
-import { Sender, type QueryResult, type SenderConversation } from '../sender/sender.js';
+import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
 import { fileArgument, urlArgument } from './_arguments.js';
 import { UsageError, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, type Command } from './_command.js';
 
@@ -48,15 +48,31 @@ async function converseLines(conversation: SenderConversation, json: boolean): P
   }
 }
 
+/** Prints a streamed reply as it comes: text pieces to stdout, other pieces (progress) as JSON lines to stderr. */
+async function printStream(sender: Sender, url: string, options: StreamQueryOptions, json: boolean): Promise<void> {
+  let printed = '';
+  for await (const event of sender.stream(url, options)) {
+    if (event.type === 'done') {
+      // Text streamed whole needs only its line end; anything else is printed as without streaming.
+      if (!json && typeof event.result.body === 'string' && printed === event.result.body) process.stdout.write('\n');
+      else printReply(event.result, json);
+    } else if (typeof event.delta === 'string') {
+      if (!json) process.stdout.write(event.delta);
+      printed += event.delta;
+    } else process.stderr.write(`${JSON.stringify(event.delta)}\n`);
+  }
+}
+
 /** `agora send <url> [body]`: one query, or a conversation with `--multiround`. */
 export const command: Command = {
   name: 'send',
   summary: 'Send a query to an agent and print the reply body',
-  usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--json] [--timeout <s>]',
+  usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--json] [--timeout <s>]',
   options: {
     protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
     multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
     json: { type: 'boolean', description: 'Print the whole reply {body, conversationId?, conversationExpires?} as JSON' },
+    stream: { type: 'boolean', description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)' },
     timeout: timeoutOption(30),
   },
   details: [
@@ -65,12 +81,15 @@ export const command: Command = {
     '  agora send http://localhost:3000 "What is 3 miles in km?"',
     '  agora send http://localhost:3000 \'{"value": 3, "from": "mi", "to": "km"}\' --protocol protocols/unit-conversion.md',
     '  agora send http://localhost:3000 --multiround',
+    '  agora send http://localhost:3000 "Tell me a story" --stream',
   ].join('\n'),
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const bodyArgument = args.positionals[1];
     if (args.positionals.length > 2) throw new UsageError('too many arguments: quote the body');
     const multiround = args.values.multiround === true;
+    const stream = args.values.stream === true;
+    if (stream && multiround) throw new UsageError('--stream streams one query: it does not combine with --multiround');
     const json = args.values.json === true;
     if (bodyArgument === undefined && !multiround) throw new UsageError('missing [body] (or `-` to read it from stdin)');
     const timeout = timeoutMs(args, 30);
@@ -79,6 +98,10 @@ export const command: Command = {
     const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null });
     if (!multiround) {
       const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
+      if (stream) {
+        await printStream(sender, url, { body, ...(protocol ? { protocol } : {}) }, json);
+        return 0;
+      }
       printReply(await sender.query(url, { body, ...(protocol ? { protocol } : {}) }), json);
       return 0;
     }

@@ -6,6 +6,8 @@ import { openRedis, watchRedis, redisReady, storeCall, type RedisLog } from '../
 import { AgoraError } from '../errors.js';
 import { RedisMemory } from '../memory/redis.js';
 import { ACQUIRE, CREATE, DELETE, RELEASE, RENEW, SAVE_AND_RELEASE } from './_redis-lua.js';
+import type { EventRetention } from './events.js';
+import { RedisEventLog } from './redis-events.js';
 import type { ConversationRecord, ConversationStore, TurnUpdate } from './store.js';
 
 /** Options of {@link RedisConversationStore}. */
@@ -22,6 +24,8 @@ export type RedisStoreOptions = {
   now?: () => number;
   /** The real-time waits of the lock: waiting for it and renewing its lease (injected in tests). */
   timers?: LockTimers;
+  /** How many events of streamed turns are kept per conversation (`maxBytes` does not apply in Redis). */
+  events?: Omit<EventRetention, 'maxBytes'>;
 };
 
 /** What the lock waits with: a monotonic clock in ms, a pause, a repeating tick. Default: performance.now() and timers. */
@@ -62,6 +66,8 @@ export class RedisConversationStore implements ConversationStore {
   /** This process's turns per id, one at a time, so only one of them at a time polls Redis for the lock. */
   readonly #turns = new KeyedQueue<string>();
   #closed = false;
+  /** The events of streamed turns, in Redis Streams beside the records. */
+  readonly events: RedisEventLog;
 
   constructor(redis: Redis | string, options: RedisStoreOptions = {}) {
     this.#owned = typeof redis === 'string';
@@ -75,6 +81,7 @@ export class RedisConversationStore implements ConversationStore {
     this.#lockWaitMs = options.lockWaitMs ?? 60_000;
     this.#now = options.now ?? Date.now;
     this.#timers = options.timers ?? REAL_TIMERS;
+    this.events = new RedisEventLog(this.#redis, { prefix: this.#prefix, counterMs: this.#tombstoneMs, ...options.events });
   }
 
   #keys(id: string) {
@@ -222,6 +229,7 @@ export class RedisConversationStore implements ConversationStore {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.events.close();
     if (this.#owned) await quit(this.#redis);
   }
 }
@@ -253,3 +261,4 @@ export function connectRedis(
 }
 
 export { RedisMemory };
+export { RedisEventLog, type RedisEventLogOptions } from './redis-events.js';

@@ -1,6 +1,7 @@
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
+import { MemoryEventLog, type ConversationEventLog, type EventRetention } from './events.js';
 
 /** One message of a conversation's history, as the receiver saw it. */
 export type ConversationMessage = { role: 'peer' | 'agent'; body: JsonValue };
@@ -49,6 +50,8 @@ export interface ConversationStore {
   sweep(): Promise<number>;
   /** Releases timers and connections. */
   close(): Promise<void>;
+  /** The events of streamed turns, kept with the conversations (a store without it streams without resumption). */
+  readonly events?: ConversationEventLog;
   /** Whether the store can answer now (`GET /ready`); a store without it is always ready. */
   ready?(): Promise<boolean>;
 }
@@ -61,6 +64,8 @@ export type MemoryConversationStoreOptions = {
   tombstoneMs?: number;
   /** Sweep period in ms; 0 disables the timer (call `sweep()` yourself). Default 30 s. */
   sweepIntervalMs?: number;
+  /** How many events of streamed turns are kept per conversation. */
+  events?: EventRetention;
 };
 
 type Entry = {
@@ -80,10 +85,13 @@ export class MemoryConversationStore implements ConversationStore {
   /** Turns of one conversation, one at a time; a drained queue holds nothing, so an idle conversation holds no promise. */
   readonly #turns = new KeyedQueue<string>();
   readonly #timer: NodeJS.Timeout | undefined;
+  /** The events of streamed turns, swept with the conversations. */
+  readonly events: MemoryEventLog;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#tombstoneMs = options.tombstoneMs ?? 60 * 60 * 1000;
+    this.events = new MemoryEventLog({ ...options.events, now: this.#now, counterMs: this.#tombstoneMs });
     const interval = options.sweepIntervalMs ?? 30_000;
     if (interval > 0) {
       this.#timer = setInterval(() => void this.sweep(), interval);
@@ -171,10 +179,11 @@ export class MemoryConversationStore implements ConversationStore {
         dropped += 1;
       }
     }
-    return dropped;
+    return dropped + (await this.events.sweep());
   }
 
   async close(): Promise<void> {
     if (this.#timer) clearInterval(this.#timer);
+    await this.events.close();
   }
 }

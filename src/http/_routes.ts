@@ -1,7 +1,7 @@
 // Internal: the routes of spec §2, matched without a router (the hot path pays for none).
 
 /** What a path names. */
-export type RouteKind = 'root' | 'wellknown' | 'health' | 'ready' | 'metrics' | 'protocol' | 'conversation';
+export type RouteKind = 'root' | 'wellknown' | 'health' | 'ready' | 'metrics' | 'protocol' | 'conversation' | 'events';
 
 /** A matched route: its kind, the rest of the path (hash or conversation id), its `Allow` header, whether reads skip auth. */
 export type Route = { kind: RouteKind; param: string; allow: string; isPublic: boolean };
@@ -38,6 +38,8 @@ export function matchRoute(rawPath: string): Route | undefined {
   // The whole rest is the hash: an unencoded base64 `/` is accepted too.
   if (path.startsWith('/protocols/')) return { kind: 'protocol', param: path.slice(11), allow: GET_ALLOW, isPublic: true };
   if (path.startsWith('/conversations/')) {
+    // `GET /conversations/:id/events`: a streamed turn resumed.
+    if (path.endsWith('/events')) return { kind: 'events', param: path.slice(15, -7), allow: 'GET, OPTIONS', isPublic: false };
     return { kind: 'conversation', param: path.slice(15), allow: 'POST, DELETE, OPTIONS', isPublic: false };
   }
   return undefined;

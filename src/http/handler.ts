@@ -8,6 +8,7 @@ import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
 import { rateLimitOf, TokenCheck, type RateLimitOptions } from './_limits.js';
 import { failure, JSON_TYPE, respond, type CoreResponse } from './_response.js';
 import { matchRoute } from './_routes.js';
+import { openReplyStream, parseLastEventId, resumedStream, wantsEventStream, type StreamingResponse } from './streaming.js';
 
 export type { CoreResponse } from './_response.js';
 export { isAgoraPath } from './_routes.js';
@@ -87,7 +88,7 @@ export function createHandler(
   options: HttpOptions = {},
   /** The rate limit, when an adapter shares one with the faces (default: made from `options.rateLimit`). */
   limit: ((client: string | undefined) => Promise<number>) | undefined = rateLimitOf(options),
-): (request: CoreRequest) => Promise<CoreResponse> {
+): (request: CoreRequest) => Promise<StreamingResponse> {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
@@ -149,7 +150,7 @@ export function createHandler(
   }
 
   // One async function for the whole request: every extra async layer costs a microtask on the hot path.
-  return async function handle(request: CoreRequest): Promise<CoreResponse> {
+  return async function handle(request: CoreRequest): Promise<StreamingResponse> {
     try {
       const { method } = request;
       if (limit) {
@@ -175,6 +176,7 @@ export function createHandler(
         case 'root': {
           if (method !== 'POST') break;
           const query = parseQueryRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
+          if (receiver.queryStream && wantsEventStream(request.headers.accept)) return openReplyStream(receiver.queryStream(query, contextOf(request)));
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
         }
         case 'conversation': {
@@ -187,7 +189,16 @@ export function createHandler(
             return respond(200, JSON_TYPE, END_BODY);
           }
           const followUp = parseFollowUpRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
+          if (receiver.followUpStream && wantsEventStream(request.headers.accept)) return openReplyStream(receiver.followUpStream(id, followUp, contextOf(request)));
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.followUp(id, followUp, contextOf(request))));
+        }
+        case 'events': {
+          if (method !== 'GET') break;
+          if (!CONVERSATION_ID.test(route.param) || !receiver.events) return failure(404, 'Conversation not found');
+          const lastEventId = parseLastEventId(request.headers['last-event-id']);
+          const controller = new AbortController();
+          const events = await receiver.events(route.param, lastEventId, { ...contextOf(request), signal: controller.signal });
+          return resumedStream(events, controller);
         }
         case 'wellknown':
           if (!isRead) break;

@@ -7,7 +7,8 @@ import { writeFaceResponse } from '../faces/node.js';
 import type { ReceiverApi } from '../receiver.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
 import { rateLimitOf } from './_limits.js';
-import { failure, JSON_TYPE, type CoreResponse } from './_response.js';
+import { failure, JSON_TYPE } from './_response.js';
+import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -132,7 +133,7 @@ function onCheckExpectation(_request: IncomingMessage, response: ServerResponse)
 }
 
 /** Options of `startServer`: the HTTP options plus where to listen and the slow-client timeouts. */
-export type ServerOptions = HttpOptions & {
+export type ServerOptions = HttpOptions & StreamingOptions & {
   /** Port to listen on (default 3000; 0 picks a free one). */
   port?: number;
   /** Interface to listen on (default: all). */
@@ -197,7 +198,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   const debug = logger.debug?.bind(logger);
 
   async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    let result: CoreResponse;
+    let result: StreamingResponse;
     const started = debug ? performance.now() : 0;
     let id: string | undefined;
     try {
@@ -218,6 +219,15 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       const id = requestId();
       logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
       result = failure(500, `Internal error (request ${id})`);
+    }
+    if (result.stream) {
+      // Streamed replies hold their connection until their last event: never kept alive past a close().
+      if (closing) response.shouldKeepAlive = false;
+      await writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
+        logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+        response.destroy();
+      });
+      return;
     }
     if (response.headersSent || response.destroyed) return;
     // While closing, no connection is kept alive, so close() does not wait on idle sockets.

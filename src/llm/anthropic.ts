@@ -42,6 +42,8 @@ const MessageSchema = z.object({
 
 type Sdk = typeof import('@anthropic-ai/sdk');
 type Client = { sdk: Sdk; client: Anthropic };
+/** One HTTP exchange of an attempt: the plain or the streaming API. */
+type Call = (client: Anthropic, params: Anthropic.MessageCreateParamsNonStreaming, options: { signal: AbortSignal; timeout: number; maxRetries: number }) => Promise<unknown>;
 
 /** Thrown inside an attempt when our own per-attempt bound fires (the SDK only bounds the wait for headers). */
 class AttemptTimeoutError extends Error {
@@ -93,7 +95,35 @@ export class AnthropicModel implements LanguageModel {
   }
 
   /** Sends one request, retrying transient failures; any other failure is AgoraError('LLM_UNAVAILABLE'). */
-  async complete(request: LlmRequest): Promise<LlmResponse> {
+  complete(request: LlmRequest): Promise<LlmResponse> {
+    const stream = this.#stream;
+    return this.#send(request, (client, params, options) =>
+      stream ? client.messages.stream(params, options).finalMessage() : Promise.resolve(client.messages.create(params, options)),
+    );
+  }
+
+  /**
+   * Sends one request on the streaming API, handing out the reply's text as it comes. Transient failures are
+   * retried only while no text was handed out (a retry would repeat it); aborting `request.signal` closes the
+   * connection at once, so no tokens are paid for nobody.
+   */
+  stream(request: LlmRequest, onText: (text: string) => void): Promise<LlmResponse> {
+    let handedOut = false;
+    return this.#send(
+      request,
+      (client, params, options) => {
+        const stream = client.messages.stream(params, options);
+        stream.on('text', (text) => {
+          handedOut = true;
+          onText(text);
+        });
+        return stream.finalMessage();
+      },
+      () => !handedOut,
+    );
+  }
+
+  async #send(request: LlmRequest, call: Call, mayRetry: () => boolean = () => true): Promise<LlmResponse> {
     const params = this.#params(request);
     let connection: Client;
     try {
@@ -106,9 +136,9 @@ export class AnthropicModel implements LanguageModel {
       if (request.signal?.aborted) throw unavailable(request.signal.reason);
       let reply: unknown;
       try {
-        reply = await this.#attempt(connection.client, params, request.signal);
+        reply = await this.#attempt(connection.client, params, request.signal, call);
       } catch (error) {
-        if (attempt >= this.#maxRetries || !isRetryable(sdk, error) || request.signal?.aborted) throw unavailable(error);
+        if (attempt >= this.#maxRetries || !isRetryable(sdk, error) || request.signal?.aborted || !mayRetry()) throw unavailable(error);
         try {
           await sleep(this.#retryDelay(sdk, attempt, error), request.signal);
         } catch (abort) {
@@ -133,7 +163,7 @@ export class AnthropicModel implements LanguageModel {
 
   // One HTTP exchange, bounded by timeoutMs end to end: the SDK's `timeout` stops at the response headers,
   // so our own controller also covers a body or an event stream that stops arriving.
-  async #attempt(client: Anthropic, params: Anthropic.MessageCreateParamsNonStreaming, signal: AbortSignal | undefined): Promise<unknown> {
+  async #attempt(client: Anthropic, params: Anthropic.MessageCreateParamsNonStreaming, signal: AbortSignal | undefined, send: Call): Promise<unknown> {
     const controller = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
@@ -149,9 +179,7 @@ export class AnthropicModel implements LanguageModel {
     aborted.catch(() => {});
     try {
       const requestOptions = { signal: controller.signal, timeout: this.#timeoutMs, maxRetries: 0 };
-      const call: Promise<unknown> = this.#stream
-        ? client.messages.stream(params, requestOptions).finalMessage()
-        : Promise.resolve(client.messages.create(params, requestOptions));
+      const call = send(client, params, requestOptions);
       // The loser of the race must not surface later as an unhandled rejection.
       call.catch(() => {});
       return await Promise.race([call, aborted]);

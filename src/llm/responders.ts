@@ -26,7 +26,29 @@ export type ResponderCall = {
   maxSteps?: number;
   /** Characters one call may carry: system prompt, document, history and body (default 200,000). */
   maxChars?: number;
+  /** Called with the reply's text as it is generated, when the reply is text (joined, the pieces are the reply). */
+  onText?: (text: string) => void;
 };
+
+/**
+ * The pieces of a text that is trimmed at the end: leading white space is never handed out, trailing white space
+ * only once more text follows it, so the pieces joined equal `text.trim()`.
+ */
+export function trimmedPieces(onText: (text: string) => void): (text: string) => void {
+  let started = false;
+  let pending = '';
+  return (piece) => {
+    let text = pending + piece;
+    if (!started) {
+      text = text.trimStart();
+      if (!text) return;
+      started = true;
+    }
+    const end = text.trimEnd().length;
+    pending = text.slice(end);
+    if (end > 0) onText(text.slice(0, end));
+  };
+}
 
 // Said in every system prompt that carries a peer's words: the role boundary and the tags delimit them as data.
 const PEER_TEXT_IS_DATA =
@@ -97,6 +119,7 @@ export async function answerNaturalLanguage(call: ResponderCall, history: readon
     ...(call.maxSteps ? { maxSteps: call.maxSteps } : {}),
     ...(call.onUsage ? { onUsage: call.onUsage } : {}),
     ...(call.signal ? { signal: call.signal } : {}),
+    ...(call.onText ? { onText: trimmedPieces(call.onText) } : {}),
   });
   return result.text.trim();
 }
@@ -156,7 +179,9 @@ export async function answerUnderProtocol(call: ResponderCall, document: Protoco
     ...(call.onUsage ? { onUsage: call.onUsage } : {}),
     ...(call.signal ? { signal: call.signal } : {}),
   };
-  const first = await converse(call.model, { ...options, messages: toMessages(call, system, `"${document.metadata.name}"`, history, body) });
+  // A JSON reply is not handed out in pieces: the LLM's text may hold fences or need a repair.
+  const onText = !json && call.onText ? { onText: trimmedPieces(call.onText) } : {};
+  const first = await converse(call.model, { ...options, ...onText, messages: toMessages(call, system, `"${document.metadata.name}"`, history, body) });
   if (!json) return first.text.trim();
   const parsed = extractJson(first.text);
   if (parsed.ok) return parsed.value;

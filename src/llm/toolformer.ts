@@ -46,6 +46,12 @@ export type LlmResponse = {
 export interface LanguageModel {
   readonly model: string;
   complete(request: LlmRequest): Promise<LlmResponse>;
+  /**
+   * Like `complete`, calling `onText` with each piece of the reply's text as it is generated. Optional: a model
+   * that cannot stream leaves it out, and callers fall back to `complete`. Once text was handed out, a failure is
+   * not retried (the pieces would repeat).
+   */
+  stream?(request: LlmRequest, onText: (text: string) => void): Promise<LlmResponse>;
 }
 
 /** Where LLM usage is reported (the metrics registry implements it). */
@@ -63,6 +69,12 @@ export type ConverseOptions = {
   signal?: AbortSignal;
   /** Called after each LLM call with its token counts. */
   onUsage?: UsageSink;
+  /**
+   * Called with the final reply's text as it is generated (joined, the pieces are the result's `text`). Without
+   * tools every call is streamed; with tools a call may end in tool calls after some text, so its text is handed
+   * out once the call is known to be the last; a model without `stream` hands out the final text in one piece.
+   */
+  onText?: (text: string) => void;
   /** Characters one call may carry (system and messages, tool results included); over it, no call. Default unlimited. */
   maxChars?: number;
 };
@@ -91,20 +103,25 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
   const messages = [...options.messages];
   const usage: LlmUsage = { inputTokens: 0, outputTokens: 0 };
   const maxSteps = options.maxSteps ?? 8;
+  const { onText } = options;
+  // Live pieces only when no call can turn out to be a tool call: text already handed out cannot be taken back.
+  const live = onText !== undefined && model.stream !== undefined && specs.length === 0;
   for (let step = 1; ; step++) {
     // Tool results grow the transcript: each call of the loop is measured, not only the first.
     const chars = options.maxChars === undefined ? 0 : requestChars(options.system, messages);
     if (options.maxChars !== undefined && chars > options.maxChars) {
       throw new AgoraError('LLM_UNAVAILABLE', `LLM call of ${chars} characters over the budget of ${options.maxChars}: not made`);
     }
-    const response = await model.complete({
+    const request: LlmRequest = {
       system: options.system,
       messages,
       ...(specs.length ? { tools: specs } : {}),
       ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
-    });
+    };
+    const response = live ? await model.stream!(request, onText) : await model.complete(request);
+    if (onText && !live && response.toolCalls.length === 0 && response.text) onText(response.text);
     usage.inputTokens += response.usage.inputTokens;
     usage.outputTokens += response.usage.outputTokens;
     options.onUsage?.({ ...response.usage, model: response.model });

@@ -59,13 +59,13 @@ export class TurnAnswerer {
     return runner ? { kind: 'generated', known, runner } : { kind: 'llm', known };
   }
 
-  /** Answers one turn; mutates `turn.state` and `turn.history`. */
-  async answer(route: Route, turn: Turn, body: JsonValue, signal: AbortSignal | undefined): Promise<JsonValue> {
+  /** Answers one turn; mutates `turn.state` and `turn.history`. `onDelta` gets the reply's pieces as they come (streaming). */
+  async answer(route: Route, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta?: (delta: JsonValue) => void): Promise<JsonValue> {
     const label = labelOf(route);
     let path: QueryPath = 'failure';
     let reply: JsonValue | undefined;
     try {
-      ({ path, reply } = await this.#dispatch(route, label, turn, body, signal));
+      ({ path, reply } = await this.#dispatch(route, label, turn, body, signal, onDelta));
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
       // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
       if (route.kind !== 'routine') {
@@ -111,18 +111,18 @@ export class TurnAnswerer {
       .catch((error: unknown) => this.options.logger.error(`served hook failed: ${describeError(error)}`));
   }
 
-  async #dispatch(route: Route, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+  async #dispatch(route: Route, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
     const { options } = this;
     switch (route.kind) {
       case 'negotiation':
         return { path: 'llm', reply: await options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signal), turn.history, body) };
       case 'natural':
         if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
-        return { path: 'llm', reply: await answerNaturalLanguage(options.responderCall(NATURAL_LANGUAGE, 'answer', signal), turn.history, body) };
+        return { path: 'llm', reply: await answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body) };
       case 'routine': {
         const { routine, known } = route;
         const context = this.#routineContext(known, turn, signal);
-        return { path: 'routine', reply: await this.#timed(label, () => runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs)) };
+        return { path: 'routine', reply: await this.#timed(label, () => runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs, onDelta)) };
       }
       case 'generated':
         try {
@@ -133,15 +133,20 @@ export class TurnAnswerer {
           options.logger.warn(`${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`);
           if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
         }
-        return this.#underProtocol(route.known, label, turn, body, signal);
+        return this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta));
       case 'llm':
-        return this.#underProtocol(route.known, label, turn, body, signal);
+        return this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta));
     }
   }
 
-  async #underProtocol(known: KnownDocument, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+  async #underProtocol(known: KnownDocument, turn: Turn, body: JsonValue, call: () => ResponderCall): Promise<{ path: QueryPath; reply: JsonValue }> {
     if (!this.options.hasLlm) throw new AgoraError('UNSUPPORTED_PROTOCOL');
-    return { path: 'llm', reply: await answerUnderProtocol(this.options.responderCall(label, 'answer', signal), known.document, turn.history, body) };
+    return { path: 'llm', reply: await answerUnderProtocol(call(), known.document, turn.history, body) };
+  }
+
+  #answerCall(protocol: string, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): ResponderCall {
+    const call = this.options.responderCall(protocol, 'answer', signal);
+    return onDelta ? { ...call, onText: onDelta } : call;
   }
 
   #routineContext(known: KnownDocument, turn: Turn, signal: AbortSignal | undefined): Omit<RoutineContext, 'signal'> {

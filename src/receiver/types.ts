@@ -8,6 +8,7 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { RoutineContext } from '../routine/define.js';
 import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
+import type { EventChannel, ReplyEvent } from './stream.js';
 
 /** Who is asking, as the HTTP edge knows it (used for logs, rate limits and links). */
 export type RequestContext = {
@@ -16,6 +17,10 @@ export type RequestContext = {
   /** The client's address. */
   remoteAddress?: string;
   signal?: AbortSignal;
+  /** Streaming: called with each piece of the reply as it is produced (text from the LLM, a routine's yields). */
+  onDelta?: (delta: JsonValue) => void;
+  /** Streaming: called when the turn begins, with its conversation (null: single-round) and whether it is the first. */
+  onTurn?: (conversationId: string | null, first: boolean) => void;
 };
 
 /** What the HTTP edge needs from a receiver. Every method throws AgoraError on failure. */
@@ -32,6 +37,16 @@ export interface ReceiverApi {
   document(hash: string): Promise<string | undefined>;
   /** `GET /metrics`: Prometheus text. */
   metrics(): Promise<string>;
+  /** `POST /` streamed: the reply's pieces, then its `done` or `error` event (optional: without it, replies come whole). */
+  queryStream?(request: QueryRequest, context?: RequestContext): EventChannel;
+  /** `POST /conversations/:id` streamed. */
+  followUpStream?(id: string, request: FollowUpRequest, context?: RequestContext): EventChannel;
+  /**
+   * `GET /conversations/:id/events`: the events of a streamed turn after `lastEventId` (else the latest turn's), then
+   * live until its `done` or `error`. Throws CONVERSATION_NOT_FOUND, CONVERSATION_EXPIRED, or BAD_REQUEST for an id
+   * never sent or no longer kept.
+   */
+  events?(id: string, lastEventId: number | undefined, context?: RequestContext): Promise<AsyncIterable<ReplyEvent>>;
   /** `GET /ready`: whether what requests need (the conversation store) answers now; absent means always ready. */
   ready?(): Promise<boolean>;
 }

@@ -12,6 +12,12 @@ export type Logger = { info(message: string): void; warn(message: string): void;
 /** A protocol document's metadata: its three required keys and any others it has. */
 export type ProtocolMetadata = { name: string; description: string; multiround: boolean; [key: string]: unknown };
 
+/** What a streaming routine yields: text to append to the reply as it is written, or a JSON value of progress. */
+export type RoutineDelta = JsonValue;
+
+/** A routine's reply: the body, a promise of it, or an async generator yielding deltas and returning it. */
+export type RoutineReply<Output> = Output | Promise<Output> | AsyncGenerator<RoutineDelta, Output, void>;
+
 /** What a routine knows about the query it answers. */
 export type RoutineContext = {
   conversation: {
@@ -36,7 +42,8 @@ export type RoutineDefinition<Input = unknown, Output = unknown> = {
   output?: z.ZodType<Output>;
   /** The reply (a success body) to a body that fails `input`; default: the PD's own error, else a failure. */
   invalidInput?: unknown;
-  handle(body: Input, context: RoutineContext): Output | Promise<Output>;
+  /** Answers a body; an async generator streams: its yields are deltas, its return value the body. */
+  handle(body: Input, context: RoutineContext): RoutineReply<Output>;
 };
 
 /** A loaded routine, normalized. */
@@ -47,7 +54,7 @@ export type DefineRoutine = <InputSchema extends z.ZodType = z.ZodType<any>, Out
   input?: InputSchema;
   output?: OutputSchema;
   invalidInput?: unknown;
-  handle(body: z.output<InputSchema>, context: RoutineContext): z.input<OutputSchema> | Promise<z.input<OutputSchema>>;
+  handle(body: z.output<InputSchema>, context: RoutineContext): RoutineReply<z.input<OutputSchema>>;
 }) => Routine;
 
 /** A sender (task) routine the LLM writes: the query body from the task's input, the output from the reply. */

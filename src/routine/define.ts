@@ -2,13 +2,14 @@ import { AgoraError } from '../errors.js';
 import type { DefineRoutine, Routine, RoutineContext } from './contract.js';
 import { hasHandle, MISSING_HANDLE } from './handle.js';
 
-export type { DefineRoutine, Routine, RoutineContext, RoutineDefinition, TaskRoutine } from './contract.js';
+export type { DefineRoutine, Routine, RoutineContext, RoutineDefinition, RoutineDelta, RoutineReply, TaskRoutine } from './contract.js';
 
 /** A routine as a plain function: the body in, the reply body out. */
 export type RoutineFunction = (body: any, context: RoutineContext) => unknown;
 
 /**
- * Defines a routine whose input and output are checked with zod.
+ * Defines a routine whose input and output are checked with zod. A generator `handle` streams: each `yield` is a
+ * delta sent to a streaming client as it comes (text, or JSON progress), and its `return` is the reply body.
  * @example
  * export default defineRoutine({
  *   input: z.object({ city: z.string() }),

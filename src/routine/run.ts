@@ -70,6 +70,19 @@ function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
   return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
 }
 
+function isAsyncGenerator(value: unknown): value is AsyncGenerator<unknown, unknown, void> {
+  return typeof value === 'object' && value !== null && typeof (value as AsyncGenerator)[Symbol.asyncIterator] === 'function' && typeof (value as AsyncGenerator).next === 'function';
+}
+
+/** Runs a streaming routine to its end: each yield is a delta (dropped when nobody streams), the return value the reply. */
+async function drain(generator: AsyncGenerator<unknown, unknown, void>, onDelta: ((delta: JsonValue) => void) | undefined): Promise<unknown> {
+  for (;;) {
+    const step = await generator.next();
+    if (step.done) return step.value;
+    if (onDelta) onDelta(toJson(step.value));
+  }
+}
+
 // The signal is made only if the routine reads it: most never do, and an AbortController per query shows in profiles.
 class RunContext {
   #controller: AbortController | undefined;
@@ -87,7 +100,8 @@ class RunContext {
 /**
  * Runs a routine on a body with its schemas and a time limit. Throws AgoraError('ROUTINE_FAILED') when it
  * throws, times out or returns what its output schema refuses (details are in `cause` for the log), and
- * AgoraError('BAD_REQUEST') when the body fails its input schema and the PD prescribes no error reply.
+ * AgoraError('BAD_REQUEST') when the body fails its input schema and the PD prescribes no error reply. A routine
+ * that is an async generator has its yields handed to `onDelta` (as JSON) and its return value is the reply.
  */
 export async function runRoutine(
   routine: Routine,
@@ -95,6 +109,7 @@ export async function runRoutine(
   context: Omit<RoutineContext, 'signal'>,
   document: ProtocolDocument,
   timeoutMs: number,
+  onDelta?: (delta: JsonValue) => void,
 ): Promise<JsonValue> {
   const runContext = new RunContext(context);
   let cancel: (() => void) | undefined;
@@ -111,12 +126,16 @@ export async function runRoutine(
       input = parsed.data;
     }
     let output: unknown = routine.handle(input, runContext as unknown as RoutineContext);
+    const generator = isAsyncGenerator(output) ? output : undefined;
+    if (generator) output = drain(generator, onDelta);
     // A synchronous reply needs no timer (a synchronous loop could not be stopped by one anyway).
     if (isPromiseLike(output)) {
       const timeout = new Promise<never>((_, reject) => {
         cancel = onDeadline(timeoutMs, () => {
           const error = new Error(`timed out after ${timeoutMs} ms`);
           runContext.abort(error);
+          // A generator is stopped at its next yield rather than left running for nobody.
+          generator?.return(undefined).catch(() => undefined);
           reject(error);
         });
       });

@@ -11,11 +11,13 @@ import { openConversation, sendQuery, type SenderConversation } from './conversa
 import { SenderDocuments } from './documents.js';
 import { negotiateWithPeer, type NegotiationParts, type SenderNegotiation } from './negotiate.js';
 import { TaskRunner, type SenderExtensions, type SenderThresholds, type TaskFunction, type TaskSpec, type TaskState } from './tasks.js';
-import { agentBaseUrl, PeerTransport, type QueryResult } from './transport.js';
+import { streamPost, type SenderStreamEvent } from './stream.js';
+import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, PeerTransport, type QueryResult } from './transport.js';
 
 export { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, type QueryResult } from './transport.js';
 export type { SenderConversation } from './conversation.js';
 export type { SenderNegotiation } from './negotiate.js';
+export type { SenderStreamEvent } from './stream.js';
 
 /** The URL a query is posted to: as given, only normalised by the URL parser (`http://host` → `http://host/`), no fragment. */
 function exactUrl(url: string): string {
@@ -59,6 +61,9 @@ export type QueryOptions = {
   multiround?: boolean;
   signal?: AbortSignal;
 };
+
+/** Options of {@link Sender.stream}: a query's, or the next turn of a conversation when `conversationId` is set. */
+export type StreamQueryOptions = QueryOptions & { conversationId?: string };
 
 /** A protocol a peer lists at `/wellknown`, with its document when the peer serves it. */
 export type PeerProtocol = { hash: string; sources: string[]; document?: ProtocolDocument };
@@ -127,6 +132,21 @@ export class Sender {
   async query(url: string, options: QueryOptions): Promise<QueryResult> {
     const base = agentBaseUrl(url);
     return sendQuery(this.#parts, base, { ...options, body: toJsonValue(options.body, 'body') }, exactUrl(url));
+  }
+
+  /**
+   * Sends a query (or a conversation's next turn) asking for a streamed reply: yields its pieces as the peer writes
+   * them, then `done` with the whole reply. A dropped connection of a conversation is resumed once by itself; a peer
+   * that does not stream gives its reply as one piece. Each wait for the next piece is bounded by `timeoutMs`.
+   * @example for await (const event of sender.stream(url, { body: 'Tell me a story' })) if (event.type === 'delta') process.stdout.write(String(event.delta));
+   */
+  async *stream(url: string, options: StreamQueryOptions): AsyncGenerator<SenderStreamEvent> {
+    const base = agentBaseUrl(url);
+    const body = toJsonValue(options.body, 'body');
+    const fields = await this.#parts.documents.protocolFields(base, options.protocol, options.signal);
+    const path = options.conversationId === undefined ? '/' : `/conversations/${encodeURIComponent(options.conversationId)}`;
+    const payload = { ...fields, body, ...(options.multiround && options.conversationId === undefined ? { multiround: true } : {}) };
+    yield* streamPost(base, path, payload, { fetch: this.#options.fetch ?? globalThis.fetch, idleTimeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, signal: options.signal });
   }
 
   /**

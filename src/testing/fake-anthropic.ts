@@ -1,11 +1,20 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { sendStream, type ResponseBlock } from './_fake-stream.js';
+import { sendStream, type ResponseBlock, type StreamPacing } from './_fake-stream.js';
+
+export type { StreamPacing } from './_fake-stream.js';
 
 /** What the fake answers to one request: text, tool calls, an error status, a stall, or a function of the request. */
 export type FakeReply =
   | string
-  | { text?: string; toolUse?: { name: string; input: unknown; id?: string }[]; usage?: { input_tokens?: number; output_tokens?: number }; stopReason?: string }
+  | {
+      text?: string;
+      toolUse?: { name: string; input: unknown; id?: string }[];
+      usage?: { input_tokens?: number; output_tokens?: number };
+      stopReason?: string;
+      /** How the text is streamed to a client that asked for a stream: its pieces and the waits before each. */
+      stream?: StreamPacing;
+    }
   | { status: number; body?: unknown; headers?: Record<string, string> }
   | { stall: true }
   | ((request: FakeRequest) => FakeReply | Promise<FakeReply>);
@@ -21,6 +30,8 @@ export type FakeRequest = {
   system: string;
   /** The text of the last user message: its text blocks, or its tool_result contents. */
   lastUserText: string;
+  /** Resolves when the client closes the connection before the reply was complete (an aborted call). */
+  closed: Promise<void>;
 };
 
 /** Options of {@link FakeAnthropic.start}. */
@@ -144,7 +155,8 @@ export class FakeAnthropic {
       sendJson(response, 400, errorBody('invalid_request_error', 'The request body is not valid JSON'));
       return;
     }
-    const recorded: FakeRequest = { body, headers: { ...request.headers }, system: systemText(body?.system), lastUserText: lastUserText(body?.messages) };
+    const closed = new Promise<void>((resolve) => response.once('close', () => response.writableFinished || resolve()));
+    const recorded: FakeRequest = { body, headers: { ...request.headers }, system: systemText(body?.system), lastUserText: lastUserText(body?.messages), closed };
     const apiKey = credential(request);
     if (apiKey !== undefined) recorded.apiKey = apiKey;
     this.requests.push(recorded);
@@ -171,10 +183,10 @@ export class FakeAnthropic {
       sendStatus(response, reply);
       return;
     }
-    this.#sendMessage(response, body, reply);
+    await this.#sendMessage(response, body, reply);
   }
 
-  #sendMessage(response: ServerResponse, body: any, reply: MessageReply): void {
+  async #sendMessage(response: ServerResponse, body: any, reply: MessageReply): Promise<void> {
     const content: ResponseBlock[] = [];
     if (reply.text !== undefined || !reply.toolUse?.length) content.push({ type: 'text', text: reply.text ?? '' });
     for (const call of reply.toolUse ?? []) {
@@ -197,7 +209,7 @@ export class FakeAnthropic {
     this.#totals.calls++;
     this.#totals.inputTokens += usage.input_tokens;
     this.#totals.outputTokens += usage.output_tokens;
-    if (body?.stream === true) sendStream(response, message);
+    if (body?.stream === true) await sendStream(response, message, reply.stream);
     else sendJson(response, 200, message, { 'request-id': this.#nextId('req') });
   }
 

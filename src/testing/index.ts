@@ -14,7 +14,7 @@ import type { JsonValue, QueryResponse } from '../schemas.js';
 import { FakeAnthropic, type FakeAnthropicOptions } from './fake-anthropic.js';
 
 /** The fake Anthropic Messages API on loopback, with its script and request types. */
-export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest } from './fake-anthropic.js';
+export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest, type StreamPacing } from './fake-anthropic.js';
 
 /** Options of {@link startTestAgent}: the receiver's options, plus the fake LLM behind it. */
 export type TestAgentOptions = Omit<ReceiverOptions, 'llm'> & {

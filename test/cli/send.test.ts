@@ -82,6 +82,12 @@ describe('agora send', () => {
     expect(await agora(['send', url, 'What is 5 miles in km?'])).toEqual({ code: 0, stdout: 'Hello, you said: What is 5 miles in km?\n', stderr: '' });
   });
 
+  it('prints a streamed reply as it comes with --stream', async () => {
+    expect(await agora(['send', url, 'Stream this', '--stream'])).toEqual({ code: 0, stdout: 'Hello, you said: Stream this\n', stderr: '' });
+    const file = join(dir, 'protocols', 'distance.md');
+    expect(await agora(['send', url, '{"miles": 5}', '--protocol', file, '--stream'])).toEqual({ code: 0, stdout: '{\n  "km": 8.047\n}\n', stderr: '' });
+  });
+
   it('sends JSON under a protocol file and prints the reply pretty, or whole with --json', async () => {
     const file = join(dir, 'protocols', 'distance.md');
     const [pretty, json] = await Promise.all([agora(['send', url, '{"miles": 5}', '--protocol', file]), agora(['send', url, '-', '--protocol', file, '--json'], { input: '{"miles": 10}\n' })]);

@@ -408,7 +408,7 @@ describe('Receiver with an LLM, through the real SDK against FakeAnthropic', () 
     expect(agent.fake.totals()).toEqual({ calls: 4, inputTokens: 430, outputTokens: 29 });
     expect(series('agora_routine_duration_seconds_count{')).toEqual(['agora_routine_duration_seconds_count{protocol="Echo"} 2']);
     expect(series('agora_routine_duration_seconds_bucket{protocol="Echo",le="+Inf"}')).toEqual(['agora_routine_duration_seconds_bucket{protocol="Echo",le="+Inf"} 2']);
-    expect(agent.receiver.counters.snapshot()).toEqual({ queries: { routine: 2, llm: 3, failure: 1 }, llmCalls: 4, inputTokens: 430, outputTokens: 29 });
+    expect(agent.receiver.counters.snapshot()).toEqual({ queries: { routine: 2, llm: 3, failure: 1 }, llmCalls: 4, inputTokens: 430, outputTokens: 29, streams: 0, deltas: 0, abortedCalls: 0 });
   });
 
   it('counts made-up protocol hashes under one series, so a peer cannot grow /metrics', async () => {

@@ -1,0 +1,205 @@
+// A turn answered as a stream of events: the receiver's streaming variant of query/followUp, knowing no HTTP.
+import { nanoid } from 'nanoid';
+import type { ConversationEventLog, EventKind, StoredEvent } from '../conversation/events.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { Metrics } from '../metrics.js';
+import type { JsonValue, SuccessResponse } from '../schemas.js';
+import type { RequestContext } from './types.js';
+
+/**
+ * One event of a streamed reply: pieces of the reply (`delta`), then exactly one `done` (the whole reply, as the
+ * same request answers without streaming) or `error`. `data` is the event's JSON as sent on the wire; `id` increases
+ * within a conversation and never repeats (absent when the event could not be kept).
+ */
+export type ReplyEvent = { id?: number; data: string } & (
+  | { type: 'delta'; delta: JsonValue }
+  | { type: 'done'; reply: SuccessResponse }
+  /** `status` is the HTTP status the failure answers with when nothing was streamed before it (200: an Agora failure). */
+  | { type: 'error'; error: string; status: number }
+);
+
+/** What {@link streamTurn} needs from its receiver. */
+export type StreamTurnOptions = {
+  /** Where the events of multiround turns are kept for resumption (none: nothing is kept). */
+  log: ConversationEventLog | undefined;
+  /** How long kept events last after the latest, ms (the conversation's TTL). */
+  ttlMs: number;
+  logger: Logger;
+  metrics: Metrics;
+  /** Runs the turn with a context whose `onDelta` and `onTurn` feed the stream. */
+  run(context: RequestContext): Promise<SuccessResponse>;
+  context?: RequestContext;
+};
+
+/** The wire data of an event: a delta (with the conversation id on a first turn's first event), a reply, a failure. */
+function deltaData(delta: JsonValue, conversationId: string | undefined): string {
+  return conversationId === undefined ? JSON.stringify({ delta }) : JSON.stringify({ delta, conversationId });
+}
+
+function failureData(message: string): string {
+  return JSON.stringify({ status: 'failure', error: message });
+}
+
+/** A stored event as a typed one (the data is ours, written by {@link streamTurn}). */
+export function toReplyEvent(stored: StoredEvent): ReplyEvent {
+  const value = JSON.parse(stored.data) as { delta?: JsonValue; error?: string };
+  if (stored.kind === 'delta') return { id: stored.id, data: stored.data, type: 'delta', delta: value.delta ?? null };
+  if (stored.kind === 'done') return { id: stored.id, data: stored.data, type: 'done', reply: value as SuccessResponse };
+  return { id: stored.id, data: stored.data, type: 'error', error: value.error ?? 'Internal error', status: 200 };
+}
+
+/**
+ * Answers one turn as a stream. A multiround turn's events are kept in `log` (ids from the log) and the turn goes
+ * on when the consumer stops (`return()`), so its state is saved and its stream can be resumed; a single-round turn
+ * is aborted at once when the consumer stops (its LLM call closed, no tokens paid for nobody).
+ */
+export function streamTurn(options: StreamTurnOptions): EventChannel {
+  const { log, ttlMs, logger, metrics } = options;
+  const channel = new EventChannel();
+  const controller = new AbortController();
+  const outer = options.context?.signal;
+  const forward = () => controller.abort(outer?.reason);
+  if (outer?.aborted) forward();
+  else outer?.addEventListener('abort', forward, { once: true });
+
+  let turnKey: string | undefined;
+  let started = false;
+  /** The conversation whose log keeps this turn's events; null for a single-round query. */
+  let conversationId: string | null = null;
+  /** Set on a multiround first turn: the first event carries the new conversation's id. */
+  let announce: string | undefined;
+  let localId = 0;
+  // Events go out in order: each waits for the id of the one before.
+  let tail: Promise<unknown> = Promise.resolve();
+
+  const emit = (kind: EventKind, data: string, build: (id: number | undefined) => ReplyEvent) => {
+    if (!started || conversationId === null || !log) {
+      channel.push(build(++localId));
+      return;
+    }
+    const id = conversationId;
+    const turn = (turnKey ??= nanoid(12));
+    tail = tail
+      .then(() => log.append(id, { turn, kind, data }, ttlMs))
+      .then(
+        (eventId) => channel.push(build(eventId)),
+        (error: unknown) => {
+          logger.warn(`conversation ${id}: a streamed event could not be kept: ${describeError(error)}`);
+          channel.push(build(undefined));
+        },
+      );
+  };
+
+  const onDelta = (delta: JsonValue) => {
+    metrics.streamDelta();
+    const data = deltaData(delta, announce);
+    announce = undefined;
+    emit('delta', data, (id) => ({ id, data, type: 'delta', delta }));
+  };
+
+  channel.onCancel = () => {
+    // A conversation's turn runs on when its client goes: it is saved, and its stream can be resumed.
+    if (started && conversationId !== null) return;
+    controller.abort(new AgoraError('BAD_REQUEST', 'Stream closed by the client'));
+  };
+
+  const context: RequestContext = {
+    ...options.context,
+    signal: controller.signal,
+    onDelta,
+    onTurn(id, first) {
+      started = true;
+      channel.markStarted();
+      conversationId = id;
+      // A follow-up's client knows its conversation: only a first turn announces one.
+      if (id !== null && first) announce = id;
+    },
+  };
+  void (async () => {
+    try {
+      const reply = await options.run(context);
+      const data = JSON.stringify(reply);
+      emit('done', data, (id) => ({ id, data, type: 'done', reply }));
+    } catch (error) {
+      if (controller.signal.aborted && !outer?.aborted) metrics.llmAborted();
+      const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
+      const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
+      emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: failure.httpStatus }));
+    }
+    await tail;
+    outer?.removeEventListener('abort', forward);
+    channel.end();
+  })();
+  return channel;
+}
+
+/** A queue of events read as an async iterator; `return()` works at once, even while a `next()` waits. */
+export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
+  #queue: ReplyEvent[] = [];
+  #waiting: ((result: IteratorResult<ReplyEvent>) => void) | undefined;
+  #ended = false;
+  #closed = false;
+  #markStarted!: () => void;
+  /** Called once when the consumer stops early. */
+  onCancel: (() => void) | undefined;
+  /** Resolves when the turn begins (the request was valid: its conversation found, its protocol served). */
+  readonly started = new Promise<void>((resolve) => (this.#markStarted = resolve));
+
+  /** The turn began. */
+  markStarted(): void {
+    this.#markStarted();
+  }
+
+  /** Queues an event (dropped once the consumer stopped). */
+  push(event: ReplyEvent): void {
+    if (this.#closed) return;
+    if (this.#waiting) {
+      const wake = this.#waiting;
+      this.#waiting = undefined;
+      wake({ value: event, done: false });
+    } else this.#queue.push(event);
+  }
+
+  /** No more events. */
+  end(): void {
+    this.#ended = true;
+    if (this.#waiting) {
+      const wake = this.#waiting;
+      this.#waiting = undefined;
+      wake({ value: undefined, done: true });
+    }
+  }
+
+  /** Whether every event is in: what is queued is all there will be. */
+  get finished(): boolean {
+    return this.#ended;
+  }
+
+  /** Events waiting to be read (the consumer's lag). */
+  get queued(): number {
+    return this.#queue.length;
+  }
+
+  next(): Promise<IteratorResult<ReplyEvent>> {
+    const event = this.#queue.shift();
+    if (event) return Promise.resolve({ value: event, done: false });
+    if (this.#ended || this.#closed) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve) => (this.#waiting = resolve));
+  }
+
+  return(): Promise<IteratorResult<ReplyEvent>> {
+    if (!this.#closed && !this.#ended) {
+      this.#closed = true;
+      this.onCancel?.();
+    }
+    this.#closed = true;
+    this.#queue = [];
+    this.end();
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  [Symbol.asyncIterator](): AsyncIterableIterator<ReplyEvent> {
+    return this;
+  }
+}

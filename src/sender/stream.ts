@@ -1,0 +1,162 @@
+// Streamed replies on the sender's side: Server-Sent Events read as they come, resumed once on a dropped connection.
+import { AgoraError } from '../errors.js';
+import { jsonText, peerResponseSchema, type JsonValue } from '../schemas.js';
+import { peerFailure, type QueryResult } from './transport.js';
+
+/** One event of a streamed reply as the sender yields it: pieces of the reply, then the whole reply. */
+export type SenderStreamEvent = { type: 'delta'; delta: JsonValue } | { type: 'done'; result: QueryResult };
+
+/** What a stream needs: the wire, its idle bound, and the peer's base URL. */
+export type StreamOptions = { fetch: typeof fetch; idleTimeoutMs: number; signal?: AbortSignal | undefined };
+
+// Bounds on what a peer may send: one event's size and the whole stream's.
+const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+const MAX_STREAM_BYTES = 64 * 1024 * 1024;
+
+type RawEvent = { id?: string; event: string; data: string };
+
+/** Reads SSE blocks off a body, each chunk within `idleTimeoutMs` of the last; throws on a stalled or oversized stream. */
+async function* readEvents(body: ReadableStream<Uint8Array>, what: string, options: StreamOptions): AsyncGenerator<RawEvent> {
+  const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let total = 0;
+  try {
+    for (;;) {
+      let end: number;
+      while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end).replace(/^\r?\n\r?\n/, '');
+        const event: RawEvent = { event: 'message', data: '' };
+        const data: string[] = [];
+        for (const line of block.split(/\r?\n/)) {
+          if (line.startsWith(':')) continue;
+          const colon = line.indexOf(':');
+          const field = colon < 0 ? line : line.slice(0, colon);
+          const value = colon < 0 ? '' : line.slice(colon + 1).replace(/^ /, '');
+          if (field === 'id') event.id = value;
+          else if (field === 'event') event.event = value;
+          else if (field === 'data') data.push(value);
+        }
+        event.data = data.join('\n');
+        if (data.length) yield event;
+      }
+      if (buffer.length > MAX_EVENT_BYTES) throw new AgoraError('PEER_FAILURE', `${what}: an event larger than ${MAX_EVENT_BYTES} bytes`);
+      let timer: NodeJS.Timeout | undefined;
+      const idle = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new AgoraError('TIMEOUT', `${what}: nothing received for ${options.idleTimeoutMs} ms`)), options.idleTimeoutMs);
+      });
+      try {
+        const { value, done } = await Promise.race([reader.read(), idle]);
+        if (done) return;
+        total += value.length;
+        if (total > MAX_STREAM_BYTES) throw new AgoraError('PEER_FAILURE', `${what}: a stream larger than ${MAX_STREAM_BYTES} bytes`);
+        buffer += value;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+function parseJson(what: string, data: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch {
+    throw new AgoraError('PEER_FAILURE', `${what}: an event that is not JSON: ${data.slice(0, 80)}`);
+  }
+}
+
+/** A peer's whole reply (a `done` event, or the JSON of a peer that does not stream) as a result, or its failure. */
+function toResult(method: string, url: string, status: number, json: unknown): QueryResult {
+  const parsed = peerResponseSchema.safeParse(json);
+  if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}, not an Agora reply`, { status });
+  const reply = parsed.data;
+  if (reply.status === 'failure') throw peerFailure(method, url, status, reply.error);
+  if (reply.status === 'error') throw peerFailure(method, url, status, reply.message);
+  return {
+    body: (reply.body ?? null) as JsonValue,
+    ...(reply.conversationId ? { conversationId: reply.conversationId } : {}),
+    ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires) ? { conversationExpires: reply.conversationExpires } : {}),
+  };
+}
+
+/**
+ * Posts a query or a turn asking for a stream and yields its deltas, then `done` with the whole reply. A peer that
+ * does not stream answers in one delta (the body's text) and `done`. When the connection drops mid-stream of a
+ * conversation, it resumes once from the last event received (`GET /conversations/:id/events`, `Last-Event-ID`).
+ */
+export async function* streamPost(base: string, path: string, payload: Record<string, unknown>, options: StreamOptions): AsyncGenerator<SenderStreamEvent> {
+  const url = `${base}${path}`;
+  let conversationId = path.startsWith('/conversations/') ? decodeURIComponent(path.slice(15)) : undefined;
+  let lastId: string | undefined;
+  let resumed = false;
+  let method = 'POST';
+  let target = url;
+  let headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
+  let body: string | undefined = JSON.stringify(payload);
+  for (;;) {
+    let response: Response;
+    try {
+      response = await options.fetch(target, { method, headers, ...(body === undefined ? {} : { body }), ...(options.signal ? { signal: options.signal } : {}), redirect: 'manual' });
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      throw new AgoraError('PEER_FAILURE', `${method} ${target}: ${describeCause(error)}`, { cause: error });
+    }
+    const type = response.headers.get('content-type') ?? '';
+    if (!type.includes('text/event-stream')) {
+      // A peer that does not stream (or a failure before the stream began) answers with its JSON.
+      const text = await response.text();
+      const result = toResult(method, target, response.status, parseJson(`${method} ${target}`, text));
+      if (method === 'POST') {
+        const whole = jsonText(result.body);
+        if (whole) yield { type: 'delta', delta: result.body };
+      }
+      yield { type: 'done', result };
+      return;
+    }
+    let final: unknown;
+    let dropped: unknown;
+    try {
+      for await (const event of readEvents(response.body!, `${method} ${target}`, options)) {
+        if (event.id !== undefined) lastId = event.id;
+        const data = parseJson(`${method} ${target}`, event.data) as { delta?: JsonValue; conversationId?: unknown };
+        if (typeof data?.conversationId === 'string') conversationId = data.conversationId;
+        if (event.event === 'delta') yield { type: 'delta', delta: data.delta ?? null };
+        else if (event.event === 'done' || event.event === 'error') {
+          final = data;
+          break;
+        }
+      }
+    } catch (error) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      // What the peer sent wrong is final; a dropped or stalled connection may be resumed.
+      if (error instanceof AgoraError && error.code === 'PEER_FAILURE') throw error;
+      dropped = error;
+    }
+    if (final !== undefined) {
+      yield { type: 'done', result: toResult(method, target, response.status, final) };
+      return;
+    }
+    if (resumed || conversationId === undefined || lastId === undefined) {
+      throw dropped === undefined ? new AgoraError('PEER_FAILURE', `${method} ${target}: the stream ended before its reply`) : wrap(dropped, `${method} ${target}`);
+    }
+    // The stream ended (or broke) before its reply: resume once where it stopped.
+    resumed = true;
+    method = 'GET';
+    target = `${base}/conversations/${encodeURIComponent(conversationId)}/events`;
+    headers = { accept: 'text/event-stream', 'last-event-id': lastId };
+    body = undefined;
+  }
+}
+
+function describeCause(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
+}
+
+function wrap(error: unknown, what: string): AgoraError {
+  if (error instanceof AgoraError) return error;
+  return new AgoraError('PEER_FAILURE', `${what}: ${describeCause(error)}`, { cause: error });
+}
