@@ -1,6 +1,6 @@
 // Building one QuickJS instance for the sandbox (./quickjs.ts): a WebAssembly instance of quickjs-emscripten with
-// its own capped linear memory, a runtime with a stack cap and an interrupt handler, the three host functions, the
-// prelude and the bundled module, all evaluated under a load deadline. Running calls is the sandbox's business.
+// its own capped linear memory, a runtime with a stack cap and an interrupt handler, the prelude and the bundled
+// module, all evaluated under a load budget (no host function is installed: see ./_quickjs-guest.ts). Running calls is the sandbox's business.
 //
 // Why a WebAssembly memory of our own: QuickJS's own malloc limit is not enforced in aggregate in this build
 // (malloc_usable_size is unavailable, so each block counts as 8 bytes: 100 ArrayBuffers of 16 MB pass a 64 MB
@@ -17,7 +17,7 @@ import {
 } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
 import { beginSlice, shouldInterrupt, type CpuClock, type CpuSlice } from './_cpu-slice.js';
-import { GUEST_PRELUDE, HOST_GLOBAL, wrapBundle } from './_quickjs-guest.js';
+import { GUEST_PRELUDE, wrapBundle } from './_quickjs-guest.js';
 
 // The WebAssembly API as far as we use it (the project's lib settings do not declare it).
 type WasmMemory = { readonly buffer: ArrayBuffer };
@@ -26,25 +26,19 @@ const wasmApi = (globalThis as unknown as {
   WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule>; Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory };
 }).WebAssembly;
 
-/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`, and the running slice. */
+/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`/`flush`, and the running slice. */
 export type Instance = {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   memory: WasmMemory;
   run: QuickJSHandle;
   settle: QuickJSHandle;
+  flush: QuickJSHandle;
   /** The CPU budget of the guest code running now (see ./_cpu-slice.ts); undefined when none should be running. */
   slice: CpuSlice | undefined;
   cpuClock: CpuClock;
   /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
   statics: string | undefined;
-};
-
-/** What the host functions report, each as the one string the guest passed (see the prelude for the formats). */
-export type GuestHooks = {
-  tool(instance: Instance, text: string): void;
-  done(instance: Instance, text: string): void;
-  log(instance: Instance, text: string): void;
 };
 
 /** The limits an instance is built with. */
@@ -106,6 +100,7 @@ export function disposeInstance(instance: Instance): void {
   try {
     instance.run.dispose();
     instance.settle.dispose();
+    instance.flush.dispose();
     instance.context.dispose();
     instance.runtime.dispose();
   } catch {
@@ -114,13 +109,12 @@ export function disposeInstance(instance: Instance): void {
 }
 
 /**
- * Instantiates QuickJS with a fresh memory, installs the host functions, and evaluates the prelude and the bundled
+ * Instantiates QuickJS with a fresh memory and evaluates the prelude and the bundled
  * module under `loadTimeoutMs` of computation. `describeLoadFailure` turns a guest error into the sandbox's words.
  */
 export async function instantiate(
   bundledCode: string,
   limits: InstanceLimits,
-  hooks: GuestHooks,
   describeLoadFailure: (instance: Instance, error: QuickJSHandle) => Error,
 ): Promise<Instance> {
   const memory = new wasmApi.Memory({ initial: INITIAL_PAGES, maximum: Math.max(INITIAL_PAGES, Math.floor(limits.memoryBytes / PAGE)) });
@@ -133,16 +127,6 @@ export async function instantiate(
   const context = runtime.newContext();
   const instance = { runtime, context, memory, slice: undefined, cpuClock: limits.cpuClock, statics: undefined } as Instance;
   runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.cpuClock));
-  const host = context.newObject();
-  for (const key of ['tool', 'done', 'log'] as const) {
-    const handle = context.newFunction(key, (text) => {
-      hooks[key](instance, context.getString(text));
-    });
-    context.setProp(host, key, handle);
-    handle.dispose();
-  }
-  context.setProp(context.global, HOST_GLOBAL, host);
-  host.dispose();
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
   // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.
   instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR);
@@ -151,6 +135,7 @@ export async function instantiate(
     if (prelude.error) throw failLoad('prelude', prelude.error);
     instance.run = context.getProp(prelude.value, 'run');
     instance.settle = context.getProp(prelude.value, 'settle');
+    instance.flush = context.getProp(prelude.value, 'flush');
     const load = context.getProp(prelude.value, 'load');
     prelude.value.dispose();
     const evaluated = context.evalCode(wrapBundle(bundledCode), 'routine.js', { type: 'global' });
