@@ -5,6 +5,22 @@
 // the next host call. A host function costs ~36 µs a crossing in quickjs-emscripten; a return value almost nothing.
 import { MODULE_GLOBAL } from './quickjs-bundle.js';
 
+/** JSON text parsed, or undefined when it is not JSON. */
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a guest's outbox says, in order: `D` a call's end, `T` a tool request, `L` a log line (formats below). */
+export function outboxMessages(outbox: string): { kind: 'D' | 'T' | 'L'; text: string }[] {
+  const messages = safeJson(outbox);
+  if (!Array.isArray(messages)) return [];
+  return messages.flatMap((message) => (typeof message === 'string' && (message[0] === 'D' || message[0] === 'T' || message[0] === 'L') ? [{ kind: message[0], text: message.slice(1) }] : []));
+}
+
 /** The bundle wrapped in a function, so its `var` stays local; the completion value is the module's exports. */
 export function wrapBundle(bundle: string): string {
   return `(function () {\n${bundle}\nreturn ${MODULE_GLOBAL};\n})()`;

@@ -11,6 +11,7 @@ import { describeError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
+import { outboxMessages, safeJson } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
@@ -165,14 +166,10 @@ export class QuickJSSandbox {
 
   /** Acts on a guest's outbox, a JSON array of "D…" (a call's end), "T…" (a tool request) and "L…" (a log line). */
   #deliver(instance: Instance, outbox: string): void {
-    const messages = safeJson(outbox);
-    if (!Array.isArray(messages)) return;
-    for (const message of messages) {
-      if (typeof message !== 'string') continue;
-      const kind = message[0];
-      if (kind === 'D') this.#done(instance, message.slice(1));
-      else if (kind === 'T') this.#tool(instance, message.slice(1));
-      else if (kind === 'L') this.#log(instance, message.slice(1));
+    for (const { kind, text } of outboxMessages(outbox)) {
+      if (kind === 'D') this.#done(instance, text);
+      else if (kind === 'T') this.#tool(instance, text);
+      else this.#log(instance, text);
     }
   }
 
@@ -301,13 +298,5 @@ export class QuickJSSandbox {
     if (!call || typeof message !== 'string') return;
     const method = level === 'warn' || level === 'error' ? level : 'info';
     call.context?.logger[method](message.slice(0, 2000));
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
   }
 }
