@@ -4,6 +4,7 @@
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import express from 'express';
+import { createAgentDashboard } from '../dist/dashboard/agent-dashboard.js';
 import { agoraRouter } from '../dist/express.js';
 import { startServer } from '../dist/http/server.js';
 import { silentLogger } from '../dist/log.js';
@@ -49,6 +50,10 @@ async function main() {
   const receiver = await Receiver.start({ dir, logger: silentLogger, watch: false });
   if (kind === 'agora') {
     return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger })).port;
+  }
+  if (kind === 'agora-dashboard') {
+    // As `agora serve` runs it: the dashboard mounted and recording every query.
+    return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger, routes: createAgentDashboard(receiver, { logger: silentLogger }) })).port;
   }
   if (kind === 'agora-faces') {
     // The faces as `agora serve` mounts them, ROAR HMAC-signed; the load repeats one signed message, so ids are

@@ -13,6 +13,7 @@ import { FileMemory, type AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
 import { DEFAULT_TOMBSTONE_MS, Receiver, type ReceiverOptions } from './receiver.js';
 import { RoutineGenerator } from './generation/generate.js';
+import { createAgentDashboard, DASHBOARD_PATH, type AgentDashboard, type AgentDashboardOptions } from './dashboard/agent-dashboard.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
 export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
@@ -30,6 +31,8 @@ export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
     routineThreshold?: number;
     /** Use routines the LLM writes as soon as they pass their checks, without `agora routines approve` (default false). */
     autoApprove?: boolean;
+    /** `GET /dashboard` (default on; `false` serves none). Its tokens are the agent's `tokens`. */
+    dashboard?: boolean | Pick<AgentDashboardOptions, 'recorder'>;
   };
 
 /** A running agent: its receiver and HTTP server. */
@@ -39,6 +42,10 @@ export type RunningAgent = {
   port: number;
   /** The writer of LLM-written routines (with an LLM): its `idle()` waits for background generation. */
   generator?: RoutineGenerator;
+  /** The dashboard's address (`<url>/dashboard/`), unless turned off. */
+  dashboardUrl?: string;
+  /** The dashboard, unless turned off: its recorder holds what the page shows over time. */
+  dashboard?: AgentDashboard;
   close(): Promise<void>;
 };
 
@@ -110,7 +117,9 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? modelFromEnvironment(process.env, options.model) : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
-  const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, ...rest } = options;
+  const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, dashboard: dashboardOption, ...rest } = options;
+  // Made once the receiver exists; the generator tells it of each routine status it writes.
+  let dashboard: AgentDashboard | undefined;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.
   const generator = llm
@@ -124,6 +133,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         onUsage: (usage, protocol) => receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
         ...(routineThreshold !== undefined ? { threshold: routineThreshold } : {}),
         ...(autoApprove !== undefined ? { autoApprove } : {}),
+        onStatus: () => dashboard?.routinesChanged(),
       })
     : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
@@ -140,12 +150,25 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     const faces = await facesWithState(options.faces, state.redis?.client);
     // With a Redis store, every process of the agent counts each client in one place.
     const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
-    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}) });
+    dashboard =
+      dashboardOption === false
+        ? undefined
+        : createAgentDashboard(receiver, {
+            logger,
+            ...(options.tokens ? { tokens: options.tokens } : {}),
+            ...(generator ? { onReviewed: () => generator.forgetStatuses() } : {}),
+            ...(typeof dashboardOption === 'object' && dashboardOption.recorder ? { recorder: dashboardOption.recorder } : {}),
+          });
+    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}), ...(dashboard ? { routes: dashboard } : {}) }).catch((error: unknown) => {
+      dashboard?.close?.();
+      throw error;
+    });
     return {
       receiver,
       url: server.url,
       port: server.port,
       ...(generator ? { generator } : {}),
+      ...(dashboard ? { dashboard, dashboardUrl: `${server.url}${DASHBOARD_PATH}/` } : {}),
       async close() {
         await server.close();
         await generator?.close();

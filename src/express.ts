@@ -6,14 +6,25 @@ import { writeFaceResponse } from './faces/node.js';
 import { rateLimitOf } from './http/_limits.js';
 import { readBody } from './http/server.js';
 import { writeEventStream, type StreamingOptions } from './http/streaming.js';
-import type { ReceiverApi } from './receiver.js';
+import { Receiver, type ReceiverApi } from './receiver.js';
+import { createAgentDashboard, type AgentDashboard } from './dashboard/agent-dashboard.js';
+import { underPrefix } from './http/server.js';
+
+/** Options of {@link agoraRouter}: the HTTP and streaming options, and the dashboard. */
+export type RouterOptions = HttpOptions & StreamingOptions & {
+  /**
+   * `GET /dashboard` under the router's prefix: made for a `Receiver` by default (its tokens are `tokens`); pass one
+   * from `createAgentDashboard` to close it yourself, or `false` for none.
+   */
+  dashboard?: AgentDashboard | false;
+};
 
 /**
  * An Express router serving a receiver's endpoints (spec §2) under any prefix, with or without `express.json()` before it.
  * Mount it before body parsers to have their errors (malformed JSON, their own size limit) answered as Agora JSON too.
  * @example app.use('/agora', agoraRouter(receiver));
  */
-export function agoraRouter(receiver: ReceiverApi, options: HttpOptions & StreamingOptions = {}): Router {
+export function agoraRouter(receiver: ReceiverApi, options: RouterOptions = {}): Router {
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const limit = rateLimitOf(options);
   const handle = createHandler(receiver, options, limit);
@@ -27,9 +38,22 @@ export function agoraRouter(receiver: ReceiverApi, options: HttpOptions & Stream
     ...(options.now ? { now: options.now } : {}),
   });
   const agora = agoraEnabled(options.faces);
+  const dashboard =
+    options.dashboard === false
+      ? undefined
+      : (options.dashboard ?? (receiver instanceof Receiver ? createAgentDashboard(receiver, { ...(options.tokens ? { tokens: options.tokens } : {}), ...(options.logger ? { logger: options.logger } : {}) }) : undefined));
   const router = express.Router();
 
   router.use((request: Request, response: Response, next: NextFunction) => {
+    if (dashboard !== undefined && underPrefix(request.path, dashboard.prefix)) {
+      (limit ? limit(request.ip ?? request.socket.remoteAddress) : Promise.resolve(0))
+        .then((retryAfter) => {
+          if (retryAfter <= 0) return dashboard.handle(request, response, request.url);
+          response.writeHead(429, { 'content-type': 'application/json; charset=utf-8', 'retry-after': String(retryAfter) }).end('{"status":"failure","error":"Too many requests"}');
+        })
+        .catch(next);
+      return;
+    }
     const facePath = faces !== undefined && isFacePath(request.method, request.path);
     // Under a prefix the whole subtree is Agora's (JSON 404s); mounted at the root, other paths stay the host's.
     if (request.baseUrl === '' && !facePath && !isAgoraPath(request.path)) return next();

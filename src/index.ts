@@ -36,7 +36,7 @@ export {
 } from './llm/toolformer.js';
 export type { AgentProfile, ResponderCall, HistoryMessage } from './llm/responders.js';
 export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
-export { Metrics, type MetricsSnapshot, type QueryPath } from './metrics.js';
+export { Metrics, type MetricsObserver, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export {
   Receiver,
@@ -81,6 +81,9 @@ export { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEnt
 export type { RoutineStatus, RoutineStatusName, RoutineCounters } from './generation/status.js';
 /** A whole agent from a folder, served over node:http; and a new agent folder. */
 export { startAgent, type AgentOptions, type RunningAgent } from './agent.js';
+/** `GET /dashboard`: mounted by `startAgent` and `agoraRouter`; made here to pass to `startServer({ routes })` or close yourself. */
+export { createAgentDashboard, type AgentDashboard, type AgentDashboardOptions } from './dashboard/agent-dashboard.js';
+export type { ExtraRoutes } from './http/server.js';
 /** The wire profile's conformance cases, run over HTTP against any agent (`agora check`). */
 export { checkAgent, type CaseResult, type CheckOptions } from './conformance.js';
 export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';

@@ -38,6 +38,15 @@ function labelKey(labels: Labels): string {
     .join(',');
 }
 
+/**
+ * Told of each counted query and LLM call, synchronously: the dashboard's recorder increments a time bucket here.
+ * An observer must be cheap and must not throw (it runs on the hot path).
+ */
+export type MetricsObserver = {
+  query?(path: QueryPath, protocol: string, reason: string | undefined): void;
+  llmCall?(protocol: string, purpose: string, inputTokens: number, outputTokens: number): void;
+};
+
 /** Totals, for summaries and benchmarks. */
 export type MetricsSnapshot = {
   queries: Record<QueryPath, number>;
@@ -67,6 +76,8 @@ export class Metrics {
   readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0, streams: 0, deltas: 0, abortedCalls: 0 };
   readonly #streams: Record<StreamKind, number> = { query: 0, follow_up: 0, resume: 0 };
 
+  #observers: MetricsObserver[] = [];
+
   // Label keys of the hot path, memoised: building and escaping them on every query shows in profiles.
   readonly #keys = new Map<string, string>();
 
@@ -79,12 +90,21 @@ export class Metrics {
     return key;
   }
 
-  /** Counts one answered query. */
-  query(path: QueryPath, label: string): void {
+  /** Adds an observer of queries and LLM calls; returns the function that removes it. */
+  observe(observer: MetricsObserver): () => void {
+    this.#observers = [...this.#observers, observer];
+    return () => {
+      this.#observers = this.#observers.filter((kept) => kept !== observer);
+    };
+  }
+
+  /** Counts one answered query; `reason` is the failure's fixed text (never peer data), for observers. */
+  query(path: QueryPath, label: string, reason?: string): void {
     const protocol = capLabel(label);
     const key = this.#memo(`q\u0000${path}\u0000${protocol}`, this.#queries, { path, protocol });
     this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
     this.#totals.queries[path] += 1;
+    for (const observer of this.#observers) observer.query?.(path, protocol, reason);
   }
 
   /** Counts one LLM call and its tokens. */
@@ -100,6 +120,7 @@ export class Metrics {
     this.#totals.llmCalls += 1;
     this.#totals.inputTokens += inputTokens;
     this.#totals.outputTokens += outputTokens;
+    for (const observer of this.#observers) observer.llmCall?.(labels.protocol!, labels.purpose!, inputTokens, outputTokens);
   }
 
   /** Records how long a routine ran. */

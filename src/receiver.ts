@@ -332,8 +332,9 @@ export class Receiver implements ReceiverApi {
   }
 
   #fail(code: 'UNSUPPORTED_PROTOCOL' | 'NATURAL_LANGUAGE_UNSUPPORTED' | 'TOO_MANY_CONVERSATIONS', label: string): never {
-    this.counters.query('failure', label);
-    throw new AgoraError(code);
+    const error = new AgoraError(code);
+    this.counters.query('failure', label, error.message);
+    throw error;
   }
 
   /** Stops watching and closes the store and memory. */

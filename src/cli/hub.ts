@@ -24,7 +24,7 @@ export const command: Command = {
   async run(args) {
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
-    const { startHub } = await import('../hub/server.js');
+    const [{ startHub }, { createHubDashboard }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
     const logger = consoleLogger('agora-hub');
     const storeOption = stringOption(args, 'store') ?? 'memory';
     let store;
@@ -52,9 +52,11 @@ export const command: Command = {
       ...(llm ? { llm } : {}),
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
+      routes: (hub) => createHubDashboard(hub, { logger, ...(tokens?.length ? { tokens } : {}) }),
     });
     process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llm ? llm.model : 'none'}\n`);
     process.stdout.write(`agora hub: listening on ${running.url}\n`);
+    process.stdout.write(`agora hub: dashboard at ${running.url}/dashboard/\n`);
     await new Promise<void>((done) => {
       const stop = () => void running.close().finally(done);
       process.once('SIGINT', stop);

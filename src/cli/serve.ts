@@ -68,11 +68,12 @@ export const command: Command = {
     const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
     const model = stringOption(args, 'model');
     const faces = await facesOption(args);
+    const host = stringOption(args, 'host') ?? '127.0.0.1';
     const agent = await startAgent({
       dir,
       logger,
       port,
-      host: stringOption(args, 'host') ?? '127.0.0.1',
+      host,
       conversationTtl,
       routineTimeout,
       allowPrivateSources: args.values['allow-private-sources'] === true,
@@ -99,6 +100,7 @@ export const command: Command = {
     process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
     for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
+    if (agent.dashboardUrl) process.stdout.write(`agora: dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}\n`);
     await new Promise<void>((done) => {
       let stopping = false;
       const stop = (signal: string) => {
@@ -114,6 +116,12 @@ export const command: Command = {
     return 0;
   },
 };
+
+// What the dashboard shows under the token rules: read-only on loopback without a token, off beyond it.
+function dashboardNote(host: string, tokens: number): string {
+  if (tokens > 0) return ' (sign in with your token)';
+  return /^(127\.|::1$|localhost$|\[::1\]$)/.test(host) ? ' (read-only: set --token to approve routines from it)' : ' (off: it needs --token when listening beyond loopback)';
+}
 
 // `--faces`, `--roar-secret`, `--roar-trust`: a bad list or trust file stops the start with one line.
 async function facesOption(args: ParsedArgs): Promise<FacesConfig> {

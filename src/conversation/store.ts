@@ -46,6 +46,8 @@ export interface ConversationStore {
   delete(id: string): Promise<boolean>;
   /** Number of live conversations. */
   count(): Promise<number>;
+  /** Live conversations per protocol hash (`null`: natural language), for the dashboard; absent when costly. */
+  countByProtocol?(): Promise<Map<string | null, number>>;
   /** Drops expired conversations and old tombstones; returns how many entries were dropped. */
   sweep(): Promise<number>;
   /** Releases timers and connections. */
@@ -73,6 +75,7 @@ type Entry = {
    * string is the most compact way to keep an idle conversation. */
   json: string;
   expiresAt: number;
+  protocolHash: ConversationRecord['protocolHash'];
 };
 
 /** The default store: conversations in this process's memory, swept periodically. */
@@ -100,7 +103,7 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async create(record: ConversationRecord): Promise<void> {
-    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt });
+    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt, protocolHash: record.protocolHash });
   }
 
   #entry(id: string): Entry {
@@ -162,6 +165,13 @@ export class MemoryConversationStore implements ConversationStore {
     let live = 0;
     for (const entry of this.#live.values()) if (entry.expiresAt > now) live += 1;
     return live;
+  }
+
+  async countByProtocol(): Promise<Map<string | null, number>> {
+    const now = this.#now();
+    const counts = new Map<string | null, number>();
+    for (const entry of this.#live.values()) if (entry.expiresAt > now) counts.set(entry.protocolHash, (counts.get(entry.protocolHash) ?? 0) + 1);
+    return counts;
   }
 
   async sweep(): Promise<number> {

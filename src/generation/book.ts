@@ -28,6 +28,8 @@ export type RoutineBookOptions = {
   maxFailures?: number;
   typeChecker?: RoutineTypeChecker;
   now?: () => number;
+  /** Told after each status this process writes (written, approved automatically, failed, disabled): the dashboard's cue. */
+  onStatus?: (status: RoutineStatus) => void;
 };
 
 /** A `generating` status older than this was left by a process that died mid-generation. */
@@ -66,11 +68,16 @@ export class RoutineBook {
     this.#ownsTypeChecker = !options.typeChecker;
     this.typeChecker = options.typeChecker ?? new RoutineTypeChecker();
     this.#counters = new CounterBatch(options.memory, this.logger);
-    this.#statuses = new StatusCache(options.memory, this.#dir, this.now);
+    this.#statuses = new StatusCache(options.memory, this.#dir, this.now, options.onStatus);
   }
 
   get memory(): AgentMemory {
     return this.#options.memory;
+  }
+
+  /** Forgets cached statuses: the next query reads memory again. */
+  forgetStatuses(): void {
+    this.#statuses.clear();
   }
 
   /** The clock's time as an ISO string. */
@@ -272,5 +279,10 @@ export abstract class RoutineKeeper {
   /** Writes batched counters and drops the sandboxes (a generation under way is abandoned, and retried later). */
   async close(): Promise<void> {
     await this.book.close();
+  }
+
+  /** Forgets cached statuses, so a review made in this process (the dashboard) takes effect on the next query. */
+  forgetStatuses(): void {
+    this.book.forgetStatuses();
   }
 }

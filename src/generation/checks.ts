@@ -16,6 +16,12 @@ import { checkProbeValues, type ProbeOutcome, type ValueProbe } from './value-ch
 /** A test query the LLM wrote from the protocol, with the LLM responder's two reference answers (see ./value-check.ts). */
 export type Probe = ValueProbe;
 
+/** One check a routine passed, as the dashboard shows it: the body, the reply expected and the routine's, previewed. */
+export type CheckCase = { label: string; by: 'value' | 'shape'; body: string; expected: string; actual: string };
+
+/** Cases kept per routine: enough to judge it, bounded so a status record stays small. */
+export const MAX_CHECK_CASES = 20;
+
 /** Recorded exchanges in conversation order; a conversation whose first turns were not recorded is left out. */
 function replayable(examples: readonly StoredExample[]): StoredExample[][] {
   const groups = new Map<string, StoredExample[]>();
@@ -42,8 +48,12 @@ export function parseStoredExample(value: JsonObject): StoredExample | undefined
  * Runs a candidate routine on the recorded exchanges (by value when deterministic) and on the probes: by value where
  * the LLM responder gave the same answer twice (JSON protocols), else by shape; a text protocol's probes by type.
  */
-export async function checkRoutine(module: QuickJSSandbox, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[] }> {
+export async function checkRoutine(module: QuickJSSandbox, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[]; cases: CheckCase[] }> {
   const json = prescribesJson(document);
+  const cases: CheckCase[] = [];
+  const passedCase = (label: string, by: CheckCase['by'], body: JsonValue, expected: JsonValue, actual: JsonValue) => {
+    if (cases.length < MAX_CHECK_CASES) cases.push({ label, by, body: preview(body), expected: preview(expected), actual: preview(actual) });
+  };
   const tools = toolbox(agentTools);
   const errors: string[] = [];
   let byValue = 0;
@@ -81,11 +91,17 @@ export async function checkRoutine(module: QuickJSSandbox, document: ProtocolDoc
       const deterministic = second !== undefined && sameValue(first.reply, second.reply);
       if (json && deterministic) {
         if (!sameValue(first.reply, example.reply)) errors.push(`${label}: body ${preview(example.body)}: the routine replied ${preview(first.reply)} but the recorded reply is ${preview(example.reply)}`);
-        else byValue++;
+        else {
+          byValue++;
+          passedCase(label, 'value', example.body, example.reply, first.reply);
+        }
       } else {
         const mismatch = shapeMismatch(first.reply, example.reply, json);
         if (mismatch) errors.push(`${label}: body ${preview(example.body)}: ${mismatch}`);
-        else byShape++;
+        else {
+          byShape++;
+          passedCase(label, 'shape', example.body, example.reply, first.reply);
+        }
       }
       if (json) await checkOutput(label, example.reply);
       state = first.state;
@@ -102,13 +118,20 @@ export async function checkRoutine(module: QuickJSSandbox, document: ProtocolDoc
   }
   const probed = json ? checkProbeValues(probes, outcomes) : textProbes(probes, outcomes);
   errors.push(...probed.mismatches);
+  outcomes.forEach((outcome, index) => {
+    const probe = probes[index]!;
+    const label = `test query ${index + 1}`;
+    // A passed probe is one no mismatch names; by value where the LLM answered the same twice (JSON protocols).
+    if ('error' in outcome || probed.mismatches.some((line) => line.startsWith(`${label}:`))) return;
+    passedCase(label, json && sameValue(probe.answers[0], probe.answers[1]) ? 'value' : 'shape', probe.body, probe.answers[0], outcome.reply);
+  });
   const recorded = byValue + byShape;
   const probedCount = probed.byValue + probed.byShape;
   if (!errors.length && recorded + probedCount === 0) errors.push('nothing to check the routine on: no recorded exchange and no test query');
   const passed: string[] = [];
   if (recorded) passed.push(`${plural(recorded, 'recorded turn')} (${byValue} by value, ${byShape} by shape)`);
   if (probedCount) passed.push(`${probedCount} test query(ies) written by the LLM (${probed.byValue} by value, ${probed.byShape} by shape vs the LLM's answers)`);
-  return { errors, passed };
+  return { errors, passed, cases };
 }
 
 /** A text protocol's probes: any text is a fitting reply (two LLM answers agreeing on prose say little about a routine). */

@@ -48,6 +48,8 @@ export type RoutineGeneratorOptions = {
   checkQueries?: number;
   /** Called after each LLM call made to write or check a routine, with the protocol's name. */
   onUsage?: GenerationUsageSink;
+  /** Told after each status this process writes (a routine written, failed, disabled): the dashboard's cue. */
+  onStatus?: (status: RoutineStatus) => void;
   /** A shared type checker (default: one of its own). */
   typeChecker?: RoutineTypeChecker;
   /** Clock in Unix milliseconds. */

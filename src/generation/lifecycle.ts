@@ -67,7 +67,7 @@ export async function writeGeneration(generation: Generation, context: Generatio
       const header = fileHeader({ stem, what: generation.what, hash: base.hash, model: written.model, checks: written.checks, date: createdAt });
       await writeFileAtomic(join(context.dir, file), header + written.code);
       const approved = context.autoApprove === true;
-      status = { ...base, status: approved ? 'approved' : 'pending', file, checks: written.checks, attempts: written.attempts, model: written.model, typeCheckMs: written.typeCheckMs, updatedAt: context.timestamp(), ...(approved ? { reviewedAt: context.timestamp() } : {}) };
+      status = { ...base, status: approved ? 'approved' : 'pending', file, checks: written.checks, ...(written.cases.length ? { cases: written.cases } : {}), attempts: written.attempts, model: written.model, typeCheckMs: written.typeCheckMs, updatedAt: context.timestamp(), ...(approved ? { reviewedAt: context.timestamp() } : {}) };
       context.logger.info(`${label}: ${noun} written to ${file} after ${plural(written.attempts, 'attempt')}; ${approved ? 'approved automatically' : `review it, then: agora routines approve ${stem}`}`);
     } else {
       status = { ...base, status: 'failed', errors: written.errors.slice(0, 20), attempts: written.attempts, model: written.model, updatedAt: context.timestamp() };

@@ -1,4 +1,5 @@
 import { slug } from '../_slug.js';
+import type { CheckCase } from './checks.js';
 // What memory keeps about generated routines, shared by the agent that writes and runs them and the CLI that
 // reviews them: the status record, the counters, and the names and key prefixes derived from a protocol or task.
 
@@ -18,6 +19,8 @@ export type RoutineStatus = {
   file?: string;
   /** The checks it passed. */
   checks?: string[];
+  /** The cases behind those checks: body, expected and actual reply (previews), at most 20. */
+  cases?: CheckCase[];
   attempts?: number;
   /** The last errors, when generation gave up. */
   errors?: string[];

@@ -19,11 +19,13 @@ export class StatusCache {
   readonly #now: () => number;
   readonly #statuses = new Map<string, StatusEntry>();
   readonly #reading = new Map<string, Promise<StatusEntry>>();
+  readonly #onWrite: ((status: RoutineStatus) => void) | undefined;
 
-  constructor(memory: AgentMemory, dir: string, now: () => number) {
+  constructor(memory: AgentMemory, dir: string, now: () => number, onWrite?: (status: RoutineStatus) => void) {
     this.#memory = memory;
     this.#dir = dir;
     this.#now = now;
+    this.#onWrite = onWrite;
   }
 
   /** The status as memory has it now. */
@@ -35,6 +37,7 @@ export class StatusCache {
   async write(prefix: string, status: RoutineStatus): Promise<void> {
     await this.#memory.set(`${prefix}/status`, status as unknown as JsonValue);
     this.#statuses.delete(prefix);
+    this.#onWrite?.(status);
   }
 
   /** The status and the file's stamp, re-read from memory at most every second (one read at a time per prefix). */

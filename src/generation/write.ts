@@ -5,17 +5,18 @@ import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '..
 import { bundleForQuickJS } from './quickjs-bundle.js';
 import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
 import type { RoutineTypeChecker } from './typecheck.js';
+import type { CheckCase } from './checks.js';
 
 /** A usage sink that also learns which protocol (by name) the LLM call was for. */
 export type GenerationUsageSink = (usage: LlmUsage & { model: string }, label: string) => void;
 
 /** The outcome of writing a checked module. */
 export type WrittenModule =
-  | { ok: true; code: string; checks: string[]; attempts: number; model: string; typeCheckMs: number }
+  | { ok: true; code: string; checks: string[]; cases: CheckCase[]; attempts: number; model: string; typeCheckMs: number }
   | { ok: false; errors: string[]; attempts: number; model: string };
 
 /** The checks a built, type-checked module must pass: the errors found, and the checks passed. */
-export type ModuleChecks = (module: QuickJSSandbox) => Promise<{ errors: string[]; passed: string[] }>;
+export type ModuleChecks = (module: QuickJSSandbox) => Promise<{ errors: string[]; passed: string[]; cases?: CheckCase[] }>;
 
 type WriteOptions = {
   llm: LanguageModel;
@@ -83,7 +84,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
         try {
           const checked = await options.check(module);
           errors = checked.errors;
-          if (!errors.length) return { ok: true, code, checks: [`type-check (${typeCheckMs} ms)`, ...checked.passed], attempts: attempt, model, typeCheckMs };
+          if (!errors.length) return { ok: true, code, checks: [`type-check (${typeCheckMs} ms)`, ...checked.passed], cases: checked.cases ?? [], attempts: attempt, model, typeCheckMs };
         } finally {
           await module.close();
         }

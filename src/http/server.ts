@@ -132,6 +132,27 @@ function onCheckExpectation(_request: IncomingMessage, response: ServerResponse)
   response.writeHead(result.status, result.headers).end(result.body);
 }
 
+/**
+ * Routes served beside Agora's on the same server, under one path prefix (the dashboard): a node handler that
+ * answers the whole request itself (it may stream), and what to stop when the server closes.
+ */
+export type ExtraRoutes = {
+  /** e.g. `/dashboard`: the prefix itself, and paths under `prefix/`, go to `handle`. */
+  prefix: string;
+  /** Answers the request; `path` is its mount-relative URL (query string included). */
+  handle(incoming: IncomingMessage, response: ServerResponse, path: string): Promise<void>;
+  /** Ends long-lived responses and timers (called first by `close()`). */
+  close?(): void;
+};
+
+/** Whether a mount-relative URL falls under a routes prefix. */
+export function underPrefix(path: string, prefix: string): boolean {
+  if (!path.startsWith(prefix)) return false;
+  const next = path.charCodeAt(prefix.length);
+  // End of path, `/`, or `?`.
+  return Number.isNaN(next) || next === 47 || next === 63;
+}
+
 /** Options of `startServer`: the HTTP options plus where to listen and the slow-client timeouts. */
 export type ServerOptions = HttpOptions & StreamingOptions & {
   /** Port to listen on (default 3000; 0 picks a free one). */
@@ -149,6 +170,8 @@ export type ServerOptions = HttpOptions & StreamingOptions & {
    * (default false: an AbortController per request halved the hot path's throughput, measured).
    */
   abortOnDisconnect?: boolean;
+  /** Routes served beside Agora's (the dashboard, see `createAgentDashboard`), behind the same rate limit. */
+  routes?: ExtraRoutes;
 };
 
 /** A running server: its address and a graceful `close`. */
@@ -177,6 +200,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   // Node refuses a headers timeout longer than the request timeout.
   const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout > 0 ? requestTimeout : Infinity);
   const abortOnDisconnect = options.abortOnDisconnect === true;
+  const routes = options.routes;
   let closing = false;
 
   // Requests still being answered (their client may be gone): close() waits for them before the caller closes
@@ -204,6 +228,14 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     try {
       const request = new NodeCoreRequest(incoming, maxBodyBytes);
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
+      if (routes !== undefined && underPrefix(request.path, routes.prefix)) {
+        const retryAfter = limit ? await limit(request.remoteAddress) : 0;
+        if (retryAfter <= 0) return await routes.handle(incoming, response, request.path);
+        const refused = failure(429, 'Too many requests');
+        refused.headers['retry-after'] = String(retryAfter);
+        response.writeHead(refused.status, refused.headers).end(refused.body);
+        return;
+      }
       // Faces first (OAP's `GET /` would be Agora's 405), behind a test of the path's first characters.
       if (faces !== undefined && isFacePath(request.method, request.path)) {
         const faced = await faces.handle(request);
@@ -279,6 +311,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
 
   async function close(): Promise<void> {
     closing = true;
+    routes?.close?.();
     await stopSockets?.();
     const sockets = new Promise<void>((resolve) => {
       const timer = setTimeout(() => server.closeAllConnections(), 5000);

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describeError } from '../errors.js';
-import { readBody } from '../http/server.js';
+import { readBody, underPrefix, type ExtraRoutes } from '../http/server.js';
 import { consoleLogger } from '../log.js';
 import { createHubHandler, type HubHttpOptions } from './handler.js';
 import { Hub, type HubOptions } from './hub.js';
@@ -14,6 +14,8 @@ export type StartHubOptions = HubOptions &
     host?: string;
     /** How often background work runs: agent checks and peer syncs (default 5 s; 0: never, call `hub.tick()`). */
     tickMs?: number;
+    /** Routes served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub` does. */
+    routes?: (hub: Hub) => ExtraRoutes;
   };
 
 /** A running hub: its core, its address, and a graceful close. */
@@ -23,11 +25,18 @@ export type RunningHub = { hub: Hub; server: Server; url: string; port: number; 
  * A node `(request, response)` listener for the hub: what `startHub` serves, and what an Express app mounts
  * (`app.use('/hub', createHubListener(hub))`: Express hands it the path relative to the mount point).
  */
-export function createHubListener(hub: Hub, options: HubHttpOptions = {}): (incoming: IncomingMessage, response: ServerResponse) => void {
+export function createHubListener(hub: Hub, options: HubHttpOptions = {}, routes?: ExtraRoutes): (incoming: IncomingMessage, response: ServerResponse) => void {
   const handle = createHubHandler(hub, options);
   const logger = options.logger ?? consoleLogger('agora-hub');
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   return (incoming, response) => {
+    if (routes && underPrefix(incoming.url ?? '/', routes.prefix)) {
+      routes.handle(incoming, response, incoming.url ?? '/').catch((error: unknown) => {
+        logger.error(`${incoming.method} ${incoming.url}: ${describeError(error)}`);
+        if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"failure","error":"Internal error"}');
+      });
+      return;
+    }
     handle({
       method: incoming.method ?? 'GET',
       url: incoming.url ?? '/',
@@ -53,7 +62,8 @@ export function createHubListener(hub: Hub, options: HubHttpOptions = {}): (inco
  */
 export async function startHub(options: StartHubOptions = {}): Promise<RunningHub> {
   const hub = new Hub(options);
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, createHubListener(hub, options));
+  const routes = options.routes?.(hub);
+  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, createHubListener(hub, options, routes));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 4000, options.host ?? '127.0.0.1', () => {
@@ -75,6 +85,7 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
     url,
     port,
     async close() {
+      routes?.close?.();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeIdleConnections();

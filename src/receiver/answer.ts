@@ -66,6 +66,7 @@ export class TurnAnswerer {
     const label = labelOf(route);
     let path: QueryPath = 'failure';
     let reply: JsonValue | undefined;
+    let reason: string | undefined;
     try {
       ({ path, reply } = await this.#dispatch(route, label, turn, body, signal, onDelta));
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
@@ -81,6 +82,8 @@ export class TurnAnswerer {
       return reply;
     } catch (error) {
       path = 'failure';
+      // The fixed texts of our own errors only: a peer's data never reaches the dashboard this way.
+      reason = isAgoraError(error) ? error.message : 'Internal error';
       if (isAgoraError(error) && (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')) {
         this.options.logger.error(`${label}: ${error.message}${error.cause ? `: ${describeError(error.cause)}` : ''}`);
       } else if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE' && error.cause) {
@@ -91,7 +94,7 @@ export class TurnAnswerer {
       }
       throw error;
     } finally {
-      this.options.counters.query(path, label);
+      this.options.counters.query(path, label, reason);
       if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
     }
   }

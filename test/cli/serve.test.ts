@@ -61,7 +61,10 @@ describe('agora serve', () => {
     expect(Object.keys(wellknown)).toHaveLength(2);
     // The banner says which document is present but not served, and why.
     expect(agent.output()).toMatch(/^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY\)\nagora: listening on /m);
-    expect(await agent.stop()).toBe(0);
+    const code = await agent.stop();
+    // The banner's next line: the dashboard, read-only on loopback without a token.
+    expect(agent.output()).toContain(`agora: dashboard at ${agent.url}/dashboard/ (read-only: set --token to approve routines from it)\n`);
+    expect(code).toBe(0);
   });
 });
 

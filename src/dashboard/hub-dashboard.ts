@@ -1,0 +1,140 @@
+// `GET /dashboard` on a hub: registered agents up or down with their protocols, the protocol catalogue, chains with
+// their hops, and rooms (when the hub has them), kept live by server-sent events.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { describeError } from '../errors.js';
+import type { ExtraRoutes } from '../http/server.js';
+import type { Hub } from '../hub/hub.js';
+import type { ChainRun } from '../hub/records.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { AssetServer, DashboardAccess, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath, type AccessKind } from './_http.js';
+import { DASHBOARD_PATH } from './agent-dashboard.js';
+
+/** One room as the hub dashboard shows it: who is in it, and the latest lines of its transcript. */
+export type RoomView = { id: string; name: string; members: string[]; transcript: { at: number; from: string; text: string }[] };
+
+/**
+ * HOOK for rooms (issue 16, built in parallel): the hub dashboard lists what this returns and re-reads it on every
+ * push. Until the hub keeps rooms, nothing passes it and the page says rooms are not available on this hub.
+ */
+export type RoomsSource = { rooms(): Promise<RoomView[]> };
+
+/** Options of {@link createHubDashboard}. */
+export type HubDashboardOptions = {
+  /** The hub's bearer tokens (see the README's token rules). */
+  tokens?: readonly string[];
+  /** Where rooms come from (see {@link RoomsSource}); absent: no rooms panel data. */
+  rooms?: RoomsSource;
+  /** How often the hub's state is compared with the last push, in ms (default 1000; only while a page is open). */
+  checkMs?: number;
+  logger?: Pick<Logger, 'error'>;
+};
+
+// Bounds on what one page shows: a hub may know thousands of agents, a chain's results come from peers.
+const MAX_AGENTS = 500;
+const MAX_DOCUMENTS = 200;
+const MAX_CHAINS = 50;
+const MAX_RESULT_CHARS = 500;
+const MAX_TRANSCRIPT = 50;
+
+function preview(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.length > MAX_RESULT_CHARS ? `${text.slice(0, MAX_RESULT_CHARS - 1)}…` : text;
+}
+
+function chainView(run: ChainRun) {
+  return {
+    id: run.id,
+    goal: preview(run.goal),
+    status: run.status,
+    createdAt: run.createdAt,
+    updatedAt: run.updatedAt,
+    error: run.error,
+    hops: run.hops.map((hop) => ({ agentName: hop.agentName, url: hop.url, by: hop.by, reason: preview(hop.reason), ok: hop.ok, result: preview(hop.result), error: preview(hop.error), ms: hop.finishedAt - hop.startedAt })),
+  };
+}
+
+/**
+ * The hub's dashboard, mounted by `startHub({ routes: (hub) => createHubDashboard(hub) })` (what `agora hub` does).
+ * @example await startHub({ port: 4000, routes: (hub) => createHubDashboard(hub, { tokens }) });
+ */
+export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}): ExtraRoutes {
+  const logger = options.logger ?? consoleLogger('agora-hub');
+  const access = new DashboardAccess(options.tokens ?? []);
+  const assets = new AssetServer();
+  const feeds = new EventFeeds();
+  let last = '';
+  let timer: NodeJS.Timeout | undefined;
+
+  async function state() {
+    const [agents, catalogue, runs, rooms] = await Promise.all([
+      hub.agents({ includeDown: true, limit: MAX_AGENTS }),
+      hub.protocols(undefined, MAX_DOCUMENTS),
+      hub.runs(true),
+      options.rooms ? options.rooms.rooms() : Promise.resolve(null),
+    ]);
+    return {
+      agents: agents.map((agent) => ({ id: agent.id, name: agent.name, url: agent.url, kind: agent.kind, status: agent.status, lastSeen: agent.lastSeen, lastError: agent.lastError, protocols: agent.protocols.map((protocol) => ({ name: protocol.name, hash: protocol.hash })) })),
+      catalogue: catalogue.map((entry) => ({ name: entry.name, hash: entry.hash, description: entry.description, servedBy: entry.servedBy.map((agent) => agent.name) })),
+      chains: runs.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, MAX_CHAINS).map(chainView),
+      rooms: rooms?.map((room) => ({ ...room, transcript: room.transcript.slice(-MAX_TRANSCRIPT).map((line) => ({ ...line, text: preview(line.text) ?? '' })) })) ?? null,
+    };
+  }
+
+  // The hub has no event bus: while a page is open, its state is read once a second and pushed when it changed.
+  async function check(): Promise<void> {
+    try {
+      const text = JSON.stringify(await state());
+      if (text !== last) {
+        last = text;
+        feeds.send('state', JSON.parse(text) as unknown);
+      }
+    } catch (error) {
+      logger.error(`hub dashboard: ${describeError(error)}`);
+    }
+  }
+
+  async function handle(incoming: IncomingMessage, response: ServerResponse, url: string): Promise<void> {
+    if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder(response);
+    const path = subPath(url, DASHBOARD_PATH);
+    const method = incoming.method ?? 'GET';
+    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
+    const refusal = access.check(incoming, kind);
+    if (refusal) return sendRefusal(response, refusal, kind);
+    if (method !== 'GET' && method !== 'HEAD') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET, HEAD' });
+    try {
+      if (path === '/api/access') return sendJson(response, 200, { tokens: access.tokensEnabled });
+      if (kind === 'page') {
+        const name = path === '/' ? 'hub.html' : path.startsWith('/assets/') ? path.slice(8) : '';
+        if (!(await assets.send(response, name, method === 'HEAD'))) sendFailure(response, 404, 'Not found');
+        return;
+      }
+      if (path === '/api/state') return sendJson(response, 200, { ...(await state()), tokens: access.tokensEnabled });
+      if (path === '/events') {
+        const current = await state();
+        last = JSON.stringify(current);
+        feeds.open(response, [{ event: 'state', data: current }], () => {
+          if (feeds.size === 0 && timer) {
+            clearInterval(timer);
+            timer = undefined;
+          }
+        });
+        timer ??= setInterval(() => void check(), options.checkMs ?? 1000).unref();
+        return;
+      }
+      sendFailure(response, 404, 'Not found');
+    } catch (error) {
+      logger.error(`hub dashboard ${method} ${path}: ${describeError(error)}`);
+      if (!response.headersSent) sendFailure(response, 500, 'Internal error');
+    }
+  }
+
+  return {
+    prefix: DASHBOARD_PATH,
+    handle,
+    close() {
+      if (timer) clearInterval(timer);
+      feeds.close();
+    },
+  };
+}
