@@ -17,7 +17,9 @@
 //
 // Figures are the fake API's bills, checked against what the agents meter themselves. Every output is checked
 // against the hidden table: any mismatch is printed and the exit code is 1.
-// `npm run bench:cost -- --queries 200 --window 20` for a shorter run.
+//   (c) a network: a hub and several user/service pairs on the same task (bench/_cost-network.ts): the first pair
+//       negotiates and publishes its protocol, the next find it at the hub and negotiate nothing.
+// `npm run bench:cost -- --queries 200 --window 20 --pairs 3 --pair-queries 30` for a shorter run.
 import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { AnthropicModel } from '../src/llm/anthropic.js';
@@ -29,8 +31,11 @@ import { agentCost, approvedRoutines, pathOf, routineAnswers, startAssistant, te
 import { brain } from '../examples/weather/brain.js';
 import { forecast, weatherQuery } from '../examples/weather/data.js';
 import { formatNumber, table } from './_harness.js';
+import { runNetwork } from './_cost-network.js';
 
-const { values } = parseArgs({ options: { queries: { type: 'string', default: '1000' }, window: { type: 'string', default: '100' } } });
+const { values } = parseArgs({
+  options: { queries: { type: 'string', default: '1000' }, window: { type: 'string', default: '100' }, pairs: { type: 'string', default: '3' }, 'pair-queries': { type: 'string', default: '30' } },
+});
 const queries = Number(values.queries);
 const windowSize = Number(values.window);
 const progress = (line: string) => process.stderr.write(`${line}\n`);
@@ -131,6 +136,8 @@ progress(`bench:cost: ${queries} queries, (a) natural language only`);
 const a = await run(false);
 progress(`bench:cost: ${queries} queries, (b) the full lifecycle`);
 const b = await run(true);
+progress(`bench:cost: (c) a network with a hub`);
+const c = await runNetwork(GetWeather, { pairs: Number(values.pairs), queries: Number(values['pair-queries']), logger, progress });
 
 const sum = (costs: QueryCost[], field: 'calls' | 'tokens') => costs.reduce((total, cost) => total + cost[field], 0);
 const share = (costs: QueryCost[], path: string) => costs.filter((cost) => cost.path === path).length;
@@ -176,6 +183,7 @@ const lines = [
   `- outputs checked against the hidden table: ${a.mismatches.length + b.mismatches.length === 0 ? `all ${2 * queries} correct` : `${a.mismatches.length} wrong in (a), ${b.mismatches.length} in (b)`}`,
   `- run time: (a) ${formatNumber(a.seconds, 1)} s, (b) ${formatNumber(b.seconds, 1)} s`,
 ];
+lines.push('', c.markdown);
 process.stdout.write(`${lines.join('\n')}\n`);
-for (const mismatch of [...a.mismatches.map((line) => `(a) ${line}`), ...b.mismatches.map((line) => `(b) ${line}`)]) process.stderr.write(`mismatch: ${mismatch}\n`);
-if (a.mismatches.length || b.mismatches.length) process.exitCode = 1;
+for (const mismatch of [...a.mismatches.map((line) => `(a) ${line}`), ...b.mismatches.map((line) => `(b) ${line}`), ...c.mismatches]) process.stderr.write(`mismatch: ${mismatch}\n`);
+if (a.mismatches.length || b.mismatches.length || c.mismatches.length) process.exitCode = 1;

@@ -82,7 +82,7 @@ export type Assistant = {
 };
 
 /** Starts a user agent in `dir`: tasks go from natural language to a protocol, then to a routine after `threshold` LLM-made calls. */
-export async function startAssistant(options: { dir: string; llm: LanguageModel; logger: Logger; threshold?: number; thresholds?: SenderThresholds }): Promise<Assistant> {
+export async function startAssistant(options: { dir: string; llm: LanguageModel; logger: Logger; threshold?: number; thresholds?: SenderThresholds; hub?: string }): Promise<Assistant> {
   await mkdir(options.dir, { recursive: true });
   const memory = new FileMemory(join(options.dir, '.agora'));
   const cost: Cost = { calls: 0, tokens: 0 };
@@ -100,6 +100,8 @@ export async function startAssistant(options: { dir: string; llm: LanguageModel;
     logger: options.logger,
     onUsage: count,
     ...(options.thresholds ? { thresholds: options.thresholds } : {}),
+    // A hub is asked for a fitting protocol before negotiating, and receives what is negotiated.
+    hub: options.hub ?? null,
     extensions: {
       taskRoutine: (task, document) => routines.taskRoutine(task, document),
       served: (event) => {

@@ -61,6 +61,9 @@ export {
   type QueryOptions,
   type QueryResult,
   type PeerProtocol,
+  HubProtocols,
+  type HubListing,
+  type ProtocolHub,
 } from './sender/sender.js';
 /** Typed tasks (`sender.task()`): natural language, then a fitting or negotiated protocol as they are used. */
 export {
@@ -87,3 +90,10 @@ export type { ExtraRoutes } from './http/server.js';
 /** The wire profile's conformance cases, run over HTTP against any agent (`agora check`). */
 export { checkAgent, type CaseResult, type CheckOptions } from './conformance.js';
 export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';
+/** A network of agents: the hub (directory, protocol database, routing, chains) and its client. */
+export { Hub, type HubOptions, type ProtocolListing } from './hub/hub.js';
+export { startHub, createHubListener, type StartHubOptions, type RunningHub } from './hub/server.js';
+export { HubClient, type HubClientOptions, type HubAgent, type HubProtocol } from './hub/client.js';
+export { runChain, resumeChain, type ChainOptions } from './hub/chains.js';
+export type { RouteDecision } from './hub/routing.js';
+export type { AgentRecord, ChainRun, Hop } from './hub/records.js';

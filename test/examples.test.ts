@@ -45,13 +45,16 @@ describe('examples', () => {
     expect(stdout).toContain('All 21 answers match the hidden table.');
   });
 
-  it('network: the cost per query falls to zero as protocols and routines appear, every answer right', { timeout: 300_000 }, async () => {
+  it('network: routed by the hub, the cost per query falls to zero as protocols are shared and routines appear, every answer right', { timeout: 300_000 }, async () => {
     const { code, stdout, stderr } = await runExample('examples/network/main.ts', ['--queries', '120', '--window', '30']);
     expect(code, `${stdout}\n${stderr}`).toBe(0);
     expect(stderr).toBe('');
     expect(stdout).toMatch(/^1-30 +120 +\d+ +\d+ +0% +0%$/m);
     expect(stdout).toMatch(/^91-120 +0 +0 +0 +100% +100%$/m);
-    expect(stdout).toContain(`alice's get_weather negotiated "Get weather" with weather`);
+    expect(stdout).toMatch(/^Routed bob's rain_check \("will it rain: the weather in a city"\) to weather by keyword: keyword score [\d.]+: "weather" in name; "city" in description$/m);
+    expect(stdout).toContain(`alice's get_weather negotiated (and published to the hub) "Get weather" with weather`);
+    expect(stdout).toContain(`carol's price_in found, and judged a fit, "Convert money" with currency`);
+    expect(stdout).toContain(`The hub's protocol database: "Convert money" (served by currency), "Get weather" (served by weather), "Next train" (served by trains).`);
     expect(stdout).toContain(`bob's rain_check found, and judged a fit, "Get weather" with weather`);
     expect(stdout).toMatch(/weather approved its routine for "Get weather"/);
     expect(stdout).toMatch(/carol approved its routine for price_in/);

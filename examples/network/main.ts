@@ -1,7 +1,9 @@
-// `npm run example:network`: a small Agora network, in the spirit of the paper's demo. Three service agents
-// (weather, currency, trains: each one tool over a hidden table) and three user agents with two tasks each send
-// interleaved queries. The cost per query falls as protocols are negotiated (or found at /wellknown and reused
-// by another user) and as routines replace the LLMs on both sides.
+// `npm run example:network`: a small Agora network, in the spirit of the paper's demo. A hub, three service agents
+// (weather, currency, trains: each one tool over a hidden table) registered with it, and three user agents with two
+// tasks each. Each user finds the service for a task by asking the hub to route the task's description (keyword
+// match, the reason printed), then sends interleaved queries. The cost per query falls as protocols are negotiated
+// (and published to the hub), found at the hub or at /wellknown and reused by another user, and as routines replace
+// the LLMs on both sides.
 //
 // Offline by default: every agent thinks with the deterministic fake brain (../weather/brain.ts); with
 // ANTHROPIC_API_KEY set, Claude does. All state goes to a temporary folder.
@@ -9,7 +11,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
-import { startAgent, type RunningAgent } from 'agora-agents';
+import { startAgent, startHub, type RunningAgent } from 'agora-agents';
 import { agentCost, approvedRoutines, columns, exampleLlm, pathOf, quietLogger, routineAnswers, startAssistant, temporaryCopy, type Assistant, type Cost } from '../_shared.js';
 import { SERVICES, USERS } from './services.js';
 
@@ -20,6 +22,10 @@ const windowSize = Number(values.window);
 const { llm, name, close: closeLlm } = await exampleLlm();
 const folder = await temporaryCopy('agora-network-');
 console.log(`${SERVICES.length} services and ${Object.keys(USERS).length} users, thinking with ${name}.\n`);
+
+// The hub: a directory and a protocol database on loopback (private addresses are allowed for this demo only).
+const hub = await startHub({ port: 0, host: '127.0.0.1', tickMs: 0, allowPrivateAgents: true, logger: quietLogger });
+console.log(`Hub at ${hub.url}.`);
 
 const services = new Map<string, RunningAgent>();
 for (const service of SERVICES) {
@@ -39,9 +45,27 @@ for (const service of SERVICES) {
     logger: quietLogger,
   });
   services.set(service.name, agent);
+  const record = await hub.hub.register({ url: agent.url, name: service.name });
+  console.log(`Registered ${record.name} at ${record.url}: "${record.description}"`);
 }
 const users = new Map<string, Assistant>();
-for (const user of Object.keys(USERS)) users.set(user, await startAssistant({ dir: join(folder.dir, user), llm, logger: quietLogger }));
+for (const user of Object.keys(USERS)) users.set(user, await startAssistant({ dir: join(folder.dir, user), llm, logger: quietLogger, hub: hub.url }));
+
+// Each task's service, found by the hub: the users are told no URL.
+let misrouted = 0;
+const routed = new Map<string, RunningAgent>();
+for (const [user, tasks] of Object.entries(USERS)) {
+  for (const task of tasks) {
+    const decision = await hub.hub.route(task.goal);
+    console.log(`Routed ${user}'s ${task.spec.name} ("${task.goal}") to ${decision.agent.name} by ${decision.by}: ${decision.reason}`);
+    if (decision.agent.name !== task.service) {
+      misrouted++;
+      console.error(`${user}'s ${task.spec.name} was routed to ${decision.agent.name}, expected ${task.service}`);
+    }
+    routed.set(`${user}/${task.spec.name}`, services.get(decision.agent.name)!);
+  }
+}
+console.log('');
 
 // Round after round, each user's tasks in turn: alice's two, then bob's, then carol's.
 const calls = Object.entries(USERS).flatMap(([user, tasks]) => tasks.map((task) => ({ user, task, run: users.get(user)!.sender.task(task.spec), uses: 0 })));
@@ -57,7 +81,7 @@ let mismatches = 0;
 for (let index = 1; index <= queries; index++) {
   const call = calls[(index - 1) % calls.length]!;
   const user = users.get(call.user)!;
-  const service = services.get(call.task.service)!;
+  const service = routed.get(`${call.user}/${call.task.spec.name}`)!;
   const input = call.task.input(call.uses++);
   const before = { cost: cost(), routines: routineAnswers(service) };
   const output = await call.run(input, { target: service.url });
@@ -80,7 +104,7 @@ for (let index = 1; index <= queries; index++) {
     seen.add(key);
     const state = await user.sender.taskState(call.task.spec.name, service.url);
     const protocol = state.protocolHash ? service.receiver.registry.get(state.protocolHash)?.document.metadata.name : undefined;
-    console.log(`  query ${index}: ${call.user}'s ${call.task.spec.name} ${state.negotiation?.outcome === 'agreed' ? 'negotiated' : 'found, and judged a fit,'} "${protocol}" with ${call.task.service}`);
+    console.log(`  query ${index}: ${call.user}'s ${call.task.spec.name} ${state.negotiation?.outcome === 'agreed' ? 'negotiated (and published to the hub)' : 'found, and judged a fit,'} "${protocol}" with ${call.task.service}`);
   }
   for (const [agentName, agent] of services) for (const routine of await approvedRoutines(agent)) note(`routine:${agentName}/${routine}`, `query ${index}: ${agentName} approved its routine for "${routine}"`);
   for (const [userName, other] of users) for (const routine of await other.approved()) note(`routine:${userName}/${routine}`, `query ${index}: ${userName} approved its routine for ${routine}`);
@@ -93,12 +117,17 @@ const firstWindow = records.slice(0, windowSize);
 const naturalLanguageRate = firstWindow.reduce((sum, record) => sum + record.tokens, 0) / Math.max(1, firstWindow.length);
 console.log(`\nTotal: ${total.calls} LLM calls, ${total.tokens} tokens for ${queries} queries (natural language all the way: about ${Math.round(naturalLanguageRate * queries)} tokens).`);
 console.log(mismatches ? `${mismatches} answer${mismatches === 1 ? ' differs' : 's differ'} from the hidden tables.` : `All ${queries} answers match the hidden tables.`);
+// The hub re-reads its agents every few seconds in a live network; here, once, now (registering again re-reads).
+for (const agent of services.values()) await hub.hub.register({ url: agent.url });
+const published = await hub.hub.protocols();
+console.log(`The hub's protocol database: ${published.length === 0 ? 'empty (nothing negotiated yet)' : published.map((entry) => `"${entry.name}" (served by ${entry.servedBy.map((agent) => agent.name).join(', ') || 'no registered agent'})`).join(', ')}.`);
 
 for (const user of users.values()) await user.close();
 for (const agent of services.values()) await agent.close();
+await hub.close();
 await closeLlm();
 await folder.remove();
-process.exitCode = mismatches ? 1 : 0;
+process.exitCode = mismatches || misrouted ? 1 : 0;
 
 function note(key: string, marker: string): void {
   if (seen.has(key)) return;

@@ -84,6 +84,8 @@ const Place = z.object({ city: z.string(), date: z.string().describe('YYYY-MM-DD
 /** A user's task toward a service: its spec, the i-th input it sends, and the right answer from the hidden table. */
 export type NetworkTask = {
   service: string;
+  /** What the user asks the hub to route: the service is not told to the user. */
+  goal: string;
   spec: { name: string; description: string; input: z.ZodType; output: z.ZodObject };
   input(index: number): Record<string, string | number>;
   expected(input: Record<string, string | number>): Record<string, unknown>;
@@ -105,8 +107,8 @@ function only(output: z.ZodObject, answer: Record<string, unknown>): Record<stri
   return Object.fromEntries(Object.keys(output.shape).map((key) => [key, answer[key]]));
 }
 
-function task(service: string, name: string, description: string, input: z.ZodObject, output: z.ZodObject, query: (index: number) => Record<string, string | number>, answer: (input: any) => Record<string, unknown>): NetworkTask {
-  return { service, spec: { name, description, input, output }, input: query, expected: (value) => only(output, answer(value)) };
+function task(service: string, goal: string, name: string, description: string, input: z.ZodObject, output: z.ZodObject, query: (index: number) => Record<string, string | number>, answer: (input: any) => Record<string, unknown>): NetworkTask {
+  return { service, goal, spec: { name, description, input, output }, input: query, expected: (value) => only(output, answer(value)) };
 }
 
 const weatherAnswer = ({ city, date }: { city: string; date: string }) => forecast(city, date);
@@ -116,15 +118,15 @@ const tripAnswer = ({ from, to, after }: { from: string; to: string; after: stri
 /** The users and their tasks. Bob's rain check fits Alice's weather protocol, Carol's tasks fit the others'. */
 export const USERS: Record<string, NetworkTask[]> = {
   alice: [
-    task('weather', 'get_weather', 'The weather forecast for a city on a date.', Place, z.object({ weather: z.string(), precipitation: z.number() }), weatherQuery, weatherAnswer),
-    task('currency', 'convert_money', 'Convert an amount of money to another currency.', Money, z.object({ converted: z.number(), rate: z.number() }), moneyQuery, moneyAnswer),
+    task('weather', 'weather forecast for a city', 'get_weather', 'The weather forecast for a city on a date.', Place, z.object({ weather: z.string(), precipitation: z.number() }), weatherQuery, weatherAnswer),
+    task('currency', 'convert money to another currency', 'convert_money', 'Convert an amount of money to another currency.', Money, z.object({ converted: z.number(), rate: z.number() }), moneyQuery, moneyAnswer),
   ],
   bob: [
-    task('weather', 'rain_check', 'Will it rain? The chance of precipitation in a city on a date.', Place, z.object({ precipitation: z.number() }), (index) => weatherQuery(index + 37), weatherAnswer),
-    task('trains', 'next_train', 'The next train between two cities after a time.', Trip, z.object({ departure: z.string(), platform: z.number() }), tripQuery, tripAnswer),
+    task('weather', 'will it rain: the weather in a city', 'rain_check', 'Will it rain? The chance of precipitation in a city on a date.', Place, z.object({ precipitation: z.number() }), (index) => weatherQuery(index + 37), weatherAnswer),
+    task('trains', 'the next train between two cities', 'next_train', 'The next train between two cities after a time.', Trip, z.object({ departure: z.string(), platform: z.number() }), tripQuery, tripAnswer),
   ],
   carol: [
-    task('trains', 'catch_train', 'When the next train leaves, from a city to another after a time.', Trip, z.object({ departure: z.string() }), (index) => tripQuery(index + 11), tripAnswer),
-    task('currency', 'price_in', 'A price in another currency.', Money, z.object({ converted: z.number() }), (index) => moneyQuery(index + 7), moneyAnswer),
+    task('trains', 'catch a train', 'catch_train', 'When the next train leaves, from a city to another after a time.', Trip, z.object({ departure: z.string() }), (index) => tripQuery(index + 11), tripAnswer),
+    task('currency', 'a price in another currency', 'price_in', 'A price in another currency.', Money, z.object({ converted: z.number() }), (index) => moneyQuery(index + 7), moneyAnswer),
   ],
 };

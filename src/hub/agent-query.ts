@@ -44,7 +44,7 @@ export function handoffOf(body: unknown): HopOutput['handoff'] {
   return { target: parsed.data.next_agent, ...(goal ? { goal } : {}) };
 }
 
-async function postJson(url: string, payload: unknown, limits: HopLimits): Promise<unknown> {
+async function postJson(url: string, payload: unknown, limits: HopLimits): Promise<{ status: number; json: unknown }> {
   let response: Response;
   try {
     response = await fetch(url, {
@@ -77,7 +77,7 @@ async function postJson(url: string, payload: unknown, limits: HopLimits): Promi
   }
   const text = Buffer.concat(chunks).toString('utf8');
   try {
-    return JSON.parse(text);
+    return { status: response.status, json: JSON.parse(text) as unknown };
   } catch {
     throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not JSON: ${JSON.stringify(text.slice(0, 120))}`);
   }
@@ -97,7 +97,13 @@ function agoraBody(hop: HopInput, protocol: AgentProtocol | undefined): JsonValu
 export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits): Promise<HopOutput> {
   if (agent.kind === 'oap') {
     const envelope = { id: hop.runId, goal: hop.goal, memory: { last_result: hop.input ?? null }, steps: hop.steps, handoff: null };
-    const parsed = oapEnvelopeSchema.safeParse(await postJson(`${agent.url}/invoke`, envelope, limits));
+    const { status, json } = await postJson(`${agent.url}/invoke`, envelope, limits);
+    // An OAP failure is an HTTP error whose body may well parse as an (empty) envelope: never a result.
+    if (status < 200 || status > 299) {
+      const reason = typeof json === 'object' && json !== null && typeof (json as { error?: unknown }).error === 'string' ? `: ${(json as { error: string }).error.slice(0, 300)}` : '';
+      throw new AgoraError('PEER_FAILURE', `POST ${agent.url}/invoke: HTTP ${status}${reason}`, { status });
+    }
+    const parsed = oapEnvelopeSchema.safeParse(json);
     if (!parsed.success) throw new AgoraError('PEER_FAILURE', `POST ${agent.url}/invoke: not an OAP envelope`);
     const result = (parsed.data.memory?.last_result ?? parsed.data.result ?? null) as JsonValue;
     const handoff = handoffOf(parsed.data);
@@ -108,7 +114,7 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
     request.protocolHash = protocol.hash;
     request.protocolSources = [`${agent.url}/protocols/${protocol.hash}`];
   }
-  const parsed = agoraReplySchema.safeParse(await postJson(`${agent.url}/`, request, limits));
+  const parsed = agoraReplySchema.safeParse((await postJson(`${agent.url}/`, request, limits)).json);
   if (!parsed.success) throw new AgoraError('PEER_FAILURE', `POST ${agent.url}/: not an Agora reply`);
   const reply = parsed.data;
   if (reply.status === 'failure') throw new AgoraError('PEER_FAILURE', `${agent.name} answered a failure: ${reply.error.slice(0, 300)}`);

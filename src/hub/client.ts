@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
 import { hashText } from '../protocol/document.js';
+import { downloadVerified, type ProtocolHub } from '../sender/hub.js';
 import type { ChainBackend } from './chains.js';
 import { agentProtocolSchema, agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
 import type { RouteDecision } from './routing.js';
@@ -40,7 +41,7 @@ export type HubAgent = z.infer<typeof hitSchema>;
  * Talks to a hub over HTTP: the CLI commands and the sender use it; a chain runs through it.
  * @example const hub = new HubClient({ url: 'http://127.0.0.1:4000' }); const { agent, reason } = await hub.route('weather in Paris');
  */
-export class HubClient implements ChainBackend {
+export class HubClient implements ChainBackend, ProtocolHub {
   readonly url: string;
   readonly #token: string | undefined;
   readonly #timeoutMs: number;
@@ -114,18 +115,8 @@ export class HubClient implements ChainBackend {
   }
 
   /** The exact text of a document, verified by hash here too; undefined when the hub lacks it. */
-  async protocolText(hash: string): Promise<string | undefined> {
-    let response: Response;
-    try {
-      response = await fetch(`${this.url}/protocols/${encodeURIComponent(hash)}`, { signal: AbortSignal.timeout(this.#timeoutMs) });
-    } catch (error) {
-      throw new AgoraError('PEER_FAILURE', `GET ${this.url}/protocols/${hash} failed: ${describeError(error)}`, { cause: error });
-    }
-    if (response.status === 404) return undefined;
-    const bytes = Buffer.from(await response.arrayBuffer());
-    if (!response.ok) throw new AgoraError('PEER_FAILURE', `GET ${this.url}/protocols/${hash}: HTTP ${response.status}`);
-    if (hashText(bytes) !== hash.toLowerCase()) throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${hashText(bytes)}: refused`);
-    return bytes.toString('utf8');
+  protocolText(hash: string): Promise<string | undefined> {
+    return downloadVerified(fetch, this.url, hash, this.#timeoutMs);
   }
 
   /** Routes a goal (an explicit handoff wins). */

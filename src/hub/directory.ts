@@ -233,7 +233,9 @@ export class Directory {
     const serving = hash === undefined ? undefined : (this.#byProtocol.get(hash) ?? new Set<string>());
     const accept = (id: string) => (serving === undefined || serving.has(id)) && (query.includeDown === true || this.#records.get(id)?.status === 'up');
     if (query.q !== undefined && query.q.trim() !== '') {
-      return this.#index.search(query.q, limit, accept).flatMap(({ id, score, matches }) => {
+      // Filtered by protocol, the agents serving it are scored directly (usually few); else the index finds them.
+      const scored = serving === undefined ? this.#index.search(query.q, limit, accept) : this.#index.score(query.q, serving, limit, accept);
+      return scored.flatMap(({ id, score, matches }) => {
         const record = this.#records.get(id);
         return record ? [{ ...record, score: Math.round(score * 1000) / 1000, matches }] : [];
       });

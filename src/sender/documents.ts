@@ -141,6 +141,14 @@ export class SenderDocuments {
 
   /** A PD by hex hash: held already, remembered, in `protocols/`, or served by the target. */
   async known(hash: string, base: string, signal?: AbortSignal): Promise<ProtocolDocument | undefined> {
+    const remembered = await this.remembered(hash);
+    if (remembered) return remembered;
+    const local = (await this.local()).find((document) => document.hash === hash);
+    return local ?? this.peer(base, hash, [], signal);
+  }
+
+  /** A PD by hex hash held already or remembered in memory (checked against its hash); nothing is fetched. */
+  async remembered(hash: string): Promise<ProtocolDocument | undefined> {
     const held = this.#documents.get(hash);
     if (held) return held;
     const remembered = await this.#memory.get<{ text?: JsonValue }>(`sender/documents/${hash}`);
@@ -150,11 +158,10 @@ export class SenderDocuments {
         this.#documents.set(hash, document);
         return document;
       } catch {
-        // Fall through.
+        // Not a PD after all: as if unknown.
       }
     }
-    const local = (await this.local()).find((document) => document.hash === hash);
-    return local ?? this.peer(base, hash, [], signal);
+    return undefined;
   }
 
   /** Holds a PD and keeps its text in memory, so later calls find it without asking the peer. */

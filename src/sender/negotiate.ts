@@ -8,6 +8,7 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import { jsonText } from '../schemas.js';
 import { openConversation, type QueryParts } from './conversation.js';
 import { NEGOTIATION } from './documents.js';
+import type { ProtocolHub } from './hub.js';
 
 /** The outcome of {@link Sender.negotiate}: the agreed PD and where it was written. */
 export type SenderNegotiation = { document: ProtocolDocument; rounds: number; transcript: NegotiationMessage[]; path?: string };
@@ -21,7 +22,7 @@ export type PeerNegotiationOptions = {
 };
 
 /** What a negotiation needs of the sender: its wire, its documents, its LLM, its folder and its round limit. */
-export type NegotiationParts = QueryParts & { llm: LanguageModel | undefined; dir: string | undefined; maxNegotiationRounds: number | undefined };
+export type NegotiationParts = QueryParts & { llm: LanguageModel | undefined; dir: string | undefined; maxNegotiationRounds: number | undefined; hub?: ProtocolHub | undefined };
 
 /** Negotiates a PD for a task with the peer at `base` (spec §5); the conversation is closed whatever happens. */
 export async function negotiateWithPeer(parts: NegotiationParts, base: string, task: NegotiationTask, options: PeerNegotiationOptions): Promise<SenderNegotiation> {
@@ -46,5 +47,16 @@ export async function negotiateWithPeer(parts: NegotiationParts, base: string, t
   await parts.documents.remember(result.document);
   const path = parts.dir ? await writeProtocolFile(parts.dir, result.document) : undefined;
   parts.logger.info(`negotiated protocol "${result.document.metadata.name}" ${result.document.hash} with ${base} in ${plural(result.rounds, 'round')}`);
+  if (parts.hub) await publishToHub(parts.hub, result.document, parts.logger);
   return { ...result, ...(path ? { path } : {}) };
+}
+
+/** Publishes a negotiated PD to the hub so the next pair finds it; a hub that fails costs a warning, not the PD. */
+async function publishToHub(hub: ProtocolHub, document: ProtocolDocument, logger: NegotiationParts['logger']): Promise<void> {
+  try {
+    await hub.publish(document.text);
+    logger.info(`published protocol "${document.metadata.name}" ${document.hash} to the hub ${hub.url}`);
+  } catch (error) {
+    logger.warn(`publishing protocol ${document.hash} to the hub ${hub.url} failed: ${describeError(error)}`);
+  }
 }

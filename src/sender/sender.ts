@@ -9,6 +9,7 @@ import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import { toJsonValue, type Wellknown } from '../schemas.js';
 import { openConversation, sendQuery, type SenderConversation } from './conversation.js';
 import { SenderDocuments } from './documents.js';
+import { HubProtocols, type ProtocolHub } from './hub.js';
 import { negotiateWithPeer, type NegotiationParts, type SenderNegotiation } from './negotiate.js';
 import { TaskRunner, type SenderExtensions, type SenderThresholds, type TaskFunction, type TaskSpec, type TaskState } from './tasks.js';
 import { streamPost, type SenderStreamEvent } from './stream.js';
@@ -17,6 +18,7 @@ import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, PeerTransport, type QueryResul
 export { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, type QueryResult } from './transport.js';
 export type { SenderConversation } from './conversation.js';
 export type { SenderNegotiation } from './negotiate.js';
+export { HubProtocols, type HubListing, type ProtocolHub } from './hub.js';
 export type { SenderStreamEvent } from './stream.js';
 
 /** The URL a query is posted to: as given, only normalised by the URL parser (`http://host` → `http://host/`), no fragment. */
@@ -24,6 +26,18 @@ function exactUrl(url: string): string {
   const parsed = new URL(url);
   parsed.hash = '';
   return parsed.href;
+}
+
+/** The sender's hub: the option as given, a URL made a client, else `AGORA_HUB`, else none. */
+function hubOf(options: SenderOptions): ProtocolHub | undefined {
+  const hub = options.hub === undefined ? process.env.AGORA_HUB || undefined : (options.hub ?? undefined);
+  if (hub === undefined || typeof hub !== 'string') return hub;
+  return new HubProtocols({
+    url: hub,
+    token: process.env.AGORA_HUB_TOKEN || undefined,
+    ...(options.fetch ? { fetch: options.fetch } : {}),
+    ...(options.hubTimeoutMs !== undefined ? { timeoutMs: options.hubTimeoutMs } : {}),
+  });
 }
 
 /** Options of {@link Sender}. */
@@ -49,6 +63,14 @@ export type SenderOptions = {
   extensions?: SenderExtensions;
   /** Called after each LLM call with its token counts. */
   onUsage?: UsageSink;
+  /**
+   * A hub whose protocol database a typed task searches for a fitting PD before negotiating, and to which a
+   * negotiated PD is published: its URL or a {@link ProtocolHub} (default: `AGORA_HUB` when set; `null` = none).
+   * A hub that fails or answers slower than `hubTimeoutMs` is skipped with a warning.
+   */
+  hub?: string | ProtocolHub | null;
+  /** Bound on each exchange with the hub, in ms (default 2 000). */
+  hubTimeoutMs?: number;
 };
 
 /** Options of {@link Sender.query}. */
@@ -85,6 +107,8 @@ export class Sender {
   readonly dir: string | undefined;
   readonly logger: Logger;
   readonly extensions: SenderExtensions;
+  /** The hub asked for protocols before negotiating, if any. */
+  readonly hub: ProtocolHub | undefined;
   readonly #options: SenderOptions;
   readonly #parts: NegotiationParts;
   readonly #tasks: TaskRunner;
@@ -116,7 +140,8 @@ export class Sender {
       ...(this.dir ? { dir: this.dir } : {}),
       ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     });
-    this.#parts = { transport, documents, logger: this.logger, llm: this.llm, dir: this.dir, maxNegotiationRounds: options.maxNegotiationRounds };
+    this.hub = hubOf(options);
+    this.#parts = { transport, documents, logger: this.logger, llm: this.llm, dir: this.dir, maxNegotiationRounds: options.maxNegotiationRounds, hub: this.hub };
     this.#tasks = new TaskRunner({ ...this.#parts, memory: this.memory, extensions: this.extensions, onUsage: this.#countUsage }, options.thresholds);
   }
 

@@ -7,6 +7,7 @@ import type { AgentMemory } from '../memory/file.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import { toJsonValue, type JsonValue } from '../schemas.js';
 import { sendOnce } from './conversation.js';
+import { hubCandidates, type HubBackoff } from './hub-candidates.js';
 import { negotiateWithPeer, type NegotiationParts } from './negotiate.js';
 import { judgeFit, readReply, taskSchemas, writeBody, type TaskLlm, type TaskSchemas } from './task-llm.js';
 import { TaskStates, type TaskState } from './task-state.js';
@@ -78,6 +79,7 @@ export class TaskRunner {
   readonly #lookFrom: number;
   readonly #negotiateFrom: number;
   readonly #negotiations = new Map<string, Promise<ProtocolDocument | undefined>>();
+  readonly #hubBackoff: HubBackoff = { until: 0 };
 
   constructor(parts: TaskParts, thresholds: SenderThresholds = {}) {
     this.#parts = parts;
@@ -177,7 +179,7 @@ export class TaskRunner {
       await this.#states.update(key, (current) => void (current.protocolHash = null));
     }
     if (!this.#parts.llm || state.uses < this.#lookFrom) return undefined;
-    for (const candidate of await this.#candidates(call.base, state, call.signal)) {
+    for (const candidate of await this.#candidates(call, state)) {
       let fits = state.verdicts[candidate.hash];
       if (fits === undefined) {
         fits = await judgeFit(this.#llm(call), task, call.schemas, candidate);
@@ -224,8 +226,12 @@ export class TaskRunner {
     }
   }
 
-  /** Candidate PDs for a target: those its `/wellknown` lists (and serves), then those in `<dir>/protocols/`. */
-  async #candidates(base: string, state: TaskState, signal?: AbortSignal): Promise<ProtocolDocument[]> {
+  /**
+   * Candidate PDs for a target: those its `/wellknown` lists (and serves), then those the hub finds for the task
+   * (when the sender has one), then those in `<dir>/protocols/`.
+   */
+  async #candidates(call: Call, state: TaskState): Promise<ProtocolDocument[]> {
+    const { base, signal } = call;
     const found = new Map<string, ProtocolDocument>();
     try {
       const listing = (await this.#parts.documents.listing(base, signal)) ?? {};
@@ -238,6 +244,10 @@ export class TaskRunner {
       }
     } catch (error) {
       this.#parts.logger.warn(`looking for protocols at ${base}: ${describeError(error)}`);
+    }
+    if (this.#parts.hub) {
+      const skip = (hash: string) => found.has(hash) || state.verdicts[hash] === false;
+      for (const document of await hubCandidates(this.#parts.hub, this.#parts.documents, call.task, skip, this.#parts.logger, this.#hubBackoff)) found.set(document.hash, document);
     }
     for (const document of await this.#parts.documents.local()) if (!found.has(document.hash) && state.verdicts[document.hash] !== false) found.set(document.hash, document);
     return [...found.values()];

@@ -109,6 +109,57 @@ describe('a network of agents around a hub', () => {
     expect(await client.protocolText(hashText(good))).toBe(good);
     expect(await client.protocolText(tamperedHash)).toBeUndefined();
   });
+
+  it('chains through an OAP agent (GET / card, POST /invoke envelope) and records its failure for a resume', async () => {
+    const running = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger });
+    cleanups.push(running.close);
+    const hub = new HubClient({ url: running.url });
+    const invoked: unknown[] = [];
+    let healthy = true;
+    // An OAP agent: no /wellknown; its card at GET /, its work at POST /invoke, the next agent in the envelope.
+    const oap = createServer((request, response) => {
+      const json = (status: number, value: unknown) => void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+      if (request.method === 'GET' && request.url === '/') return json(200, { agent_id: 'planner', description: 'Plans a trip itinerary.', capabilities: ['itinerary planning'] });
+      if (request.method === 'POST' && request.url === '/invoke') {
+        let body = '';
+        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+        request.on('end', () => {
+          invoked.push(JSON.parse(body));
+          if (!healthy) return json(500, { error: 'planner is down' });
+          json(200, { memory: { last_result: { plan: ['Lyon', 'Paris'] } }, handoff: { next_agent: 'publisher' } });
+        });
+        return;
+      }
+      json(404, { error: 'Not found' });
+    });
+    await new Promise<void>((resolve) => oap.listen(0, '127.0.0.1', resolve));
+    cleanups.push(() => new Promise((resolve) => oap.close(resolve)));
+    const oapUrl = `http://127.0.0.1:${(oap.address() as { port: number }).port}`;
+    const publisher = await startLoopbackAgent({ 'Publish notes': 'Publishes a note to the team wiki.' }, () => ({ published: true }));
+    cleanups.push(publisher.close);
+    const planner = await hub.register(oapUrl);
+    expect(planner).toMatchObject({ name: 'planner', kind: 'oap', capabilities: ['itinerary planning'] });
+    await hub.register(publisher.url, { name: 'publisher' });
+
+    const run = await runChain(hub, 'plan an itinerary for a trip');
+    expect(run.status).toBe('done');
+    expect(run.hops.map((hop) => [hop.agentName, hop.by, hop.ok])).toEqual([['planner', 'keyword', true], ['publisher', 'handoff', true]]);
+    expect(run.hops[0]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
+    expect(invoked[0]).toMatchObject({ id: run.id, goal: 'plan an itinerary for a trip', memory: { last_result: null } });
+
+    // The OAP agent fails: the chain records the failure and stays listed; once it is back, a resume finishes it.
+    healthy = false;
+    const failed = await runChain(hub, 'plan an itinerary for a trip');
+    expect(failed.status).not.toBe('done');
+    expect(failed.hops.at(-1)).toMatchObject({ agentName: 'planner', ok: false });
+    expect((await hub.runs()).map((entry) => entry.id)).toEqual([failed.id]);
+    healthy = true;
+    const { resumeChain } = await import('../../src/hub/chains.js');
+    const resumed = await resumeChain(hub, failed.id);
+    expect(resumed.status).toBe('done');
+    expect(resumed.hops.filter((hop) => hop.ok).map((hop) => hop.agentName)).toEqual(['planner', 'publisher']);
+    expect(await hub.runs()).toEqual([]);
+  });
 });
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;

@@ -1,0 +1,127 @@
+// The sender's side of a hub's protocol database: search it for a fitting document before negotiating, fetch a
+// document by hash (verified here, never trusted), publish a negotiated one. It lives below `hub/` (the layers
+// import one way); the hub's full client (src/hub/client.ts) reuses its verified download.
+import { z } from 'zod';
+import { AgoraError, describeError } from '../errors.js';
+import { hashText } from '../protocol/document.js';
+
+/** The default bound on each exchange with the hub in the sender's path: short, as negotiation is the fallback. */
+export const DEFAULT_HUB_TIMEOUT_MS = 2_000;
+
+// A PD larger than the receivers' source cap is no PD.
+const MAX_DOCUMENT_BYTES = 256 * 1024;
+// A search answer larger than this is not a hub's.
+const MAX_LISTING_BYTES = 1024 * 1024;
+
+/** A document the hub lists: its hex hash, name and description. */
+export type HubListing = { hash: string; name: string; description: string };
+
+/** What a sender needs of a hub: search, fetch by hash (verified), publish. {@link HubProtocols} speaks HTTP; the hub's `HubClient` fits too. */
+export interface ProtocolHub {
+  /** The hub's base URL, for logs. */
+  readonly url: string;
+  /** Documents whose names or descriptions match `query`, best first. */
+  protocols(query: string, limit?: number): Promise<HubListing[]>;
+  /** A document's exact text, its SHA1 checked; undefined when the hub lacks it. */
+  protocolText(hash: string): Promise<string | undefined>;
+  /** Publishes a document (the hub checks its hash). */
+  publish(text: string): Promise<unknown>;
+}
+
+const listingSchema = z.object({ protocols: z.array(z.object({ hash: z.string(), name: z.string(), description: z.string() }).loose()) });
+
+/** Options of {@link HubProtocols}. */
+export type HubProtocolsOptions = { url: string; token?: string | undefined; fetch?: typeof fetch; timeoutMs?: number };
+
+/**
+ * Downloads `<hub>/protocols/<hash>` and checks its SHA1: a hub serving another text under a hash is refused.
+ * Undefined when the hub answers 404.
+ */
+export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, hash: string, timeoutMs: number): Promise<string | undefined> {
+  const url = `${hubUrl}/protocols/${encodeURIComponent(hash)}`;
+  let response: Response;
+  try {
+    response = await fetcher(url, { signal: AbortSignal.timeout(timeoutMs) });
+  } catch (error) {
+    throw new AgoraError('PEER_FAILURE', `GET ${url} failed: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeError(error)}`, { cause: error });
+  }
+  if (response.status === 404) return undefined;
+  if (!response.ok) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
+  const bytes = await readCapped(response, MAX_DOCUMENT_BYTES, url);
+  const actual = hashText(bytes);
+  if (actual !== hash.toLowerCase()) throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
+  return Buffer.from(bytes).toString('utf8');
+}
+
+async function readCapped(response: Response, maxBytes: number, url: string): Promise<Uint8Array> {
+  const declared = Number(response.headers.get('content-length'));
+  if (Number.isFinite(declared) && declared > maxBytes) throw new AgoraError('PEER_FAILURE', `GET ${url}: over ${maxBytes} bytes`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (bytes.byteLength > maxBytes) throw new AgoraError('PEER_FAILURE', `GET ${url}: over ${maxBytes} bytes`);
+  return bytes;
+}
+
+/**
+ * A hub's protocol database over HTTP, each exchange bounded (default 2 s): what `new Sender({ hub })` uses.
+ * @example const hub = new HubProtocols({ url: 'http://127.0.0.1:4000' }); const found = await hub.protocols('weather forecast');
+ */
+export class HubProtocols implements ProtocolHub {
+  readonly url: string;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+
+  constructor(options: HubProtocolsOptions) {
+    let parsed: URL;
+    try {
+      parsed = new URL(options.url);
+    } catch {
+      throw new AgoraError('BAD_REQUEST', `hub: not a URL: ${JSON.stringify(options.url)}`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new AgoraError('BAD_REQUEST', `hub: not an http(s) URL: ${options.url}`);
+    this.url = options.url.replace(/\/+$/, '');
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_HUB_TIMEOUT_MS;
+  }
+
+  async protocols(query: string, limit = 5): Promise<HubListing[]> {
+    const url = `${this.url}/protocols?${new URLSearchParams({ q: query, limit: String(limit) })}`;
+    const json = await this.#json('GET', url);
+    const parsed = listingSchema.safeParse(json);
+    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${url}: not a protocol listing: ${z.prettifyError(parsed.error).split('\n')[0]}`);
+    return parsed.data.protocols.map(({ hash, name, description }) => ({ hash, name, description }));
+  }
+
+  protocolText(hash: string): Promise<string | undefined> {
+    return downloadVerified(this.#fetch, this.url, hash, this.#timeoutMs);
+  }
+
+  async publish(text: string): Promise<unknown> {
+    return this.#json('POST', `${this.url}/protocols`, { hash: hashText(text), text });
+  }
+
+  async #json(method: 'GET' | 'POST', url: string, body?: unknown): Promise<unknown> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    let response: Response;
+    try {
+      response = await this.#fetch(url, { method, headers, signal: AbortSignal.timeout(this.#timeoutMs), ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    } catch (error) {
+      throw new AgoraError('PEER_FAILURE', `${method} ${url} failed: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
+    }
+    let text: string;
+    try {
+      text = Buffer.from(await readCapped(response, MAX_LISTING_BYTES, url)).toString('utf8');
+    } catch (error) {
+      throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${describeError(error)}`, { cause: error });
+    }
+    if (!response.ok) throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}: ${text.slice(0, 200)}`, { status: response.status });
+    try {
+      return JSON.parse(text) as unknown;
+    } catch {
+      throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}, not JSON`);
+    }
+  }
+}
