@@ -1,7 +1,7 @@
 // How long guest code may compute, measured in CPU time rather than wall-clock time: on a loaded machine (or a
 // process descheduled for a while) wall time runs on while the guest does nothing, and a limit by `Date.now()`
-// failed honest calls. QuickJS asks its interrupt handler every few thousand operations (every few ms of a tight
-// loop); that is where the CPU clock is read, so a call that ends before the first poll costs no clock read at all.
+// failed honest calls. The clock is read when a slice starts and ends (~1 µs each), and wherever QuickJS asks its
+// interrupt handler (every few thousand operations, every few ms of a tight loop).
 //
 // The clock is `process.cpuUsage()` by default: the process's CPU time, all threads together. Other threads' work
 // (the GC's helpers, the type-check worker) can only make the limit trip earlier, never later. A wall-clock backstop
@@ -21,39 +21,36 @@ export type CpuSlice = {
   readonly cpuMs: number;
   readonly wallMs: number;
   readonly started: number;
-  /** The CPU clock's reading that stands for `started`, set at the first poll. */
-  cpuBase: number | undefined;
+  /** The CPU clock's reading when the slice started. */
+  readonly cpuBase: number;
   /** Why the interrupt handler stopped the guest, once it has. */
   breach: 'cpu' | 'wall' | undefined;
 };
 
-/** A slice starting now, allowed `cpuMs` of CPU time and `wallMs` of wall-clock time. */
-export function beginSlice(cpuMs: number, wallMs: number): CpuSlice {
-  return { cpuMs: Math.max(1, cpuMs), wallMs: Math.max(1, wallMs), started: performance.now(), cpuBase: undefined, breach: undefined };
+/** A slice starting now, allowed `cpuMs` of CPU time (by `clock`) and `wallMs` of wall-clock time. */
+export function beginSlice(cpuMs: number, wallMs: number, clock: CpuClock): CpuSlice {
+  return { cpuMs: Math.max(1, cpuMs), wallMs: Math.max(1, wallMs), started: performance.now(), cpuBase: clock(), breach: undefined };
 }
 
 /**
  * The interrupt decision for a slice (undefined: no guest code should be running, so stop it): true once the CPU
- * budget or the wall-clock backstop is spent. Before the first poll the time since the start counts as CPU time.
+ * budget or the wall-clock backstop is spent.
  */
 export function shouldInterrupt(slice: CpuSlice | undefined, clock: CpuClock): boolean {
   if (!slice) return true;
   if (slice.breach) return true;
-  const now = performance.now();
-  if (now - slice.started >= slice.wallMs) {
+  if (performance.now() - slice.started >= slice.wallMs) {
     slice.breach = 'wall';
     return true;
   }
-  const cpu = clock();
-  slice.cpuBase ??= cpu - (now - slice.started);
-  if (cpu - slice.cpuBase >= slice.cpuMs) {
+  if (clock() - slice.cpuBase >= slice.cpuMs) {
     slice.breach = 'cpu';
     return true;
   }
   return false;
 }
 
-/** The CPU time a finished slice is charged: by the clock once it was read, else the (short) wall time. */
+/** The CPU time a finished slice is charged. */
 export function chargedMs(slice: CpuSlice, clock: CpuClock): number {
-  return slice.cpuBase === undefined ? performance.now() - slice.started : clock() - slice.cpuBase;
+  return clock() - slice.cpuBase;
 }

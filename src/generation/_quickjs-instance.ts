@@ -129,7 +129,7 @@ export async function instantiate(
   runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.cpuClock));
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
   // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.
-  instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR);
+  instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR, limits.cpuClock);
   try {
     const prelude = context.evalCode(GUEST_PRELUDE, 'agora-prelude.js', { type: 'global' });
     if (prelude.error) throw failLoad('prelude', prelude.error);

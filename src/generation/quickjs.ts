@@ -126,7 +126,7 @@ export class QuickJSSandbox {
     const vm = instance.context;
     const outboxes: string[] = [];
     // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
-    const slice = beginSlice(call.cpuLeft, call.ends - performance.now());
+    const slice = beginSlice(call.cpuLeft, call.ends - performance.now(), instance.cpuClock);
     instance.slice = slice;
     let failure: Error | undefined;
     try {
