@@ -11,12 +11,13 @@ import { createA2aRpc } from './a2a/jsonrpc.js';
 import { SessionMap } from './ask.js';
 import { createCatalog } from './catalog.js';
 import { createOapFace } from './oap.js';
+import { RoarEvents, type RoarEventOptions } from './roar/events.js';
 import { createRoarFace, type RoarFaceDeps } from './roar/face.js';
 import { loadIdentity, type RoarIdentity } from './roar/identity.js';
 import { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
 import { publicKeyFromHex } from './roar/signing.js';
 import { attachRoarWebSocket, type RoarSocketOptions } from './roar/ws.js';
-import { wholeReplyStream, type StreamAnswer } from './stream.js';
+import { receiverStream, type StreamAnswer } from './stream.js';
 import { baseUrlOf, cleanPath, DEFAULT_FACE_BODY_BYTES, header, json, tokenChecker, type FaceRequest, type FaceResponse } from './_http.js';
 
 export type { FaceRequest, FaceResponse } from './_http.js';
@@ -56,6 +57,8 @@ export type FacesOptions = {
   logger?: Logger;
   /** Clock in Unix milliseconds. */
   now?: () => number;
+  /** Bounds of `GET /roar/events` (listeners, unread events, heartbeat). */
+  roarEvents?: RoarEventOptions;
 };
 
 /** The faces' handler and WebSocket hook. */
@@ -92,7 +95,7 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
   const tokens = tokenChecker(options.tokens ?? []);
   const sessions = new SessionMap({ now });
   const catalog = createCatalog(receiver);
-  const stream = options.stream ?? wholeReplyStream(receiver, sessions);
+  const stream = options.stream ?? receiverStream(receiver, sessions);
   let identity: Promise<RoarIdentity> | undefined;
   const loadOnce = () => {
     identity ??= loadIdentity(options.memory, options.name).catch((error: unknown) => {
@@ -113,6 +116,8 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
     maxBodyBytes,
     logger,
     stream,
+    events: new RoarEvents(options.roarEvents),
+    now,
   };
   const roar = createRoarFace(roarDeps);
   const oap = createOapFace({ receiver, sessions, catalog, name: options.name, description, maxBodyBytes, logger, now });

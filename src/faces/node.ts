@@ -34,6 +34,8 @@ export function faceRequestOf(incoming: IncomingMessage, maxBytes: number): Face
   };
 }
 
+const MAX_UNREAD_BYTES = 1024 * 1024;
+
 /** Writes a face's answer; a streamed body is written as it comes and stops when the client goes away. */
 export async function writeFaceResponse(response: ServerResponse, result: FaceResponse): Promise<void> {
   if (typeof result.body === 'string') {
@@ -44,7 +46,11 @@ export async function writeFaceResponse(response: ServerResponse, result: FaceRe
   response.flushHeaders();
   for await (const chunk of result.body) {
     if (response.destroyed) break;
-    response.write(chunk);
+    // A reader that does not read is dropped rather than buffered for without bound.
+    if (!response.write(chunk) && response.writableLength > MAX_UNREAD_BYTES) {
+      response.destroy();
+      return;
+    }
   }
   response.end();
 }

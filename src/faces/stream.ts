@@ -1,5 +1,5 @@
-// How the faces stream a reply (ROAR's WebSocket, A2A's message/stream): a source of deltas then a final reply.
-// Until the receiver streams (issue 13), the fallback answers in one piece: one delta holding the whole text.
+// How the faces stream a reply (ROAR's WebSocket and SSE, A2A's message/stream): the receiver's pieces as it
+// produces them (an LLM's text as it is written, a generator routine's yields), then the final reply.
 import type { RequestContext, ReceiverApi } from '../receiver.js';
 import type { JsonValue, SuccessResponse } from '../schemas.js';
 import { ask, type Ask, type SessionMap } from './ask.js';
@@ -15,12 +15,48 @@ export function replyText(body: JsonValue): string {
   return typeof body === 'string' ? body : JSON.stringify(body);
 }
 
-/** The fallback for a receiver that cannot stream: the whole reply as one delta, then `done`. */
-export function wholeReplyStream(receiver: ReceiverApi, sessions: SessionMap): StreamAnswer {
+/**
+ * Streams through the receiver's `onDelta` hook: each piece as it comes, then `done`. A reply that came whole (a
+ * plain routine, a JSON protocol's reply, a receiver that does not stream) is one delta holding its whole text.
+ */
+export function receiverStream(receiver: ReceiverApi, sessions: SessionMap): StreamAnswer {
   return async function* stream(question, context) {
-    const reply = await ask(receiver, sessions, question, context);
-    const text = replyText(reply.body);
-    if (text.length > 0) yield { type: 'delta', delta: text };
-    yield { type: 'done', reply };
+    const pieces: string[] = [];
+    let wake: (() => void) | undefined;
+    let settled: { reply: SuccessResponse } | { error: unknown } | undefined;
+    const nudge = () => {
+      const resume = wake;
+      wake = undefined;
+      resume?.();
+    };
+    const onDelta = (delta: JsonValue) => {
+      pieces.push(replyText(delta));
+      nudge();
+    };
+    ask(receiver, sessions, question, { ...context, onDelta }).then(
+      (reply) => {
+        settled = { reply };
+        nudge();
+      },
+      (error: unknown) => {
+        settled = { error };
+        nudge();
+      },
+    );
+    let streamed = false;
+    for (;;) {
+      while (pieces.length > 0) {
+        const delta = pieces.shift()!;
+        if (delta.length === 0) continue;
+        streamed = true;
+        yield { type: 'delta', delta };
+      }
+      if (settled !== undefined) break;
+      await new Promise<void>((resolve) => (wake = resolve));
+    }
+    if ('error' in settled) throw settled.error;
+    const text = replyText(settled.reply.body);
+    if (!streamed && text.length > 0) yield { type: 'delta', delta: text };
+    yield { type: 'done', reply: settled.reply };
   };
 }

@@ -7,6 +7,7 @@ import { writeFaceResponse } from '../faces/node.js';
 import type { ReceiverApi } from '../receiver.js';
 import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type CoreRequest, type HttpOptions } from './handler.js';
 import { rateLimitOf } from './_limits.js';
+import { refuseUntakenUpgrade } from './_upgrade.js';
 import { failure, JSON_TYPE } from './_response.js';
 import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
 
@@ -308,6 +309,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   const stopSockets = faces?.attachWebSocket(server);
+  server.on('upgrade', refuseUntakenUpgrade);
 
   async function close(): Promise<void> {
     closing = true;

@@ -8,6 +8,7 @@ import type { CatalogEntry } from '../catalog.js';
 import { baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
 import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
+import type { RoarEvents } from './events.js';
 import type { RoarIdentity } from './identity.js';
 import { authenticate, errorPayload, okPayload, parseRoarMessage, replyText, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
 
@@ -24,7 +25,16 @@ export type RoarFaceDeps = {
   logger: Pick<Logger, 'error'>;
   /** Streams an answer (deltas, then the reply); used when a caller listens to deltas (the WebSocket). */
   stream: StreamAnswer;
+  /** Where the tasks' statuses go out (`GET /roar/events`). */
+  events: RoarEvents;
+  now: () => number;
 };
+
+/** The session a message names (`context.session_id`), if any. */
+function sessionOf(message: RoarMessage): string | null {
+  const session = (message.context as { session_id?: unknown } | null | undefined)?.session_id;
+  return typeof session === 'string' && session.length <= 200 ? session : null;
+}
 
 const HEALTH = '{"status":"ok","protocol":"roar/1.0"}';
 
@@ -42,6 +52,9 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
     return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
   if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
+  const task = (status: string, extra: Record<string, string> = {}) =>
+    deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data: { task_id: message.id, intent: message.intent, status, ...extra }, timestamp: deps.now() / 1000 });
+  task('working');
   try {
     const context = signal ? { signal } : undefined;
     let reply: SuccessResponse | undefined;
@@ -53,9 +66,11 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
       }
       if (reply === undefined) throw new Error('The stream ended without a reply');
     }
+    task('completed');
     return { status: 200, text: replyText(identity, message, okPayload(reply.body), deps.security), message };
   } catch (error) {
     const payload = errorPayload(error);
+    task('failed', { error: String((payload as { error?: unknown }).error ?? 'error') });
     if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
     return { status: 200, text: replyText(identity, message, payload, deps.security), message };
   }
@@ -89,6 +104,13 @@ export function createRoarFace(deps: RoarFaceDeps): { isPublic(path: string): bo
             if (!read) break;
             const card = roarCard({ identity: await deps.identity(), description: deps.description, baseUrl: baseUrlOf(request, deps.publicUrl), protocols: await deps.catalog() });
             return json(200, path === '/roar/card' ? card : { agents: [card] }, { 'cache-control': 'public, max-age=60' });
+          }
+          case '/roar/events': {
+            if (!read) break;
+            const session = new URLSearchParams(request.path.split('?')[1] ?? '').get('session_id') ?? undefined;
+            const feed = deps.events.subscribe(session);
+            if (feed === undefined) return json(503, { error: 'busy', message: 'Too many event listeners' }, { 'retry-after': '5' });
+            return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' }, body: request.method === 'HEAD' ? '' : feed };
           }
           case '/roar/message': {
             if (request.method !== 'POST') break;

@@ -1,0 +1,86 @@
+// ROAR's stream layer on `GET /roar/events`: Server-Sent Events of the agent's tasks (`task_update`), in ROAR's
+// StreamEvent shape ({type, source, session_id, data, timestamp}). Statuses only: no peer's text goes out here.
+import type { JsonValue } from '../../schemas.js';
+
+/** One ROAR StreamEvent. */
+export type RoarStreamEvent = { type: 'task_update'; source: string; session_id: string | null; data: Record<string, JsonValue>; timestamp: number };
+
+/** Bounds of the event feed. */
+export type RoarEventOptions = {
+  /** Listeners at once (default 64); one more is refused with 503. */
+  maxSubscribers?: number;
+  /** Events one listener may leave unread (default 256); beyond, it is dropped. */
+  maxQueued?: number;
+  /** A comment line this often while nothing happens, ms (default 15 000). */
+  heartbeatMs?: number;
+};
+
+type Subscriber = { session: string | undefined; queue: string[]; wake: (() => void) | undefined; dropped: boolean };
+
+/** The agent's ROAR events, fanned out to `GET /roar/events` listeners with bounded queues. */
+export class RoarEvents {
+  readonly #subscribers = new Set<Subscriber>();
+  readonly #maxSubscribers: number;
+  readonly #maxQueued: number;
+  readonly #heartbeatMs: number;
+
+  constructor(options: RoarEventOptions = {}) {
+    this.#maxSubscribers = options.maxSubscribers ?? 64;
+    this.#maxQueued = options.maxQueued ?? 256;
+    this.#heartbeatMs = options.heartbeatMs ?? 15_000;
+  }
+
+  /** Listeners now. */
+  get subscribers(): number {
+    return this.#subscribers.size;
+  }
+
+  /** Sends an event to every listener of its session (or of all sessions); a listener too far behind is dropped. */
+  publish(event: RoarStreamEvent): void {
+    if (this.#subscribers.size === 0) return;
+    const text = `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    for (const subscriber of this.#subscribers) {
+      if (subscriber.session !== undefined && subscriber.session !== event.session_id) continue;
+      if (subscriber.queue.length >= this.#maxQueued) subscriber.dropped = true;
+      else subscriber.queue.push(text);
+      const wake = subscriber.wake;
+      subscriber.wake = undefined;
+      wake?.();
+    }
+  }
+
+  /** A listener's SSE text, until it goes away or falls behind; undefined when the listeners are at their cap. */
+  subscribe(session: string | undefined): AsyncIterable<string> | undefined {
+    if (this.#subscribers.size >= this.#maxSubscribers) return undefined;
+    const subscriber: Subscriber = { session, queue: [], wake: undefined, dropped: false };
+    this.#subscribers.add(subscriber);
+    const subscribers = this.#subscribers;
+    const heartbeatMs = this.#heartbeatMs;
+    return {
+      async *[Symbol.asyncIterator]() {
+        try {
+          // The first line goes out at once, so the client knows its stream is open.
+          yield ': roar events\n\n';
+          for (;;) {
+            if (subscriber.dropped) return;
+            if (subscriber.queue.length > 0) {
+              yield subscriber.queue.splice(0).join('');
+              continue;
+            }
+            let timer: NodeJS.Timeout | undefined;
+            const beat = await new Promise<boolean>((resolve) => {
+              subscriber.wake = () => resolve(false);
+              timer = setTimeout(() => resolve(true), heartbeatMs);
+              timer.unref();
+            });
+            clearTimeout(timer);
+            subscriber.wake = undefined;
+            if (beat) yield ': ping\n\n';
+          }
+        } finally {
+          subscribers.delete(subscriber);
+        }
+      },
+    };
+  }
+}
