@@ -10,6 +10,7 @@ import { context, document, GENERATED, handWritten } from './_sandbox-routine.js
 const mode = process.argv[2] ?? 'bare';
 const sandbox = mode === 'quickjs' ? new QuickJSSandbox(await bundleForQuickJS(GENERATED), { name: 'bench' }) : undefined;
 
+const seen = new Set<string>();
 const server = createServer((request, response) => {
   const chunks: Buffer[] = [];
   request.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -34,7 +35,13 @@ const server = createServer((request, response) => {
           : runRoutine(handWritten, parsed.body as never, context(), document, 2000);
     run.then(
       (value) => answer(200, { status: 'success', body: value }),
-      () => answer(500, { status: 'error', body: 'Routine failed' }),
+      (error: unknown) => {
+        // Said once per kind of failure, so a benchmark that fails says why.
+        const message = error instanceof Error ? error.message : String(error);
+        if (!seen.has(message)) console.error(`routine failed: ${message}`);
+        seen.add(message);
+        answer(500, { status: 'error', body: 'Routine failed' });
+      },
     );
   });
 });

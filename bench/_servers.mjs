@@ -2,6 +2,7 @@
 // on the compiled build (`npm run bench` builds first): what `agora serve` runs, without a TypeScript loader.
 // Usage: node bench/_servers.mjs <kind> [agent dir]; prints `PORT <n>` when listening.
 import { createServer } from 'node:http';
+import { join } from 'node:path';
 import express from 'express';
 import { createAgentDashboard } from '../dist/dashboard/agent-dashboard.js';
 import { agoraRouter } from '../dist/express.js';
@@ -34,6 +35,17 @@ async function main() {
     const server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     return server.address().port;
+  }
+  if (kind === 'agora-generated') {
+    // An agent whose routine for the protocol is a generated one, approved (bench/sandbox.ts wrote the folder):
+    // served from the QuickJS sandbox through the RoutineGenerator, as `agora serve` does. No LLM is ever called.
+    const [{ FileMemory }, { RoutineGenerator }] = await Promise.all([import('../dist/memory/file.js'), import('../dist/generation/generate.js')]);
+    const memory = new FileMemory(join(dir, '.agora'));
+    const llm = { model: 'none', complete: async () => Promise.reject(new Error('no LLM in this benchmark')) };
+    let generated;
+    const generator = new RoutineGenerator({ dir, memory, llm, tools: () => generated.tools, logger: silentLogger });
+    generated = await Receiver.start({ dir, memory, logger: silentLogger, watch: false, extensions: generator.extensions() });
+    return (await startServer(generated, { port: 0, host: '127.0.0.1', logger: silentLogger })).port;
   }
   const receiver = await Receiver.start({ dir, logger: silentLogger, watch: false });
   if (kind === 'agora') {

@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { loadGenerator } from './_harness.js';
 import { benchFaces } from './faces.js';
 import { benchHttp } from './http.js';
+import { benchSandbox } from './sandbox.js';
 import { benchHub } from './hub.js';
 import { benchStreaming } from './streaming.js';
 
@@ -13,6 +14,7 @@ const log = (line: string) => process.stderr.write(`${line}\n`);
 
 const sections: [string, () => Promise<string>][] = [
   ['http', async () => `## HTTP hot path (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
+  ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
   ['streaming', async () => `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`],
   ['faces', async () => `## Faces: ROAR vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
   ['hub', async () => `## Hub: keyword routing and directory search, 10,000 agents against 100\n\n${await benchHub(log)}`],

@@ -13,6 +13,7 @@ import { Metrics } from './metrics.js';
 import { normalizeHash } from './protocol/document.js';
 import { ProtocolRegistry, type KnownDocument } from './protocol/registry.js';
 import type { LoadedRoutine } from './routine/load.js';
+import { ISOLATED_SYNC_LIMIT_MS, SyncTimeLimit } from './routine/isolate.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
 import type { Tool } from './tool/define.js';
 import { labelOf, TurnAnswerer, type Turn } from './receiver/answer.js';
@@ -94,6 +95,7 @@ export class Receiver implements ReceiverApi {
       hasLlm: this.llm !== undefined,
       responderCall: (protocol, purpose, signal) => this.responderCall(protocol, purpose, signal),
       routineTimeoutMs: (options.routineTimeout ?? 10) * 1000,
+      ...(options.isolateRoutines ? { isolation: { limit: new SyncTimeLimit(), syncMs: Math.min(ISOLATED_SYNC_LIMIT_MS, (options.routineTimeout ?? 10) * 1000) } } : {}),
       maxHistory: Math.max(2, options.maxHistory ?? 40),
       maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });

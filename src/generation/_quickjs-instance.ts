@@ -1,6 +1,6 @@
 // Building one QuickJS instance for the sandbox (./quickjs.ts): a WebAssembly instance of quickjs-emscripten with
-// its own capped linear memory, a runtime with a stack cap and an interrupt handler, the three host functions, the
-// prelude and the bundled module, all evaluated under a load deadline. Running calls is the sandbox's business.
+// its own capped linear memory, a runtime with a stack cap and an interrupt handler, the prelude and the bundled
+// module, all evaluated under a load budget (no host function is installed: see ./_quickjs-guest.ts). Running calls is the sandbox's business.
 //
 // Why a WebAssembly memory of our own: QuickJS's own malloc limit is not enforced in aggregate in this build
 // (malloc_usable_size is unavailable, so each block counts as 8 bytes: 100 ArrayBuffers of 16 MB pass a 64 MB
@@ -16,7 +16,8 @@ import {
   type QuickJSRuntime,
 } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
-import { GUEST_PRELUDE, HOST_GLOBAL, wrapBundle } from './_quickjs-guest.js';
+import { beginSlice, shouldInterrupt, type CpuClock, type CpuSlice } from './_cpu-slice.js';
+import { GUEST_PRELUDE, wrapBundle } from './_quickjs-guest.js';
 
 // The WebAssembly API as far as we use it (the project's lib settings do not declare it).
 type WasmMemory = { readonly buffer: ArrayBuffer };
@@ -25,33 +26,30 @@ const wasmApi = (globalThis as unknown as {
   WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule>; Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory };
 }).WebAssembly;
 
-/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`, and the CPU deadline. */
+/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`/`flush`, and the running slice. */
 export type Instance = {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   memory: WasmMemory;
   run: QuickJSHandle;
   settle: QuickJSHandle;
-  /** `Date.now()` past which the interrupt handler stops the guest; 0 when no guest code should be running. */
-  deadline: number;
+  flush: QuickJSHandle;
+  /** The CPU budget of the guest code running now (see ./_cpu-slice.ts); undefined when none should be running. */
+  slice: CpuSlice | undefined;
+  cpuClock: CpuClock;
   /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
   statics: string | undefined;
 };
 
-/** What the host functions report, each as the one string the guest passed (see the prelude for the formats). */
-export type GuestHooks = {
-  tool(instance: Instance, text: string): void;
-  done(instance: Instance, text: string): void;
-  log(instance: Instance, text: string): void;
-};
-
 /** The limits an instance is built with. */
-export type InstanceLimits = { memoryBytes: number; loadTimeoutMs: number; cpuLimitMs: number; name: string };
+export type InstanceLimits = { memoryBytes: number; loadTimeoutMs: number; cpuLimitMs: number; name: string; cpuClock: CpuClock };
 
 /** A context that grew past this share of its memory is dropped after a successful call, to start the next clean. */
 export const HIGH_WATER = 0.75;
 
 const PAGE = 65536;
+// The wall-clock backstop of a load, as a multiple of its CPU budget.
+const LOAD_WALL_FACTOR = 5;
 // The emscripten build starts with 16 MB of linear memory (its static data and stack live there too).
 const INITIAL_PAGES = 256;
 // Below the emscripten stack (5 MB), so deep recursion is a RangeError, never a WebAssembly trap.
@@ -68,7 +66,7 @@ function compiledQuickJS(): Promise<WasmModule> {
   return compiled;
 }
 
-/** The guest's error as one line ("TypeError: …"), read under the deadline still set (a getter may be hostile). */
+/** The guest's error as one line ("TypeError: …"), read under the slice still set (a getter may be hostile). */
 export function guestErrorText(instance: Instance, error: QuickJSHandle): string {
   try {
     const dumped = instance.context.dump(error) as unknown;
@@ -81,13 +79,16 @@ export function guestErrorText(instance: Instance, error: QuickJSHandle): string
 }
 
 /**
- * A guest failure in the sandbox's words: the CPU limit once the deadline has passed (for an error the guest
- * reported itself, only if it is the interruption, which a routine may catch and rethrow), the memory limit when
- * QuickJS ran out or the memory is nearly full (out of memory, QuickJS may not even build the error object), else
- * the guest's own message. Called while the deadline is still set.
+ * A guest failure in the sandbox's words: the CPU limit (or the wall-clock backstop) once the interrupt handler
+ * stopped the guest (for an error the guest reported itself, only if it is the interruption, which a routine may
+ * catch and rethrow), the memory limit when QuickJS ran out or the memory is nearly full (out of memory, QuickJS may
+ * not even build the error object), else the guest's own message. Called while the slice is still set.
  */
 export function breachError(instance: Instance, text: string, limits: InstanceLimits, reported: boolean): Error {
-  if (Date.now() >= instance.deadline && (!reported || text === 'InternalError: interrupted')) return new Error(`exceeded its CPU time limit of ${limits.cpuLimitMs} ms`);
+  const breach = instance.slice?.breach;
+  if (breach && (!reported || text === 'InternalError: interrupted')) {
+    return new Error(breach === 'cpu' ? `exceeded its CPU time limit of ${limits.cpuLimitMs} ms` : `timed out after ${Math.round(instance.slice!.wallMs)} ms of computation`);
+  }
   if (/out of memory/i.test(text) || instance.memory.buffer.byteLength > limits.memoryBytes * HIGH_WATER) {
     return new Error(`exceeded its memory limit of ${Math.round(limits.memoryBytes / 1048576)} MB (out of memory)`);
   }
@@ -99,6 +100,7 @@ export function disposeInstance(instance: Instance): void {
   try {
     instance.run.dispose();
     instance.settle.dispose();
+    instance.flush.dispose();
     instance.context.dispose();
     instance.runtime.dispose();
   } catch {
@@ -107,13 +109,12 @@ export function disposeInstance(instance: Instance): void {
 }
 
 /**
- * Instantiates QuickJS with a fresh memory, installs the host functions, and evaluates the prelude and the bundled
+ * Instantiates QuickJS with a fresh memory and evaluates the prelude and the bundled
  * module under `loadTimeoutMs` of computation. `describeLoadFailure` turns a guest error into the sandbox's words.
  */
 export async function instantiate(
   bundledCode: string,
   limits: InstanceLimits,
-  hooks: GuestHooks,
   describeLoadFailure: (instance: Instance, error: QuickJSHandle) => Error,
 ): Promise<Instance> {
   const memory = new wasmApi.Memory({ initial: INITIAL_PAGES, maximum: Math.max(INITIAL_PAGES, Math.floor(limits.memoryBytes / PAGE)) });
@@ -124,25 +125,17 @@ export async function instantiate(
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
   const context = runtime.newContext();
-  const instance = { runtime, context, memory, deadline: 0, statics: undefined } as Instance;
-  runtime.setInterruptHandler(() => Date.now() > instance.deadline);
-  const host = context.newObject();
-  for (const key of ['tool', 'done', 'log'] as const) {
-    const handle = context.newFunction(key, (text) => {
-      hooks[key](instance, context.getString(text));
-    });
-    context.setProp(host, key, handle);
-    handle.dispose();
-  }
-  context.setProp(context.global, HOST_GLOBAL, host);
-  host.dispose();
+  const instance = { runtime, context, memory, slice: undefined, cpuClock: limits.cpuClock, statics: undefined } as Instance;
+  runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.cpuClock));
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
-  instance.deadline = Date.now() + limits.loadTimeoutMs;
+  // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.
+  instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR, limits.cpuClock);
   try {
     const prelude = context.evalCode(GUEST_PRELUDE, 'agora-prelude.js', { type: 'global' });
     if (prelude.error) throw failLoad('prelude', prelude.error);
     instance.run = context.getProp(prelude.value, 'run');
     instance.settle = context.getProp(prelude.value, 'settle');
+    instance.flush = context.getProp(prelude.value, 'flush');
     const load = context.getProp(prelude.value, 'load');
     prelude.value.dispose();
     const evaluated = context.evalCode(wrapBundle(bundledCode), 'routine.js', { type: 'global' });
@@ -155,7 +148,7 @@ export async function instantiate(
   } catch (error) {
     throw error instanceof Error && error.message.startsWith(limits.name) ? error : new Error(`${limits.name}: the module failed to load: ${describeError(error)}`);
   } finally {
-    instance.deadline = 0;
+    instance.slice = undefined;
   }
   return instance;
 }

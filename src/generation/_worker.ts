@@ -1,5 +1,5 @@
-// What the two workers of generated code share (the type-checker and the sandbox): where their modules are, and
-// how to start one from dist/ (plain node) or from src/ (vitest, tsx).
+// Where the type-checker's worker module is, and how to start it from dist/ (plain node) or from src/ (vitest,
+// tsx); and the framework root, from which zod resolves for builds and type-checks.
 import { createRequire } from 'node:module';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -8,7 +8,7 @@ const here = dirname(fileURLToPath(import.meta.url));
 // `.ts` when this file runs from src/ through tsx or vitest, `.js` from dist/.
 const extension = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 
-/** A module of this folder by its stem, as it exists here: `./_sandbox-worker.ts` from src/, `.js` from dist/. */
+/** A module of this folder by its stem, as it exists here: `./_typecheck-worker.ts` from src/, `.js` from dist/. */
 export function siblingModule(stem: string): URL {
   return new URL(`./${stem}${extension}`, import.meta.url);
 }

@@ -10,7 +10,8 @@ import type { AgentMemory } from '../memory/file.js';
 import type { JsonObject } from '../schemas.js';
 import { CounterBatch } from './counters.js';
 import { writeGeneration, type Generation } from './lifecycle.js';
-import { bundleGeneratedModule, SandboxedModule, type SandboxOptions } from './sandbox.js';
+import { bundleForQuickJS } from './quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
 import type { CounterField, RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
 import { StatusCache } from './statuses.js';
@@ -40,7 +41,7 @@ export const EXAMPLE_CAP = 20;
 export class RoutineBook {
   readonly logger: Logger;
   readonly now: () => number;
-  /** The limits of a routine's worker, for checks and runs alike. */
+  /** The limits of a routine's QuickJS sandbox, for checks and runs alike. */
   readonly sandbox: SandboxOptions;
   readonly typeChecker: RoutineTypeChecker;
   readonly #ownsTypeChecker: boolean;
@@ -49,7 +50,7 @@ export class RoutineBook {
   readonly #maxFailures: number;
   readonly #counters: CounterBatch;
   readonly #statuses: StatusCache;
-  readonly #modules = new Map<string, { stamp: string; module: Promise<SandboxedModule> }>();
+  readonly #modules = new Map<string, { stamp: string; module: Promise<QuickJSSandbox> }>();
   readonly #consecutive = new Map<string, number>();
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #remembered = new Set<string>();
@@ -109,8 +110,8 @@ export class RoutineBook {
     return usable;
   }
 
-  /** The worker of the approved routine, built from its file on first use; undefined when none is approved. */
-  async #module(prefix: string): Promise<SandboxedModule | undefined> {
+  /** The sandbox of the approved routine, built from its file on first use; undefined when none is approved. */
+  async #module(prefix: string): Promise<QuickJSSandbox | undefined> {
     const entry = await this.#statuses.entry(prefix);
     if (entry.status?.status !== 'approved' || !entry.status.file || entry.stamp === undefined) {
       this.#retire(prefix);
@@ -122,8 +123,8 @@ export class RoutineBook {
       const file = resolve(this.#dir, entry.status.file);
       const name = `agora routine ${entry.status.task ?? entry.status.protocol}`;
       const module = readFile(file, 'utf8')
-        .then((code) => bundleGeneratedModule(code))
-        .then((bundle) => new SandboxedModule(bundle, { ...this.sandbox, name }));
+        .then((code) => bundleForQuickJS(code))
+        .then((bundle) => new QuickJSSandbox(bundle, { ...this.sandbox, name }));
       loaded = { stamp: entry.stamp, module };
       this.#modules.set(prefix, loaded);
       // A file that no longer builds is retried on the next status refresh, not cached as a failure forever.
@@ -145,10 +146,10 @@ export class RoutineBook {
   }
 
   /**
-   * Calls the approved routine's worker and records the outcome: a success resets the failures in a row, a failure
+   * Calls the approved routine's sandbox and records the outcome: a success resets the failures in a row, a failure
    * counts (disabling the routine after `maxFailures` in a row) and becomes AgoraError('ROUTINE_FAILED').
    */
-  async run<T>(prefix: string, label: string, use: (module: SandboxedModule) => Promise<T>): Promise<T> {
+  async run<T>(prefix: string, label: string, use: (module: QuickJSSandbox) => Promise<T>): Promise<T> {
     try {
       const module = await this.#module(prefix);
       if (!module) throw new Error('the routine is no longer approved');
@@ -247,7 +248,7 @@ export class RoutineBook {
     }
   }
 
-  /** Writes batched counters, stops the workers and an owned type checker; a generation under way is abandoned. */
+  /** Writes batched counters, drops the sandboxes and an owned type checker; a generation under way is abandoned. */
   async close(): Promise<void> {
     this.#closed = true;
     await this.flush();
@@ -275,7 +276,7 @@ export abstract class RoutineKeeper {
     return this.book.flush();
   }
 
-  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
+  /** Writes batched counters and drops the sandboxes (a generation under way is abandoned, and retried later). */
   async close(): Promise<void> {
     await this.book.close();
   }

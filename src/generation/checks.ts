@@ -8,12 +8,13 @@ import { protocolInvalidInputReply } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { callTool, type Tool } from '../tool/define.js';
 import type { StoredExample } from './prompts.js';
-import type { SandboxedModule, SandboxResult } from './sandbox.js';
+import type { QuickJSSandbox, SandboxResult } from './quickjs.js';
 import { preview, sameValue } from './write.js';
 import { plural } from '../_plural.js';
+import { checkProbeValues, type ProbeOutcome, type ValueProbe } from './value-check.js';
 
-/** A test query the LLM wrote from the protocol, with the LLM responder's reference answer. */
-export type Probe = { body: JsonValue; reply: JsonValue };
+/** A test query the LLM wrote from the protocol, with the LLM responder's two reference answers (see ./value-check.ts). */
+export type Probe = ValueProbe;
 
 /** One check a routine passed, as the dashboard shows it: the body, the reply expected and the routine's, previewed. */
 export type CheckCase = { label: string; by: 'value' | 'shape'; body: string; expected: string; actual: string };
@@ -43,8 +44,11 @@ export function parseStoredExample(value: JsonObject): StoredExample | undefined
   return { conversationId, turn, body: value.body as JsonValue, reply: value.reply as JsonValue };
 }
 
-/** Runs a candidate routine on the recorded exchanges (by value when deterministic) and on the probes (by shape). */
-export async function checkRoutine(module: SandboxedModule, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[]; cases: CheckCase[] }> {
+/**
+ * Runs a candidate routine on the recorded exchanges (by value when deterministic) and on the probes: by value where
+ * the LLM responder gave the same answer twice (JSON protocols), else by shape; a text protocol's probes by type.
+ */
+export async function checkRoutine(module: QuickJSSandbox, document: ProtocolDocument, examples: readonly StoredExample[], probes: readonly Probe[], agentTools: readonly Tool[]): Promise<{ errors: string[]; passed: string[]; cases: CheckCase[] }> {
   const json = prescribesJson(document);
   const cases: CheckCase[] = [];
   const passedCase = (label: string, by: CheckCase['by'], body: JsonValue, expected: JsonValue, actual: JsonValue) => {
@@ -103,28 +107,43 @@ export async function checkRoutine(module: SandboxedModule, document: ProtocolDo
       state = first.state;
     }
   }
-  let probed = 0;
+  const outcomes: ProbeOutcome[] = [];
   for (const [index, probe] of probes.entries()) {
-    const label = `test query ${index + 1}`;
     try {
-      const { reply } = await run(probe.body, 1, prescribesMultiround(document) ? `probe-${index + 1}` : null, {});
-      const mismatch = shapeMismatch(reply, probe.reply, json);
-      if (mismatch) errors.push(`${label}: body ${preview(probe.body)}: ${mismatch} (the LLM's answer)`);
-      else {
-        probed++;
-        passedCase(label, 'shape', probe.body, probe.reply, reply);
-      }
-      if (json) await checkOutput(label, probe.reply);
+      outcomes.push({ reply: (await run(probe.body, 1, prescribesMultiround(document) ? `probe-${index + 1}` : null, {})).reply });
+      if (json) await checkOutput(`test query ${index + 1}`, probe.answers[0]);
     } catch (error) {
-      errors.push(`${label}: body ${preview(probe.body)}: the routine failed: ${error instanceof Error ? error.message : String(error)}`);
+      outcomes.push({ error: error instanceof Error ? error.message : String(error) });
     }
   }
+  const probed = json ? checkProbeValues(probes, outcomes) : textProbes(probes, outcomes);
+  errors.push(...probed.mismatches);
+  outcomes.forEach((outcome, index) => {
+    const probe = probes[index]!;
+    const label = `test query ${index + 1}`;
+    // A passed probe is one no mismatch names; by value where the LLM answered the same twice (JSON protocols).
+    if ('error' in outcome || probed.mismatches.some((line) => line.startsWith(`${label}:`))) return;
+    passedCase(label, json && sameValue(probe.answers[0], probe.answers[1]) ? 'value' : 'shape', probe.body, probe.answers[0], outcome.reply);
+  });
   const recorded = byValue + byShape;
-  if (!errors.length && recorded + probed === 0) errors.push('nothing to check the routine on: no recorded exchange and no test query');
+  const probedCount = probed.byValue + probed.byShape;
+  if (!errors.length && recorded + probedCount === 0) errors.push('nothing to check the routine on: no recorded exchange and no test query');
   const passed: string[] = [];
   if (recorded) passed.push(`${plural(recorded, 'recorded turn')} (${byValue} by value, ${byShape} by shape)`);
-  if (probed) passed.push(`${probed} test query(ies) written by the LLM (shape vs the LLM's answer)`);
+  if (probedCount) passed.push(`${probedCount} test query(ies) written by the LLM (${probed.byValue} by value, ${probed.byShape} by shape vs the LLM's answers)`);
   return { errors, passed, cases };
+}
+
+/** A text protocol's probes: any text is a fitting reply (two LLM answers agreeing on prose say little about a routine). */
+function textProbes(probes: readonly Probe[], outcomes: readonly ProbeOutcome[]): { mismatches: string[]; byValue: number; byShape: number } {
+  const report = { mismatches: [] as string[], byValue: 0, byShape: 0 };
+  outcomes.forEach((outcome, index) => {
+    const label = `test query ${index + 1}: body ${preview(probes[index]!.body)}`;
+    if ('error' in outcome) report.mismatches.push(`${label}: the routine failed: ${outcome.error}`);
+    else if (typeof outcome.reply !== 'string') report.mismatches.push(`${label}: ${shapeMismatch(outcome.reply, '', false)!}`);
+    else report.byShape++;
+  });
+  return report;
 }
 
 function prescribesMultiround(document: ProtocolDocument): boolean {

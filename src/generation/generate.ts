@@ -1,6 +1,6 @@
 // Routines written by the LLM (spec §6), receiver side: after enough LLM-served uses of a protocol, the LLM writes a
 // TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may
-// approve it, and it runs in a worker thread with a time and memory limit (./sandbox.ts). The sender side is
+// approve it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./quickjs.ts). The sender side is
 // ./task-routines.ts, the review (`agora routines`) ./review.ts.
 import { z } from 'zod';
 import { describeError } from '../errors.js';
@@ -15,9 +15,10 @@ import type { JsonObject, JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
 import { RoutineKeeper } from './book.js';
 import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks.js';
-import { QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
+import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
 import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
 import type { RoutineTypeChecker } from './typecheck.js';
+import { askTwice } from './value-check.js';
 import { preview, writeCheckedModule, type GenerationUsageSink } from './write.js';
 
 /** Options of {@link RoutineGenerator}. */
@@ -39,7 +40,7 @@ export type RoutineGeneratorOptions = {
   autoApprove?: boolean;
   /** Time limit per run, in ms (default 2000). */
   timeoutMs?: number;
-  /** Heap limit of a routine's worker, in MB (default 64). */
+  /** The whole memory of a routine's QuickJS sandbox, in MB (default 64): every allocation counts. */
   memoryLimitMb?: number;
   /** Failures in a row before a routine is disabled (default 3). */
   maxFailures?: number;
@@ -57,7 +58,7 @@ export type RoutineGeneratorOptions = {
 
 /**
  * Writes routines for the protocols the LLM serves most, with the LLM, checked before they run; serves the
- * approved ones from worker threads. Plug it into a Receiver with `extensions: generator.extensions()`.
+ * approved ones from QuickJS sandboxes. Plug it into a Receiver with `extensions: generator.extensions()`.
  * @example
  * const generator = new RoutineGenerator({ dir, memory, llm, tools: () => receiver.tools });
  * const receiver = await Receiver.start({ dir, memory, llm, extensions: generator.extensions() });
@@ -169,7 +170,7 @@ export class RoutineGenerator extends RoutineKeeper {
     });
   }
 
-  /** Queries the LLM writes from the PD, with the LLM responder's answers (a failed one is left out). */
+  /** Queries the LLM writes from the PD, each with the LLM responder's two answers (a failed one is left out). */
   async #probes(document: ProtocolDocument): Promise<Probe[]> {
     const count = this.#options.checkQueries ?? 3;
     if (count <= 0) return [];
@@ -178,9 +179,7 @@ export class RoutineGenerator extends RoutineKeeper {
     let bodies: JsonValue[] = [];
     try {
       const prompt = [
-        '<protocol>',
-        document.text.trim(),
-        '</protocol>',
+        protocolBlock(document),
         '',
         `Write ${count} different bodies a sender could send as the first query under this protocol: typical ones, and one edge case the protocol covers (such as one of its error replies).`,
         `Reply with only a JSON array of the ${count} bodies${json ? '' : ' (strings)'}.`,
@@ -195,19 +194,15 @@ export class RoutineGenerator extends RoutineKeeper {
     }
     const tools = this.#options.tools();
     const profile = this.#options.profile?.() ?? { name: 'agent', description: '', protocols: [], tools };
-    const probes: Probe[] = [];
-    for (const body of bodies) {
-      try {
-        const reply = await answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body);
-        probes.push({ body, reply });
-      } catch (error) {
-        this.book.logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`);
-      }
-    }
-    return probes;
+    // Each body asked twice, each time afresh: where both answers agree, the routine must give that value.
+    return askTwice(
+      bodies,
+      (body) => answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body),
+      (body, error) => this.book.logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`),
+    );
   }
 
-  /** Writes batched counters and stops the workers (a generation under way is abandoned, and retried later). */
+  /** Writes batched counters and drops the sandboxes (a generation under way is abandoned, and retried later). */
   override async close(): Promise<void> {
     await super.close();
     this.#runners.clear();

@@ -7,9 +7,10 @@
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describeLoadError } from '../_files.js';
+import { MISSING_HANDLE } from '../routine/handle.js';
 
-/** The build error every import but zod and agora-agents gets (the same words as the worker sandbox's). */
-export const QUICKJS_IMPORT_POLICY_ERROR = 'generated routines may only import zod and agora-agents';
+/** The build error every import but zod and agora-agents gets. */
+export const IMPORT_POLICY_ERROR = 'generated routines may only import zod and agora-agents';
 
 /** The name esbuild gives the module's exports; the sandbox wraps the bundle so it never becomes a global. */
 export const MODULE_GLOBAL = '__agora_module';
@@ -18,7 +19,7 @@ const GENERATED_SOURCE = '__agora_generated_module__.ts';
 
 // The whole of `agora-agents` a generated module gets at run time: the same checks as src/routine/define.ts.
 const AGORA_SHIM = `export function defineRoutine(definition) {
-  if (!definition || typeof definition.handle !== 'function') throw new Error('defineRoutine needs a handle function');
+  if (!definition || typeof definition.handle !== 'function') throw new Error(${JSON.stringify(MISSING_HANDLE)});
   return Object.freeze({ ...definition, kind: 'routine' });
 }
 `;
@@ -56,7 +57,7 @@ export async function bundleForQuickJS(code: string): Promise<string> {
               if (args.kind === 'entry-point' || args.importer !== entry) return undefined;
               if (args.path === 'agora-agents') return { path: 'agora-agents', namespace: 'agora-shim' };
               if (args.path === 'zod' || args.path.startsWith('zod/')) return undefined;
-              return { errors: [{ text: `${QUICKJS_IMPORT_POLICY_ERROR}, not "${args.path}"` }] };
+              return { errors: [{ text: `${IMPORT_POLICY_ERROR}, not "${args.path}"` }] };
             });
             build.onLoad({ filter: /.*/, namespace: 'agora-shim' }, () => ({ contents: AGORA_SHIM, loader: 'js' }));
           },

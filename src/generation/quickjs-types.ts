@@ -18,14 +18,16 @@ export type SandboxResult = { value: JsonValue; state?: JsonObject; invalid?: { 
 export type SandboxOptions = {
   /** Per call, in ms (default 2000), tool calls included: past it the call fails and its context is dropped. */
   timeoutMs?: number;
-  /** Computation per call, in ms (default min(timeoutMs, 250)): how long one call may hold the event loop. */
+  /** CPU time per call, in ms (default min(timeoutMs, 250)): how long one call may compute on the event loop. */
   cpuLimitMs?: number;
   /** The whole WebAssembly memory of the routine, in MB (default 64, at least 24): every allocation counts. */
   memoryLimitMb?: number;
-  /** Computation allowed to load the module into a fresh context, in ms (default 1000). */
+  /** CPU time allowed to load the module into a fresh context, in ms (default 1000; 5× that of wall-clock time). */
   loadTimeoutMs?: number;
   /** A name for the routine in errors. */
   name?: string;
+  /** The CPU clock in ms (default: the process's CPU time, `process.cpuUsage()`); tests inject their own. */
+  cpuClock?: () => number;
   /** Idle time after which the context is dropped, in ms (default 5 minutes); the next call builds a fresh one. */
   idleMs?: number;
 };

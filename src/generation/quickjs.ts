@@ -1,14 +1,17 @@
 // Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one
 // instance per routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and
-// an interrupt handler enforcing a CPU-time limit. The guest has the ECMAScript built-ins and nothing else: no
-// `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
-// `import()` reach only QuickJS. The host hands it three functions (a tool call, a log line, the end of a call);
-// every crossing is one string, so a call costs a handful of boundary crossings (see ./_quickjs-guest.ts).
+// an interrupt handler enforcing a CPU-time limit (./_cpu-slice.ts). The guest has the ECMAScript built-ins and
+// nothing else: no `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
+// `import()` reach only QuickJS. The host hands it no function at all: the guest's tool requests, log lines and
+// the end of a call come back as the return value of the host's own calls into it, one string each time (see
+// ./_quickjs-guest.ts), so a call with one tool costs a handful of boundary crossings.
 import type { QuickJSHandle } from 'quickjs-emscripten';
 import { z } from 'zod';
 import { describeError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
+import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
+import { outboxMessages, safeJson } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
@@ -25,6 +28,8 @@ type Call = {
   instance: Instance;
   context: SandboxContext | undefined;
   cpuLeft: number;
+  /** `performance.now()` past which the call has run out of time, computing or waiting. */
+  ends: number;
   resolve(result: SandboxResult): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
@@ -33,7 +38,7 @@ type Call = {
 /**
  * A bundled generated module (see bundleForQuickJS) in its own QuickJS context: calls are queued one at a time,
  * each with a time, CPU and memory limit; a call that breaks a limit or throws fails, and the next call gets a fresh
- * context. A drop-in for the worker-thread SandboxedModule (same `run`, `close`).
+ * context.
  */
 export class QuickJSSandbox {
   readonly #code: string;
@@ -61,7 +66,7 @@ export class QuickJSSandbox {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
     this.#name = options.name ?? 'generated routine';
     this.#idleMs = options.idleMs ?? 5 * 60_000;
-    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name };
+    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name, cpuClock: options.cpuClock ?? processCpuClock };
   }
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
@@ -102,45 +107,75 @@ export class QuickJSSandbox {
     }
     text += ']';
     return new Promise<SandboxResult>((resolve, reject) => {
-      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, resolve, reject, timer: undefined };
+      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
       this.#current = call;
       const vm = instance.context;
       const argument = vm.newString(text);
-      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, argument));
-      if (argument.alive && this.#instance === instance) argument.dispose();
+      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, argument), argument);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
     });
   }
 
-  /** Runs guest code for the current call under its remaining CPU time, then its pending jobs; a breach fails it. */
-  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }): void {
+  /**
+   * Runs guest code for the current call under its remaining CPU time, then its pending jobs, and acts on what the
+   * guest said meanwhile (its outbox: the end of the call, tool requests, log lines); a breach fails the call.
+   */
+  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }, argument: QuickJSHandle): void {
     const instance = call.instance;
-    const started = performance.now();
-    instance.deadline = Date.now() + Math.max(1, call.cpuLeft);
+    const vm = instance.context;
+    const outboxes: string[] = [];
+    // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
+    const slice = beginSlice(call.cpuLeft, call.ends - performance.now(), instance.cpuClock);
+    instance.slice = slice;
     let failure: Error | undefined;
     try {
       const first = step();
+      argument.dispose();
       if (first.error) failure = this.#describeBreach(instance, first.error);
       else {
-        first.value?.dispose();
+        if (first.value) outboxes.push(this.#text(instance, first.value));
         // Asking is one crossing; running an empty queue through the library costs several.
         const jobs = instance.runtime.hasPendingJob() ? instance.runtime.executePendingJobs() : undefined;
         if (jobs?.error) failure = this.#describeBreach(instance, jobs.error);
+        else if (jobs) {
+          jobs.dispose();
+          const flushed = vm.callFunction(instance.flush, vm.undefined);
+          if (flushed.error) failure = this.#describeBreach(instance, flushed.error);
+          else outboxes.push(this.#text(instance, flushed.value));
+        }
       }
+      // Acted on while the slice is still set: a call's end that reports the interruption is read as the breach.
+      if (!failure) for (const outbox of outboxes) if (outbox) this.#deliver(instance, outbox);
     } catch (error) {
       // A WebAssembly trap or an "Aborted()" of the emscripten runtime: this instance is finished.
       failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
     } finally {
-      instance.deadline = 0;
-      call.cpuLeft -= performance.now() - started;
+      instance.slice = undefined;
+      call.cpuLeft -= chargedMs(slice, instance.cpuClock);
     }
     if (failure && this.#current === call) this.#fail(failure);
   }
 
+  /** A string the guest returned, its handle disposed. */
+  #text(instance: Instance, handle: QuickJSHandle): string {
+    const text = instance.context.typeof(handle) === 'string' ? instance.context.getString(handle) : '';
+    handle.dispose();
+    return text;
+  }
+
+  /** Acts on a guest's outbox, a JSON array of "D…" (a call's end), "T…" (a tool request) and "L…" (a log line). */
+  #deliver(instance: Instance, outbox: string): void {
+    for (const { kind, text } of outboxMessages(outbox)) {
+      if (kind === 'D') this.#done(instance, text);
+      else if (kind === 'T') this.#tool(instance, text);
+      else this.#log(instance, text);
+    }
+  }
+
   #describeBreach(instance: Instance, error: QuickJSHandle): Error {
     // Checked before reading the error: its getters are guest code, interrupted like any other.
-    if (Date.now() >= instance.deadline) return breachError(instance, '', this.#limits, false);
+    if (instance.slice?.breach) return breachError(instance, '', this.#limits, false);
     return breachError(instance, guestErrorText(instance, error), this.#limits, false);
   }
 
@@ -210,8 +245,7 @@ export class QuickJSSandbox {
   }
 
   async #load(): Promise<Instance> {
-    const hooks = { tool: this.#tool.bind(this), done: this.#done.bind(this), log: this.#log.bind(this) };
-    const instance = await instantiate(this.#code, this.#limits, hooks, (loading, error) => this.#describeBreach(loading, error));
+    const instance = await instantiate(this.#code, this.#limits, (loading, error) => this.#describeBreach(loading, error));
     if (this.#closed) {
       disposeInstance(instance);
       throw new Error('the routine was unloaded');
@@ -242,8 +276,7 @@ export class QuickJSSandbox {
       if (this.#current !== call || this.#instance !== instance) return;
       const vm = instance.context;
       const argument = vm.newString(`${ok ? '+' : '-'}${callId}:${text}`);
-      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument));
-      if (this.#instance === instance && argument.alive) argument.dispose();
+      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument), argument);
     };
     if (!tool) {
       queueMicrotask(() => answer(false, `no tool named "${name}"`));
@@ -265,13 +298,5 @@ export class QuickJSSandbox {
     if (!call || typeof message !== 'string') return;
     const method = level === 'warn' || level === 'error' ? level : 'info';
     call.context?.logger[method](message.slice(0, 2000));
-  }
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
   }
 }

@@ -10,7 +10,7 @@ import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { EXAMPLE_CAP, RoutineKeeper } from './book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
-import { TASK_SYSTEM } from './prompts.js';
+import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './prompts.js';
 import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
 import { FENCE, preview, sameValue, writeCheckedModule, type GenerationUsageSink, type ModuleChecks, type WrittenModule } from './write.js';
@@ -40,7 +40,7 @@ export type GenerateTaskRoutineOptions = {
 
 /**
  * Writes a sender routine (`export default { buildBody, parseReply }`) for a task under a PD with the LLM, then
- * type-checks it and runs it in a worker on the recorded calls: bodies and outputs must equal the recorded ones.
+ * type-checks it and runs it in the QuickJS sandbox on the recorded calls: bodies and outputs must equal the recorded ones.
  */
 export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): Promise<WrittenModule> {
   const typeChecker = options.typeChecker ?? new RoutineTypeChecker();
@@ -53,12 +53,10 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
     `Its output (JSON Schema): ${JSON.stringify(task.outputJsonSchema)}`,
     '',
     'The protocol document:',
-    '<protocol>',
-    document.text.trim(),
-    '</protocol>',
+    protocolBlock(document),
     '',
     'Recorded calls, made by the agent\'s LLM:',
-    ...examples.map((example, index) => `${index + 1}. input ${JSON.stringify(example.input)} → body ${JSON.stringify(example.body)}; reply ${JSON.stringify(example.reply)} → output ${JSON.stringify(example.output)}`),
+    exchangesBlock(examples.map((example, index) => `${index + 1}. input ${JSON.stringify(example.input)} → body ${JSON.stringify(example.body)}; reply ${JSON.stringify(example.reply)} → output ${JSON.stringify(example.output)}`)),
   ].join('\n');
   const check: ModuleChecks = async (module) => {
     const errors: string[] = [];
@@ -105,7 +103,7 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
 /** A task as the sender knows it (the shape of `SenderExtensions.taskRoutine`'s first argument). */
 export type TaskDefinition = { name: string; description: string; input: ZodType; output: ZodType };
 
-/** A sender routine, run in a worker: what `SenderExtensions.taskRoutine` returns. */
+/** A sender routine, run in the QuickJS sandbox: what `SenderExtensions.taskRoutine` returns. */
 export type TaskRoutineRunner = { buildBody(input: unknown): Promise<unknown>; parseReply(body: unknown): Promise<unknown> };
 
 /** What the sender reports after each task call (the shape of `SenderExtensions.served`'s argument). */
@@ -131,7 +129,7 @@ function jsonCopy(value: unknown): JsonValue {
 
 /**
  * Sender routines by task and PD: records LLM-made task calls as examples, writes a routine after the threshold,
- * and hands out worker-backed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
+ * and hands out sandboxed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
  * @example const store = new TaskRoutineStore({ dir, memory, llm }); const sender = new Sender({ llm, extensions: store.extensions() });
  */
 export class TaskRoutineStore extends RoutineKeeper {
@@ -150,7 +148,7 @@ export class TaskRoutineStore extends RoutineKeeper {
     return { taskRoutine: (task, document) => this.taskRoutine(task, document), served: (event) => this.served(event) };
   }
 
-  /** The approved routine for a task under a PD, as worker-backed functions; undefined when none is approved. */
+  /** The approved routine for a task under a PD, as sandboxed functions; undefined when none is approved. */
   async taskRoutine(task: TaskDefinition, document: ProtocolDocument): Promise<TaskRoutineRunner | undefined> {
     const prefix = taskPrefix(task.name, document.hash);
     this.#tasks.set(prefix, { task, document });

@@ -2,7 +2,8 @@
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '../llm/toolformer.js';
-import { bundleGeneratedModule, SandboxedModule, type SandboxOptions } from './sandbox.js';
+import { bundleForQuickJS } from './quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
 import type { RoutineTypeChecker } from './typecheck.js';
 import type { CheckCase } from './checks.js';
 
@@ -15,7 +16,7 @@ export type WrittenModule =
   | { ok: false; errors: string[]; attempts: number; model: string };
 
 /** The checks a built, type-checked module must pass: the errors found, and the checks passed. */
-export type ModuleChecks = (module: SandboxedModule) => Promise<{ errors: string[]; passed: string[]; cases?: CheckCase[] }>;
+export type ModuleChecks = (module: QuickJSSandbox) => Promise<{ errors: string[]; passed: string[]; cases?: CheckCase[] }>;
 
 type WriteOptions = {
   llm: LanguageModel;
@@ -70,7 +71,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
       errors = [`the reply holds no ${FENCE}ts code block`];
     } else {
       const [built, typed] = await Promise.all([
-        bundleGeneratedModule(code).then(
+        bundleForQuickJS(code).then(
           (bundle) => ({ bundle, error: undefined }),
           (error: unknown) => ({ bundle: undefined, error: error instanceof Error ? error.message : String(error) }),
         ),
@@ -79,7 +80,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
       typeCheckMs = typed.ms;
       errors = [...(built.error ? [`build: ${built.error}`] : []), ...typed.errors.map((error) => `type-check: ${error}`)];
       if (!errors.length && built.bundle) {
-        const module = new SandboxedModule(built.bundle, { ...options.sandbox, name: `agora check ${options.label}` });
+        const module = new QuickJSSandbox(built.bundle, { ...options.sandbox, name: `agora check ${options.label}` });
         try {
           const checked = await options.check(module);
           errors = checked.errors;

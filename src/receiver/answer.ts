@@ -7,7 +7,7 @@ import { NATURAL_LANGUAGE, type Metrics, type QueryPath } from '../metrics.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import type { RoutineContext } from '../routine/define.js';
 import type { LoadedRoutine } from '../routine/load.js';
-import { runRoutine } from '../routine/run.js';
+import { runRoutine, type RoutineIsolation } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { AgentFolder } from './folder.js';
 import type { ReceiverExtensions, RoutineRunner, ServedEvent } from './types.js';
@@ -35,6 +35,8 @@ export type TurnAnswererOptions = {
   /** An LLM call setup (throws LLM_UNAVAILABLE without an LLM). */
   responderCall(protocol: string, purpose: string, signal?: AbortSignal): ResponderCall;
   routineTimeoutMs: number;
+  /** With `isolateRoutines`: the limit on a routine's synchronous stretches. */
+  isolation?: RoutineIsolation;
   maxHistory: number;
   /** Characters of history kept (the LLM's budget: more could never be sent). */
   maxHistoryChars: number;
@@ -125,7 +127,7 @@ export class TurnAnswerer {
       case 'routine': {
         const { routine, known } = route;
         const context = this.#routineContext(known, turn, signal);
-        return { path: 'routine', reply: await this.#timed(label, () => runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs, onDelta)) };
+        return { path: 'routine', reply: await this.#timed(label, () => runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs, onDelta, options.isolation)) };
       }
       case 'generated':
         try {

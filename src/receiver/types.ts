@@ -96,6 +96,12 @@ export type ReceiverOptions = {
   conversationTtl?: number;
   /** Seconds a routine may run (default 10). */
   routineTimeout?: number;
+  /**
+   * Interrupt the synchronous stretches of hand-written routines past 500 ms (or `routineTimeout`), so an endless
+   * loop fails its call instead of freezing the agent (default false; `--isolate-routines`, AGORA_ISOLATE_ROUTINES).
+   * Costs ~65 µs per call; code after an `await` and memory are not covered. See src/routine/isolate.ts.
+   */
+  isolateRoutines?: boolean;
   /** Allow protocol sources on loopback and private networks (default false). */
   allowPrivateSources?: boolean;
   /** Largest protocol document accepted from a peer, from any source (`data:` included), in bytes (default 64 KiB). */

@@ -6,7 +6,15 @@
 // schemas, `instanceof` and prototypes are the ones it was written against. What it does not cover: code after an
 // `await` (it runs from the microtask queue, outside the vm call) and memory (the routine shares the agent's heap).
 // Not the default: the watchdog thread costs ~65 µs per call, more than the whole hot path (bench/isolate.ts).
+// Wired through runRoutine's `isolation` (./run.ts): the routine's `handle` call and each step of a streaming
+// routine (each `next()` of its generator) run under the limit.
 import { createContext, Script } from 'node:vm';
+
+/**
+ * The longest synchronous stretch an isolated routine may run, in ms (or its time limit, when shorter): the event
+ * loop is the agent's, and every client waits while a routine holds it, so it is bounded well under a second.
+ */
+export const ISOLATED_SYNC_LIMIT_MS = 500;
 
 /** Whether the environment asks for isolated routines (`AGORA_ISOLATE_ROUTINES=1` or `true`). */
 export function isolateRoutinesFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {

@@ -3,6 +3,10 @@ import { AgoraError, describeError } from '../errors.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import type { Routine, RoutineContext } from './define.js';
+import type { SyncTimeLimit } from './isolate.js';
+
+/** Opt-in isolation of a routine's synchronous stretches (`--isolate-routines`): the limit, and its length in ms. */
+export type RoutineIsolation = { limit: SyncTimeLimit; syncMs: number };
 
 /**
  * The PD's own error reply for a malformed body, when its text prescribes one
@@ -75,9 +79,10 @@ function isAsyncGenerator(value: unknown): value is AsyncGenerator<unknown, unkn
 }
 
 /** Runs a streaming routine to its end: each yield is a delta (dropped when nobody streams), the return value the reply. */
-async function drain(generator: AsyncGenerator<unknown, unknown, void>, onDelta: ((delta: JsonValue) => void) | undefined): Promise<unknown> {
+async function drain(generator: AsyncGenerator<unknown, unknown, void>, onDelta: ((delta: JsonValue) => void) | undefined, isolation: RoutineIsolation | undefined): Promise<unknown> {
   for (;;) {
-    const step = await generator.next();
+    // Each step runs the generator's body synchronously up to its next await or yield: isolated, that stretch is bounded.
+    const step = await (isolation ? isolation.limit.run(() => generator.next(), isolation.syncMs) : generator.next());
     if (step.done) return step.value;
     if (onDelta) onDelta(toJson(step.value));
   }
@@ -102,6 +107,7 @@ class RunContext {
  * throws, times out or returns what its output schema refuses (details are in `cause` for the log), and
  * AgoraError('BAD_REQUEST') when the body fails its input schema and the PD prescribes no error reply. A routine
  * that is an async generator has its yields handed to `onDelta` (as JSON) and its return value is the reply.
+ * With `isolation`, the synchronous stretches of the routine are interrupted past `syncMs` (a failed call).
  */
 export async function runRoutine(
   routine: Routine,
@@ -110,6 +116,7 @@ export async function runRoutine(
   document: ProtocolDocument,
   timeoutMs: number,
   onDelta?: (delta: JsonValue) => void,
+  isolation?: RoutineIsolation,
 ): Promise<JsonValue> {
   const runContext = new RunContext(context);
   let cancel: (() => void) | undefined;
@@ -125,9 +132,10 @@ export async function runRoutine(
       }
       input = parsed.data;
     }
-    let output: unknown = routine.handle(input, runContext as unknown as RoutineContext);
+    const call = (value: unknown) => routine.handle(value, runContext as unknown as RoutineContext);
+    let output: unknown = isolation ? isolation.limit.run(() => call(input), isolation.syncMs) : call(input);
     const generator = isAsyncGenerator(output) ? output : undefined;
-    if (generator) output = drain(generator, onDelta);
+    if (generator) output = drain(generator, onDelta, isolation);
     // A synchronous reply needs no timer (a synchronous loop could not be stopped by one anyway).
     if (isPromiseLike(output)) {
       const timeout = new Promise<never>((_, reject) => {

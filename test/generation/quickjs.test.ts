@@ -102,6 +102,26 @@ describe('limits', () => {
     expect((await module.run('handle', {}, context())).value).toBe('fine');
   });
 
+  it('charges CPU time, not wall-clock time: a call is not failed for time the machine gave to others', async () => {
+    // A clock that never advances stands for a process descheduled all along: 5 million iterations, far past 1 ms
+    // of wall-clock time on any machine, are not charged, and the call succeeds.
+    const module = await sandbox(`(body) => { let sum = 0; for (let i = 0; i < body.n; i++) sum += i % 7; return sum; }`, { cpuLimitMs: 1, timeoutMs: 60_000, cpuClock: () => 0 });
+    expect((await module.run('handle', { n: 5_000_000 }, context())).value).toBe(14_999_995);
+  });
+
+  it('fails at the CPU limit by the CPU clock, whatever the speed of the machine', async () => {
+    // Each reading of this clock is 10 ms of CPU time: the limit of 30 ms is reached at the fourth poll.
+    let reading = 0;
+    const module = await sandbox(`(body) => { if (body.spin) { while (true) {} } return 'fine'; }`, { cpuLimitMs: 30, cpuClock: () => (reading += 10) });
+    await expect(module.run('handle', { spin: true }, context())).rejects.toThrow(/CPU time limit of 30 ms/);
+    expect((await module.run('handle', {}, context())).value).toBe('fine');
+  });
+
+  it('stops guest code at the call time limit when the CPU clock says nothing was used (the wall-clock backstop)', async () => {
+    const module = await sandbox(`(body) => { while (true) {} }`, { cpuLimitMs: 1000, timeoutMs: 100, cpuClock: () => 0 });
+    await expect(module.run('handle', {}, context())).rejects.toThrow(/timed out after 100 ms of computation/);
+  });
+
   it('counts the computation after a tool call against the same CPU limit', async () => {
     const module = await sandbox(`async (body, { tools }) => { await tools.echo(1); while (true) {} }`, { cpuLimitMs: 50 });
     await expect(module.run('handle', {}, context({ tools: { echo: async (input) => input } }))).rejects.toThrow(/CPU time limit/);
