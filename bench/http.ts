@@ -37,9 +37,9 @@ export async function benchHttp(duration: number, log: (line: string) => void): 
   };
   await run('(a) bare node:http JSON echo', 'node-echo', 'echo');
   await run('(b) bare Express 5 res.json(req.body)', 'express-echo', 'echo');
-  await run('(c) agora serve, routine, single-round', 'agora', 'single');
+  await run('(c) agora serve (as it runs: faces and dashboard mounted), routine, single-round', 'agora-dashboard', 'single');
   await run('(d) agoraRouter in Express, routine', 'agora-express', 'single');
-  await run('(e) agora serve, multiround follow-up', 'agora', 'follow-up');
+  await run('(e) agora serve (as it runs), multiround follow-up', 'agora-dashboard', 'follow-up');
   const [a, b, c, d, e] = results as [LoadResult, LoadResult, LoadResult, LoadResult, LoadResult];
   const ratios = { 'c/a': c.requestsPerSecond / a.requestsPerSecond, 'd/b': d.requestsPerSecond / b.requestsPerSecond, 'e/a': e.requestsPerSecond / a.requestsPerSecond };
   const markdown = [
