@@ -22,7 +22,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
   async run(args) {
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
-    const [{ startHub }, { createHubDashboard }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
+    const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
     const logger = consoleLogger('agora-hub');
     const storeOption = stringOption(args, 'store') ?? 'memory';
     let store;
@@ -50,7 +50,12 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       ...(llm ? { llm } : {}),
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
-      routes: (hub) => createHubDashboard(hub, { logger, ...(tokens?.length ? { tokens } : {}) }),
+      routes: (hub, rooms) =>
+        createHubDashboard(hub, {
+          logger,
+          ...(tokens?.length ? { tokens } : {}),
+          ...(rooms ? { rooms: roomsSource(rooms) } : {}),
+        }),
     });
     process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llm ? llm.model : 'none'}\n`);
     process.stdout.write(`agora hub: listening on ${running.url}\n`);
