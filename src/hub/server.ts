@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { describeError } from '../errors.js';
 import { readBody } from '../http/_node-request.js';
 import { underPrefix, type ExtraRoutes } from '../http/server.js';
@@ -8,6 +9,7 @@ import { Hub, type HubOptions } from './hub.js';
 import { roomsForHub } from './rooms/mount.js';
 import type { Rooms, RoomsOptions } from './rooms/rooms.js';
 import { createRoomRoutes } from './rooms/routes.js';
+import { attachRoomSockets } from './rooms/ws.js';
 
 /** Options of {@link startHub}: the hub's, its HTTP edge's, and where to listen. */
 export type StartHubOptions = HubOptions &
@@ -84,6 +86,9 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
   const routes = options.routes?.(hub, rooms);
   const roomRoutes = rooms ? createRoomRoutes(rooms, { ...(options.tokens ? { tokens: options.tokens } : {}) }) : undefined;
   const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, createHubListener(hub, options, routes, roomRoutes));
+  // Rooms over WebSocket (ARP's frames); any other upgrade is refused rather than left hanging.
+  const stopSockets = rooms ? attachRoomSockets(server, rooms, { ...(options.tokens ? { tokens: options.tokens } : {}) }) : undefined;
+  if (!rooms) server.on('upgrade', (_request, socket: Duplex) => socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', () => socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 4000, options.host ?? '127.0.0.1', () => {
@@ -107,6 +112,7 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
     rooms,
     async close() {
       routes?.close?.();
+      stopSockets?.();
       await rooms?.close();
       await new Promise<void>((resolve) => {
         server.close(() => resolve());

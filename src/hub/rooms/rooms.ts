@@ -20,6 +20,10 @@ export type RoomsOptions = {
   /** Turns of transcript sent with each query (default 20). */
   recentTurns?: number;
   sender?: Sender;
+  /** Time a runner's lease outlasts a turn's timeout (default 1 s): with the turn timeout, how long a dead process holds a room. */
+  leaseMarginMs?: number;
+  /** How often open rooms nobody runs are looked for, with a shared store (default 2 s; 0: only at start). */
+  sweepMs?: number;
   now?: () => number;
   logger?: Logger;
 };
@@ -44,6 +48,8 @@ export class Rooms {
   readonly #now: () => number;
   readonly #logger: Logger;
   #closed = false;
+  readonly #owner = nanoid(12);
+  readonly #sweep: NodeJS.Timeout | undefined;
 
   constructor(options: RoomsOptions) {
     this.#options = options;
@@ -51,6 +57,12 @@ export class Rooms {
     this.#sender = options.sender ?? new Sender({ llm: null, hub: null });
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? consoleLogger('agora-hub');
+    // With a shared store another process may die mid-room: its rooms are taken over once their leases run out.
+    const sweepMs = options.sweepMs ?? 2000;
+    if (!(this.store instanceof MemoryRoomStore) && sweepMs > 0) {
+      this.#sweep = setInterval(() => void this.resumeOpen().catch((error: unknown) => this.#logger.warn(`rooms: ${describeError(error)}`)), sweepMs);
+      this.#sweep.unref();
+    }
   }
 
   /** Creates a room and starts it. Throws BAD_REQUEST for an unknown participant, TOO_MANY_CONVERSATIONS when full. */
@@ -156,6 +168,7 @@ export class Rooms {
   /** Stops running rooms after their current turn. */
   async close(): Promise<void> {
     this.#closed = true;
+    clearInterval(this.#sweep);
     for (const wakers of this.#wakers.values()) for (const wake of wakers) wake();
   }
 
@@ -181,7 +194,10 @@ export class Rooms {
     this.#running.add(id);
     this.#run(id)
       .catch((error: unknown) => this.#logger.error(`room ${id}: ${describeError(error)}`))
-      .finally(() => this.#running.delete(id));
+      .finally(() => {
+        this.#running.delete(id);
+        void this.store.release(id, this.#owner).catch(() => undefined);
+      });
   }
 
   async #run(id: string): Promise<void> {
@@ -189,6 +205,8 @@ export class Rooms {
       const planned = await this.#queue.run(id, async () => {
         const room = await this.store.get(id);
         if (!room || room.state !== 'active') return undefined;
+        // One runner per room across processes: the lease covers the coming turn.
+        if (!(await this.store.claim(id, this.#owner, room.turnTimeoutMs + (this.#options.leaseMarginMs ?? 1000)))) return undefined;
         const end = endOf(room);
         const synthesisDue = end?.synthesis === true && !room.transcript.some((entry) => entry.kind === 'synthesis');
         if (end && !synthesisDue) {

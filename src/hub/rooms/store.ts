@@ -12,6 +12,11 @@ export interface RoomStore {
   events(roomId: string, afterId: number): Promise<RoomEvent[]>;
   /** Rooms whose state is active or paused. */
   openRooms(): Promise<string[]>;
+  /** Takes or renews the right to run a room for `owner`; false while another owner holds it. */
+  claim(roomId: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives that right up (only its owner can). */
+  release(roomId: string, owner: string): Promise<void>;
+  close(): Promise<void>;
 }
 
 /** The default room store: this process's memory (a restarted hub forgets its rooms). */
@@ -47,6 +52,15 @@ export class MemoryRoomStore implements RoomStore {
   async events(roomId: string, afterId: number): Promise<RoomEvent[]> {
     return (this.#events.get(roomId) ?? []).filter((event) => event.id > afterId);
   }
+
+  // One process: the runner's own bookkeeping already keeps a room to one run.
+  async claim(): Promise<boolean> {
+    return true;
+  }
+
+  async release(): Promise<void> {}
+
+  async close(): Promise<void> {}
 
   async openRooms(): Promise<string[]> {
     const open: string[] = [];

@@ -3,7 +3,7 @@ import { startTestAgent, type TestAgent } from '../../../src/testing/index.js';
 import { makeAgentFolder } from '../../helpers/agent-folder.js';
 
 /** How a test participant answers its turns. */
-export type Mode = 'plain' | 'lead' | 'mention' | 'slow' | 'done';
+export type Mode = 'plain' | 'lead' | 'mention' | 'slow' | 'steady' | 'done';
 
 // One routine per mode, answering the room document: the hub's queries reach it with no LLM call.
 function routine(mode: Mode): string {
@@ -13,6 +13,7 @@ function routine(mode: Mode): string {
   const said = body.you + ' at turn ' + body.turn + (heard.length ? ' (heard: ' + heard.join(' | ') + ')' : '');
   const mode = ${JSON.stringify(mode)};
   if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, 1500));
+  if (mode === 'steady') await new Promise((resolve) => setTimeout(resolve, 150));
   if (mode === 'done') return { message: said, done: true };
   if (mode === 'lead') {
     if (body.why.startsWith('synthesis')) return { message: 'SYNTHESIS of ' + body.transcript.filter((entry) => entry.kind === 'agent').length + ' messages' };

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { RoomEvent, RoomRecord } from '../../../src/hub/rooms/records.js';
 import { createHubDashboard, roomsSource } from '../../../src/dashboard/hub-dashboard.js';
 import { startHub, type RunningHub } from '../../../src/hub/server.js';
@@ -150,5 +151,37 @@ describe('rooms on the hub', () => {
     expect(state.rooms).toEqual([]);
     expect((await fetch(`${hub!.url}/rooms/${id}/events`, { headers: { authorization: 'Bearer t0k', 'last-event-id': 'x' } })).status).toBe(400);
     expect((await fetch(`${hub!.url}/rooms/nope`, { headers: { authorization: 'Bearer t0k' } })).status).toBe(404);
+  });
+
+  it("streams a room over WebSocket in ARP's frames: hello first, heartbeats both ways, resumable by event id", async () => {
+    const urls = await setUp(['steady', 'steady']);
+    const created = await post('/rooms', { topic: 'sockets', participants: urls, maxTurns: 4 });
+    const id = created.json.id as string;
+    const ws = `${hub!.url.replace('http', 'ws')}/rooms/${id}/ws`;
+    const read = (headers: Record<string, string>, stop: (frames: any[]) => boolean) =>
+      new Promise<any[]>((resolve, reject) => {
+        const socket = new WebSocket(ws, { headers });
+        const frames: any[] = [];
+        socket.on('message', (data) => {
+          const frame = JSON.parse(String(data));
+          frames.push(frame);
+          if (frame.type === 'hello') socket.send(JSON.stringify({ type: 'heartbeat' }));
+          if (stop(frames)) {
+            socket.close();
+            resolve(frames);
+          }
+        });
+        socket.on('error', reject);
+      });
+    const first = await read({}, (frames) => frames.filter((frame) => frame.type === 'new_message').length >= 1 && frames.some((frame) => frame.type === 'heartbeat_ack'));
+    expect(first[0]).toMatchObject({ type: 'hello', flowId: id, heartbeatInterval: 30_000 });
+    expect(first.find((frame) => frame.type === 'turn_notification')).toMatchObject({ turn: 1, reason: 'your turn: open the discussion' });
+    const lastSeen = Math.max(...first.filter((frame) => frame.eventId !== undefined).map((frame) => frame.eventId as number));
+    const rest = await read({ 'last-event-id': String(lastSeen) }, (frames) => frames.some((frame) => frame.type === 'flow_completed'));
+    const ids = [...first, ...rest].filter((frame) => frame.eventId !== undefined).map((frame) => frame.eventId as number);
+    expect(ids).toEqual(Array.from({ length: ids.length }, (_, index) => index + 1));
+    expect(rest.filter((frame) => frame.type === 'new_message').every((frame) => typeof frame.message.agentName === 'string' && typeof frame.message.content === 'string')).toBe(true);
+    const status = await new Promise<number>((resolve) => new WebSocket(`${hub!.url.replace('http', 'ws')}/elsewhere`).once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    expect(status).toBe(404);
   });
 });
