@@ -135,25 +135,33 @@ export class Rooms {
   /** A room's events after `afterId`, then live until it ends or `signal` aborts. */
   async *watch(id: string, afterId: number, signal: AbortSignal): AsyncGenerator<RoomEvent> {
     let last = afterId;
+    let idle = true;
     while (!signal.aborted) {
       for (const event of await this.store.events(id, last)) {
         last = event.id;
         yield event;
         if (event.type === 'flow_completed') return;
       }
-      const room = await this.store.get(id);
-      if (!room || room.state === 'completed' || room.state === 'cancelled') return;
+      // The record is read only when nothing came for a while (a room gone, or ended by another process).
+      if (idle) {
+        const room = await this.store.get(id);
+        if (!room || room.state === 'completed' || room.state === 'cancelled') return;
+      }
       // Woken by this process's events; another process's show up at the next look (250 ms).
-      await new Promise<void>((resolve) => {
+      idle = await new Promise<boolean>((resolve) => {
         const wakers = this.#wakers.get(id) ?? new Set<() => void>();
         this.#wakers.set(id, wakers);
+        let timedOut = false;
         const done = () => {
           clearTimeout(timer);
           wakers.delete(done);
           signal.removeEventListener('abort', done);
-          resolve();
+          resolve(timedOut);
         };
-        const timer = setTimeout(done, 250);
+        const timer = setTimeout(() => {
+          timedOut = true;
+          done();
+        }, 250);
         wakers.add(done);
         signal.addEventListener('abort', done, { once: true });
       });
@@ -277,7 +285,7 @@ export class Rooms {
     }
     await this.#save(room);
     const entry = room.transcript.at(-1)!;
-    await this.#emit(id, 'new_message', { turn: entry.turn, speaker, kind: entry.kind, text: entry.text, tokens: entry.tokens, ...(participant.dropped && 'error' in outcome ? { dropped: true } : {}) });
+    await this.#emit(id, 'new_message', { turn: entry.turn, speaker, kind: entry.kind, text: entry.text, tokens: entry.tokens, at: entry.at, ...(participant.dropped && 'error' in outcome ? { dropped: true } : {}) });
     if (synthesis) await this.#emit(id, 'flow_completed', { reason: room.endedBecause!, state: 'completed', turns: room.turns });
   }
 }

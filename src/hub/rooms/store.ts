@@ -50,7 +50,10 @@ export class MemoryRoomStore implements RoomStore {
   }
 
   async events(roomId: string, afterId: number): Promise<RoomEvent[]> {
-    return (this.#events.get(roomId) ?? []).filter((event) => event.id > afterId);
+    // Ids are consecutive within a room: the ones after `afterId` start at a known index.
+    const events = this.#events.get(roomId) ?? [];
+    const first = events[0]?.id ?? 1;
+    return events.slice(Math.max(0, afterId - first + 1));
   }
 
   // One process: the runner's own bookkeeping already keeps a room to one run.
