@@ -1,6 +1,7 @@
 // Rooms kept in Redis: several hub processes share them, and a room whose process died is resumed by another
 // once its lease runs out, at the turn it was on.
 import { quit, Redis, runScript, script } from '../../_redis.js';
+import { CLAIM, RELEASE } from '../redis-store.js';
 import type { RoomEvent, RoomRecord } from './records.js';
 import type { RoomStore } from './store.js';
 
@@ -15,18 +16,6 @@ local id = redis.call('INCR', KEYS[2])
 redis.call('RPUSH', KEYS[1], id .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
 return id`);
-
-const CLAIM = script(`
-local owner = redis.call('GET', KEYS[1])
-if owner == false or owner == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
-return 0`);
-
-const RELEASE = script(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 0`);
 
 /** Options of {@link RedisRoomStore}. */
 export type RedisRoomStoreOptions = { url: string; prefix?: string; maxEventsPerRoom?: number; logger?: { error(message: string): void } };

@@ -1,6 +1,8 @@
 import { ROOM_DOCUMENT } from '../../../src/hub/rooms/document.js';
+import type { RoomEvent } from '../../../src/hub/rooms/records.js';
 import { startTestAgent, type TestAgent } from '../../../src/testing/index.js';
 import { makeAgentFolder } from '../../helpers/agent-folder.js';
+import { readSse } from '../../helpers/sse.js';
 
 /** How a test participant answers its turns. */
 export type Mode = 'plain' | 'lead' | 'mention' | 'slow' | 'steady' | 'done';
@@ -41,4 +43,16 @@ export async function startParticipants(modes: Mode[]): Promise<{ agents: TestAg
       for (const folder of folders) await folder.cleanup();
     },
   };
+}
+
+/** Reads a room's SSE events (from `lastEventId`) until `stop` holds or the stream ends. */
+export async function readRoomEvents(base: string, id: string, options: { lastEventId?: number; token?: string; stop?: (events: RoomEvent[]) => boolean } = {}): Promise<RoomEvent[]> {
+  const headers = { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...(options.lastEventId ? { 'last-event-id': String(options.lastEventId) } : {}) };
+  const events: RoomEvent[] = [];
+  for await (const event of readSse(await fetch(`${base}/rooms/${id}/events`, { headers }))) {
+    if (event.id === undefined) continue;
+    events.push({ id: Number(event.id), type: event.event as RoomEvent['type'], data: JSON.parse(event.data) as RoomEvent['data'] });
+    if (options.stop?.(events)) break;
+  }
+  return events;
 }

@@ -2,9 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { RoomEvent, RoomRecord } from '../../../src/hub/rooms/records.js';
+import type { RoomRecord } from '../../../src/hub/rooms/records.js';
 import { cliArgs } from '../../helpers/cli.js';
-import { startParticipants } from './_agents.js';
+import { readRoomEvents, startParticipants } from './_agents.js';
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
@@ -23,28 +23,6 @@ function startHubProcess(args: string[]): Promise<{ url: string; child: ChildPro
     child.stderr!.on('data', onData);
     child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}:\n${output}`)));
   });
-}
-
-/** Reads a room's events from `lastEventId` until `stop` holds or the stream ends. */
-async function readEvents(url: string, id: string, lastEventId: number, stop: (events: RoomEvent[]) => boolean): Promise<RoomEvent[]> {
-  const response = await fetch(`${url}/rooms/${id}/events`, { headers: lastEventId ? { 'last-event-id': String(lastEventId) } : {} });
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: RoomEvent[] = [];
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-    const blocks = text.split('\n\n');
-    text = blocks.pop()!;
-    for (const block of blocks) {
-      const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
-      if (fields.id) events.push({ id: Number(fields.id), type: fields.event as RoomEvent['type'], data: JSON.parse(fields.data!) });
-    }
-    if (stop(events)) break;
-  }
-  await reader.cancel().catch(() => undefined);
-  return events;
 }
 
 describeRedis('rooms across hub processes on Redis', () => {
@@ -67,14 +45,14 @@ describeRedis('rooms across hub processes on Redis', () => {
     children.push(first.child);
     const created = await fetch(`${first.url}/rooms`, { method: 'POST', body: JSON.stringify({ topic: 'survive a crash', participants: participants.agents.map((agent) => agent.url), maxTurns: 9, turnTimeoutMs: 1500 }) });
     const room = (await created.json()) as RoomRecord;
-    const before = await readEvents(first.url, room.id, 0, (events) => events.filter((event) => event.type === 'new_message').length >= 3);
+    const before = await readRoomEvents(first.url, room.id, { stop: (events) => events.filter((event) => event.type === 'new_message').length >= 3 });
     first.child.kill('SIGKILL');
     await new Promise((resolve) => first.child.once('exit', resolve));
 
     // A new hub process on the same Redis takes the room over once the dead one's lease runs out.
     const second = await startHubProcess(['--store', store]);
     children.push(second.child);
-    const after = await readEvents(second.url, room.id, before.at(-1)!.id, (events) => events.some((event) => event.type === 'flow_completed'));
+    const after = await readRoomEvents(second.url, room.id, { lastEventId: before.at(-1)!.id, stop: (events) => events.some((event) => event.type === 'flow_completed') });
     const ids = [...before, ...after].map((event) => event.id);
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, index) => index + 1));
     const final = (await (await fetch(`${second.url}/rooms/${room.id}`)).json()) as RoomRecord;

@@ -4,7 +4,7 @@ import type { RoomEvent, RoomRecord } from '../../../src/hub/rooms/records.js';
 import { createHubDashboard, roomsSource } from '../../../src/dashboard/hub-dashboard.js';
 import { startHub, type RunningHub } from '../../../src/hub/server.js';
 import { silentLogger } from '../../../src/log.js';
-import { startParticipants, type Mode } from './_agents.js';
+import { readRoomEvents, startParticipants, type Mode } from './_agents.js';
 
 let hub: RunningHub | undefined;
 let participants: Awaited<ReturnType<typeof startParticipants>> | undefined;
@@ -28,27 +28,7 @@ async function post(path: string, body: unknown, token?: string): Promise<{ stat
   return { status: response.status, json: await response.json() };
 }
 
-/** Reads a room's SSE events until `stop` says so (or the stream ends). */
-async function readEvents(id: string, options: { lastEventId?: number; stop?: (events: RoomEvent[]) => boolean; token?: string } = {}): Promise<RoomEvent[]> {
-  const response = await fetch(`${hub!.url}/rooms/${id}/events`, { headers: { ...headers(options.token), ...(options.lastEventId ? { 'last-event-id': String(options.lastEventId) } : {}) } });
-  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-  const events: RoomEvent[] = [];
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    text += value;
-    const blocks = text.split('\n\n');
-    text = blocks.pop()!;
-    for (const block of blocks) {
-      const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
-      if (fields.id) events.push({ id: Number(fields.id), type: fields.event as RoomEvent['type'], data: JSON.parse(fields.data!) });
-    }
-    if (options.stop?.(events)) break;
-  }
-  await reader.cancel().catch(() => undefined);
-  return events;
-}
+const readEvents = (id: string, options: Parameters<typeof readRoomEvents>[2] = {}) => readRoomEvents(hub!.url, id, options);
 
 const ended = (events: RoomEvent[]) => events.some((event) => event.type === 'flow_completed');
 const spoken = (room: RoomRecord) => room.transcript.filter((entry) => entry.kind !== 'person').map((entry) => entry.speaker);
