@@ -1,8 +1,9 @@
 // Where rooms live: records (the checkpoint of every turn), their events, and who runs each.
+import type { Leases } from '../store.js';
 import type { RoomEvent, RoomRecord } from './records.js';
 
-/** A room store: in memory by default; a shared store lets another hub process resume a room. */
-export interface RoomStore {
+/** A room store: in memory by default; a shared store lets another hub process resume a room (its lease key: the room id). */
+export interface RoomStore extends Leases {
   get(id: string): Promise<RoomRecord | undefined>;
   /** Stores a room; false when `cap` active rooms exist and this one is new. */
   put(record: RoomRecord, cap: number): Promise<boolean>;
@@ -12,11 +13,6 @@ export interface RoomStore {
   events(roomId: string, afterId: number): Promise<RoomEvent[]>;
   /** Rooms whose state is active or paused. */
   openRooms(): Promise<string[]>;
-  /** Takes or renews the right to run a room for `owner`; false while another owner holds it. */
-  claim(roomId: string, owner: string, ttlMs: number): Promise<boolean>;
-  /** Gives that right up (only its owner can). */
-  release(roomId: string, owner: string): Promise<void>;
-  close(): Promise<void>;
 }
 
 /** The default room store: this process's memory (a restarted hub forgets its rooms). */
