@@ -28,7 +28,7 @@ const negotiating = (system: string) => system.includes(PROMPT_MARKERS.proposePr
 export async function runNetwork(task: Task, options: { pairs: number; queries: number; logger: Logger; progress: (line: string) => void }): Promise<NetworkRun> {
   const { pairs, queries, logger, progress } = options;
   const folder = await temporaryCopy('agora-bench-network-', { 'data.ts': 'weather/data.ts', ...Object.fromEntries(Array.from({ length: pairs }, (_, index) => [`service${index + 1}/tools`, 'weather/agent/tools'])) });
-  const hub = await startHub({ port: 0, host: '127.0.0.1', tickMs: 0, logger: silentLogger });
+  const hub = await startHub({ port: 0, host: '127.0.0.1', tickMs: 0, logger: silentLogger, rooms: false });
   const rows: (string | number)[][] = [];
   const mismatches: string[] = [];
   const negotiationCalls: number[] = [];

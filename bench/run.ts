@@ -6,6 +6,7 @@ import { benchFaces } from './faces.js';
 import { benchHttp } from './http.js';
 import { benchSandbox } from './sandbox.js';
 import { benchHub } from './hub.js';
+import { benchRooms } from './rooms.js';
 import { benchStreaming } from './streaming.js';
 
 const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' }, only: { type: 'string' } } });
@@ -17,6 +18,7 @@ const sections: [string, () => Promise<string>][] = [
   ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
   ['streaming', async () => `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`],
   ['faces', async () => `## Faces: ROAR vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
+  ['rooms', async () => `## Rooms: turns through the hub vs direct Agora turns, and live fan-out to 100 watchers\n\n${await benchRooms(log)}`],
   ['hub', async () => `## Hub: keyword routing and directory search, 10,000 agents against 100\n\n${await benchHub(log)}`],
 ];
 const extra = await import('./scale.js').then((module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) => module.sections?.(duration, log) ?? [], () => []);

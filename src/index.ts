@@ -97,3 +97,9 @@ export { HubClient, type HubClientOptions, type HubAgent, type HubProtocol } fro
 export { runChain, resumeChain, type ChainOptions } from './hub/chains.js';
 export type { RouteDecision } from './hub/routing.js';
 export type { AgentRecord, ChainRun, Hop } from './hub/records.js';
+/** Rooms: several agents in one structured discussion on a hub. */
+export { Rooms, type RoomsOptions, type RoomAction } from './hub/rooms/rooms.js';
+export { ROOM_DOCUMENT, type TurnQuery, type TurnReply } from './hub/rooms/document.js';
+export { MemoryRoomStore, type RoomStore } from './hub/rooms/store.js';
+export { RedisRoomStore, type RedisRoomStoreOptions } from './hub/rooms/redis-store.js';
+export type { RoomRecord, RoomEvent, RoomRequest, RoomState, TranscriptEntry } from './hub/rooms/records.js';

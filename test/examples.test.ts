@@ -60,4 +60,11 @@ describe('examples', () => {
     expect(stdout).toMatch(/carol approved its routine for price_in/);
     expect(stdout).toContain('All 120 answers match the hidden tables.');
   });
+
+  it('room: three agents and a person in a moderated room, printed live, checking its own result', { timeout: 120_000 }, async () => {
+    const { code, stdout, stderr } = await runExample('examples/room/main.ts');
+    expect(code, `${stdout}\n${stderr}`).toBe(0);
+    expect(stdout).toMatch(/^ {7}ana: Please keep the public API as it is\.$/m);
+    expect(stdout).toContain('checked: 8 turns, the lead between speakers, the person heard, the synthesis last');
+  });
 });

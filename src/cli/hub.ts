@@ -1,3 +1,4 @@
+import type { RoomStore } from '../hub/rooms/store.js';
 import { consoleLogger } from '../log.js';
 import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
@@ -22,10 +23,11 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
   async run(args) {
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
-    const [{ startHub }, { createHubDashboard }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
+    const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
     const logger = consoleLogger('agora-hub');
     const storeOption = stringOption(args, 'store') ?? 'memory';
     let store;
+    let roomStore: RoomStore | undefined;
     if (storeOption !== 'memory') {
       if (!/^rediss?:\/\//.test(storeOption)) throw new UsageError('--store must be memory or a redis:// URL');
       const { RedisHubStore } = await import('../hub/redis-store.js');
@@ -33,6 +35,8 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       const prefix = url.searchParams.get('prefix') ?? undefined;
       url.searchParams.delete('prefix');
       store = new RedisHubStore(url.href, { logger, ...(prefix ? { prefix } : {}) });
+      const { RedisRoomStore } = await import('../hub/rooms/redis-store.js');
+      roomStore = new RedisRoomStore({ url: url.href, logger, ...(prefix ? { prefix } : {}) });
     }
     const model = stringOption(args, 'model');
     const { modelFromEnvironment } = await import('../llm/anthropic.js');
@@ -47,16 +51,22 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       peers: (args.values.peer as string[] | undefined) ?? [],
       logger,
       ...(store ? { store } : {}),
+      ...(roomStore ? { rooms: { store: roomStore } } : {}),
       ...(llm ? { llm } : {}),
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
-      routes: (hub) => createHubDashboard(hub, { logger, ...(tokens?.length ? { tokens } : {}) }),
+      routes: (hub, rooms) =>
+        createHubDashboard(hub, {
+          logger,
+          ...(tokens?.length ? { tokens } : {}),
+          ...(rooms ? { rooms: roomsSource(rooms) } : {}),
+        }),
     });
     process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llm ? llm.model : 'none'}\n`);
     process.stdout.write(`agora hub: listening on ${running.url}\n`);
     process.stdout.write(`agora hub: dashboard at ${running.url}/dashboard/\n`);
     await new Promise<void>((done) => {
-      const stop = () => void running.close().finally(done);
+      const stop = () => void running.close().then(() => roomStore?.close()).finally(done);
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });

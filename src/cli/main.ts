@@ -17,6 +17,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   chain: { summary: 'Route a goal and follow handoffs, checkpointing at the hub', load: () => import('./chain.js') },
   runs: { summary: "List the hub's unfinished chains", load: () => import('./runs.js') },
   resume: { summary: 'Continue an unfinished chain from its last checkpoint', load: () => import('./resume.js') },
+  room: { summary: 'Create, watch and steer rooms of agents on a hub', load: () => import('./room.js') },
 };
 
 const EXIT_CODES = `Exit codes: 0 success · 1 failure (the peer's error, an invalid document…) · 2 usage error.`;

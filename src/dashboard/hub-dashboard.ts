@@ -7,16 +7,30 @@ import type { Hub } from '../hub/hub.js';
 import type { ChainRun } from '../hub/records.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { AssetServer, DashboardAccess, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath, type AccessKind } from './_http.js';
+import type { Rooms } from '../hub/rooms/rooms.js';
 import { DASHBOARD_PATH } from './agent-dashboard.js';
 
 /** One room as the hub dashboard shows it: who is in it, and the latest lines of its transcript. */
 export type RoomView = { id: string; name: string; members: string[]; transcript: { at: number; from: string; text: string }[] };
 
 /**
- * HOOK for rooms (issue 16, built in parallel): the hub dashboard lists what this returns and re-reads it on every
- * push. Until the hub keeps rooms, nothing passes it and the page says rooms are not available on this hub.
+ * Where the hub dashboard's rooms come from ({@link roomsSource} for the hub's own): it lists what this returns and
+ * re-reads it on every push. Without one the page says rooms are not available on this hub.
  */
 export type RoomsSource = { rooms(): Promise<RoomView[]> };
+
+/** The hub's open rooms as the dashboard shows them (topic, state and turn; members, dropped ones marked; transcript). */
+export function roomsSource(rooms: Rooms): RoomsSource {
+  return {
+    rooms: async () =>
+      (await rooms.open()).map((room) => ({
+        id: room.id,
+        name: `${room.topic} (${room.state}, turn ${room.turns}/${room.maxTurns})`,
+        members: room.participants.map((participant) => (participant.dropped ? `${participant.name} (dropped)` : participant.name)),
+        transcript: room.transcript.map((entry) => ({ at: entry.at, from: entry.kind === 'skipped' ? `${entry.speaker} (skipped)` : entry.speaker, text: entry.text })),
+      })),
+  };
+}
 
 /** Options of {@link createHubDashboard}. */
 export type HubDashboardOptions = {

@@ -33,7 +33,8 @@ local removed = redis.call('HDEL', KEYS[1], ARGV[1])
 if removed == 1 then redis.call('INCR', KEYS[2]) end
 return removed`);
 
-const CLAIM = script(`
+/** Takes or renews a lease (KEYS[1]) for an owner (ARGV[1]) for ARGV[2] ms: 1, or 0 while another owner holds it. */
+export const CLAIM = script(`
 local owner = redis.call('GET', KEYS[1])
 if owner == false or owner == ARGV[1] then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -41,7 +42,8 @@ if owner == false or owner == ARGV[1] then
 end
 return 0`);
 
-const RELEASE = script(`
+/** Gives a lease (KEYS[1]) up, only for its owner (ARGV[1]). */
+export const RELEASE = script(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0`);
 

@@ -3,11 +3,20 @@ import type { AgentRecord, CatalogueEntry, ChainRun } from './records.js';
 /** What `putDocument` did: stored it, already had it (the text is never replaced), or refused it (full). */
 export type PutDocumentResult = 'added' | 'exists' | 'full';
 
+/** Leases several hub processes share: who runs a chain, a room; and the store's own closing. */
+export interface Leases {
+  /** Takes or renews a lease on `key` for `owner`; false while another owner holds it. */
+  claim(key: string, owner: string, ttlMs: number): Promise<boolean>;
+  /** Gives a lease up (only its owner can). */
+  release(key: string, owner: string): Promise<void>;
+  close(): Promise<void>;
+}
+
 /**
  * Where a hub keeps everything it knows, so a restarted or replaced hub loses nothing and several hub processes
  * share one state. {@link MemoryHubStore} is the default; `RedisHubStore` (./redis-store.ts) is shared.
  */
-export interface HubStore {
+export interface HubStore extends Leases {
   /** Stores an agent; false when the directory holds `cap` agents and this one is new. */
   putAgent(record: AgentRecord, cap: number): Promise<boolean>;
   getAgent(id: string): Promise<AgentRecord | undefined>;
@@ -24,11 +33,6 @@ export interface HubStore {
   getRun(id: string): Promise<ChainRun | undefined>;
   deleteRun(id: string): Promise<void>;
   listRuns(): Promise<ChainRun[]>;
-  /** Takes or renews a lease on `key` for `owner`; false while another owner holds it. */
-  claim(key: string, owner: string, ttlMs: number): Promise<boolean>;
-  /** Gives a lease up (only its owner can). */
-  release(key: string, owner: string): Promise<void>;
-  close(): Promise<void>;
 }
 
 /**

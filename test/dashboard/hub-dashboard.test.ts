@@ -12,7 +12,7 @@ afterEach(async () => {
 
 describe('hub dashboard', () => {
   it('lists agents up or down with their protocols and the catalogue, pushes changes on its feed, and says when rooms are absent', async () => {
-    const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, routes: (hub) => createHubDashboard(hub, { checkMs: 20 }) });
+    const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, rooms: false, routes: (hub) => createHubDashboard(hub, { checkMs: 20 }) });
     cleanups.push(() => running.close());
     const base = `${running.url}/dashboard/`;
     const page = await fetch(base);

@@ -29,6 +29,8 @@ export async function* readSse(response: Response): AsyncGenerator<SseEvent> {
       buffer += value;
     }
   } finally {
+    // A reader that stops early closes its connection (the server's stream would otherwise stay open).
+    await reader.cancel().catch(() => undefined);
     reader.releaseLock();
   }
 }

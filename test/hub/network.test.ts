@@ -78,7 +78,7 @@ describe('a network of agents around a hub', () => {
   });
 
   it('syncs two hubs, and refuses a document a peer serves under the wrong hash', async () => {
-    const a = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger });
+    const a = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger, rooms: false });
     cleanups.push(a.close);
     const good = document('Shipping quote', 'Quotes the price of shipping a parcel.');
     await new HubClient({ url: a.url }).publish(good);
@@ -96,7 +96,7 @@ describe('a network of agents around a hub', () => {
     cleanups.push(() => new Promise((resolve) => liar.close(resolve)));
     const liarUrl = `http://127.0.0.1:${(liar.address() as { port: number }).port}`;
 
-    const b = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger, peers: [a.url, liarUrl] });
+    const b = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger, rooms: false, peers: [a.url, liarUrl] });
     cleanups.push(b.close);
     const reports = await new HubClient({ url: b.url }).sync();
     expect(reports).toEqual({

@@ -1,0 +1,83 @@
+// Rooms kept in Redis: several hub processes share them, and a room whose process died is resumed by another
+// once its lease runs out, at the turn it was on.
+import { quit, Redis, runScript, script } from '../../_redis.js';
+import { CLAIM, RELEASE } from '../redis-store.js';
+import type { RoomEvent, RoomRecord } from './records.js';
+import type { RoomStore } from './store.js';
+
+const PUT = script(`
+if redis.call('EXISTS', KEYS[1]) == 0 and redis.call('SCARD', KEYS[2]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+if ARGV[2] == '1' then redis.call('SADD', KEYS[2], ARGV[4]) else redis.call('SREM', KEYS[2], ARGV[4]) end
+return 1`);
+
+const APPEND = script(`
+local id = redis.call('INCR', KEYS[2])
+redis.call('RPUSH', KEYS[1], id .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
+redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
+return id`);
+
+/** Options of {@link RedisRoomStore}. */
+export type RedisRoomStoreOptions = { url: string; prefix?: string; maxEventsPerRoom?: number; logger?: { error(message: string): void } };
+
+/** Rooms in Redis, shared by every hub process on it. */
+export class RedisRoomStore implements RoomStore {
+  readonly #redis: Redis;
+  readonly #prefix: string;
+  readonly #maxEvents: number;
+
+  constructor(options: RedisRoomStoreOptions) {
+    this.#redis = new Redis(options.url, { maxRetriesPerRequest: 1, commandTimeout: 2000, lazyConnect: false });
+    this.#redis.on('error', (error: Error) => options.logger?.error(`rooms Redis: ${error.message}`));
+    this.#prefix = options.prefix ?? 'agora-hub:';
+    this.#maxEvents = options.maxEventsPerRoom ?? 5000;
+  }
+
+  #key(id: string, part = ''): string {
+    return `${this.#prefix}room:${id}${part}`;
+  }
+
+  async get(id: string): Promise<RoomRecord | undefined> {
+    const text = await this.#redis.get(this.#key(id));
+    return text === null ? undefined : (JSON.parse(text) as RoomRecord);
+  }
+
+  async put(record: RoomRecord, cap: number): Promise<boolean> {
+    const open = record.state === 'active' || record.state === 'paused' ? '1' : '0';
+    return (await runScript(this.#redis, PUT, [this.#key(record.id), `${this.#prefix}rooms:open`], [JSON.stringify(record), open, Math.min(cap, 1e15), record.id])) === 1;
+  }
+
+  async append(roomId: string, type: RoomEvent['type'], data: RoomEvent['data']): Promise<RoomEvent> {
+    const id = Number(await runScript(this.#redis, APPEND, [this.#key(roomId, ':events'), this.#key(roomId, ':seq')], [type, JSON.stringify(data), this.#maxEvents]));
+    return { id, type, data };
+  }
+
+  async events(roomId: string, afterId: number): Promise<RoomEvent[]> {
+    const items = await this.#redis.lrange(this.#key(roomId, ':events'), 0, -1);
+    // Each item is `<id> <type> <data JSON>`, written by APPEND (no re-encoding of the data in Lua).
+    const events: RoomEvent[] = [];
+    for (const item of items) {
+      const first = item.indexOf(' ');
+      const second = item.indexOf(' ', first + 1);
+      const id = Number(item.slice(0, first));
+      if (id > afterId) events.push({ id, type: item.slice(first + 1, second) as RoomEvent['type'], data: JSON.parse(item.slice(second + 1)) as RoomEvent['data'] });
+    }
+    return events;
+  }
+
+  async openRooms(): Promise<string[]> {
+    return this.#redis.smembers(`${this.#prefix}rooms:open`);
+  }
+
+  async claim(roomId: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await runScript(this.#redis, CLAIM, [this.#key(roomId, ':runner')], [owner, Math.ceil(ttlMs)])) === 1;
+  }
+
+  async release(roomId: string, owner: string): Promise<void> {
+    await runScript(this.#redis, RELEASE, [this.#key(roomId, ':runner')], [owner]);
+  }
+
+  async close(): Promise<void> {
+    await quit(this.#redis);
+  }
+}
