@@ -24,7 +24,7 @@ const folder = await temporaryCopy('agora-network-');
 console.log(`${SERVICES.length} services and ${Object.keys(USERS).length} users, thinking with ${name}.\n`);
 
 // The hub: a directory and a protocol database on loopback (private addresses are allowed for this demo only).
-const hub = await startHub({ port: 0, host: '127.0.0.1', tickMs: 0, allowPrivateAgents: true, logger: quietLogger });
+const hub = await startHub({ port: 0, host: '127.0.0.1', tickMs: 0, allowPrivateAgents: true, logger: quietLogger, rooms: false });
 console.log(`Hub at ${hub.url}.`);
 
 const services = new Map<string, RunningAgent>();
