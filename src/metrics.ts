@@ -7,6 +7,11 @@ export type QueryPath = 'routine' | 'llm' | 'failure';
 export const NATURAL_LANGUAGE = 'natural_language';
 
 type Labels = Record<string, string>;
+/** A counter's value, shared by its series and the hot path's cache. */
+type Cell = { value: number };
+type Histogram = { buckets: number[]; sum: number; count: number };
+/** A label's capped value, its query counters by path and its routine histogram, found once. */
+type LabelCells = { protocol: string; queries: Partial<Record<QueryPath, Cell>>; latency?: Histogram };
 
 const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
@@ -69,25 +74,46 @@ export type StreamKind = 'query' | 'follow_up' | 'resume';
  * protocol and purpose, routine latency. Renders Prometheus text for `GET /metrics`.
  */
 export class Metrics {
-  readonly #queries = new Map<string, number>();
+  readonly #queries = new Map<string, Cell>();
   readonly #llmCalls = new Map<string, number>();
   readonly #tokens = new Map<string, number>();
-  readonly #latency = new Map<string, { buckets: number[]; sum: number; count: number }>();
+  readonly #latency = new Map<string, Histogram>();
   readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0, streams: 0, deltas: 0, abortedCalls: 0 };
   readonly #streams: Record<StreamKind, number> = { query: 0, follow_up: 0, resume: 0 };
 
   #observers: MetricsObserver[] = [];
 
-  // Label keys of the hot path, memoised: building and escaping them on every query shows in profiles.
-  readonly #keys = new Map<string, string>();
+  // The hot path's cells by label as given: a query and its routine's latency cost one Map lookup, not a label key
+  // built and escaped each time (it showed in profiles). Bounded like the series it points into.
+  readonly #hot = new Map<string, LabelCells>();
 
-  #memo(cacheKey: string, series: Map<string, unknown>, labels: Labels): string {
-    let key = this.#keys.get(cacheKey);
-    if (key === undefined) {
-      key = labelKey(bounded(series, labels));
-      if (this.#keys.size < MAX_SERIES * 4) this.#keys.set(cacheKey, key);
+  #cellsOf(label: string): LabelCells {
+    let cells = this.#hot.get(label);
+    if (cells === undefined) {
+      cells = { protocol: capLabel(label), queries: {} };
+      if (this.#hot.size < MAX_SERIES * 4) this.#hot.set(label, cells);
     }
-    return key;
+    return cells;
+  }
+
+  #queryCell(path: QueryPath, protocol: string): Cell {
+    const key = labelKey(bounded(this.#queries, { path, protocol }));
+    let cell = this.#queries.get(key);
+    if (cell === undefined) {
+      cell = { value: 0 };
+      this.#queries.set(key, cell);
+    }
+    return cell;
+  }
+
+  #histogram(protocol: string): Histogram {
+    const key = labelKey(bounded(this.#latency, { protocol }));
+    let histogram = this.#latency.get(key);
+    if (histogram === undefined) {
+      histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };
+      this.#latency.set(key, histogram);
+    }
+    return histogram;
   }
 
   /** Adds an observer of queries and LLM calls; returns the function that removes it. */
@@ -100,11 +126,10 @@ export class Metrics {
 
   /** Counts one answered query; `reason` is the failure's fixed text (never peer data), for observers. */
   query(path: QueryPath, label: string, reason?: string): void {
-    const protocol = capLabel(label);
-    const key = this.#memo(`q\u0000${path}\u0000${protocol}`, this.#queries, { path, protocol });
-    this.#queries.set(key, (this.#queries.get(key) ?? 0) + 1);
+    const cells = this.#cellsOf(label);
+    (cells.queries[path] ??= this.#queryCell(path, cells.protocol)).value += 1;
     this.#totals.queries[path] += 1;
-    for (const observer of this.#observers) observer.query?.(path, protocol, reason);
+    for (const observer of this.#observers) observer.query?.(path, cells.protocol, reason);
   }
 
   /** Counts one LLM call and its tokens. */
@@ -125,13 +150,8 @@ export class Metrics {
 
   /** Records how long a routine ran. */
   routineLatency(label: string, seconds: number): void {
-    const protocol = capLabel(label);
-    const key = this.#memo(`l\u0000${protocol}`, this.#latency, { protocol });
-    let histogram = this.#latency.get(key);
-    if (!histogram) {
-      histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };
-      this.#latency.set(key, histogram);
-    }
+    const cells = this.#cellsOf(label);
+    const histogram = (cells.latency ??= this.#histogram(cells.protocol));
     for (let index = 0; index < LATENCY_BUCKETS.length; index++) if (seconds <= LATENCY_BUCKETS[index]!) histogram.buckets[index]! += 1;
     histogram.sum += seconds;
     histogram.count += 1;
@@ -168,9 +188,9 @@ export class Metrics {
   /** Prometheus text exposition format. */
   render(): string {
     const lines: string[] = [];
-    const counter = (name: string, help: string, values: Map<string, number>) => {
+    const counter = (name: string, help: string, values: Map<string, number | Cell>) => {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
-      for (const [labels, value] of values) lines.push(`${name}{${labels}} ${value}`);
+      for (const [labels, value] of values) lines.push(`${name}{${labels}} ${typeof value === 'number' ? value : value.value}`);
     };
     counter('agora_queries_total', 'Queries answered, by path (routine, llm, failure) and protocol.', this.#queries);
     counter('agora_llm_calls_total', 'LLM calls, by protocol and purpose.', this.#llmCalls);

@@ -212,7 +212,7 @@ export class Receiver implements ReceiverApi {
 
   async query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
     const target = targetOf(request.protocolHash);
-    const route = await this.#router.ofQuery(target, request.protocolSources);
+    const route = this.#router.routeNow(target) ?? (await this.#router.ofQuery(target, request.protocolSources));
     // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
     const multiround = request.multiround === true || target.kind === 'negotiation';
     if (!multiround) {

@@ -13,3 +13,25 @@ describe('Metrics.summary', () => {
     expect(metrics.summary()).toBe('2 queries (1 routine, 1 LLM, 0 failed); 2 LLM calls, 15 input + 5 output tokens');
   });
 });
+
+describe('Metrics.render', () => {
+  it('keeps one series per path and protocol, and one routine histogram per protocol', () => {
+    const metrics = new Metrics();
+    metrics.query('routine', 'echo');
+    metrics.query('routine', 'echo');
+    metrics.query('failure', 'echo');
+    metrics.routineLatency('echo', 0.003);
+    metrics.routineLatency('echo', 0.003);
+    // Two labels cut to the same 64 characters are one series.
+    metrics.query('llm', `${'x'.repeat(70)}a`);
+    metrics.query('llm', `${'x'.repeat(70)}b`);
+    const text = metrics.render();
+    expect(text).toContain('agora_queries_total{path="routine",protocol="echo"} 2');
+    expect(text).toContain('agora_queries_total{path="failure",protocol="echo"} 1');
+    expect(text).toContain(`agora_queries_total{path="llm",protocol="${'x'.repeat(63)}…"} 2`);
+    expect(text).toContain('agora_routine_duration_seconds_bucket{protocol="echo",le="0.0025"} 0');
+    expect(text).toContain('agora_routine_duration_seconds_bucket{protocol="echo",le="0.005"} 2');
+    expect(text).toContain('agora_routine_duration_seconds_count{protocol="echo"} 2');
+    expect(metrics.snapshot().queries).toEqual({ routine: 2, llm: 2, failure: 1 });
+  });
+});

@@ -123,69 +123,66 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   let inFlight = 0;
   let drained: (() => void) | undefined;
 
-  async function serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    inFlight += 1;
-    try {
-      await answer(incoming, response);
-    } finally {
-      inFlight -= 1;
-      if (inFlight === 0) drained?.();
-    }
-  }
-
   // Checked once: with debug off (the default) a request pays nothing for the request log.
   const debug = logger.debug?.bind(logger);
 
-  async function answer(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    let result: StreamingResponse;
-    const started = debug ? performance.now() : 0;
-    let id: string | undefined;
+  // One async function per request, which also counts it in flight: every async layer costs the hot path.
+  async function serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
+    inFlight += 1;
     try {
-      const request = new NodeCoreRequest(incoming, maxBodyBytes);
-      if (abortOnDisconnect) request.signal = disconnectSignal(response);
-      if (routes !== undefined && underPrefix(request.path, routes.prefix)) {
-        const retryAfter = limit ? await limit(request.remoteAddress) : 0;
-        if (retryAfter <= 0) return await routes.handle(incoming, response, request.path);
-        const refused = failure(429, 'Too many requests');
-        refused.headers['retry-after'] = String(retryAfter);
-        response.writeHead(refused.status, refused.headers).end(refused.body);
-        return;
-      }
-      // Faces first (OAP's `GET /` would be Agora's 405), behind a test of the path's first characters.
-      if (faces !== undefined && isFacePath(request.method, request.path)) {
-        const faced = await faces.handle(request);
-        if (faced !== undefined) {
-          if (closing) response.shouldKeepAlive = false;
-          await writeFaceResponse(response, faced);
+      let result: StreamingResponse;
+      const started = debug ? performance.now() : 0;
+      let id: string | undefined;
+      try {
+        const request = new NodeCoreRequest(incoming, maxBodyBytes);
+        if (abortOnDisconnect) request.signal = disconnectSignal(response);
+        if (routes !== undefined && underPrefix(request.path, routes.prefix)) {
+          const retryAfter = limit ? await limit(request.remoteAddress) : 0;
+          if (retryAfter <= 0) return await routes.handle(incoming, response, request.path);
+          const refused = failure(429, 'Too many requests');
+          refused.headers['retry-after'] = String(retryAfter);
+          response.writeHead(refused.status, refused.headers).end(refused.body);
           return;
         }
+        // Faces first (OAP's `GET /` would be Agora's 405), behind a test of the path's first characters.
+        if (faces !== undefined && isFacePath(request.method, request.path)) {
+          const faced = await faces.handle(request);
+          if (faced !== undefined) {
+            if (closing) response.shouldKeepAlive = false;
+            await writeFaceResponse(response, faced);
+            return;
+          }
+        }
+        if (debug) request.id = id = requestId();
+        result = agora ? await handle(request) : failure(404, 'Not found');
+      } catch (error) {
+        const id = requestId();
+        logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+        result = failure(500, `Internal error (request ${id})`);
       }
-      if (debug) request.id = id = requestId();
-      result = agora ? await handle(request) : failure(404, 'Not found');
-    } catch (error) {
-      const id = requestId();
-      logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-      result = failure(500, `Internal error (request ${id})`);
-    }
-    if (result.stream) {
-      // Streamed replies hold their connection until their last event: never kept alive past a close().
+      if (result.stream) {
+        // Streamed replies hold their connection until their last event: never kept alive past a close().
+        if (closing) response.shouldKeepAlive = false;
+        await writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
+          logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+          response.destroy();
+        });
+        return;
+      }
+      if (response.headersSent || response.destroyed) return;
+      // While closing, no connection is kept alive, so close() does not wait on idle sockets.
       if (closing) response.shouldKeepAlive = false;
-      await writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
-        logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+      try {
+        response.writeHead(result.status, result.headers).end(result.body);
+        if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
+      } catch (error) {
+        // A rejection here would be unhandled and end the process: log, and drop this one connection.
+        logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
         response.destroy();
-      });
-      return;
-    }
-    if (response.headersSent || response.destroyed) return;
-    // While closing, no connection is kept alive, so close() does not wait on idle sockets.
-    if (closing) response.shouldKeepAlive = false;
-    try {
-      response.writeHead(result.status, result.headers).end(result.body);
-      if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
-    } catch (error) {
-      // A rejection here would be unhandled and end the process: log, and drop this one connection.
-      logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
-      response.destroy();
+      }
+    } finally {
+      inFlight -= 1;
+      if (inFlight === 0) drained?.();
     }
   }
 

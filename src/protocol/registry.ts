@@ -108,8 +108,8 @@ export class ProtocolRegistry {
    * sharing the memory, else read from the sources as a *candidate*, which costs nothing lasting until {@link adopt}.
    */
   async resolve(hash: string, sources: readonly string[] | null | undefined): Promise<KnownDocument | undefined> {
-    const known = this.get(hash);
-    if (known) return this.#used(known);
+    const known = this.held(hash);
+    if (known) return known;
     const shared = await this.#options.memory.get<{ text: string }>(`documents/${hash}`);
     if (shared && typeof shared.text === 'string') {
       await this.refreshLearned().catch(() => undefined);
@@ -130,6 +130,22 @@ export class ProtocolRegistry {
     return { document, origin: 'candidate' };
   }
 
+  /**
+   * A document in the folder or learned (marked used), found without waiting: {@link resolve}'s first step, which
+   * the hot path takes synchronously (each `await` on a query's way costs a turn of the microtask queue).
+   */
+  held(hash: string): KnownDocument | undefined {
+    const local = this.#folder.find(hash);
+    if (local) {
+      local.usedAt = this.#now();
+      return { document: local.document, origin: 'local', name: local.name, file: local.file };
+    }
+    const learned = this.#learned.peek(hash);
+    if (!learned) return undefined;
+    this.#learned.use(hash);
+    return { document: learned, origin: 'learned' };
+  }
+
   /** The document of a turn in a conversation under way: also a replaced version of a local file. */
   async forConversation(hash: string, sources: readonly string[] | null | undefined): Promise<KnownDocument | undefined> {
     const local = this.#folder.find(hash, true);
@@ -138,17 +154,6 @@ export class ProtocolRegistry {
       return { document: local.document, origin: 'local', name: local.name, file: local.file };
     }
     return this.resolve(hash, sources);
-  }
-
-  /** Marks a document used: a local one stays answerable by conversations under way once replaced. */
-  #used(known: KnownDocument): KnownDocument {
-    if (known.origin === 'local') {
-      const local = this.#folder.find(known.document.hash);
-      if (local) local.usedAt = this.#now();
-    } else {
-      this.#learned.use(known.document.hash);
-    }
-    return known;
   }
 
   /**

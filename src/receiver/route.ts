@@ -31,6 +31,17 @@ export class QueryRouter {
     this.#parts = parts;
   }
 
+  /**
+   * The route of a new query when it needs no waiting: a document the agent holds, answered by its routine file.
+   * The hot path of a routine agent takes it without an `await`; anything else goes through {@link ofQuery}.
+   */
+  routeNow(target: QueryTarget): Route | undefined {
+    if (target.kind !== 'protocol') return undefined;
+    const known = this.#parts.registry.held(target.hash);
+    const routine = known && this.#parts.answerer.routineOf(known);
+    return routine ? { kind: 'routine', known: known!, routine } : undefined;
+  }
+
   /** Who answers a new query: natural language, negotiation, or a protocol's routine, generated routine or LLM. */
   async ofQuery(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<Route> {
     const { registry, answerer, suitability, extensions, hasLlm, responderCall } = this.#parts;

@@ -90,9 +90,16 @@ async function drain(generator: AsyncGenerator<unknown, unknown, void>, onDelta:
 
 // The signal is made only if the routine reads it: most never do, and an AbortController per query shows in profiles.
 class RunContext {
+  readonly conversation: RoutineContext['conversation'];
+  readonly protocol: RoutineContext['protocol'];
+  readonly logger: RoutineContext['logger'];
+  readonly tools: RoutineContext['tools'];
   #controller: AbortController | undefined;
   constructor(base: Omit<RoutineContext, 'signal'>) {
-    Object.assign(this, base);
+    this.conversation = base.conversation;
+    this.protocol = base.protocol;
+    this.logger = base.logger;
+    this.tools = base.tools;
   }
   get signal(): AbortSignal {
     return (this.#controller ??= new AbortController()).signal;
@@ -138,7 +145,9 @@ export async function runRoutine(
     if (generator) output = drain(generator, onDelta, isolation);
     // A synchronous reply needs no timer (a synchronous loop could not be stopped by one anyway).
     if (isPromiseLike(output)) {
-      const timeout = new Promise<never>((_, reject) => {
+      const pending = output;
+      // One promise settled by whichever comes first (Promise.race would make two more per query).
+      output = await new Promise<unknown>((resolve, reject) => {
         cancel = onDeadline(timeoutMs, () => {
           const error = new Error(`timed out after ${timeoutMs} ms`);
           runContext.abort(error);
@@ -146,8 +155,8 @@ export async function runRoutine(
           generator?.return(undefined).catch(() => undefined);
           reject(error);
         });
+        pending.then(resolve, reject);
       });
-      output = await Promise.race([output, timeout]);
     }
     if (routine.output) {
       const parsed = routine.output.safeParse(output);
