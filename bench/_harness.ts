@@ -115,6 +115,26 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
   };
 }
 
+/** One load of an alternating run: what {@link load} takes, and a name. */
+export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string };
+
+/**
+ * The host is shared and its speed swings within seconds, so one load per server would compare a quiet moment with
+ * a busy one. Instead every load runs `rounds` times, in turns (a, b, c, a, b, c…), and each keeps its best round:
+ * the nearest to what the server can do when the machine lets it, measured in the same minutes as its baseline.
+ */
+export async function alternating(loads: AlternatingLoad[], rounds: number, seconds: number, log: (line: string) => void = () => {}): Promise<LoadResult[]> {
+  const best: (LoadResult | undefined)[] = loads.map(() => undefined);
+  for (let round = 1; round <= rounds; round++) {
+    log(`  round ${round} of ${rounds}…`);
+    for (const [index, { name, ...options }] of loads.entries()) {
+      const result = await load(name, { ...options, duration: seconds });
+      if (best[index] === undefined || result.requestsPerSecond > best[index].requestsPerSecond) best[index] = result;
+    }
+  }
+  return best as LoadResult[];
+}
+
 /** Formats rows as an aligned Markdown table. */
 export function table(header: string[], rows: (string | number)[][]): string {
   const cells = [header, ...rows.map((row) => row.map(String))];

@@ -14,7 +14,7 @@ const duration = Number(values.duration);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 const sections: [string, () => Promise<string>][] = [
-  ['http', async () => `## HTTP hot path (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
+  ['http', async () => `## HTTP hot path (50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
   ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
   ['streaming', async () => `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`],
   ['faces', async () => `## Faces: ROAR vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
