@@ -1,4 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,24 +116,61 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
   };
 }
 
-/** One load of an alternating run: what {@link load} takes, and a name. */
-export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string };
+/** One load of an alternating run: what {@link load} takes, a name, and the server's process id (for its CPU time). */
+export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string; pid?: number };
+
+/** An alternating run's outcome for one load: its best round, every round, and its CPU time per request. */
+export type AlternatingResult = LoadResult & { rounds: LoadResult[]; cpuMicrosPerRequest?: number };
+
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** CPU seconds a process has used (user + system), from /proc on Linux; undefined elsewhere. */
+export function processCpuSeconds(pid: number): number | undefined {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * The host is shared and its speed swings within seconds, so one load per server would compare a quiet moment with
- * a busy one. Instead every load runs `rounds` times, in turns (a, b, c, a, b, c…), and each keeps its best round:
- * the nearest to what the server can do when the machine lets it, measured in the same minutes as its baseline.
+ * a busy one. Instead every load runs `rounds` times, in turns (a, b, c, a, b, c…): each keeps its best round (the
+ * nearest to what the server can do when the machine lets it), every round (to compare neighbours, see
+ * {@link pairedRatio}) and the CPU time its server process spent per request, lowest of its rounds.
  */
-export async function alternating(loads: AlternatingLoad[], rounds: number, seconds: number, log: (line: string) => void = () => {}): Promise<LoadResult[]> {
-  const best: (LoadResult | undefined)[] = loads.map(() => undefined);
+export async function alternating(loads: AlternatingLoad[], rounds: number, seconds: number, log: (line: string) => void = () => {}): Promise<AlternatingResult[]> {
+  const results: AlternatingResult[] = [];
   for (let round = 1; round <= rounds; round++) {
     log(`  round ${round} of ${rounds}…`);
-    for (const [index, { name, ...options }] of loads.entries()) {
+    for (const [index, { name, pid, ...options }] of loads.entries()) {
+      const before = pid === undefined ? undefined : processCpuSeconds(pid);
       const result = await load(name, { ...options, duration: seconds });
-      if (best[index] === undefined || result.requestsPerSecond > best[index].requestsPerSecond) best[index] = result;
+      const after = pid === undefined ? undefined : processCpuSeconds(pid);
+      const requests = result.requestsPerSecond * seconds;
+      const cpu = before !== undefined && after !== undefined && requests > 0 ? ((after - before) * 1e6) / requests : undefined;
+      const kept = results[index];
+      if (kept === undefined) {
+        results[index] = { ...result, rounds: [result], ...(cpu !== undefined ? { cpuMicrosPerRequest: cpu } : {}) };
+        continue;
+      }
+      kept.rounds.push(result);
+      if (cpu !== undefined && (kept.cpuMicrosPerRequest === undefined || cpu < kept.cpuMicrosPerRequest)) kept.cpuMicrosPerRequest = cpu;
+      if (result.requestsPerSecond > kept.requestsPerSecond) Object.assign(kept, result);
     }
   }
-  return best as LoadResult[];
+  return results;
+}
+
+/**
+ * The median over rounds of `subject / baseline`, each round's pair measured seconds apart (neighbours in the
+ * turn order): steadier than a ratio of two bests, which can pair a baseline's quiet moment with a busy one.
+ */
+export function pairedRatio(subject: AlternatingResult, baseline: AlternatingResult): number {
+  const ratios = subject.rounds.map((round, index) => round.requestsPerSecond / baseline.rounds[index]!.requestsPerSecond).sort((x, y) => x - y);
+  const middle = Math.floor(ratios.length / 2);
+  return ratios.length % 2 === 1 ? ratios[middle]! : (ratios[middle - 1]! + ratios[middle]!) / 2;
 }
 
 /** Formats rows as an aligned Markdown table. */

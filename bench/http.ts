@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { hashText } from '../src/protocol/document.js';
-import { alternating, formatNumber, load, startProcess, table, type BenchServer, type LoadResult } from './_harness.js';
+import { alternating, formatNumber, load, pairedRatio, startProcess, table, type AlternatingResult, type BenchServer, type LoadResult } from './_harness.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -34,32 +34,39 @@ export async function benchHttp(duration: number, log: (line: string) => void, r
       const response = await fetch(`${agora.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: shoppingHash, multiround: true, body: { action: 'add', item: 'tea' } }) });
       ids.push(((await response.json()) as { conversationId: string }).conversationId);
     }
+    // In turns a, c, e, b, d: each ratio's two loads are neighbours, seconds apart.
     const loads = [
-      { name: '(a) bare node:http JSON echo', url: nodeEcho.url, body: single },
-      { name: '(b) bare Express 5 res.json(req.body)', url: expressEcho.url, body: single },
-      { name: '(c) agora serve (as it runs: faces and dashboard mounted), routine, single-round', url: agora.url, body: single },
-      { name: '(d) agoraRouter in Express, routine', url: router.url, body: single },
-      { name: '(e) agora serve (as it runs), multiround follow-up', url: agora.url, body: JSON.stringify({ body: { action: 'list' } }), paths: ids.map((id) => `/conversations/${id}`) },
+      { name: '(a) bare node:http JSON echo', url: nodeEcho.url, body: single, pid: nodeEcho.child.pid },
+      { name: '(c) agora serve (as it runs: faces and dashboard mounted), routine, single-round', url: agora.url, body: single, pid: agora.child.pid },
+      { name: '(e) agora serve (as it runs), multiround follow-up', url: agora.url, body: JSON.stringify({ body: { action: 'list' } }), paths: ids.map((id) => `/conversations/${id}`), pid: agora.child.pid },
+      { name: '(b) bare Express 5 res.json(req.body)', url: expressEcho.url, body: single, pid: expressEcho.child.pid },
+      { name: '(d) agoraRouter in Express, routine', url: router.url, body: single, pid: router.child.pid },
     ];
     // Warm up (JIT, routine modules) before measuring.
-    for (const { name, ...options } of loads) await load(`${name} warm-up`, { ...options, duration: 1 });
-    const results = await alternating(loads, rounds, roundSeconds, log);
-    const [a, b, c, d, e] = results as [LoadResult, LoadResult, LoadResult, LoadResult, LoadResult];
-    const ratios = { 'c/a': c.requestsPerSecond / a.requestsPerSecond, 'd/b': d.requestsPerSecond / b.requestsPerSecond, 'e/a': e.requestsPerSecond / a.requestsPerSecond };
+    for (const { name, pid: _pid, ...options } of loads) await load(`${name} warm-up`, { ...options, duration: 1 });
+    const [a, c, e, b, d] = (await alternating(loads, rounds, roundSeconds, log)) as [AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult];
+    const results = [a, b, c, d, e];
+    const best = (x: LoadResult, y: LoadResult) => x.requestsPerSecond / y.requestsPerSecond;
+    const cpu = (x: AlternatingResult, y: AlternatingResult) => (x.cpuMicrosPerRequest && y.cpuMicrosPerRequest ? y.cpuMicrosPerRequest / x.cpuMicrosPerRequest : NaN);
+    const ratios = { 'c/a': pairedRatio(c, a), 'd/b': pairedRatio(d, b), 'e/a': pairedRatio(e, a) };
+    const row = (label: string, x: AlternatingResult, y: AlternatingResult, target: string) => [label, formatNumber(pairedRatio(x, y), 2), formatNumber(best(x, y), 2), formatNumber(cpu(x, y), 2), target];
     const markdown = [
-      `Best of ${rounds} rounds of ${roundSeconds} s per server, the servers loaded in turns.`,
+      `${rounds} rounds of ${roundSeconds} s per server, the servers loaded in turns; req/s is each one's best round.`,
       '',
       table(
-        ['server', 'req/s', 'p50 ms', 'p99 ms', 'errors'],
-        results.map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx]),
+        ['server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'],
+        results.map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1)]),
       ),
       '',
+      'Ratios: the median over rounds of the two loads measured seconds apart (the tracked value); the ratio of their',
+      'best rounds; and the inverse ratio of their servers\' CPU time per request (what each could serve with a core to itself).',
+      '',
       table(
-        ['ratio', 'value', 'target'],
+        ['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'],
         [
-          ['c/a (agora serve vs bare node:http)', formatNumber(ratios['c/a'], 2), '≥ 0.80'],
-          ['d/b (agoraRouter vs bare Express)', formatNumber(ratios['d/b'], 2), '≥ 0.85'],
-          ['e/a (multiround follow-up vs bare node:http)', formatNumber(ratios['e/a'], 2), '—'],
+          row('c/a (agora serve vs bare node:http)', c, a, '≥ 0.80'),
+          row('d/b (agoraRouter vs bare Express)', d, b, '≥ 0.85'),
+          row('e/a (multiround follow-up vs bare node:http)', e, a, '—'),
         ],
       ),
     ].join('\n');
