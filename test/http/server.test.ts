@@ -310,6 +310,31 @@ describe('slow clients', () => {
 });
 
 describe('client disconnects', () => {
+  it('drops a request whose client leaves halfway through its body: no query, no error logged, the server answers on', async () => {
+    const logger = memoryLogger();
+    const { receiver } = fakeReceiver();
+    let queries = 0;
+    const counting: ReceiverApi = { ...receiver, query: (...args) => (queries++, receiver.query(...args)) };
+    const server = await startServer(counting, { port: 0, logger });
+    try {
+      const socket = connect(server.port, '127.0.0.1');
+      await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+      const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"body": "hal');
+      // The server has read the half body once /health, on another connection, is answered after it.
+      await new Promise((resolve) => setImmediate(resolve));
+      socket.destroy();
+      await closed;
+      expect((await call(server.url, 'GET', '/health')).status).toBe(200);
+      // A whole request on a fresh connection is answered as usual.
+      expect((await call(server.url, 'POST', '/', { body: 'whole' })).status).toBe(200);
+      expect(queries).toBe(1);
+      expect(logger.lines).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+
   it('aborts the signal the receiver was given when abortOnDisconnect is set, without logging an error', async () => {
     const logger = memoryLogger();
     let aborted: (reason: unknown) => void = () => {};
