@@ -16,6 +16,11 @@ export class RawNumber {
   toJSON(): number {
     return this.value;
   }
+
+  /** A number JSON.parse read, as the text Python would print back for it (a fraction, or an exact integer). */
+  static of(value: number): RawNumber {
+    return new RawNumber(JSON.stringify(value));
+  }
 }
 
 /** A JSON value as the lossless reader returns it: numbers as {@link RawNumber}, objects without a prototype. */
@@ -223,7 +228,10 @@ export function canonicalJson(value: LosslessValue | undefined): string {
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
-      return Number.isFinite(value) ? pythonNumber(JSON.stringify(value)) : 'null';
+      // As pythonNumber(JSON.stringify(value)) would print it, without the text in between: an integer below 1e21
+      // (JSON.stringify's digits, `-0` as `0`), else Python's float repr.
+      if (!Number.isFinite(value)) return 'null';
+      return Number.isInteger(value) && Math.abs(value) < 1e21 ? (value === 0 ? '0' : String(value)) : pythonFloat(value);
   }
   if (Array.isArray(value)) {
     let result = '[';

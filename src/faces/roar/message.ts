@@ -4,7 +4,8 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { Ask } from '../ask.js';
-import { canonicalJson, parseLossless, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from './canonical.js';
+import { canonicalJson, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from './canonical.js';
+import { readRoarJson } from './read.js';
 import { identityJson, type RoarIdentity } from './identity.js';
 import { ROAR_CAPABILITIES } from './card.js';
 import type { ReplayGuard } from './replay.js';
@@ -75,12 +76,18 @@ function didOf(value: LosslessValue | undefined, field: string): string {
 /** Reads and checks a ROAR message's shape (400 `invalid_message` on any fault). */
 export function parseRoarMessage(text: string): RoarMessage {
   let raw: LosslessValue;
+  let plain: boolean;
   try {
-    raw = parseLossless(text);
+    ({ value: raw, plain } = readRoarJson(text));
   } catch (error) {
     invalid(isAgoraError(error) ? error.message : 'Invalid JSON');
   }
   if (!isObject(raw)) invalid('A ROAR message is a JSON object');
+  if (plain) {
+    // The two timestamps are read as the lossless reader would give them (their text is signed and checked).
+    if (typeof raw.timestamp === 'number') raw.timestamp = RawNumber.of(raw.timestamp);
+    if (isObject(raw.auth) && typeof raw.auth.timestamp === 'number') raw.auth.timestamp = RawNumber.of(raw.auth.timestamp);
+  }
   if (raw.roar !== undefined && typeof raw.roar !== 'string') invalid('roar must be a version string');
   const { id, intent } = raw;
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID) invalid(`id must be a string of 1 to ${MAX_ID} characters`);
@@ -97,8 +104,9 @@ export function parseRoarMessage(text: string): RoarMessage {
     fromDid: didOf(raw.from, 'from'),
     toDid: didOf(raw.to, 'to'),
     intent: intent as RoarMessage['intent'],
-    payload: toPlain(payload) as JsonObject,
-    context: toPlain(context) as JsonObject,
+    // JSON.parse gave plain JSON already; the lossless reader's numbers become numbers.
+    payload: (plain ? payload : toPlain(payload)) as JsonObject,
+    context: (plain ? context : toPlain(context)) as JsonObject,
   };
 }
 

@@ -1,6 +1,6 @@
 // ROAR message signatures: HMAC-SHA256 with a shared secret, Ed25519 with a key the receiver already trusts,
 // both over the canonical JSON of the seven signed fields (spec 0.3, `spec/04-exchange.md`).
-import { createHmac, createPrivateKey, createPublicKey, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import { createHmac, createPrivateKey, createPublicKey, createSecretKey, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
 import { canonicalJson, type LosslessValue } from './canonical.js';
 
 /** The seven fields a ROAR signature covers; `from` and `to` are DIDs, `timestamp` is `auth.timestamp`. */
@@ -16,13 +16,25 @@ export type SigningFields = {
 
 /** The bytes a ROAR signature covers, as Python's `json.dumps(…, sort_keys=True, separators=(", ", ": "))` prints them. */
 export function signingBody(fields: SigningFields): string {
-  const { context, from, id, intent, payload, timestamp, to } = fields;
-  return canonicalJson({ context, from, id, intent, payload, timestamp, to });
+  // The seven keys in sorted order, written out: the same bytes as canonicalJson of the object, without sorting them.
+  return `{"context": ${canonicalJson(fields.context)}, "from": ${canonicalJson(fields.from)}, "id": ${canonicalJson(fields.id)}, "intent": ${canonicalJson(fields.intent)}, "payload": ${canonicalJson(fields.payload)}, "timestamp": ${canonicalJson(fields.timestamp)}, "to": ${canonicalJson(fields.to)}}`;
+}
+
+// The secret as a key object, made once: createHmac with a string prepares a new key on every call.
+let lastSecret: string | undefined;
+let lastKey: KeyObject | undefined;
+
+function secretKey(secret: string): KeyObject {
+  if (secret !== lastSecret || lastKey === undefined) {
+    lastKey = createSecretKey(Buffer.from(secret, 'utf8'));
+    lastSecret = secret;
+  }
+  return lastKey;
 }
 
 /** `hmac-sha256:<hex>` over the canonical body. */
 export function hmacSignature(body: string, secret: string): string {
-  return `hmac-sha256:${createHmac('sha256', secret).update(body, 'utf8').digest('hex')}`;
+  return `hmac-sha256:${createHmac('sha256', secretKey(secret)).update(body, 'utf8').digest('hex')}`;
 }
 
 /** `ed25519:<base64url, no padding>` over the canonical body. */
