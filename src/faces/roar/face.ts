@@ -52,8 +52,11 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
     return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
   if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
-  const task = (status: string, extra: Record<string, string> = {}) =>
+  // Built only while someone listens: most agents have no /roar/events reader, and the event costs a clock read.
+  const task = (status: string, extra: Record<string, string> = {}) => {
+    if (deps.events.subscribers === 0) return;
     deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data: { task_id: message.id, intent: message.intent, status, ...extra }, timestamp: deps.now() / 1000 });
+  };
   task('working');
   try {
     const context = signal ? { signal } : undefined;
