@@ -261,21 +261,19 @@ describe('slow clients', () => {
   it('cuts off a client sending its headers slowly, and keeps serving others', async () => {
     const server = await startServer(fakeReceiver().receiver, { port: 0, headersTimeoutMs: 300, logger: memoryLogger() });
     try {
-      const started = Date.now();
       const socket = connect(server.port, '127.0.0.1');
       let received = '';
       socket.on('data', (chunk) => (received += chunk.toString('latin1')));
       socket.on('error', () => {});
       socket.write('GET /health HTTP/1.1\r\nHost: x\r\n');
       const drip = setInterval(() => socket.writable && socket.write(`X-Slow-${Date.now()}: 1\r\n`), 50);
-      const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - started)));
+      const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()));
 
       // Meanwhile others are served.
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
-      const elapsed = await closed;
+      await closed;
       clearInterval(drip);
-      // The drip never stops: only the headers timeout closes the socket (no upper bound: a loaded machine is slow).
-      expect(elapsed).toBeGreaterThanOrEqual(250);
+      // The drip never stops: only the headers timeout can have closed the socket, and it says so.
       expect(received).toMatch(/^HTTP\/1\.1 408 [\s\S]*\{"status":"failure","error":"Request timeout"\}$/);
       expect((await call(server.url, 'GET', '/health')).status).toBe(200);
     } finally {
