@@ -15,6 +15,11 @@ describe('parseQueryRequest', () => {
   it('refuses nesting deeper than the limit, and names each bad field', () => {
     const deep = `{"body": ${'['.repeat(MAX_BODY_DEPTH + 1)}${']'.repeat(MAX_BODY_DEPTH + 1)}}`;
     expect(() => parseQueryRequest(bytes(deep), 1 << 20)).toThrow(`Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
+    // Many brackets are not deep nesting, and brackets inside a string are no nesting at all.
+    const wide = `{"body": [${Array.from({ length: 150 }, () => '{"a": []}').join(', ')}]}`;
+    expect((parseQueryRequest(bytes(wide), 1 << 20).body as unknown[]).length).toBe(150);
+    const quoted = `{"body": "${'['.repeat(MAX_BODY_DEPTH * 2)}"}`;
+    expect(parseQueryRequest(bytes(quoted), 1 << 20).body).toBe('['.repeat(MAX_BODY_DEPTH * 2));
     expect(() => parseQueryRequest(bytes('{"protocolHash": 1}'), 1024)).toThrow('protocolHash must be a string or null; body is required');
     expect(() => parseQueryRequest(bytes('\ufeff[1]'), 1024)).toThrow('Request body must be a JSON object');
   });
