@@ -14,11 +14,18 @@ export function safeJson(text: string): unknown {
   }
 }
 
-/** What a guest's outbox says, in order: `D` a call's end, `T` a tool request, `L` a log line (formats below). */
+/**
+ * What a guest's outbox says, in order: `D` a call's end, `T` a tool request, `L` a log line (formats below). The
+ * messages are separated by newlines: every part of a message that could hold one is JSON text, whose strings never
+ * hold a raw newline, so no message is escaped a second time to be framed.
+ */
 export function outboxMessages(outbox: string): { kind: 'D' | 'T' | 'L'; text: string }[] {
-  const messages = safeJson(outbox);
-  if (!Array.isArray(messages)) return [];
-  return messages.flatMap((message) => (typeof message === 'string' && (message[0] === 'D' || message[0] === 'T' || message[0] === 'L') ? [{ kind: message[0], text: message.slice(1) }] : []));
+  const messages: { kind: 'D' | 'T' | 'L'; text: string }[] = [];
+  for (const message of outbox.split('\n')) {
+    const kind = message[0];
+    if (kind === 'D' || kind === 'T' || kind === 'L') messages.push({ kind, text: message.slice(1) });
+  }
+  return messages;
 }
 
 /** The bundle wrapped in a function, so its `var` stays local; the completion value is the module's exports. */
@@ -30,20 +37,21 @@ export function wrapBundle(bundle: string): string {
  * The prelude's source; its completion value is `{ load, run, settle, flush }`. `run` takes
  * `[runId, method, payload, conversation, statics?]` as JSON (statics, `{ protocol, tools }`, only when they changed
  * since the last call) and `settle` a tool's answer, `"+<callId>:<JSON>"` or `"-<callId>:<error>"`. `run`, `settle`
- * and `flush` return the guest's outbox as a JSON array of strings (or an empty string when it is empty): `D+<runId>:
- * <result JSON>` or `D-<runId>:<error>` (the end of a call), `T<runId>:<callId>:<name>\\n<input JSON>` (a tool
- * request), `L<JSON [runId, level, message]>` (a log line). Plain string slicing, no regular expressions.
+ * and `flush` return the guest's outbox, its messages separated by newlines (an empty string when it is empty):
+ * `D+<runId>:<result JSON>` or `D-<runId>:<error as a JSON string>` (the end of a call), `T<runId>:<callId>:<JSON
+ * [name, input]>` (a tool request), `L<JSON [runId, level, message]>` (a log line). Plain string slicing, no
+ * regular expressions.
  */
 export const GUEST_PRELUDE = `(() => {
   'use strict';
-  const parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze, defineProperty = Object.defineProperty;
-  // A string, not an array: nothing the module does to Array.prototype reaches it.
+  const parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze;
+  // A string, not an array: nothing the module does to Array.prototype reaches it. Each message is built from JSON
+  // text and fixed characters only, so it holds no newline, the separator.
   let outbox = '';
-  const send = (message) => { outbox = outbox ? outbox + ',' + stringify(message) : stringify(message); };
+  const send = (message) => { outbox = outbox ? outbox + '\\n' + message : message; };
   const hostTool = (text) => send('T' + text), hostDone = (text) => send('D' + text), hostLog = (text) => send('L' + text);
   function flush() {
-    if (!outbox) return '';
-    const text = '[' + outbox + ']';
+    const text = outbox;
     outbox = '';
     return text;
   }
@@ -72,11 +80,11 @@ export const GUEST_PRELUDE = `(() => {
   }
   function callTool(runId, name, input) {
     return new Promise((resolve, reject) => {
-      const text = stringify(input === undefined ? null : input);
+      const text = stringify([name, input === undefined ? null : input]);
       if (text === undefined) throw new Error('the input of tool ' + name + ' is not JSON');
       const callId = ++nextCall;
       calls.set(callId, { resolve, reject });
-      hostTool(runId + ':' + callId + ':' + name + '\\n' + text);
+      hostTool(runId + ':' + callId + ':' + text);
     });
   }
   function settle(text) {
@@ -93,25 +101,30 @@ export const GUEST_PRELUDE = `(() => {
     if (routine === undefined || routine === null) throw new Error('the module has no default export');
   }
   const signal = freeze({ aborted: false, reason: undefined, throwIfAborted() {}, addEventListener() {}, removeEventListener() {}, onabort: null });
-  // The routine context; protocol, tools and logger are built only if the routine reads them.
+  function toolsOf(runId) {
+    const tools = {};
+    for (const name of toolNames) tools[name] = (input) => callTool(runId, name, input);
+    return freeze(tools);
+  }
+  function loggerOf(runId) {
+    const log = (level) => (message) => hostLog(stringify([runId, level, String(message)]));
+    return freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
+  }
+  // The routine context; protocol, tools and logger are built only if the routine reads them, once each. Accessors
+  // in a literal: defining them one by one, and redefining each as a value on first read, cost the interpreter
+  // more than the rest of a simple call.
   function routineContext(runId, conversation) {
-    const context = { conversation, signal };
-    const lazy = (key, build) => defineProperty(context, key, { enumerable: true, configurable: true, get() {
-      const value = build();
-      defineProperty(context, key, { value, enumerable: true, writable: true, configurable: true });
-      return value;
-    } });
-    lazy('protocol', () => parse(protocolText));
-    lazy('tools', () => {
-      const tools = {};
-      for (const name of toolNames) tools[name] = (input) => callTool(runId, name, input);
-      return freeze(tools);
-    });
-    lazy('logger', () => {
-      const log = (level) => (message) => hostLog(stringify([runId, level, String(message)]));
-      return freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
-    });
-    return context;
+    let protocol, tools, logger;
+    return {
+      conversation,
+      signal,
+      get protocol() { return protocol === undefined ? (protocol = parse(protocolText)) : protocol; },
+      set protocol(value) { protocol = value; },
+      get tools() { return tools === undefined ? (tools = toolsOf(runId)) : tools; },
+      set tools(value) { tools = value; },
+      get logger() { return logger === undefined ? (logger = loggerOf(runId)) : logger; },
+      set logger(value) { logger = value; },
+    };
   }
   function handle(runId, body, conversation) {
     const definition = typeof routine === 'function' ? { handle: routine } : routine;
@@ -157,7 +170,7 @@ export const GUEST_PRELUDE = `(() => {
       protocolText = stringify(statics.protocol);
       toolNames = statics.tools;
     }
-    const fail = (error) => hostDone('-' + runId + ':' + describe(error));
+    const fail = (error) => hostDone('-' + runId + ':' + stringify(describe(error)));
     let result;
     try {
       result = dispatch(runId, method, payload, conversation);
