@@ -173,9 +173,9 @@ export class QuickJSSandbox {
     if (failure && this.#current === call) this.#fail(failure);
   }
 
-  /** A string the guest returned, its handle disposed. */
+  /** The string the prelude's `run`, `settle` or `flush` returned (always a string: no typeof crossing), disposed. */
   #text(instance: Instance, handle: QuickJSHandle): string {
-    const text = instance.context.typeof(handle) === 'string' ? instance.context.getString(handle) : '';
+    const text = instance.context.getString(handle);
     handle.dispose();
     return text;
   }
