@@ -68,6 +68,7 @@ export class QuickJSSandbox {
   #instance: Instance | undefined;
   #loading: Promise<Instance> | undefined;
   #queue: Promise<unknown> = Promise.resolve();
+  #handOvers: (() => void)[] = [];
   #current: Call | undefined;
   #ids = 0;
   #lastUsed = 0;
@@ -92,7 +93,29 @@ export class QuickJSSandbox {
       () => undefined,
       () => undefined,
     );
-    return call;
+    // The queue moves on as soon as a call ends; its caller hears of it once the calls that can run now have run
+    // (see #handOver).
+    return new Promise((resolve, reject) => {
+      call.then(
+        (result) => this.#handOver(() => resolve(result)),
+        (error: unknown) => this.#handOver(() => reject(error)),
+      );
+    });
+  }
+
+  /**
+   * Hands a finished call's outcome to its caller in a batch, from setImmediate: the queued calls that need no I/O
+   * run back to back first. Interleaved with what the callers do next (an agent writes its HTTP reply), each call
+   * started with the interpreter's code and heap out of the CPU caches and cost twice as much.
+   */
+  #handOver(settle: () => void): void {
+    this.#handOvers.push(settle);
+    if (this.#handOvers.length > 1) return;
+    setImmediate(() => {
+      const settles = this.#handOvers;
+      this.#handOvers = [];
+      for (const each of settles) each();
+    });
   }
 
   /** Drops the context; later calls fail. */
