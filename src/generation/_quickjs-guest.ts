@@ -3,7 +3,9 @@
 // guest has to say after the host ran its pending jobs). The guest has no host function at all: what it says (a
 // call's end, a tool request, a log line) is queued in the prelude's closure and handed back as the return value of
 // the next host call. A host function costs ~36 µs a crossing in quickjs-emscripten; a return value almost nothing.
+import type { JsonObject, JsonValue } from '../schemas.js';
 import { MODULE_GLOBAL } from './quickjs-bundle.js';
+import type { SandboxResult } from './quickjs-types.js';
 
 /** JSON text parsed, or undefined when it is not JSON. */
 export function safeJson(text: string): unknown {
@@ -26,6 +28,30 @@ export function outboxMessages(outbox: string): { kind: 'D' | 'T' | 'L'; text: s
     if (kind === 'D' || kind === 'T' || kind === 'L') messages.push({ kind, text: message.slice(1) });
   }
   return messages;
+}
+
+/**
+ * What the guest reports at the end of a call, checked by hand (a schema library's parse cost more than the rest of
+ * the host's share of a call): `{ value, state?, invalid?: { issues, reply? } }`, or why it is malformed. Its values
+ * came out of JSON.parse, so they are JSON by construction; only the shape needs checking.
+ */
+export function sandboxResult(report: unknown): SandboxResult | string {
+  if (!isObject(report)) return 'not an object';
+  const { value, state, invalid } = report;
+  const result: SandboxResult = { value: value as JsonValue };
+  if (state !== undefined) {
+    if (!isObject(state)) return 'state: not an object';
+    result.state = state as JsonObject;
+  }
+  if (invalid !== undefined) {
+    if (!isObject(invalid) || typeof invalid.issues !== 'string') return 'invalid: not { issues: string }';
+    result.invalid = invalid.reply === undefined ? { issues: invalid.issues } : { issues: invalid.issues, reply: invalid.reply as JsonValue };
+  }
+  return result;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The bundle wrapped in a function, so its `var` stays local; the completion value is the module's exports. */

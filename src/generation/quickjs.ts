@@ -7,37 +7,13 @@
 // ./_quickjs-guest.ts), so a call with one tool costs a handful of boundary crossings.
 import type { QuickJSHandle } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
-import type { JsonObject, JsonValue } from '../schemas.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
-import { outboxMessages, safeJson } from './_quickjs-guest.js';
+import { HandOvers } from './_hand-over.js';
+import { outboxMessages, safeJson, sandboxResult } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
-
-/**
- * What the guest reports at the end of a call, checked by hand (a schema library's parse cost more than the rest of
- * the host's share of a call): `{ value, state?, invalid?: { issues, reply? } }`, or why it is malformed. Its values
- * came out of JSON.parse, so they are JSON by construction; only the shape needs checking.
- */
-function sandboxResult(report: unknown): SandboxResult | string {
-  if (!isObject(report)) return 'not an object';
-  const { value, state, invalid } = report;
-  const result: SandboxResult = { value: value as JsonValue };
-  if (state !== undefined) {
-    if (!isObject(state)) return 'state: not an object';
-    result.state = state as JsonObject;
-  }
-  if (invalid !== undefined) {
-    if (!isObject(invalid) || typeof invalid.issues !== 'string') return 'invalid: not { issues: string }';
-    result.invalid = invalid.reply === undefined ? { issues: invalid.issues } : { issues: invalid.issues, reply: invalid.reply as JsonValue };
-  }
-  return result;
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 type Call = {
   id: number;
@@ -68,7 +44,7 @@ export class QuickJSSandbox {
   #instance: Instance | undefined;
   #loading: Promise<Instance> | undefined;
   #queue: Promise<unknown> = Promise.resolve();
-  #handOvers: (() => void)[] = [];
+  readonly #handOvers = new HandOvers();
   #current: Call | undefined;
   #ids = 0;
   #lastUsed = 0;
@@ -94,27 +70,12 @@ export class QuickJSSandbox {
       () => undefined,
     );
     // The queue moves on as soon as a call ends; its caller hears of it once the calls that can run now have run
-    // (see #handOver).
+    // (see ./_hand-over.ts).
     return new Promise((resolve, reject) => {
       call.then(
-        (result) => this.#handOver(() => resolve(result)),
-        (error: unknown) => this.#handOver(() => reject(error)),
+        (result) => this.#handOvers.add(() => resolve(result)),
+        (error: unknown) => this.#handOvers.add(() => reject(error)),
       );
-    });
-  }
-
-  /**
-   * Hands a finished call's outcome to its caller in a batch, from setImmediate: the queued calls that need no I/O
-   * run back to back first. Interleaved with what the callers do next (an agent writes its HTTP reply), each call
-   * started with the interpreter's code and heap out of the CPU caches and cost twice as much.
-   */
-  #handOver(settle: () => void): void {
-    this.#handOvers.push(settle);
-    if (this.#handOvers.length > 1) return;
-    setImmediate(() => {
-      const settles = this.#handOvers;
-      this.#handOvers = [];
-      for (const each of settles) each();
     });
   }
 
