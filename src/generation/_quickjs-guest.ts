@@ -3,7 +3,9 @@
 // guest has to say after the host ran its pending jobs). The guest has no host function at all: what it says (a
 // call's end, a tool request, a log line) is queued in the prelude's closure and handed back as the return value of
 // the next host call. A host function costs ~36 µs a crossing in quickjs-emscripten; a return value almost nothing.
+import type { JsonObject, JsonValue } from '../schemas.js';
 import { MODULE_GLOBAL } from './quickjs-bundle.js';
+import type { SandboxResult } from './quickjs-types.js';
 
 /** JSON text parsed, or undefined when it is not JSON. */
 export function safeJson(text: string): unknown {
@@ -14,11 +16,42 @@ export function safeJson(text: string): unknown {
   }
 }
 
-/** What a guest's outbox says, in order: `D` a call's end, `T` a tool request, `L` a log line (formats below). */
+/**
+ * What a guest's outbox says, in order: `D` a call's end, `T` a tool request, `L` a log line (formats below). The
+ * messages are separated by newlines: every part of a message that could hold one is JSON text, whose strings never
+ * hold a raw newline, so no message is escaped a second time to be framed.
+ */
 export function outboxMessages(outbox: string): { kind: 'D' | 'T' | 'L'; text: string }[] {
-  const messages = safeJson(outbox);
-  if (!Array.isArray(messages)) return [];
-  return messages.flatMap((message) => (typeof message === 'string' && (message[0] === 'D' || message[0] === 'T' || message[0] === 'L') ? [{ kind: message[0], text: message.slice(1) }] : []));
+  const messages: { kind: 'D' | 'T' | 'L'; text: string }[] = [];
+  for (const message of outbox.split('\n')) {
+    const kind = message[0];
+    if (kind === 'D' || kind === 'T' || kind === 'L') messages.push({ kind, text: message.slice(1) });
+  }
+  return messages;
+}
+
+/**
+ * What the guest reports at the end of a call, checked by hand (a schema library's parse cost more than the rest of
+ * the host's share of a call): `{ value, state?, invalid?: { issues, reply? } }`, or why it is malformed. Its values
+ * came out of JSON.parse, so they are JSON by construction; only the shape needs checking.
+ */
+export function sandboxResult(report: unknown): SandboxResult | string {
+  if (!isObject(report)) return 'not an object';
+  const { value, state, invalid } = report;
+  const result: SandboxResult = { value: value as JsonValue };
+  if (state !== undefined) {
+    if (!isObject(state)) return 'state: not an object';
+    result.state = state as JsonObject;
+  }
+  if (invalid !== undefined) {
+    if (!isObject(invalid) || typeof invalid.issues !== 'string') return 'invalid: not { issues: string }';
+    result.invalid = invalid.reply === undefined ? { issues: invalid.issues } : { issues: invalid.issues, reply: invalid.reply as JsonValue };
+  }
+  return result;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 /** The bundle wrapped in a function, so its `var` stays local; the completion value is the module's exports. */
@@ -30,20 +63,21 @@ export function wrapBundle(bundle: string): string {
  * The prelude's source; its completion value is `{ load, run, settle, flush }`. `run` takes
  * `[runId, method, payload, conversation, statics?]` as JSON (statics, `{ protocol, tools }`, only when they changed
  * since the last call) and `settle` a tool's answer, `"+<callId>:<JSON>"` or `"-<callId>:<error>"`. `run`, `settle`
- * and `flush` return the guest's outbox as a JSON array of strings (or an empty string when it is empty): `D+<runId>:
- * <result JSON>` or `D-<runId>:<error>` (the end of a call), `T<runId>:<callId>:<name>\\n<input JSON>` (a tool
- * request), `L<JSON [runId, level, message]>` (a log line). Plain string slicing, no regular expressions.
+ * and `flush` return the guest's outbox, its messages separated by newlines (an empty string when it is empty):
+ * `D+<runId>:<result JSON>` or `D-<runId>:<error as a JSON string>` (the end of a call), `T<runId>:<callId>:<JSON
+ * [name, input]>` (a tool request), `L<JSON [runId, level, message]>` (a log line). Plain string slicing, no
+ * regular expressions.
  */
 export const GUEST_PRELUDE = `(() => {
   'use strict';
-  const parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze, defineProperty = Object.defineProperty;
-  // A string, not an array: nothing the module does to Array.prototype reaches it.
+  const parse = JSON.parse, stringify = JSON.stringify, freeze = Object.freeze;
+  // A string, not an array: nothing the module does to Array.prototype reaches it. Each message is built from JSON
+  // text and fixed characters only, so it holds no newline, the separator.
   let outbox = '';
-  const send = (message) => { outbox = outbox ? outbox + ',' + stringify(message) : stringify(message); };
+  const send = (message) => { outbox = outbox ? outbox + '\\n' + message : message; };
   const hostTool = (text) => send('T' + text), hostDone = (text) => send('D' + text), hostLog = (text) => send('L' + text);
   function flush() {
-    if (!outbox) return '';
-    const text = '[' + outbox + ']';
+    const text = outbox;
     outbox = '';
     return text;
   }
@@ -72,11 +106,11 @@ export const GUEST_PRELUDE = `(() => {
   }
   function callTool(runId, name, input) {
     return new Promise((resolve, reject) => {
-      const text = stringify(input === undefined ? null : input);
+      const text = stringify([name, input === undefined ? null : input]);
       if (text === undefined) throw new Error('the input of tool ' + name + ' is not JSON');
       const callId = ++nextCall;
       calls.set(callId, { resolve, reject });
-      hostTool(runId + ':' + callId + ':' + name + '\\n' + text);
+      hostTool(runId + ':' + callId + ':' + text);
     });
   }
   function settle(text) {
@@ -93,27 +127,46 @@ export const GUEST_PRELUDE = `(() => {
     if (routine === undefined || routine === null) throw new Error('the module has no default export');
   }
   const signal = freeze({ aborted: false, reason: undefined, throwIfAborted() {}, addEventListener() {}, removeEventListener() {}, onabort: null });
-  // The routine context; protocol, tools and logger are built only if the routine reads them.
-  function routineContext(runId, conversation) {
-    const context = { conversation, signal };
-    const lazy = (key, build) => defineProperty(context, key, { enumerable: true, configurable: true, get() {
-      const value = build();
-      defineProperty(context, key, { value, enumerable: true, writable: true, configurable: true });
-      return value;
-    } });
-    lazy('protocol', () => parse(protocolText));
-    lazy('tools', () => {
-      const tools = {};
-      for (const name of toolNames) tools[name] = (input) => callTool(runId, name, input);
-      return freeze(tools);
-    });
-    lazy('logger', () => {
-      const log = (level) => (message) => hostLog(stringify([runId, level, String(message)]));
-      return freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
-    });
-    return context;
+  function toolsOf(runId) {
+    const tools = {};
+    for (const name of toolNames) tools[name] = (input) => callTool(runId, name, input);
+    return freeze(tools);
   }
-  function handle(runId, body, conversation) {
+  function loggerOf(runId) {
+    const log = (level) => (message) => hostLog(stringify([runId, level, String(message)]));
+    return freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
+  }
+  // The routine context; protocol, tools and logger are built only if the routine reads them, once each. Accessors
+  // in a literal: defining them one by one, and redefining each as a value on first read, cost the interpreter
+  // more than the rest of a simple call.
+  function routineContext(runId, conversation) {
+    let protocol, tools, logger;
+    return {
+      conversation,
+      signal,
+      get protocol() { return protocol === undefined ? (protocol = parse(protocolText)) : protocol; },
+      set protocol(value) { protocol = value; },
+      get tools() { return tools === undefined ? (tools = toolsOf(runId)) : tools; },
+      set tools(value) { tools = value; },
+      get logger() { return logger === undefined ? (logger = loggerOf(runId)) : logger; },
+      set logger(value) { logger = value; },
+    };
+  }
+  // A result now (a string), or later: the end of the call is reported from the promise's own reaction, one job
+  // fewer than chaining a second then.
+  function later(promise, finish, succeed, fail) {
+    Promise.resolve(promise).then((value) => {
+      let text;
+      try {
+        text = finish(value);
+      } catch (error) {
+        fail(error);
+        return;
+      }
+      succeed(text);
+    }, fail);
+  }
+  function handle(runId, body, conversation, succeed, fail) {
     const definition = typeof routine === 'function' ? { handle: routine } : routine;
     if (!definition || typeof definition.handle !== 'function') throw new Error('the default export must be defineRoutine({ handle })');
     let input = body;
@@ -121,7 +174,8 @@ export const GUEST_PRELUDE = `(() => {
       const parsed = definition.input.safeParse(body);
       if (!parsed.success) {
         const reply = definition.invalidInput !== undefined ? ',"reply":' + jsonText(definition.invalidInput, 'invalidInput') : '';
-        return '{"value":null,"invalid":{"issues":' + stringify(issues(parsed.error)) + reply + '}}';
+        succeed('{"value":null,"invalid":{"issues":' + stringify(issues(parsed.error)) + reply + '}}');
+        return;
       }
       input = parsed.data;
     }
@@ -135,38 +189,39 @@ export const GUEST_PRELUDE = `(() => {
     };
     const output = definition.handle(input, routineContext(runId, conversation));
     // A routine that answers synchronously is finished without a trip through the job queue.
-    return output && typeof output.then === 'function' ? Promise.resolve(output).then(finish) : finish(output);
+    if (output && typeof output.then === 'function') later(output, finish, succeed, fail);
+    else succeed(finish(output));
   }
-  function dispatch(runId, method, payload, conversation) {
+  // Reports the call's result, a JSON text, through succeed (now or later); throws or calls fail when it fails.
+  function dispatch(runId, method, payload, conversation, succeed, fail) {
     if (!routine) throw new Error('no module is loaded');
-    if (method === 'handle') return handle(runId, payload, conversation);
+    if (method === 'handle') return handle(runId, payload, conversation, succeed, fail);
     if (method === 'checkOutput') {
-      if (!routine.output) return '{"value":null}';
+      if (!routine.output) return succeed('{"value":null}');
       const parsed = routine.output.safeParse(payload);
-      return '{"value":' + (parsed.success ? 'null' : stringify(issues(parsed.error))) + '}';
+      return succeed('{"value":' + (parsed.success ? 'null' : stringify(issues(parsed.error))) + '}');
     }
     if (method === 'buildBody' || method === 'parseReply') {
       if (typeof routine[method] !== 'function') throw new Error('the default export has no ' + method + ' function');
-      return Promise.resolve(routine[method](payload)).then((value) => '{"value":' + jsonText(value, 'the result of ' + method) + '}');
+      return later(routine[method](payload), (value) => '{"value":' + jsonText(value, 'the result of ' + method) + '}', succeed, fail);
     }
     throw new Error('unknown method ' + method);
   }
   function run(text) {
-    const [runId, method, payload, conversation, statics] = parse(text);
+    // By index: destructuring goes through the iterator protocol, several times slower in the interpreter.
+    const envelope = parse(text);
+    const runId = envelope[0], statics = envelope[4];
     if (statics) {
       protocolText = stringify(statics.protocol);
       toolNames = statics.tools;
     }
-    const fail = (error) => hostDone('-' + runId + ':' + describe(error));
-    let result;
+    const fail = (error) => hostDone('-' + runId + ':' + stringify(describe(error)));
+    const succeed = (result) => hostDone('+' + runId + ':' + result);
     try {
-      result = dispatch(runId, method, payload, conversation);
+      dispatch(runId, envelope[1], envelope[2], envelope[3], succeed, fail);
     } catch (error) {
       fail(error);
-      return;
     }
-    if (typeof result === 'string') hostDone('+' + runId + ':' + result);
-    else result.then((text) => hostDone('+' + runId + ':' + text), fail);
   }
   return { load, run: (text) => { run(text); return flush(); }, settle: (text) => { settle(text); return flush(); }, flush };
 })()`;

@@ -16,7 +16,7 @@ import {
   type QuickJSRuntime,
 } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
-import { beginSlice, shouldInterrupt, type CpuClock, type CpuSlice } from './_cpu-slice.js';
+import { beginSlice, cpuMeter, shouldInterrupt, type CpuClock, type CpuMeter, type CpuSlice } from './_cpu-slice.js';
 import { GUEST_PRELUDE, wrapBundle } from './_quickjs-guest.js';
 
 // The WebAssembly API as far as we use it (the project's lib settings do not declare it).
@@ -36,7 +36,8 @@ export type Instance = {
   flush: QuickJSHandle;
   /** The CPU budget of the guest code running now (see ./_cpu-slice.ts); undefined when none should be running. */
   slice: CpuSlice | undefined;
-  cpuClock: CpuClock;
+  /** The CPU clock and its last reading, for this instance's slices. */
+  meter: CpuMeter;
   /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
   statics: string | undefined;
 };
@@ -125,11 +126,11 @@ export async function instantiate(
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
   const context = runtime.newContext();
-  const instance = { runtime, context, memory, slice: undefined, cpuClock: limits.cpuClock, statics: undefined } as Instance;
-  runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.cpuClock));
+  const instance = { runtime, context, memory, slice: undefined, meter: cpuMeter(limits.cpuClock), statics: undefined } as Instance;
+  runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.meter));
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
   // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.
-  instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR, limits.cpuClock);
+  instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR, instance.meter);
   try {
     const prelude = context.evalCode(GUEST_PRELUDE, 'agora-prelude.js', { type: 'global' });
     if (prelude.error) throw failLoad('prelude', prelude.error);

@@ -6,22 +6,14 @@
 // the end of a call come back as the return value of the host's own calls into it, one string each time (see
 // ./_quickjs-guest.ts), so a call with one tool costs a handful of boundary crossings.
 import type { QuickJSHandle } from 'quickjs-emscripten';
-import { z } from 'zod';
 import { describeError } from '../errors.js';
-import type { JsonObject, JsonValue } from '../schemas.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
-import { outboxMessages, safeJson } from './_quickjs-guest.js';
+import { HandOvers } from './_hand-over.js';
+import { outboxMessages, safeJson, sandboxResult } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
-
-// The shape of what the guest reports; its values came out of JSON.parse, so they are JSON by construction.
-const resultSchema = z.object({
-  value: z.unknown(),
-  state: z.record(z.string(), z.unknown()).optional(),
-  invalid: z.object({ issues: z.string(), reply: z.unknown().optional() }).optional(),
-});
 
 type Call = {
   id: number;
@@ -52,6 +44,7 @@ export class QuickJSSandbox {
   #instance: Instance | undefined;
   #loading: Promise<Instance> | undefined;
   #queue: Promise<unknown> = Promise.resolve();
+  readonly #handOvers = new HandOvers();
   #current: Call | undefined;
   #ids = 0;
   #lastUsed = 0;
@@ -76,7 +69,14 @@ export class QuickJSSandbox {
       () => undefined,
       () => undefined,
     );
-    return call;
+    // The queue moves on as soon as a call ends; its caller hears of it once the calls that can run now have run
+    // (see ./_hand-over.ts).
+    return new Promise((resolve, reject) => {
+      call.then(
+        (result) => this.#handOvers.add(() => resolve(result)),
+        (error: unknown) => this.#handOvers.add(() => reject(error)),
+      );
+    });
   }
 
   /** Drops the context; later calls fail. */
@@ -126,7 +126,7 @@ export class QuickJSSandbox {
     const vm = instance.context;
     const outboxes: string[] = [];
     // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
-    const slice = beginSlice(call.cpuLeft, call.ends - performance.now(), instance.cpuClock);
+    const slice = beginSlice(call.cpuLeft, call.ends - performance.now(), instance.meter);
     instance.slice = slice;
     let failure: Error | undefined;
     try {
@@ -152,14 +152,14 @@ export class QuickJSSandbox {
       failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
     } finally {
       instance.slice = undefined;
-      call.cpuLeft -= chargedMs(slice, instance.cpuClock);
+      call.cpuLeft -= chargedMs(slice, instance.meter);
     }
     if (failure && this.#current === call) this.#fail(failure);
   }
 
-  /** A string the guest returned, its handle disposed. */
+  /** The string the prelude's `run`, `settle` or `flush` returned (always a string: no typeof crossing), disposed. */
   #text(instance: Instance, handle: QuickJSHandle): string {
-    const text = instance.context.typeof(handle) === 'string' ? instance.context.getString(handle) : '';
+    const text = instance.context.getString(handle);
     handle.dispose();
     return text;
   }
@@ -186,19 +186,19 @@ export class QuickJSSandbox {
     if (!call) return;
     const text = report.slice(mark + 1);
     if (report[0] !== '+') {
-      this.#fail(breachError(instance, text, this.#limits, true));
+      const error = safeJson(text);
+      this.#fail(breachError(instance, typeof error === 'string' ? error : text, this.#limits, true));
       return;
     }
-    const parsed = resultSchema.safeParse(safeJson(text));
-    if (!parsed.success) {
-      this.#fail(new Error(`the routine's result is malformed: ${z.prettifyError(parsed.error)}`));
+    const result = sandboxResult(safeJson(text));
+    if (typeof result === 'string') {
+      this.#fail(new Error(`the routine's result is malformed: ${result}`));
       return;
     }
     this.#finish(call);
     // A context that grew close to its limit starts the next call fresh rather than fail it.
     if (instance.memory.buffer.byteLength > this.#memoryBytes * HIGH_WATER) this.#drop(instance);
-    const { value, state, invalid } = parsed.data;
-    call.resolve({ value: value as JsonValue, ...(state ? { state: state as JsonObject } : {}), ...(invalid ? { invalid: invalid as SandboxResult['invalid'] & object } : {}) });
+    call.resolve(result);
   }
 
   /** Fails the current call and drops its context: whatever the guest did, the next call starts from scratch. */
@@ -260,16 +260,16 @@ export class QuickJSSandbox {
     return call && call.instance === instance && call.id === runId ? call : undefined;
   }
 
-  /** A tool call from the guest, "<runId>:<callId>:<name>\n<input JSON>": run here, its answer settled back in. */
+  /** A tool call from the guest, "<runId>:<callId>:<JSON [name, input]>": run here, its answer settled back in. */
   #tool(instance: Instance, request: string): void {
     const first = request.indexOf(':');
     const second = request.indexOf(':', first + 1);
-    const newline = request.indexOf('\n', second + 1);
     const call = this.#callOf(instance, Number(request.slice(0, first)));
-    if (!call || second < 0 || newline < 0) return;
+    if (!call || second < 0) return;
     const callId = request.slice(first + 1, second);
-    const name = request.slice(second + 1, newline);
-    const input = safeJson(request.slice(newline + 1));
+    const named = safeJson(request.slice(second + 1));
+    if (!Array.isArray(named) || typeof named[0] !== 'string') return;
+    const [name, input] = named as [string, unknown];
     const tool = Object.hasOwn(call.context?.tools ?? {}, name) ? call.context!.tools[name] : undefined;
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.

@@ -158,6 +158,14 @@ describe('limits', () => {
 });
 
 describe('the routine context', () => {
+  it('runs the queued calls back to back, then tells their callers', async () => {
+    const module = await sandbox(`async (body, { tools }) => tools.echo(body.n)`);
+    const events: string[] = [];
+    const tools = { echo: async (input: unknown) => (events.push(`tool ${String(input)}`), input) };
+    await Promise.all([1, 2, 3].map((n) => module.run('handle', { n }, context({ tools })).then((result) => events.push(`done ${String(result.value)}`))));
+    expect(events).toEqual(['tool 1', 'tool 2', 'tool 3', 'done 1', 'done 2', 'done 3']);
+  });
+
   it('calls the agent tools, their failures included', async () => {
     const module = await sandbox(`async ({ a, b }, { tools }) => ({ sum: (await tools.add({ a, b })).sum, refused: await tools.broken({}).catch((error) => error.message), missing: await Promise.resolve().then(() => tools.nope({})).catch((error) => error.message) })`);
     const tools = { add: async (input: unknown) => ({ sum: (input as { a: number }).a + (input as { b: number }).b }), broken: async () => Promise.reject(new Error('tool down')) };
