@@ -40,6 +40,9 @@ export type Instance = {
   meter: CpuMeter;
   /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
   statics: string | undefined;
+  /** The hash and toolbox `statics` was made from (see QuickJSSandbox#run). */
+  staticsHash?: string;
+  staticsTools?: object;
 };
 
 /** The limits an instance is built with. */

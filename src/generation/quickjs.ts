@@ -98,11 +98,14 @@ export class QuickJSSandbox {
     if (context) {
       const { conversation, protocol } = context;
       text += `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
-      // The protocol and the tool names rarely change between calls: sent again only when they do.
-      const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
-      if (statics !== instance.statics) {
-        text += `,${statics}`;
+      // The protocol and the tool names rarely change between calls: sent again only when they do. A document is
+      // named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
+      if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
+        const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
+        if (statics !== instance.statics) text += `,${statics}`;
         instance.statics = statics;
+        instance.staticsHash = protocol.hash;
+        instance.staticsTools = context.tools;
       }
     }
     text += ']';
