@@ -103,9 +103,7 @@ export class QuickJSSandbox {
       if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
         const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
         if (statics !== instance.statics) text += `,${statics}`;
-        instance.statics = statics;
-        instance.staticsHash = protocol.hash;
-        instance.staticsTools = context.tools;
+        Object.assign(instance, { statics, staticsHash: protocol.hash, staticsTools: context.tools });
       }
     }
     text += ']';
