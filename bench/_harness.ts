@@ -168,9 +168,14 @@ export async function alternating(loads: AlternatingLoad[], rounds: number, seco
  * turn order): steadier than a ratio of two bests, which can pair a baseline's quiet moment with a busy one.
  */
 export function pairedRatio(subject: AlternatingResult, baseline: AlternatingResult): number {
-  const ratios = subject.rounds.map((round, index) => round.requestsPerSecond / baseline.rounds[index]!.requestsPerSecond).sort((x, y) => x - y);
-  const middle = Math.floor(ratios.length / 2);
-  return ratios.length % 2 === 1 ? ratios[middle]! : (ratios[middle - 1]! + ratios[middle]!) / 2;
+  return median(subject.rounds.map((round, index) => round.requestsPerSecond / baseline.rounds[index]!.requestsPerSecond));
+}
+
+/** The median of some numbers. */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((x, y) => x - y);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }
 
 /** Formats rows as an aligned Markdown table. */

@@ -10,7 +10,7 @@ import { newQuickJSAsyncWASMModule, newQuickJSWASMModule } from 'quickjs-emscrip
 import { runRoutine } from '../src/routine/run.js';
 import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox } from '../src/generation/quickjs.js';
-import { formatNumber, load, startProcess, table, type BenchServer } from './_harness.js';
+import { formatNumber, load, median, startProcess, table, type BenchServer } from './_harness.js';
 import { writeAgent } from './_sandbox-agent.js';
 import { body, context, document, GENERATED, handWritten } from './_sandbox-routine.js';
 
@@ -116,10 +116,7 @@ async function throughAgent(seconds: number, rounds: number, log: (line: string)
       ratios.push(rates.generated / rates.hand);
       log(`  round ${round}: hand ${formatNumber(rates.hand)} req/s, generated ${formatNumber(rates.generated)} req/s, ratio ${formatNumber(rates.generated / rates.hand, 2)}`);
     }
-    ratios.sort((a, b) => a - b);
-    const middle = ratios.length >> 1;
-    const medianRatio = ratios.length % 2 ? ratios[middle]! : (ratios[middle - 1]! + ratios[middle]!) / 2;
-    return { ...best, medianRatio };
+    return { ...best, medianRatio: median(ratios) };
   } finally {
     await Promise.all(Object.values(servers).map((server) => server.stop()));
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));

@@ -96,24 +96,15 @@ export class Metrics {
     return cells;
   }
 
-  #queryCell(path: QueryPath, protocol: string): Cell {
-    const key = labelKey(bounded(this.#queries, { path, protocol }));
-    let cell = this.#queries.get(key);
-    if (cell === undefined) {
-      cell = { value: 0 };
-      this.#queries.set(key, cell);
+  // The entry of a series for these labels (bounded: past MAX_SERIES, new protocols share `_other`), made on first use.
+  #entry<T>(series: Map<string, T>, labels: Labels, create: () => T): T {
+    const key = labelKey(bounded(series, labels));
+    let entry = series.get(key);
+    if (entry === undefined) {
+      entry = create();
+      series.set(key, entry);
     }
-    return cell;
-  }
-
-  #histogram(protocol: string): Histogram {
-    const key = labelKey(bounded(this.#latency, { protocol }));
-    let histogram = this.#latency.get(key);
-    if (histogram === undefined) {
-      histogram = { buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 };
-      this.#latency.set(key, histogram);
-    }
-    return histogram;
+    return entry;
   }
 
   /** Adds an observer of queries and LLM calls; returns the function that removes it. */
@@ -127,7 +118,7 @@ export class Metrics {
   /** Counts one answered query; `reason` is the failure's fixed text (never peer data), for observers. */
   query(path: QueryPath, label: string, reason?: string): void {
     const cells = this.#cellsOf(label);
-    (cells.queries[path] ??= this.#queryCell(path, cells.protocol)).value += 1;
+    (cells.queries[path] ??= this.#entry(this.#queries, { path, protocol: cells.protocol }, () => ({ value: 0 }))).value += 1;
     this.#totals.queries[path] += 1;
     for (const observer of this.#observers) observer.query?.(path, cells.protocol, reason);
   }
@@ -151,7 +142,7 @@ export class Metrics {
   /** Records how long a routine ran. */
   routineLatency(label: string, seconds: number): void {
     const cells = this.#cellsOf(label);
-    const histogram = (cells.latency ??= this.#histogram(cells.protocol));
+    const histogram = (cells.latency ??= this.#entry(this.#latency, { protocol: cells.protocol }, () => ({ buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 })));
     for (let index = 0; index < LATENCY_BUCKETS.length; index++) if (seconds <= LATENCY_BUCKETS[index]!) histogram.buckets[index]! += 1;
     histogram.sum += seconds;
     histogram.count += 1;

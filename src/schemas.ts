@@ -91,16 +91,27 @@ const NOT_A_JSON_OBJECT = 'Request body must be a JSON object';
 /** Deepest nesting a request body may have: JSON.stringify (and any recursive walk downstream) overflows past a few thousand. */
 export const MAX_BODY_DEPTH = 100;
 
-// More opening brackets than `max` (those in strings too, so never too few): only then can the nesting exceed it.
-// Native searches, about 30 times faster than the byte walk below on a 1 MiB body and twice on a small one.
-function moreBracketsThan(bytes: Buffer, max: number): boolean {
+/**
+ * Whether JSON text (bytes or a string) holds more than `max` opening brackets, those in strings too (so never too
+ * few): only then can its nesting exceed `max`. Native searches, about 30 times faster than a walk of a 1 MiB body
+ * and twice on a small one.
+ */
+export function moreBracketsThan(text: Buffer | string, max: number): boolean {
   let count = 0;
-  for (const bracket of [0x7b, 0x5b]) {
-    for (let index = bytes.indexOf(bracket); index !== -1; index = bytes.indexOf(bracket, index + 1)) {
+  for (let which = 0; which < 2; which++) {
+    for (let index = indexOfBracket(text, which, 0); index !== -1; index = indexOfBracket(text, which, index + 1)) {
       if (++count > max) return true;
     }
   }
   return false;
+}
+
+const BRACKET_CHARS = ['{', '['];
+const BRACKET_BYTES = [0x7b, 0x5b];
+
+// A Buffer is searched for a byte value: given a string, Buffer#indexOf encodes it on every call (5 times slower).
+function indexOfBracket(text: Buffer | string, which: number, from: number): number {
+  return typeof text === 'string' ? text.indexOf(BRACKET_CHARS[which]!, from) : text.indexOf(BRACKET_BYTES[which]!, from);
 }
 
 // A byte scan, not a walk of the parsed value, so a deep body is refused before JSON.parse allocates it.

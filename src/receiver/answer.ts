@@ -73,11 +73,7 @@ export class TurnAnswerer {
     let reply: JsonValue | undefined;
     let reason: string | undefined;
     try {
-      // A routine file, the hot path, is run here directly: every async layer costs a turn of the microtask queue.
-      if (route.kind === 'routine') {
-        reply = await this.#routine(route, label, turn, body, signal, onDelta);
-        path = 'routine';
-      } else ({ path, reply } = await this.#dispatch(route, label, turn, body, signal, onDelta));
+      ({ path, reply } = await this.#dispatch(route, label, turn, body, signal, onDelta));
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
       // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
       if (route.kind !== 'routine') {
@@ -133,8 +129,11 @@ export class TurnAnswerer {
       case 'natural':
         if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
         return { path: 'llm', reply: await answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body) };
-      case 'routine':
-        return { path: 'routine', reply: await this.#routine(route, label, turn, body, signal, onDelta) };
+      case 'routine': {
+        const { routine, known } = route;
+        const context = this.#routineContext(known, turn, signal);
+        return { path: 'routine', reply: await this.#timed(label, () => runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs, onDelta, options.isolation)) };
+      }
       case 'generated':
         try {
           const context = this.#routineContext(route.known, turn, signal);
@@ -147,16 +146,6 @@ export class TurnAnswerer {
         return this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta));
       case 'llm':
         return this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta));
-    }
-  }
-
-  async #routine(route: Extract<Route, { kind: 'routine' }>, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): Promise<JsonValue> {
-    const { known } = route;
-    const started = performance.now();
-    try {
-      return await runRoutine(route.routine.routine, body, this.#routineContext(known, turn, signal), known.document, this.options.routineTimeoutMs, onDelta, this.options.isolation);
-    } finally {
-      this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
     }
   }
 

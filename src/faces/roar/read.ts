@@ -1,6 +1,7 @@
 // Reading a ROAR message fast: JSON.parse whenever it keeps every number as Python would print it back (the
 // canonical signing body is built from what was read), else the lossless reader. JSON.parse is native and several
 // times faster; the lossless reader remains the reference, and gives the error text for malformed input.
+import { moreBracketsThan } from '../../schemas.js';
 import { MAX_LOSSLESS_DEPTH, parseLossless, type LosslessValue } from './canonical.js';
 
 // A JSON number token, whole: never preceded or followed by a word character, a dot, a quote or (before) a minus,
@@ -9,25 +10,13 @@ const NUMBER_TOKEN = /(?<![\w."-])-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w."])/g;
 // Integers up to 15 digits are exact as doubles and print back digit for digit.
 const MAX_EXACT_DIGITS = 15;
 
-// More opening brackets than the depth allowed (counting those in strings too, so never too few): only then can
-// the nesting be too deep. A few native searches, not a walk of every character.
-function mayNestTooDeep(text: string): boolean {
-  let count = 0;
-  for (const bracket of ['{', '[']) {
-    for (let index = text.indexOf(bracket); index !== -1; index = text.indexOf(bracket, index + 1)) {
-      if (++count > MAX_LOSSLESS_DEPTH) return true;
-    }
-  }
-  return false;
-}
-
 /**
  * Whether `JSON.parse(text)` loses nothing canonical JSON needs: no float with an integral value (`1.0`, `1e3`:
  * Python prints them as floats, JavaScript reads an integer), no integer past 15 digits, nesting within bounds.
  * Anything else in a number (a fraction) prints back the same from the double, in both languages.
  */
 export function parseKeepsNumbers(text: string): boolean {
-  if (mayNestTooDeep(text)) return false;
+  if (moreBracketsThan(text, MAX_LOSSLESS_DEPTH)) return false;
   NUMBER_TOKEN.lastIndex = 0;
   for (let match = NUMBER_TOKEN.exec(text); match !== null; match = NUMBER_TOKEN.exec(text)) {
     const token = match[0];
