@@ -23,6 +23,16 @@ describe('parseQueryRequest', () => {
     expect(() => parseQueryRequest(bytes('{"protocolHash": 1}'), 1024)).toThrow('protocolHash must be a string or null; body is required');
     expect(() => parseQueryRequest(bytes('\ufeff[1]'), 1024)).toThrow('Request body must be a JSON object');
   });
+
+  it('refuses invalid UTF-8 anywhere, and keeps a replacement character the peer really sent', () => {
+    const invalid = (raw: number[]) => Buffer.concat([bytes('{"body": "a'), Buffer.from(raw), bytes('b"}')]);
+    for (const raw of [[0xc3, 0x28], [0xff], [0xed, 0xa0, 0x80], [0xe2, 0x82]]) {
+      expect(() => parseQueryRequest(invalid(raw), 1024)).toThrow('Request body is not valid UTF-8');
+    }
+    // Also past a character outside Latin-1, where the decoded text is two bytes wide.
+    expect(() => parseQueryRequest(Buffer.concat([bytes('{"body": "€'), Buffer.from([0xff]), bytes('"}')]), 1024)).toThrow('Request body is not valid UTF-8');
+    expect(parseQueryRequest(bytes('{"body": "\ufffd and é"}'), 1024).body).toBe('\ufffd and é');
+  });
 });
 
 describe('parseFollowUpRequest', () => {

@@ -126,64 +126,100 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   // Checked once: with debug off (the default) a request pays nothing for the request log.
   const debug = logger.debug?.bind(logger);
 
-  // One async function per request, which also counts it in flight: every async layer costs the hot path.
-  async function serve(incoming: IncomingMessage, response: ServerResponse): Promise<void> {
-    inFlight += 1;
+  // A request counts in flight from its first byte to its answer written: close() waits for them all.
+  function settled(): void {
+    inFlight -= 1;
+    if (inFlight === 0) drained?.();
+  }
+
+  // An Agora request (the hot path) awaits in a small async function of its own: V8 allocates an async function's
+  // whole register file each time it awaits, and the garbage is what slows a busy server down.
+  async function serveAgora(incoming: IncomingMessage, response: ServerResponse, request: NodeCoreRequest): Promise<void> {
     try {
-      let result: StreamingResponse;
       const started = debug ? performance.now() : 0;
-      let id: string | undefined;
-      try {
-        const request = new NodeCoreRequest(incoming, maxBodyBytes);
-        if (abortOnDisconnect) request.signal = disconnectSignal(response);
-        if (routes !== undefined && underPrefix(request.path, routes.prefix)) {
-          const retryAfter = limit ? await limit(request.remoteAddress) : 0;
-          if (retryAfter <= 0) return await routes.handle(incoming, response, request.path);
-          const refused = failure(429, 'Too many requests');
-          refused.headers['retry-after'] = String(retryAfter);
-          response.writeHead(refused.status, refused.headers).end(refused.body);
-          return;
-        }
-        // Faces first (OAP's `GET /` would be Agora's 405), behind a test of the path's first characters.
-        if (faces !== undefined && isFacePath(request.method, request.path)) {
-          const faced = await faces.handle(request);
-          if (faced !== undefined) {
-            if (closing) response.shouldKeepAlive = false;
-            await writeFaceResponse(response, faced);
-            return;
-          }
-        }
-        if (debug) request.id = id = requestId();
-        result = agora ? await handle(request) : failure(404, 'Not found');
-      } catch (error) {
-        const id = requestId();
-        logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-        result = failure(500, `Internal error (request ${id})`);
-      }
-      if (result.stream) {
-        // Streamed replies hold their connection until their last event: never kept alive past a close().
-        if (closing) response.shouldKeepAlive = false;
-        await writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
-          logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
-          response.destroy();
-        });
+      if (debug) request.id = requestId();
+      const streamed = write(incoming, response, agora ? await handle(request) : failure(404, 'Not found'), started, request.id);
+      if (streamed) await streamed;
+    } catch (error) {
+      write(incoming, response, internalError(incoming, error), 0, undefined);
+    } finally {
+      settled();
+    }
+  }
+
+  // The dashboard's routes and the faces; a face that does not take the request leaves it to Agora.
+  async function serveMounted(incoming: IncomingMessage, response: ServerResponse, request: NodeCoreRequest): Promise<void> {
+    let toAgora = false;
+    try {
+      if (routes !== undefined && underPrefix(request.path, routes.prefix)) {
+        const retryAfter = limit ? await limit(request.remoteAddress) : 0;
+        if (retryAfter <= 0) return await routes.handle(incoming, response, request.path);
+        const refused = failure(429, 'Too many requests');
+        refused.headers['retry-after'] = String(retryAfter);
+        response.writeHead(refused.status, refused.headers).end(refused.body);
         return;
       }
-      if (response.headersSent || response.destroyed) return;
-      // While closing, no connection is kept alive, so close() does not wait on idle sockets.
-      if (closing) response.shouldKeepAlive = false;
-      try {
-        response.writeHead(result.status, result.headers).end(result.body);
-        if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
-      } catch (error) {
-        // A rejection here would be unhandled and end the process: log, and drop this one connection.
-        logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
-        response.destroy();
+      const faced = await faces!.handle(request);
+      if (faced === undefined) {
+        toAgora = true;
+        return await serveAgora(incoming, response, request);
       }
+      if (closing) response.shouldKeepAlive = false;
+      await writeFaceResponse(response, faced);
+    } catch (error) {
+      write(incoming, response, internalError(incoming, error), 0, undefined);
     } finally {
-      inFlight -= 1;
-      if (inFlight === 0) drained?.();
+      // serveAgora counts itself out.
+      if (!toAgora) settled();
     }
+  }
+
+  function internalError(incoming: IncomingMessage, error: unknown): StreamingResponse {
+    const id = requestId();
+    logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+    return failure(500, `Internal error (request ${id})`);
+  }
+
+  /** Writes a result; a stream's promise is returned, to be awaited by the request's function. */
+  function write(incoming: IncomingMessage, response: ServerResponse, result: StreamingResponse, started: number, id: string | undefined): Promise<void> | undefined {
+    if (result.stream) {
+      // Streamed replies hold their connection until their last event: never kept alive past a close().
+      if (closing) response.shouldKeepAlive = false;
+      return writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
+        logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+        response.destroy();
+      });
+    }
+    if (response.headersSent || response.destroyed) return undefined;
+    // While closing, no connection is kept alive, so close() does not wait on idle sockets.
+    if (closing) response.shouldKeepAlive = false;
+    try {
+      response.writeHead(result.status, result.headers).end(result.body);
+      if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
+    } catch (error) {
+      // A throw here would be unhandled and end the process: log, and drop this one connection.
+      logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
+      response.destroy();
+    }
+    return undefined;
+  }
+
+  function serve(incoming: IncomingMessage, response: ServerResponse): void {
+    inFlight += 1;
+    let request: NodeCoreRequest;
+    try {
+      request = new NodeCoreRequest(incoming, maxBodyBytes);
+      if (abortOnDisconnect) request.signal = disconnectSignal(response);
+    } catch (error) {
+      // Thrown here it would reach Node's event emitter and end the process.
+      write(incoming, response, internalError(incoming, error), 0, undefined);
+      settled();
+      return;
+    }
+    // Faces first (OAP's `GET /` would be Agora's 405), behind a test of the path's first characters.
+    if ((routes !== undefined && underPrefix(request.path, routes.prefix)) || (faces !== undefined && isFacePath(request.method, request.path))) {
+      void serveMounted(incoming, response, request);
+    } else void serveAgora(incoming, response, request);
   }
 
   const server = createServer(
@@ -195,9 +231,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       // Liberal: a request without Host is answered (Node would send a bare 400 without a JSON body).
       requireHostHeader: false,
     },
-    (incoming, response) => {
-      void serve(incoming, response);
-    },
+    serve,
   );
   if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
   server.on('clientError', onClientError);

@@ -131,7 +131,9 @@ export class AgentFolder {
   toolbox(signal?: AbortSignal): Toolbox {
     const build = (toolSignal?: AbortSignal) => {
       const toolbox: Toolbox = {};
-      for (const tool of this.#tools) toolbox[tool.name] = (input) => callTool(tool, input, toolSignal ? { signal: toolSignal } : {});
+      // One frozen context per toolbox, not one per call.
+      const context = Object.freeze(toolSignal ? { signal: toolSignal } : {});
+      for (const tool of this.#tools) toolbox[tool.name] = (input) => callTool(tool, input, context);
       return Object.freeze(toolbox);
     };
     // The common case (no client signal) shares one frozen toolbox: nothing to allocate per query.

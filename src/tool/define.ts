@@ -67,7 +67,17 @@ export function toolInputJsonSchema(tool: Tool): Record<string, unknown> {
 }
 
 /** Runs a tool on untrusted input (from an LLM or a routine): validates, runs, returns its output. */
-export async function callTool(tool: Tool, input: unknown, context: ToolContext = {}): Promise<unknown> {
+export function callTool(tool: Tool, input: unknown, context: ToolContext = {}): Promise<unknown> {
+  // Not an async function: a routine's tool call is on the hot path, and the tool's own promise (or value) needs no
+  // second one around it. A throw still becomes a rejection.
+  try {
+    return Promise.resolve(runChecked(tool, input, context));
+  } catch (error) {
+    return Promise.reject(error);
+  }
+}
+
+function runChecked(tool: Tool, input: unknown, context: ToolContext): unknown {
   let parsed = tool.input.safeParse(input);
   // An LLM calls a tool whose input is not an object with `{ value }`, as toolInputJsonSchema offered it.
   if (!parsed.success && isValueWrapper(input) && offeredAsValue(tool)) {
