@@ -14,7 +14,7 @@ import { normalizeHash } from './protocol/document.js';
 import { ProtocolRegistry, type KnownDocument } from './protocol/registry.js';
 import type { LoadedRoutine } from './routine/load.js';
 import { ISOLATED_SYNC_LIMIT_MS, SyncTimeLimit } from './routine/isolate.js';
-import type { FollowUpRequest, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
+import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
 import type { Tool } from './tool/define.js';
 import { labelOf, TurnAnswerer, type Route, type Turn } from './receiver/answer.js';
 import { ConversationCapacity } from './receiver/capacity.js';
@@ -33,6 +33,11 @@ export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 /** How long the default stores keep a tombstone at least: one hour, or one TTL when that is longer. */
 export const DEFAULT_TOMBSTONE_MS = 60 * 60 * 1000;
+
+/** A single-round reply. */
+function success(body: JsonValue): SuccessResponse {
+  return { status: 'success', body };
+}
 
 /**
  * An Agora receiver: answers queries with routines first, else the LLM, else the fixed failures of spec §2.
@@ -210,18 +215,28 @@ export class Receiver implements ReceiverApi {
     return (await this.store.ready?.()) ?? true;
   }
 
-  async query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
-    const target = targetOf(request.protocolHash);
-    const route = this.#router.routeNow(target) ?? (await this.#router.ofQuery(target, request.protocolSources));
-    // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
-    const multiround = request.multiround === true || target.kind === 'negotiation';
-    if (multiround) return this.#firstTurn(route, target, request, context);
-    context?.onTurn?.(null, true);
-    return { status: 'success', body: await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta) };
+  query(request: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
+    // Not an async function: a single-round query under a held routine (the hot path) waits on its answer alone, with
+    // no async frame of its own (V8 allocates an async function's register file each time it awaits).
+    try {
+      const target = targetOf(request.protocolHash);
+      const route = this.#router.routeNow(target);
+      if (route === undefined || request.multiround === true || target.kind === 'negotiation') return this.#routedQuery(route, target, request, context);
+      context?.onTurn?.(null, true);
+      return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta).then(success);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
-  // Apart from query() so that a single-round query, the hot path, awaits in a small function (V8 allocates an async
-  // function's register file each time it awaits).
+  async #routedQuery(known: Route | undefined, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
+    const route = known ?? (await this.#router.ofQuery(target, request.protocolSources));
+    // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
+    if (request.multiround === true || target.kind === 'negotiation') return this.#firstTurn(route, target, request, context);
+    context?.onTurn?.(null, true);
+    return success(await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta));
+  }
+
   async #firstTurn(route: Route, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
     // The place is taken before the first turn runs, so concurrent first turns cannot together pass the cap.
     const release = this.#capacity ? await this.#capacity.reserve() : undefined;

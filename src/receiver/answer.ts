@@ -72,8 +72,14 @@ export class TurnAnswerer {
     let path: QueryPath = 'failure';
     let reply: JsonValue | undefined;
     let reason: string | undefined;
+    // A routine's run is timed here, and its start also sets its deadline.
+    const started = route.kind === 'routine' ? performance.now() : 0;
     try {
-      ({ path, reply } = await this.#dispatch(route, label, turn, body, signal, onDelta));
+      if (route.kind === 'generated') ({ path, reply } = await this.#generated(route, label, turn, body, signal, onDelta));
+      else {
+        reply = await this.#reply(route, turn, body, signal, onDelta, started);
+        path = route.kind === 'routine' ? 'routine' : 'llm';
+      }
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
       // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
       if (route.kind !== 'routine') {
@@ -99,6 +105,7 @@ export class TurnAnswerer {
       }
       throw error;
     } finally {
+      if (route.kind === 'routine') this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
       this.options.counters.query(path, label, reason);
       if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
     }
@@ -121,46 +128,46 @@ export class TurnAnswerer {
       .catch((error: unknown) => this.options.logger.error(`served hook failed: ${describeError(error)}`));
   }
 
-  async #dispatch(route: Route, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+  /**
+   * The reply of every route but a generated routine's. Not an async function: each returns the promise it waits on,
+   * so a query awaits once here, not twice (V8 allocates an async function's register file each time it awaits).
+   */
+  #reply(route: Exclude<Route, { kind: 'generated' }>, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined, started: number): Promise<JsonValue> {
     const { options } = this;
     switch (route.kind) {
-      case 'negotiation':
-        return { path: 'llm', reply: await options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signal), turn.history, body) };
-      case 'natural':
-        if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
-        return { path: 'llm', reply: await answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body) };
       case 'routine': {
         const { routine, known } = route;
-        const context = this.#routineContext(known, turn, signal);
-        // Timed here rather than through a wrapper: each async layer costs the hot path; the start also sets the deadline.
-        const started = performance.now();
-        try {
-          return { path: 'routine', reply: await runRoutine(routine.routine, body, context, known.document, options.routineTimeoutMs, onDelta, options.isolation, started) };
-        } finally {
-          options.counters.routineLatency(label, (performance.now() - started) / 1000);
-        }
+        return runRoutine(routine.routine, body, this.#routineContext(known, turn, signal), known.document, options.routineTimeoutMs, onDelta, options.isolation, started);
       }
-      case 'generated': {
-        const started = performance.now();
-        try {
-          return { path: 'routine', reply: await route.runner(body, this.#routineContext(route.known, turn, signal)) };
-        } catch (error) {
-          if (isAgoraError(error) && error.code === 'BAD_REQUEST') throw error;
-          options.logger.warn(`${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`);
-          if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
-        } finally {
-          options.counters.routineLatency(label, (performance.now() - started) / 1000);
-        }
-        return this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta));
-      }
+      case 'negotiation':
+        return options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signal), turn.history, body);
+      case 'natural':
+        if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
+        return answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
       case 'llm':
-        return this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta));
+        return this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta));
     }
   }
 
-  async #underProtocol(known: KnownDocument, turn: Turn, body: JsonValue, call: () => ResponderCall): Promise<{ path: QueryPath; reply: JsonValue }> {
+  /** An extension's routine (timed), or the LLM when it fails (BAD_REQUEST aside). */
+  async #generated(route: Extract<Route, { kind: 'generated' }>, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+    const { options } = this;
+    const started = performance.now();
+    try {
+      return { path: 'routine', reply: await route.runner(body, this.#routineContext(route.known, turn, signal)) };
+    } catch (error) {
+      if (isAgoraError(error) && error.code === 'BAD_REQUEST') throw error;
+      options.logger.warn(`${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`);
+      if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
+    } finally {
+      options.counters.routineLatency(label, (performance.now() - started) / 1000);
+    }
+    return { path: 'llm', reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)) };
+  }
+
+  async #underProtocol(known: KnownDocument, turn: Turn, body: JsonValue, call: () => ResponderCall): Promise<JsonValue> {
     if (!this.options.hasLlm) throw new AgoraError('UNSUPPORTED_PROTOCOL');
-    return { path: 'llm', reply: await answerUnderProtocol(call(), known.document, turn.history, body) };
+    return answerUnderProtocol(call(), known.document, turn.history, body);
   }
 
   #answerCall(protocol: string, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): ResponderCall {
