@@ -16,33 +16,62 @@ export function readBody(request: IncomingMessage, maxBytes: number): Promise<Bu
     if (length > maxBytes) return Promise.reject(new AgoraError('REQUEST_TOO_LARGE'));
     if (length === 0) return Promise.resolve(EMPTY);
   }
+  // Asked twice, the body is read once.
+  const reading = (request as BodyReading)[READING];
+  if (reading !== undefined) return reading.body;
   if (request.readableEnded) return Promise.resolve(EMPTY);
-  // Three listeners, none removed once the body is whole: the 'close' every request ends with does nothing after
-  // 'end' (each listener added and removed showed on the hot path). No 'error' listener: an IncomingMessage without
-  // one drops its error, and an aborted request still closes.
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        // Still flowing with no listener: the rest is read and dropped, so the client can read our 413
-        // (clients such as Python's requests send the whole body before reading); requestTimeout bounds it.
-        request.off('data', onData);
-        chunks.length = 0;
-        reject(new AgoraError('REQUEST_TOO_LARGE'));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    request.on('data', onData);
-    request.on('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size)));
-    // Before 'end', the client is gone: nobody reads the answer, and it is not an internal error worth logging.
-    // After it, nothing to do (an error made there for nothing would capture a stack on every request).
-    request.on('close', () => {
-      if (!request.readableEnded) reject(new AgoraError('BAD_REQUEST', 'Request aborted by the client'));
+  const started = new Reading(maxBytes);
+  (request as BodyReading)[READING] = started;
+  request.on('data', onBodyData);
+  request.on('end', onBodyEnd);
+  request.on('close', onBodyClose);
+  return started.body;
+}
+
+// The body being read, kept on the request itself: the three listeners are module functions (Node calls them with
+// the request as `this`), not three closures made for every request.
+const READING = Symbol('agora.bodyReading');
+class Reading {
+  readonly chunks: Buffer[] = [];
+  size = 0;
+  resolve!: (body: Buffer) => void;
+  reject!: (error: Error) => void;
+  readonly body: Promise<Buffer>;
+
+  constructor(readonly maxBytes: number) {
+    this.body = new Promise((resolve, reject) => {
+      this.resolve = resolve;
+      this.reject = reject;
     });
-  });
+  }
+}
+type BodyReading = IncomingMessage & { [READING]?: Reading };
+
+function onBodyData(this: BodyReading, chunk: Buffer): void {
+  const reading = this[READING]!;
+  reading.size += chunk.length;
+  if (reading.size > reading.maxBytes) {
+    // Still flowing with no listener: the rest is read and dropped, so the client can read our 413 (clients such as
+    // Python's requests send the whole body before reading); requestTimeout bounds it.
+    this.off('data', onBodyData);
+    reading.chunks.length = 0;
+    reading.reject(new AgoraError('REQUEST_TOO_LARGE'));
+    return;
+  }
+  reading.chunks.push(chunk);
+}
+
+function onBodyEnd(this: BodyReading): void {
+  const { chunks, size, resolve } = this[READING]!;
+  resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+}
+
+// Listeners are never removed once the body is whole (each one added and removed showed on the hot path): the 'close'
+// every request ends with does nothing after 'end' (an error made there for nothing would capture a stack each time).
+// Before 'end', the client is gone: nobody reads the answer, and it is not an internal error worth logging. No 'error'
+// listener: an IncomingMessage without one drops its error, and an aborted request still closes.
+function onBodyClose(this: BodyReading): void {
+  if (!this.readableEnded) this[READING]?.reject(new AgoraError('BAD_REQUEST', 'Request aborted by the client'));
 }
 
 /** A node request as the core sees it; one object per request, with its method on the prototype: no closures on the hot path. */

@@ -68,6 +68,7 @@ export class TurnAnswerer {
 
   /** Answers one turn; mutates `turn.state` and `turn.history`. `onDelta` gets the reply's pieces as they come (streaming). */
   async answer(route: Route, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta?: (delta: JsonValue) => void): Promise<JsonValue> {
+    // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
     const label = labelOf(route);
     let path: QueryPath = 'failure';
     let reply: JsonValue | undefined;
@@ -82,33 +83,42 @@ export class TurnAnswerer {
       }
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
       // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
-      if (route.kind !== 'routine') {
-        turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
-        // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
-        if (turn.history.length > this.options.maxHistory) turn.history.splice(0, turn.history.length - this.options.maxHistory);
-        // And by size: a few huge turns must not make every later record (and its copies) huge.
-        const kept = fitHistory(turn.history, this.options.maxHistoryChars);
-        if (kept.length < turn.history.length) turn.history.splice(0, turn.history.length - kept.length);
-      }
+      if (route.kind !== 'routine') this.#remember(turn, body, reply);
       return reply;
     } catch (error) {
       path = 'failure';
       // The fixed texts of our own errors only: a peer's data never reaches the dashboard this way.
       reason = isAgoraError(error) ? error.message : 'Internal error';
-      if (isAgoraError(error) && (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')) {
-        this.options.logger.error(`${label}: ${error.message}${error.cause ? `: ${describeError(error.cause)}` : ''}`);
-      } else if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE' && error.cause) {
-        this.options.logger.warn(`${label}: ${describeError(error.cause)}`);
-      } else if (!isAgoraError(error)) {
-        this.options.logger.error(`${label}: ${describeError(error)}`);
-        throw new AgoraError('INTERNAL', undefined, { cause: error });
-      }
-      throw error;
+      throw this.#failure(error, label);
     } finally {
       if (route.kind === 'routine') this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
       this.options.counters.query(path, label, reason);
       if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
     }
+  }
+
+  /** Adds a turn to the history the LLM reads, bounded in turns and in size. */
+  #remember(turn: Turn, body: JsonValue, reply: JsonValue): void {
+    turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
+    // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
+    if (turn.history.length > this.options.maxHistory) turn.history.splice(0, turn.history.length - this.options.maxHistory);
+    // And by size: a few huge turns must not make every later record (and its copies) huge.
+    const kept = fitHistory(turn.history, this.options.maxHistoryChars);
+    if (kept.length < turn.history.length) turn.history.splice(0, turn.history.length - kept.length);
+  }
+
+  /** Logs a failed turn as it deserves, and returns what to throw (anything not ours becomes INTERNAL). */
+  #failure(error: unknown, label: string): unknown {
+    const { logger } = this.options;
+    if (isAgoraError(error) && (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')) {
+      logger.error(`${label}: ${error.message}${error.cause ? `: ${describeError(error.cause)}` : ''}`);
+    } else if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE' && error.cause) {
+      logger.warn(`${label}: ${describeError(error.cause)}`);
+    } else if (!isAgoraError(error)) {
+      logger.error(`${label}: ${describeError(error)}`);
+      return new AgoraError('INTERNAL', undefined, { cause: error });
+    }
+    return error;
   }
 
   #served(route: Route, turn: Turn, body: JsonValue, path: QueryPath, reply: JsonValue | undefined): void {
