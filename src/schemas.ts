@@ -87,6 +87,22 @@ export const wellknownSchema = z.record(z.string(), z.array(z.string()));
 /** The protocols an agent lists at `/wellknown`. */
 export type Wellknown = z.infer<typeof wellknownSchema>;
 
+/**
+ * A schema's compiled clone: zod (4.6+) generates its parser, and a value that fails it goes through zod's own parse,
+ * so issues and messages are the same; a schema zod cannot compile (or from another copy of zod) is kept as it is.
+ * About twice as fast on a small object, and no per-field objects made.
+ */
+export function compiledSchema<T extends z.ZodType>(schema: T): T {
+  try {
+    return typeof z.compile === 'function' && '_zod' in schema ? z.compile(schema) : schema;
+  } catch {
+    return schema;
+  }
+}
+
+const queryRequestParser = compiledSchema(queryRequestSchema);
+const followUpRequestParser = compiledSchema(followUpRequestSchema);
+
 const NOT_A_JSON_OBJECT = 'Request body must be a JSON object';
 /** Deepest nesting a request body may have: JSON.stringify (and any recursive walk downstream) overflows past a few thousand. */
 export const MAX_BODY_DEPTH = 100;
@@ -174,14 +190,14 @@ function requestError(error: z.ZodError): AgoraError {
  * zod costs ~0.2 µs against ~2 µs for JSON.parse alone (measured), so the schema stays the single source of truth.
  */
 export function parseQueryRequest(raw: Buffer, maxBytes: number): QueryRequest {
-  const parsed = queryRequestSchema.safeParse(parseObject(raw, maxBytes));
+  const parsed = queryRequestParser.safeParse(parseObject(raw, maxBytes));
   if (!parsed.success) throw requestError(parsed.error);
   return parsed.data;
 }
 
 /** A `POST /conversations/:id` body, checked as {@link parseQueryRequest} does; only what the receiver reads is kept. */
 export function parseFollowUpRequest(raw: Buffer, maxBytes: number): FollowUpRequest {
-  const parsed = followUpRequestSchema.safeParse(parseObject(raw, maxBytes));
+  const parsed = followUpRequestParser.safeParse(parseObject(raw, maxBytes));
   if (!parsed.success) throw requestError(parsed.error);
   const { protocolHash, protocolSources, body } = parsed.data;
   const followUp: FollowUpRequest = { body };

@@ -1,4 +1,5 @@
 import { AgoraError } from '../errors.js';
+import { compiledSchema } from '../schemas.js';
 import type { DefineRoutine, Routine, RoutineContext } from './contract.js';
 import { hasHandle, MISSING_HANDLE } from './handle.js';
 
@@ -26,7 +27,11 @@ export const defineRoutine: DefineRoutine = (definition) => {
 export function toRoutine(value: unknown, origin: string): Routine {
   if (typeof value === 'function') return { kind: 'routine', handle: value as RoutineFunction };
   if (value && typeof value === 'object' && typeof (value as Routine).handle === 'function') {
-    return { ...(value as Routine), kind: 'routine' };
+    const routine: Routine = { ...(value as Routine), kind: 'routine' };
+    // Checked on every query: compiled once here.
+    if (routine.input) routine.input = compiledSchema(routine.input);
+    if (routine.output) routine.output = compiledSchema(routine.output);
+    return routine;
   }
   throw new AgoraError('INVALID_ARGUMENT', `${origin}: the default export must be a function or defineRoutine({ handle })`);
 }

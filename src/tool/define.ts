@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
+import { compiledSchema } from '../schemas.js';
 
 /** What a tool's `run` receives besides its input. */
 export type ToolContext = {
@@ -35,10 +36,12 @@ export function defineTool<Schema extends z.ZodType, Output>(definition: {
   if (!TOOL_NAME.test(definition.name)) {
     throw new AgoraError('INVALID_ARGUMENT', `Invalid tool name ${JSON.stringify(definition.name)}: use 1-64 letters, digits, _ or -`);
   }
-  return Object.freeze({ ...definition, [TOOL_MARK]: true }) as Tool<z.output<Schema>, Output>;
+  return Object.freeze({ ...definition, [TOOL_MARK]: true, [INPUT_PARSER]: compiledSchema(definition.input) }) as Tool<z.output<Schema>, Output>;
 }
 
 const TOOL_MARK = Symbol.for('agora-agents.tool');
+// The input schema compiled once (see compiledSchema); a tool made without defineTool is checked with its own schema.
+const INPUT_PARSER = Symbol.for('agora-agents.toolInputParser');
 
 /** Whether a value looks like a tool (from `defineTool`, or a plain object of the same shape). */
 export function isTool(value: unknown): value is Tool {
@@ -78,7 +81,7 @@ export function callTool(tool: Tool, input: unknown, context: ToolContext = {}):
 }
 
 function runChecked(tool: Tool, input: unknown, context: ToolContext): unknown {
-  let parsed = tool.input.safeParse(input);
+  let parsed = ((tool as Tool & { [INPUT_PARSER]?: z.ZodType })[INPUT_PARSER] ?? tool.input).safeParse(input);
   // An LLM calls a tool whose input is not an object with `{ value }`, as toolInputJsonSchema offered it.
   if (!parsed.success && isValueWrapper(input) && offeredAsValue(tool)) {
     const unwrapped = tool.input.safeParse(input.value);

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { AgoraError, describeError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { parseDocument } from '../../src/protocol/document.js';
-import { defineRoutine, type RoutineContext } from '../../src/routine/define.js';
+import { defineRoutine, toRoutine, type RoutineContext } from '../../src/routine/define.js';
 import { protocolInvalidInputReply, runRoutine } from '../../src/routine/run.js';
 
 const document = parseDocument('---\nname: Echo\ndescription: Echoes.\nmultiround: false\n---\nSend JSON {"text": string}.\n');
@@ -26,6 +26,19 @@ afterEach(() => {
 });
 
 describe('runRoutine', () => {
+  it('checks a loaded routine with its compiled schemas as zod would: defaults, transforms, the same refusal texts', async () => {
+    const input = z.object({ q: z.number().int().default(1), s: z.string().trim().min(1), kind: z.enum(['a', 'b']) });
+    const source = defineRoutine({ input, output: z.object({ q: z.number(), s: z.string() }), handle: (body) => ({ q: body.q, s: body.s }) });
+    const loaded = toRoutine(source, 'test.ts');
+    expect(loaded.input).not.toBe(input);
+    expect(await runRoutine(loaded, { s: '  x  ', kind: 'a' }, context, document, 1000)).toEqual({ q: 1, s: 'x' });
+    for (const bad of [{ s: ' ', kind: 'a' }, { q: 1.5, s: 'x', kind: 'c' }, { s: 3 }]) {
+      const [compiled, plain] = await Promise.all([failureOf(runRoutine(loaded, bad, context, document, 1000)), failureOf(runRoutine(source, bad, context, document, 1000))]);
+      expect(compiled.message).toBe(plain.message);
+      expect(compiled.code).toBe('BAD_REQUEST');
+    }
+  });
+
   it('runs a plain function, synchronous or not, and gives null for undefined', async () => {
     expect(await runRoutine({ kind: 'routine', handle: (body: { text: string }) => ({ echo: body.text }) }, { text: 'hi' }, context, document, 1000)).toEqual({ echo: 'hi' });
     expect(await runRoutine({ kind: 'routine', handle: async () => [1, 'two'] }, null, context, document, 1000)).toEqual([1, 'two']);
