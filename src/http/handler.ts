@@ -141,8 +141,8 @@ export function createHandler(
     return response;
   }
 
-  // A query, the hot path: a small async function on purpose, since V8 allocates an async function's whole register
-  // file each time it awaits (the one function for every route made 1.3 KB of garbage a query, measured).
+  // A query, the hot path: a small async function on purpose, since V8 keeps an async function's whole register file
+  // each time it suspends, and the one function for every route had many.
   async function answerQuery(request: CoreRequest): Promise<StreamingResponse> {
     try {
       const query = parseQueryRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);

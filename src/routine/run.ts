@@ -134,8 +134,9 @@ export function runRoutine(
   /** When the run began on `performance.now()`'s clock, when the caller read it already; the deadline counts from it. */
   started: number = performance.now(),
 ): Promise<JsonValue> {
-  // Not an async function: V8 allocates an async function's whole register file when it awaits (about 2 KB a query
-  // here, measured), and the garbage is what slows a busy server down. Promises are made only where one is waited on.
+  // Not an async function: each await of one costs V8 its suspended frame and two resume closures, and a query's
+  // garbage is what slows a busy server down (0.6 KB less a query this way, measured). A promise is made only where
+  // one is waited on.
   const runContext = new RunContext(context);
   let output: unknown;
   let generator: AsyncGenerator<unknown, unknown, void> | undefined;
