@@ -38,8 +38,10 @@ export type Instance = {
   slice: CpuSlice | undefined;
   /** The CPU clock and its last reading, for this instance's slices. */
   meter: CpuMeter;
-  /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
+  /** The protocol and tool names last handed to this instance's guest (see `run` in the prelude). */
   statics: string | undefined;
+  /** The tool names in `statics`: a guest's tool request names its tool by its index here. */
+  toolNames: readonly string[];
   /** The hash and toolbox `statics` was made from (see QuickJSSandbox#run). */
   staticsHash?: string;
   staticsTools?: object;
@@ -129,7 +131,7 @@ export async function instantiate(
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
   const context = runtime.newContext();
-  const instance = { runtime, context, memory, slice: undefined, meter: cpuMeter(limits.cpuClock), statics: undefined } as Instance;
+  const instance = { runtime, context, memory, slice: undefined, meter: cpuMeter(limits.cpuClock), statics: undefined, toolNames: [] as readonly string[] } as Instance;
   runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.meter));
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
   // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.

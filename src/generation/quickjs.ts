@@ -101,9 +101,10 @@ export class QuickJSSandbox {
       // The protocol and the tool names rarely change between calls: sent again only when they do. A document is
       // named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
       if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
-        const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
+        const toolNames = Object.keys(context.tools);
+        const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: toolNames });
         if (statics !== instance.statics) text += `,${statics}`;
-        Object.assign(instance, { statics, staticsHash: protocol.hash, staticsTools: context.tools });
+        Object.assign(instance, { statics, toolNames, staticsHash: protocol.hash, staticsTools: context.tools });
       }
     }
     text += ']';
@@ -126,6 +127,7 @@ export class QuickJSSandbox {
     const instance = call.instance;
     const vm = instance.context;
     const outboxes: string[] = [];
+    const toolRequests: string[] = [];
     // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
     const slice = beginSlice(call.cpuLeft, call.ends - performance.now(), instance.meter);
     instance.slice = slice;
@@ -147,7 +149,7 @@ export class QuickJSSandbox {
         }
       }
       // Acted on while the slice is still set: a call's end that reports the interruption is read as the breach.
-      if (!failure) for (const outbox of outboxes) if (outbox) this.#deliver(instance, outbox);
+      if (!failure) for (const outbox of outboxes) if (outbox) this.#deliver(instance, outbox, toolRequests);
     } catch (error) {
       // A WebAssembly trap or an "Aborted()" of the emscripten runtime: this instance is finished.
       failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
@@ -156,6 +158,8 @@ export class QuickJSSandbox {
       call.cpuLeft -= chargedMs(slice, instance.meter);
     }
     if (failure && this.#current === call) this.#fail(failure);
+    // Started once the slice is over: a tool's own time is not the guest's.
+    for (const request of toolRequests) this.#tool(instance, request);
   }
 
   /** The string the prelude's `run`, `settle` or `flush` returned (always a string: no typeof crossing), disposed. */
@@ -165,11 +169,14 @@ export class QuickJSSandbox {
     return text;
   }
 
-  /** Acts on a guest's outbox, a JSON array of "D…" (a call's end), "T…" (a tool request) and "L…" (a log line). */
-  #deliver(instance: Instance, outbox: string): void {
+  /**
+   * Acts on a guest's outbox, "D…" (a call's end), "T…" (a tool request, kept in `toolRequests` for after the slice)
+   * and "L…" (a log line).
+   */
+  #deliver(instance: Instance, outbox: string, toolRequests: string[]): void {
     for (const { kind, text } of outboxMessages(outbox)) {
       if (kind === 'D') this.#done(instance, text);
-      else if (kind === 'T') this.#tool(instance, text);
+      else if (kind === 'T') toolRequests.push(text);
       else this.#log(instance, text);
     }
   }
@@ -261,17 +268,19 @@ export class QuickJSSandbox {
     return call && call.instance === instance && call.id === runId ? call : undefined;
   }
 
-  /** A tool call from the guest, "<runId>:<callId>:<JSON [name, input]>": run here, its answer settled back in. */
+  /**
+   * A tool call from the guest, "<runId>:<callId>:<tool index>:<input JSON>", the index into the tool names last sent
+   * to it: run here, its answer settled back in.
+   */
   #tool(instance: Instance, request: string): void {
     const first = request.indexOf(':');
     const second = request.indexOf(':', first + 1);
+    const third = request.indexOf(':', second + 1);
     const call = this.#callOf(instance, Number(request.slice(0, first)));
-    if (!call || second < 0) return;
+    if (!call || third < 0) return;
     const callId = request.slice(first + 1, second);
-    const named = safeJson(request.slice(second + 1));
-    if (!Array.isArray(named) || typeof named[0] !== 'string') return;
-    const [name, input] = named as [string, unknown];
-    const tool = Object.hasOwn(call.context?.tools ?? {}, name) ? call.context!.tools[name] : undefined;
+    const name = instance.toolNames[Number(request.slice(second + 1, third))];
+    const input = safeJson(request.slice(third + 1));
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
       if (this.#current !== call || this.#instance !== instance) return;
@@ -279,17 +288,32 @@ export class QuickJSSandbox {
       const argument = vm.newString(`${ok ? '+' : '-'}${callId}:${text}`);
       this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument), argument);
     };
-    if (!tool) {
+    const tools = call.context?.tools ?? {};
+    if (name === undefined || !Object.hasOwn(tools, name)) {
       queueMicrotask(() => answer(false, `no tool named "${name}"`));
       return;
     }
-    Promise.resolve()
-      .then(() => tool(input))
-      .then(
-        (value) => answer(true, JSON.stringify(value === undefined ? null : value) ?? 'null'),
-        (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
-      )
-      .catch((error: unknown) => answer(false, `the tool's answer is not JSON: ${describeError(error)}`));
+    let output: unknown;
+    try {
+      output = tools[name]!(input);
+    } catch (error) {
+      queueMicrotask(() => answer(false, error instanceof Error ? error.message : describeError(error)));
+      return;
+    }
+    // One reaction to the tool's promise (a toolbox function is async), not a chain of them.
+    Promise.resolve(output).then(
+      (value) => {
+        let text: string;
+        try {
+          text = JSON.stringify(value === undefined ? null : value) ?? 'null';
+        } catch (error) {
+          answer(false, `the tool's answer is not JSON: ${describeError(error)}`);
+          return;
+        }
+        answer(true, text);
+      },
+      (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
+    );
   }
 
   /** A log line from the guest, '[runId, level, message]'. */
