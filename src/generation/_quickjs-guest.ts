@@ -90,9 +90,11 @@ export const GUEST_PRELUDE = `(() => {
   let nextCall = 0;
   // The module's default export, as a routine definition ({ handle, input?, output?, … }) and as exported.
   let definition, routine;
-  // The protocol as text (each call that reads it gets its own copy) and the tool names, as last sent by the host.
+  // The protocol as text (each call that reads it gets its own copy), as last sent by the host.
   let protocolText = 'null';
-  let toolNames = [];
+  // The call whose entry is running. The host runs calls one at a time, so a tool request or a log line made now
+  // is this call's (a continuation a routine kept from an earlier call acts for the live one, as its own code could).
+  let liveRun;
 
   function describe(error) {
     if (error && typeof error === 'object' && typeof error.message === 'string') {
@@ -110,14 +112,14 @@ export const GUEST_PRELUDE = `(() => {
     if (text === undefined) throw new Error(what + ' is not JSON');
     return text;
   }
-  function callTool(runId, index, input) {
+  function callTool(index, input) {
     return new Promise((resolve, reject) => {
       // The input alone, not [name, input]: a stringify's cost grows with what it walks. What JSON cannot hold at
       // the top (a function, undefined) is sent as null, as it was inside an array.
       const text = stringify(input);
       const callId = ++nextCall;
       calls.set(callId, { resolve, reject });
-      send('T' + runId + ':' + callId + ':' + index + ':' + (text === undefined ? 'null' : text));
+      send('T' + liveRun + ':' + callId + ':' + index + ':' + (text === undefined ? 'null' : text));
     });
   }
   function settle(text) {
@@ -135,30 +137,28 @@ export const GUEST_PRELUDE = `(() => {
     definition = typeof routine === 'function' ? { handle: routine } : routine;
   }
   const signal = freeze({ aborted: false, reason: undefined, throwIfAborted() {}, addEventListener() {}, removeEventListener() {}, onabort: null });
-  function toolsOf(runId) {
-    const tools = {};
+  // The tools and the logger, shared by every call: made per call, with a closure each, they cost the interpreter
+  // more than a simple routine's own work. The tools are remade when the host sends other names.
+  let tools = freeze({});
+  function toolsFor(names) {
+    const made = {};
     // By index: for…of goes through the iterator protocol, several times slower in the interpreter.
-    for (let index = 0; index < toolNames.length; index++) tools[toolNames[index]] = (input) => callTool(runId, index, input);
-    return freeze(tools);
+    for (let index = 0; index < names.length; index++) made[names[index]] = (input) => callTool(index, input);
+    return freeze(made);
   }
-  function loggerOf(runId) {
-    const log = (level) => (message) => send('L' + stringify([runId, level, String(message)]));
-    return freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
-  }
-  // The routine context; protocol, tools and logger are built only if the routine reads them, once each. Accessors
-  // in a literal: defining them one by one, and redefining each as a value on first read, cost the interpreter
-  // more than the rest of a simple call.
-  function routineContext(runId, conversation) {
-    let protocol, tools, logger;
+  const log = (level) => (message) => send('L' + stringify([liveRun, level, String(message)]));
+  const logger = freeze({ info: log('info'), warn: log('warn'), error: log('error'), debug: log('info') });
+  // The routine context. The protocol is parsed only if the routine reads it (its own copy each call, as a
+  // hand-written routine gets): an accessor pair in the literal, the cheapest lazy property in the interpreter.
+  function routineContext(conversation) {
+    let protocol;
     return {
       conversation,
       signal,
       get protocol() { return protocol === undefined ? (protocol = parse(protocolText)) : protocol; },
       set protocol(value) { protocol = value; },
-      get tools() { return tools === undefined ? (tools = toolsOf(runId)) : tools; },
-      set tools(value) { tools = value; },
-      get logger() { return logger === undefined ? (logger = loggerOf(runId)) : logger; },
-      set logger(value) { logger = value; },
+      tools,
+      logger,
     };
   }
   // What a method makes of its result, the JSON text of the call's report: handled takes the conversation with it,
@@ -199,7 +199,7 @@ export const GUEST_PRELUDE = `(() => {
       input = parsed.data;
     }
     // A routine that answers synchronously is finished without a trip through the job queue.
-    finish(runId, definition.handle(input, routineContext(runId, conversation)), handled, conversation);
+    finish(runId, definition.handle(input, routineContext(conversation)), handled, conversation);
   }
   // Reports the call's result, a JSON text, now or later; throws, or reports a failure, when it fails.
   function dispatch(runId, method, payload, conversation) {
@@ -220,9 +220,10 @@ export const GUEST_PRELUDE = `(() => {
     // By index: destructuring goes through the iterator protocol, several times slower in the interpreter.
     const envelope = parse(text);
     const runId = envelope[0], statics = envelope[4];
+    liveRun = runId;
     if (statics) {
       protocolText = stringify(statics.protocol);
-      toolNames = statics.tools;
+      tools = toolsFor(statics.tools);
     }
     try {
       dispatch(runId, envelope[1], envelope[2], envelope[3]);

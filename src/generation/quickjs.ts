@@ -111,9 +111,7 @@ export class QuickJSSandbox {
     return new Promise<SandboxResult>((resolve, reject) => {
       const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
       this.#current = call;
-      const vm = instance.context;
-      const argument = vm.newString(text);
-      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, argument), argument);
+      this.#enter(call, instance.run, instance.context.newString(text));
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
     });
@@ -123,9 +121,8 @@ export class QuickJSSandbox {
    * Runs guest code for the current call under its remaining CPU time, then its pending jobs, and acts on what the
    * guest said meanwhile (its outbox: the end of the call, tool requests, log lines); a breach fails the call.
    */
-  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }, argument: QuickJSHandle): void {
+  #enter(call: Call, fn: QuickJSHandle, argument: QuickJSHandle): void {
     const instance = call.instance;
-    const vm = instance.context;
     const outboxes: string[] = [];
     const toolRequests: string[] = [];
     // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
@@ -133,19 +130,19 @@ export class QuickJSSandbox {
     instance.slice = slice;
     let failure: Error | undefined;
     try {
-      const first = step();
+      const first = instance.caller.call(fn, argument);
       argument.dispose();
-      if (first.error) failure = this.#describeBreach(instance, first.error);
+      if (first.text === undefined) failure = this.#thrown(instance, first.error);
       else {
-        if (first.value) outboxes.push(this.#text(instance, first.value));
+        outboxes.push(first.text);
         // Asking is one crossing; running an empty queue through the library costs several.
         const jobs = instance.runtime.hasPendingJob() ? instance.runtime.executePendingJobs() : undefined;
         if (jobs?.error) failure = this.#describeBreach(instance, jobs.error);
         else if (jobs) {
           jobs.dispose();
-          const flushed = vm.callFunction(instance.flush, vm.undefined);
-          if (flushed.error) failure = this.#describeBreach(instance, flushed.error);
-          else outboxes.push(this.#text(instance, flushed.value));
+          const flushed = instance.caller.call(instance.flush);
+          if (flushed.text === undefined) failure = this.#thrown(instance, flushed.error);
+          else outboxes.push(flushed.text);
         }
       }
       // Acted on while the slice is still set: a call's end that reports the interruption is read as the breach.
@@ -160,13 +157,6 @@ export class QuickJSSandbox {
     if (failure && this.#current === call) this.#fail(failure);
     // Started once the slice is over: a tool's own time is not the guest's.
     for (const request of toolRequests) this.#tool(instance, request);
-  }
-
-  /** The string the prelude's `run`, `settle` or `flush` returned (always a string: no typeof crossing), disposed. */
-  #text(instance: Instance, handle: QuickJSHandle): string {
-    const text = instance.context.getString(handle);
-    handle.dispose();
-    return text;
   }
 
   /**
@@ -185,6 +175,15 @@ export class QuickJSSandbox {
     // Checked before reading the error: its getters are guest code, interrupted like any other.
     if (instance.slice?.breach) return breachError(instance, '', this.#limits, false);
     return breachError(instance, guestErrorText(instance, error), this.#limits, false);
+  }
+
+  /** #describeBreach for an error a prelude call threw (see ./_quickjs-call.ts), which it frees. */
+  #thrown(instance: Instance, error: number): Error {
+    if (instance.slice?.breach) {
+      instance.caller.free(error);
+      return breachError(instance, '', this.#limits, false);
+    }
+    return breachError(instance, instance.caller.errorText(error), this.#limits, false);
   }
 
   /** The end of a call, as the guest reports it: "+<runId>:<result JSON>" or "-<runId>:<error>". */
@@ -284,9 +283,7 @@ export class QuickJSSandbox {
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
       if (this.#current !== call || this.#instance !== instance) return;
-      const vm = instance.context;
-      const argument = vm.newString(`${ok ? '+' : '-'}${callId}:${text}`);
-      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument), argument);
+      this.#enter(call, instance.settle, instance.context.newString(`${ok ? '+' : '-'}${callId}:${text}`));
     };
     const tools = call.context?.tools ?? {};
     if (name === undefined || !Object.hasOwn(tools, name)) {
