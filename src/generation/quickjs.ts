@@ -111,7 +111,7 @@ export class QuickJSSandbox {
     return new Promise<SandboxResult>((resolve, reject) => {
       const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
       this.#current = call;
-      this.#enter(call, instance.run, instance.context.newString(text));
+      this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
     });
@@ -121,7 +121,7 @@ export class QuickJSSandbox {
    * Runs guest code for the current call under its remaining CPU time, then its pending jobs, and acts on what the
    * guest said meanwhile (its outbox: the end of the call, tool requests, log lines); a breach fails the call.
    */
-  #enter(call: Call, fn: QuickJSHandle, argument: QuickJSHandle): void {
+  #enter(call: Call, fn: QuickJSHandle, argument: string): void {
     const instance = call.instance;
     const outboxes: string[] = [];
     const toolRequests: string[] = [];
@@ -131,7 +131,6 @@ export class QuickJSSandbox {
     let failure: Error | undefined;
     try {
       const first = instance.caller.call(fn, argument);
-      argument.dispose();
       if (first.text === undefined) failure = this.#thrown(instance, first.error);
       else {
         outboxes.push(first.text);
@@ -283,7 +282,7 @@ export class QuickJSSandbox {
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
       if (this.#current !== call || this.#instance !== instance) return;
-      this.#enter(call, instance.settle, instance.context.newString(`${ok ? '+' : '-'}${callId}:${text}`));
+      this.#enter(call, instance.settle, `${ok ? '+' : '-'}${callId}:${text}`);
     };
     const tools = call.context?.tools ?? {};
     if (name === undefined || !Object.hasOwn(tools, name)) {

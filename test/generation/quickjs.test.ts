@@ -211,6 +211,14 @@ describe('the routine context', () => {
     expect((await module.run('handle', { n: 3, tree: { name: 'a', children: [{ name: 7 }] } }, context())).invalid?.issues).toMatch(/tree\.children\.0\.name/);
   });
 
+  it('passes bodies both ways whole: non-ASCII text, and bodies past the 16 KB the sandbox keeps for them', async () => {
+    const module = await sandbox(`(body, { tools }) => tools.echo(body)`);
+    const tools = { echo: async (input: unknown) => input };
+    for (const body of [{ text: 'héllo wörld, 日本語, 🙂' }, { text: 'x'.repeat(20_000) }, { text: '🙂'.repeat(6_000) }]) {
+      expect((await module.run('handle', body, context({ tools }))).value).toEqual(body);
+    }
+  });
+
   it('names each tool call by its tool, however many tools there are', async () => {
     const module = await sandbox(`async (body, { tools }) => [await tools.second(body), await tools.first(), await tools.third(() => 1)]`);
     const seen: unknown[] = [];
