@@ -16,6 +16,7 @@ import {
   type QuickJSRuntime,
 } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
+import { guestCaller, type GuestCaller } from './_quickjs-call.js';
 import { beginSlice, cpuMeter, shouldInterrupt, type CpuClock, type CpuMeter, type CpuSlice } from './_cpu-slice.js';
 import { GUEST_PRELUDE, wrapBundle } from './_quickjs-guest.js';
 
@@ -34,12 +35,16 @@ export type Instance = {
   run: QuickJSHandle;
   settle: QuickJSHandle;
   flush: QuickJSHandle;
+  /** How run, settle and flush are called (see ./_quickjs-call.ts). */
+  caller: GuestCaller;
   /** The CPU budget of the guest code running now (see ./_cpu-slice.ts); undefined when none should be running. */
   slice: CpuSlice | undefined;
   /** The CPU clock and its last reading, for this instance's slices. */
   meter: CpuMeter;
-  /** The protocol and tool names last handed to this instance's guest (see `setStatics` in the prelude). */
+  /** The protocol and tool names last handed to this instance's guest (see `run` in the prelude). */
   statics: string | undefined;
+  /** The tool names in `statics`: a guest's tool request names its tool by its index here. */
+  toolNames: readonly string[];
   /** The hash and toolbox `statics` was made from (see QuickJSSandbox#run). */
   staticsHash?: string;
   staticsTools?: object;
@@ -105,6 +110,7 @@ export function disposeInstance(instance: Instance): void {
     instance.run.dispose();
     instance.settle.dispose();
     instance.flush.dispose();
+    instance.caller.dispose();
     instance.context.dispose();
     instance.runtime.dispose();
   } catch {
@@ -129,7 +135,8 @@ export async function instantiate(
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
   const context = runtime.newContext();
-  const instance = { runtime, context, memory, slice: undefined, meter: cpuMeter(limits.cpuClock), statics: undefined } as Instance;
+  const caller = guestCaller(wasm, context, memory);
+  const instance = { runtime, context, memory, caller, slice: undefined, meter: cpuMeter(limits.cpuClock), statics: undefined, toolNames: [] as readonly string[] } as Instance;
   runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.meter));
   const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
   // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.

@@ -101,18 +101,17 @@ export class QuickJSSandbox {
       // The protocol and the tool names rarely change between calls: sent again only when they do. A document is
       // named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
       if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
-        const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: Object.keys(context.tools) });
+        const toolNames = Object.keys(context.tools);
+        const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: toolNames });
         if (statics !== instance.statics) text += `,${statics}`;
-        Object.assign(instance, { statics, staticsHash: protocol.hash, staticsTools: context.tools });
+        Object.assign(instance, { statics, toolNames, staticsHash: protocol.hash, staticsTools: context.tools });
       }
     }
     text += ']';
     return new Promise<SandboxResult>((resolve, reject) => {
       const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
       this.#current = call;
-      const vm = instance.context;
-      const argument = vm.newString(text);
-      this.#enter(call, () => vm.callFunction(instance.run, vm.undefined, argument), argument);
+      this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
     });
@@ -122,32 +121,31 @@ export class QuickJSSandbox {
    * Runs guest code for the current call under its remaining CPU time, then its pending jobs, and acts on what the
    * guest said meanwhile (its outbox: the end of the call, tool requests, log lines); a breach fails the call.
    */
-  #enter(call: Call, step: () => { error?: QuickJSHandle; value?: QuickJSHandle }, argument: QuickJSHandle): void {
+  #enter(call: Call, fn: QuickJSHandle, argument: string): void {
     const instance = call.instance;
-    const vm = instance.context;
     const outboxes: string[] = [];
+    const toolRequests: string[] = [];
     // The call's time limit is the wall-clock backstop: no timer fires while guest code holds the thread.
     const slice = beginSlice(call.cpuLeft, call.ends - performance.now(), instance.meter);
     instance.slice = slice;
     let failure: Error | undefined;
     try {
-      const first = step();
-      argument.dispose();
-      if (first.error) failure = this.#describeBreach(instance, first.error);
+      const first = instance.caller.call(fn, argument);
+      if (first.text === undefined) failure = this.#thrown(instance, first.error);
       else {
-        if (first.value) outboxes.push(this.#text(instance, first.value));
+        outboxes.push(first.text);
         // Asking is one crossing; running an empty queue through the library costs several.
         const jobs = instance.runtime.hasPendingJob() ? instance.runtime.executePendingJobs() : undefined;
         if (jobs?.error) failure = this.#describeBreach(instance, jobs.error);
         else if (jobs) {
           jobs.dispose();
-          const flushed = vm.callFunction(instance.flush, vm.undefined);
-          if (flushed.error) failure = this.#describeBreach(instance, flushed.error);
-          else outboxes.push(this.#text(instance, flushed.value));
+          const flushed = instance.caller.call(instance.flush);
+          if (flushed.text === undefined) failure = this.#thrown(instance, flushed.error);
+          else outboxes.push(flushed.text);
         }
       }
       // Acted on while the slice is still set: a call's end that reports the interruption is read as the breach.
-      if (!failure) for (const outbox of outboxes) if (outbox) this.#deliver(instance, outbox);
+      if (!failure) for (const outbox of outboxes) if (outbox) this.#deliver(instance, outbox, toolRequests);
     } catch (error) {
       // A WebAssembly trap or an "Aborted()" of the emscripten runtime: this instance is finished.
       failure = new Error(`the routine crashed the sandbox: ${describeError(error)}`);
@@ -156,20 +154,18 @@ export class QuickJSSandbox {
       call.cpuLeft -= chargedMs(slice, instance.meter);
     }
     if (failure && this.#current === call) this.#fail(failure);
+    // Started once the slice is over: a tool's own time is not the guest's.
+    for (const request of toolRequests) this.#tool(instance, request);
   }
 
-  /** The string the prelude's `run`, `settle` or `flush` returned (always a string: no typeof crossing), disposed. */
-  #text(instance: Instance, handle: QuickJSHandle): string {
-    const text = instance.context.getString(handle);
-    handle.dispose();
-    return text;
-  }
-
-  /** Acts on a guest's outbox, a JSON array of "D…" (a call's end), "T…" (a tool request) and "L…" (a log line). */
-  #deliver(instance: Instance, outbox: string): void {
+  /**
+   * Acts on a guest's outbox, "D…" (a call's end), "T…" (a tool request, kept in `toolRequests` for after the slice)
+   * and "L…" (a log line).
+   */
+  #deliver(instance: Instance, outbox: string, toolRequests: string[]): void {
     for (const { kind, text } of outboxMessages(outbox)) {
       if (kind === 'D') this.#done(instance, text);
-      else if (kind === 'T') this.#tool(instance, text);
+      else if (kind === 'T') toolRequests.push(text);
       else this.#log(instance, text);
     }
   }
@@ -178,6 +174,15 @@ export class QuickJSSandbox {
     // Checked before reading the error: its getters are guest code, interrupted like any other.
     if (instance.slice?.breach) return breachError(instance, '', this.#limits, false);
     return breachError(instance, guestErrorText(instance, error), this.#limits, false);
+  }
+
+  /** #describeBreach for an error a prelude call threw (see ./_quickjs-call.ts), which it frees. */
+  #thrown(instance: Instance, error: number): Error {
+    if (instance.slice?.breach) {
+      instance.caller.free(error);
+      return breachError(instance, '', this.#limits, false);
+    }
+    return breachError(instance, instance.caller.errorText(error), this.#limits, false);
   }
 
   /** The end of a call, as the guest reports it: "+<runId>:<result JSON>" or "-<runId>:<error>". */
@@ -261,35 +266,50 @@ export class QuickJSSandbox {
     return call && call.instance === instance && call.id === runId ? call : undefined;
   }
 
-  /** A tool call from the guest, "<runId>:<callId>:<JSON [name, input]>": run here, its answer settled back in. */
+  /**
+   * A tool call from the guest, "<runId>:<callId>:<tool index>:<input JSON>", the index into the tool names last sent
+   * to it: run here, its answer settled back in.
+   */
   #tool(instance: Instance, request: string): void {
     const first = request.indexOf(':');
     const second = request.indexOf(':', first + 1);
+    const third = request.indexOf(':', second + 1);
     const call = this.#callOf(instance, Number(request.slice(0, first)));
-    if (!call || second < 0) return;
+    if (!call || third < 0) return;
     const callId = request.slice(first + 1, second);
-    const named = safeJson(request.slice(second + 1));
-    if (!Array.isArray(named) || typeof named[0] !== 'string') return;
-    const [name, input] = named as [string, unknown];
-    const tool = Object.hasOwn(call.context?.tools ?? {}, name) ? call.context!.tools[name] : undefined;
+    const name = instance.toolNames[Number(request.slice(second + 1, third))];
+    const input = safeJson(request.slice(third + 1));
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
       if (this.#current !== call || this.#instance !== instance) return;
-      const vm = instance.context;
-      const argument = vm.newString(`${ok ? '+' : '-'}${callId}:${text}`);
-      this.#enter(call, () => vm.callFunction(instance.settle, vm.undefined, argument), argument);
+      this.#enter(call, instance.settle, `${ok ? '+' : '-'}${callId}:${text}`);
     };
-    if (!tool) {
+    const tools = call.context?.tools ?? {};
+    if (name === undefined || !Object.hasOwn(tools, name)) {
       queueMicrotask(() => answer(false, `no tool named "${name}"`));
       return;
     }
-    Promise.resolve()
-      .then(() => tool(input))
-      .then(
-        (value) => answer(true, JSON.stringify(value === undefined ? null : value) ?? 'null'),
-        (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
-      )
-      .catch((error: unknown) => answer(false, `the tool's answer is not JSON: ${describeError(error)}`));
+    let output: unknown;
+    try {
+      output = tools[name]!(input);
+    } catch (error) {
+      queueMicrotask(() => answer(false, error instanceof Error ? error.message : describeError(error)));
+      return;
+    }
+    // One reaction to the tool's promise (a toolbox function is async), not a chain of them.
+    Promise.resolve(output).then(
+      (value) => {
+        let text: string;
+        try {
+          text = JSON.stringify(value === undefined ? null : value) ?? 'null';
+        } catch (error) {
+          answer(false, `the tool's answer is not JSON: ${describeError(error)}`);
+          return;
+        }
+        answer(true, text);
+      },
+      (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
+    );
   }
 
   /** A log line from the guest, '[runId, level, message]'. */

@@ -200,6 +200,35 @@ describe('the routine context', () => {
     expect((await module.run('checkOutput', { doubled: 2 })).value).toBeNull();
   });
 
+  it('parses with the schemas zod compiles, and with zod itself where it cannot compile them', async () => {
+    // z.compile refuses a schema with a reference cycle: the tree keeps zod's own parse.
+    const code = `import { z } from 'zod';\nimport { defineRoutine } from 'agora-agents';\ntype Tree = { name: string; children: Tree[] };\nconst tree: z.ZodType<Tree> = z.lazy(() => z.object({ name: z.string(), children: z.array(tree) }));\nexport default defineRoutine({ input: z.object({ n: z.number(), tree: tree.optional() }), output: z.object({ n: z.number(), keys: z.array(z.string()) }), handle: (body) => ({ n: body.n, keys: Object.keys(body), extra: true }) });\n`;
+    const module = new QuickJSSandbox(await bundleForQuickJS(code));
+    opened.push(module);
+    expect((await module.run('handle', { n: 1, unknown: 'dropped' }, context())).value).toEqual({ n: 1, keys: ['n'] });
+    expect((await module.run('handle', { n: 2, tree: { name: 'a', children: [{ name: 'b', children: [] }] } }, context())).value).toEqual({ n: 2, keys: ['n', 'tree'] });
+    expect((await module.run('handle', { n: 'x' }, context())).invalid?.issues).toMatch(/^n: /);
+    expect((await module.run('handle', { n: 3, tree: { name: 'a', children: [{ name: 7 }] } }, context())).invalid?.issues).toMatch(/tree\.children\.0\.name/);
+  });
+
+  it('passes bodies both ways whole: non-ASCII text, and bodies past the 16 KB the sandbox keeps for them', async () => {
+    const module = await sandbox(`(body, { tools }) => tools.echo(body)`);
+    const tools = { echo: async (input: unknown) => input };
+    for (const body of [{ text: 'héllo wörld, 日本語, 🙂' }, { text: 'x'.repeat(20_000) }, { text: '🙂'.repeat(6_000) }]) {
+      expect((await module.run('handle', body, context({ tools }))).value).toEqual(body);
+    }
+  });
+
+  it('names each tool call by its tool, however many tools there are', async () => {
+    const module = await sandbox(`async (body, { tools }) => [await tools.second(body), await tools.first(), await tools.third(() => 1)]`);
+    const seen: unknown[] = [];
+    const tool = (name: string) => async (input: unknown) => (seen.push([name, input]), name);
+    const result = await module.run('handle', { a: 1 }, context({ tools: { first: tool('first'), second: tool('second'), third: tool('third') } }));
+    expect(result.value).toEqual(['second', 'first', 'third']);
+    // What JSON cannot hold reaches the tool as null, as it always did.
+    expect(seen).toEqual([['second', { a: 1 }], ['first', null], ['third', null]]);
+  });
+
   it('refuses imports other than zod and agora-agents at build time', async () => {
     await expect(bundleForQuickJS(`import { execSync } from 'node:child_process';\nexport default () => execSync('id');\n`)).rejects.toThrow(/may only import zod and agora-agents/);
   });
