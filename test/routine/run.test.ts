@@ -5,6 +5,7 @@ import { silentLogger } from '../../src/log.js';
 import { parseDocument } from '../../src/protocol/document.js';
 import { defineRoutine, toRoutine, type RoutineContext } from '../../src/routine/define.js';
 import { protocolInvalidInputReply, runRoutine } from '../../src/routine/run.js';
+import type { JsonValue } from '../../src/schemas.js';
 
 const document = parseDocument('---\nname: Echo\ndescription: Echoes.\nmultiround: false\n---\nSend JSON {"text": string}.\n');
 const withError = parseDocument('---\nname: Strict\ndescription: Strict.\nmultiround: false\n---\nOn bad input reply {"error": "Invalid format"}.\n');
@@ -32,7 +33,8 @@ describe('runRoutine', () => {
     const loaded = toRoutine(source, 'test.ts');
     expect(loaded.input).not.toBe(input);
     expect(await runRoutine(loaded, { s: '  x  ', kind: 'a' }, context, document, 1000)).toEqual({ q: 1, s: 'x' });
-    for (const bad of [{ s: ' ', kind: 'a' }, { q: 1.5, s: 'x', kind: 'c' }, { s: 3 }]) {
+    const bodies: JsonValue[] = [{ s: ' ', kind: 'a' }, { q: 1.5, s: 'x', kind: 'c' }, { s: 3 }];
+    for (const bad of bodies) {
       const [compiled, plain] = await Promise.all([failureOf(runRoutine(loaded, bad, context, document, 1000)), failureOf(runRoutine(source, bad, context, document, 1000))]);
       expect(compiled.message).toBe(plain.message);
       expect(compiled.code).toBe('BAD_REQUEST');
