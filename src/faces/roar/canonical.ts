@@ -214,6 +214,12 @@ function compareCodePoints(left: string, right: string): number {
   return left.length - right.length;
 }
 
+/** Whether a key holds a surrogate (a loop: no closure per object serialized). */
+function anySurrogate(keys: readonly string[]): boolean {
+  for (const key of keys) if (SURROGATE.test(key)) return true;
+  return false;
+}
+
 /**
  * Serializes as ROAR's canonical JSON (also valid JSON for the wire). Plain numbers print as `JSON.stringify`
  * would send them and then as Python would re-print what it read, so the bytes sent and the bytes signed agree.
@@ -241,8 +247,7 @@ export function canonicalJson(value: LosslessValue | undefined): string {
   const object = value as { [key: string]: LosslessValue };
   const keys = Object.keys(object);
   // UTF-16 order is code point order unless a key holds a surrogate: the native sort then suffices.
-  if (keys.some((key) => SURROGATE.test(key))) keys.sort(compareCodePoints);
-  else keys.sort();
+  if (keys.length > 1) keys.sort(anySurrogate(keys) ? compareCodePoints : undefined);
   let result = '{';
   let first = true;
   for (const key of keys) {

@@ -5,19 +5,20 @@ import type { ReceiverApi } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
 import { ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
-import { baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
+import { asciiJsonText, baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
 import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
 import type { RoarEvents } from './events.js';
 import type { RoarIdentity } from './identity.js';
-import { authenticate, errorPayload, okPayload, parseRoarMessage, replyText, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
+import { checkSender, duplicate, errorPayload, okPayload, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
 
 /** What the ROAR face works with. */
 export type RoarFaceDeps = {
   receiver: ReceiverApi;
   sessions: SessionMap;
   catalog: () => Promise<CatalogEntry[]>;
-  identity: () => Promise<RoarIdentity>;
+  /** The identity; itself once loaded (no await on the hot path), a promise until then. */
+  identity: () => RoarIdentity | Promise<RoarIdentity>;
   security: RoarSecurity;
   description: string;
   publicUrl?: string;
@@ -41,14 +42,19 @@ const HEALTH = '{"status":"ok","protocol":"roar/1.0"}';
 /** The outcome of one message: the HTTP status and the reply (a ROAR message, or a refusal). */
 export type RoarOutcome = { status: number; text: string; message?: RoarMessage };
 
-/** Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. */
-export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: string, signal?: AbortSignal, onDelta?: (delta: string) => void): Promise<RoarOutcome> {
+/**
+ * Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. `baseUrl`
+ * is asked for only by `discover` (the card's links), so other messages never build it.
+ */
+export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, onDelta?: (delta: string) => void): Promise<RoarOutcome> {
   const message = parseRoarMessage(text);
-  const identity = await deps.identity();
-  await authenticate(message, identity.did, deps.security);
+  const known = deps.identity();
+  const identity = known instanceof Promise ? await known : known;
+  checkSender(message, identity.did, deps.security);
+  if (!(await deps.security.replay.firstSeen(message.id, REPLAY_WINDOW_MS))) throw duplicate(message);
   const action = roarAction(message);
   if (action.kind === 'discover') {
-    const card = roarCard({ identity, description: deps.description, baseUrl, protocols: await deps.catalog() });
+    const card = roarCard({ identity, description: deps.description, baseUrl: baseUrl(), protocols: await deps.catalog() });
     return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
   if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
@@ -118,8 +124,8 @@ export function createRoarFace(deps: RoarFaceDeps): { isPublic(path: string): bo
           case '/roar/message': {
             if (request.method !== 'POST') break;
             const text = bodyText(await readFaceBody(request, deps.maxBodyBytes));
-            const outcome = await answerRoarMessage(deps, text, baseUrlOf(request, deps.publicUrl), request.signal);
-            return jsonText(outcome.status, outcome.text);
+            const outcome = await answerRoarMessage(deps, text, () => baseUrlOf(request, deps.publicUrl), request.signal);
+            return asciiJsonText(outcome.status, outcome.text);
           }
           default:
             return undefined;
