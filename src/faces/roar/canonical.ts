@@ -226,11 +226,11 @@ function anySurrogate(keys: readonly string[]): boolean {
  * @example canonicalJson({ b: 1, a: new RawNumber('1.0') }) // '{"a": 1.0, "b": 1}'
  */
 export function canonicalJson(value: LosslessValue | undefined): string {
+  // Strings first: most of a message's values (and every key) are strings.
+  if (typeof value === 'string') return pythonString(value);
   if (value === null || value === undefined) return 'null';
   if (value instanceof RawNumber) return pythonNumber(value.text);
   switch (typeof value) {
-    case 'string':
-      return pythonString(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
@@ -246,6 +246,7 @@ export function canonicalJson(value: LosslessValue | undefined): string {
   }
   const object = value as { [key: string]: LosslessValue };
   const keys = Object.keys(object);
+  if (keys.length === 0) return '{}';
   // UTF-16 order is code point order unless a key holds a surrogate: the native sort then suffices.
   if (keys.length > 1) keys.sort(anySurrogate(keys) ? compareCodePoints : undefined);
   let result = '{';

@@ -196,8 +196,18 @@ export function errorPayload(error: unknown): JsonObject {
   return { status: 'error', error: 'internal', message: 'Internal error' };
 }
 
-// The identity as the reply's `from` prints it, once per identity (it is the largest part of every reply).
-const identityTexts = new WeakMap<RoarIdentity, string>();
+// The identity as the reply's `from` prints it, and its DID as the signed `from`, once per identity (the
+// identity is the largest part of every reply).
+const identityTexts = new WeakMap<RoarIdentity, { identity: string; did: string }>();
+
+function identityTextOf(identity: RoarIdentity): { identity: string; did: string } {
+  let texts = identityTexts.get(identity);
+  if (texts === undefined) {
+    texts = { identity: canonicalJson(identityJson(identity, ROAR_CAPABILITIES)), did: pythonString(identity.did) };
+    identityTexts.set(identity, texts);
+  }
+  return texts;
+}
 
 /**
  * A signed `respond` message from us to the sender (HMAC with the secret, else Ed25519 with our key when
@@ -211,19 +221,14 @@ export function replyText(identity: RoarIdentity, message: RoarMessage, payload:
   const sessionId = message.context.session_id;
   const context = `{"in_reply_to": ${pythonString(message.id)}${typeof sessionId === 'string' ? `, "session_id": ${pythonString(sessionId)}` : ''}}`;
   const payloadText = canonicalJson(payload);
-  const from = pythonString(identity.did);
+  const texts = identityTextOf(identity);
   const toDid = pythonString(message.fromDid);
   // signingBody's bytes: the seven keys in sorted order.
-  const body = `{"context": ${context}, "from": ${from}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "timestamp": ${timestamp}, "to": ${toDid}}`;
+  const body = `{"context": ${context}, "from": ${texts.did}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "timestamp": ${timestamp}, "to": ${toDid}}`;
   let auth = '{}';
   if (security.secret !== undefined) auth = `{"signature": "${hmacSignature(body, security.secret)}", "timestamp": ${timestamp}}`;
   else if (security.trust !== undefined && security.trust.size > 0) auth = `{"signature": "${ed25519Signature(body, identity.privateKey)}", "timestamp": ${timestamp}}`;
-  let identityText = identityTexts.get(identity);
-  if (identityText === undefined) {
-    identityText = canonicalJson(identityJson(identity, ROAR_CAPABILITIES));
-    identityTexts.set(identity, identityText);
-  }
   const to = message.raw.from;
   const toText = typeof to === 'object' && to !== null ? canonicalJson(to) : `{"did": ${toDid}}`;
-  return `{"auth": ${auth}, "context": ${context}, "from": ${identityText}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "roar": "1.0", "timestamp": ${timestamp}, "to": ${toText}}`;
+  return `{"auth": ${auth}, "context": ${context}, "from": ${texts.identity}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "roar": "1.0", "timestamp": ${timestamp}, "to": ${toText}}`;
 }
