@@ -1,9 +1,9 @@
 // The ROAR face over HTTP: `/roar/health`, `/roar/card`, `/roar/agents`, `POST /roar/message`.
 import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { ReceiverApi } from '../../receiver.js';
+import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
-import { ask, type SessionMap } from '../ask.js';
+import { ask, type Ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
 import { asciiJsonText, baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
 import { roarCard } from './card.js';
@@ -58,31 +58,37 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
     return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
   if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
-  // Built only while someone listens: most agents have no /roar/events reader, and the event costs a clock read.
-  const task = (status: string, extra: Record<string, string> = {}) => {
-    if (deps.events.subscribers === 0) return;
-    deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data: { task_id: message.id, intent: message.intent, status, ...extra }, timestamp: deps.now() / 1000 });
-  };
-  task('working');
+  publishTask(deps, identity, message, 'working');
   try {
     const context = signal ? { signal } : undefined;
-    let reply: SuccessResponse | undefined;
-    if (onDelta === undefined) reply = await ask(deps.receiver, deps.sessions, action.ask, context);
-    else {
-      for await (const event of deps.stream(action.ask, context)) {
-        if (event.type === 'delta') onDelta(event.delta);
-        else reply = event.reply;
-      }
-      if (reply === undefined) throw new Error('The stream ended without a reply');
-    }
-    task('completed');
+    const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
+    publishTask(deps, identity, message, 'completed');
     return { status: 200, text: replyText(identity, message, okPayload(reply.body), deps.security), message };
   } catch (error) {
     const payload = errorPayload(error);
-    task('failed', { error: String((payload as { error?: unknown }).error ?? 'error') });
+    publishTask(deps, identity, message, 'failed', String((payload as { error?: unknown }).error ?? 'error'));
     if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
     return { status: 200, text: replyText(identity, message, payload, deps.security), message };
   }
+}
+
+/** A task's status on `/roar/events`, built only while someone listens (most agents have no reader; it costs a clock read). */
+function publishTask(deps: RoarFaceDeps, identity: RoarIdentity, message: RoarMessage, status: string, error?: string): void {
+  if (deps.events.subscribers === 0) return;
+  const data: Record<string, string> = { task_id: message.id, intent: message.intent, status };
+  if (error !== undefined) data.error = error;
+  deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data, timestamp: deps.now() / 1000 });
+}
+
+/** The reply of a streamed answer, each delta handed to `onDelta` as it comes. */
+async function streamedReply(deps: RoarFaceDeps, question: Ask, context: RequestContext | undefined, onDelta: (delta: string) => void): Promise<SuccessResponse> {
+  let reply: SuccessResponse | undefined;
+  for await (const event of deps.stream(question, context)) {
+    if (event.type === 'delta') onDelta(event.delta);
+    else reply = event.reply;
+  }
+  if (reply === undefined) throw new Error('The stream ended without a reply');
+  return reply;
 }
 
 /** A refusal or an unexpected error as a ROAR error response. */
