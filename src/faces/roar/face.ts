@@ -6,11 +6,12 @@ import type { SuccessResponse } from '../../schemas.js';
 import { ask, type Ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
 import { asciiJsonText, baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
+import { canonicalJson } from './canonical.js';
 import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
 import type { RoarEvents } from './events.js';
 import type { RoarIdentity } from './identity.js';
-import { checkSender, duplicate, errorPayload, okPayload, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
+import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
 
 /** What the ROAR face works with. */
 export type RoarFaceDeps = {
@@ -55,20 +56,20 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
   const action = roarAction(message);
   if (action.kind === 'discover') {
     const card = roarCard({ identity, description: deps.description, baseUrl: baseUrl(), protocols: await deps.catalog() });
-    return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
+    return { status: 200, text: replyText(identity, message, okPayloadText(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
-  if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
+  if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayloadText(null), deps.security), message };
   publishTask(deps, identity, message, 'working');
   try {
     const context = signal ? { signal } : undefined;
     const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
     publishTask(deps, identity, message, 'completed');
-    return { status: 200, text: replyText(identity, message, okPayload(reply.body), deps.security), message };
+    return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security), message };
   } catch (error) {
     const payload = errorPayload(error);
     publishTask(deps, identity, message, 'failed', String((payload as { error?: unknown }).error ?? 'error'));
     if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
-    return { status: 200, text: replyText(identity, message, payload, deps.security), message };
+    return { status: 200, text: replyText(identity, message, canonicalJson(payload), deps.security), message };
   }
 }
 

@@ -185,9 +185,9 @@ export function roarAction(message: RoarMessage): RoarAction {
   return { kind: 'ask', ask };
 }
 
-/** The payload of a reply to an answered ask. */
-export function okPayload(result: JsonValue): JsonObject {
-  return { status: 'ok', result };
+/** The canonical text of a reply's payload to an answered ask, its two keys written in sorted order. */
+export function okPayloadText(result: JsonValue): string {
+  return `{"result": ${canonicalJson(result)}, "status": "ok"}`;
 }
 
 /** The payload of a reply to a failed ask: the Agora error's code and its peer-safe message. */
@@ -212,15 +212,14 @@ function identityTextOf(identity: RoarIdentity): { identity: string; did: string
 /**
  * A signed `respond` message from us to the sender (HMAC with the secret, else Ed25519 with our key when
  * signing is on), serialized so the bytes a Python verifier reads back give the canonical body we signed.
- * The payload and context are printed once and shared by the signed body and the wire text (both canonical).
+ * `payloadText` is the payload as canonical JSON; it and the context are shared by the signed body and the wire text.
  */
-export function replyText(identity: RoarIdentity, message: RoarMessage, payload: JsonObject, security: Omit<RoarSecurity, 'replay'>): string {
+export function replyText(identity: RoarIdentity, message: RoarMessage, payloadText: string, security: Omit<RoarSecurity, 'replay'>): string {
   const timestamp = pythonFloat(security.now() / 1000);
   const uuid = randomUUID();
   const id = `"msg_${uuid.slice(0, 8)}${uuid.slice(9, 11)}"`;
   const sessionId = message.context.session_id;
   const context = `{"in_reply_to": ${pythonString(message.id)}${typeof sessionId === 'string' ? `, "session_id": ${pythonString(sessionId)}` : ''}}`;
-  const payloadText = canonicalJson(payload);
   const texts = identityTextOf(identity);
   const toDid = pythonString(message.fromDid);
   // signingBody's bytes: the seven keys in sorted order.
