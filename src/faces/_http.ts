@@ -34,6 +34,11 @@ export function jsonText(status: number, text: string, headers: Record<string, s
   return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)), ...headers }, body: text };
 }
 
+/** A JSON response whose text is ASCII (ROAR's canonical JSON escapes the rest): its length is its byte count. */
+export function asciiJsonText(status: number, text: string): FaceResponse {
+  return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(text.length) }, body: text };
+}
+
 /** A JSON response from a value. */
 export function json(status: number, value: unknown, headers: Record<string, string> = {}): FaceResponse {
   return jsonText(status, JSON.stringify(value), headers);

@@ -54,26 +54,35 @@ export class SessionMap {
  * Answers an ask with the receiver: a single query, or the next turn of the session's conversation (a new one
  * when it has expired). Throws the receiver's AgoraError.
  */
-export async function ask(receiver: ReceiverApi, sessions: SessionMap, question: Ask, context?: RequestContext): Promise<SuccessResponse> {
-  const { session } = question;
-  if (session !== undefined) {
-    const id = sessions.get(session);
-    if (id !== undefined) {
-      try {
-        const reply = await receiver.followUp(id, { body: question.body }, context);
-        sessions.set(session, id, reply.conversationExpires);
-        return reply;
-      } catch (error) {
-        if (!isAgoraError(error) || (error.code !== 'CONVERSATION_EXPIRED' && error.code !== 'CONVERSATION_NOT_FOUND')) throw error;
-        sessions.delete(session);
-      }
+export function ask(receiver: ReceiverApi, sessions: SessionMap, question: Ask, context?: RequestContext): Promise<SuccessResponse> {
+  // Without a session, the receiver's own promise: no async layer of ours on the faces' hot path.
+  if (question.session === undefined) return receiver.query(queryOf(question), context);
+  return askInSession(receiver, sessions, question, question.session, context);
+}
+
+async function askInSession(receiver: ReceiverApi, sessions: SessionMap, question: Ask, session: string, context?: RequestContext): Promise<SuccessResponse> {
+  const id = sessions.get(session);
+  if (id !== undefined) {
+    try {
+      const reply = await receiver.followUp(id, { body: question.body }, context);
+      sessions.set(session, id, reply.conversationExpires);
+      return reply;
+    } catch (error) {
+      if (!isAgoraError(error) || (error.code !== 'CONVERSATION_EXPIRED' && error.code !== 'CONVERSATION_NOT_FOUND')) throw error;
+      sessions.delete(session);
     }
   }
+  const query = queryOf(question);
+  query.multiround = true;
+  const reply = await receiver.query(query, context);
+  if (reply.conversationId) sessions.set(session, reply.conversationId, reply.conversationExpires);
+  return reply;
+}
+
+/** The Agora query an ask stands for (a session's first ask adds `multiround`). */
+function queryOf(question: Ask): QueryRequest {
   const query: QueryRequest = { body: question.body };
   if (question.protocolHash !== undefined) query.protocolHash = question.protocolHash;
   if (question.protocolSources !== undefined) query.protocolSources = question.protocolSources;
-  if (session !== undefined) query.multiround = true;
-  const reply = await receiver.query(query, context);
-  if (session !== undefined && reply.conversationId) sessions.set(session, reply.conversationId, reply.conversationExpires);
-  return reply;
+  return query;
 }

@@ -71,6 +71,9 @@ export type Faces = {
   identity(): Promise<RoarIdentity>;
 };
 
+/** Which face a path is, and whether it answers without a token. */
+type Route = { face: 'roar' | 'oap' | 'a2a'; isPublic: boolean };
+
 function trustMap(trust: Record<string, string> | undefined): Map<string, KeyObject> {
   const keys = new Map<string, KeyObject>();
   for (const [did, hex] of Object.entries(trust ?? {})) {
@@ -97,11 +100,16 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
   const catalog = createCatalog(receiver);
   const stream = options.stream ?? receiverStream(receiver, sessions);
   let identity: Promise<RoarIdentity> | undefined;
+  // Once loaded, the identity itself: every ROAR message needs it, and awaiting even a settled promise costs a tick.
+  let loaded: RoarIdentity | undefined;
   const loadOnce = () => {
-    identity ??= loadIdentity(options.memory, options.name).catch((error: unknown) => {
-      identity = undefined;
-      throw error;
-    });
+    identity ??= loadIdentity(options.memory, options.name).then(
+      (value) => (loaded = value),
+      (error: unknown) => {
+        identity = undefined;
+        throw error;
+      },
+    );
     return identity;
   };
   const description = options.description ?? '';
@@ -109,7 +117,7 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
     receiver,
     sessions,
     catalog,
-    identity: loadOnce,
+    identity: () => loaded ?? loadOnce(),
     security: { ...(options.roarSecret !== undefined ? { secret: options.roarSecret } : {}), trust: trustMap(options.roarTrust), replay: options.replay ?? new MemoryReplayGuard({ now }), now },
     description,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
@@ -128,23 +136,35 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces
     return json(401, body, { 'www-authenticate': 'Bearer' });
   };
 
-  function route(path: string, method: string): { face: 'roar' | 'oap' | 'a2a'; isPublic: boolean } | undefined {
+  function route(path: string, method: string): Route | undefined {
     if (enabled.has('roar') && path.startsWith('/roar/')) return { face: 'roar', isPublic: roar.isPublic(path) };
     if (enabled.has('oap') && (path === '/invoke' || (path === '/' && (method === 'GET' || method === 'HEAD')))) return { face: 'oap', isPublic: path === '/' };
     if (enabled.has('a2a') && (path === '/.well-known/agent-card.json' || path === '/.well-known/agent.json' || path === A2A_RPC_PATH)) return { face: 'a2a', isPublic: path !== A2A_RPC_PATH };
     return undefined;
   }
 
-  async function handle(request: FaceRequest): Promise<FaceResponse | undefined> {
+  // Not async itself: a face's promise is handed back as it is (an async function returning a promise costs ticks).
+  function handle(request: FaceRequest): Promise<FaceResponse | undefined> {
     const path = cleanPath(request.path);
     const matched = route(path, request.method);
-    if (!matched) return undefined;
-    if (options.rateLimit) {
-      const retryAfter = await options.rateLimit(request.remoteAddress);
-      if (retryAfter > 0) return json(429, { error: 'rate_limited', message: 'Too many requests' }, { 'retry-after': String(retryAfter) });
-    }
-    if (!matched.isPublic && !tokens.checkHeader(request)) return unauthorized(path);
+    if (!matched) return Promise.resolve(undefined);
+    if (options.rateLimit) return limited(options.rateLimit, request, path, matched);
+    return answer(request, path, matched);
+  }
+
+  async function limited(limit: NonNullable<FacesOptions['rateLimit']>, request: FaceRequest, path: string, matched: Route): Promise<FaceResponse | undefined> {
+    const retryAfter = await limit(request.remoteAddress);
+    if (retryAfter > 0) return json(429, { error: 'rate_limited', message: 'Too many requests' }, { 'retry-after': String(retryAfter) });
+    return answer(request, path, matched);
+  }
+
+  function answer(request: FaceRequest, path: string, matched: Route): Promise<FaceResponse | undefined> {
+    if (!matched.isPublic && !tokens.checkHeader(request)) return Promise.resolve(unauthorized(path));
     if (matched.face === 'roar') return roar.handle(request, path);
+    return otherFace(request, path, matched);
+  }
+
+  async function otherFace(request: FaceRequest, path: string, matched: Route): Promise<FaceResponse | undefined> {
     if (matched.face === 'oap') return oap.handle(request, path);
     if (path === A2A_RPC_PATH) {
       if (request.method !== 'POST') return json(405, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'POST JSON-RPC requests' } }, { allow: 'POST' });

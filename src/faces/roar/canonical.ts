@@ -214,17 +214,23 @@ function compareCodePoints(left: string, right: string): number {
   return left.length - right.length;
 }
 
+/** Whether a key holds a surrogate (a loop: no closure per object serialized). */
+function anySurrogate(keys: readonly string[]): boolean {
+  for (const key of keys) if (SURROGATE.test(key)) return true;
+  return false;
+}
+
 /**
  * Serializes as ROAR's canonical JSON (also valid JSON for the wire). Plain numbers print as `JSON.stringify`
  * would send them and then as Python would re-print what it read, so the bytes sent and the bytes signed agree.
  * @example canonicalJson({ b: 1, a: new RawNumber('1.0') }) // '{"a": 1.0, "b": 1}'
  */
 export function canonicalJson(value: LosslessValue | undefined): string {
+  // Strings first: most of a message's values (and every key) are strings.
+  if (typeof value === 'string') return pythonString(value);
   if (value === null || value === undefined) return 'null';
   if (value instanceof RawNumber) return pythonNumber(value.text);
   switch (typeof value) {
-    case 'string':
-      return pythonString(value);
     case 'boolean':
       return value ? 'true' : 'false';
     case 'number':
@@ -240,9 +246,9 @@ export function canonicalJson(value: LosslessValue | undefined): string {
   }
   const object = value as { [key: string]: LosslessValue };
   const keys = Object.keys(object);
+  if (keys.length === 0) return '{}';
   // UTF-16 order is code point order unless a key holds a surrogate: the native sort then suffices.
-  if (keys.some((key) => SURROGATE.test(key))) keys.sort(compareCodePoints);
-  else keys.sort();
+  if (keys.length > 1) keys.sort(anySurrogate(keys) ? compareCodePoints : undefined);
   let result = '{';
   let first = true;
   for (const key of keys) {

@@ -1,23 +1,25 @@
 // The ROAR face over HTTP: `/roar/health`, `/roar/card`, `/roar/agents`, `POST /roar/message`.
 import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { ReceiverApi } from '../../receiver.js';
+import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
-import { ask, type SessionMap } from '../ask.js';
+import { ask, type Ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
-import { baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
+import { asciiJsonText, baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
+import { canonicalJson } from './canonical.js';
 import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
 import type { RoarEvents } from './events.js';
 import type { RoarIdentity } from './identity.js';
-import { authenticate, errorPayload, okPayload, parseRoarMessage, replyText, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
+import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
 
 /** What the ROAR face works with. */
 export type RoarFaceDeps = {
   receiver: ReceiverApi;
   sessions: SessionMap;
   catalog: () => Promise<CatalogEntry[]>;
-  identity: () => Promise<RoarIdentity>;
+  /** The identity; itself once loaded (no await on the hot path), a promise until then. */
+  identity: () => RoarIdentity | Promise<RoarIdentity>;
   security: RoarSecurity;
   description: string;
   publicUrl?: string;
@@ -41,42 +43,53 @@ const HEALTH = '{"status":"ok","protocol":"roar/1.0"}';
 /** The outcome of one message: the HTTP status and the reply (a ROAR message, or a refusal). */
 export type RoarOutcome = { status: number; text: string; message?: RoarMessage };
 
-/** Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. */
-export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: string, signal?: AbortSignal, onDelta?: (delta: string) => void): Promise<RoarOutcome> {
+/**
+ * Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. `baseUrl`
+ * is asked for only by `discover` (the card's links), so other messages never build it.
+ */
+export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, onDelta?: (delta: string) => void): Promise<RoarOutcome> {
   const message = parseRoarMessage(text);
-  const identity = await deps.identity();
-  await authenticate(message, identity.did, deps.security);
+  const known = deps.identity();
+  const identity = known instanceof Promise ? await known : known;
+  checkSender(message, identity.did, deps.security);
+  if (!(await deps.security.replay.firstSeen(message.id, REPLAY_WINDOW_MS))) throw duplicate(message);
   const action = roarAction(message);
   if (action.kind === 'discover') {
-    const card = roarCard({ identity, description: deps.description, baseUrl, protocols: await deps.catalog() });
-    return { status: 200, text: replyText(identity, message, okPayload(JSON.parse(JSON.stringify(card))), deps.security), message };
+    const card = roarCard({ identity, description: deps.description, baseUrl: baseUrl(), protocols: await deps.catalog() });
+    return { status: 200, text: replyText(identity, message, okPayloadText(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
-  if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayload(null), deps.security), message };
-  // Built only while someone listens: most agents have no /roar/events reader, and the event costs a clock read.
-  const task = (status: string, extra: Record<string, string> = {}) => {
-    if (deps.events.subscribers === 0) return;
-    deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data: { task_id: message.id, intent: message.intent, status, ...extra }, timestamp: deps.now() / 1000 });
-  };
-  task('working');
+  if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayloadText(null), deps.security), message };
+  publishTask(deps, identity, message, 'working');
   try {
     const context = signal ? { signal } : undefined;
-    let reply: SuccessResponse | undefined;
-    if (onDelta === undefined) reply = await ask(deps.receiver, deps.sessions, action.ask, context);
-    else {
-      for await (const event of deps.stream(action.ask, context)) {
-        if (event.type === 'delta') onDelta(event.delta);
-        else reply = event.reply;
-      }
-      if (reply === undefined) throw new Error('The stream ended without a reply');
-    }
-    task('completed');
-    return { status: 200, text: replyText(identity, message, okPayload(reply.body), deps.security), message };
+    const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
+    publishTask(deps, identity, message, 'completed');
+    return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security), message };
   } catch (error) {
     const payload = errorPayload(error);
-    task('failed', { error: String((payload as { error?: unknown }).error ?? 'error') });
+    publishTask(deps, identity, message, 'failed', String((payload as { error?: unknown }).error ?? 'error'));
     if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
-    return { status: 200, text: replyText(identity, message, payload, deps.security), message };
+    return { status: 200, text: replyText(identity, message, canonicalJson(payload), deps.security), message };
   }
+}
+
+/** A task's status on `/roar/events`, built only while someone listens (most agents have no reader; it costs a clock read). */
+function publishTask(deps: RoarFaceDeps, identity: RoarIdentity, message: RoarMessage, status: string, error?: string): void {
+  if (deps.events.subscribers === 0) return;
+  const data: Record<string, string> = { task_id: message.id, intent: message.intent, status };
+  if (error !== undefined) data.error = error;
+  deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data, timestamp: deps.now() / 1000 });
+}
+
+/** The reply of a streamed answer, each delta handed to `onDelta` as it comes. */
+async function streamedReply(deps: RoarFaceDeps, question: Ask, context: RequestContext | undefined, onDelta: (delta: string) => void): Promise<SuccessResponse> {
+  let reply: SuccessResponse | undefined;
+  for await (const event of deps.stream(question, context)) {
+    if (event.type === 'delta') onDelta(event.delta);
+    else reply = event.reply;
+  }
+  if (reply === undefined) throw new Error('The stream ended without a reply');
+  return reply;
 }
 
 /** A refusal or an unexpected error as a ROAR error response. */
@@ -118,8 +131,8 @@ export function createRoarFace(deps: RoarFaceDeps): { isPublic(path: string): bo
           case '/roar/message': {
             if (request.method !== 'POST') break;
             const text = bodyText(await readFaceBody(request, deps.maxBodyBytes));
-            const outcome = await answerRoarMessage(deps, text, baseUrlOf(request, deps.publicUrl), request.signal);
-            return jsonText(outcome.status, outcome.text);
+            const outcome = await answerRoarMessage(deps, text, () => baseUrlOf(request, deps.publicUrl), request.signal);
+            return asciiJsonText(outcome.status, outcome.text);
           }
           default:
             return undefined;

@@ -67,6 +67,14 @@ function isObject(value: LosslessValue | undefined): value is { [key: string]: L
   return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof RawNumber);
 }
 
+/**
+ * A number as either reader gives it: JSON.parse's (taken only when it prints back as sent, see readRoarJson) or
+ * the lossless reader's RawNumber; canonicalJson prints both as Python would.
+ */
+function isNumber(value: LosslessValue | undefined): value is number | RawNumber {
+  return typeof value === 'number' || value instanceof RawNumber;
+}
+
 function didOf(value: LosslessValue | undefined, field: string): string {
   const did = isObject(value) ? value.did : value;
   if (typeof did !== 'string' || !/^did:[a-z0-9]+:\S{1,500}$/.test(did)) invalid(`${field}.did must be a DID string`);
@@ -83,11 +91,6 @@ export function parseRoarMessage(text: string): RoarMessage {
     invalid(isAgoraError(error) ? error.message : 'Invalid JSON');
   }
   if (!isObject(raw)) invalid('A ROAR message is a JSON object');
-  if (plain) {
-    // The two timestamps are read as the lossless reader would give them (their text is signed and checked).
-    if (typeof raw.timestamp === 'number') raw.timestamp = RawNumber.of(raw.timestamp);
-    if (isObject(raw.auth) && typeof raw.auth.timestamp === 'number') raw.auth.timestamp = RawNumber.of(raw.auth.timestamp);
-  }
   if (raw.roar !== undefined && typeof raw.roar !== 'string') invalid('roar must be a version string');
   const { id, intent } = raw;
   if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID) invalid(`id must be a string of 1 to ${MAX_ID} characters`);
@@ -97,7 +100,7 @@ export function parseRoarMessage(text: string): RoarMessage {
   if (!isObject(payload)) invalid('payload must be an object');
   if (!isObject(context)) invalid('context must be an object');
   if (raw.auth !== undefined && !isObject(raw.auth)) invalid('auth must be an object');
-  if (raw.timestamp !== undefined && !(raw.timestamp instanceof RawNumber)) invalid('timestamp must be a number');
+  if (raw.timestamp !== undefined && !isNumber(raw.timestamp)) invalid('timestamp must be a number');
   return {
     raw,
     id,
@@ -111,17 +114,17 @@ export function parseRoarMessage(text: string): RoarMessage {
 }
 
 /**
- * Checks who sent a message: `to` is us, the signature (when signing is on), its freshness, and that its id is new.
- * Throws a {@link RoarRefusal} (400, 401 or 409).
+ * Checks who sent a message: `to` is us, the signature (when signing is on) and its freshness; the caller then
+ * asks the replay guard (kept apart so this stays synchronous). Throws a {@link RoarRefusal} (400 or 401).
  */
-export async function authenticate(message: RoarMessage, ourDid: string, security: RoarSecurity): Promise<void> {
+export function checkSender(message: RoarMessage, ourDid: string, security: Omit<RoarSecurity, 'replay'>): void {
   if (message.toDid !== ourDid) invalid(`to.did ${message.toDid} is not this agent (${ourDid})`);
   const signing = security.secret !== undefined || (security.trust !== undefined && security.trust.size > 0);
   if (signing) {
     const auth = message.raw.auth;
     const signature = isObject(auth) ? auth.signature : undefined;
     const timestamp = isObject(auth) ? auth.timestamp : undefined;
-    if (typeof signature !== 'string' || !(timestamp instanceof RawNumber)) {
+    if (typeof signature !== 'string' || !isNumber(timestamp)) {
       throw new RoarRefusal(401, 'signature_invalid', 'This agent requires signed messages: auth.signature and auth.timestamp');
     }
     const body = signingBody({ id: message.id, from: message.fromDid, to: message.toDid, intent: message.intent, payload: message.raw.payload ?? {}, context: message.raw.context ?? {}, timestamp });
@@ -136,13 +139,15 @@ export async function authenticate(message: RoarMessage, ourDid: string, securit
     } else {
       throw new RoarRefusal(401, 'signature_invalid', 'Unknown signature scheme: hmac-sha256 or ed25519');
     }
-    const age = security.now() / 1000 - timestamp.value;
+    const age = security.now() / 1000 - (typeof timestamp === 'number' ? timestamp : timestamp.value);
     if (!(age <= MAX_AGE_SECONDS)) throw new RoarRefusal(401, 'signature_invalid', `Message timestamp is older than ${MAX_AGE_SECONDS} s`);
     if (age < -MAX_FUTURE_SECONDS) throw new RoarRefusal(401, 'signature_invalid', `Message timestamp is more than ${MAX_FUTURE_SECONDS} s in the future`);
   }
-  if (!(await security.replay.firstSeen(message.id, REPLAY_WINDOW_MS))) {
-    throw new RoarRefusal(409, 'duplicate_message', `Message ${message.id} was already received`);
-  }
+}
+
+/** The 409 refusal of a message whose id the replay guard has seen. */
+export function duplicate(message: RoarMessage): RoarRefusal {
+  return new RoarRefusal(409, 'duplicate_message', `Message ${message.id} was already received`);
 }
 
 /** What a message asks for: an Agora ask, the card (`discover`), or only an acknowledgement (`notify`, `respond`). */
@@ -180,9 +185,9 @@ export function roarAction(message: RoarMessage): RoarAction {
   return { kind: 'ask', ask };
 }
 
-/** The payload of a reply to an answered ask. */
-export function okPayload(result: JsonValue): JsonObject {
-  return { status: 'ok', result };
+/** The canonical text of a reply's payload to an answered ask, its two keys written in sorted order. */
+export function okPayloadText(result: JsonValue): string {
+  return `{"result": ${canonicalJson(result)}, "status": "ok"}`;
 }
 
 /** The payload of a reply to a failed ask: the Agora error's code and its peer-safe message. */
@@ -191,34 +196,38 @@ export function errorPayload(error: unknown): JsonObject {
   return { status: 'error', error: 'internal', message: 'Internal error' };
 }
 
-// The identity as the reply's `from` prints it, once per identity (it is the largest part of every reply).
-const identityTexts = new WeakMap<RoarIdentity, string>();
+// The identity as the reply's `from` prints it, and its DID as the signed `from`, once per identity (the
+// identity is the largest part of every reply).
+const identityTexts = new WeakMap<RoarIdentity, { identity: string; did: string }>();
+
+function identityTextOf(identity: RoarIdentity): { identity: string; did: string } {
+  let texts = identityTexts.get(identity);
+  if (texts === undefined) {
+    texts = { identity: canonicalJson(identityJson(identity, ROAR_CAPABILITIES)), did: pythonString(identity.did) };
+    identityTexts.set(identity, texts);
+  }
+  return texts;
+}
 
 /**
  * A signed `respond` message from us to the sender (HMAC with the secret, else Ed25519 with our key when
  * signing is on), serialized so the bytes a Python verifier reads back give the canonical body we signed.
- * The payload and context are printed once and shared by the signed body and the wire text (both canonical).
+ * `payloadText` is the payload as canonical JSON; it and the context are shared by the signed body and the wire text.
  */
-export function replyText(identity: RoarIdentity, message: RoarMessage, payload: JsonObject, security: Omit<RoarSecurity, 'replay'>): string {
+export function replyText(identity: RoarIdentity, message: RoarMessage, payloadText: string, security: Omit<RoarSecurity, 'replay'>): string {
   const timestamp = pythonFloat(security.now() / 1000);
   const uuid = randomUUID();
   const id = `"msg_${uuid.slice(0, 8)}${uuid.slice(9, 11)}"`;
   const sessionId = message.context.session_id;
   const context = `{"in_reply_to": ${pythonString(message.id)}${typeof sessionId === 'string' ? `, "session_id": ${pythonString(sessionId)}` : ''}}`;
-  const payloadText = canonicalJson(payload);
-  const from = pythonString(identity.did);
+  const texts = identityTextOf(identity);
   const toDid = pythonString(message.fromDid);
   // signingBody's bytes: the seven keys in sorted order.
-  const body = `{"context": ${context}, "from": ${from}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "timestamp": ${timestamp}, "to": ${toDid}}`;
+  const body = `{"context": ${context}, "from": ${texts.did}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "timestamp": ${timestamp}, "to": ${toDid}}`;
   let auth = '{}';
   if (security.secret !== undefined) auth = `{"signature": "${hmacSignature(body, security.secret)}", "timestamp": ${timestamp}}`;
   else if (security.trust !== undefined && security.trust.size > 0) auth = `{"signature": "${ed25519Signature(body, identity.privateKey)}", "timestamp": ${timestamp}}`;
-  let identityText = identityTexts.get(identity);
-  if (identityText === undefined) {
-    identityText = canonicalJson(identityJson(identity, ROAR_CAPABILITIES));
-    identityTexts.set(identity, identityText);
-  }
   const to = message.raw.from;
   const toText = typeof to === 'object' && to !== null ? canonicalJson(to) : `{"did": ${toDid}}`;
-  return `{"auth": ${auth}, "context": ${context}, "from": ${identityText}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "roar": "1.0", "timestamp": ${timestamp}, "to": ${toText}}`;
+  return `{"auth": ${auth}, "context": ${context}, "from": ${texts.identity}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "roar": "1.0", "timestamp": ${timestamp}, "to": ${toText}}`;
 }

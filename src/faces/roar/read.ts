@@ -12,8 +12,8 @@ const MAX_EXACT_DIGITS = 15;
 
 /**
  * Whether `JSON.parse(text)` loses nothing canonical JSON needs: no float with an integral value (`1.0`, `1e3`:
- * Python prints them as floats, JavaScript reads an integer), no integer past 15 digits, nesting within bounds.
- * Anything else in a number (a fraction) prints back the same from the double, in both languages.
+ * Python prints them as floats, JavaScript reads an integer) or out of range, no integer past 15 digits, nesting
+ * within bounds. Anything else in a number (a fraction) prints back the same from the double, in both languages.
  */
 export function parseKeepsNumbers(text: string): boolean {
   if (moreBracketsThan(text, MAX_LOSSLESS_DEPTH)) return false;
@@ -21,7 +21,9 @@ export function parseKeepsNumbers(text: string): boolean {
   for (let match = NUMBER_TOKEN.exec(text); match !== null; match = NUMBER_TOKEN.exec(text)) {
     const token = match[0];
     if (token.includes('.') || token.includes('e') || token.includes('E')) {
-      if (Number.isInteger(Number(token))) return false;
+      // `1e400` reads as Infinity, which canonicalJson prints as null (Python prints Infinity).
+      const value = Number(token);
+      if (Number.isInteger(value) || !Number.isFinite(value)) return false;
     } else if (token.length > (token.charCodeAt(0) === 0x2d ? MAX_EXACT_DIGITS + 1 : MAX_EXACT_DIGITS)) return false;
   }
   return true;

@@ -104,7 +104,7 @@ export function attachRoarWebSocket(server: Server, deps: RoarSocketDeps, option
         return;
       }
       inFlight += 1;
-      answerRoarMessage(deps, text, baseUrl, undefined, (delta) => send(socket, JSON.stringify({ type: 'delta', delta })))
+      answerRoarMessage(deps, text, () => baseUrl, undefined, (delta) => send(socket, JSON.stringify({ type: 'delta', delta })))
         .then(
           (outcome) => send(socket, `{"type":"done","status":${outcome.status},"message":${outcome.text}}`),
           (error: unknown) => {

@@ -25,6 +25,15 @@ describe('ROAR golden fixtures (ProwlrBot/roar-protocol, tests/conformance/golde
     expect(verifyHmac(body, message.auth.signature, 'another secret')).toBe(false);
   });
 
+  it('refuses a malformed HMAC signature without throwing: upper-case hex, a digit short or long, another prefix', () => {
+    const body = canonicalJson({ a: 1 });
+    const hex = hmacSignature(body, SECRET).slice('hmac-sha256:'.length);
+    expect(verifyHmac(body, `hmac-sha256:${hex}`, SECRET)).toBe(true);
+    for (const signature of [`hmac-sha256:${hex.toUpperCase()}`, `hmac-sha256:${hex.slice(1)}`, `hmac-sha256:${hex}0`, `hmac-sha512:${hex}`, `hmac-sha256:${hex.slice(1)}ā`]) {
+      expect(verifyHmac(body, signature, SECRET), signature).toBe(false);
+    }
+  });
+
   it('reproduces delegation-token.json: capabilities sorted, false, integer and float forms', () => {
     const fixture = parseLossless(golden('delegation-token.json')) as { token: Record<string, LosslessValue>; canonical_json: string };
     const token = { ...fixture.token, capabilities: [...(fixture.token.capabilities as string[])].sort() };

@@ -78,6 +78,22 @@ describe('ROAR face over HTTP', () => {
     expect(replyVerifies(response.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
   });
 
+  it('checks a message JSON.parse reads (fractional timestamps kept as numbers) as strictly as one the lossless reader reads', async () => {
+    const faces = makeFaces({ roarSecret: SECRET, now });
+    const me = (await faces.identity()).did;
+    const payload = { protocolHash: PROTOCOL_HASH, body: { value: 10, from: 'km', to: 'mi' } };
+    const fresh = pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 1_234 });
+    expect(fresh).toContain('"timestamp": 1709999998.766');
+    const ok = await post(faces, fresh);
+    expect([ok.status, (ok.json.payload as { status: string }).status]).toEqual([200, 'ok']);
+    expect(replyVerifies(ok.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
+    const refused = async (text: string) => (await post(faces, text)).json.error;
+    expect(await refused(pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 1_234 }).replace('"value": 10', '"value": 11'))).toBe('signature_invalid');
+    expect(await refused(pythonMessage(me, payload, { secret: 'wrong', timestamp: clock - 1_234 }))).toBe('signature_invalid');
+    expect(await refused(pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 300_001 }))).toBe('signature_invalid');
+    expect(await refused(fresh)).toBe('duplicate_message');
+  });
+
   it('verifies Ed25519 only with the trusted key for from.did, and signs replies with its own key', async () => {
     const sender = generateKeyPairSync('ed25519');
     const faces = makeFaces({ roarTrust: { [SENDER]: rawKeyHex(sender.publicKey) }, now });

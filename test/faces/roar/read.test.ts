@@ -39,7 +39,7 @@ describe('readRoarJson', () => {
   });
 
   it('takes the lossless reader when a number would print back differently, or the nesting may be too deep', () => {
-    for (const text of ['{"a": 1.0}', '{"a": 1e3}', '{"a": [2.50e1]}', '{"a": 12345678901234567}', '{"a": 1710000000.0000001}', `[${'[], '.repeat(100)}[]]`]) {
+    for (const text of ['{"a": 1.0}', '{"a": 1e3}', '{"a": [2.50e1]}', '{"a": 12345678901234567}', '{"a": 1710000000.0000001}', '{"a": 1e400}', `[${'[], '.repeat(100)}[]]`]) {
       expect(parseKeepsNumbers(text), text).toBe(false);
       expect(readRoarJson(text).plain, text).toBe(false);
     }
