@@ -165,7 +165,9 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
         return await serveAgora(incoming, response, request);
       }
       if (closing) response.shouldKeepAlive = false;
-      await writeFaceResponse(response, faced);
+      // A whole body is written at once: only a stream is waited on.
+      const streaming = writeFaceResponse(response, faced);
+      if (streaming) await streaming;
     } catch (error) {
       write(incoming, response, internalError(incoming, error), 0, undefined);
     } finally {
