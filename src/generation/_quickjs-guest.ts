@@ -4,6 +4,8 @@
 // call's end, a tool request, a log line) is queued in the prelude's closure and handed back as the return value of
 // the next host call. A host function costs ~36 µs a crossing in quickjs-emscripten; a return value almost nothing.
 import type { JsonObject, JsonValue } from '../schemas.js';
+import type { Instance } from './_quickjs-instance.js';
+import type { SandboxContext, SandboxMethod } from './quickjs-types.js';
 import { MODULE_GLOBAL } from './quickjs-bundle.js';
 import type { SandboxResult } from './quickjs-types.js';
 
@@ -28,6 +30,42 @@ export function outboxMessages(outbox: string): { kind: 'D' | 'T' | 'L'; text: s
     if (kind === 'D' || kind === 'T' || kind === 'L') messages.push({ kind, text: message.slice(1) });
   }
   return messages;
+}
+
+/**
+ * The text of a call into the guest's `run`: `[id, method, payload, conversation?, statics?]`. The protocol and the
+ * tool names rarely change between calls: sent again only when they do (remembered on the instance). A document is
+ * named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
+ */
+export function callText(instance: Instance, id: number, method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): string {
+  let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
+  if (context) {
+    const { conversation, protocol } = context;
+    text += `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
+    if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
+      const toolNames = Object.keys(context.tools);
+      const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: toolNames });
+      if (statics !== instance.statics) text += `,${statics}`;
+      Object.assign(instance, { statics, toolNames, staticsHash: protocol.hash, staticsTools: context.tools });
+    }
+  }
+  return `${text}]`;
+}
+
+/** A tool request from the outbox, "<runId>:<callId>:<tool index>:<input JSON>" (the index into the tool names last sent). */
+export function toolRequestOf(request: string): { runId: number; callId: string; index: number; input: unknown } | undefined {
+  const first = request.indexOf(':');
+  const second = request.indexOf(':', first + 1);
+  const third = request.indexOf(':', second + 1);
+  if (first < 0 || second < 0 || third < 0) return undefined;
+  return { runId: Number(request.slice(0, first)), callId: request.slice(first + 1, second), index: Number(request.slice(second + 1, third)), input: safeJson(request.slice(third + 1)) };
+}
+
+/** A log line from the outbox, '[runId, level, message]', its level one a logger has. */
+export function logLineOf(line: string): { runId: unknown; level: 'info' | 'warn' | 'error'; message: string } | undefined {
+  const [runId, level, message] = (safeJson(line) ?? []) as [unknown, unknown, unknown];
+  if (typeof message !== 'string') return undefined;
+  return { runId, level: level === 'warn' || level === 'error' ? level : 'info', message };
 }
 
 /**

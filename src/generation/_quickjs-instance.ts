@@ -45,7 +45,7 @@ export type Instance = {
   statics: string | undefined;
   /** The tool names in `statics`: a guest's tool request names its tool by its index here. */
   toolNames: readonly string[];
-  /** The hash and toolbox `statics` was made from (see QuickJSSandbox#run). */
+  /** The hash and toolbox `statics` was made from (see callText in ./_quickjs-guest.ts). */
   staticsHash?: string;
   staticsTools?: object;
 };

@@ -10,7 +10,7 @@ import { describeError } from '../errors.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { HandOvers } from './_hand-over.js';
-import { outboxMessages, safeJson, sandboxResult } from './_quickjs-guest.js';
+import { callText, logLineOf, outboxMessages, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
@@ -94,20 +94,7 @@ export class QuickJSSandbox {
     if (this.#closed) throw new Error('the routine was unloaded');
     const instance = await this.#ready();
     const id = ++this.#ids;
-    let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
-    if (context) {
-      const { conversation, protocol } = context;
-      text += `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
-      // The protocol and the tool names rarely change between calls: sent again only when they do. A document is
-      // named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
-      if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
-        const toolNames = Object.keys(context.tools);
-        const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: toolNames });
-        if (statics !== instance.statics) text += `,${statics}`;
-        Object.assign(instance, { statics, toolNames, staticsHash: protocol.hash, staticsTools: context.tools });
-      }
-    }
-    text += ']';
+    const text = callText(instance, id, method, payload, context);
     return new Promise<SandboxResult>((resolve, reject) => {
       const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
       this.#current = call;
@@ -171,18 +158,19 @@ export class QuickJSSandbox {
   }
 
   #describeBreach(instance: Instance, error: QuickJSHandle): Error {
-    // Checked before reading the error: its getters are guest code, interrupted like any other.
-    if (instance.slice?.breach) return breachError(instance, '', this.#limits, false);
-    return breachError(instance, guestErrorText(instance, error), this.#limits, false);
+    return this.#breach(instance, () => guestErrorText(instance, error));
   }
 
   /** #describeBreach for an error a prelude call threw (see ./_quickjs-call.ts), which it frees. */
   #thrown(instance: Instance, error: number): Error {
-    if (instance.slice?.breach) {
-      instance.caller.free(error);
-      return breachError(instance, '', this.#limits, false);
-    }
-    return breachError(instance, instance.caller.errorText(error), this.#limits, false);
+    return this.#breach(instance, () => instance.caller.errorText(error), () => instance.caller.free(error));
+  }
+
+  // Checked before reading the error: its getters are guest code, interrupted like any other.
+  #breach(instance: Instance, read: () => string, discard?: () => void): Error {
+    if (!instance.slice?.breach) return breachError(instance, read(), this.#limits, false);
+    discard?.();
+    return breachError(instance, '', this.#limits, false);
   }
 
   /** The end of a call, as the guest reports it: "+<runId>:<result JSON>" or "-<runId>:<error>". */
@@ -266,19 +254,13 @@ export class QuickJSSandbox {
     return call && call.instance === instance && call.id === runId ? call : undefined;
   }
 
-  /**
-   * A tool call from the guest, "<runId>:<callId>:<tool index>:<input JSON>", the index into the tool names last sent
-   * to it: run here, its answer settled back in.
-   */
-  #tool(instance: Instance, request: string): void {
-    const first = request.indexOf(':');
-    const second = request.indexOf(':', first + 1);
-    const third = request.indexOf(':', second + 1);
-    const call = this.#callOf(instance, Number(request.slice(0, first)));
-    if (!call || third < 0) return;
-    const callId = request.slice(first + 1, second);
-    const name = instance.toolNames[Number(request.slice(second + 1, third))];
-    const input = safeJson(request.slice(third + 1));
+  /** A tool call from the guest (see toolRequestOf): run here, its answer settled back in. */
+  #tool(instance: Instance, text: string): void {
+    const request = toolRequestOf(text);
+    const call = request && this.#callOf(instance, request.runId);
+    if (!request || !call) return;
+    const { callId, input } = request;
+    const name = instance.toolNames[request.index];
     const answer = (ok: boolean, text: string) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
       if (this.#current !== call || this.#instance !== instance) return;
@@ -312,12 +294,10 @@ export class QuickJSSandbox {
     );
   }
 
-  /** A log line from the guest, '[runId, level, message]'. */
-  #log(instance: Instance, line: string): void {
-    const [runId, level, message] = (safeJson(line) ?? []) as [unknown, unknown, unknown];
-    const call = this.#callOf(instance, runId);
-    if (!call || typeof message !== 'string') return;
-    const method = level === 'warn' || level === 'error' ? level : 'info';
-    call.context?.logger[method](message.slice(0, 2000));
+  /** A log line from the guest (see logLineOf). */
+  #log(instance: Instance, text: string): void {
+    const line = logLineOf(text);
+    const call = line && this.#callOf(instance, line.runId);
+    if (line && call) call.context?.logger[line.level](line.message.slice(0, 2000));
   }
 }
