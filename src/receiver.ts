@@ -34,6 +34,11 @@ export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 /** How long the default stores keep a tombstone at least: one hour, or one TTL when that is longer. */
 export const DEFAULT_TOMBSTONE_MS = 60 * 60 * 1000;
 
+/** Whether a query opens a conversation: Python senders send `multiround: true` on natural language too; a negotiation always does. */
+function opensConversation(request: QueryRequest, target: QueryTarget): boolean {
+  return request.multiround === true || target.kind === 'negotiation';
+}
+
 /** A single-round reply. */
 function success(body: JsonValue): SuccessResponse {
   return { status: 'success', body };
@@ -221,9 +226,8 @@ export class Receiver implements ReceiverApi {
     try {
       const target = targetOf(request.protocolHash);
       const route = this.#router.routeNow(target);
-      if (route === undefined || request.multiround === true || target.kind === 'negotiation') return this.#routedQuery(route, target, request, context);
-      context?.onTurn?.(null, true);
-      return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta).then(success);
+      if (route === undefined || opensConversation(request, target)) return this.#routedQuery(route, target, request, context);
+      return this.#singleRound(route, request, context).then(success);
     } catch (error) {
       return Promise.reject(error);
     }
@@ -231,10 +235,14 @@ export class Receiver implements ReceiverApi {
 
   async #routedQuery(known: Route | undefined, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
     const route = known ?? (await this.#router.ofQuery(target, request.protocolSources));
-    // Python senders send `multiround: true` on natural language too; a negotiation is always multiround.
-    if (request.multiround === true || target.kind === 'negotiation') return this.#firstTurn(route, target, request, context);
+    if (opensConversation(request, target)) return this.#firstTurn(route, target, request, context);
+    return success(await this.#singleRound(route, request, context));
+  }
+
+  /** A query's one turn, with no conversation kept. */
+  #singleRound(route: Route, request: QueryRequest, context: RequestContext | undefined): Promise<JsonValue> {
     context?.onTurn?.(null, true);
-    return success(await this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta));
+    return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta);
   }
 
   async #firstTurn(route: Route, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {

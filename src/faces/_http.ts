@@ -30,13 +30,13 @@ const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
 const SAFE_BASE_URL = /^https?:\/\/(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 
 /** A JSON response with its length; `text` is already serialized. */
-export function jsonText(status: number, text: string, headers: Record<string, string> = {}): FaceResponse {
-  return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(text)), ...headers }, body: text };
+export function jsonText(status: number, text: string, headers: Record<string, string> = {}, byteLength = Buffer.byteLength(text)): FaceResponse {
+  return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(byteLength), ...headers }, body: text };
 }
 
 /** A JSON response whose text is ASCII (ROAR's canonical JSON escapes the rest): its length is its byte count. */
 export function asciiJsonText(status: number, text: string): FaceResponse {
-  return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(text.length) }, body: text };
+  return jsonText(status, text, {}, text.length);
 }
 
 /** A JSON response from a value. */

@@ -141,7 +141,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       const streamed = write(incoming, response, agora ? await handle(request) : failure(404, 'Not found'), started, request.id);
       if (streamed) await streamed;
     } catch (error) {
-      write(incoming, response, internalError(incoming, error), 0, undefined);
+      writeInternalError(incoming, response, error);
     } finally {
       settled();
     }
@@ -169,17 +169,18 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       const streaming = writeFaceResponse(response, faced);
       if (streaming) await streaming;
     } catch (error) {
-      write(incoming, response, internalError(incoming, error), 0, undefined);
+      writeInternalError(incoming, response, error);
     } finally {
       // serveAgora counts itself out.
       if (!toAgora) settled();
     }
   }
 
-  function internalError(incoming: IncomingMessage, error: unknown): StreamingResponse {
+  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
+  function writeInternalError(incoming: IncomingMessage, response: ServerResponse, error: unknown): void {
     const id = requestId();
     logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-    return failure(500, `Internal error (request ${id})`);
+    write(incoming, response, failure(500, `Internal error (request ${id})`), 0, undefined);
   }
 
   /** Writes a result; a stream's promise is returned, to be awaited by the request's function. */
@@ -214,7 +215,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       if (abortOnDisconnect) request.signal = disconnectSignal(response);
     } catch (error) {
       // Thrown here it would reach Node's event emitter and end the process.
-      write(incoming, response, internalError(incoming, error), 0, undefined);
+      writeInternalError(incoming, response, error);
       settled();
       return;
     }

@@ -91,10 +91,15 @@ export class TurnAnswerer {
       reason = isAgoraError(error) ? error.message : 'Internal error';
       throw this.#failure(error, label);
     } finally {
-      if (route.kind === 'routine') this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
+      if (route.kind === 'routine') this.#took(label, started);
       this.options.counters.query(path, label, reason);
       if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
     }
+  }
+
+  /** Records a routine's run time, from its start on `performance.now()`'s clock. */
+  #took(label: string, started: number): void {
+    this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
   }
 
   /** Adds a turn to the history the LLM reads, bounded in turns and in size. */
@@ -170,7 +175,7 @@ export class TurnAnswerer {
       options.logger.warn(`${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`);
       if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
     } finally {
-      options.counters.routineLatency(label, (performance.now() - started) / 1000);
+      this.#took(label, started);
     }
     return { path: 'llm', reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)) };
   }
