@@ -1,5 +1,4 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
 import { describeError } from '../errors.js';
 import { consoleLogger } from '../log.js';
 import { agoraEnabled, facesFor, isFacePath } from '../faces/mount.js';
@@ -9,43 +8,10 @@ import { createHandler, DEFAULT_MAX_BODY_BYTES, requestId, type HttpOptions } fr
 import { disconnectSignal, NodeCoreRequest } from './_node-request.js';
 import { rateLimitOf } from './_limits.js';
 import { refuseUntakenUpgrade } from '../faces/_upgrade.js';
-import { failure, JSON_TYPE } from './_response.js';
+import { failure } from './_response.js';
+import { onCheckExpectation, onClientError, onConnect } from './_node-refusals.js';
 import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
-
-function rawFailure(status: number, reason: string, message: string): string {
-  const body = JSON.stringify({ status: 'failure', error: message });
-  return (
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: ${JSON_TYPE}\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-    `Connection: close\r\n\r\n${body}`
-  );
-}
-
-const BAD_REQUEST_RAW = rawFailure(400, 'Bad Request', 'Bad request');
-const TIMEOUT_RAW = rawFailure(408, 'Request Timeout', 'Request timeout');
-const HEADERS_TOO_LARGE_RAW = rawFailure(431, 'Request Header Fields Too Large', 'Request header fields too large');
-const CONNECT_RAW = rawFailure(405, 'Method Not Allowed', 'Method not allowed');
-
-// Node would answer these without a body, or drop the socket; the spec wants JSON for every error.
-function onClientError(error: Error & { code?: string }, socket: Duplex): void {
-  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
-  if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
-    socket.write(
-      error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_RAW : error.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE_RAW : BAD_REQUEST_RAW,
-    );
-  }
-  socket.destroy();
-}
-
-function onConnect(_request: IncomingMessage, socket: Duplex): void {
-  if (socket.writable) socket.write(CONNECT_RAW);
-  socket.destroy();
-}
-
-function onCheckExpectation(_request: IncomingMessage, response: ServerResponse): void {
-  const result = failure(417, 'Expectation failed');
-  response.shouldKeepAlive = false;
-  response.writeHead(result.status, result.headers).end(result.body);
-}
+import { writeSoon, type BatchOwner, type WholeResponse } from './_write-batch.js';
 
 /**
  * Routes served beside Agora's on the same server, under one path prefix (the dashboard): a node handler that
@@ -132,79 +98,96 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
     if (inFlight === 0) drained?.();
   }
 
+  // Whole responses are written together after the event loop's turn (see _write-batch.ts). A request counts as in
+  // flight until its response is written, so close() waits for the write.
+  const owner: BatchOwner = {
+    get closing() {
+      return closing;
+    },
+    written(response, error) {
+      if (error !== undefined) logger.error(`${response.req.method} ${response.req.url}: could not write the response: ${describeError(error)}`);
+      settled();
+    },
+  };
+
   // An Agora request (the hot path) awaits in a small async function of its own: V8 allocates an async function's
   // whole register file each time it awaits, and the garbage is what slows a busy server down.
   async function serveAgora(incoming: IncomingMessage, response: ServerResponse, request: NodeCoreRequest): Promise<void> {
+    let queued = false;
     try {
       const started = debug ? performance.now() : 0;
       if (debug) request.id = requestId();
-      const streamed = write(incoming, response, agora ? await handle(request) : failure(404, 'Not found'), started, request.id);
-      if (streamed) await streamed;
+      const result: StreamingResponse = agora ? await handle(request) : failure(404, 'Not found');
+      if (debug) debug(`request ${request.id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
+      if (result.stream) await writeStream(incoming, response, result.stream, result);
+      else queued = queue(response, result);
     } catch (error) {
       writeInternalError(incoming, response, error);
     } finally {
-      settled();
+      if (!queued) settled();
     }
   }
 
   // The dashboard's routes and the faces; a face that does not take the request leaves it to Agora.
   async function serveMounted(incoming: IncomingMessage, response: ServerResponse, request: NodeCoreRequest): Promise<void> {
-    let toAgora = false;
+    // serveAgora counts itself out, and a queued response is counted out once written.
+    let countedOut = false;
     try {
       if (routes !== undefined && underPrefix(request.path, routes.prefix)) {
         const retryAfter = limit ? await limit(request.remoteAddress) : 0;
         if (retryAfter <= 0) return await routes.handle(incoming, response, request.path);
         const refused = failure(429, 'Too many requests');
         refused.headers['retry-after'] = String(retryAfter);
-        response.writeHead(refused.status, refused.headers).end(refused.body);
+        countedOut = queue(response, refused);
         return;
       }
       const faced = await faces!.handle(request);
       if (faced === undefined) {
-        toAgora = true;
+        countedOut = true;
         return await serveAgora(incoming, response, request);
       }
+      if (typeof faced.body === 'string') {
+        countedOut = queue(response, faced as WholeResponse);
+        return;
+      }
       if (closing) response.shouldKeepAlive = false;
-      // A whole body is written at once: only a stream is waited on.
-      const streaming = writeFaceResponse(response, faced);
-      if (streaming) await streaming;
+      await writeFaceResponse(response, faced);
     } catch (error) {
       writeInternalError(incoming, response, error);
     } finally {
-      // serveAgora counts itself out.
-      if (!toAgora) settled();
+      if (!countedOut) settled();
     }
   }
 
-  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
+  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line. Written at
+  // once, not queued: the caller counts the request out.
   function writeInternalError(incoming: IncomingMessage, response: ServerResponse, error: unknown): void {
     const id = requestId();
     logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-    write(incoming, response, failure(500, `Internal error (request ${id})`), 0, undefined);
-  }
-
-  /** Writes a result; a stream's promise is returned, to be awaited by the request's function. */
-  function write(incoming: IncomingMessage, response: ServerResponse, result: StreamingResponse, started: number, id: string | undefined): Promise<void> | undefined {
-    if (result.stream) {
-      // Streamed replies hold their connection until their last event: never kept alive past a close().
-      if (closing) response.shouldKeepAlive = false;
-      return writeEventStream(response, { ...result, stream: result.stream }, options).catch((error: unknown) => {
-        logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
-        response.destroy();
-      });
-    }
-    if (response.headersSent || response.destroyed) return undefined;
-    // While closing, no connection is kept alive, so close() does not wait on idle sockets.
-    if (closing) response.shouldKeepAlive = false;
+    if (response.headersSent || response.destroyed) return;
+    const result = failure(500, `Internal error (request ${id})`);
     try {
       response.writeHead(result.status, result.headers).end(result.body);
-      if (debug) debug(`request ${id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
-    } catch (error) {
-      // A throw here would be unhandled and end the process: log, and drop this one connection.
-      logger.error(`${incoming.method} ${incoming.url}: could not write the response: ${describeError(error)}`);
+    } catch {
       response.destroy();
     }
-    return undefined;
+  }
+
+  /** Queues a whole response (true), unless the response is gone already or was sent (false: nothing to wait for). */
+  function queue(response: ServerResponse, result: WholeResponse): boolean {
+    if (response.headersSent || response.destroyed) return false;
+    writeSoon(response, result, owner);
+    return true;
+  }
+
+  /** Writes a stream of events; streamed replies hold their connection until their last event. */
+  function writeStream(incoming: IncomingMessage, response: ServerResponse, stream: NonNullable<StreamingResponse['stream']>, result: StreamingResponse): Promise<void> {
+    // Never kept alive past a close().
+    if (closing) response.shouldKeepAlive = false;
+    return writeEventStream(response, { ...result, stream }, options).catch((error: unknown) => {
+      logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+      response.destroy();
+    });
   }
 
   function serve(incoming: IncomingMessage, response: ServerResponse): void {
