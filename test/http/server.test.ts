@@ -25,6 +25,16 @@ describe('node server', () => {
     expect(multi.json).toEqual({ status: 'success', body: { city: 'Paris' }, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 });
   });
 
+  it('gives each of many concurrent requests its own answer (responses are written in batches)', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: 120 }, (_, index) => (index % 10 === 9 ? call(base, 'GET', `/nope-${index}`) : call(base, 'POST', '/', { body: `query ${index}` }))),
+    );
+    answers.forEach((answer, index) => {
+      if (index % 10 === 9) expect(answer.status).toBe(404);
+      else expect(answer.json).toEqual({ status: 'success', body: `query ${index}` });
+    });
+  });
+
   it('passes only the known fields and the context to the receiver', async () => {
     await call(base, 'POST', '/?ignored=1', { protocolHash: METEO_BASE64, protocolSources: ['data:,x'], body: 1, extra: true });
     const last = fake.calls.at(-1);
