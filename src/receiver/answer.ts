@@ -61,7 +61,10 @@ export class TurnAnswerer {
     const routine = this.options.folder.routineFor(known);
     if (routine) return { kind: 'routine', known, routine };
     const runner = this.options.extensions.routineFor?.(known.document.hash, known.document);
-    return typeof runner === 'function' ? { kind: 'generated', known, runner } : undefined;
+    if (typeof runner === 'function') return { kind: 'generated', known, runner };
+    // An answer still to come is asked for again by route(), which awaits it and reports its failure: not this one.
+    if (runner) runner.catch(() => undefined);
+    return undefined;
   }
 
   /** Who answers a document: its routine file, else an extension's routine, else the LLM. */
