@@ -1,7 +1,6 @@
 // The bookkeeping both sides share (RoutineGenerator, TaskRoutineStore): the modules of approved routines, their
 // failures, examples and background work; counters (./counters.ts), statuses (./statuses.ts) and the life of a
 // generation (./lifecycle.ts) live beside it.
-import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { AgoraError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
@@ -10,11 +9,11 @@ import type { AgentMemory } from '../memory/file.js';
 import type { JsonObject } from '../schemas.js';
 import { CounterBatch } from './counters.js';
 import { writeGeneration, type Generation } from './lifecycle.js';
-import { bundleForQuickJS } from './quickjs-bundle.js';
-import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
+import type { QuickJSSandbox, SandboxOptions } from './quickjs.js';
+import { RoutineSandboxes } from './_sandboxes.js';
 import type { CounterField, RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
-import { StatusCache } from './statuses.js';
+import { StatusCache, type StatusEntry } from './statuses.js';
 
 /** The options both sides share, as RoutineGeneratorOptions documents them. */
 export type RoutineBookOptions = {
@@ -50,7 +49,7 @@ export class RoutineBook {
   readonly #maxFailures: number;
   readonly #counters: CounterBatch;
   readonly #statuses: StatusCache;
-  readonly #modules = new Map<string, { stamp: string; module: Promise<QuickJSSandbox> }>();
+  readonly #sandboxes: RoutineSandboxes;
   readonly #consecutive = new Map<string, number>();
   readonly #inflight = new Set<Promise<unknown>>();
   readonly #remembered = new Set<string>();
@@ -69,6 +68,7 @@ export class RoutineBook {
     this.typeChecker = options.typeChecker ?? new RoutineTypeChecker();
     this.#counters = new CounterBatch(options.memory, this.logger);
     this.#statuses = new StatusCache(options.memory, this.#dir, this.now, options.onStatus);
+    this.#sandboxes = new RoutineSandboxes(this.#dir, this.sandbox);
   }
 
   get memory(): AgentMemory {
@@ -95,6 +95,11 @@ export class RoutineBook {
     return this.#counters.flush();
   }
 
+  /** Whether {@link remember} was called for a prefix in this process. */
+  remembers(prefix: string): boolean {
+    return this.#remembered.has(prefix);
+  }
+
   /** Writes what the CLI needs to name a protocol or task that has counters but no routine yet, once per process. */
   async remember(prefix: string, meta: { kind: 'protocol' | 'task'; protocol: string; hash: string; task?: string }): Promise<void> {
     if (this.#remembered.has(prefix)) return;
@@ -102,64 +107,47 @@ export class RoutineBook {
     await this.memory.set(`${prefix}/meta`, meta);
   }
 
-  /** Whether an approved routine with its file exists for a prefix (cached as above). */
-  async approved(prefix: string): Promise<boolean> {
-    const entry = await this.#statuses.entry(prefix);
+  /** Whether an approved routine with its file exists for a prefix (cached as above; no promise while fresh). */
+  approved(prefix: string): boolean | Promise<boolean> {
+    const fresh = this.#statuses.fresh(prefix);
+    if (fresh) return this.#usable(prefix, fresh);
+    return this.#statuses.entry(prefix).then((entry) => this.#usable(prefix, entry));
+  }
+
+  #usable(prefix: string, entry: StatusEntry): boolean {
     const usable = entry.status?.status === 'approved' && entry.stamp !== undefined;
-    if (!usable) this.#retire(prefix);
+    if (!usable) this.#sandboxes.retire(prefix);
     return usable;
-  }
-
-  /** The sandbox of the approved routine, built from its file on first use; undefined when none is approved. */
-  async #module(prefix: string): Promise<QuickJSSandbox | undefined> {
-    const entry = await this.#statuses.entry(prefix);
-    if (entry.status?.status !== 'approved' || !entry.status.file || entry.stamp === undefined) {
-      this.#retire(prefix);
-      return undefined;
-    }
-    let loaded = this.#modules.get(prefix);
-    if (!loaded || loaded.stamp !== entry.stamp) {
-      this.#retire(prefix);
-      const file = resolve(this.#dir, entry.status.file);
-      const name = `agora routine ${entry.status.task ?? entry.status.protocol}`;
-      const module = readFile(file, 'utf8')
-        .then((code) => bundleForQuickJS(code))
-        .then((bundle) => new QuickJSSandbox(bundle, { ...this.sandbox, name }));
-      loaded = { stamp: entry.stamp, module };
-      this.#modules.set(prefix, loaded);
-      // A file that no longer builds is retried on the next status refresh, not cached as a failure forever.
-      module.catch(() => {
-        if (this.#modules.get(prefix) === loaded) this.#modules.delete(prefix);
-      });
-    }
-    return loaded.module;
-  }
-
-  #retire(prefix: string): void {
-    const loaded = this.#modules.get(prefix);
-    if (!loaded) return;
-    this.#modules.delete(prefix);
-    loaded.module.then(
-      (module) => module.close(),
-      () => undefined,
-    );
   }
 
   /**
    * Calls the approved routine's sandbox and records the outcome: a success resets the failures in a row, a failure
    * counts (disabling the routine after `maxFailures` in a row) and becomes AgoraError('ROUTINE_FAILED').
    */
-  async run<T>(prefix: string, label: string, use: (module: QuickJSSandbox) => Promise<T>): Promise<T> {
+  run<T>(prefix: string, label: string, use: (module: QuickJSSandbox) => Promise<T>): Promise<T> {
+    // A sandbox at hand is used without an await of its own; a success with no failures to reset adds none either.
+    const fresh = this.#statuses.fresh(prefix);
+    const ready = fresh && this.#sandboxes.ready(prefix, fresh);
+    let work: Promise<T>;
     try {
-      const module = await this.#module(prefix);
-      if (!module) throw new Error('the routine is no longer approved');
-      const value = await use(module);
-      await this.#succeeded(prefix);
-      return value;
+      work = ready
+        ? use(ready)
+        : this.#statuses.entry(prefix).then(async (entry) => {
+            const module = await this.#sandboxes.module(prefix, entry);
+            if (!module) throw new Error('the routine is no longer approved');
+            return use(module);
+          });
     } catch (error) {
-      await this.#failed(prefix, label, error).catch((failure: unknown) => this.logger.error(`${label}: routine failure not recorded: ${describeError(failure)}`));
-      throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
+      work = Promise.reject(error);
     }
+    return work
+      .then((value) => (this.#consecutive.get(prefix) === 0 ? value : this.#succeeded(prefix).then(() => value)))
+      .catch((error: unknown) => this.#afterFailure(prefix, label, error));
+  }
+
+  async #afterFailure(prefix: string, label: string, error: unknown): Promise<never> {
+    await this.#failed(prefix, label, error).catch((failure: unknown) => this.logger.error(`${label}: routine failure not recorded: ${describeError(failure)}`));
+    throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
   }
 
   /** Records a failed run: counts it, and disables the routine after `maxFailures` in a row. */
@@ -174,12 +162,11 @@ export class RoutineBook {
       await this.#statuses.write(prefix, { ...status, status: 'disabled', reason, updatedAt: this.timestamp() });
       this.logger.error(`${label}: generated routine disabled after ${reason}; the LLM serves it again (agora routines approve re-enables it)`);
     }
-    this.#retire(prefix);
+    this.#sandboxes.retire(prefix);
   }
 
   /** Records a successful run: resets the failures in a row (one write, and only when it was not already 0). */
   async #succeeded(prefix: string): Promise<void> {
-    if (this.#consecutive.get(prefix) === 0) return;
     this.#consecutive.set(prefix, 0);
     await this.memory.set(`${prefix}/consecutive-failures`, 0);
   }
@@ -252,7 +239,7 @@ export class RoutineBook {
   async close(): Promise<void> {
     this.#closed = true;
     await this.flush();
-    for (const prefix of [...this.#modules.keys()]) this.#retire(prefix);
+    this.#sandboxes.retireAll();
     this.#statuses.clear();
     if (this.#ownsTypeChecker) await this.typeChecker.close();
   }

@@ -80,21 +80,30 @@ export class RoutineGenerator extends RoutineKeeper {
     };
   }
 
-  /** Counts an answered turn, keeps LLM answers as examples, and starts writing a routine at the threshold. */
-  served(event: ServedEvent): Promise<void> {
-    return this.book.track(this.#served(event));
+  /**
+   * Counts an answered turn, keeps LLM answers as examples, and starts writing a routine at the threshold. A
+   * routine-served turn under a protocol already remembered is counted in the batch at once: no promise, no await.
+   */
+  served(event: ServedEvent): Promise<void> | undefined {
+    if (event.hash === null || !event.document || event.path === 'failure') return undefined;
+    const prefix = protocolPrefix(event.document.hash);
+    if (event.path === 'routine' && this.book.remembers(prefix)) {
+      this.#countRoutine(prefix, event);
+      return undefined;
+    }
+    return this.book.track(this.#served(event, event.document, prefix));
   }
 
-  async #served(event: ServedEvent): Promise<void> {
-    if (event.hash === null || !event.document || event.path === 'failure') return;
-    const document = event.document;
-    const prefix = protocolPrefix(document.hash);
+  #countRoutine(prefix: string, event: ServedEvent): void {
+    if (!event.firstTurn) return;
+    this.book.count(prefix, 'uses');
+    this.book.count(prefix, 'routine');
+  }
+
+  async #served(event: ServedEvent, document: ProtocolDocument, prefix: string): Promise<void> {
     await this.book.remember(prefix, { kind: 'protocol', protocol: document.metadata.name, hash: document.hash });
+    if (event.path === 'routine') return this.#countRoutine(prefix, event);
     if (event.firstTurn) this.book.count(prefix, 'uses');
-    if (event.path === 'routine') {
-      if (event.firstTurn) this.book.count(prefix, 'routine');
-      return;
-    }
     if (event.reply !== undefined) {
       await this.book.addExample(`examples/${document.hash}`, { conversationId: event.conversationId, turn: event.turn, body: event.body, reply: event.reply, at: this.book.timestamp() });
     }
@@ -103,10 +112,18 @@ export class RoutineGenerator extends RoutineKeeper {
     this.generate(document).catch((error: unknown) => this.book.logger.error(`"${document.metadata.name}": writing a routine failed: ${describeError(error)}`));
   }
 
-  /** A runner for an approved routine with its file in place, else undefined (approval is re-read every second). */
-  async routineFor(hash: string, document: ProtocolDocument): Promise<RoutineRunner | undefined> {
+  /**
+   * A runner for an approved routine with its file in place, else undefined (approval is re-read every second):
+   * without a promise while the approval read is fresh, so the receiver routes the query without an await.
+   */
+  routineFor(hash: string, document: ProtocolDocument): RoutineRunner | undefined | Promise<RoutineRunner | undefined> {
     const prefix = protocolPrefix(hash);
-    if (!(await this.book.approved(prefix))) return undefined;
+    const approved = this.book.approved(prefix);
+    if (typeof approved === 'boolean') return approved ? this.#runnerOf(hash, prefix, document) : undefined;
+    return approved.then((usable) => (usable ? this.#runnerOf(hash, prefix, document) : undefined));
+  }
+
+  #runnerOf(hash: string, prefix: string, document: ProtocolDocument): RoutineRunner {
     let runner = this.#runners.get(hash);
     if (!runner) {
       runner = this.#runner(prefix, document);

@@ -40,10 +40,16 @@ export class StatusCache {
     this.#onWrite?.(status);
   }
 
+  /** The cached entry while it is trusted, else undefined (then {@link entry} reads it). */
+  fresh(prefix: string): StatusEntry | undefined {
+    const cached = this.#statuses.get(prefix);
+    return cached && this.#now() - cached.at < STATUS_TTL_MS ? cached : undefined;
+  }
+
   /** The status and the file's stamp, re-read from memory at most every second (one read at a time per prefix). */
   async entry(prefix: string): Promise<StatusEntry> {
-    const cached = this.#statuses.get(prefix);
-    if (cached && this.#now() - cached.at < STATUS_TTL_MS) return cached;
+    const cached = this.fresh(prefix);
+    if (cached) return cached;
     let reading = this.#reading.get(prefix);
     if (!reading) {
       reading = this.#load(prefix).finally(() => this.#reading.delete(prefix));

@@ -53,9 +53,18 @@ export function labelOf(route: Route): string {
 export class TurnAnswerer {
   constructor(private readonly options: TurnAnswererOptions) {}
 
-  /** The routine file that answers a document, if any. */
-  routineOf(known: KnownDocument): LoadedRoutine | undefined {
-    return this.options.folder.routineFor(known);
+  /**
+   * Who answers a document when it needs no waiting: its routine file, else an extension's routine the extension
+   * has at hand; undefined when {@link route} must decide.
+   */
+  routeNow(known: KnownDocument): Route | undefined {
+    const routine = this.options.folder.routineFor(known);
+    if (routine) return { kind: 'routine', known, routine };
+    const runner = this.options.extensions.routineFor?.(known.document.hash, known.document);
+    if (typeof runner === 'function') return { kind: 'generated', known, runner };
+    // An answer still to come is asked for again by route(), which awaits it and reports its failure: not this one.
+    if (runner) runner.catch(() => undefined);
+    return undefined;
   }
 
   /** Who answers a document: its routine file, else an extension's routine, else the LLM. */
@@ -82,8 +91,9 @@ export class TurnAnswerer {
         path = route.kind === 'routine' ? 'routine' : 'llm';
       }
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
-      // failing routine answers `Routine failed`), so its turns skip the cost of carrying it.
-      if (route.kind !== 'routine') this.#remember(turn, body, reply);
+      // failing routine answers `Routine failed`), so its turns skip the cost of carrying it. A single-round turn
+      // (no conversation id) has no later turn to read it: nothing is kept for it either.
+      if (route.kind !== 'routine' && turn.id !== null) this.#remember(turn, body, reply);
       return reply;
     } catch (error) {
       path = 'failure';

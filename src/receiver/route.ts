@@ -32,14 +32,14 @@ export class QueryRouter {
   }
 
   /**
-   * The route of a new query when it needs no waiting: a document the agent holds, answered by its routine file.
-   * The hot path of a routine agent takes it without an `await`; anything else goes through {@link ofQuery}.
+   * The route of a new query when it needs no waiting: a document the agent holds, answered by its routine file or
+   * by an extension's routine at hand (an approved generated one). The hot path of a routine agent takes it without
+   * an `await`; anything else goes through {@link ofQuery}.
    */
   routeNow(target: QueryTarget): Route | undefined {
     if (target.kind !== 'protocol') return undefined;
     const known = this.#parts.registry.held(target.hash);
-    const routine = known && this.#parts.answerer.routineOf(known);
-    return routine ? { kind: 'routine', known: known!, routine } : undefined;
+    return known && this.#parts.answerer.routeNow(known);
   }
 
   /** Who answers a new query: natural language, negotiation, or a protocol's routine, generated routine or LLM. */

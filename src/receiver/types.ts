@@ -70,8 +70,11 @@ export type ServedEvent = {
 
 /** Extensions plug into the receiver here (LLM-written routines, negotiation). */
 export type ReceiverExtensions = {
-  /** A routine for a PD that has no file in `routines/`. */
-  routineFor?(hash: string, document: ProtocolDocument): Promise<RoutineRunner | undefined>;
+  /**
+   * A routine for a PD that has no file in `routines/`. Answered without a promise when it is known at once: a
+   * runner so returned lets a query take the receiver's synchronous route, as a routine file does.
+   */
+  routineFor?(hash: string, document: ProtocolDocument): RoutineRunner | undefined | Promise<RoutineRunner | undefined>;
   /** Called after every answered turn (never awaited by the peer's reply; errors are logged). */
   served?(event: ServedEvent): void | Promise<void>;
   /** Answers a turn of a `"negotiation"` conversation. */

@@ -281,6 +281,8 @@ describe('RoutineGenerator', { timeout: 120_000 }, () => {
     await reviewGeneratedRoutine({ dir, memory: new FileMemory(join(dir, '.agora')), reference: document.hash.slice(0, 6), decision: 'approve' });
     clock += 1100;
     expect(await routines.routineFor(document.hash, document)).toBeTypeOf('function');
+    // While that approval read is fresh, the runner comes without a promise: the receiver routes without an await.
+    expect(routines.routineFor(document.hash, document)).toBeTypeOf('function');
   });
 
   it('keeps counters and examples across a restart and generates when the sum reaches the threshold', async () => {
