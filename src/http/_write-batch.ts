@@ -31,6 +31,21 @@ export function writeSoon(response: ServerResponse, whole: WholeResponse, owner:
   queue.push(response, whole, owner);
 }
 
+/**
+ * Writes a whole response now, unless its client went away or it was sent; returns what its write threw (the
+ * connection is then dropped: a throw here would be unhandled and end the process), else undefined.
+ */
+export function writeWhole(response: ServerResponse, whole: WholeResponse): unknown {
+  if (response.headersSent || response.destroyed) return undefined;
+  try {
+    response.writeHead(whole.status, whole.headers).end(whole.body);
+    return undefined;
+  } catch (error) {
+    response.destroy();
+    return error;
+  }
+}
+
 /** Writes the queued responses in the order they were queued. */
 function flush(): void {
   // Swapped first: an owner's callback that queues again starts the next batch.
@@ -40,17 +55,8 @@ function flush(): void {
     const response = batch[index] as ServerResponse;
     const whole = batch[index + 1] as WholeResponse;
     const owner = batch[index + 2] as BatchOwner;
-    let error: unknown;
-    try {
-      if (!response.headersSent && !response.destroyed) {
-        if (owner.closing) response.shouldKeepAlive = false;
-        response.writeHead(whole.status, whole.headers).end(whole.body);
-      }
-    } catch (thrown) {
-      // A throw here would be unhandled and end the process: this one connection is dropped instead.
-      error = thrown;
-      response.destroy();
-    }
+    if (owner.closing) response.shouldKeepAlive = false;
+    const error = writeWhole(response, whole);
     try {
       owner.written(response, error);
     } catch {

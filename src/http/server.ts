@@ -11,7 +11,7 @@ import { refuseUntakenUpgrade } from '../faces/_upgrade.js';
 import { failure } from './_response.js';
 import { onCheckExpectation, onClientError, onConnect } from './_node-refusals.js';
 import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
-import { writeSoon, type BatchOwner, type WholeResponse } from './_write-batch.js';
+import { writeSoon, writeWhole, type BatchOwner, type WholeResponse } from './_write-batch.js';
 
 /**
  * Routes served beside Agora's on the same server, under one path prefix (the dashboard): a node handler that
@@ -119,7 +119,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       if (debug) request.id = requestId();
       const result: StreamingResponse = agora ? await handle(request) : failure(404, 'Not found');
       if (debug) debug(`request ${request.id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
-      if (result.stream) await writeStream(incoming, response, result.stream, result);
+      if (result.stream) await writeStream(incoming, response, { ...result, stream: result.stream });
       else queued = queue(response, result);
     } catch (error) {
       writeInternalError(incoming, response, error);
@@ -164,13 +164,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   function writeInternalError(incoming: IncomingMessage, response: ServerResponse, error: unknown): void {
     const id = requestId();
     logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
-    if (response.headersSent || response.destroyed) return;
-    const result = failure(500, `Internal error (request ${id})`);
-    try {
-      response.writeHead(result.status, result.headers).end(result.body);
-    } catch {
-      response.destroy();
-    }
+    writeWhole(response, failure(500, `Internal error (request ${id})`));
   }
 
   /** Queues a whole response (true), unless the response is gone already or was sent (false: nothing to wait for). */
@@ -181,10 +175,10 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
   }
 
   /** Writes a stream of events; streamed replies hold their connection until their last event. */
-  function writeStream(incoming: IncomingMessage, response: ServerResponse, stream: NonNullable<StreamingResponse['stream']>, result: StreamingResponse): Promise<void> {
+  function writeStream(incoming: IncomingMessage, response: ServerResponse, result: StreamingResponse & { stream: NonNullable<StreamingResponse['stream']> }): Promise<void> {
     // Never kept alive past a close().
     if (closing) response.shouldKeepAlive = false;
-    return writeEventStream(response, { ...result, stream }, options).catch((error: unknown) => {
+    return writeEventStream(response, result, options).catch((error: unknown) => {
       logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
       response.destroy();
     });
