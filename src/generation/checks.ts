@@ -6,7 +6,7 @@ import { silentLogger } from '../log.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import { protocolInvalidInputReply } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
-import { callTool, type Tool } from '../tool/define.js';
+import { toolFunction, type Tool } from '../tool/define.js';
 import type { StoredExample } from './prompts.js';
 import type { QuickJSSandbox, SandboxResult } from './quickjs.js';
 import { preview, sameValue } from './write.js';
@@ -179,5 +179,6 @@ function shapeMismatch(routine: JsonValue, expected: JsonValue, json: boolean): 
 }
 
 function toolbox(tools: readonly Tool[]): Record<string, (input: unknown) => Promise<unknown>> {
-  return Object.fromEntries(tools.map((tool) => [tool.name, (input: unknown) => callTool(tool, input)]));
+  // As the receiver makes them (see Folder.toolbox), so a check runs the routine as it will run.
+  return Object.fromEntries(tools.map((tool) => [tool.name, toolFunction(tool)]));
 }

@@ -10,6 +10,7 @@ import { describeError } from '../errors.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { HandOvers } from './_hand-over.js';
+import { RUN_NOW, type ToolFunction } from '../tool/define.js';
 import { callText, logLineOf, outboxMessages, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
@@ -105,10 +106,36 @@ export class QuickJSSandbox {
   }
 
   /**
-   * Runs guest code for the current call under its remaining CPU time, then its pending jobs, and acts on what the
-   * guest said meanwhile (its outbox: the end of the call, tool requests, log lines); a breach fails the call.
+   * Runs guest code for the current call, then settles in the answers of the tools it asked for that answer at once
+   * (see toolFunction): a routine whose tools are synchronous runs to its end here, with no promise and no timer
+   * between its steps. A tool that answers later settles in from its promise, through this again.
    */
   #enter(call: Call, fn: QuickJSHandle, argument: string): void {
+    const instance = call.instance;
+    const answers = [argument];
+    for (let index = 0; index < answers.length; index++) {
+      if (index > 0) {
+        // Each answer goes to the call that asked, while it lasts; the call's time limit holds here too, as no timer
+        // can fire while this loop runs.
+        if (this.#current !== call || this.#instance !== instance) return;
+        if (performance.now() >= call.ends) {
+          this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`));
+          return;
+        }
+      }
+      for (const request of this.#slice(call, index === 0 ? fn : instance.settle, answers[index]!)) {
+        const answer = this.#tool(instance, request);
+        if (answer !== undefined) answers.push(answer);
+      }
+    }
+  }
+
+  /**
+   * Runs guest code for the current call under its remaining CPU time, then its pending jobs, and acts on what the
+   * guest said meanwhile (its outbox: the end of the call, tool requests, log lines); a breach fails the call.
+   * Returns the tool requests, to run once the slice is over: a tool's own time is not the guest's.
+   */
+  #slice(call: Call, fn: QuickJSHandle, argument: string): string[] {
     const instance = call.instance;
     const outboxes: string[] = [];
     const toolRequests: string[] = [];
@@ -140,9 +167,11 @@ export class QuickJSSandbox {
       instance.slice = undefined;
       call.cpuLeft -= chargedMs(slice, instance.meter);
     }
-    if (failure && this.#current === call) this.#fail(failure);
-    // Started once the slice is over: a tool's own time is not the guest's.
-    for (const request of toolRequests) this.#tool(instance, request);
+    if (failure) {
+      if (this.#current === call) this.#fail(failure);
+      return [];
+    }
+    return toolRequests;
   }
 
   /**
@@ -254,44 +283,39 @@ export class QuickJSSandbox {
     return call && call.instance === instance && call.id === runId ? call : undefined;
   }
 
-  /** A tool call from the guest (see toolRequestOf): run here, its answer settled back in. */
-  #tool(instance: Instance, text: string): void {
+  /**
+   * A tool call from the guest (see toolRequestOf): run here. Its answer, as the text the guest's `settle` takes, is
+   * returned when the tool gave it at once (its RUN_NOW form, see toolFunction, or a failure); else it is settled in
+   * from the tool's promise and this returns undefined.
+   */
+  #tool(instance: Instance, text: string): string | undefined {
     const request = toolRequestOf(text);
     const call = request && this.#callOf(instance, request.runId);
-    if (!request || !call) return;
+    if (!request || !call) return undefined;
     const { callId, input } = request;
     const name = instance.toolNames[request.index];
-    const answer = (ok: boolean, text: string) => {
-      // A late answer, after the call failed or timed out, has nobody to go to.
-      if (this.#current !== call || this.#instance !== instance) return;
-      this.#enter(call, instance.settle, `${ok ? '+' : '-'}${callId}:${text}`);
-    };
     const tools = call.context?.tools ?? {};
-    if (name === undefined || !Object.hasOwn(tools, name)) {
-      queueMicrotask(() => answer(false, `no tool named "${name}"`));
-      return;
-    }
+    if (name === undefined || !Object.hasOwn(tools, name)) return `-${callId}:no tool named "${name}"`;
+    const tool = tools[name]!;
     let output: unknown;
     try {
-      output = tools[name]!(input);
+      const now = (tool as ToolFunction)[RUN_NOW];
+      output = now ? now(input) : tool(input);
     } catch (error) {
-      queueMicrotask(() => answer(false, error instanceof Error ? error.message : describeError(error)));
-      return;
+      return `-${callId}:${errorMessage(error)}`;
     }
-    // One reaction to the tool's promise (a toolbox function is async), not a chain of them.
+    if (!isThenable(output)) return answerText(callId, output);
+    const answer = (text: string) => {
+      // A late answer, after the call failed or timed out, has nobody to go to.
+      if (this.#current !== call || this.#instance !== instance) return;
+      this.#enter(call, instance.settle, text);
+    };
+    // One reaction to the tool's promise, not a chain of them.
     Promise.resolve(output).then(
-      (value) => {
-        let text: string;
-        try {
-          text = JSON.stringify(value === undefined ? null : value) ?? 'null';
-        } catch (error) {
-          answer(false, `the tool's answer is not JSON: ${describeError(error)}`);
-          return;
-        }
-        answer(true, text);
-      },
-      (error: unknown) => answer(false, error instanceof Error ? error.message : describeError(error)),
+      (value) => answer(answerText(callId, value)),
+      (error: unknown) => answer(`-${callId}:${errorMessage(error)}`),
     );
+    return undefined;
   }
 
   /** A log line from the guest (see logLineOf). */
@@ -300,4 +324,21 @@ export class QuickJSSandbox {
     const call = line && this.#callOf(instance, line.runId);
     if (line && call) call.context?.logger[line.level](line.message.slice(0, 2000));
   }
+}
+
+/** The guest's `settle` text of a tool's answer: "+<callId>:<JSON>", or "-<callId>:<error>" when it is not JSON. */
+function answerText(callId: string, value: unknown): string {
+  try {
+    return `+${callId}:${JSON.stringify(value === undefined ? null : value) ?? 'null'}`;
+  } catch (error) {
+    return `-${callId}:the tool's answer is not JSON: ${describeError(error)}`;
+  }
+}
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : describeError(error);
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

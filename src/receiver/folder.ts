@@ -5,7 +5,7 @@ import { KeyedQueue } from '../_queue.js';
 import type { Logger } from '../log.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
-import { callTool, type Tool } from '../tool/define.js';
+import { toolFunction, type Tool } from '../tool/define.js';
 import { loadToolFolder } from '../tool/load.js';
 
 /** The tools a routine is handed, by name. */
@@ -133,7 +133,7 @@ export class AgentFolder {
       const toolbox: Toolbox = {};
       // One frozen context per toolbox, not one per call.
       const context = Object.freeze(toolSignal ? { signal: toolSignal } : {});
-      for (const tool of this.#tools) toolbox[tool.name] = (input) => callTool(tool, input, context);
+      for (const tool of this.#tools) toolbox[tool.name] = toolFunction(tool, context);
       return Object.freeze(toolbox);
     };
     // The common case (no client signal) shares one frozen toolbox: nothing to allocate per query.

@@ -80,6 +80,22 @@ export function callTool(tool: Tool, input: unknown, context: ToolContext = {}):
   }
 }
 
+/** The mark of a toolbox function's promise-free form (see {@link toolFunction}). */
+export const RUN_NOW = Symbol('agora-agents.toolRunNow');
+
+/** A tool as a routine calls it; it may carry, under {@link RUN_NOW}, the same call without a promise around it. */
+export type ToolFunction = ((input: unknown) => Promise<unknown>) & { readonly [RUN_NOW]?: (input: unknown) => unknown };
+
+/**
+ * A tool as routines call it: `(input) => Promise<output>`, carrying under {@link RUN_NOW} the same call that gives
+ * the tool's own answer: its value when `run` answers synchronously (and throws what it throws), else its promise.
+ * The QuickJS sandbox answers a synchronous tool within the guest's call, without a round trip through promises.
+ */
+export function toolFunction(tool: Tool, context: ToolContext = {}): ToolFunction {
+  const call = (input: unknown) => callTool(tool, input, context);
+  return Object.assign(call, { [RUN_NOW]: (input: unknown) => runChecked(tool, input, context) });
+}
+
 function runChecked(tool: Tool, input: unknown, context: ToolContext): unknown {
   let parsed = ((tool as Tool & { [INPUT_PARSER]?: z.ZodType })[INPUT_PARSER] ?? tool.input).safeParse(input);
   // An LLM calls a tool whose input is not an object with `{ value }`, as toolInputJsonSchema offered it.

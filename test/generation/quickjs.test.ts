@@ -2,6 +2,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { memoryLogger } from '../../src/log.js';
 import { bundleForQuickJS } from '../../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox, type SandboxContext, type SandboxOptions } from '../../src/generation/quickjs.js';
+import { z } from 'zod';
+import { defineTool, RUN_NOW, toolFunction } from '../../src/tool/define.js';
 
 const SECRET = 'agora-test-secret-7c1f0d';
 const opened: QuickJSSandbox[] = [];
@@ -171,6 +173,47 @@ describe('the routine context', () => {
     const tools = { add: async (input: unknown) => ({ sum: (input as { a: number }).a + (input as { b: number }).b }), broken: async () => Promise.reject(new Error('tool down')) };
     const result = await module.run('handle', { a: 2, b: 3 }, context({ tools }));
     expect(result.value).toEqual({ sum: 5, refused: 'tool down', missing: expect.stringMatching(/not a function|nope/) });
+  });
+
+  describe('a tool that answers at once (toolFunction)', () => {
+    const add = defineTool({ name: 'add', description: 'adds', input: z.object({ a: z.number(), b: z.number() }), run: ({ a, b }) => ({ sum: a + b }) });
+    const broken = defineTool({ name: 'broken', description: 'fails', input: z.object({}), run: () => { throw new Error('tool down'); } });
+    const odd = defineTool({ name: 'odd', description: 'not JSON', input: z.object({}), run: () => ({ big: 1n }) });
+
+    it('is answered in the same call, without its promise: values, throws, invalid input and answers that are not JSON', async () => {
+      const module = await sandbox(`async ({ a, b }, { tools }) => ({ sum: (await tools.add({ a, b })).sum, refused: await tools.broken({}).catch((error) => error.message), invalid: await tools.add({ a: 'x' }).catch((error) => error.message.slice(0, 24)), odd: await tools.odd({}).catch((error) => error.message.slice(0, 29)) })`);
+      const promised = vi.fn();
+      const tools = Object.fromEntries([add, broken, odd].map((tool) => {
+        const fn = toolFunction(tool);
+        return [tool.name, Object.assign((input: unknown) => (promised(), fn(input)), { [RUN_NOW]: fn[RUN_NOW] })];
+      }));
+      const result = await module.run('handle', { a: 2, b: 3 }, context({ tools }));
+      expect(result.value).toEqual({ sum: 5, refused: 'tool down', invalid: 'Invalid input for tool a', odd: "the tool's answer is not JSON" });
+      expect(promised).not.toHaveBeenCalled();
+    });
+
+    it('runs thousands of calls in a row without growing the stack, and sets no timer for them', async () => {
+      const module = await sandbox(`async (body, { tools }) => { let sum = 0; for (let i = 0; i < 3000; i++) sum += (await tools.add({ a: i, b: 1 })).sum; const all = await Promise.all([1, 2, 3].map((a) => tools.add({ a, b: 0 }))); return { sum, all: all.map((x) => x.sum) }; }`);
+      const timers = vi.spyOn(globalThis, 'setTimeout');
+      const result = await module.run('handle', {}, context({ tools: { add: toolFunction(add) } }));
+      expect(result.value).toEqual({ sum: (2999 * 3000) / 2 + 3000, all: [1, 2, 3] });
+      expect(timers.mock.calls.filter(([, ms]) => ms === 2000)).toHaveLength(0);
+      timers.mockRestore();
+    });
+
+    it('still stops a routine that calls it forever, by its CPU time', async () => {
+      const module = await sandbox(`async (body, { tools }) => { for (;;) await tools.add({ a: 1, b: 1 }); }`, { cpuLimitMs: 60, timeoutMs: 5000 });
+      await expect(module.run('handle', {}, context({ tools: { add: toolFunction(add) } }))).rejects.toThrow(/CPU time limit|timed out/);
+      // The next call gets a fresh context and works.
+      const again = await sandbox(`async (body, { tools }) => (await tools.add({ a: 1, b: 2 })).sum`);
+      expect((await again.run('handle', {}, context({ tools: { add: toolFunction(add) } }))).value).toBe(3);
+    });
+
+    it('keeps an asynchronous run behind its promise', async () => {
+      const slow = defineTool({ name: 'slow', description: 'later', input: z.object({}), run: async () => ({ later: true }) });
+      const module = await sandbox(`async (body, { tools }) => tools.slow({})`);
+      expect((await module.run('handle', {}, context({ tools: { slow: toolFunction(slow) } }))).value).toEqual({ later: true });
+    });
   });
 
   it('round-trips the conversation state and sees the protocol', async () => {
