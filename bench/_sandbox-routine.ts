@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { silentLogger } from '../src/log.js';
 import type { ProtocolDocument } from '../src/protocol/document.js';
 import { defineRoutine } from '../src/routine/define.js';
+import { defineTool, toolFunction } from '../src/tool/define.js';
 import type { SandboxContext } from '../src/generation/quickjs.js';
 import { convert } from '../tools/convert-units.js';
 
@@ -32,8 +33,14 @@ export const handWritten = defineRoutine({
   },
 });
 
-/** The convert_units tool. */
-export const tools = { convert_units: async (input: unknown) => ({ value: convert((input as { value: number }).value, (input as { from: string }).from, (input as { to: string }).to), unit: (input as { to: string }).to }) };
+/** The convert_units tool, as the receiver hands tools to routines (see toolFunction). */
+const convertUnits = defineTool({
+  name: 'convert_units',
+  description: 'Convert a number between units',
+  input: z.object({ value: z.number(), from: z.string(), to: z.string() }),
+  run: ({ value, from, to }) => ({ value: convert(value, from, to), unit: to }),
+});
+export const tools = { convert_units: toolFunction(convertUnits) };
 const metadata = { name: 'Unit conversion' } as ProtocolDocument['metadata'];
 /** The protocol document the receiver would pass. */
 export const document = { metadata, content: '' } as unknown as ProtocolDocument;
