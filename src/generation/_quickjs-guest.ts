@@ -199,15 +199,18 @@ export const GUEST_PRELUDE = `(() => {
       logger,
     };
   }
-  // What a method makes of its result, the JSON text of the call's report: handled takes the conversation with it,
-  // built the method's name.
+  // What a method makes of its result, the JSON text of the call's report: handled takes the conversation with it
+  // (its state only when it has an id: a single-round query's state is kept nowhere, and a stringify is the
+  // interpreter's dearest step), built the method's name.
   function handled(output, conversation) {
     if (definition.output) {
       const parsed = definition.output.safeParse(output);
       if (!parsed.success) throw new Error("the reply does not match the routine's output schema: " + issues(parsed.error));
       output = parsed.data;
     }
-    return '{"value":' + jsonText(output, 'the reply') + ',"state":' + jsonText(conversation.state, 'the conversation state') + '}';
+    const value = jsonText(output, 'the reply');
+    if (conversation.id === null) return '{"value":' + value + '}';
+    return '{"value":' + value + ',"state":' + jsonText(conversation.state, 'the conversation state') + '}';
   }
   const built = (value, method) => '{"value":' + jsonText(value, 'the result of ' + method) + '}';
   // A result now, or later: the end of the call is reported from the promise's own reaction, one job fewer than

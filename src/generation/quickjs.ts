@@ -101,7 +101,8 @@ export class QuickJSSandbox {
       this.#current = call;
       this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
-      if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), this.#timeoutMs);
+      // (Set for what is left of the call's time: tools that answered at once may have used some.)
+      if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), Math.max(0, call.ends - performance.now()));
     });
   }
 

@@ -224,6 +224,13 @@ describe('the routine context', () => {
     expect(second.state).toEqual({ items: ['tea', 'milk'] });
   });
 
+  it('reports the state of a conversation, and none for a single-round query (kept nowhere)', async () => {
+    const module = await sandbox(`(body, { conversation }) => { conversation.state.seen = true; return 'ok'; }`);
+    expect((await module.run('handle', {}, context())).state).toEqual({ seen: true });
+    const single = await module.run('handle', {}, context({ conversation: { id: null, turn: 1, state: {} } }));
+    expect(single).toEqual({ value: 'ok' });
+  });
+
   it('passes log lines to the agent logger', async () => {
     const logger = memoryLogger();
     const module = await sandbox(`(body, { logger }) => { logger.warn('careful ' + body.n); return null; }`);
