@@ -20,7 +20,22 @@ type Ffi = {
   QTS_Dump(ctx: number, value: number): number;
   QTS_GetArrayBuffer(ctx: number, value: number): number;
   QTS_NewString(ctx: number, chars: number): number;
+  QTS_IsJobPending(rt: number): number;
+  QTS_ExecutePendingJob(rt: number, maxJobs: number, lastJobContext: number): number;
+  QTS_FreeValuePointerRuntime(rt: number, value: number): void;
 };
+
+// QuickJS on wasm32 keeps a value in 64 bits (NaN boxing): the high 32 bits are its tag, and any other high word is
+// a float's. Tags between JS_TAG_FIRST (-11) and JS_TAG_FLOAT64 (7) are the other kinds (an object is -1, an
+// integer 0); checked on every context built, so a library built otherwise fails every load loudly.
+const TAG_FIRST = -11;
+const TAG_FLOAT64 = 7;
+const TAG_INT = 0;
+const TAG_OBJECT = -1;
+const TAG_UNDEFINED = 3;
+function isNumberTag(tag: number): boolean {
+  return tag === TAG_INT || (tag - TAG_FIRST) >>> 0 >= TAG_FLOAT64 - TAG_FIRST;
+}
 
 // The reserved buffer: the argument pointer at its start, then the text, NUL-terminated. A longer text (a large
 // body) goes through newString: keeping a buffer that large would hold guest memory for nothing.
@@ -34,6 +49,11 @@ export type GuestCallResult = { text: string; error?: undefined } | { error: num
 export type GuestCaller = {
   /** Calls `fn`, a prelude function that returns a string, with `text` or no argument. */
   call(fn: QuickJSHandle, text?: string): GuestCallResult;
+  /**
+   * Runs the guest's pending jobs (promise reactions) until none is left: false when there was none, true when they
+   * ran, or the pointer of the error that stopped them (an interrupt, memory running out), to read or free.
+   */
+  runJobs(): boolean | number;
   /** The guest error at `pointer` as one line ("TypeError: …"), then frees it; call it under a CPU slice (its getters are guest code). */
   errorText(pointer: number): string;
   /** Frees an error unread. */
@@ -46,7 +66,8 @@ export type GuestCaller = {
 export function guestCaller(wasm: QuickJSWASMModule, context: QuickJSContext, memory: { readonly buffer: ArrayBuffer }): GuestCaller {
   const ffi = wasm.getFFI() as unknown as Ffi;
   const ctx = (context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
-  if (typeof ctx !== 'number' || ctx === 0) throw new Error('quickjs-emscripten no longer has the context pointer where the sandbox reads it');
+  const rt = (context.runtime as unknown as { rt?: { value?: unknown } }).rt?.value;
+  if (typeof ctx !== 'number' || ctx === 0 || typeof rt !== 'number' || rt === 0) throw new Error('quickjs-emscripten no longer has the context and runtime pointers where the sandbox reads them');
   // The reserved buffer: an ArrayBuffer of the guest's heap that no guest code can reach (only this handle holds it).
   const buffer = context.newArrayBuffer(new ArrayBuffer(BUFFER_BYTES));
   const slot = ffi.QTS_GetArrayBuffer(ctx, buffer.value as unknown as number);
@@ -79,7 +100,33 @@ export function guestCaller(wasm: QuickJSWASMModule, context: QuickJSContext, me
     const value = ffi.QTS_NewString(ctx, slot + TEXT_AT);
     return { value, free: () => ffi.QTS_FreeValuePointer(ctx, value) };
   };
+  const tagOf = (value: number): number => {
+    current();
+    return words[(value >> 2) + 1]!;
+  };
+  // The value layout runJobs reads, checked on known values.
+  const probes = [context.newNumber(1.5), context.newObject()];
+  const layoutKnown = isNumberTag(tagOf(probes[0]!.value as unknown as number)) && tagOf(probes[1]!.value as unknown as number) === TAG_OBJECT && tagOf(undefinedValue) === TAG_UNDEFINED;
+  for (const probe of probes) probe.dispose();
+  if (!layoutKnown) throw new Error('quickjs-emscripten no longer lays values out as the sandbox reads them');
   return {
+    runJobs() {
+      if (!ffi.QTS_IsJobPending(rt)) return false;
+      // The job's context is written where a call's argument pointer goes (no call is under way): the library
+      // would allocate a pointer, wrap the result in handles and read its type as a string.
+      current();
+      words[slot >> 2] = 0;
+      const value = ffi.QTS_ExecutePendingJob(rt, -1, slot);
+      current();
+      if (words[slot >> 2] === 0) {
+        ffi.QTS_FreeValuePointerRuntime(rt, value);
+        return false;
+      }
+      // The number of jobs run, or the exception that stopped them.
+      if (!isNumberTag(tagOf(value))) return value;
+      ffi.QTS_FreeValuePointer(ctx, value);
+      return true;
+    },
     call(fn, text) {
       current();
       const argument = text === undefined ? undefined : newString(text);

@@ -149,11 +149,9 @@ export class QuickJSSandbox {
       if (first.text === undefined) failure = this.#thrown(instance, first.error);
       else {
         outboxes.push(first.text);
-        // Asking is one crossing; running an empty queue through the library costs several.
-        const jobs = instance.runtime.hasPendingJob() ? instance.runtime.executePendingJobs() : undefined;
-        if (jobs?.error) failure = this.#describeBreach(instance, jobs.error);
+        const jobs = instance.caller.runJobs();
+        if (typeof jobs === 'number') failure = this.#thrown(instance, jobs);
         else if (jobs) {
-          jobs.dispose();
           const flushed = instance.caller.call(instance.flush);
           if (flushed.text === undefined) failure = this.#thrown(instance, flushed.error);
           else outboxes.push(flushed.text);
