@@ -19,20 +19,6 @@ export function safeJson(text: string): unknown {
 }
 
 /**
- * What a guest's outbox says, in order: `D` a call's end, `T` a tool request, `L` a log line (formats below). The
- * messages are separated by newlines: every part of a message that could hold one is JSON text, whose strings never
- * hold a raw newline, so no message is escaped a second time to be framed.
- */
-export function outboxMessages(outbox: string): { kind: 'D' | 'T' | 'L'; text: string }[] {
-  const messages: { kind: 'D' | 'T' | 'L'; text: string }[] = [];
-  for (const message of outbox.split('\n')) {
-    const kind = message[0];
-    if (kind === 'D' || kind === 'T' || kind === 'L') messages.push({ kind, text: message.slice(1) });
-  }
-  return messages;
-}
-
-/**
  * The text of a call into the guest's `run`: `[id, method, payload, conversation?, statics?]`. The protocol and the
  * tool names rarely change between calls: sent again only when they do (remembered on the instance). A document is
  * named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
@@ -41,7 +27,8 @@ export function callText(instance: Instance, id: number, method: SandboxMethod, 
   let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
   if (context) {
     const { conversation, protocol } = context;
-    text += `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
+    // A single-round query's conversation is always the same text.
+    text += conversation.id === null && conversation.turn === 1 && isEmpty(conversation.state) ? SINGLE_ROUND : `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
     if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
       const toolNames = Object.keys(context.tools);
       const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: toolNames });
@@ -50,6 +37,13 @@ export function callText(instance: Instance, id: number, method: SandboxMethod, 
     }
   }
   return `${text}]`;
+}
+
+const SINGLE_ROUND = ',{"id":null,"turn":1,"state":{}}';
+
+function isEmpty(object: object): boolean {
+  for (const key in object) if (Object.hasOwn(object, key)) return false;
+  return true;
 }
 
 /** A tool request from the outbox, "<runId>:<callId>:<tool index>:<input JSON>" (the index into the tool names last sent). */

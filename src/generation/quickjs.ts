@@ -11,7 +11,7 @@ import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } fro
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { HandOvers } from './_hand-over.js';
 import { RUN_NOW, type ToolFunction } from '../tool/define.js';
-import { callText, logLineOf, outboxMessages, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
+import { callText, logLineOf, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
@@ -178,10 +178,16 @@ export class QuickJSSandbox {
    * and "L…" (a log line).
    */
   #deliver(instance: Instance, outbox: string, toolRequests: string[]): void {
-    for (const { kind, text } of outboxMessages(outbox)) {
-      if (kind === 'D') this.#done(instance, text);
-      else if (kind === 'T') toolRequests.push(text);
-      else this.#log(instance, text);
+    // Its messages are separated by newlines (see GUEST_PRELUDE): every part of a message that could hold one is JSON
+    // text, whose strings never hold a raw newline. Read in place: no array of them, no object each.
+    for (let start = 0; start < outbox.length; ) {
+      let end = outbox.indexOf('\n', start);
+      if (end === -1) end = outbox.length;
+      const kind = outbox.charCodeAt(start);
+      if (kind === 0x44 /* D */) this.#done(instance, outbox.slice(start + 1, end));
+      else if (kind === 0x54 /* T */) toolRequests.push(outbox.slice(start + 1, end));
+      else if (kind === 0x4c /* L */) this.#log(instance, outbox.slice(start + 1, end));
+      start = end + 1;
     }
   }
 
