@@ -77,8 +77,10 @@ export function guestCaller(wasm: QuickJSWASMModule, context: QuickJSContext, me
   // Views of the guest's memory, made again when it grows (growing detaches the old buffer).
   let bytes = new Uint8Array(memory.buffer);
   let words = new Int32Array(memory.buffer);
+  // Growing detaches the old buffer, and a view of a detached buffer has length 0: a test cheaper than asking the
+  // memory for its buffer, which every call into the guest does several times.
   const current = () => {
-    if (bytes.buffer !== memory.buffer) {
+    if (bytes.length === 0) {
       bytes = new Uint8Array(memory.buffer);
       words = new Int32Array(memory.buffer);
     }

@@ -231,6 +231,15 @@ describe('the routine context', () => {
     expect(single).toEqual({ value: 'ok' });
   });
 
+  it('reads and writes the guest memory after it grew mid-call', async () => {
+    const module = await sandbox(`async (body, { tools }) => { const keep = []; for (let i = 0; i < 40; i++) keep.push(new Uint8Array(512 * 1024).fill(i)); const echoed = await tools.echo(body.text); return { echoed, kept: keep.length, last: keep[39][7] }; }`);
+    const text = 'é'.repeat(3000) + 'end';
+    const tools = { echo: async (input: unknown) => input };
+    const result = await module.run('handle', { text }, context({ tools }));
+    expect(result.value).toEqual({ echoed: text, kept: 40, last: 39 });
+    expect((await module.run('handle', { text: 'again' }, context({ tools }))).value).toMatchObject({ echoed: 'again' });
+  });
+
   it('passes log lines to the agent logger', async () => {
     const logger = memoryLogger();
     const module = await sandbox(`(body, { logger }) => { logger.warn('careful ' + body.n); return null; }`);
