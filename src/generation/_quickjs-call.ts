@@ -5,9 +5,13 @@
 // 0.1-0.3 µs; newString+dispose 1.2 µs, written here 0.5 µs). Here the text and the argument pointer are written
 // into one buffer reserved at load, and the result, always a string, is read and freed at once.
 //
-// The FFI is the library's own (QuickJSWASMModule#getFFI). The one thing read past its public types is the
-// context's JSContext pointer (its `ctx` field, protected in the types): checked when the instance is built, so a
-// library that moved it fails every load loudly rather than any call quietly.
+// The guest's pending jobs (promise reactions) are run the same way: the library's executePendingJobs allocated a
+// pointer, wrapped the result in handles and read its type as a string on every call.
+//
+// The FFI is the library's own (QuickJSWASMModule#getFFI). What is read past its public types: the context's
+// JSContext and JSRuntime pointers (their `ctx` and `rt` fields, protected in the types) and the tag of a value
+// (see isNumberTag): all checked when the instance is built, so a library that changed them fails every load loudly
+// rather than any call quietly.
 import type { QuickJSContext, QuickJSHandle, QuickJSWASMModule } from 'quickjs-emscripten';
 
 // The FFI functions used here (pointers are numbers into the guest's memory).
