@@ -6,8 +6,6 @@ import type { CounterField } from './status.js';
 
 /** How long batched counters wait before they are written. */
 const COUNTER_FLUSH_MS = 1000;
-/** How many routines' counter keys are kept made. */
-const MAX_CACHED_PREFIXES = 1000;
 
 /** Counters under `<prefix>/counters/<field>`, added to in memory and written at most once a second. */
 export class CounterBatch {
@@ -23,30 +21,12 @@ export class CounterBatch {
 
   /** Adds to a counter later (batched). */
   count(prefix: string, field: CounterField, by = 1): void {
-    const key = this.#keyOf(prefix, field);
+    const key = `${prefix}/counters/${field}`;
     this.#pending.set(key, (this.#pending.get(key) ?? 0) + by);
     if (!this.#flushTimer) {
       this.#flushTimer = setTimeout(() => void this.flush().catch((error: unknown) => this.#logger.error(`routine counters not saved: ${describeError(error)}`)), COUNTER_FLUSH_MS);
       this.#flushTimer.unref();
     }
-  }
-
-  // The memory key of a counter, made once per routine and field (a routine-served query counts on every call).
-  readonly #keys = new Map<string, Map<CounterField, string>>();
-  #keyOf(prefix: string, field: CounterField): string {
-    let fields = this.#keys.get(prefix);
-    if (fields === undefined) {
-      // Bounded like the routines themselves: a prefix per protocol or task routine the agent has.
-      if (this.#keys.size >= MAX_CACHED_PREFIXES) this.#keys.clear();
-      fields = new Map();
-      this.#keys.set(prefix, fields);
-    }
-    let key = fields.get(field);
-    if (key === undefined) {
-      key = `${prefix}/counters/${field}`;
-      fields.set(field, key);
-    }
-    return key;
   }
 
   /** Adds to a counter now, with what was batched for it, and returns its value. */

@@ -10,7 +10,7 @@ import { describeError } from '../errors.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { HandOvers } from './_hand-over.js';
-import { RUN_NOW, type ToolFunction } from '../tool/define.js';
+import { answerTool } from './_quickjs-tools.js';
 import { callText, logLineOf, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
 
@@ -289,38 +289,17 @@ export class QuickJSSandbox {
   }
 
   /**
-   * A tool call from the guest (see toolRequestOf): run here. Its answer, as the text the guest's `settle` takes, is
-   * returned when the tool gave it at once (its RUN_NOW form, see toolFunction, or a failure); else it is settled in
-   * from the tool's promise and this returns undefined.
+   * A tool call from the guest (see toolRequestOf), run by answerTool: the text to settle in now, or undefined when
+   * the tool answers later (settled in then, if the call is still the current one).
    */
   #tool(instance: Instance, text: string): string | undefined {
     const request = toolRequestOf(text);
     const call = request && this.#callOf(instance, request.runId);
     if (!request || !call) return undefined;
-    const { callId, input } = request;
-    const name = instance.toolNames[request.index];
-    const tools = call.context?.tools ?? {};
-    if (name === undefined || !Object.hasOwn(tools, name)) return `-${callId}:no tool named "${name}"`;
-    const tool = tools[name]!;
-    let output: unknown;
-    try {
-      const now = (tool as ToolFunction)[RUN_NOW];
-      output = now ? now(input) : tool(input);
-    } catch (error) {
-      return `-${callId}:${errorMessage(error)}`;
-    }
-    if (!isThenable(output)) return answerText(callId, output);
-    const answer = (text: string) => {
+    return answerTool(call.context?.tools ?? {}, instance.toolNames[request.index], request.callId, request.input, (answer) => {
       // A late answer, after the call failed or timed out, has nobody to go to.
-      if (this.#current !== call || this.#instance !== instance) return;
-      this.#enter(call, instance.settle, text);
-    };
-    // One reaction to the tool's promise, not a chain of them.
-    Promise.resolve(output).then(
-      (value) => answer(answerText(callId, value)),
-      (error: unknown) => answer(`-${callId}:${errorMessage(error)}`),
-    );
-    return undefined;
+      if (this.#current === call && this.#instance === instance) this.#enter(call, instance.settle, answer);
+    });
   }
 
   /** A log line from the guest (see logLineOf). */
@@ -331,19 +310,3 @@ export class QuickJSSandbox {
   }
 }
 
-/** The guest's `settle` text of a tool's answer: "+<callId>:<JSON>", or "-<callId>:<error>" when it is not JSON. */
-function answerText(callId: string, value: unknown): string {
-  try {
-    return `+${callId}:${JSON.stringify(value === undefined ? null : value) ?? 'null'}`;
-  } catch (error) {
-    return `-${callId}:the tool's answer is not JSON: ${describeError(error)}`;
-  }
-}
-
-function errorMessage(error: unknown): string {
-  return error instanceof Error ? error.message : describeError(error);
-}
-
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
-}
