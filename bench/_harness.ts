@@ -136,7 +136,7 @@ export function processCpuSeconds(pid: number): number | undefined {
 
 /**
  * The host is shared and its speed swings within seconds, so one load per server would compare a quiet moment with
- * a busy one. Instead every load runs `rounds` times, in turns (a, b, c, a, b, c…): each keeps its best round (the
+ * a busy one. Instead every load runs `rounds` times, in turns (a, b, c, then c, b, a…): each keeps its best round (the
  * nearest to what the server can do when the machine lets it), every round (to compare neighbours, see
  * {@link pairedRatio}) and the CPU time its server process spent per request, lowest of its rounds.
  */
@@ -144,7 +144,10 @@ export async function alternating(loads: AlternatingLoad[], rounds: number, seco
   const results: AlternatingResult[] = [];
   for (let round = 1; round <= rounds; round++) {
     log(`  round ${round} of ${rounds}…`);
-    for (const [index, { name, pid, ...options }] of loads.entries()) {
+    // Every other round in the reverse order, so that no load always follows the same other one.
+    const order = [...loads.entries()];
+    if (round % 2 === 0) order.reverse();
+    for (const [index, { name, pid, ...options }] of order) {
       const before = pid === undefined ? undefined : processCpuSeconds(pid);
       const result = await load(name, { ...options, duration: seconds });
       const after = pid === undefined ? undefined : processCpuSeconds(pid);

@@ -10,7 +10,7 @@ import { newQuickJSAsyncWASMModule, newQuickJSWASMModule } from 'quickjs-emscrip
 import { runRoutine } from '../src/routine/run.js';
 import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox } from '../src/generation/quickjs.js';
-import { formatNumber, load, median, startProcess, table, type BenchServer } from './_harness.js';
+import { alternating, formatNumber, load, pairedRatio, startProcess, table, type AlternatingLoad, type AlternatingResult, type BenchServer } from './_harness.js';
 import { writeAgent } from './_sandbox-agent.js';
 import { body, context, document, GENERATED, handWritten } from './_sandbox-routine.js';
 
@@ -89,44 +89,40 @@ async function overHttp(seconds: number, log: (line: string) => void): Promise<{
  * Requests per second through the agent (`agora serve`'s server on the compiled build, bench/_servers.mjs): the
  * unit-conversion protocol answered by the routine hand-written in routines/, then by the same source as an approved
  * generated routine in the QuickJS sandbox (two agent folders, written by bench/_sandbox-agent.ts). This host's
- * cores are shared and its speed drifts by 2× from one minute to the next: both servers run side by side, the load
- * alternates between them `rounds` times, and each side's best round is kept (the median per-round ratio too).
+ * cores are shared and its speed drifts by 2× from one minute to the next: both servers run side by side and the load
+ * alternates between them `rounds` times (see alternating); the server's CPU time per request is measured too.
  */
-async function throughAgent(seconds: number, rounds: number, log: (line: string) => void): Promise<{ hand: number; generated: number; medianRatio: number }> {
+async function throughAgent(seconds: number, rounds: number, log: (line: string) => void): Promise<{ hand: AlternatingResult; generated: AlternatingResult }> {
   const dirs: string[] = [];
-  const servers: Partial<Record<'hand' | 'generated', BenchServer>> = {};
-  let payload = '';
+  const servers: BenchServer[] = [];
   try {
+    const loads: AlternatingLoad[] = [];
     for (const [mode, kind] of [['hand', 'agora'], ['generated', 'agora-generated']] as const) {
       const dir = await mkdtemp(join(tmpdir(), `agora-bench-${mode}-`));
       dirs.push(dir);
-      payload = await writeAgent(mode, dir);
-      servers[mode] = await startProcess('bench/_servers.mjs', [kind, dir]);
-      await load(`${mode} warm-up`, { url: servers[mode].url, body: payload, duration: WARM_UP_SECONDS });
+      const body = await writeAgent(mode, dir);
+      const server = await startProcess('bench/_servers.mjs', [kind, dir]);
+      servers.push(server);
+      await load(`${mode} warm-up`, { url: server.url, body, duration: WARM_UP_SECONDS });
+      loads.push({ name: mode, url: server.url, body, pid: server.child.pid });
     }
-    const best = { hand: 0, generated: 0 };
-    const ratios: number[] = [];
-    for (let round = 1; round <= rounds; round++) {
-      const rates = { hand: 0, generated: 0 };
-      // Alternating which side goes first, so neither always follows the other.
-      const order = round % 2 ? (['hand', 'generated'] as const) : (['generated', 'hand'] as const);
-      for (const mode of order) {
-        log(`  through the agent, round ${round}/${rounds}: ${mode}…`);
-        const result = await load(mode, { url: servers[mode]!.url, body: payload, duration: seconds });
-        if (result.non2xx > 0) throw new Error(`agent, ${mode}: ${result.non2xx} failed requests`);
-        if (result.errors) log(`  agent, ${mode}: ${result.errors} requests timed out or failed at the socket (p99 ${result.p99} ms)`);
-        rates[mode] = result.requestsPerSecond;
-        best[mode] = Math.max(best[mode], result.requestsPerSecond);
-      }
-      ratios.push(rates.generated / rates.hand);
-      log(`  round ${round}: hand ${formatNumber(rates.hand)} req/s, generated ${formatNumber(rates.generated)} req/s, ratio ${formatNumber(rates.generated / rates.hand, 2)}`);
+    const [hand, generated] = (await alternating(loads, rounds, seconds, (line) => log(`  through the agent: ${line.trim()}`))) as [AlternatingResult, AlternatingResult];
+    for (const [mode, result] of [['hand', hand], ['generated', generated]] as const) {
+      // A 5xx is a routine that failed: then the figure means nothing. Socket timeouts (wrk's 2 s) are reported.
+      const failed = result.rounds.reduce((sum, round) => sum + round.non2xx, 0);
+      if (failed > 0) throw new Error(`agent, ${mode}: ${failed} failed requests`);
+      const timedOut = result.rounds.reduce((sum, round) => sum + round.errors, 0);
+      if (timedOut) log(`  agent, ${mode}: ${timedOut} requests timed out or failed at the socket`);
     }
-    return { ...best, medianRatio: median(ratios) };
+    hand.rounds.forEach((round, index) => log(`  round ${index + 1}: hand ${formatNumber(round.requestsPerSecond)} req/s, generated ${formatNumber(generated.rounds[index]!.requestsPerSecond)} req/s, ratio ${formatNumber(generated.rounds[index]!.requestsPerSecond / round.requestsPerSecond, 2)}`));
+    return { hand, generated };
   } finally {
-    await Promise.all(Object.values(servers).map((server) => server.stop()));
+    await Promise.all(servers.map((server) => server.stop()));
     await Promise.all(dirs.map((dir) => rm(dir, { recursive: true, force: true })));
   }
 }
+
+const cpuText = (result: AlternatingResult) => (result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1));
 
 /** Runs the sandbox benchmarks and returns the table and the ratio the issue tracks. */
 export async function benchSandbox(seconds: number, log: (line: string) => void, rounds = 5): Promise<{ markdown: string; ratios: Record<string, number> }> {
@@ -140,7 +136,8 @@ export async function benchSandbox(seconds: number, log: (line: string) => void,
     const http = await overHttp(seconds, log);
     log('  tool bridges…');
     const bridges = await toolBridges(20_000);
-    const ratios = { 'agent generated/hand median': agent.medianRatio, 'agent generated/hand': agent.generated / agent.hand, 'http quickjs/hand': http.quickjs / http.hand, 'http hand/bare': http.hand / http.bare, 'quickjs/hand': sandboxed / hand, 'asyncify/bridge': bridges.asyncify / bridges.bridge };
+    const cpu = agent.hand.cpuMicrosPerRequest && agent.generated.cpuMicrosPerRequest ? agent.hand.cpuMicrosPerRequest / agent.generated.cpuMicrosPerRequest : NaN;
+    const ratios = { 'agent generated/hand median': pairedRatio(agent.generated, agent.hand), 'agent generated/hand': agent.generated.requestsPerSecond / agent.hand.requestsPerSecond, 'agent generated/hand by CPU': cpu, 'http quickjs/hand': http.quickjs / http.hand, 'http hand/bare': http.hand / http.bare, 'quickjs/hand': sandboxed / hand, 'asyncify/bridge': bridges.asyncify / bridges.bridge };
     const markdown = [
       table(
         ['unit-conversion routine (zod in and out, one tool call)', 'calls/s', 'µs/call'],
@@ -151,10 +148,10 @@ export async function benchSandbox(seconds: number, log: (line: string) => void,
       ),
       '',
       table(
-        [`unit conversion through the agent (agora serve), best of ${rounds} alternating rounds`, 'req/s'],
+        [`unit conversion through the agent (agora serve), best of ${rounds} alternating rounds`, 'req/s', 'server CPU µs/request'],
         [
-          ['hand-written routine (routines/unit-conversion.ts)', formatNumber(agent.hand)],
-          ['same source, approved generated routine (QuickJS sandbox)', formatNumber(agent.generated)],
+          ['hand-written routine (routines/unit-conversion.ts)', formatNumber(agent.hand.requestsPerSecond), cpuText(agent.hand)],
+          ['same source, approved generated routine (QuickJS sandbox)', formatNumber(agent.generated.requestsPerSecond), cpuText(agent.generated)],
         ],
       ),
       '',
@@ -169,12 +166,12 @@ export async function benchSandbox(seconds: number, log: (line: string) => void,
       '',
       // The tracked value, as in the other sections: the median of the rounds' ratios, each pair measured seconds apart.
       table(
-        ['ratio', 'median of rounds', 'best / best', 'target'],
+        ['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'],
         [
-          ['generated / hand-written, through the agent', formatNumber(agent.medianRatio, 2), formatNumber(ratios['agent generated/hand'], 2), '≥ 0.30'],
-          ['QuickJS generated / hand-written, minimal node:http server', '—', formatNumber(ratios['http quickjs/hand'], 2), '—'],
-          ['QuickJS generated / hand-written, per call', '—', formatNumber(ratios['quickjs/hand'], 3), '—'],
-          [`tool round trips/s: promise bridge ${formatNumber(bridges.bridge)}, asyncify ${formatNumber(bridges.asyncify)}`, '—', formatNumber(ratios['asyncify/bridge'], 2), 'bridge chosen if ≥ 1'],
+          ['generated / hand-written, through the agent', formatNumber(ratios['agent generated/hand median'], 2), formatNumber(ratios['agent generated/hand'], 2), formatNumber(cpu, 2), '≥ 0.30'],
+          ['QuickJS generated / hand-written, minimal node:http server', '—', formatNumber(ratios['http quickjs/hand'], 2), '—', '—'],
+          ['QuickJS generated / hand-written, per call', '—', formatNumber(ratios['quickjs/hand'], 3), '—', '—'],
+          [`tool round trips/s: promise bridge ${formatNumber(bridges.bridge)}, asyncify ${formatNumber(bridges.asyncify)}`, '—', formatNumber(ratios['asyncify/bridge'], 2), '—', 'bridge chosen if ≥ 1'],
         ],
       ),
     ].join('\n');
