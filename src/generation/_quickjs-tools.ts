@@ -1,6 +1,7 @@
 // How the QuickJS sandbox (./quickjs.ts) runs a guest's tool request on the host: the tool from the call's context,
 // its answer as the text the guest's `settle` takes ("+<callId>:<JSON>" or "-<callId>:<error>").
 import { describeError } from '../errors.js';
+import { isThenable } from '../routine/run.js';
 import { RUN_NOW, type ToolFunction } from '../tool/define.js';
 import type { SandboxContext } from './quickjs-types.js';
 
@@ -39,9 +40,4 @@ function answerText(callId: string, value: unknown): string {
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : describeError(error);
-}
-
-// Functions too: Promise.resolve adopts any object or function with a `then`.
-function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }

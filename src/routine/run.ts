@@ -77,8 +77,9 @@ function onDeadline(startedMs: number, delayMs: number, fire: () => void): () =>
   return () => void dueSet.delete(fire);
 }
 
-function isPromiseLike(value: unknown): value is PromiseLike<unknown> {
-  return typeof value === 'object' && value !== null && typeof (value as PromiseLike<unknown>).then === 'function';
+/** Whether a value is a thenable, as promise resolution reads one: an object or a function with a callable `then`. */
+export function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
 }
 
 function isAsyncGenerator(value: unknown): value is AsyncGenerator<unknown, unknown, void> {
@@ -153,7 +154,7 @@ export function runRoutine(
       output = drain(generator, onDelta, isolation);
     }
     // A synchronous reply needs no timer (a synchronous loop could not be stopped by one anyway).
-    if (!isPromiseLike(output)) return Promise.resolve(checkedReply(routine, output));
+    if (!isThenable(output)) return Promise.resolve(checkedReply(routine, output));
   } catch (error) {
     return Promise.reject(routineFailure(error));
   }
