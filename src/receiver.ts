@@ -16,7 +16,7 @@ import type { LoadedRoutine } from './routine/load.js';
 import { ISOLATED_SYNC_LIMIT_MS, SyncTimeLimit } from './routine/isolate.js';
 import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';
 import type { Tool } from './tool/define.js';
-import { labelOf, TurnAnswerer, type Route, type Turn } from './receiver/answer.js';
+import { labelOf, signalOf, TurnAnswerer, type Route, type Turn } from './receiver/answer.js';
 import { ConversationCapacity } from './receiver/capacity.js';
 import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
@@ -242,7 +242,7 @@ export class Receiver implements ReceiverApi {
   /** A query's one turn, with no conversation kept. */
   #singleRound(route: Route, request: QueryRequest, context: RequestContext | undefined): Promise<JsonValue> {
     context?.onTurn?.(null, true);
-    return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context?.signal, context?.onDelta);
+    return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, signalOf(context), context?.onDelta);
   }
 
   async #firstTurn(route: Route, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
@@ -253,7 +253,7 @@ export class Receiver implements ReceiverApi {
       const id = nanoid(24);
       const turn: Turn = { id, turn: 1, state: {}, history: [] };
       context?.onTurn?.(id, true);
-      const reply = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
+      const reply = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta);
       const now = this.#now();
       const expiresAt = now + this.#ttlMs;
       await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
@@ -271,7 +271,7 @@ export class Receiver implements ReceiverApi {
       const route = await this.#router.ofRecord(targetOfRecord(current.protocolHash), request.protocolSources);
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
       context?.onTurn?.(id, false);
-      const body = await this.#answerer.answer(route, turn, request.body, context?.signal, context?.onDelta);
+      const body = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta);
       return { result: body, state: turn.state, history: turn.history };
     });
     const expires = Math.floor((this.#now() + this.#ttlMs) / 1000);

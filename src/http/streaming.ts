@@ -57,15 +57,26 @@ export function parseLastEventId(header: string | string[] | undefined): number 
  * without streaming; from the turn's start the headers go out, so heartbeats cover a slow first token.
  */
 export async function openReplyStream(events: EventChannel): Promise<StreamingResponse> {
-  const first = events.next();
   // A turn done within this turn of the event loop (a plain routine: no I/O) is answered whole, in one write, with a
-  // length: no chunked encoding, no heartbeat, no wait on the socket.
-  await new Promise<void>((resolve) => setImmediate(resolve));
-  if (events.finished) {
-    const head = await first;
-    if (!head.done && head.value.type === 'error' && head.value.status !== 200) return failure(head.value.status, head.value.error);
-    return wholeStream(head, events);
+  // length: no chunked encoding, no heartbeat, no wait on the socket. It is answered as soon as it ends, so its
+  // response goes out with those of the same turn (see ../http/_write-batch.ts); a turn still going at the end of
+  // this one is streamed.
+  if (!events.finished) {
+    await new Promise<void>((resolve) => {
+      const later = setImmediate(resolve);
+      events.onEnd(() => {
+        clearImmediate(later);
+        resolve();
+      });
+    });
   }
+  if (events.finished) {
+    const all = events.drain();
+    const head = all[0];
+    if (head !== undefined && head.type === 'error' && head.status !== 200) return failure(head.status, head.error);
+    return wholeStream(all, events);
+  }
+  const first = events.next();
   const opened = await Promise.race([first, events.started.then(() => undefined)]);
   if (opened && !opened.done && opened.value.type === 'error' && opened.value.status !== 200) {
     await events.return();
@@ -87,15 +98,14 @@ export async function openReplyStream(events: EventChannel): Promise<StreamingRe
 const WHOLE_MAX_BYTES = 64 * 1024;
 
 /** The events of a finished channel as one SSE response body, or streamed when they are many. */
-async function wholeStream(first: IteratorResult<ReplyEvent>, events: EventChannel): Promise<StreamingResponse> {
-  const read: ReplyEvent[] = [];
+function wholeStream(all: ReplyEvent[], events: EventChannel): StreamingResponse {
   let body = '';
-  for (let next = first; !next.done; next = await events.next()) {
-    read.push(next.value);
-    body += formatEvent(next.value);
+  for (let index = 0; index < all.length; index++) {
+    body += formatEvent(all[index]!);
     if (body.length > WHOLE_MAX_BYTES) {
+      let next = 0;
       const iterator: AsyncIterator<ReplyEvent> = {
-        next: () => (read.length ? Promise.resolve({ value: read.shift()!, done: false }) : events.next()),
+        next: () => Promise.resolve(next < all.length ? { value: all[next++]!, done: false } : { value: undefined, done: true }),
       };
       return { status: 200, headers: { ...SSE_HEADERS }, body: '', stream: { events: iterator, cancel: () => void events.return() } };
     }

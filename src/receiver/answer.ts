@@ -10,7 +10,7 @@ import type { LoadedRoutine } from '../routine/load.js';
 import { runRoutine, type RoutineIsolation } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { AgentFolder } from './folder.js';
-import type { ReceiverExtensions, RoutineRunner, ServedEvent } from './types.js';
+import type { ReceiverExtensions, RequestContext, RoutineRunner, ServedEvent } from './types.js';
 
 /** Who answers a turn, looked up once per turn. */
 export type Route =
@@ -49,6 +49,19 @@ export function labelOf(route: Route): string {
   return route.known.document.metadata.name;
 }
 
+/** A request's signal, or how to make it when something first needs it (see RequestContext.signalWhenNeeded). */
+export type SignalSource = AbortSignal | (() => AbortSignal) | undefined;
+
+/** The signal source of a request context. */
+export function signalOf(context: RequestContext | undefined): SignalSource {
+  return context?.signalWhenNeeded ?? context?.signal;
+}
+
+/** The signal itself, made now if it was not yet. */
+export function signalNow(source: SignalSource): AbortSignal | undefined {
+  return typeof source === 'function' ? source() : source;
+}
+
 /** Answers turns: routine first, else an extension's routine, else the LLM; records history, metrics and the served event. */
 export class TurnAnswerer {
   constructor(private readonly options: TurnAnswererOptions) {}
@@ -76,7 +89,7 @@ export class TurnAnswerer {
   }
 
   /** Answers one turn; mutates `turn.state` and `turn.history`. `onDelta` gets the reply's pieces as they come (streaming). */
-  async answer(route: Route, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta?: (delta: JsonValue) => void): Promise<JsonValue> {
+  async answer(route: Route, turn: Turn, body: JsonValue, signal: SignalSource, onDelta?: (delta: JsonValue) => void): Promise<JsonValue> {
     // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
     const label = labelOf(route);
     let path: QueryPath = 'failure';
@@ -157,7 +170,7 @@ export class TurnAnswerer {
    * The reply of every route but a generated routine's. Not an async function: each returns the promise it waits on,
    * so a query awaits once here, not twice (V8 allocates an async function's register file each time it awaits).
    */
-  #reply(route: Exclude<Route, { kind: 'generated' }>, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined, started: number): Promise<JsonValue> {
+  #reply(route: Exclude<Route, { kind: 'generated' }>, turn: Turn, body: JsonValue, signal: SignalSource, onDelta: ((delta: JsonValue) => void) | undefined, started: number): Promise<JsonValue> {
     const { options } = this;
     switch (route.kind) {
       case 'routine': {
@@ -165,7 +178,7 @@ export class TurnAnswerer {
         return runRoutine(routine.routine, body, this.#routineContext(known, turn, signal), known.document, options.routineTimeoutMs, onDelta, options.isolation, started);
       }
       case 'negotiation':
-        return options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signal), turn.history, body);
+        return options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signalNow(signal)), turn.history, body);
       case 'natural':
         if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
         return answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
@@ -175,7 +188,7 @@ export class TurnAnswerer {
   }
 
   /** An extension's routine (timed), or the LLM when it fails (BAD_REQUEST aside). */
-  async #generated(route: Extract<Route, { kind: 'generated' }>, label: string, turn: Turn, body: JsonValue, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+  async #generated(route: Extract<Route, { kind: 'generated' }>, label: string, turn: Turn, body: JsonValue, signal: SignalSource, onDelta: ((delta: JsonValue) => void) | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
     const { options } = this;
     const started = performance.now();
     try {
@@ -195,12 +208,12 @@ export class TurnAnswerer {
     return answerUnderProtocol(call(), known.document, turn.history, body);
   }
 
-  #answerCall(protocol: string, signal: AbortSignal | undefined, onDelta: ((delta: JsonValue) => void) | undefined): ResponderCall {
-    const call = this.options.responderCall(protocol, 'answer', signal);
+  #answerCall(protocol: string, signal: SignalSource, onDelta: ((delta: JsonValue) => void) | undefined): ResponderCall {
+    const call = this.options.responderCall(protocol, 'answer', signalNow(signal));
     return onDelta ? { ...call, onText: onDelta } : call;
   }
 
-  #routineContext(known: KnownDocument, turn: Turn, signal: AbortSignal | undefined): Omit<RoutineContext, 'signal'> {
+  #routineContext(known: KnownDocument, turn: Turn, signal: SignalSource): Omit<RoutineContext, 'signal'> {
     const document = known.document;
     return {
       conversation: { id: turn.id, turn: turn.turn, state: turn.state },

@@ -5,7 +5,7 @@ import { KeyedQueue } from '../_queue.js';
 import type { Logger } from '../log.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
-import { toolFunction, type Tool } from '../tool/define.js';
+import { toolFunction, type Tool, type ToolContext } from '../tool/define.js';
 import { loadToolFolder } from '../tool/load.js';
 
 /** The tools a routine is handed, by name. */
@@ -20,6 +20,17 @@ export type AgentFolderOptions = {
   /** Tools in addition to those in `tools/`. */
   tools?: Tool[] | undefined;
 };
+
+/** A tool context whose signal is made when the tool first reads it (a class: a frozen literal with a getter cost 3×). */
+class SignalWhenNeeded implements ToolContext {
+  readonly #make: () => AbortSignal;
+  constructor(make: () => AbortSignal) {
+    this.#make = make;
+  }
+  get signal(): AbortSignal {
+    return this.#make();
+  }
+}
 
 /**
  * What an agent folder holds besides its protocols: its name and description (package.json), its routines
@@ -127,18 +138,21 @@ export class AgentFolder {
     return known.name ? this.#routines.get(known.name) : undefined;
   }
 
-  /** The tools as a routine calls them; with a client signal, calls are aborted with it. */
-  toolbox(signal?: AbortSignal): Toolbox {
-    const build = (toolSignal?: AbortSignal) => {
+  /**
+   * The tools as a routine calls them; with a client signal, calls are aborted with it. The signal may be given as
+   * the function that makes it (see RequestContext.signalWhenNeeded): then made only when a tool is called.
+   */
+  toolbox(signal?: AbortSignal | (() => AbortSignal)): Toolbox {
+    const build = (context: ToolContext) => {
       const toolbox: Toolbox = {};
-      // One frozen context per toolbox, not one per call.
-      const context = Object.freeze(toolSignal ? { signal: toolSignal } : {});
       for (const tool of this.#tools) toolbox[tool.name] = toolFunction(tool, context);
       return Object.freeze(toolbox);
     };
     // The common case (no client signal) shares one frozen toolbox: nothing to allocate per query.
-    if (signal) return build(signal);
-    return (this.#toolboxCache ??= build());
+    if (!signal) return (this.#toolboxCache ??= build(Object.freeze({})));
+    // One frozen context per toolbox, not one per call.
+    if (typeof signal !== 'function') return build(Object.freeze({ signal }));
+    return build(new SignalWhenNeeded(signal));
   }
 
   /** A logger prefixed with the routine's name, made once per name. */

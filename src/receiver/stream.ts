@@ -57,9 +57,16 @@ export function toReplyEvent(stored: StoredEvent): ReplyEvent {
 export function streamTurn(options: StreamTurnOptions): EventChannel {
   const { log, ttlMs, logger, metrics } = options;
   const channel = new EventChannel();
-  const controller = new AbortController();
+  // The turn's signal, made when something first needs it (an LLM call, a tool: see RequestContext.signalWhenNeeded)
+  // or when the turn is aborted: a plain routine's turn never makes one.
+  let controller: AbortController | undefined;
+  const signal = () => (controller ??= new AbortController()).signal;
+  const abort = (reason: unknown) => {
+    controller ??= new AbortController();
+    controller.abort(reason);
+  };
   const outer = options.context?.signal;
-  const forward = () => controller.abort(outer?.reason);
+  const forward = () => abort(outer?.reason);
   if (outer?.aborted) forward();
   else outer?.addEventListener('abort', forward, { once: true });
 
@@ -72,6 +79,7 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
   let localId = 0;
   // Events go out in order: each waits for the id of the one before.
   let tail: Promise<unknown> = Promise.resolve();
+  let kept = false;
 
   const emit = (kind: EventKind, data: string, build: (id: number | undefined) => ReplyEvent) => {
     if (!started || conversationId === null || !log) {
@@ -80,6 +88,7 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
     }
     const id = conversationId;
     const turn = (turnKey ??= nanoid(12));
+    kept = true;
     tail = tail
       .then(() => log.append(id, { turn, kind, data }, ttlMs))
       .then(
@@ -101,12 +110,13 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
   channel.onCancel = () => {
     // A conversation's turn runs on when its client goes: it is saved, and its stream can be resumed.
     if (started && conversationId !== null) return;
-    controller.abort(new AgoraError('BAD_REQUEST', 'Stream closed by the client'));
+    abort(new AgoraError('BAD_REQUEST', 'Stream closed by the client'));
   };
 
   const context: RequestContext = {
     ...options.context,
-    signal: controller.signal,
+    signal: undefined,
+    signalWhenNeeded: signal,
     onDelta,
     onTurn(id, first) {
       started = true;
@@ -116,21 +126,36 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
       if (id !== null && first) announce = id;
     },
   };
-  void (async () => {
-    try {
-      const reply = await options.run(context);
-      const data = JSON.stringify(reply);
-      emit('done', data, (id) => ({ id, data, type: 'done', reply }));
-    } catch (error) {
-      if (controller.signal.aborted && !outer?.aborted) metrics.llmAborted();
-      const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
-      const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
-      emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: failure.httpStatus }));
-    }
-    await tail;
+  const finish = () => {
     outer?.removeEventListener('abort', forward);
     channel.end();
-  })();
+  };
+  // The turn's end as its last event; kept events are pushed once their ids come back from the log, so the channel
+  // ends after them. (Promise callbacks, not an async function: a routine's streamed turn is on the hot path.)
+  const ended = () => (kept ? void tail.then(finish) : finish());
+  let running: Promise<SuccessResponse>;
+  try {
+    running = options.run(context);
+  } catch (error) {
+    running = Promise.reject(error);
+  }
+  const failed = (error: unknown) => {
+    if (controller?.signal.aborted && !outer?.aborted) metrics.llmAborted();
+    const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
+    const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
+    emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: failure.httpStatus }));
+    ended();
+  };
+  running.then((reply) => {
+    let data: string;
+    try {
+      data = JSON.stringify(reply);
+    } catch (error) {
+      return failed(error);
+    }
+    emit('done', data, (id) => ({ id, data, type: 'done', reply }));
+    ended();
+  }, failed);
   return channel;
 }
 
@@ -140,15 +165,29 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
   #waiting: ((result: IteratorResult<ReplyEvent>) => void) | undefined;
   #ended = false;
   #closed = false;
-  #markStarted!: () => void;
+  #hasStarted = false;
+  #started: Promise<void> | undefined;
+  #markStarted: (() => void) | undefined;
+  #onEnd: (() => void) | undefined;
   /** Called once when the consumer stops early. */
   onCancel: (() => void) | undefined;
-  /** Resolves when the turn begins (the request was valid: its conversation found, its protocol served). */
-  readonly started = new Promise<void>((resolve) => (this.#markStarted = resolve));
+
+  /**
+   * Resolves when the turn begins (the request was valid: its conversation found, its protocol served). Made when
+   * first asked for: a turn answered whole never needs it.
+   */
+  get started(): Promise<void> {
+    if (this.#started === undefined) {
+      if (this.#hasStarted) this.#started = Promise.resolve();
+      else this.#started = new Promise<void>((resolve) => (this.#markStarted = resolve));
+    }
+    return this.#started;
+  }
 
   /** The turn began. */
   markStarted(): void {
-    this.#markStarted();
+    this.#hasStarted = true;
+    this.#markStarted?.();
   }
 
   /** Queues an event (dropped once the consumer stopped). */
@@ -161,8 +200,20 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
     } else this.#queue.push(event);
   }
 
+  /** Calls `callback` once when the channel ends (at once if it has): see openReplyStream. */
+  onEnd(callback: () => void): void {
+    if (this.#ended) callback();
+    else this.#onEnd = callback;
+  }
+
   /** No more events. */
   end(): void {
+    if (!this.#ended) {
+      const onEnd = this.#onEnd;
+      this.#onEnd = undefined;
+      this.#ended = true;
+      onEnd?.();
+    }
     this.#ended = true;
     if (this.#waiting) {
       const wake = this.#waiting;
@@ -174,6 +225,13 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
   /** Whether every event is in: what is queued is all there will be. */
   get finished(): boolean {
     return this.#ended;
+  }
+
+  /** Every event queued, taken at once: for a finished channel, what it had to say (see openReplyStream). */
+  drain(): ReplyEvent[] {
+    const events = this.#queue;
+    this.#queue = [];
+    return events;
   }
 
   /** Events waiting to be read (the consumer's lag). */

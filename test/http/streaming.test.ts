@@ -12,6 +12,31 @@ const COUNTDOWN_ROUTINE = `export default async function* countdown(body) {
 }
 `;
 
+// A tool that waits until its query's signal aborts, and says so; a routine that calls it.
+const WAITING_TOOL = `import { z } from 'zod';
+import { defineTool } from 'agora-agents';
+
+export default defineTool({
+  name: 'wait_for_abort',
+  description: 'Waits until the query gives up',
+  input: z.object({}),
+  run: (_input, context) =>
+    new Promise((resolve) => {
+      globalThis.agoraTestToolSignal = context.signal ? 'given' : 'none';
+      context.signal?.addEventListener('abort', () => {
+        globalThis.agoraTestToolSignal = 'aborted';
+        resolve({ stopped: true });
+      }, { once: true });
+    }),
+});
+`;
+const WAITING = '---\nname: Waiting\ndescription: Waits.\nmultiround: false\n---\n\nThe sender sends JSON {}. The receiver replies JSON {"stopped": boolean}.\n';
+const WAITING_ROUTINE = `export default async function waiting(body, context) {
+  return context.tools.wait_for_abort({});
+}
+`;
+const toolSignal = () => (globalThis as { agoraTestToolSignal?: string }).agoraTestToolSignal;
+
 const deltasOf = (events: SseEvent[]) => events.filter((event) => event.event === 'delta').map((event) => JSON.parse(event.data) as { delta: unknown; conversationId?: string });
 
 describe('streamed replies (SSE)', () => {
@@ -133,5 +158,29 @@ describe('streamed replies (SSE)', () => {
     release();
     await vi.waitFor(() => expect(agent.receiver.counters.snapshot().abortedCalls).toBe(before + 1));
     expect(await agent.receiver.metrics()).toMatch(/agora_stream_aborted_total 1/);
+  });
+});
+
+describe("a streamed routine's tools", () => {
+  let agent: TestAgent;
+  let folder: Awaited<ReturnType<typeof makeAgentFolder>>;
+
+  beforeAll(async () => {
+    folder = await makeAgentFolder({ 'protocols/waiting.md': WAITING, 'routines/waiting.ts': WAITING_ROUTINE, 'tools/wait-for-abort.ts': WAITING_TOOL });
+    agent = await startTestAgent({ dir: folder.dir });
+  });
+  afterAll(async () => {
+    await agent.close();
+    await folder.cleanup();
+  });
+
+  it('get a signal, made when the tool reads it, that aborts when the client goes away', async () => {
+    const controller = new AbortController();
+    const response = await postStream(`${agent.url}/`, { protocolHash: hashText(WAITING), body: {} }, { signal: controller.signal });
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    await vi.waitFor(() => expect(toolSignal()).toBe('given'));
+    controller.abort();
+    await response.body?.cancel().catch(() => undefined);
+    await vi.waitFor(() => expect(toolSignal()).toBe('aborted'));
   });
 });
