@@ -12,17 +12,12 @@ import { silentLogger } from '../src/log.js';
 import { hashText } from '../src/protocol/document.js';
 import { Receiver } from '../src/receiver.js';
 import { FakeAnthropic } from '../src/testing/index.js';
-import { alternating, formatNumber, load, pairedRatio, startProcess, table, type AlternatingResult } from './_harness.js';
+import { alternating, formatNumber, load, median, pairedRatio, startProcess, table, type AlternatingResult } from './_harness.js';
 
 // Rounds of the streamed / non-streamed comparison (see alternating).
 const ROUNDS = 6;
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)]!;
-}
 
 /** A fake whose every reply holds its first token until the bench releases it, noting when it did. */
 function heldReplies(fake: FakeAnthropic, onRelease: (at: number) => void) {
