@@ -9,7 +9,7 @@ import type { QuickJSHandle } from 'quickjs-emscripten';
 import { describeError } from '../errors.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
-import { HandOvers } from './_hand-over.js';
+import { TurnGate } from './_turn-gate.js';
 import { answerTool } from './_quickjs-tools.js';
 import { callText, logLineOf, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
 import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
@@ -45,7 +45,7 @@ export class QuickJSSandbox {
   #instance: Instance | undefined;
   #loading: Promise<Instance> | undefined;
   #queue: Promise<unknown> = Promise.resolve();
-  readonly #handOvers = new HandOvers();
+  readonly #turns = new TurnGate();
   #current: Call | undefined;
   #ids = 0;
   #lastUsed = 0;
@@ -65,19 +65,14 @@ export class QuickJSSandbox {
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
   run(method: SandboxMethod, payload: unknown, context?: SandboxContext): Promise<SandboxResult> {
-    const call = this.#queue.then(() => this.#run(method, payload, context));
+    // The calls asked for during one turn of the event loop start together once it has run (see ./_turn-gate.ts).
+    const gate = this.#turns.next();
+    const call = this.#queue.then(() => gate).then(() => this.#run(method, payload, context));
     this.#queue = call.then(
       () => undefined,
       () => undefined,
     );
-    // The queue moves on as soon as a call ends; its caller hears of it once the calls that can run now have run
-    // (see ./_hand-over.ts).
-    return new Promise((resolve, reject) => {
-      call.then(
-        (result) => this.#handOvers.add(() => resolve(result)),
-        (error: unknown) => this.#handOvers.add(() => reject(error)),
-      );
-    });
+    return call;
   }
 
   /** Drops the context; later calls fail. */

@@ -160,12 +160,22 @@ describe('limits', () => {
 });
 
 describe('the routine context', () => {
-  it('runs the queued calls back to back, then tells their callers', async () => {
+  it('starts the calls asked for in one turn of the event loop together, after it, in order', async () => {
     const module = await sandbox(`async (body, { tools }) => tools.echo(body.n)`);
     const events: string[] = [];
-    const tools = { echo: async (input: unknown) => (events.push(`tool ${String(input)}`), input) };
-    await Promise.all([1, 2, 3].map((n) => module.run('handle', { n }, context({ tools })).then((result) => events.push(`done ${String(result.value)}`))));
-    expect(events).toEqual(['tool 1', 'tool 2', 'tool 3', 'done 1', 'done 2', 'done 3']);
+    const echo = defineTool({ name: 'echo', description: 'echoes', input: z.number(), run: (n) => (events.push(`tool ${n}`), n) });
+    const tools = { echo: toolFunction(echo) };
+    await module.run('handle', { n: 0 }, context({ tools }));
+    events.length = 0;
+    const calls = [1, 2, 3].map((n) => module.run('handle', { n }, context({ tools })).then((result) => events.push(`done ${String(result.value)}`)));
+    // Nothing has run by the end of this turn's own work, however many microtasks it takes...
+    for (let tick = 0; tick < 50; tick++) await Promise.resolve();
+    expect(events).toEqual([]);
+    // ...and once the turn is over, every call ran, in the order asked, each caller told as its call ended.
+    await new Promise((resolve) => setImmediate(resolve));
+    await Promise.all(calls);
+    expect(events.filter((event) => event.startsWith('tool'))).toEqual(['tool 1', 'tool 2', 'tool 3']);
+    expect(events.filter((event) => event.startsWith('done'))).toEqual(['done 1', 'done 2', 'done 3']);
   });
 
   it('calls the agent tools, their failures included', async () => {
