@@ -97,7 +97,7 @@ export class QuickJSSandbox {
       this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       // (Set for what is left of the call's time: tools that answered at once may have used some.)
-      if (this.#current === call) call.timer = setTimeout(() => this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`)), Math.max(0, call.ends - performance.now()));
+      if (this.#current === call) call.timer = setTimeout(() => this.#fail(this.#timedOut()), Math.max(0, call.ends - performance.now()));
     });
   }
 
@@ -115,7 +115,7 @@ export class QuickJSSandbox {
         // can fire while this loop runs.
         if (this.#current !== call || this.#instance !== instance) return;
         if (performance.now() >= call.ends) {
-          this.#fail(new Error(`timed out after ${this.#timeoutMs} ms`));
+          this.#fail(this.#timedOut());
           return;
         }
       }
@@ -224,6 +224,10 @@ export class QuickJSSandbox {
     call.resolve(result);
   }
 
+  #timedOut(): Error {
+    return new Error(`timed out after ${this.#timeoutMs} ms`);
+  }
+
   /** Fails the current call and drops its context: whatever the guest did, the next call starts from scratch. */
   #fail(error: Error): void {
     const call = this.#current;
@@ -304,4 +308,3 @@ export class QuickJSSandbox {
     if (line && call) call.context?.logger[line.level](line.message.slice(0, 2000));
   }
 }
-

@@ -10,7 +10,7 @@ import { rateLimitOf } from './_limits.js';
 import { refuseUntakenUpgrade } from '../faces/_upgrade.js';
 import { failure } from './_response.js';
 import { onCheckExpectation, onClientError, onConnect } from './_node-refusals.js';
-import { writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
+import { isStream, writeEventStream, type StreamingOptions, type StreamingResponse } from './streaming.js';
 import { writeSoon, writeWhole, type BatchOwner, type WholeResponse } from './_write-batch.js';
 
 /**
@@ -119,7 +119,7 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
       if (debug) request.id = requestId();
       const result: StreamingResponse = agora ? await handle(request) : failure(404, 'Not found');
       if (debug) debug(`request ${request.id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
-      if (result.stream) await writeStream(incoming, response, { ...result, stream: result.stream });
+      if (isStream(result)) await writeStream(incoming, response, result);
       else queued = queue(response, result);
     } catch (error) {
       writeInternalError(incoming, response, error);

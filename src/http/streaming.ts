@@ -25,6 +25,11 @@ export type EventStream = {
 /** A core response that is a stream (`stream` set) or an ordinary one. */
 export type StreamingResponse = CoreResponse & { stream?: EventStream };
 
+/** Whether a core response is a stream. */
+export function isStream(response: StreamingResponse): response is StreamingResponse & { stream: EventStream } {
+  return response.stream !== undefined;
+}
+
 /** Default bound on a slow reader's unread bytes. */
 export const DEFAULT_MAX_BUFFERED_BYTES = 1024 * 1024;
 

@@ -10,7 +10,7 @@ import type { LoadedRoutine } from '../routine/load.js';
 import { runRoutine, type RoutineIsolation } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { AgentFolder } from './folder.js';
-import type { ReceiverExtensions, RequestContext, RoutineRunner, ServedEvent } from './types.js';
+import type { ReceiverExtensions, RequestContext, RoutineRunner, ServedEvent, SignalSource } from './types.js';
 
 /** Who answers a turn, looked up once per turn. */
 export type Route =
@@ -48,9 +48,6 @@ export function labelOf(route: Route): string {
   if (route.kind === 'natural') return NATURAL_LANGUAGE;
   return route.known.document.metadata.name;
 }
-
-/** A request's signal, or how to make it when something first needs it (see RequestContext.signalWhenNeeded). */
-export type SignalSource = AbortSignal | (() => AbortSignal) | undefined;
 
 /** The signal source of a request context. */
 export function signalOf(context: RequestContext | undefined): SignalSource {

@@ -7,6 +7,7 @@ import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
 import { toolFunction, type Tool, type ToolContext } from '../tool/define.js';
 import { loadToolFolder } from '../tool/load.js';
+import type { SignalSource } from './types.js';
 
 /** The tools a routine is handed, by name. */
 export type Toolbox = Record<string, (input: unknown) => Promise<unknown>>;
@@ -142,7 +143,7 @@ export class AgentFolder {
    * The tools as a routine calls them; with a client signal, calls are aborted with it. The signal may be given as
    * the function that makes it (see RequestContext.signalWhenNeeded): then made only when a tool is called.
    */
-  toolbox(signal?: AbortSignal | (() => AbortSignal)): Toolbox {
+  toolbox(signal?: SignalSource): Toolbox {
     const build = (context: ToolContext) => {
       const toolbox: Toolbox = {};
       for (const tool of this.#tools) toolbox[tool.name] = toolFunction(tool, context);

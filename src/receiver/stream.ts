@@ -60,11 +60,9 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
   // The turn's signal, made when something first needs it (an LLM call, a tool: see RequestContext.signalWhenNeeded)
   // or when the turn is aborted: a plain routine's turn never makes one.
   let controller: AbortController | undefined;
-  const signal = () => (controller ??= new AbortController()).signal;
-  const abort = (reason: unknown) => {
-    controller ??= new AbortController();
-    controller.abort(reason);
-  };
+  const made = () => (controller ??= new AbortController());
+  const signal = () => made().signal;
+  const abort = (reason: unknown) => made().abort(reason);
   const outer = options.context?.signal;
   const forward = () => abort(outer?.reason);
   if (outer?.aborted) forward();
@@ -203,7 +201,7 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
     } else this.#queue.push(event);
   }
 
-  /** Calls `callback` once when the channel ends (at once if it has): see openReplyStream. */
+  /** Calls `callback` once when the channel ends (at once if it has; one callback, a later one replaces it): see openReplyStream. */
   onEnd(callback: () => void): void {
     if (this.#ended) callback();
     else this.#onEnd = callback;
@@ -211,13 +209,10 @@ export class EventChannel implements AsyncIterableIterator<ReplyEvent> {
 
   /** No more events. */
   end(): void {
-    if (!this.#ended) {
-      const onEnd = this.#onEnd;
-      this.#onEnd = undefined;
-      this.#ended = true;
-      onEnd?.();
-    }
+    const onEnd = this.#onEnd;
+    this.#onEnd = undefined;
     this.#ended = true;
+    onEnd?.();
     if (this.#waiting) {
       const wake = this.#waiting;
       this.#waiting = undefined;

@@ -28,6 +28,9 @@ export type RequestContext = {
   onTurn?: (conversationId: string | null, first: boolean) => void;
 };
 
+/** A request's signal, or how to make it when something first needs it (see RequestContext.signalWhenNeeded). */
+export type SignalSource = AbortSignal | (() => AbortSignal) | undefined;
+
 /** What the HTTP edge needs from a receiver. Every method throws AgoraError on failure. */
 export interface ReceiverApi {
   /** `POST /`: a new query. */
