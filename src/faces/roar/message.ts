@@ -101,6 +101,9 @@ export function parseRoarMessage(text: string): RoarMessage {
   if (!isObject(context)) invalid('context must be an object');
   if (raw.auth !== undefined && !isObject(raw.auth)) invalid('auth must be an object');
   if (raw.timestamp !== undefined && !isNumber(raw.timestamp)) invalid('timestamp must be a number');
+  // The sender's identity goes back as the reply's `to`, which is not signed: as plain JSON it cannot carry a
+  // number JSON has no text for (`1e400` would print as Python's `Infinity`, which JSON readers refuse).
+  if (!plain && raw.from !== undefined) raw.from = toPlain(raw.from);
   return {
     raw,
     id,

@@ -78,6 +78,18 @@ describe('ROAR face over HTTP', () => {
     expect(replyVerifies(response.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
   });
 
+  it('answers in valid JSON when the sender identity holds a number JSON cannot print (1e400), its signature still right', async () => {
+    const faces = makeFaces({ roarSecret: SECRET, now });
+    const me = (await faces.identity()).did;
+    const payload = parseLossless(`{"protocolHash": "${PROTOCOL_HASH}", "body": {"value": 1e400}}`);
+    // Signed over Python's text for it (`Infinity`), sent as `1e400`: the lossless reader takes such a message.
+    const message = pythonMessage(me, payload, { secret: SECRET }).replace('Infinity', '1e400').replace('"display_name": "sender"', '"display_name": "sender", "weight": -1e400');
+    const response = await post(faces, message);
+    expect(response.status).toBe(200);
+    expect(response.json).toMatchObject({ to: { did: SENDER, weight: null }, payload: { status: 'ok', result: { converted: true, input: { value: null } } } });
+    expect(replyVerifies(response.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
+  });
+
   it('checks a message JSON.parse reads (fractional timestamps kept as numbers) as strictly as one the lossless reader reads', async () => {
     const faces = makeFaces({ roarSecret: SECRET, now });
     const me = (await faces.identity()).did;
