@@ -1,9 +1,23 @@
-// Internal: a `node:http` request as the HTTP core reads it: the body with its size cap, and the client leaving.
+// Internal: a `node:http` request as the HTTP core reads it: its target, the body with its size cap, and the
+// client leaving.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AgoraError } from '../errors.js';
 import type { CoreRequest } from './handler.js';
 
 const EMPTY = Buffer.alloc(0);
+
+/**
+ * A request target (`incoming.url`) as a URL whose path and query can be read, or `undefined` when it has none
+ * (answer 400). Never throws: a target is a stranger's bytes, and `new URL('//', base)` throws (it reads `//x` as a
+ * host). An origin-form target is taken as a path, `//x` included; an absolute-form one as it is.
+ */
+export function requestTarget(target: string | undefined): URL | undefined {
+  try {
+    return new URL(target === undefined || target.startsWith('/') ? `http://target.invalid${target ?? '/'}` : target, 'http://target.invalid/');
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * Reads a node request body with a size cap: a too-large Content-Length is refused before reading, and a stream

@@ -2,6 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { consoleLogger, type Logger } from '../log.js';
+import { requestTarget } from '../http/_node-request.js';
 import type { Hub } from './hub.js';
 import type { ChainRun } from './records.js';
 
@@ -201,7 +202,8 @@ export function createHubHandler(hub: Hub, options: HubHttpOptions = {}): (reque
           return response;
         }
       }
-      const url = new URL(request.url, 'http://hub.invalid');
+      const url = requestTarget(request.url);
+      if (url === undefined) return failure(400, 'Malformed request target');
       const segments = url.pathname.split('/').filter(Boolean).map((segment) => decodeURIComponent(segment));
       route = ['health', 'metrics', 'agents', 'protocols', 'route', 'runs', 'sync'].includes(segments[0] ?? '') ? segments[0]! : 'unknown';
       if (request.method === 'OPTIONS') return { status: 204, headers: { allow: 'GET, POST, PUT, DELETE, OPTIONS', 'content-length': '0' }, body: '' };

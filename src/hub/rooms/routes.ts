@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { z } from 'zod';
 import { isAgoraError } from '../../errors.js';
 import { TokenCheck } from '../../http/_limits.js';
-import { readBody } from '../../http/_node-request.js';
+import { readBody, requestTarget } from '../../http/_node-request.js';
 import { roomRequestSchema } from './records.js';
 import type { Rooms } from './rooms.js';
 
@@ -68,9 +68,9 @@ export function createRoomRoutes(rooms: Rooms, options: RoomRoutesOptions = {}):
   }
 
   return async function handle(incoming, response) {
-    const url = new URL(incoming.url ?? '/', 'http://hub');
-    const segments = url.pathname.split('/').filter(Boolean);
-    if (segments[0] !== 'rooms') return false;
+    const url = requestTarget(incoming.url);
+    const segments = url?.pathname.split('/').filter(Boolean) ?? [];
+    if (url === undefined || segments[0] !== 'rooms') return false;
     const method = incoming.method ?? 'GET';
     const auth = incoming.headers.authorization;
     if (tokens.enabled && !tokens.accepts(Array.isArray(auth) ? auth[0] : auth)) {

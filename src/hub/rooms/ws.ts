@@ -5,6 +5,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { TokenCheck } from '../../http/_limits.js';
+import { requestTarget } from '../../http/_node-request.js';
 import type { RoomEvent } from './records.js';
 import type { Rooms } from './rooms.js';
 
@@ -30,9 +31,10 @@ export function attachRoomSockets(server: Server, rooms: Rooms, options: RoomSoc
   const refuse = (socket: Duplex, status: string) => socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`, () => socket.destroy());
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    const url = new URL(request.url ?? '/', 'http://hub');
-    const match = PATH.exec(url.pathname);
-    if (!match) return refuse(socket, '404 Not Found');
+    // Thrown here, an error would end the process (an 'upgrade' listener runs outside any promise).
+    const url = requestTarget(request.url);
+    const match = url === undefined ? null : PATH.exec(url.pathname);
+    if (!url || !match) return refuse(socket, '404 Not Found');
     const auth = request.headers.authorization;
     if (tokens.enabled && !tokens.accepts(auth)) return refuse(socket, '401 Unauthorized');
     if (sockets.clients.size >= (options.maxSockets ?? 256)) return refuse(socket, '503 Service Unavailable');

@@ -1,0 +1,80 @@
+// The hub's HTTP API against hostile requests: any method, path, query and body gets a JSON failure or an answer,
+// never a 5xx of its own, never an internal error logged; afterwards every listing still answers. Request targets
+// URL parsers refuse (`//`) over HTTP and WebSocket upgrades.
+import { connect } from 'node:net';
+import fc from 'fast-check';
+import { afterAll, describe, expect, it } from 'vitest';
+import { createHubHandler } from '../../src/hub/handler.js';
+import { Hub } from '../../src/hub/hub.js';
+import { startHub } from '../../src/hub/server.js';
+import { hashText } from '../../src/protocol/document.js';
+
+// FUZZ_RUNS=5000 npx vitest run test/hub/fuzz.test.ts for a deeper search.
+const RUNS = Number(process.env.FUZZ_RUNS ?? 300);
+const DOCUMENT = '---\nname: Weather\ndescription: Forecasts.\nmultiround: false\n---\nSend a city.\n';
+
+// Private agents refused (the default), so nothing registered is ever fetched: no network beyond loopback.
+const hub = new Hub({ checkIntervalMs: 3_600_000 });
+afterAll(() => hub.close());
+const errors: string[] = [];
+const handle = createHubHandler(hub, { logger: { info() {}, warn() {}, error: (line: string) => errors.push(line) } });
+
+const segment = fc.oneof(fc.constantFrom('health', 'metrics', 'agents', 'protocols', 'route', 'runs', 'sync', hashText(DOCUMENT), 'run-1', '%', '%E0%A4%A', '..', '%2F'), fc.string({ maxLength: 12 }).map(encodeURIComponent));
+const query = fc.oneof(fc.constant(''), fc.constantFrom('?q=weather', '?goal=forecast', '?goal=', '?limit=-1', '?limit=1e9', '?limit=abc', '?all=true', '?protocol=%zz', '?handoff=x'), fc.string({ maxLength: 20 }).map((text) => `?q=${encodeURIComponent(text)}`));
+const run = fc.record({ id: fc.constantFrom('run-1', 'bad id', ''), owner: fc.string({ maxLength: 8 }), status: fc.constantFrom('running', 'done', 'failed', 'odd'), steps: fc.oneof(fc.constant([]), fc.jsonValue({ maxDepth: 2 })), updatedAt: fc.oneof(fc.integer(), fc.jsonValue({ maxDepth: 1 })) }, { requiredKeys: [] });
+const body = fc.oneof(
+  fc.record({ url: fc.constantFrom('http://127.0.0.1:1/', 'http://10.0.0.1/', 'http://[::1]:1', 'ftp://x', 'not a url', '', 'http://169.254.169.254/'), name: fc.string({ maxLength: 10 }) }, { requiredKeys: [] }),
+  fc.record({ hash: fc.constantFrom(hashText(DOCUMENT), 'a'.repeat(40), 'zz', ''), text: fc.constantFrom(DOCUMENT, '---\nname: [\n---\n', '', 'x'.repeat(70_000)) }, { requiredKeys: [] }),
+  fc.record({ run, leaseMs: fc.oneof(fc.integer(), fc.double()), force: fc.boolean() }, { requiredKeys: [] }),
+  fc.jsonValue({ maxDepth: 3 }),
+);
+const bytes = fc.oneof(body.map((value) => Buffer.from(JSON.stringify(value) ?? '')), fc.uint8Array({ maxLength: 64 }).map((array) => Buffer.from(array)));
+
+describe('hub HTTP API under hostile input', () => {
+  it('answers every request with JSON or its text, never 5xx of its own, and stays whole', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'), fc.array(segment, { minLength: 1, maxLength: 3 }), query, bytes, async (method, segments, search, raw) => {
+        const response = await handle({ method, url: `/${segments.join('/')}${search}`, headers: {}, body: raw, remoteAddress: '127.0.0.1' });
+        expect([500, 503, 504]).not.toContain(response.status);
+        if (response.headers['content-type']?.startsWith('application/json')) expect(() => JSON.parse(response.body)).not.toThrow();
+      }),
+      { numRuns: RUNS },
+    );
+    expect(errors).toEqual([]);
+    for (const url of ['/agents?all=true', '/protocols', '/runs?all=true', '/metrics', '/health']) {
+      expect((await handle({ method: 'GET', url, headers: {} })).status).toBe(200);
+    }
+  });
+});
+
+/** The status line a raw request gets, or `closed` when the connection ends without one. */
+function statusLine(port: number, request: string): Promise<string> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')));
+    socket.on('close', () => resolve(received.split('\r\n')[0] || 'closed'));
+    socket.on('error', () => resolve('closed'));
+    socket.end(request);
+  });
+}
+
+describe('hub request targets', () => {
+  it('answers targets a URL parser refuses (//, //@, http://[/) with 4xx, over HTTP and WebSocket upgrades alike, and lives on', async () => {
+    const lines: string[] = [];
+    const running = await startHub({ port: 0, logger: { info() {}, warn() {}, error: (line: string) => lines.push(line) } });
+    try {
+      for (const target of ['//', '//?q=x', '//@', '///rooms', 'http://[/', '/rooms//x/ws']) {
+        const plain = await statusLine(running.port, `GET ${target} HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n`);
+        expect(plain).toMatch(/^HTTP\/1\.1 4\d\d /);
+        // Before the fix an upgrade to `//` threw in the 'upgrade' listener, which ends the process.
+        const upgrade = await statusLine(running.port, `GET ${target} HTTP/1.1\r\nHost: hub\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`);
+        expect(upgrade).toMatch(/^HTTP\/1\.1 4\d\d /);
+      }
+      expect((await fetch(`${running.url}/health`)).status).toBe(200);
+      expect(lines).toEqual([]);
+    } finally {
+      await running.close();
+    }
+  });
+});
