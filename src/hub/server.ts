@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { describeError } from '../errors.js';
+import { guardUpgradeSocket } from '../faces/_upgrade.js';
 import { readBody } from '../http/_node-request.js';
 import { underPrefix, type ExtraRoutes } from '../http/server.js';
 import { consoleLogger } from '../log.js';
@@ -88,7 +89,12 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
   const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, createHubListener(hub, options, routes, roomRoutes));
   // Rooms over WebSocket (ARP's frames); any other upgrade is refused rather than left hanging.
   const stopSockets = rooms ? attachRoomSockets(server, rooms, { ...(options.tokens ? { tokens: options.tokens } : {}) }) : undefined;
-  if (!rooms) server.on('upgrade', (_request, socket: Duplex) => socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', () => socket.destroy()));
+  if (!rooms) {
+    server.on('upgrade', (_request, socket: Duplex) => {
+      guardUpgradeSocket(socket);
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', () => socket.destroy());
+    });
+  }
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 4000, options.host ?? '127.0.0.1', () => {

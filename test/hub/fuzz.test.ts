@@ -1,7 +1,9 @@
 // The hub's HTTP API against hostile requests: any method, path, query and body gets a JSON failure or an answer,
 // never a 5xx of its own, never an internal error logged; afterwards every listing still answers. Request targets
 // URL parsers refuse (`//`) over HTTP and WebSocket upgrades.
+import type { IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
+import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createHubHandler } from '../../src/hub/handler.js';
@@ -59,7 +61,7 @@ function statusLine(port: number, request: string): Promise<string> {
   });
 }
 
-describe('hub request targets', () => {
+describe('hub request targets and upgrade sockets', () => {
   it('answers targets a URL parser refuses (//, //@, http://[/) with 4xx, over HTTP and WebSocket upgrades alike, and lives on', async () => {
     const lines: string[] = [];
     const running = await startHub({ port: 0, logger: { info() {}, warn() {}, error: (line: string) => lines.push(line) } });
@@ -75,6 +77,27 @@ describe('hub request targets', () => {
       expect(lines).toEqual([]);
     } finally {
       await running.close();
+    }
+  });
+
+  it('keeps an error listener on every upgrade socket it answers, so a client resetting the connection cannot end the process', async () => {
+    // node:http takes its own listener off before emitting 'upgrade'; an 'error' with none throws (and in a server,
+    // ends the process). A socket double makes the reset happen at the worst moment, every time.
+    for (const rooms of [undefined, false] as const) {
+      const running = await startHub({ port: 0, logger: { info() {}, warn() {}, error() {} }, ...(rooms === false ? { rooms } : {}) });
+      try {
+        for (const url of ['/rooms/abc/ws', '/elsewhere', '//']) {
+          const socket = new PassThrough();
+          const request = { url, method: 'GET', headers: { upgrade: 'websocket', connection: 'Upgrade' } } as unknown as IncomingMessage;
+          running.server.emit('upgrade', request, socket, Buffer.alloc(0));
+          expect(() => socket.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).not.toThrow();
+          // And once the room lookup has answered (the refusal is written after it).
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          expect(() => socket.emit('error', Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }))).not.toThrow();
+        }
+      } finally {
+        await running.close();
+      }
     }
   });
 });

@@ -1,11 +1,11 @@
 // ROAR over WebSocket (`/roar/ws`, the `ws` package): an auth frame first when tokens are set (browsers cannot
 // send headers on an upgrade), then each frame a bare ROAR message answered by `delta` events and a `done`
 // event carrying the signed ROAR reply. Frame size, connection count, auth time and heartbeats are bounded.
-import { takeUpgrade } from '../_upgrade.js';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import type { Logger } from '../../log.js';
+import { guardUpgradeSocket, takeUpgrade } from '../_upgrade.js';
 import { cleanPath } from '../_http.js';
 import { answerRoarMessage, type RoarFaceDeps } from './face.js';
 import { RoarRefusal } from './message.js';
@@ -60,6 +60,7 @@ export function attachRoarWebSocket(server: Server, deps: RoarSocketDeps, option
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (cleanPath(request.url ?? '/') !== path) return;
     takeUpgrade(request);
+    guardUpgradeSocket(socket);
     if (sockets.clients.size >= maxConnections) {
       socket.end(`HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(BUSY)}\r\nConnection: close\r\n\r\n${BUSY}`);
       return;

@@ -5,6 +5,7 @@ import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { TokenCheck } from '../../http/_limits.js';
+import { guardUpgradeSocket } from '../../faces/_upgrade.js';
 import { requestTarget } from '../../http/_node-request.js';
 import type { RoomEvent } from './records.js';
 import type { Rooms } from './rooms.js';
@@ -31,6 +32,7 @@ export function attachRoomSockets(server: Server, rooms: Rooms, options: RoomSoc
   const refuse = (socket: Duplex, status: string) => socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`, () => socket.destroy());
 
   const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+    guardUpgradeSocket(socket);
     // Thrown here, an error would end the process (an 'upgrade' listener runs outside any promise).
     const url = requestTarget(request.url);
     const match = url === undefined ? null : PATH.exec(url.pathname);

@@ -1,5 +1,6 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { makeFaces } from '../_helpers.js';
@@ -26,6 +27,18 @@ function closed(socket: WebSocket): Promise<number> {
 }
 
 describe('ROAR WebSocket limits', () => {
+  it('keeps an error listener on a socket it refuses as busy (a client reset must not end the process)', async () => {
+    const server = createServer();
+    const stop = makeFaces().attachWebSocket(server, { maxConnections: 0 });
+    stops.push(stop);
+    const socket = new PassThrough();
+    const written: string[] = [];
+    socket.on('data', (chunk: Buffer) => written.push(chunk.toString()));
+    server.emit('upgrade', { url: '/roar/ws', method: 'GET', headers: {} } as unknown as IncomingMessage, socket, Buffer.alloc(0));
+    expect(written.join('')).toMatch(/^HTTP\/1\.1 503 /);
+    expect(() => socket.emit('error', Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' }))).not.toThrow();
+  });
+
   it('closes a socket that sends a frame over the cap with 1009, and never reads it as a message', async () => {
     const socket = new WebSocket(await socketServer({ maxFrameBytes: 256 }));
     const messages: string[] = [];
