@@ -1,12 +1,15 @@
 // Streamed replies on the sender's side: Server-Sent Events read as they come, resumed once on a dropped connection.
 import { AgoraError } from '../errors.js';
 import { jsonText, peerResponseSchema, type JsonValue } from '../schemas.js';
-import { peerFailure, type QueryResult } from './transport.js';
+import { MAX_REPLY_BYTES, peerFailure, readCapped, type QueryResult } from './transport.js';
 
 /** One event of a streamed reply as the sender yields it: pieces of the reply, then the whole reply. */
 export type SenderStreamEvent = { type: 'delta'; delta: JsonValue } | { type: 'done'; result: QueryResult };
 
-/** What a stream needs: the wire, its idle bound, and the peer's base URL. */
+/**
+ * What a stream needs: the wire, and its time bound: until the reply's headers (and the whole body of a peer that
+ * does not stream), then between two pieces of an event stream.
+ */
 export type StreamOptions = { fetch: typeof fetch; idleTimeoutMs: number; signal?: AbortSignal | undefined };
 
 // Bounds on what a peer may send: one event's size and the whole stream's.
@@ -97,18 +100,35 @@ export async function* streamPost(base: string, path: string, payload: Record<st
   let headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
   let body: string | undefined = JSON.stringify(payload);
   for (;;) {
+    const what = `${method} ${target}`;
+    // A peer that never answers, or answers whole but never finishes its body, is cut off like any other exchange;
+    // an event stream is bounded by its idle timer instead, once its headers came.
+    const attempt = new AbortController();
+    const deadline = setTimeout(() => attempt.abort(new AgoraError('TIMEOUT', `${what}: no reply within ${options.idleTimeoutMs} ms`)), options.idleTimeoutMs);
+    const fail = (error: unknown): never => {
+      if (options.signal?.aborted) throw options.signal.reason;
+      if (attempt.signal.aborted) throw attempt.signal.reason;
+      throw wrap(error, what);
+    };
     let response: Response;
     try {
-      response = await options.fetch(target, { method, headers, ...(body === undefined ? {} : { body }), ...(options.signal ? { signal: options.signal } : {}), redirect: 'manual' });
+      response = await options.fetch(target, { method, headers, ...(body === undefined ? {} : { body }), signal: options.signal ? AbortSignal.any([options.signal, attempt.signal]) : attempt.signal, redirect: 'manual' });
     } catch (error) {
-      if (options.signal?.aborted) throw options.signal.reason;
-      throw new AgoraError('PEER_FAILURE', `${method} ${target}: ${describeCause(error)}`, { cause: error });
+      clearTimeout(deadline);
+      return fail(error);
     }
     const type = response.headers.get('content-type') ?? '';
     if (!type.includes('text/event-stream')) {
-      // A peer that does not stream (or a failure before the stream began) answers with its JSON.
-      const text = await response.text();
-      const result = toResult(method, target, response.status, parseJson(`${method} ${target}`, text));
+      // A peer that does not stream (or a failure before the stream began) answers with its JSON, size-capped.
+      let text: string;
+      try {
+        text = Buffer.from(await readCapped(response, MAX_REPLY_BYTES, what)).toString('utf8');
+      } catch (error) {
+        return fail(error);
+      } finally {
+        clearTimeout(deadline);
+      }
+      const result = toResult(method, target, response.status, parseJson(what, text));
       if (method === 'POST') {
         const whole = jsonText(result.body);
         if (whole) yield { type: 'delta', delta: result.body };
@@ -116,14 +136,16 @@ export async function* streamPost(base: string, path: string, payload: Record<st
       yield { type: 'done', result };
       return;
     }
+    clearTimeout(deadline);
     let final: unknown;
     let dropped: unknown;
     try {
-      for await (const event of readEvents(response.body!, `${method} ${target}`, options)) {
+      for await (const event of readEvents(response.body!, what, options)) {
         if (event.id !== undefined) lastId = event.id;
-        const data = parseJson(`${method} ${target}`, event.data) as { delta?: JsonValue; conversationId?: unknown };
-        if (typeof data?.conversationId === 'string') conversationId = data.conversationId;
-        if (event.event === 'delta') yield { type: 'delta', delta: data.delta ?? null };
+        const data = parseJson(what, event.data);
+        const fields = (typeof data === 'object' && data !== null ? data : {}) as { delta?: JsonValue; conversationId?: unknown };
+        if (typeof fields.conversationId === 'string') conversationId = fields.conversationId;
+        if (event.event === 'delta') yield { type: 'delta', delta: fields.delta ?? null };
         else if (event.event === 'done' || event.event === 'error') {
           final = data;
           break;

@@ -7,7 +7,7 @@ import { peerResponseSchema, type JsonValue } from '../schemas.js';
 export const DEFAULT_SENDER_TIMEOUT_MS = 30_000;
 
 // A reply larger than this is not an Agora reply.
-const MAX_REPLY_BYTES = 16 * 1024 * 1024;
+export const MAX_REPLY_BYTES = 16 * 1024 * 1024;
 
 /** A peer's success reply. */
 export type QueryResult = { body: JsonValue; conversationId?: string; conversationExpires?: number };
@@ -134,7 +134,7 @@ export class PeerTransport {
 }
 
 /** Reads a reply's body, refusing one larger than `maxBytes` (declared or streamed). */
-async function readCapped(response: Response, maxBytes: number, what: string): Promise<Uint8Array> {
+export async function readCapped(response: Response, maxBytes: number, what: string): Promise<Uint8Array> {
   const tooLarge = () => new AgoraError('PEER_FAILURE', `${what}: reply larger than ${maxBytes} bytes`, { status: response.status });
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {

@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
 import { Sender, type SenderStreamEvent } from '../../src/sender/sender.js';
@@ -83,5 +85,46 @@ describe('sender.stream', () => {
   it('throws the peer’s failure as PEER_FAILURE', async () => {
     agent.fake.push({ status: 400 });
     await expect(collect(new Sender({ logger: silentLogger }).stream(agent.url, { body: 'Hi' }))).rejects.toThrow(/LLM unavailable/);
+  });
+});
+
+/** A peer on a raw socket: `answer` writes whatever it likes to the connection of a POST (or nothing at all). */
+async function rawPeer(answer: (socket: import('node:net').Socket) => void): Promise<{ url: string; server: Server }> {
+  const server = createServer((socket) => {
+    socket.on('error', () => {});
+    socket.once('data', (data: Buffer) => {
+      if (data.toString('latin1').startsWith('POST ')) answer(socket);
+      else socket.end('HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"status":"failure","error":"Not found"}');
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, server };
+}
+
+describe('sender.stream against a hostile peer', () => {
+  const servers: Server[] = [];
+  afterAll(() => {
+    for (const server of servers) server.close();
+  });
+  const streamFrom = async (answer: Parameters<typeof rawPeer>[0]) => {
+    const peer = await rawPeer(answer);
+    servers.push(peer.server);
+    return collect(new Sender({ llm: null, logger: silentLogger, timeoutMs: 300 }).stream(peer.url, { body: 'Hi' }));
+  };
+
+  it('gives up on a peer that never answers, or never finishes a whole reply, after its timeout', async () => {
+    await expect(streamFrom(() => {})).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(streamFrom((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"status"'))).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(streamFrom((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: delta\ndata: {"delta":"a"}\n\n'))).rejects.toMatchObject({ code: 'TIMEOUT' });
+  });
+
+  it('refuses a whole reply over the size cap, and a body cut short, as PEER_FAILURE', async () => {
+    await expect(streamFrom((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n{'))).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringMatching(/larger than/) });
+    await expect(streamFrom((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"status"'))).rejects.toMatchObject({ name: 'AgoraError', code: 'PEER_FAILURE' });
+  });
+
+  it('reads an event whose data is JSON but not an object as an empty one', async () => {
+    const events = await streamFrom((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nevent: delta\ndata: null\n\nevent: done\ndata: {"status":"success","body":"x"}\n\n'));
+    expect(events).toEqual([{ type: 'delta', delta: null }, { type: 'done', result: { body: 'x' } }]);
   });
 });
