@@ -4,6 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { encodeHash, hashText } from './protocol/document.js';
 import { plural } from './_plural.js';
 import { FIXED_MESSAGES } from './errors.js';
+import { readCapped } from './sender/transport.js';
 
 /** The outcome of one case: passed, failed (with what was wrong), or skipped (with why). */
 export type CaseResult = { name: string; status: 'pass' | 'fail' | 'skip'; detail?: string };
@@ -23,6 +24,9 @@ type Reply = { status: number; type: string; text: string; json: unknown };
 
 class CaseFailure extends Error {}
 class CaseSkip extends Error {}
+
+// Most of a reply read: every case's reply is far smaller, and a larger one fails its case.
+const MAX_CHECKED_BYTES = 1024 * 1024;
 
 const fail = (detail: string): never => {
   throw new CaseFailure(detail);
@@ -53,7 +57,8 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     const response = await doFetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
-    const text = (await response.text()).slice(0, 1024 * 1024);
+    // Read up to a cap, never whole: the agent checked may be anyone's.
+    const text = Buffer.from(await readCapped(response, MAX_CHECKED_BYTES, `${method} ${path}`)).toString('utf8');
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -60,6 +60,24 @@ describe('checkAgent', () => {
     expect(results.filter((result) => result.status === 'fail').length).toBeGreaterThanOrEqual(5);
     expect(results[0]).toMatchObject({ status: 'fail', detail: 'expected a JSON object, got undefined' });
   });
+
+  it('reads at most 1 MiB of a reply: an agent answering without end fails its cases, and is never buffered whole', async () => {
+    let pulled = 0;
+    // Every reply an endless body; how much of it the check pulls is counted.
+    const endless: typeof fetch = async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled += 64 * 1024;
+            controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
+          },
+        }),
+        { status: 200, headers: { 'content-type': 'application/json' } },
+      );
+    const results = await checkAgent('http://127.0.0.1:9', { fetch: endless });
+    expect(results[0]).toMatchObject({ status: 'fail', detail: expect.stringContaining('larger than 1048576 bytes') });
+    expect(pulled / results.length).toBeLessThan(2 * 1024 * 1024);
+  });
 });
 
 describe('agora check', () => {
