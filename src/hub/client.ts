@@ -1,7 +1,8 @@
 import { z } from 'zod';
-import { AgoraError, describeError } from '../errors.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { hashText } from '../protocol/document.js';
 import { downloadVerified, type ProtocolHub } from '../sender/hub.js';
+import { MAX_REPLY_BYTES, readCapped } from '../sender/transport.js';
 import type { ChainBackend } from './chains.js';
 import { agentProtocolSchema, agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
 import type { RouteDecision } from './routing.js';
@@ -64,7 +65,13 @@ export class HubClient implements ChainBackend, ProtocolHub {
     } catch (error) {
       throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path} failed: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
     }
-    const text = await response.text();
+    let text: string;
+    try {
+      text = Buffer.from(await readCapped(response, MAX_REPLY_BYTES, `${method} ${this.url}${path}`)).toString('utf8');
+    } catch (error) {
+      if (isAgoraError(error)) throw error;
+      throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path}: ${error instanceof Error && error.name === 'TimeoutError' ? `no whole answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
+    }
     let json: unknown;
     try {
       json = JSON.parse(text);

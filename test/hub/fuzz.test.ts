@@ -2,10 +2,11 @@
 // never a 5xx of its own, never an internal error logged; afterwards every listing still answers. Request targets
 // URL parsers refuse (`//`) over HTTP and WebSocket upgrades.
 import type { IncomingMessage } from 'node:http';
-import { connect } from 'node:net';
+import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { HubClient } from '../../src/hub/client.js';
 import { createHubHandler } from '../../src/hub/handler.js';
 import { Hub } from '../../src/hub/hub.js';
 import { startHub } from '../../src/hub/server.js';
@@ -98,6 +99,25 @@ describe('hub request targets and upgrade sockets', () => {
       } finally {
         await running.close();
       }
+    }
+  });
+});
+
+describe('HubClient against a broken hub', () => {
+  it('fails with PEER_FAILURE on a reply cut short or declared too large, never a bare TypeError', async () => {
+    const replies = ['HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"agents":', 'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 900000000\r\n\r\n{'];
+    let next = 0;
+    const server = createTcpServer((socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => socket.end(replies[next++ % replies.length]));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const client = new HubClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, timeoutMs: 2000 });
+      await expect(client.agents()).rejects.toMatchObject({ name: 'AgoraError', code: 'PEER_FAILURE' });
+      await expect(client.agents()).rejects.toMatchObject({ name: 'AgoraError', code: 'PEER_FAILURE', message: expect.stringContaining('larger than') });
+    } finally {
+      server.close();
     }
   });
 });
