@@ -2,8 +2,9 @@
 // document by hash (verified here, never trusted), publish a negotiated one. It lives below `hub/` (the layers
 // import one way); the hub's full client (src/hub/client.ts) reuses its verified download.
 import { z } from 'zod';
-import { AgoraError, describeError } from '../errors.js';
+import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { hashText } from '../protocol/document.js';
+import { readCapped } from './transport.js';
 
 /** The default bound on each exchange with the hub in the sender's path: short, as negotiation is the fallback. */
 export const DEFAULT_HUB_TIMEOUT_MS = 2_000;
@@ -47,18 +48,17 @@ export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, ha
   }
   if (response.status === 404) return undefined;
   if (!response.ok) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
-  const bytes = await readCapped(response, MAX_DOCUMENT_BYTES, url);
+  let bytes: Uint8Array;
+  try {
+    // Read as it comes and cut off past the cap: a lying hub's body is never buffered whole.
+    bytes = await readCapped(response, MAX_DOCUMENT_BYTES, `GET ${url}`);
+  } catch (error) {
+    if (isAgoraError(error)) throw error;
+    throw new AgoraError('PEER_FAILURE', `GET ${url}: ${describeError(error)}`, { cause: error });
+  }
   const actual = hashText(bytes);
   if (actual !== hash.toLowerCase()) throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
   return Buffer.from(bytes).toString('utf8');
-}
-
-async function readCapped(response: Response, maxBytes: number, url: string): Promise<Uint8Array> {
-  const declared = Number(response.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > maxBytes) throw new AgoraError('PEER_FAILURE', `GET ${url}: over ${maxBytes} bytes`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (bytes.byteLength > maxBytes) throw new AgoraError('PEER_FAILURE', `GET ${url}: over ${maxBytes} bytes`);
-  return bytes;
 }
 
 /**
@@ -113,8 +113,9 @@ export class HubProtocols implements ProtocolHub {
     }
     let text: string;
     try {
-      text = Buffer.from(await readCapped(response, MAX_LISTING_BYTES, url)).toString('utf8');
+      text = Buffer.from(await readCapped(response, MAX_LISTING_BYTES, `${method} ${url}`)).toString('utf8');
     } catch (error) {
+      if (isAgoraError(error)) throw error;
       throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${describeError(error)}`, { cause: error });
     }
     if (!response.ok) throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}: ${text.slice(0, 200)}`, { status: response.status });

@@ -109,7 +109,7 @@ describe('HubClient against a broken hub', () => {
     let next = 0;
     const server = createTcpServer((socket) => {
       socket.on('error', () => {});
-      socket.once('data', () => socket.end(replies[next++ % replies.length]));
+      socket.once('data', () => socket.end(replies[next++ % replies.length]!));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {

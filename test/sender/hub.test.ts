@@ -135,6 +135,26 @@ describe('a sender with a hub', () => {
     expect(warnings.find((line) => line.startsWith(`protocol ${listed} from the hub`))).toMatch(/hashes to [0-9a-f]{40}: refused/);
   });
 
+  it('reads a lying hub only up to its caps: an endless listing or document fails, and is never buffered whole', async () => {
+    let pulled = 0;
+    const endless: typeof fetch = async () =>
+      new Response(
+        new ReadableStream<Uint8Array>({
+          pull(controller) {
+            pulled += 64 * 1024;
+            controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
+          },
+        }),
+        { status: 200, headers: { 'content-type': 'application/json' } },
+      );
+    const hub = new HubProtocols({ url: 'http://hub.test', fetch: endless });
+    await expect(hub.protocols('weather')).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringContaining('larger than') });
+    expect(pulled).toBeLessThan(2 * 1024 * 1024);
+    pulled = 0;
+    await expect(hub.protocolText('a'.repeat(40))).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringContaining('larger than') });
+    expect(pulled).toBeLessThan(1024 * 1024);
+  });
+
   it('refuses a hub option that is not an http(s) URL', async () => {
     expect((await failureOf(Promise.resolve().then(() => new Sender({ llm: null, hub: 'ftp://hub.example', logger: silentLogger })))).message).toBe('hub: not an http(s) URL: ftp://hub.example');
   });
