@@ -40,7 +40,16 @@ type State = 'working' | 'completed' | 'failed';
 type StoredTask = { id: string; contextId: string; state: State; input: JsonValue[]; output?: JsonValue; error?: string; timestamp: string };
 
 /** What the A2A face works with. */
-export type A2aRpcDeps = { stream: StreamAnswer; maxBodyBytes: number; logger: Pick<Logger, 'error'>; now: () => number; maxTasks?: number };
+export type A2aRpcDeps = {
+  stream: StreamAnswer;
+  maxBodyBytes: number;
+  logger: Pick<Logger, 'error'>;
+  now: () => number;
+  /** Most finished tasks kept for `tasks/get` (default 10 000); the oldest are forgotten first. */
+  maxTasks?: number;
+  /** Most bytes of their messages kept (default 32 MiB): a count alone would let strangers park 1 MiB in each. */
+  maxTaskBytes?: number;
+};
 
 class RpcError extends Error {
   constructor(
@@ -49,6 +58,11 @@ class RpcError extends Error {
   ) {
     super(message);
   }
+}
+
+/** The length of a value's JSON text: what keeping it costs, near enough. */
+function jsonBytes(value: JsonValue | undefined): number {
+  return value === undefined ? 0 : (JSON.stringify(value)?.length ?? 0);
 }
 
 function isObject(value: unknown): value is JsonObject {
@@ -106,14 +120,21 @@ function questionOf(message: JsonObject): { ask: Ask; input: JsonValue[] } {
 
 /** The A2A JSON-RPC endpoint: one POST, one JSON-RPC request (batches are refused). */
 export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promise<FaceResponse> {
-  const tasks = new Map<string, StoredTask>();
+  const tasks = new Map<string, { task: StoredTask; bytes: number }>();
   const maxTasks = deps.maxTasks ?? 10_000;
+  const maxTaskBytes = deps.maxTaskBytes ?? 32 * 1024 * 1024;
+  let keptBytes = 0;
   const remember = (task: StoredTask) => {
-    if (tasks.size >= maxTasks) {
-      const oldest = tasks.keys().next().value;
-      if (oldest !== undefined) tasks.delete(oldest);
+    const bytes = jsonBytes(task.input) + jsonBytes(task.output) + (task.error?.length ?? 0);
+    // Too large to keep at all: `tasks/get` will not find it (the client had its answer).
+    if (bytes > maxTaskBytes) return;
+    for (const [id, kept] of tasks) {
+      if (tasks.size < maxTasks && keptBytes + bytes <= maxTaskBytes) break;
+      tasks.delete(id);
+      keptBytes -= kept.bytes;
     }
-    tasks.set(task.id, task);
+    tasks.set(task.id, { task, bytes });
+    keptBytes += bytes;
   };
   const reply = (id: JsonValue, result: JsonValue) => json(200, { jsonrpc: '2.0', id, result });
   const fail = (id: JsonValue, code: number, message: string) => json(200, { jsonrpc: '2.0', id, error: { code, message } });
@@ -188,7 +209,7 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promis
       if (!isObject(params)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params must be an object');
       if (method === 'get' || method === 'cancel') {
         if (typeof params.id !== 'string') throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.id must be a task id');
-        const task = tasks.get(params.id);
+        const task = tasks.get(params.id)?.task;
         if (!task) throw new RpcError(A2A_ERRORS.TASK_NOT_FOUND, `Task not found: ${params.id.slice(0, 100)}`);
         // Tasks are answered before they are listed, so none is left to cancel.
         if (method === 'cancel') throw new RpcError(A2A_ERRORS.TASK_NOT_CANCELABLE, `Task ${task.id} is ${task.state} and cannot be canceled`);

@@ -1,5 +1,6 @@
 import { ClientFactory } from '@a2a-js/sdk/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createA2aRpc } from '../../../src/faces/a2a/jsonrpc.js';
 import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces } from '../_helpers.js';
 
 describe('A2A face, with @a2a-js/sdk\'s own client on loopback', () => {
@@ -67,5 +68,34 @@ describe('A2A face, with @a2a-js/sdk\'s own client on loopback', () => {
     expect(parse.error.code).toBe(-32700);
     const failed = await rpc({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: { message: { parts: [{ data: { protocolHash: 'bad', body: 1 } }] } } });
     expect((failed.result as any).task.status.state).toBe('TASK_STATE_FAILED');
+  });
+});
+
+describe('A2A tasks kept for tasks/get', () => {
+  it('keeps at most maxTaskBytes of their messages, forgetting the oldest first, and never one larger than that', async () => {
+    const rpc = createA2aRpc({
+      stream: async function* (question) {
+        yield { type: 'done', reply: { status: 'success', body: `echo: ${String(question.body).length}` } };
+      },
+      maxBodyBytes: 1024 * 1024,
+      logger: { error() {} },
+      now: Date.now,
+      maxTaskBytes: 10_000,
+    });
+    const call = async (body: unknown) => JSON.parse((await rpc({ method: 'POST', path: '/a2a', headers: {}, body: Buffer.from(JSON.stringify(body)) })).body as string) as { result?: any; error?: { code: number } };
+    const send = async (text: string) => (await call({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { messageId: 'm', role: 'user', parts: [{ kind: 'text', text }] } } })).result.id as string;
+    const get = async (id: string) => call({ jsonrpc: '2.0', id: 2, method: 'tasks/get', params: { id } });
+    const first = await send('a'.repeat(4000));
+    const second = await send('b'.repeat(4000));
+    expect((await get(first)).result.status.state).toBe('completed');
+    const third = await send('c'.repeat(4000));
+    // 12 000 bytes would pass the budget: the oldest goes.
+    expect((await get(first)).error?.code).toBe(-32001);
+    expect((await get(second)).result.history[0].parts[0].text).toBe('b'.repeat(4000));
+    expect((await get(third)).result.status.state).toBe('completed');
+    // Answered, but too large to keep.
+    const huge = await send('d'.repeat(20_000));
+    expect((await get(huge)).error?.code).toBe(-32001);
+    expect((await get(third)).result.status.state).toBe('completed');
   });
 });
