@@ -43,37 +43,35 @@ export function createHubListener(
   const handle = createHubHandler(hub, options);
   const logger = options.logger ?? consoleLogger('agora-hub');
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-  return (incoming, response) => {
-    if (rooms && underPrefix(incoming.url ?? '/', '/rooms')) {
-      rooms(incoming, response).catch((error: unknown) => {
-        logger.error(`${incoming.method} ${incoming.url}: ${describeError(error)}`);
-        if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"failure","error":"Internal error"}');
-      });
-      return;
-    }
-    if (routes && underPrefix(incoming.url ?? '/', routes.prefix)) {
-      routes.handle(incoming, response, incoming.url ?? '/').catch((error: unknown) => {
-        logger.error(`${incoming.method} ${incoming.url}: ${describeError(error)}`);
-        if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"failure","error":"Internal error"}');
-      });
-      return;
-    }
+  const failed = (incoming: IncomingMessage, response: ServerResponse) => (error: unknown) => {
+    logger.error(`${incoming.method} ${incoming.url}: ${describeError(error)}`);
+    if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"failure","error":"Internal error"}');
+  };
+  const core = (incoming: IncomingMessage, response: ServerResponse): void => {
     handle({
       method: incoming.method ?? 'GET',
       url: incoming.url ?? '/',
       headers: incoming.headers,
       loadBody: () => readBody(incoming, maxBodyBytes),
       ...(incoming.socket.remoteAddress ? { remoteAddress: incoming.socket.remoteAddress } : {}),
-    }).then(
-      (result) => {
-        if (response.headersSent || response.destroyed) return;
-        response.writeHead(result.status, result.headers).end(incoming.method === 'HEAD' ? '' : result.body);
-      },
-      (error: unknown) => {
-        logger.error(`${incoming.method} ${incoming.url}: ${describeError(error)}`);
-        if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"failure","error":"Internal error"}');
-      },
-    );
+    }).then((result) => {
+      if (response.headersSent || response.destroyed) return;
+      response.writeHead(result.status, result.headers).end(incoming.method === 'HEAD' ? '' : result.body);
+    }, failed(incoming, response));
+  };
+  return (incoming, response) => {
+    if (rooms && underPrefix(incoming.url ?? '/', '/rooms')) {
+      // A target the rooms do not take after all (`/rooms/%2e%2e` reads as `/`) is the core's to answer.
+      rooms(incoming, response).then((taken) => {
+        if (!taken) core(incoming, response);
+      }, failed(incoming, response));
+      return;
+    }
+    if (routes && underPrefix(incoming.url ?? '/', routes.prefix)) {
+      routes.handle(incoming, response, incoming.url ?? '/').catch(failed(incoming, response));
+      return;
+    }
+    core(incoming, response);
   };
 }
 

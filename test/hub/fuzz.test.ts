@@ -63,11 +63,11 @@ function statusLine(port: number, request: string): Promise<string> {
 }
 
 describe('hub request targets and upgrade sockets', () => {
-  it('answers targets a URL parser refuses (//, //@, http://[/) with 4xx, over HTTP and WebSocket upgrades alike, and lives on', async () => {
+  it('answers targets a URL parser refuses or rewrites (//, //@, http://[/, /rooms/%2e%2e) with 4xx, over HTTP and WebSocket upgrades alike, and lives on', async () => {
     const lines: string[] = [];
     const running = await startHub({ port: 0, logger: { info() {}, warn() {}, error: (line: string) => lines.push(line) } });
     try {
-      for (const target of ['//', '//?q=x', '//@', '///rooms', 'http://[/', '/rooms//x/ws']) {
+      for (const target of ['//', '//?q=x', '//@', '///rooms', 'http://[/', '/rooms//x/ws', '/rooms/%2e%2e', '/rooms/..']) {
         const plain = await statusLine(running.port, `GET ${target} HTTP/1.1\r\nHost: hub\r\nConnection: close\r\n\r\n`);
         expect(plain).toMatch(/^HTTP\/1\.1 4\d\d /);
         // Before the fix an upgrade to `//` threw in the 'upgrade' listener, which ends the process.
