@@ -130,9 +130,14 @@ function indexOfBracket(text: Buffer | string, which: number, from: number): num
   return typeof text === 'string' ? text.indexOf(BRACKET_CHARS[which]!, from) : text.indexOf(BRACKET_BYTES[which]!, from);
 }
 
-// A byte scan, not a walk of the parsed value, so a deep body is refused before JSON.parse allocates it.
-function nestingExceeds(bytes: Buffer, max: number): boolean {
-  if (!moreBracketsThan(bytes, max)) return false;
+/**
+ * Whether JSON text (bytes or a string) nests deeper than `max`: a scan of its bytes, not a walk of a parsed value,
+ * so a deep body is refused before JSON.parse allocates it. A string is scanned as UTF-8, whose multi-byte
+ * sequences hold no ASCII byte.
+ */
+export function nestingExceeds(text: Buffer | string, max: number): boolean {
+  if (!moreBracketsThan(text, max)) return false;
+  const bytes = typeof text === 'string' ? Buffer.from(text, 'utf8') : text;
   let depth = 0;
   let inString = false;
   for (let index = 0; index < bytes.length; index++) {

@@ -1,7 +1,7 @@
 // Reading a ROAR message fast: JSON.parse whenever it keeps every number as Python would print it back (the
 // canonical signing body is built from what was read), else the lossless reader. JSON.parse is native and several
 // times faster; the lossless reader remains the reference, and gives the error text for malformed input.
-import { moreBracketsThan } from '../../schemas.js';
+import { nestingExceeds } from '../../schemas.js';
 import { MAX_LOSSLESS_DEPTH, parseLossless, type LosslessValue } from './canonical.js';
 
 // A JSON number token, whole: never preceded or followed by a word character, a dot, a quote or (before) a minus,
@@ -16,7 +16,7 @@ const MAX_EXACT_DIGITS = 15;
  * within bounds. Anything else in a number (a fraction) prints back the same from the double, in both languages.
  */
 export function parseKeepsNumbers(text: string): boolean {
-  if (moreBracketsThan(text, MAX_LOSSLESS_DEPTH)) return false;
+  if (nestingExceeds(text, MAX_LOSSLESS_DEPTH)) return false;
   NUMBER_TOKEN.lastIndex = 0;
   for (let match = NUMBER_TOKEN.exec(text); match !== null; match = NUMBER_TOKEN.exec(text)) {
     const token = match[0];

@@ -38,12 +38,21 @@ describe('readRoarJson', () => {
     expect(readRoarJson(message).plain).toBe(true);
   });
 
-  it('takes the lossless reader when a number would print back differently, or the nesting may be too deep', () => {
-    for (const text of ['{"a": 1.0}', '{"a": 1e3}', '{"a": [2.50e1]}', '{"a": 12345678901234567}', '{"a": 1710000000.0000001}', '{"a": 1e400}', `[${'[], '.repeat(100)}[]]`]) {
+  it('takes the lossless reader when a number would print back differently, or the nesting is too deep', () => {
+    for (const text of ['{"a": 1.0}', '{"a": 1e3}', '{"a": [2.50e1]}', '{"a": 12345678901234567}', '{"a": 1710000000.0000001}', '{"a": 1e400}']) {
       expect(parseKeepsNumbers(text), text).toBe(false);
       expect(readRoarJson(text).plain, text).toBe(false);
     }
     expect(canonicalJson(readRoarJson('{"a": 1.0, "b": 1e3, "c": 12345678901234567}').value)).toBe('{"a": 1.0, "b": 1000.0, "c": 12345678901234567}');
+    // Too deep for either: the lossless reader refuses it with its error (below).
+    expect(parseKeepsNumbers(`${'['.repeat(101)}${']'.repeat(101)}`)).toBe(false);
+    expect(parseKeepsNumbers(`${'['.repeat(100)}${']'.repeat(100)}`)).toBe(true);
+  });
+
+  it('takes JSON.parse for a wide message that is not deep (many brackets, a string holding more)', () => {
+    const wide = `{"payload": {"rows": [${'{"a": [1, 2]}, '.repeat(500)}{"a": []}], "note": "${'['.repeat(150)}"}}`;
+    expect(parseKeepsNumbers(wide)).toBe(true);
+    expect(readRoarJson(wide).plain).toBe(true);
   });
 
   it('refuses malformed JSON and deep nesting with the lossless reader\'s errors', () => {
