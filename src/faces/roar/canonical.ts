@@ -119,14 +119,17 @@ export function parseLossless(text: string): LosslessValue {
       }
     }
     if (char === '"') return readString();
+    // A number first, by its first character (most values of a large message are): a sticky test, no match array.
+    NUMBER.lastIndex = index;
+    if ((char === '-' || (char !== undefined && char >= '0' && char <= '9')) && NUMBER.test(text)) {
+      const start = index;
+      index = NUMBER.lastIndex;
+      return new RawNumber(text.slice(start, index));
+    }
     if (text.startsWith('true', index)) return (index += 4), true;
     if (text.startsWith('false', index)) return (index += 5), false;
     if (text.startsWith('null', index)) return (index += 4), null;
-    NUMBER.lastIndex = index;
-    const match = NUMBER.exec(text);
-    if (!match) return fail(char === undefined ? 'unexpected end' : 'unexpected character');
-    index = NUMBER.lastIndex;
-    return new RawNumber(match[0]);
+    return fail(char === undefined ? 'unexpected end' : 'unexpected character');
   };
   const value = readValue(0);
   skipSpace();
