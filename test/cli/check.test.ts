@@ -9,6 +9,7 @@ import { AnthropicModel } from '../../src/llm/anthropic.js';
 import { silentLogger } from '../../src/log.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';
+import { endlessFetch } from '../helpers/endless-fetch.js';
 import { startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
 
 const ECHO_ROUTINE = 'export default (body: { message?: string }) => ({ echo: String(body.message ?? "") });\n';
@@ -62,21 +63,10 @@ describe('checkAgent', () => {
   });
 
   it('reads at most 1 MiB of a reply: an agent answering without end fails its cases, and is never buffered whole', async () => {
-    let pulled = 0;
-    // Every reply an endless body; how much of it the check pulls is counted.
-    const endless: typeof fetch = async () =>
-      new Response(
-        new ReadableStream<Uint8Array>({
-          pull(controller) {
-            pulled += 64 * 1024;
-            controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
-          },
-        }),
-        { status: 200, headers: { 'content-type': 'application/json' } },
-      );
-    const results = await checkAgent('http://127.0.0.1:9', { fetch: endless });
+    const endless = endlessFetch();
+    const results = await checkAgent('http://127.0.0.1:9', { fetch: endless.fetch });
     expect(results[0]).toMatchObject({ status: 'fail', detail: expect.stringContaining('larger than 1048576 bytes') });
-    expect(pulled / results.length).toBeLessThan(2 * 1024 * 1024);
+    expect(endless.pulled() / results.length).toBeLessThan(2 * 1024 * 1024);
   });
 });
 

@@ -10,6 +10,7 @@ import { hashText } from '../../src/protocol/document.js';
 import { HubProtocols } from '../../src/sender/hub.js';
 import { Sender, type SenderOptions } from '../../src/sender/sender.js';
 import { FakeAnthropic, type FakeReply, type FakeRequest } from '../../src/testing/fake-anthropic.js';
+import { endlessFetch } from '../helpers/endless-fetch.js';
 import { cleanupStack, DISTANCE, failureOf, km, senderFixture } from '../helpers/sender.js';
 
 const Convert = { name: 'convert_miles', description: 'Convert a distance in miles to kilometres.', input: z.object({ miles: z.number() }), output: z.object({ km: z.number() }) };
@@ -136,23 +137,13 @@ describe('a sender with a hub', () => {
   });
 
   it('reads a lying hub only up to its caps: an endless listing or document fails, and is never buffered whole', async () => {
-    let pulled = 0;
-    const endless: typeof fetch = async () =>
-      new Response(
-        new ReadableStream<Uint8Array>({
-          pull(controller) {
-            pulled += 64 * 1024;
-            controller.enqueue(new Uint8Array(64 * 1024).fill(0x20));
-          },
-        }),
-        { status: 200, headers: { 'content-type': 'application/json' } },
-      );
-    const hub = new HubProtocols({ url: 'http://hub.test', fetch: endless });
+    const endless = endlessFetch();
+    const hub = new HubProtocols({ url: 'http://hub.test', fetch: endless.fetch });
     await expect(hub.protocols('weather')).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringContaining('larger than') });
-    expect(pulled).toBeLessThan(2 * 1024 * 1024);
-    pulled = 0;
+    expect(endless.pulled()).toBeLessThan(2 * 1024 * 1024);
+    endless.reset();
     await expect(hub.protocolText('a'.repeat(40))).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringContaining('larger than') });
-    expect(pulled).toBeLessThan(1024 * 1024);
+    expect(endless.pulled()).toBeLessThan(1024 * 1024);
   });
 
   it('refuses a hub option that is not an http(s) URL', async () => {
