@@ -1,7 +1,7 @@
 // The hub's HTTP API against hostile requests: any method, path, query and body gets a JSON failure or an answer,
 // never a 5xx of its own, never an internal error logged; afterwards every listing still answers. Request targets
 // URL parsers refuse (`//`) over HTTP and WebSocket upgrades.
-import type { IncomingMessage } from 'node:http';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import { connect, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
@@ -9,6 +9,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../src/hub/client.js';
 import { createHubHandler } from '../../src/hub/handler.js';
 import { Hub } from '../../src/hub/hub.js';
+import { attachRoomSockets } from '../../src/hub/rooms/ws.js';
+import type { Rooms } from '../../src/hub/rooms/rooms.js';
 import { startHub } from '../../src/hub/server.js';
 import { hashText } from '../../src/protocol/document.js';
 
@@ -106,6 +108,24 @@ describe('hub request targets and upgrade sockets', () => {
       } finally {
         await running.close();
       }
+    }
+  });
+});
+
+describe('room sockets while the room store is down', () => {
+  it('refuses the upgrade with 503 when the store cannot be read, rather than leave a rejection that ends the process', async () => {
+    const server = createHttpServer();
+    const down = { get: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')) } as unknown as Rooms;
+    const stop = attachRoomSockets(server, down);
+    try {
+      const socket = new PassThrough();
+      const written: string[] = [];
+      socket.on('data', (chunk: Buffer) => written.push(chunk.toString()));
+      server.emit('upgrade', { url: '/rooms/abc/ws', method: 'GET', headers: {} } as unknown as IncomingMessage, socket, Buffer.alloc(0));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(written.join('')).toMatch(/^HTTP\/1\.1 503 /);
+    } finally {
+      stop();
     }
   });
 });

@@ -44,10 +44,14 @@ export function attachRoomSockets(server: Server, rooms: Rooms, options: RoomSoc
     const last = /^\d{1,15}$/.test(String(header)) ? Number(header) : undefined;
     if (last === undefined) return refuse(socket, '400 Bad Request');
     const roomId = match[1]!;
-    void rooms.get(roomId).then((room) => {
-      if (!room) return refuse(socket, '404 Not Found');
-      sockets.handleUpgrade(request, socket, head, (client) => serve(client, roomId, last));
-    });
+    rooms.get(roomId).then(
+      (room) => {
+        if (!room) return refuse(socket, '404 Not Found');
+        sockets.handleUpgrade(request, socket, head, (client) => serve(client, roomId, last));
+      },
+      // The store unreachable (Redis down): refused, never a rejection nobody handles (that ends the process).
+      () => refuse(socket, '503 Service Unavailable'),
+    );
   };
 
   function serve(client: WebSocket, roomId: string, last: number): void {
