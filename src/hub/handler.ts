@@ -211,7 +211,8 @@ export function createHubHandler(hub: Hub, options: HubHttpOptions = {}): (reque
     } catch (error) {
       if (isAgoraError(error)) {
         const status = error.code === 'SOURCE_FAILED' || error.code === 'PEER_FAILURE' ? 502 : error.httpStatus === 200 ? 400 : error.httpStatus;
-        if (status >= 500 && status !== 502) logger.error(`${request.method} ${request.url}: ${describeError(error)}`);
+        // 502 is a peer's failure, 503 the store down (its connection reports that once): neither is ours to log.
+        if (status >= 500 && status !== 502 && status !== 503) logger.error(`${request.method} ${request.url}: ${describeError(error)}`);
         response = failure(status, error.message);
       } else if (error instanceof URIError) {
         response = failure(400, 'Malformed percent-encoding in the path');

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import { quit, Redis, runScript, script } from '../_redis.js';
+import { quit, type Redis, runScript, script } from '../_redis.js';
+import { openRedis, storeCall, type RedisLog } from '../_redis-connection.js';
 import { agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
 import type { HubStore, PutDocumentResult } from './store.js';
 
@@ -7,8 +8,8 @@ import type { HubStore, PutDocumentResult } from './store.js';
 export type RedisHubStoreOptions = {
   /** Prefix of every key (default `agora-hub:`), so several hubs can share one Redis. */
   prefix?: string;
-  /** Where records that fail to parse are reported (they are skipped, never trusted). */
-  logger?: { warn(message: string): void };
+  /** Where records that fail to parse are reported (they are skipped, never trusted), and Redis going and coming back. */
+  logger?: { warn(message: string): void; info?(message: string): void };
 };
 
 // The cap is checked and the record written in one step, so two hub processes cannot both take the last place.
@@ -47,6 +48,11 @@ export const RELEASE = script(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
 return 0`);
 
+/** The store's logger as its connection reports to it. */
+function redisLog(logger: RedisHubStoreOptions['logger']): RedisLog | undefined {
+  return logger && { warn: (message) => logger.warn(`hub store: ${message}`), info: (message) => logger.info?.(`hub store: ${message}`) };
+}
+
 /**
  * The hub's state in Redis: several hub processes share it, and a restarted hub loses nothing.
  * @example const store = new RedisHubStore('redis://127.0.0.1:6379/0', { prefix: 'hub:' });
@@ -60,7 +66,8 @@ export class RedisHubStore implements HubStore {
   /** @param redis a connection (left open on close) or a `redis://` URL (connected here, closed on close). */
   constructor(redis: Redis | string, options: RedisHubStoreOptions = {}) {
     this.#owned = typeof redis === 'string';
-    this.#redis = typeof redis === 'string' ? new Redis(redis, { enableAutoPipelining: true }) : redis;
+    // Opened as every connection of the framework is: commands time out, an outage is logged once, never a hang.
+    this.#redis = typeof redis === 'string' ? openRedis(redis, redisLog(options.logger)) : redis;
     const prefix = options.prefix ?? 'agora-hub:';
     this.#keys = {
       agents: `${prefix}agents`,
@@ -99,62 +106,67 @@ export class RedisHubStore implements HubStore {
     return result;
   }
 
+  /** One Redis call: Redis unreachable is STORE_UNAVAILABLE (answered 503), refused at once while it is known down. */
+  #call<T>(call: () => Promise<T>): Promise<T> {
+    return storeCall(this.#redis, call);
+  }
+
   async putAgent(record: AgentRecord, cap: number): Promise<boolean> {
-    return (await runScript(this.#redis, PUT_CAPPED, [this.#keys.agents, this.#keys.version], [record.id, JSON.stringify(record), cap])) === 1;
+    return (await this.#call(() => runScript(this.#redis, PUT_CAPPED, [this.#keys.agents, this.#keys.version], [record.id, JSON.stringify(record), cap]))) === 1;
   }
 
   async getAgent(id: string): Promise<AgentRecord | undefined> {
-    return this.#parse(agentRecordSchema, await this.#redis.hget(this.#keys.agents, id), `agent ${id}`);
+    return this.#parse(agentRecordSchema, await this.#call(() => this.#redis.hget(this.#keys.agents, id)), `agent ${id}`);
   }
 
   async deleteAgent(id: string): Promise<boolean> {
-    return (await runScript(this.#redis, DELETE_AGENT, [this.#keys.agents, this.#keys.version], [id])) === 1;
+    return (await this.#call(() => runScript(this.#redis, DELETE_AGENT, [this.#keys.agents, this.#keys.version], [id]))) === 1;
   }
 
   async listAgents(): Promise<AgentRecord[]> {
-    return this.#parseAll(agentRecordSchema, await this.#redis.hgetall(this.#keys.agents), 'agent');
+    return this.#parseAll(agentRecordSchema, await this.#call(() => this.#redis.hgetall(this.#keys.agents)), 'agent');
   }
 
   async putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult> {
     const keys = [this.#keys.documents, this.#keys.texts, this.#keys.version];
-    const result = await runScript(this.#redis, PUT_DOCUMENT, keys, [entry.hash, JSON.stringify(entry), text, cap]);
+    const result = await this.#call(() => runScript(this.#redis, PUT_DOCUMENT, keys, [entry.hash, JSON.stringify(entry), text, cap]));
     return result === 1 ? 'added' : result === 2 ? 'exists' : 'full';
   }
 
   async getDocument(hash: string): Promise<string | undefined> {
-    return (await this.#redis.hget(this.#keys.texts, hash)) ?? undefined;
+    return (await this.#call(() => this.#redis.hget(this.#keys.texts, hash))) ?? undefined;
   }
 
   async listDocuments(): Promise<CatalogueEntry[]> {
-    return this.#parseAll(catalogueEntrySchema, await this.#redis.hgetall(this.#keys.documents), 'document');
+    return this.#parseAll(catalogueEntrySchema, await this.#call(() => this.#redis.hgetall(this.#keys.documents)), 'document');
   }
 
   async version(): Promise<number> {
-    return Number((await this.#redis.get(this.#keys.version)) ?? 0);
+    return Number((await this.#call(() => this.#redis.get(this.#keys.version))) ?? 0);
   }
 
   async putRun(run: ChainRun): Promise<void> {
-    await this.#redis.hset(this.#keys.runs, run.id, JSON.stringify(run));
+    await this.#call(() => this.#redis.hset(this.#keys.runs, run.id, JSON.stringify(run)));
   }
 
   async getRun(id: string): Promise<ChainRun | undefined> {
-    return this.#parse(chainRunSchema, await this.#redis.hget(this.#keys.runs, id), `run ${id}`);
+    return this.#parse(chainRunSchema, await this.#call(() => this.#redis.hget(this.#keys.runs, id)), `run ${id}`);
   }
 
   async deleteRun(id: string): Promise<void> {
-    await this.#redis.hdel(this.#keys.runs, id);
+    await this.#call(() => this.#redis.hdel(this.#keys.runs, id));
   }
 
   async listRuns(): Promise<ChainRun[]> {
-    return this.#parseAll(chainRunSchema, await this.#redis.hgetall(this.#keys.runs), 'run');
+    return this.#parseAll(chainRunSchema, await this.#call(() => this.#redis.hgetall(this.#keys.runs)), 'run');
   }
 
   async claim(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await runScript(this.#redis, CLAIM, [`${this.#keys.lease}${key}`], [owner, Math.max(1, Math.round(ttlMs))])) === 1;
+    return (await this.#call(() => runScript(this.#redis, CLAIM, [`${this.#keys.lease}${key}`], [owner, Math.max(1, Math.round(ttlMs))]))) === 1;
   }
 
   async release(key: string, owner: string): Promise<void> {
-    await runScript(this.#redis, RELEASE, [`${this.#keys.lease}${key}`], [owner]);
+    await this.#call(() => runScript(this.#redis, RELEASE, [`${this.#keys.lease}${key}`], [owner]));
   }
 
   async close(): Promise<void> {

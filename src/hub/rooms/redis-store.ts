@@ -1,6 +1,7 @@
 // Rooms kept in Redis: several hub processes share them, and a room whose process died is resumed by another
 // once its lease runs out, at the turn it was on.
-import { quit, Redis, runScript, script } from '../../_redis.js';
+import { openRedis } from '../../_redis-connection.js';
+import { quit, type Redis, runScript, script } from '../../_redis.js';
 import { CLAIM, RELEASE } from '../redis-store.js';
 import type { RoomEvent, RoomRecord } from './records.js';
 import type { RoomStore } from './store.js';
@@ -27,8 +28,9 @@ export class RedisRoomStore implements RoomStore {
   readonly #maxEvents: number;
 
   constructor(options: RedisRoomStoreOptions) {
-    this.#redis = new Redis(options.url, { maxRetriesPerRequest: 1, commandTimeout: 2000, lazyConnect: false });
-    this.#redis.on('error', (error: Error) => options.logger?.error(`rooms Redis: ${error.message}`));
+    // As every connection of the framework: commands time out, an outage is reported once (not at every retry).
+    const logger = options.logger;
+    this.#redis = openRedis(options.url, logger && { warn: (message) => logger.error(`rooms Redis: ${message}`), info: () => {} });
     this.#prefix = options.prefix ?? 'agora-hub:';
     this.#maxEvents = options.maxEventsPerRoom ?? 5000;
   }
