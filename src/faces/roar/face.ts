@@ -100,6 +100,10 @@ export function roarFailure(error: unknown, logger: Pick<Logger, 'error'>): Face
   if (error instanceof Error && error.name === 'AgoraError' && (error as { code?: string }).code === 'REQUEST_TOO_LARGE') {
     return json(413, { error: 'request_too_large', message: 'Request too large' });
   }
+  // The replay store (Redis) down: a message cannot be checked against replays, so it is refused for now.
+  if (error instanceof Error && error.name === 'AgoraError' && (error as { code?: string }).code === 'STORE_UNAVAILABLE') {
+    return json(503, { error: 'store_unavailable', message: 'Store unavailable' }, { 'retry-after': '2' });
+  }
   logger.error(`ROAR: ${describeError(error)}`);
   return json(500, { error: 'internal_error', message: 'Internal error' });
 }
