@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
-import type { Logger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { runCli } from '../helpers/cli.js';
 import { ownRedisServer } from '../helpers/redis-server.js';
+import { watchedLogger } from '../helpers/watched-logger.js';
 import { call, failureOf } from '../http/_fixtures.js';
 
 const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
@@ -15,19 +15,6 @@ export default async function (body: { add: number }, context: any) {
 }
 `;
 
-/** A logger whose lines a test can wait for (the connection watcher's "reconnected"), instead of sleeping. */
-function watchedLogger() {
-  const lines: string[] = [];
-  const waiters: { pattern: RegExp; resolve(): void }[] = [];
-  const push = (line: string) => {
-    lines.push(line);
-    for (const waiter of waiters.splice(0)) if (waiter.pattern.test(line)) waiter.resolve();
-    else waiters.push(waiter);
-  };
-  const logger: Logger = { info: (message) => push(`info ${message}`), warn: (message) => push(`warn ${message}`), error: (message) => push(`error ${message}`) };
-  const next = (pattern: RegExp) => new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
-  return { logger, lines, next };
-}
 
 describe('a Redis outage', () => {
   let redis: Awaited<ReturnType<typeof ownRedisServer>>;

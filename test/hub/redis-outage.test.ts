@@ -3,21 +3,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { RedisHubStore } from '../../src/hub/redis-store.js';
 import { startHub, type RunningHub } from '../../src/hub/server.js';
-import type { Logger } from '../../src/log.js';
 import { ownRedisServer } from '../helpers/redis-server.js';
+import { watchedLogger } from '../helpers/watched-logger.js';
 
 describe('a hub on Redis during an outage', () => {
   let redis: Awaited<ReturnType<typeof ownRedisServer>>;
   let hub: RunningHub;
-  const lines: string[] = [];
-  const waiters: { pattern: RegExp; resolve(): void }[] = [];
-  const push = (line: string) => {
-    lines.push(line);
-    for (const waiter of waiters.splice(0)) if (waiter.pattern.test(line)) waiter.resolve();
-    else waiters.push(waiter);
-  };
-  const next = (pattern: RegExp) => new Promise<void>((resolve) => waiters.push({ pattern, resolve }));
-  const logger: Logger = { info: (message) => push(`info ${message}`), warn: (message) => push(`warn ${message}`), error: (message) => push(`error ${message}`) };
+  const { logger, lines, next } = watchedLogger();
   const consoleError = vi.spyOn(console, 'error');
 
   beforeAll(async () => {
