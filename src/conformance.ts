@@ -58,7 +58,7 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     const response = await doFetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
     // Read up to a cap, never whole: the agent checked may be anyone's.
-    const text = Buffer.from(await readCapped(response, MAX_CHECKED_BYTES, `${method} ${path}`)).toString('utf8');
+    const text = (await readCapped(response, MAX_CHECKED_BYTES, `${method} ${path}`)).toString('utf8');
     let json: unknown;
     try {
       json = JSON.parse(text);

@@ -67,7 +67,7 @@ export class HubClient implements ChainBackend, ProtocolHub {
     }
     let text: string;
     try {
-      text = Buffer.from(await readCapped(response, MAX_REPLY_BYTES, `${method} ${this.url}${path}`)).toString('utf8');
+      text = (await readCapped(response, MAX_REPLY_BYTES, `${method} ${this.url}${path}`)).toString('utf8');
     } catch (error) {
       if (isAgoraError(error)) throw error;
       throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path}: ${error instanceof Error && error.name === 'TimeoutError' ? `no whole answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });

@@ -48,7 +48,7 @@ export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, ha
   }
   if (response.status === 404) return undefined;
   if (!response.ok) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
-  let bytes: Uint8Array;
+  let bytes: Buffer;
   try {
     // Read as it comes and cut off past the cap: a lying hub's body is never buffered whole.
     bytes = await readCapped(response, MAX_DOCUMENT_BYTES, `GET ${url}`);
@@ -58,7 +58,7 @@ export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, ha
   }
   const actual = hashText(bytes);
   if (actual !== hash.toLowerCase()) throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
-  return Buffer.from(bytes).toString('utf8');
+  return bytes.toString('utf8');
 }
 
 /**
@@ -113,7 +113,7 @@ export class HubProtocols implements ProtocolHub {
     }
     let text: string;
     try {
-      text = Buffer.from(await readCapped(response, MAX_LISTING_BYTES, `${method} ${url}`)).toString('utf8');
+      text = (await readCapped(response, MAX_LISTING_BYTES, `${method} ${url}`)).toString('utf8');
     } catch (error) {
       if (isAgoraError(error)) throw error;
       throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${describeError(error)}`, { cause: error });

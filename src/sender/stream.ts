@@ -122,7 +122,7 @@ export async function* streamPost(base: string, path: string, payload: Record<st
       // A peer that does not stream (or a failure before the stream began) answers with its JSON, size-capped.
       let text: string;
       try {
-        text = Buffer.from(await readCapped(response, MAX_REPLY_BYTES, what)).toString('utf8');
+        text = (await readCapped(response, MAX_REPLY_BYTES, what)).toString('utf8');
       } catch (error) {
         return fail(error);
       } finally {

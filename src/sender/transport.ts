@@ -134,14 +134,14 @@ export class PeerTransport {
 }
 
 /** Reads a reply's body, refusing one larger than `maxBytes` (declared or streamed). */
-export async function readCapped(response: Response, maxBytes: number, what: string): Promise<Uint8Array> {
+export async function readCapped(response: Response, maxBytes: number, what: string): Promise<Buffer> {
   const tooLarge = () => new AgoraError('PEER_FAILURE', `${what}: reply larger than ${maxBytes} bytes`, { status: response.status });
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel().catch(() => undefined);
     throw tooLarge();
   }
-  if (!response.body) return new Uint8Array();
+  if (!response.body) return Buffer.alloc(0);
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];
   let size = 0;

@@ -68,9 +68,8 @@ export function createRoomRoutes(rooms: Rooms, options: RoomRoutesOptions = {}):
   }
 
   return async function handle(incoming, response) {
-    const url = requestTarget(incoming.url);
-    const segments = url?.pathname.split('/').filter(Boolean) ?? [];
-    if (url === undefined || segments[0] !== 'rooms') return false;
+    const segments = requestTarget(incoming.url)?.pathname.split('/').filter(Boolean) ?? [];
+    if (segments[0] !== 'rooms') return false;
     const method = incoming.method ?? 'GET';
     const auth = incoming.headers.authorization;
     if (tokens.enabled && !tokens.accepts(Array.isArray(auth) ? auth[0] : auth)) {

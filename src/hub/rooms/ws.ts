@@ -35,7 +35,7 @@ export function attachRoomSockets(server: Server, rooms: Rooms, options: RoomSoc
     guardUpgradeSocket(socket);
     // Thrown here, an error would end the process (an 'upgrade' listener runs outside any promise).
     const url = requestTarget(request.url);
-    const match = url === undefined ? null : PATH.exec(url.pathname);
+    const match = url && PATH.exec(url.pathname);
     if (!url || !match) return refuse(socket, '404 Not Found');
     const auth = request.headers.authorization;
     if (tokens.enabled && !tokens.accepts(auth)) return refuse(socket, '401 Unauthorized');
