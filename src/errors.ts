@@ -45,36 +45,6 @@ export const FIXED_MESSAGES = {
   INTERNAL: 'Internal error',
 } as const satisfies Partial<Record<AgoraErrorCode, string>>;
 
-/** The HTTP status each code answers with at the receiver's edge (spec §2: Agora-level failures are 200). */
-export const HTTP_STATUS: Record<AgoraErrorCode, number> = {
-  UNSUPPORTED_PROTOCOL: 200,
-  PROTOCOL_CHANGED: 400,
-  CONVERSATION_EXPIRED: 200,
-  CONVERSATION_NOT_FOUND: 404,
-  NATURAL_LANGUAGE_UNSUPPORTED: 200,
-  ROUTINE_FAILED: 200,
-  LLM_UNAVAILABLE: 200,
-  BAD_REQUEST: 400,
-  REQUEST_TOO_LARGE: 413,
-  NOT_FOUND: 404,
-  METHOD_NOT_ALLOWED: 405,
-  UNAUTHORIZED: 401,
-  RATE_LIMITED: 429,
-  TOO_MANY_CONVERSATIONS: 200,
-  REQUEST_TIMEOUT: 408,
-  INVALID_DOCUMENT: 400,
-  SOURCE_FAILED: 200,
-  PEER_FAILURE: 502,
-  NEGOTIATION_FAILED: 200,
-  INVALID_OUTPUT: 200,
-  TIMEOUT: 504,
-  // The agent's own code handed the framework a value it cannot take (a memory key, a tool name, a tool's input).
-  INVALID_ARGUMENT: 500,
-  // The conversation store (Redis) did not answer in time: the client may retry (with Retry-After).
-  STORE_UNAVAILABLE: 503,
-  INTERNAL: 500,
-};
-
 /**
  * The one error class of the framework: a code, a message fit for its audience, an optional cause.
  * @example throw new AgoraError('UNSUPPORTED_PROTOCOL', 'Unsupported protocol');
@@ -89,11 +59,6 @@ export class AgoraError extends Error {
     this.name = 'AgoraError';
     this.code = code;
     if (options?.status !== undefined) this.status = options.status;
-  }
-
-  /** The HTTP status this error answers with at the receiver's edge. */
-  get httpStatus(): number {
-    return HTTP_STATUS[this.code];
   }
 }
 

@@ -2,6 +2,7 @@
 import { nanoid } from 'nanoid';
 import type { ConversationEventLog, EventKind, StoredEvent } from '../conversation/events.js';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { agoraStatus } from '../edge/status.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { JsonValue, SuccessResponse } from '../schemas.js';
@@ -144,7 +145,7 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
     if (controller?.signal.aborted && !outer?.aborted) metrics.llmAborted();
     const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
     const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
-    emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: failure.httpStatus }));
+    emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: agoraStatus(failure.code) }));
     ended();
   };
   running.then((reply) => {

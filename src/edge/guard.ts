@@ -1,4 +1,5 @@
-// Internal: who may call (bearer tokens) and how often (a fixed-window rate limit per client or IPv6 /64).
+// The guard every request and upgrade of every mount passes: who may call (bearer tokens, one constant-time check),
+// how often (a rate limit per client or IPv6 /64), and from where (the cross-site rule).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Redis } from '../_redis.js';
 
@@ -20,14 +21,20 @@ export class TokenCheck {
     return this.#digests.length > 0;
   }
 
-  /** Whether an `Authorization` header carries one of the tokens. */
-  accepts(header: string | undefined): boolean {
-    const match = header === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-    const digest = sha256(match?.[1] ?? '');
+  /** Whether an `Authorization` header (or its values) carries one of the tokens. */
+  accepts(header: string | string[] | undefined): boolean {
+    const value = Array.isArray(header) ? header[0] : header;
+    const match = value === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(value);
+    return this.acceptsToken(match?.[1]);
+  }
+
+  /** Whether a bare token (a WebSocket's `?token=`, a stdio client's setting) is one of the tokens. */
+  acceptsToken(token: string | undefined): boolean {
+    const digest = sha256(token ?? '');
     let ok = false;
     // No early exit: the time taken does not say which token, if any, matched.
-    for (const token of this.#digests) ok = timingSafeEqual(digest, token) || ok;
-    return ok && match !== null;
+    for (const candidate of this.#digests) ok = timingSafeEqual(digest, candidate) || ok;
+    return ok && token !== undefined;
   }
 }
 
@@ -105,9 +112,37 @@ export class RateLimiter {
   }
 }
 
-/** The edge's rate limit as one function shared by the Agora routes and the faces: seconds to wait, or 0 to go on. */
-export function rateLimitOf(options: { rateLimit?: RateLimitOptions }): ((client: string | undefined) => Promise<number>) | undefined {
-  if (!options.rateLimit) return undefined;
-  const limiter = new RateLimiter(options.rateLimit);
-  return (client) => limiter.hit(client);
+/**
+ * Whether a request is refused by the cross-site rule: a state-changing request (anything but GET, HEAD and OPTIONS;
+ * every WebSocket upgrade) that says it comes from a web page of another site (`Sec-Fetch-Site: cross-site`) or
+ * carries an `Origin` that is not this server's, unless the operator allowed that origin. Requests with no `Origin`
+ * (curl, SDKs, agents) pass: only browsers send one, and a page cannot leave it out.
+ */
+export function isCrossSite(method: string, headers: Record<string, string | string[] | undefined>, allowed: ReadonlySet<string>, upgrade = false): boolean {
+  if (!upgrade && (method === 'GET' || method === 'HEAD' || method === 'OPTIONS')) return false;
+  const origin = first(headers.origin);
+  if (origin !== undefined) {
+    if (allowed.has(origin) || allowed.has('*')) return false;
+    return !sameOrigin(origin, first(headers.host), allowed);
+  }
+  return first(headers['sec-fetch-site']) === 'cross-site';
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+// An Origin names this server when its host[:port] is the Host the request was sent to (a proxy in front keeps the
+// Host) or the host of an allowed origin's own server. `null` (a sandboxed frame, a file) is nobody's.
+function sameOrigin(origin: string, host: string | undefined, allowed: ReadonlySet<string>): boolean {
+  if (host === undefined) return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
+  const wanted = host.toLowerCase();
+  return url.host === wanted || (url.port === '' && wanted === `${url.hostname}:${url.protocol === 'https:' ? 443 : 80}`) || allowed.has(url.origin);
 }

@@ -2,7 +2,7 @@
 // or timed-out request, CONNECT, and an `Expect` header we do not meet.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { failure, JSON_TYPE } from './_response.js';
+import { failure, JSON_TYPE } from './response.js';
 
 function rawFailure(status: number, reason: string, message: string): string {
   const body = JSON.stringify({ status: 'failure', error: message });

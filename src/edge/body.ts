@@ -1,29 +1,20 @@
-// Internal: a `node:http` request as the HTTP core reads it: its target, the body with its size cap, and the
-// client leaving.
+// The one body reader: a node request's body with its size cap (counted after decompression), a body parsed
+// through a zod schema into an `AgoraError`, and a node request as the edge's `EdgeRequest`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createBrotliDecompress, createGunzip, createInflate, type Gunzip } from 'node:zlib';
+import { z } from 'zod';
 import { AgoraError } from '../errors.js';
-import type { CoreRequest } from './handler.js';
+import { bodyOf, type EdgeRequest } from './request.js';
 
 const EMPTY = Buffer.alloc(0);
-
-/**
- * A request target (`incoming.url`) as a URL whose path and query can be read, or `undefined` when it has none
- * (answer 400). Never throws: a target is a stranger's bytes, and `new URL('//', base)` throws (it reads `//x` as a
- * host). An origin-form target is taken as a path, `//x` included; an absolute-form one as it is.
- */
-export function requestTarget(target: string | undefined): URL | undefined {
-  try {
-    return new URL(target === undefined || target.startsWith('/') ? `http://target.invalid${target ?? '/'}` : target, 'http://target.invalid/');
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Reads a node request body with a size cap: a too-large Content-Length is refused before reading, and a stream
  * that passes the cap stops being buffered (the rest is discarded) and rejects with `REQUEST_TOO_LARGE`.
  */
 export function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const encoding = request.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return readEncoded(request, encoding, maxBytes);
   const declared = request.headers['content-length'];
   if (declared !== undefined) {
     const length = Number(declared);
@@ -88,8 +79,67 @@ function onBodyClose(this: BodyReading): void {
   if (!this.readableEnded) this[READING]?.reject(new AgoraError('BAD_REQUEST', 'Request aborted by the client'));
 }
 
-/** A node request as the core sees it; one object per request, with its method on the prototype: no closures on the hot path. */
-export class NodeCoreRequest implements CoreRequest {
+/**
+ * A compressed body (`gzip`, `deflate`, `br`), decompressed as it comes: the cap counts the decompressed bytes, so a
+ * small bomb stops at the cap. Another encoding is refused (415 by its code's status).
+ */
+function readEncoded(request: IncomingMessage, encoding: string, maxBytes: number): Promise<Buffer> {
+  const name = encoding.trim().toLowerCase();
+  const inflater: Gunzip | undefined = name === 'gzip' || name === 'x-gzip' ? createGunzip() : name === 'deflate' ? createInflate() : name === 'br' ? (createBrotliDecompress() as unknown as Gunzip) : undefined;
+  if (inflater === undefined) return Promise.reject(new AgoraError('BAD_REQUEST', `Unsupported Content-Encoding ${JSON.stringify(encoding.slice(0, 20))} (gzip, deflate, br)`));
+  // Compressed bytes are capped too (a stream of nothing but padding would never decompress past the cap).
+  const declared = Number(request.headers['content-length']);
+  if (declared > maxBytes) return Promise.reject(new AgoraError('REQUEST_TOO_LARGE'));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let done = false;
+    const fail = (error: Error) => {
+      if (done) return;
+      done = true;
+      request.unpipe(inflater);
+      inflater.destroy();
+      // The rest of the request is read and dropped, so the client can read the answer.
+      request.resume();
+      reject(error);
+    };
+    inflater.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) return fail(new AgoraError('REQUEST_TOO_LARGE'));
+      chunks.push(chunk);
+    });
+    inflater.on('error', () => fail(new AgoraError('BAD_REQUEST', `Request body is not valid ${name}`)));
+    inflater.on('end', () => {
+      if (done) return;
+      done = true;
+      resolve(Buffer.concat(chunks, size));
+    });
+    request.on('close', () => {
+      if (!request.readableEnded) fail(new AgoraError('BAD_REQUEST', 'Request aborted by the client'));
+    });
+    request.pipe(inflater);
+  });
+}
+
+/**
+ * A body read (given or loaded, capped) and parsed as JSON through a schema: a body that is not JSON, or does not
+ * match, is `AgoraError('BAD_REQUEST')` with a readable reason (never a raw ZodError).
+ */
+export async function readJson<T>(request: EdgeRequest, schema: z.ZodType<T>): Promise<T> {
+  const raw = await bodyOf(request);
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new AgoraError('BAD_REQUEST', 'Request body must be JSON');
+  }
+  const result = schema.safeParse(value);
+  if (!result.success) throw new AgoraError('BAD_REQUEST', `Bad request: ${z.prettifyError(result.error)}`);
+  return result.data;
+}
+
+/** A node request as the edge sees it; one object per request, with its method on the prototype: no closures on the hot path. */
+export class NodeRequest implements EdgeRequest {
   readonly method: string;
   readonly path: string;
   readonly headers: IncomingMessage['headers'];
@@ -100,7 +150,8 @@ export class NodeCoreRequest implements CoreRequest {
 
   constructor(
     private readonly incoming: IncomingMessage,
-    private readonly maxBodyBytes: number,
+    /** The cap this request is read with: the edge's, or its mount's when smaller. */
+    public maxBodyBytes: number,
   ) {
     this.method = incoming.method ?? 'GET';
     this.path = incoming.url ?? '/';

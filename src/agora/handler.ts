@@ -1,0 +1,201 @@
+// The Agora wire (spec §2) as a mount over a receiver: queries, follow-ups, streamed replies, the documents, the
+// probes and the metrics. The guard (tokens, rate limit, body cap, cross-site rule) is the edge's.
+import { describeError, isAgoraError } from '../errors.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { normalizeHash } from '../protocol/document.js';
+import type { ReceiverApi, RequestContext } from '../receiver.js';
+import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
+import { parseLastEventId, wantsEventStream } from '../edge/events.js';
+import { compose, DEFAULT_MAX_BODY_BYTES, type EdgeOptions, type Mount, type MountedRequest } from '../edge/mount.js';
+import { baseUrlOf, header, requestId, type EdgeRequest } from '../edge/request.js';
+import { failure, JSON_TYPE, respond, type EdgeResponse } from '../edge/response.js';
+import { agoraStatus } from '../edge/status.js';
+import { AGORA_ROUTES, matchRoute } from './routes.js';
+import { openReplyStream, resumedStream } from './stream.js';
+
+/** Options of the Agora mount. */
+export type AgoraOptions = {
+  /** Largest request body, in bytes (default 1 MiB): also the bound on a parsed query's size. */
+  maxBodyBytes?: number;
+  /** The agent's public base URL, given to the receiver as `context.baseUrl`; else derived from the request. */
+  publicUrl?: string;
+  /** Where internal errors go (default: stderr). */
+  logger?: Pick<Logger, 'error'>;
+};
+
+const TEXT_TYPE = 'text/plain; charset=utf-8';
+const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
+const END_BODY = '{"status":"success","body":null}';
+const HEALTH_BODY = '{"status":"ok"}';
+const READY_BODY = '{"status":"ready"}';
+const DEGRADED_BODY = '{"status":"degraded","store":"unavailable"}';
+// Seconds a client is asked to wait when the store is unavailable: about one reconnection attempt.
+const STORE_RETRY_AFTER = '2';
+const CONVERSATION_ID = /^[A-Za-z0-9_-]{1,128}$/;
+const EMPTY = Buffer.alloc(0);
+
+/**
+ * The Agora wire as a mount: compose it with faces and dashboards (`compose`), or serve it alone.
+ * @example const edge = compose([agoraMount(receiver)]); const response = await edge.handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
+ */
+export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): Mount {
+  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const publicUrl = options.publicUrl?.replace(/\/+$/, '');
+  const logger = options.logger ?? consoleLogger();
+
+  // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
+  let lastHost: string | undefined;
+  let lastBaseUrl: string | undefined;
+
+  function contextOf(request: EdgeRequest): RequestContext {
+    let baseUrl = publicUrl;
+    if (baseUrl === undefined && request.baseUrl !== undefined) baseUrl = baseUrlOf(request, undefined);
+    else if (baseUrl === undefined) {
+      const host = header(request, 'host');
+      if (host !== lastHost) {
+        lastHost = host;
+        lastBaseUrl = baseUrlOf(request, undefined);
+      }
+      baseUrl = lastBaseUrl;
+    }
+    return { baseUrl, remoteAddress: request.remoteAddress, signal: request.signal };
+  }
+
+  function toFailure(error: unknown, request: EdgeRequest): EdgeResponse {
+    if (isAgoraError(error)) {
+      const status = agoraStatus(error.code);
+      if (error.code === 'STORE_UNAVAILABLE') {
+        // Not logged per request: the connection's watcher logs the outage once.
+        const response = failure(503, 'Store unavailable');
+        response.headers['retry-after'] = STORE_RETRY_AFTER;
+        return response;
+      }
+      if (status !== 500) {
+        if (status > 503) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
+        return failure(status, error.message);
+      }
+      return internalError(request, describeError(error));
+    }
+    // A client that went away makes the receiver abort: not an internal error worth a log line.
+    if (request.signal?.aborted) return failure(500, 'Internal error');
+    return internalError(request, error instanceof Error && error.stack ? error.stack : describeError(error));
+  }
+
+  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
+  function internalError(request: EdgeRequest, details: string): EdgeResponse {
+    const id = request.id ?? requestId();
+    logger.error(`request ${id}: ${request.method} ${request.path} failed: ${details}`);
+    const response = failure(500, `Internal error (request ${id})`);
+    response.headers['x-request-id'] = id;
+    return response;
+  }
+
+  // A query, the hot path: a small async function on purpose, since V8 keeps an async function's whole register file
+  // each time it suspends, and one function for every route had many.
+  async function answerQuery(request: EdgeRequest): Promise<EdgeResponse> {
+    try {
+      const query = parseQueryRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
+      if (receiver.queryStream && wantsEventStream(request.headers.accept)) return await openReplyStream(receiver.queryStream(query, contextOf(request)));
+      return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
+    } catch (error) {
+      return toFailure(error, request);
+    }
+  }
+
+  // Every route but a query.
+  async function answerOther(request: MountedRequest): Promise<EdgeResponse> {
+    const route = matchRoute(request.path);
+    try {
+      const { method } = request;
+      const isHead = method === 'HEAD';
+      const isRead = method === 'GET' || isHead;
+      switch (route?.kind) {
+        case undefined:
+          return failure(404, 'Not found');
+        case 'conversation': {
+          if (method !== 'POST' && method !== 'DELETE') break;
+          const id = route.param;
+          // Checked before the receiver: a malformed id can never name a conversation, and never reaches a store.
+          if (!CONVERSATION_ID.test(id)) return failure(404, 'Conversation not found');
+          if (method === 'DELETE') {
+            await receiver.end(id);
+            return respond(200, JSON_TYPE, END_BODY);
+          }
+          const followUp = parseFollowUpRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
+          if (receiver.followUpStream && wantsEventStream(request.headers.accept)) return await openReplyStream(receiver.followUpStream(id, followUp, contextOf(request)));
+          return respond(200, JSON_TYPE, JSON.stringify(await receiver.followUp(id, followUp, contextOf(request))));
+        }
+        case 'events': {
+          if (method !== 'GET') break;
+          if (!CONVERSATION_ID.test(route.param) || !receiver.events) return failure(404, 'Conversation not found');
+          const lastEventId = parseLastEventId(request.headers['last-event-id']);
+          const controller = new AbortController();
+          const events = await receiver.events(route.param, lastEventId, { ...contextOf(request), signal: controller.signal });
+          return resumedStream(events, controller);
+        }
+        case 'wellknown':
+          if (!isRead) break;
+          return respond(200, JSON_TYPE, JSON.stringify(await receiver.wellknown(contextOf(request))), isHead);
+        case 'protocol': {
+          if (!isRead) break;
+          let hash: string | undefined;
+          try {
+            hash = normalizeHash(decodeURIComponent(route.param));
+          } catch {
+            hash = undefined;
+          }
+          const text = hash === undefined ? undefined : await receiver.document(hash);
+          if (text === undefined) return failure(404, 'Protocol not found');
+          const response = respond(200, TEXT_TYPE, text, isHead);
+          // Content-addressed, so cacheable forever; nosniff because the text may come from a peer.
+          response.headers['cache-control'] = 'public, max-age=31536000, immutable';
+          response.headers['x-content-type-options'] = 'nosniff';
+          return response;
+        }
+        case 'metrics':
+          if (!isRead) break;
+          return respond(200, METRICS_TYPE, await receiver.metrics(), isHead);
+        case 'health':
+          if (!isRead) break;
+          return respond(200, JSON_TYPE, HEALTH_BODY, isHead);
+        case 'ready': {
+          if (!isRead) break;
+          if ((await receiver.ready?.()) === false) {
+            const response = respond(503, JSON_TYPE, DEGRADED_BODY, isHead);
+            response.headers['retry-after'] = STORE_RETRY_AFTER;
+            return response;
+          }
+          return respond(200, JSON_TYPE, READY_BODY, isHead);
+        }
+        case 'root':
+          break;
+      }
+      const response = failure(405, 'Method not allowed');
+      response.headers.allow = route.allow;
+      return response;
+    } catch (error) {
+      return toFailure(error, request);
+    }
+  }
+
+  return {
+    name: 'agora',
+    routes: AGORA_ROUTES,
+    handle(request) {
+      return request.route?.name === 'root' && request.method === 'POST' ? answerQuery(request) : answerOther(request);
+    },
+    failure,
+  };
+}
+
+/** Options of {@link createHandler}: the Agora mount's and the edge's guard. */
+export type HttpOptions = AgoraOptions & Omit<EdgeOptions, 'logger'> & { logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>> };
+
+/**
+ * The whole of spec §2 as a framework-free function (the Agora mount behind its own guard); adapters only translate.
+ * @example const handle = createHandler(receiver); const response = await handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
+ */
+export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: EdgeRequest) => Promise<EdgeResponse> {
+  const edge = compose([agoraMount(receiver, options)], { ...options, logger: options.logger ?? consoleLogger() });
+  return edge.handle;
+}

@@ -1,0 +1,208 @@
+// The edge on node:http: one server for every mount, whole responses written in batches, event streams with
+// backpressure, upgrades through the socket router, a readable 413, and a graceful close.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { describeError } from '../errors.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { disconnectSignal, NodeRequest } from './body.js';
+import { writeEvents, type StreamingOptions } from './events.js';
+import type { Edge } from './mount.js';
+import { requestId } from './request.js';
+import { failure, type EdgeResponse, type EventStream } from './response.js';
+import { onCheckExpectation, onClientError, onConnect } from './_refusals.js';
+import { SocketRouter, type SocketLimits } from './sockets.js';
+import { writeSoon, writeWhole, type BatchOwner } from './_write-batch.js';
+
+/** Where and how the node server listens, and the slow-client bounds. */
+export type ListenOptions = StreamingOptions &
+  SocketLimits & {
+    /** Port to listen on (default 3000; 0 picks a free one). */
+    port?: number;
+    /** Interface to listen on (default: all). */
+    host?: string;
+    /** Time allowed to send the request headers (default 10 s): cuts off slow-loris clients. */
+    headersTimeoutMs?: number;
+    /** Time allowed to send the whole request (default 30 s). */
+    requestTimeoutMs?: number;
+    /** Idle time before a keep-alive connection is closed (default: Node's, 5 s). */
+    keepAliveTimeoutMs?: number;
+    /** Give each request a `signal` aborted when the client disconnects (default false: it halved the hot path, measured). */
+    abortOnDisconnect?: boolean;
+    /** Where internal errors go (default: stderr); with `debug`, one line per request. */
+    logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
+  };
+
+/** A running server: its address and a graceful `close`. */
+export type RunningServer = { server: Server; url: string; port: number; close(): Promise<void> };
+
+// After a 413, the rest of the body is read and dropped (so the client, still sending, reads the answer instead of
+// a reset) up to this many bytes or this long; then the connection is cut.
+const LINGER_BYTES = 64 * 1024 * 1024;
+const LINGER_MS = 10_000;
+
+/** The URL a server listening on `host` and `port` is reached at from this machine. */
+export function urlOf(host: string | undefined, port: number): string {
+  const name = host === undefined || host === '0.0.0.0' || host === '::' || host === '' ? '127.0.0.1' : host;
+  return `http://${name.includes(':') ? `[${name}]` : name}:${port}`;
+}
+
+/**
+ * Serves an edge (its mounts behind its guard) on node:http.
+ * @example const { url, close } = await listen(compose([agoraMount(receiver)]), { port: 0 });
+ */
+export async function listen(edge: Edge, options: ListenOptions = {}): Promise<RunningServer> {
+  const logger = options.logger ?? consoleLogger();
+  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  // Node refuses a headers timeout longer than the request timeout.
+  const headersTimeout = Math.min(options.headersTimeoutMs ?? 10_000, requestTimeout > 0 ? requestTimeout : Infinity);
+  const abortOnDisconnect = options.abortOnDisconnect === true;
+  const maxBodyBytes = edge.maxBodyBytes;
+  let closing = false;
+  // Requests still being answered (their client may be gone): close() waits for them.
+  let inFlight = 0;
+  let drained: (() => void) | undefined;
+  // Checked once: with debug off (the default) a request pays nothing for the request log.
+  const debug = logger.debug?.bind(logger);
+
+  function settled(): void {
+    inFlight -= 1;
+    if (inFlight === 0) drained?.();
+  }
+
+  // Whole responses are written together after the event loop's turn (see _write-batch.ts).
+  const owner: BatchOwner = {
+    get closing() {
+      return closing;
+    },
+    written(response, error) {
+      if (error !== undefined) logger.error(`${response.req.method} ${response.req.url}: could not write the response: ${describeError(error)}`);
+      settled();
+    },
+  };
+
+  // A request awaits in a small async function of its own: V8 allocates an async function's whole register file each
+  // time it awaits, and the garbage is what slows a busy server down.
+  async function answer(incoming: IncomingMessage, response: ServerResponse, request: NodeRequest): Promise<void> {
+    let queued = false;
+    try {
+      const started = debug ? performance.now() : 0;
+      if (debug) request.id = requestId();
+      const result = await edge.handle(request).catch((error: unknown) => edge.failure(request, error));
+      if (debug) debug(`request ${request.id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
+      if (result.status === 413) linger(incoming);
+      if (result.events !== undefined) await stream(incoming, response, result, result.events);
+      else queued = queue(response, result);
+    } catch (error) {
+      writeInternalError(incoming, response, error);
+    } finally {
+      if (!queued) settled();
+    }
+  }
+
+  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
+  function writeInternalError(incoming: IncomingMessage, response: ServerResponse, error: unknown): void {
+    const id = requestId();
+    logger.error(`request ${id}: ${incoming.method} ${incoming.url} failed: ${describeError(error)}`);
+    writeWhole(response, failure(500, `Internal error (request ${id})`));
+  }
+
+  /** Queues a whole response (true), unless the response is gone already or was sent (false: nothing to wait for). */
+  function queue(response: ServerResponse, result: EdgeResponse): boolean {
+    if (response.headersSent || response.destroyed) return false;
+    writeSoon(response, result, owner);
+    return true;
+  }
+
+  function stream(incoming: IncomingMessage, response: ServerResponse, result: EdgeResponse, events: EventStream): Promise<void> {
+    // Never kept alive past a close().
+    if (closing) response.shouldKeepAlive = false;
+    return writeEvents(response, result.status, result.headers, events, options).catch((error: unknown) => {
+      logger.error(`${incoming.method} ${incoming.url}: stream failed: ${describeError(error)}`);
+      response.destroy();
+    });
+  }
+
+  function serve(incoming: IncomingMessage, response: ServerResponse): void {
+    inFlight += 1;
+    let request: NodeRequest;
+    try {
+      request = new NodeRequest(incoming, maxBodyBytes);
+      if (abortOnDisconnect) request.signal = disconnectSignal(response);
+    } catch (error) {
+      // Thrown here it would reach Node's event emitter and end the process.
+      writeInternalError(incoming, response, error);
+      settled();
+      return;
+    }
+    void answer(incoming, response, request);
+  }
+
+  const server = createServer(
+    {
+      requestTimeout,
+      headersTimeout,
+      // Node checks the two timeouts on this interval (30 s by default), far too coarse for a 10 s limit.
+      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout || Infinity) / 4))),
+      // Liberal: a request without Host is answered (Node would send a bare 400 without a JSON body).
+      requireHostHeader: false,
+    },
+    serve,
+  );
+  if (options.keepAliveTimeoutMs !== undefined) server.keepAliveTimeout = options.keepAliveTimeoutMs;
+  server.on('clientError', onClientError);
+  server.on('connect', onConnect);
+  server.on('checkExpectation', onCheckExpectation);
+  const sockets = new SocketRouter(edge, options);
+  server.on('upgrade', sockets.upgrade);
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 3000, options.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  // After start, a server error (EMFILE on accept, say) is logged, never thrown at the process.
+  server.on('error', (error) => logger.error(`HTTP server: ${describeError(error)}`));
+  const address = server.address();
+  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 3000);
+
+  async function close(): Promise<void> {
+    closing = true;
+    sockets.close();
+    await edge.close();
+    const connections = new Promise<void>((resolve) => {
+      const timer = setTimeout(() => server.closeAllConnections(), 5000);
+      timer.unref();
+      server.close(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+      server.closeIdleConnections();
+    });
+    const requests = new Promise<void>((resolve) => {
+      if (inFlight === 0) return resolve();
+      drained = resolve;
+      // Bounded like the sockets: a routine stuck past its own time limit does not hold the shutdown forever.
+      setTimeout(resolve, 5000).unref();
+    });
+    await Promise.all([connections, requests]);
+  }
+
+  return { server, url: urlOf(options.host, port), port, close };
+}
+
+// Reads and drops the rest of a refused body, bounded, so the client reads its 413 rather than a reset; node's own
+// discard after the response keeps the connection usable when the body ends in time.
+function linger(incoming: IncomingMessage): void {
+  if (incoming.readableEnded) return;
+  let read = 0;
+  const cut = () => incoming.socket.destroy();
+  const timer = setTimeout(cut, LINGER_MS);
+  timer.unref();
+  incoming.on('data', (chunk: Buffer) => {
+    read += chunk.length;
+    if (read > LINGER_BYTES) cut();
+  });
+  incoming.once('close', () => clearTimeout(timer));
+  incoming.resume();
+}

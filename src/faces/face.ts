@@ -1,0 +1,34 @@
+// What a face is: a mount that speaks another protocol (ROAR, OAP, A2A…) over the same receiver. A face is one
+// folder exporting one `FaceDefinition`, and one line in the list of faces (`faces/index.ts`).
+import type { Logger } from '../log.js';
+import type { AgentMemory } from '../memory/file.js';
+import type { ReceiverApi } from '../receiver.js';
+import type { Mount } from '../edge/mount.js';
+
+/** A face: a mount with a face's name. Its routes, public routes and error shape are declared to the edge. */
+export interface Face extends Mount {
+  readonly name: string;
+}
+
+/** What every face is made from: the receiver and what the agent shares with all of its faces. */
+export type FaceContext = {
+  receiver: ReceiverApi;
+  /** The agent's name (ROAR display name, OAP agent_id, A2A card name) and description. */
+  name: string;
+  description: string;
+  /** Where state that must outlive the process is kept (the ROAR identity). */
+  memory: AgentMemory;
+  /** Whether the edge asks for a token (cards say so). */
+  tokensRequired: boolean;
+  publicUrl?: string;
+  maxBodyBytes: number;
+  logger: Logger;
+  /** Clock in Unix milliseconds. */
+  now: () => number;
+};
+
+/** A face as the list of faces holds it: its name and how it is made. */
+export type FaceDefinition<Options = unknown> = {
+  readonly name: string;
+  create(context: FaceContext, options: Options): Face;
+};
