@@ -3,9 +3,9 @@ import type { Redis } from './_redis.js';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
-import type { FacesConfig } from './faces/mount.js';
-import type { HttpOptions } from './http/handler.js';
-import { startServer } from './http/server.js';
+import type { FacesConfig } from './faces/index.js';
+import type { AgentMountOptions, ServerOptions } from './agent/mounts.js';
+import type { RunningServer } from './edge/node.js';
 import { modelFromEnvironment } from './llm/anthropic.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
@@ -13,11 +13,12 @@ import { FileMemory, type AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
 import { DEFAULT_TOMBSTONE_MS, Receiver, type ReceiverOptions } from './receiver.js';
 import { RoutineGenerator } from './generation/generate.js';
-import { createAgentDashboard, DASHBOARD_PATH, type AgentDashboard, type AgentDashboardOptions } from './dashboard/agent-dashboard.js';
+import type { AgentDashboard, AgentDashboardOptions } from './dashboard/agent-dashboard.js';
+import type { ReceiverApi } from './receiver.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
 export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
-  HttpOptions & {
+  Omit<ServerOptions, 'dashboard' | 'port' | 'host'> & {
     port?: number;
     host?: string;
     /** `memory` (default) or a `redis://host:port/db` URL shared by several processes (`?prefix=…&lockTtlMs=…`, see {@link parseRedisStoreUrl}). */
@@ -48,6 +49,18 @@ export type RunningAgent = {
   dashboard?: AgentDashboard;
   close(): Promise<void>;
 };
+
+/**
+ * Serves a receiver on node:http: the Agora wire, its faces and its dashboard behind one edge (tokens, rate limit,
+ * body cap, cross-site rule). The server machinery is loaded here, on first use.
+ * @example const { url, close } = await startServer(receiver, { port: 0 });
+ */
+export async function startServer(receiver: ReceiverApi, options: ServerOptions = {}): Promise<RunningServer> {
+  const { serveReceiver } = await import('./agent/mounts.js');
+  return serveReceiver(receiver, options);
+}
+
+export type { AgentMountOptions, ServerOptions, RunningServer };
 
 /** The store options a Redis store URL may carry in its query, beside what ioredis understands. */
 const STORE_PARAMETERS = ['prefix', 'lockTtlMs', 'lockWaitMs', 'tombstoneMs'] as const;
@@ -150,6 +163,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     const faces = await facesWithState(options.faces, state.redis?.client);
     // With a Redis store, every process of the agent counts each client in one place.
     const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
+    const { createAgentDashboard } = await import('./dashboard/agent-dashboard.js');
     dashboard =
       dashboardOption === false
         ? undefined
@@ -159,7 +173,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
             ...(generator ? { onReviewed: () => generator.forgetStatuses() } : {}),
             ...(typeof dashboardOption === 'object' && dashboardOption.recorder ? { recorder: dashboardOption.recorder } : {}),
           });
-    const server = await startServer(receiver, { ...options, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}), ...(dashboard ? { routes: dashboard } : {}) }).catch((error: unknown) => {
+    const server = await startServer(receiver, { ...rest, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}), dashboard: dashboard ?? false }).catch((error: unknown) => {
       dashboard?.close?.();
       throw error;
     });
@@ -168,7 +182,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       url: server.url,
       port: server.port,
       ...(generator ? { generator } : {}),
-      ...(dashboard ? { dashboard, dashboardUrl: `${server.url}${DASHBOARD_PATH}/` } : {}),
+      ...(dashboard ? { dashboard, dashboardUrl: `${server.url}/dashboard/` } : {}),
       async close() {
         await server.close();
         await generator?.close();

@@ -9,22 +9,26 @@ import { describe, expect, it } from 'vitest';
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['errors', 'schemas', 'log', 'metrics', '_files', '_queue', '_redis', '_redis-connection', '_slug', '_plural'],
-  ['memory'],
+  // The one HTTP toolkit: it knows no protocol.
+  ['edge', 'memory'],
   ['protocol'],
   ['conversation', 'routine', 'tool', 'llm'],
   ['negotiation'],
   ['receiver', 'sender', 'conformance'],
   ['generation'],
-  ['faces'],
-  ['http'],
+  // The mounts: the Agora wire, the faces (never the hub), the hub, the dashboards.
+  ['agora', 'faces'],
   ['hub'],
   ['dashboard'],
   ['express', 'agent', 'init', 'init-dependency', 'testing'],
-  ['cli', 'index'],
+  ['cli', 'index', 'exports'],
 ];
 
 /** Parts of one layer that must not import each other (in either direction). */
-const APART: readonly (readonly [string, string])[] = [['receiver', 'sender']];
+const APART: readonly (readonly [string, string])[] = [
+  ['receiver', 'sender'],
+  ['agora', 'faces'],
+];
 
 const SRC = resolve(import.meta.dirname, '../src');
 
@@ -116,6 +120,21 @@ describe('the layers of src/', () => {
 
   it('has no circle between parts', () => {
     expect(circles(imports).map((component) => component.join(' ↔ '))).toEqual([]);
+  });
+
+  it('has no circle between files', () => {
+    const fileEdges = files.flatMap((file) => importsOf(file).map((edge) => ({ ...edge, from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), edge.specifier)).replace(/\.js$/, '.ts') })));
+    expect(circles(fileEdges).map((component) => component.join(' ↔ '))).toEqual([]);
+  });
+
+  it('imports no folder-internal (`_`-prefixed) file from another folder', () => {
+    const reaching = files.flatMap((file) =>
+      importsOf(file)
+        // The package's own utilities sit directly in src/ (`_files.ts`, `_queue.ts`…) and serve every folder.
+        .filter((edge) => /(^|\/)_[^/]+$/.test(edge.specifier) && ![dirname(file), SRC].includes(dirname(resolve(dirname(file), edge.specifier))))
+        .map((edge) => `src/${edge.file} imports '${edge.specifier}'`),
+    );
+    expect(reaching).toEqual([]);
   });
 
   it('finds a circle when there is one', () => {

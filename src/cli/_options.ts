@@ -40,3 +40,18 @@ export function storeOption(description: string, env: string): OptionSpec {
 
 /** `--rate-limit <requests/minute>` of a server. */
 export const RATE_LIMIT_OPTION: OptionSpec = { type: 'string', value: '<requests/minute>', description: 'Per-client request limit', env: 'AGORA_RATE_LIMIT' };
+
+/** `--cors-origin <origin>` (repeatable or comma-separated): web origins allowed to call a server from a browser. */
+export const CORS_ORIGIN_OPTION: OptionSpec = {
+  type: 'string',
+  multiple: true,
+  value: '<origin>',
+  description: 'Let web pages of this origin (https://app.example) make state-changing requests from a browser; without it, cross-site requests are refused',
+  env: 'AGORA_CORS_ORIGINS',
+};
+
+/** The origins of `--cors-origin` (declared by {@link CORS_ORIGIN_OPTION}), split at commas. */
+export function corsOrigins(args: ParsedArgs): string[] {
+  const values = (args.values['cors-origin'] as string[] | undefined) ?? [];
+  return values.flatMap((value) => value.split(',')).map((value) => value.trim().replace(/\/+$/, '')).filter((value) => value !== '');
+}

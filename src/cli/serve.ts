@@ -3,10 +3,10 @@ import { isAgoraError } from '../errors.js';
 import { consoleLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
 import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
-import { parseFaceList, type FacesConfig } from '../faces/mount.js';
+import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
 import { readTrustFile } from '../faces/roar/trust.js';
 import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
-import { listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
+import { CORS_ORIGIN_OPTION, corsOrigins, listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
 function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
@@ -42,7 +42,8 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'max-conversations': { type: 'string', value: '<count>', description: 'Cap on live conversations', env: 'AGORA_MAX_CONVERSATIONS' },
     'auto-approve': { type: 'boolean', description: 'Use routines the LLM writes once they pass their checks, without `agora routines approve`', env: 'AGORA_AUTO_APPROVE', default: false },
     'routine-threshold': { type: 'string', value: '<n>', description: 'LLM-served conversations under a protocol before the LLM writes a routine for it (0: never)', env: 'AGORA_ROUTINE_THRESHOLD', default: '5' },
-    faces: { type: 'string', value: '<list>', description: 'Faces to serve: agora, roar, oap, a2a (comma-separated)', env: 'AGORA_FACES', default: 'agora,roar,oap,a2a' },
+    faces: { type: 'string', value: '<list>', description: `Faces to serve: ${FACE_NAMES.join(', ')} (comma-separated)`, env: 'AGORA_FACES', default: FACE_NAMES.join(',') },
+    'cors-origin': CORS_ORIGIN_OPTION,
     'roar-secret': { type: 'string', value: '<secret>', description: 'ROAR messages must be HMAC-signed with it; replies are signed with it', env: 'AGORA_ROAR_SECRET' },
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
@@ -60,6 +61,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const logger = consoleLogger('agora', logOptions(args));
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
+    const cors = corsOrigins(args);
     const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
     const publicUrlText = stringOption(args, 'public-url');
     const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
@@ -85,6 +87,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       ...(model ? { model } : {}),
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
+      ...(cors.length > 0 ? { corsOrigins: cors } : {}),
       ...(maxConversations ? { maxConversations } : {}),
     }).catch((error: unknown) => {
       // The library names its `store` option; here the user typed `--store`.
@@ -124,7 +127,7 @@ function dashboardNote(host: string, tokens: number): string {
 async function facesOption(args: ParsedArgs): Promise<FacesConfig> {
   let faces;
   try {
-    faces = parseFaceList(stringOption(args, 'faces') ?? 'agora,roar,oap,a2a');
+    faces = parseFaceList(stringOption(args, 'faces') ?? FACE_NAMES.join(','));
   } catch (error) {
     throw new UsageError(`--${(error as Error).message}`);
   }

@@ -4,7 +4,6 @@
 // call's end, a tool request, a log line) is queued in the prelude's closure and handed back as the return value of
 // the next host call. A host function costs ~36 µs a crossing in quickjs-emscripten; a return value almost nothing.
 import type { JsonObject, JsonValue } from '../schemas.js';
-import type { Instance } from './_quickjs-instance.js';
 import type { SandboxContext, SandboxMethod } from './quickjs-types.js';
 import { MODULE_GLOBAL } from './quickjs-bundle.js';
 import type { SandboxResult } from './quickjs-types.js';
@@ -18,12 +17,22 @@ export function safeJson(text: string): unknown {
   }
 }
 
+/** What an instance remembers of the protocol and tool names last handed to its guest (see `run` in the prelude). */
+export type GuestStatics = {
+  statics: string | undefined;
+  /** The tool names in `statics`: a guest's tool request names its tool by its index here. */
+  toolNames: readonly string[];
+  /** The hash and toolbox `statics` was made from. */
+  staticsHash?: string;
+  staticsTools?: object;
+};
+
 /**
  * The text of a call into the guest's `run`: `[id, method, payload, conversation?, statics?]`. The protocol and the
  * tool names rarely change between calls: sent again only when they do (remembered on the instance). A document is
  * named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
  */
-export function callText(instance: Instance, id: number, method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): string {
+export function callText(instance: GuestStatics, id: number, method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): string {
   let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
   if (context) {
     const { conversation, protocol } = context;

@@ -18,7 +18,7 @@ import {
 import { describeError } from '../errors.js';
 import { guestCaller, type GuestCaller } from './_quickjs-call.js';
 import { beginSlice, cpuMeter, shouldInterrupt, type CpuClock, type CpuMeter, type CpuSlice } from './_cpu-slice.js';
-import { GUEST_PRELUDE, wrapBundle } from './_quickjs-guest.js';
+import { GUEST_PRELUDE, wrapBundle, type GuestStatics } from './_quickjs-guest.js';
 
 // The WebAssembly API as far as we use it (the project's lib settings do not declare it).
 type WasmMemory = { readonly buffer: ArrayBuffer };
@@ -28,7 +28,7 @@ const wasmApi = (globalThis as unknown as {
 }).WebAssembly;
 
 /** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`/`flush`, and the running slice. */
-export type Instance = {
+export type Instance = GuestStatics & {
   runtime: QuickJSRuntime;
   context: QuickJSContext;
   memory: WasmMemory;
@@ -41,13 +41,6 @@ export type Instance = {
   slice: CpuSlice | undefined;
   /** The CPU clock and its last reading, for this instance's slices. */
   meter: CpuMeter;
-  /** The protocol and tool names last handed to this instance's guest (see `run` in the prelude). */
-  statics: string | undefined;
-  /** The tool names in `statics`: a guest's tool request names its tool by its index here. */
-  toolNames: readonly string[];
-  /** The hash and toolbox `statics` was made from (see callText in ./_quickjs-guest.ts). */
-  staticsHash?: string;
-  staticsTools?: object;
 };
 
 /** The limits an instance is built with. */

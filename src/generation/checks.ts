@@ -8,6 +8,7 @@ import { protocolInvalidInputReply } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { toolFunction, type Tool } from '../tool/define.js';
 import type { StoredExample } from './prompts.js';
+import type { CheckCase } from './status.js';
 import type { QuickJSSandbox, SandboxResult } from './quickjs.js';
 import { preview, sameValue } from './write.js';
 import { plural } from '../_plural.js';
@@ -16,8 +17,6 @@ import { checkProbeValues, type ProbeOutcome, type ValueProbe } from './value-ch
 /** A test query the LLM wrote from the protocol, with the LLM responder's two reference answers (see ./value-check.ts). */
 export type Probe = ValueProbe;
 
-/** One check a routine passed, as the dashboard shows it: the body, the reply expected and the routine's, previewed. */
-export type CheckCase = { label: string; by: 'value' | 'shape'; body: string; expected: string; actual: string };
 
 /** Cases kept per routine: enough to judge it, bounded so a status record stays small. */
 export const MAX_CHECK_CASES = 20;
@@ -182,3 +181,5 @@ function toolbox(tools: readonly Tool[]): Record<string, (input: unknown) => Pro
   // As the receiver makes them (see Folder.toolbox), so a check runs the routine as it will run.
   return Object.fromEntries(tools.map((tool) => [tool.name, toolFunction(tool)]));
 }
+
+export type { CheckCase } from './status.js';

@@ -1,5 +1,4 @@
 import { slug } from '../_slug.js';
-import type { CheckCase } from './checks.js';
 // What memory keeps about generated routines, shared by the agent that writes and runs them and the CLI that
 // reviews them: the status record, the counters, and the names and key prefixes derived from a protocol or task.
 
@@ -66,3 +65,6 @@ export function protocolPrefix(hash: string): string {
 export function taskPrefix(task: string, hash: string): string {
   return `task-routines/${routineSlug(task)}/${hash}`;
 }
+
+/** One check a routine passed, as the dashboard shows it: the body, the reply expected and the routine's, previewed. */
+export type CheckCase = { label: string; by: 'value' | 'shape'; body: string; expected: string; actual: string };

@@ -5,7 +5,7 @@ import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '..
 import { bundleForQuickJS } from './quickjs-bundle.js';
 import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
 import type { RoutineTypeChecker } from './typecheck.js';
-import type { CheckCase } from './checks.js';
+import type { CheckCase } from './status.js';
 
 /** A usage sink that also learns which protocol (by name) the LLM call was for. */
 export type GenerationUsageSink = (usage: LlmUsage & { model: string }, label: string) => void;

@@ -6,7 +6,7 @@ import { agoraStatus } from '../edge/status.js';
 import type { Logger } from '../log.js';
 import type { Metrics } from '../metrics.js';
 import type { JsonValue, SuccessResponse } from '../schemas.js';
-import type { RequestContext } from './types.js';
+import type { RequestContext } from './context.js';
 
 /**
  * One event of a streamed reply: pieces of the reply (`delta`), then exactly one `done` (the whole reply, as the

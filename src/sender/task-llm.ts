@@ -5,9 +5,16 @@ import { extractJson, prescribesJson } from '../llm/responders.js';
 import { converse, type LanguageModel, type LlmMessage, type UsageSink } from '../llm/toolformer.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import { jsonText, type JsonValue } from '../schemas.js';
-import type { TaskSpec } from './tasks.js';
 
 /** JSON Schemas of a task's input and output, as the LLM is shown them. */
+/** A typed task: what it is for, and zod schemas of its input and output. */
+export type TaskSpec<Input = unknown, Output = unknown> = {
+  name: string;
+  description: string;
+  input: z.ZodType<Input>;
+  output: z.ZodType<Output>;
+};
+
 export type TaskSchemas = { input?: Record<string, unknown>; output?: Record<string, unknown> };
 
 /** The LLM of one task call, the sink its usage goes to, and the call's abort signal. */

@@ -9,7 +9,7 @@ import { toJsonValue, type JsonValue } from '../schemas.js';
 import { sendOnce } from './conversation.js';
 import { hubCandidates, type HubBackoff } from './hub-candidates.js';
 import { negotiateWithPeer, type NegotiationParts } from './negotiate.js';
-import { judgeFit, readReply, taskSchemas, writeBody, type TaskLlm, type TaskSchemas } from './task-llm.js';
+import { judgeFit, readReply, taskSchemas, writeBody, type TaskLlm, type TaskSchemas, type TaskSpec } from './task-llm.js';
 import { TaskStates, type TaskState } from './task-state.js';
 import { agentBaseUrl } from './transport.js';
 
@@ -23,13 +23,7 @@ export type SenderThresholds = {
   negotiateFrom?: number;
 };
 
-/** A typed task: what it is for, and zod schemas of its input and output. */
-export type TaskSpec<Input = unknown, Output = unknown> = {
-  name: string;
-  description: string;
-  input: z.ZodType<Input>;
-  output: z.ZodType<Output>;
-};
+export type { TaskSpec } from './task-llm.js';
 
 /** A sender routine for a PD: builds the query body from the task's input and reads the reply into its output. */
 export type TaskRoutine = {

@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
-import { startServer } from '../http/server.js';
+import { startServer } from '../agent.js';
 import { AnthropicModel, type AnthropicModelOptions } from '../llm/anthropic.js';
 import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse, LlmUsage } from '../llm/toolformer.js';
 import { silentLogger } from '../log.js';
