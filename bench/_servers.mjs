@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import express from 'express';
 import { createAgentDashboard } from '../dist/dashboard/agent-dashboard.js';
 import { agoraRouter } from '../dist/express.js';
-import { startServer } from '../dist/http/server.js';
+import { startServer } from '../dist/agent.js';
 import { silentLogger } from '../dist/log.js';
 import { Receiver } from '../dist/receiver.js';
 
@@ -28,7 +28,7 @@ async function main() {
   }
   if (kind === 'node-echo-batched') {
     // The same echo, its responses written together after each turn of the event loop, as `agora serve` writes
-    // its own (src/http/_write-batch.ts): shows how much of a ratio to the plain echo that technique makes.
+    // its own (src/edge/_write-batch.ts): shows how much of a ratio to the plain echo that technique makes.
     let queue = [];
     const flush = () => {
       const batch = queue;

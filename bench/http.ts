@@ -62,7 +62,7 @@ export async function benchHttp(duration: number, log: (line: string) => void, r
       '',
       'Ratios: the median over rounds of the two loads measured seconds apart (the tracked value); the ratio of their',
       'best rounds; and the inverse ratio of their servers\' CPU time per request (what each could serve with a core to itself).',
-      '`agora serve` writes a busy turn\'s responses together (src/http/_write-batch.ts), which a plain echo does not: (a′)',
+      '`agora serve` writes a busy turn\'s responses together (src/edge/_write-batch.ts), which a plain echo does not: (a′)',
       'is the echo with that one technique added, so c/a′ shows what the framework itself costs per request.',
       '',
       table(

@@ -6,7 +6,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer } from '../src/http/server.js';
+import { startServer } from '../src/agent.js';
 import { AnthropicModel } from '../src/llm/anthropic.js';
 import { silentLogger } from '../src/log.js';
 import { hashText } from '../src/protocol/document.js';

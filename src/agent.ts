@@ -12,7 +12,7 @@ import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
 import { DEFAULT_TOMBSTONE_MS, Receiver, type ReceiverOptions } from './receiver.js';
-import { RoutineGenerator } from './generation/generate.js';
+import type { RoutineGenerator } from './generation/generate.js';
 import type { AgentDashboard, AgentDashboardOptions } from './dashboard/agent-dashboard.js';
 import type { ReceiverApi } from './receiver.js';
 
@@ -135,8 +135,9 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   let dashboard: AgentDashboard | undefined;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.
+  // The writer of routines (and its QuickJS sandbox) loads only for an agent with an LLM.
   const generator = llm
-    ? new RoutineGenerator({
+    ? new (await import('./generation/generate.js')).RoutineGenerator({
         dir,
         memory: state.memory,
         llm,

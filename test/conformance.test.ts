@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { startAgent } from '../src/agent.js';
-import { startServer } from '../src/http/server.js';
+import { startServer } from '../src/agent.js';
 import { silentLogger } from '../src/log.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';
 import { encodeDataUri } from '../src/protocol/sources.js';

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
-import { startServer } from '../../src/http/server.js';
+import { startServer } from '../../src/agent.js';
 import { AnthropicModel } from '../../src/llm/anthropic.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';

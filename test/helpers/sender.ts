@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, expect } from 'vitest';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgoraError } from '../../src/errors.js';
-import { startServer } from '../../src/http/server.js';
+import { startServer } from '../../src/agent.js';
 import { AnthropicModel } from '../../src/llm/anthropic.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';

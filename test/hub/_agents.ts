@@ -1,7 +1,7 @@
 // Real agents on loopback for the hub's tests: a Receiver served by startServer, each protocol answered by a
 // function of the test (so a test can count calls, hold a hop, or answer with a handoff).
 import { createServer, type Server } from 'node:http';
-import { startServer } from '../../src/http/server.js';
+import { startServer } from '../../src/agent.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';

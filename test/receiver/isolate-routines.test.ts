@@ -2,7 +2,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { startServer, type RunningServer } from '../../src/agent.js';
 import { memoryLogger, silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';

@@ -1,6 +1,6 @@
 // src/sender/sender.ts: the Sender against our receiver under a path prefix, and Python SDK interop.
 import { describe, expect, it } from 'vitest';
-import { createHandler } from '../../src/http/handler.js';
+import { createHandler } from '../../src/agora/handler.js';
 import { encodeDataUri } from '../../src/protocol/sources.js';
 import { silentLogger } from '../../src/log.js';
 import { DISTANCE, DISTANCE_HEX, senderSuite } from '../helpers/sender.js';

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
-import { clientKey } from '../../src/http/_limits.js';
-import { createHandler, type HttpOptions } from '../../src/http/handler.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { clientKey } from '../../src/edge/guard.js';
+import { createHandler, type HttpOptions } from '../../src/agora/handler.js';
+import { startServer, type RunningServer } from '../../src/agent.js';
 import { call, failureOf, fakeReceiver, memoryLogger, METEO_HEX } from './_fixtures.js';
 import { ownRedisServer } from '../helpers/redis-server.js';
 

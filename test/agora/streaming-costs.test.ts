@@ -1,6 +1,6 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { startServer, type RunningServer } from '../../src/agent.js';
 import { AnthropicModel } from '../../src/llm/anthropic.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';

@@ -1,7 +1,7 @@
 import { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { readBody } from '../../src/http/_node-request.js';
+import { readBody } from '../../src/edge/body.js';
 
 function request(headers: Record<string, string> = {}): IncomingMessage {
   const message = new IncomingMessage(new Socket());

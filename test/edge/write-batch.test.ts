@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { writeSoon, type BatchOwner } from '../../src/http/_write-batch.js';
+import { writeSoon, type BatchOwner } from '../../src/edge/_write-batch.js';
 
 type FakeResponse = { writes: string[]; shouldKeepAlive: boolean; headersSent: boolean; destroyed: boolean; destroy(): void; writeHead(status: number, headers: Record<string, string>): FakeResponse; end(body: string): void };
 

@@ -1,7 +1,7 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReceiverApi } from '../../src/receiver.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { startServer, type RunningServer } from '../../src/agent.js';
 import { hashText } from '../../src/protocol/document.js';
 import { call, CRLF_DOCUMENT, failureOf, fakeReceiver, memoryLogger, METEO, METEO_BASE64, METEO_HEX } from './_fixtures.js';
 

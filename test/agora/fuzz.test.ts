@@ -2,8 +2,10 @@ import { connect } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgoraError, type AgoraErrorCode } from '../../src/errors.js';
-import { createHandler, type CoreRequest, type CoreResponse } from '../../src/http/handler.js';
-import { startServer, type RunningServer } from '../../src/http/server.js';
+import { createHandler } from '../../src/agora/handler.js';
+import type { EdgeRequest as CoreRequest } from '../../src/edge/request.js';
+import type { EdgeResponse as CoreResponse } from '../../src/edge/response.js';
+import { startServer, type RunningServer } from '../../src/agent.js';
 import type { ReceiverApi } from '../../src/receiver.js';
 
 const METEO = '---\nname: Météo\ndescription: x\nmultiround: false\n---\nè\n';
@@ -196,7 +198,7 @@ describe('createHandler under arbitrary requests', () => {
           if (input.method !== 'HEAD' && response.status !== 204) {
             expect(response.headers['content-length']).toBe(String(Buffer.byteLength(response.body)));
           }
-          expectWellFormed(input.method, { status: response.status, contentType: response.headers['content-type'], body: response.body });
+          expectWellFormed(input.method, { status: response.status, contentType: response.headers['content-type'], body: String(response.body) });
         },
       ),
       { numRuns: RUNS },
