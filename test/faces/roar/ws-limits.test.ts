@@ -3,7 +3,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { SocketRouter } from '../../../src/edge/sockets.js';
-import { makeFaces, serveFaces } from '../_helpers.js';
+import { fakeReceiver, makeFaces, serveFaces } from '../_helpers.js';
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -62,5 +62,42 @@ describe('ROAR WebSocket limits', () => {
     await new Promise<void>((resolve) => polite.on('ping', () => politePings >= pingedAgain && resolve()));
     expect(polite.readyState).toBe(WebSocket.OPEN);
     polite.close();
+  });
+});
+
+describe("the edge's rate limit on ROAR's WebSocket", () => {
+  it('counts each ROAR message: past the limit, a message gets the ROAR error frame and is not answered', async () => {
+    const receiver = fakeReceiver();
+    // Four events per client: the upgrade, then three messages; the next three are refused.
+    const faces = makeFaces({ rateLimit: { windowMs: 60_000, max: 4 } }, receiver);
+    const served = await serveFaces(faces);
+    stops.push(served.close);
+    const did = (await faces.identity()).did;
+    const socket = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);
+    const answers: Record<string, unknown>[] = [];
+    const sixAnswers = new Promise<void>((resolve) => {
+      socket.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as Record<string, unknown>;
+        if (frame.type === 'delta') return;
+        answers.push(frame);
+        if (answers.length === 6) resolve();
+      });
+    });
+    await new Promise((resolve) => socket.once('open', resolve));
+    for (let index = 0; index < 6; index++) {
+      socket.send(JSON.stringify({ roar: '1.0', id: `msg_${index}`, from: { did: 'did:roar:agent:peer-0123456789abcdef' }, to: { did }, intent: 'ask', payload: { task: `question ${index}` } }));
+    }
+    await sixAnswers;
+    socket.close();
+    expect(answers.filter((frame) => frame.type === 'done')).toHaveLength(3);
+    expect(answers.filter((frame) => frame.type === 'error')).toEqual([
+      { type: 'error', error: 'rate_limited', message: 'Too many requests' },
+      { type: 'error', error: 'rate_limited', message: 'Too many requests' },
+      { type: 'error', error: 'rate_limited', message: 'Too many requests' },
+    ]);
+    expect(receiver.queries).toHaveLength(3);
+    // The same client's next HTTP request is refused too: one count for both.
+    const http = await fetch(`${served.url}/roar/health`);
+    expect([http.status, await http.json()]).toEqual([429, { error: 'rate_limited', message: 'Too many requests' }]);
   });
 });
