@@ -15,6 +15,8 @@ export type SocketSession = {
   request: EdgeRequest;
   /** Calls `listener` for each message the rate limit lets through, in order; refused ones are answered by the edge. */
   onMessage(listener: (data: Buffer, isBinary: boolean) => void): void;
+  /** Whether a token sent inside the socket (an auth frame: browsers cannot set headers on an upgrade) is one of the edge's; true when it needs none. */
+  acceptsToken(token: string | undefined): boolean;
 };
 
 /**

@@ -102,7 +102,7 @@ export class SocketRouter {
         count(this.#perClient, client, -1);
         if (resource !== undefined) count(this.#perResource, resource, -1);
       });
-      accept.accept({ client: opened, request, onMessage: (listener) => this.#listen(opened, request, listener) });
+      accept.accept({ client: opened, request, onMessage: (listener) => this.#listen(opened, request, listener), acceptsToken: this.#acceptsToken });
     });
   }
 
@@ -123,6 +123,9 @@ export class SocketRouter {
         .catch(() => client.terminate());
     });
   }
+
+  // One token check for every surface: a socket's own auth frame is checked against the edge's tokens too.
+  readonly #acceptsToken = (token: string | undefined): boolean => !this.edge.tokens.enabled || this.edge.tokens.acceptsToken(token);
 
   /** Ends every open socket. */
   close(): void {

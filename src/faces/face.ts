@@ -27,8 +27,11 @@ export type FaceContext = {
   now: () => number;
 };
 
-/** A face as the list of faces holds it: its name and how it is made. */
-export type FaceDefinition<Options = unknown> = {
-  readonly name: string;
+/**
+ * A face as the list of faces holds it: its name and how it is made from the agent's context and the face's own
+ * options (which the faces' config, `FacesConfig`, gathers from every face in the list).
+ */
+export type FaceDefinition<Options = unknown, Name extends string = string> = {
+  readonly name: Name;
   create(context: FaceContext, options: Options): Face;
 };

@@ -1,195 +1,141 @@
-// The faces: other protocols' endpoints (ROAR, OAP, A2A) mapped onto one Agora receiver, as one framework-free
-// handler the HTTP core (or any adapter) calls before its own routes, plus the ROAR WebSocket for node:http.
-import type { KeyObject } from 'node:crypto';
-import type { IncomingMessage, Server } from 'node:http';
-import { AgoraError } from '../errors.js';
+// The faces: other protocols' endpoints (ROAR, OAP, A2A) over one Agora receiver, each a `Face` (a mount) composed
+// behind the edge's one guard after the Agora mount. A face is one folder and one line in `FACES`; the names the CLI's
+// `--faces` takes, and the options `FacesConfig` holds, come from that list.
 import { consoleLogger, type Logger } from '../log.js';
-import type { AgentMemory } from '../memory/file.js';
+import { InMemoryMemory, type AgentMemory } from '../memory/file.js';
 import type { ReceiverApi } from '../receiver.js';
-import { A2A_RPC_PATH, a2aCard } from './a2a/card.js';
-import { createA2aRpc } from './a2a/jsonrpc.js';
-import { SessionMap } from './ask.js';
-import { createCatalog } from './catalog.js';
-import { createOapFace } from './oap.js';
-import { RoarEvents, type RoarEventOptions } from './roar/events.js';
-import { createRoarFace, type RoarFaceDeps } from './roar/face.js';
-import { loadIdentity, type RoarIdentity } from './roar/identity.js';
-import { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
-import { publicKeyFromHex } from './roar/signing.js';
-import { attachRoarWebSocket, type RoarSocketOptions } from './roar/ws.js';
-import { receiverStream, type StreamAnswer } from './stream.js';
-import { baseUrlOf, cleanPath, DEFAULT_FACE_BODY_BYTES, header, json, tokenChecker, type FaceRequest, type FaceResponse } from './_http.js';
+import { DEFAULT_MAX_BODY_BYTES } from '../edge/mount.js';
+import { a2aFace } from './a2a/index.js';
+import type { Face, FaceContext, FaceDefinition } from './face.js';
+import { oapFace } from './oap/index.js';
+import { roarFace } from './roar/index.js';
 
-export type { FaceRequest, FaceResponse } from './_http.js';
-export type { ReplayGuard } from './roar/replay.js';
+export type { Face, FaceContext, FaceDefinition } from './face.js';
+export type { A2aOptions } from './a2a/index.js';
+export type { RoarFace, RoarOptions } from './roar/index.js';
+export type { RoarSocketOptions } from './roar/ws.js';
+export type { RoarEventOptions } from './roar/events.js';
+export type { RoarIdentity } from './roar/identity.js';
+export { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
 export type { StreamAnswer, StreamEvent } from './stream.js';
+export { a2aFace, oapFace, roarFace };
 
-/** The faces an agent can show; `agora` is the Agora endpoints themselves (served by the HTTP core). */
-export const FACE_NAMES = ['agora', 'roar', 'oap', 'a2a'] as const;
-/** One face's name. */
-export type FaceName = (typeof FACE_NAMES)[number];
+/** Every face an agent can show, composed in this order after the Agora mount. A new face is one line here. */
+export const FACES = [roarFace, oapFace, a2aFace] as const;
 
-/** Options of {@link createFaces}. */
-export type FacesOptions = {
-  /** Which faces answer (default all). `agora` is ignored here. */
+type Listed = (typeof FACES)[number];
+
+/** One face's name; `agora` is the Agora wire itself (served by the Agora mount, not a face). */
+export type FaceName = 'agora' | Listed['name'];
+
+/** The names `--faces` and `AGORA_FACES` take, `agora` first. */
+export const FACE_NAMES: readonly FaceName[] = ['agora', ...FACES.map((face) => face.name)];
+
+type OptionsOf<Definition> = Definition extends FaceDefinition<infer Options, string> ? Options : never;
+type Intersection<Union> = (Union extends unknown ? (value: Union) => void : never) extends (value: infer Both) => void ? Both : never;
+
+/** The options of every face in `FACES` together (`roarSecret`, `version`, `stream`…). */
+export type FaceOptions = Intersection<OptionsOf<Listed>>;
+
+/** What an agent's `faces` option sets; tokens, rate limit, body cap and cross-site rule are the edge's. */
+export type FacesConfig = FaceOptions & {
+  /** Which faces answer (default all); `agora` is the Agora wire, served apart. */
   faces?: readonly FaceName[];
-  /** The agent's name (ROAR display name, OAP agent_id, A2A card name). */
-  name: string;
+  /** The agent's name (ROAR display name, OAP agent_id, A2A card name); default the receiver's. */
+  name?: string;
   description?: string;
-  /** Agent version shown on the A2A card (default `1.0.0`). */
-  version?: string;
-  /** Where the ROAR identity is kept (the receiver's memory, so every process agrees). */
+  /** Where state that must outlive the process is kept (the ROAR identity); default the receiver's memory. */
+  memory?: AgentMemory;
+};
+
+/** Options of {@link createFaces}: the faces' config, plus what the edge they are composed on decides. */
+export type FacesOptions = FacesConfig & {
+  name: string;
   memory: AgentMemory;
-  /** Bearer tokens, as on the Agora endpoints; cards and health stay public. */
-  tokens?: string[];
-  /** HMAC secret: every ROAR message must be signed, replies are signed with it. */
-  roarSecret?: string;
-  /** DID → hex Ed25519 public key of peers allowed to sign with Ed25519 (the `--roar-trust` file's content). */
-  roarTrust?: Record<string, string>;
-  /** Remembers ROAR message ids (default: in this process; `RedisReplayGuard` to share it). */
-  replay?: ReplayGuard;
-  /** Streams answers; default: the whole reply as one delta (until the receiver streams). */
-  stream?: StreamAnswer;
+  /** Whether the edge asks for a bearer token (the cards say so); the edge checks it. */
+  tokensRequired?: boolean;
   publicUrl?: string;
+  /** Largest request body, as the edge's (default 1 MiB). */
   maxBodyBytes?: number;
-  /** The shared rate limit: seconds to wait, or 0 when this request may go on. */
-  rateLimit?: (remoteAddress: string | undefined) => number | Promise<number>;
-  logger?: Logger;
+  logger?: Pick<Logger, 'warn' | 'error'> & Partial<Logger>;
   /** Clock in Unix milliseconds. */
   now?: () => number;
-  /** Bounds of `GET /roar/events` (listeners, unread events, heartbeat). */
-  roarEvents?: RoarEventOptions;
 };
 
-/** The faces' handler and WebSocket hook. */
-export type Faces = {
-  /** Answers a face path; `undefined` for any other path (the Agora routes, say). */
-  handle(request: FaceRequest): Promise<FaceResponse | undefined>;
-  /** Serves `/roar/ws` on a node:http server; returns its stopper. */
-  attachWebSocket(server: Server, options?: RoarSocketOptions): () => Promise<void>;
-  /** The agent's ROAR identity (made on first use). */
-  identity(): Promise<RoarIdentity>;
+/** What the edge shares with its faces. */
+export type SharedEdge = {
+  maxBodyBytes: number;
+  tokensRequired: boolean;
+  publicUrl?: string;
+  logger?: Pick<Logger, 'warn' | 'error'> & Partial<Logger>;
+  now?: () => number;
 };
 
-/** Which face a path is, and whether it answers without a token. */
-type Route = { face: 'roar' | 'oap' | 'a2a'; isPublic: boolean };
+/**
+ * The faces of a receiver as mounts, to compose after the Agora mount (under Express too: `edgeMiddleware`).
+ * @example const edge = compose([agoraMount(receiver), ...createFaces(receiver, { name: 'weather', memory })]);
+ */
+export function createFaces(receiver: ReceiverApi, options: FacesOptions): Face[] {
+  const enabled: readonly FaceName[] = options.faces ?? FACE_NAMES;
+  const context: FaceContext = {
+    receiver,
+    name: options.name,
+    description: options.description ?? '',
+    memory: options.memory,
+    tokensRequired: options.tokensRequired ?? false,
+    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl.replace(/\/+$/, '') } : {}),
+    maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
+    logger: options.logger ? { info() {}, ...options.logger } : consoleLogger(),
+    now: options.now ?? Date.now,
+  };
+  return FACES.filter((face) => enabled.includes(face.name)).map((face) => face.create(context, options));
+}
 
-function trustMap(trust: Record<string, string> | undefined): Map<string, KeyObject> {
-  const keys = new Map<string, KeyObject>();
-  for (const [did, hex] of Object.entries(trust ?? {})) {
-    try {
-      keys.set(did, publicKeyFromHex(hex));
-    } catch (error) {
-      throw new AgoraError('INVALID_ARGUMENT', `ROAR trust: the key of ${did} is not a 64-hex-character Ed25519 public key`, { cause: error });
-    }
-  }
-  return keys;
+/** Whether the Agora endpoints themselves are served under this configuration (`faces` lists `agora`, or is unset). */
+export function agoraEnabled(config: FacesConfig | false | undefined): boolean {
+  return config === false || config?.faces === undefined || config.faces.includes('agora');
 }
 
 /**
- * The ROAR, OAP and A2A faces of a receiver, as one framework-free handler (mount it before the Agora routes).
- * @example const faces = createFaces(receiver, { name: receiver.name, memory: receiver.memory }); const response = await faces.handle(request) ?? await core(request);
+ * Parses a face list (`agora,roar,oap,a2a`, the `--faces` flag and `AGORA_FACES`); an unknown name is an error.
+ * @example parseFaceList('agora,a2a') // ['agora', 'a2a']
  */
-export function createFaces(receiver: ReceiverApi, options: FacesOptions): Faces {
-  const enabled = new Set<FaceName>(options.faces ?? FACE_NAMES);
-  const logger = options.logger ?? consoleLogger();
-  const now = options.now ?? Date.now;
-  const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_FACE_BODY_BYTES;
-  const tokens = tokenChecker(options.tokens ?? []);
-  const sessions = new SessionMap({ now });
-  const catalog = createCatalog(receiver);
-  const stream = options.stream ?? receiverStream(receiver, sessions);
-  let identity: Promise<RoarIdentity> | undefined;
-  // Once loaded, the identity itself: every ROAR message needs it, and awaiting even a settled promise costs a tick.
-  let loaded: RoarIdentity | undefined;
-  const loadOnce = () => {
-    identity ??= loadIdentity(options.memory, options.name).then(
-      (value) => (loaded = value),
-      (error: unknown) => {
-        identity = undefined;
-        throw error;
-      },
-    );
-    return identity;
-  };
-  const description = options.description ?? '';
-  const roarDeps: RoarFaceDeps = {
-    receiver,
-    sessions,
-    catalog,
-    identity: () => loaded ?? loadOnce(),
-    security: { ...(options.roarSecret !== undefined ? { secret: options.roarSecret } : {}), trust: trustMap(options.roarTrust), replay: options.replay ?? new MemoryReplayGuard({ now }), now },
-    description,
-    ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
-    maxBodyBytes,
-    logger,
-    stream,
-    events: new RoarEvents(options.roarEvents),
-    now,
-  };
-  const roar = createRoarFace(roarDeps);
-  const oap = createOapFace({ receiver, sessions, catalog, name: options.name, description, maxBodyBytes, logger, now });
-  const rpc = createA2aRpc({ stream, maxBodyBytes, logger, now });
-
-  const unauthorized = (path: string): FaceResponse => {
-    const body = path.startsWith('/roar/') ? { error: 'unauthorized', message: 'Unauthorized' } : path === A2A_RPC_PATH ? { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Unauthorized' } } : { error: 'unauthorized', detail: 'Unauthorized' };
-    return json(401, body, { 'www-authenticate': 'Bearer' });
-  };
-
-  function route(path: string, method: string): Route | undefined {
-    if (enabled.has('roar') && path.startsWith('/roar/')) return { face: 'roar', isPublic: roar.isPublic(path) };
-    if (enabled.has('oap') && (path === '/invoke' || (path === '/' && (method === 'GET' || method === 'HEAD')))) return { face: 'oap', isPublic: path === '/' };
-    if (enabled.has('a2a') && (path === '/.well-known/agent-card.json' || path === '/.well-known/agent.json' || path === A2A_RPC_PATH)) return { face: 'a2a', isPublic: path !== A2A_RPC_PATH };
-    return undefined;
+export function parseFaceList(text: string): FaceName[] {
+  const names = text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== '');
+  for (const name of names) {
+    if (!(FACE_NAMES as readonly string[]).includes(name)) throw new Error(`faces: unknown face ${JSON.stringify(name)} (known: ${FACE_NAMES.join(', ')})`);
   }
+  return [...new Set(names)] as FaceName[];
+}
 
-  // Not async itself: a face's promise is handed back as it is (an async function returning a promise costs ticks).
-  function handle(request: FaceRequest): Promise<FaceResponse | undefined> {
-    const path = cleanPath(request.path);
-    const matched = route(path, request.method);
-    if (!matched) return Promise.resolve(undefined);
-    if (options.rateLimit) return limited(options.rateLimit, request, path, matched);
-    return answer(request, path, matched);
-  }
+type NamedReceiver = ReceiverApi & { name?: unknown; memory?: unknown; profile?: () => { description?: string } };
 
-  async function limited(limit: NonNullable<FacesOptions['rateLimit']>, request: FaceRequest, path: string, matched: Route): Promise<FaceResponse | undefined> {
-    const retryAfter = await limit(request.remoteAddress);
-    if (retryAfter > 0) return json(429, { error: 'rate_limited', message: 'Too many requests' }, { 'retry-after': String(retryAfter) });
-    return answer(request, path, matched);
-  }
+/**
+ * The faces of a receiver for an agent's edge; none when `config` is `false` or lists only `agora`. The name,
+ * description and memory default to the receiver's own (a `Receiver` has them), so its ROAR identity is kept with
+ * what it has learned.
+ * @example const edge = compose([agoraMount(receiver), ...facesFor(receiver, options.faces, { maxBodyBytes, tokensRequired: tokens.length > 0 })], { tokens });
+ */
+export function facesFor(receiver: ReceiverApi, config: FacesConfig | false | undefined, shared: SharedEdge): Face[] {
+  if (config === false) return [];
+  const faces = (config?.faces ?? FACE_NAMES).filter((name) => name !== 'agora');
+  if (faces.length === 0) return [];
+  const named = receiver as NamedReceiver;
+  const description = config?.description ?? (typeof named.profile === 'function' ? named.profile().description : undefined);
+  return createFaces(receiver, {
+    ...config,
+    faces,
+    name: config?.name ?? (typeof named.name === 'string' ? named.name : 'agent'),
+    memory: config?.memory ?? (isMemory(named.memory) ? named.memory : new InMemoryMemory()),
+    ...(description !== undefined ? { description } : {}),
+    tokensRequired: shared.tokensRequired,
+    maxBodyBytes: shared.maxBodyBytes,
+    ...(shared.publicUrl !== undefined ? { publicUrl: shared.publicUrl } : {}),
+    ...(shared.logger ? { logger: shared.logger } : {}),
+    ...(shared.now ? { now: shared.now } : {}),
+  });
+}
 
-  function answer(request: FaceRequest, path: string, matched: Route): Promise<FaceResponse | undefined> {
-    if (!matched.isPublic && !tokens.checkHeader(request)) return Promise.resolve(unauthorized(path));
-    if (matched.face === 'roar') return roar.handle(request, path);
-    return otherFace(request, path, matched);
-  }
-
-  async function otherFace(request: FaceRequest, path: string, matched: Route): Promise<FaceResponse | undefined> {
-    if (matched.face === 'oap') return oap.handle(request, path);
-    if (path === A2A_RPC_PATH) {
-      if (request.method !== 'POST') return json(405, { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'POST JSON-RPC requests' } }, { allow: 'POST' });
-      const version = header(request, 'a2a-version');
-      if (version !== undefined && version !== '' && !/^(?:0\.3|1\.0)(?:\.\d+)?$/.test(version.trim())) {
-        return json(200, { jsonrpc: '2.0', id: null, error: { code: -32009, message: `A2A version ${version.slice(0, 20)} is not supported (1.0, 0.3)` } });
-      }
-      const response = await rpc(request);
-      response.headers['a2a-version'] = '1.0';
-      return response;
-    }
-    if (request.method !== 'GET' && request.method !== 'HEAD') return json(405, { error: 'method_not_allowed' }, { allow: 'GET, HEAD' });
-    const card = a2aCard({ name: options.name, description, version: options.version ?? '1.0.0', baseUrl: baseUrlOf(request, options.publicUrl), protocols: await catalog(), tokens: tokens.required });
-    return json(200, card, { 'cache-control': 'public, max-age=60' });
-  }
-
-  return {
-    handle,
-    identity: loadOnce,
-    attachWebSocket(server, socketOptions) {
-      return attachRoarWebSocket(
-        server,
-        { ...roarDeps, checkToken: tokens.check, tokensRequired: tokens.required, baseUrl: (request: IncomingMessage) => baseUrlOf({ method: 'GET', path: '/', headers: request.headers, body: undefined }, options.publicUrl) },
-        socketOptions,
-      );
-    },
-  };
+function isMemory(value: unknown): value is AgentMemory {
+  return typeof value === 'object' && value !== null && typeof (value as { get?: unknown }).get === 'function';
 }

@@ -1,8 +1,12 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { agoraMount } from '../../src/agora/handler.js';
 import { AgoraError } from '../../src/errors.js';
-import { createFaces, type Faces, type FacesOptions } from '../../src/faces/index.js';
-import { faceRequestOf, writeFaceResponse } from '../../src/faces/node.js';
+import type { RateLimitOptions } from '../../src/edge/guard.js';
+import { compose, DEFAULT_MAX_BODY_BYTES, type Edge, type MountedRequest } from '../../src/edge/mount.js';
+import { listen, type ListenOptions, type RunningServer } from '../../src/edge/node.js';
+import type { EdgeRequest } from '../../src/edge/request.js';
+import type { EdgeResponse } from '../../src/edge/response.js';
+import { facesFor, type Face, type FacesConfig, type RoarFace, type RoarIdentity } from '../../src/faces/index.js';
+import type { Logger } from '../../src/log.js';
 import { InMemoryMemory } from '../../src/memory/file.js';
 import type { ReceiverApi } from '../../src/receiver.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse } from '../../src/schemas.js';
@@ -49,32 +53,61 @@ export function fakeReceiver(): ReceiverApi & { queries: QueryRequest[]; followU
   };
 }
 
-/** Faces over the fake receiver, with a quiet logger. */
-export function makeFaces(options: Partial<FacesOptions> = {}, receiver: ReceiverApi = fakeReceiver()): Faces {
-  return createFaces(receiver, { name: 'Test agent', description: 'Converts units.', memory: new InMemoryMemory(), logger: { info() {}, warn() {}, error() {} }, ...options });
-}
+/** What a test sets: the faces' config, and the edge's guard they are composed behind. */
+export type FaceTestOptions = FacesConfig & {
+  tokens?: string[];
+  rateLimit?: RateLimitOptions;
+  maxBodyBytes?: number;
+  corsOrigins?: string[];
+  logger?: Logger;
+  now?: () => number;
+};
 
-/** The faces mounted on a throwaway node:http server on port 0 (WebSocket included). */
-export async function serveFaces(faces: Faces): Promise<{ url: string; server: Server; close(): Promise<void> }> {
-  const server = createServer((incoming, response) => {
-    void faces.handle(faceRequestOf(incoming, 1024 * 1024)).then(
-      async (result) => {
-        if (result) await writeFaceResponse(response, result);
-        else response.writeHead(404).end('{"status":"failure","error":"Not found"}');
-      },
-      () => response.writeHead(500).end(),
-    );
+/** The faces composed after the Agora mount behind one edge, as an agent composes them. */
+export type TestFaces = {
+  faces: Face[];
+  edge: Edge;
+  /** A request through the edge, answered by a face; `undefined` when no face takes it (the Agora routes, any other path). */
+  handle(request: EdgeRequest): Promise<EdgeResponse | undefined>;
+  /** The ROAR face's identity. */
+  identity(): Promise<RoarIdentity>;
+};
+
+const QUIET: Logger = { info() {}, warn() {}, error() {} };
+
+/** Faces over the fake receiver (or `receiver`), composed as `compose([agoraMount(receiver), ...faces])`, with a quiet logger. */
+export function makeFaces(options: FaceTestOptions = {}, receiver: ReceiverApi = fakeReceiver()): TestFaces {
+  const { tokens, rateLimit, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, corsOrigins, logger = QUIET, now, ...config } = options;
+  const faces = facesFor(
+    receiver,
+    { name: 'Test agent', description: 'Converts units.', memory: new InMemoryMemory(), ...config, roarSocket: { authTimeoutMs: 200, ...config.roarSocket } },
+    { maxBodyBytes, tokensRequired: (tokens?.length ?? 0) > 0, logger, ...(now ? { now } : {}) },
+  );
+  const edge = compose([agoraMount(receiver, { maxBodyBytes, logger }), ...faces], {
+    ...(tokens ? { tokens } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
+    ...(corsOrigins ? { corsOrigins } : {}),
+    maxBodyBytes,
+    logger,
   });
-  const stopSockets = faces.attachWebSocket(server, { authTimeoutMs: 200 });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const roar = faces.find((face): face is RoarFace => face.name === 'roar');
   return {
-    url: `http://127.0.0.1:${port}`,
-    server,
-    close: async () => {
-      await stopSockets();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+    faces,
+    edge,
+    async handle(request) {
+      if (!edge.claims(request.method, request.path)) return undefined;
+      const routed: MountedRequest = request;
+      const response = await edge.handle(routed);
+      return routed.mount?.name === 'agora' ? undefined : response;
+    },
+    identity() {
+      if (roar === undefined) throw new Error('The ROAR face is not among these faces');
+      return roar.identity();
     },
   };
+}
+
+/** The faces' edge on a throwaway node:http server on port 0 (WebSockets included). */
+export async function serveFaces(faces: TestFaces, options: ListenOptions = {}): Promise<RunningServer> {
+  return listen(faces.edge, { port: 0, host: '127.0.0.1', logger: QUIET, ...options });
 }

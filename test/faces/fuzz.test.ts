@@ -101,7 +101,7 @@ describe('faces under hostile input', () => {
       fc.asyncProperty(fc.oneof(texts, bytes.map((buffer) => buffer.toString('latin1'))), async (text) => {
         const response = (await faces.handle({ method: 'POST', path, headers: {}, body: Buffer.from(text, 'latin1') }))!;
         // A stream (message/stream) is tested elsewhere.
-        if (typeof response.body === 'string') checkAnswer(response.status, response.body, face);
+        if (response.events === undefined) checkAnswer(response.status, response.body as string, face);
       }),
       { numRuns: RUNS },
     );

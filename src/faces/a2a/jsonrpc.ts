@@ -5,9 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
+import type { EdgeRequest } from '../../edge/request.js';
+import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
 import type { Ask } from '../ask.js';
+import { isTooLarge, readBodyText } from '../body.js';
 import type { StreamAnswer } from '../stream.js';
-import { bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
 
 /** A2A's error codes (JSON-RPC's own, then A2A's). */
 export const A2A_ERRORS = {
@@ -118,8 +120,13 @@ function questionOf(message: JsonObject): { ask: Ask; input: JsonValue[] } {
   return { ask: { body: text }, input: [text] };
 }
 
+/** A2A's JSON-RPC error response: HTTP `status` (200 for a JSON-RPC-level error), the code and message in the body. */
+export function rpcError(status: number, id: JsonValue, code: number, message: string): EdgeResponse {
+  return json(status, { jsonrpc: '2.0', id, error: { code, message } });
+}
+
 /** The A2A JSON-RPC endpoint: one POST, one JSON-RPC request (batches are refused). */
-export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promise<FaceResponse> {
+export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promise<EdgeResponse> {
   const tasks = new Map<string, { task: StoredTask; bytes: number }>();
   const maxTasks = deps.maxTasks ?? 10_000;
   const maxTaskBytes = deps.maxTaskBytes ?? 32 * 1024 * 1024;
@@ -137,7 +144,7 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promis
     keptBytes += bytes;
   };
   const reply = (id: JsonValue, result: JsonValue) => json(200, { jsonrpc: '2.0', id, result });
-  const fail = (id: JsonValue, code: number, message: string) => json(200, { jsonrpc: '2.0', id, error: { code, message } });
+  const fail = (id: JsonValue, code: number, message: string) => rpcError(200, id, code, message);
 
   function start(params: JsonObject): { task: StoredTask; ask: Ask } {
     const message = params.message;
@@ -165,7 +172,8 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promis
     remember(task);
   }
 
-  async function* streamEvents(id: JsonValue, task: StoredTask, ask: Ask, version: Version, signal?: AbortSignal): AsyncIterable<string> {
+  // Frames as A2A's clients read them: `data:` lines only, no event name.
+  async function* streamEvents(id: JsonValue, task: StoredTask, ask: Ask, version: Version, signal?: AbortSignal): AsyncGenerator<string> {
     const event = (result: JsonValue) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
     yield event(version === '1.0' ? { task: taskJson(task, version) } : taskJson(task, version));
     let output: JsonValue | undefined;
@@ -194,9 +202,9 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promis
     try {
       let envelope: unknown;
       try {
-        envelope = JSON.parse(bodyText(await readFaceBody(request, deps.maxBodyBytes)));
+        envelope = JSON.parse(await readBodyText(request, deps.maxBodyBytes));
       } catch (error) {
-        if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE') return json(413, { jsonrpc: '2.0', id: null, error: { code: A2A_ERRORS.INVALID_REQUEST, message: 'Request too large' } });
+        if (isTooLarge(error)) return rpcError(413, null, A2A_ERRORS.INVALID_REQUEST, 'Request too large');
         return fail(null, A2A_ERRORS.PARSE, 'Parse error');
       }
       if (Array.isArray(envelope)) return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Batch requests are not supported');
@@ -217,7 +225,8 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: FaceRequest) => Promis
       }
       const { task, ask } = start(params);
       if (method === 'stream') {
-        return { status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' }, body: streamEvents(id, task, ask, version, request.signal) };
+        const frames = streamEvents(id, task, ask, version, request.signal);
+        return eventStream({ frames, cancel: () => void frames.return(undefined) });
       }
       let output: JsonValue | undefined;
       let failure: unknown;

@@ -1,5 +1,7 @@
 // ROAR's stream layer on `GET /roar/events`: Server-Sent Events of the agent's tasks (`task_update`), in ROAR's
 // StreamEvent shape ({type, source, session_id, data, timestamp}). Statuses only: no peer's text goes out here.
+import { sseFrame } from '../../edge/events.js';
+import type { EventStream } from '../../edge/response.js';
 import type { JsonValue } from '../../schemas.js';
 
 /** One ROAR StreamEvent. */
@@ -16,6 +18,8 @@ export type RoarEventOptions = {
 };
 
 type Subscriber = { session: string | undefined; queue: string[]; wake: (() => void) | undefined; dropped: boolean };
+
+const DONE: IteratorResult<string> = { value: undefined, done: true };
 
 /** The agent's ROAR events, fanned out to `GET /roar/events` listeners with bounded queues. */
 export class RoarEvents {
@@ -38,49 +42,55 @@ export class RoarEvents {
   /** Sends an event to every listener of its session (or of all sessions); a listener too far behind is dropped. */
   publish(event: RoarStreamEvent): void {
     if (this.#subscribers.size === 0) return;
-    const text = `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    const frame = sseFrame(event.type, JSON.stringify(event));
     for (const subscriber of this.#subscribers) {
       if (subscriber.session !== undefined && subscriber.session !== event.session_id) continue;
       if (subscriber.queue.length >= this.#maxQueued) subscriber.dropped = true;
-      else subscriber.queue.push(text);
-      const wake = subscriber.wake;
-      subscriber.wake = undefined;
-      wake?.();
+      else subscriber.queue.push(frame);
+      wake(subscriber);
     }
   }
 
-  /** A listener's SSE text, until it goes away or falls behind; undefined when the listeners are at their cap. */
-  subscribe(session: string | undefined): AsyncIterable<string> | undefined {
+  /**
+   * A listener's event stream (SSE frames), until it is cancelled or falls behind; undefined when the listeners are
+   * at their cap. Its first frame is a comment, so the client knows at once that its stream is open.
+   */
+  subscribe(session: string | undefined): EventStream | undefined {
     if (this.#subscribers.size >= this.#maxSubscribers) return undefined;
-    const subscriber: Subscriber = { session, queue: [], wake: undefined, dropped: false };
+    const subscriber: Subscriber = { session, queue: [': roar events\n\n'], wake: undefined, dropped: false };
     this.#subscribers.add(subscriber);
     const subscribers = this.#subscribers;
     const heartbeatMs = this.#heartbeatMs;
-    return {
-      async *[Symbol.asyncIterator]() {
-        try {
-          // The first line goes out at once, so the client knows its stream is open.
-          yield ': roar events\n\n';
-          for (;;) {
-            if (subscriber.dropped) return;
-            if (subscriber.queue.length > 0) {
-              yield subscriber.queue.splice(0).join('');
-              continue;
-            }
-            let timer: NodeJS.Timeout | undefined;
-            const beat = await new Promise<boolean>((resolve) => {
-              subscriber.wake = () => resolve(false);
-              timer = setTimeout(() => resolve(true), heartbeatMs);
-              timer.unref();
-            });
-            clearTimeout(timer);
-            subscriber.wake = undefined;
-            if (beat) yield ': ping\n\n';
-          }
-        } finally {
-          subscribers.delete(subscriber);
-        }
-      },
+    const end = () => {
+      subscriber.dropped = true;
+      subscribers.delete(subscriber);
+      wake(subscriber);
     };
+    const next = async (): Promise<IteratorResult<string>> => {
+      for (;;) {
+        if (subscriber.dropped) {
+          end();
+          return DONE;
+        }
+        if (subscriber.queue.length > 0) return { value: subscriber.queue.splice(0).join(''), done: false };
+        let timer: NodeJS.Timeout | undefined;
+        const beat = await new Promise<boolean>((resolve) => {
+          subscriber.wake = () => resolve(false);
+          timer = setTimeout(() => resolve(true), heartbeatMs);
+          timer.unref();
+        });
+        clearTimeout(timer);
+        subscriber.wake = undefined;
+        if (beat && !subscriber.dropped) return { value: ': ping\n\n', done: false };
+      }
+    };
+    // A reader that goes away leaves at once, not at the next event or heartbeat.
+    return { frames: { next, return: () => (end(), Promise.resolve(DONE)) }, cancel: end };
   }
+}
+
+function wake(subscriber: Subscriber): void {
+  const resume = subscriber.wake;
+  subscriber.wake = undefined;
+  resume?.();
 }

@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { canonicalJson, parseLossless, pythonFloat, RawNumber, type LosslessValue } from '../../../src/faces/roar/canonical.js';
 import { ed25519Signature, hmacSignature, publicKeyFromHex, rawKeyHex, signingBody, verifyEd25519, verifyHmac } from '../../../src/faces/roar/signing.js';
-import type { Faces, FaceResponse } from '../../../src/faces/index.js';
-import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces } from '../_helpers.js';
+import type { EdgeResponse } from '../../../src/edge/response.js';
+import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces, type TestFaces } from '../_helpers.js';
 
 const SECRET = 'shared-secret';
 const SENDER = 'did:roar:agent:sender-0123456789abcdef';
@@ -22,7 +22,7 @@ function pythonMessage(to: string, payload: LosslessValue, options: { id?: strin
   return canonicalJson({ roar: '1.0', id, from: { did: from, display_name: 'sender', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null }, to: { did: to, display_name: 'x', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null }, intent: 'delegate', payload, context, auth, timestamp });
 }
 
-async function post(faces: Faces, body: string, headers: Record<string, string> = {}): Promise<FaceResponse & { json: Record<string, unknown> }> {
+async function post(faces: TestFaces, body: string, headers: Record<string, string> = {}): Promise<EdgeResponse & { json: Record<string, unknown> }> {
   const response = (await faces.handle({ method: 'POST', path: '/roar/message', headers, body: Buffer.from(body) }))!;
   return { ...response, json: JSON.parse(response.body as string) as Record<string, unknown> };
 }
@@ -173,7 +173,9 @@ describe('ROAR face over HTTP', () => {
   });
 
   it('needs the bearer token on messages, caps the body, and answers the shared rate limit with Retry-After', async () => {
-    const faces = makeFaces({ tokens: ['t0k'], maxBodyBytes: 2000, rateLimit: (address) => (address === 'busy' ? 7 : 0) });
+    // The edge's rate limit: 3 requests per 7 s per client; the client 'busy' has spent its 3 before the last call.
+    const faces = makeFaces({ tokens: ['t0k'], maxBodyBytes: 2000, rateLimit: { windowMs: 7000, max: 3 } });
+    for (let index = 0; index < 3; index++) await faces.handle({ method: 'GET', path: '/roar/health', headers: {}, body: undefined, remoteAddress: 'busy' });
     const me = (await faces.identity()).did;
     expect((await post(faces, pythonMessage(me, { task: 'x' }))).status).toBe(401);
     expect((await post(faces, pythonMessage(me, { task: 'x' }), { authorization: 'Bearer t0k' })).status).toBe(200);

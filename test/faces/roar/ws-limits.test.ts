@@ -1,9 +1,9 @@
-import { createServer, type IncomingMessage } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { IncomingMessage } from 'node:http';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { makeFaces } from '../_helpers.js';
+import { SocketRouter } from '../../../src/edge/sockets.js';
+import { fakeReceiver, makeFaces, serveFaces } from '../_helpers.js';
 
 const stops: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -11,15 +11,10 @@ afterEach(async () => {
 });
 
 async function socketServer(options: { maxFrameBytes?: number; heartbeatMs?: number }): Promise<string> {
-  const server = createServer((_incoming, response) => response.writeHead(404).end());
-  const stopSockets = makeFaces().attachWebSocket(server, options);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  stops.push(async () => {
-    await stopSockets();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  return `ws://127.0.0.1:${(server.address() as AddressInfo).port}/roar/ws`;
+  // The frame cap is the edge's socket router's; the heartbeat is the ROAR face's.
+  const served = await serveFaces(makeFaces({ roarSocket: options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs } }), options.maxFrameBytes === undefined ? {} : { maxMessageBytes: options.maxFrameBytes });
+  stops.push(served.close);
+  return `${served.url.replace('http', 'ws')}/roar/ws`;
 }
 
 function closed(socket: WebSocket): Promise<number> {
@@ -28,13 +23,15 @@ function closed(socket: WebSocket): Promise<number> {
 
 describe('ROAR WebSocket limits', () => {
   it('keeps an error listener on a socket it refuses as busy (a client reset must not end the process)', async () => {
-    const server = createServer();
-    const stop = makeFaces().attachWebSocket(server, { maxConnections: 0 });
-    stops.push(stop);
+    // The edge's socket router, at a cap of no socket at all.
+    const router = new SocketRouter(makeFaces().edge, { maxSockets: 0 });
+    stops.push(async () => router.close());
     const socket = new PassThrough();
     const written: string[] = [];
+    const answered = new Promise((resolve) => socket.once('end', resolve));
     socket.on('data', (chunk: Buffer) => written.push(chunk.toString()));
-    server.emit('upgrade', { url: '/roar/ws', method: 'GET', headers: {} } as unknown as IncomingMessage, socket, Buffer.alloc(0));
+    router.upgrade({ url: '/roar/ws', method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage, socket, Buffer.alloc(0));
+    await answered;
     expect(written.join('')).toMatch(/^HTTP\/1\.1 503 /);
     expect(() => socket.emit('error', Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' }))).not.toThrow();
   });
@@ -65,5 +62,42 @@ describe('ROAR WebSocket limits', () => {
     await new Promise<void>((resolve) => polite.on('ping', () => politePings >= pingedAgain && resolve()));
     expect(polite.readyState).toBe(WebSocket.OPEN);
     polite.close();
+  });
+});
+
+describe("the edge's rate limit on ROAR's WebSocket", () => {
+  it('counts each ROAR message: past the limit, a message gets the ROAR error frame and is not answered', async () => {
+    const receiver = fakeReceiver();
+    // Four events per client: the upgrade, then three messages; the next three are refused.
+    const faces = makeFaces({ rateLimit: { windowMs: 60_000, max: 4 } }, receiver);
+    const served = await serveFaces(faces);
+    stops.push(served.close);
+    const did = (await faces.identity()).did;
+    const socket = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);
+    const answers: Record<string, unknown>[] = [];
+    const sixAnswers = new Promise<void>((resolve) => {
+      socket.on('message', (data) => {
+        const frame = JSON.parse(String(data)) as Record<string, unknown>;
+        if (frame.type === 'delta') return;
+        answers.push(frame);
+        if (answers.length === 6) resolve();
+      });
+    });
+    await new Promise((resolve) => socket.once('open', resolve));
+    for (let index = 0; index < 6; index++) {
+      socket.send(JSON.stringify({ roar: '1.0', id: `msg_${index}`, from: { did: 'did:roar:agent:peer-0123456789abcdef' }, to: { did }, intent: 'ask', payload: { task: `question ${index}` } }));
+    }
+    await sixAnswers;
+    socket.close();
+    expect(answers.filter((frame) => frame.type === 'done')).toHaveLength(3);
+    expect(answers.filter((frame) => frame.type === 'error')).toEqual([
+      { type: 'error', error: 'rate_limited', message: 'Too many requests' },
+      { type: 'error', error: 'rate_limited', message: 'Too many requests' },
+      { type: 'error', error: 'rate_limited', message: 'Too many requests' },
+    ]);
+    expect(receiver.queries).toHaveLength(3);
+    // The same client's next HTTP request is refused too: one count for both.
+    const http = await fetch(`${served.url}/roar/health`);
+    expect([http.status, await http.json()]).toEqual([429, { error: 'rate_limited', message: 'Too many requests' }]);
   });
 });

@@ -1,17 +1,17 @@
-// The ROAR face over HTTP: `/roar/health`, `/roar/card`, `/roar/agents`, `POST /roar/message`.
+// One ROAR message answered, for both of ROAR's transports (`POST /roar/message` and `/roar/ws`): checked, put to
+// the receiver, answered with a signed `respond` message; the task's status goes out on `/roar/events`.
 import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
 import { ask, type Ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
-import { asciiJsonText, baseUrlOf, bodyText, json, jsonText, readFaceBody, type FaceRequest, type FaceResponse } from '../_http.js';
 import { canonicalJson } from './canonical.js';
 import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
 import type { RoarEvents } from './events.js';
 import type { RoarIdentity } from './identity.js';
-import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, RoarRefusal, type RoarMessage, type RoarSecurity } from './message.js';
+import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, type RoarMessage, type RoarSecurity } from './message.js';
 
 /** What the ROAR face works with. */
 export type RoarFaceDeps = {
@@ -37,8 +37,6 @@ function sessionOf(message: RoarMessage): string | null {
   const session = (message.context as { session_id?: unknown } | null | undefined)?.session_id;
   return typeof session === 'string' && session.length <= 200 ? session : null;
 }
-
-const HEALTH = '{"status":"ok","protocol":"roar/1.0"}';
 
 /** The outcome of one message: the HTTP status and the reply (a ROAR message, or a refusal). */
 export type RoarOutcome = { status: number; text: string; message?: RoarMessage };
@@ -90,61 +88,4 @@ async function streamedReply(deps: RoarFaceDeps, question: Ask, context: Request
   }
   if (reply === undefined) throw new Error('The stream ended without a reply');
   return reply;
-}
-
-/** A refusal or an unexpected error as a ROAR error response. */
-export function roarFailure(error: unknown, logger: Pick<Logger, 'error'>): FaceResponse {
-  if (error instanceof RoarRefusal) {
-    return jsonText(error.status, error.body, error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) });
-  }
-  if (error instanceof Error && error.name === 'AgoraError' && (error as { code?: string }).code === 'REQUEST_TOO_LARGE') {
-    return json(413, { error: 'request_too_large', message: 'Request too large' });
-  }
-  // The replay store (Redis) down: a message cannot be checked against replays, so it is refused for now.
-  if (error instanceof Error && error.name === 'AgoraError' && (error as { code?: string }).code === 'STORE_UNAVAILABLE') {
-    return json(503, { error: 'store_unavailable', message: 'Store unavailable' }, { 'retry-after': '2' });
-  }
-  logger.error(`ROAR: ${describeError(error)}`);
-  return json(500, { error: 'internal_error', message: 'Internal error' });
-}
-
-/** The ROAR routes; `undefined` for a path that is not ROAR's. Auth and rate limits are checked by the caller. */
-export function createRoarFace(deps: RoarFaceDeps): { isPublic(path: string): boolean; handle(request: FaceRequest, path: string): Promise<FaceResponse | undefined> } {
-  return {
-    isPublic: (path) => path === '/roar/health' || path === '/roar/card' || path === '/roar/agents',
-    async handle(request, path) {
-      try {
-        const read = request.method === 'GET' || request.method === 'HEAD';
-        switch (path) {
-          case '/roar/health':
-            if (read) return jsonText(200, HEALTH);
-            break;
-          case '/roar/card':
-          case '/roar/agents': {
-            if (!read) break;
-            const card = roarCard({ identity: await deps.identity(), description: deps.description, baseUrl: baseUrlOf(request, deps.publicUrl), protocols: await deps.catalog() });
-            return json(200, path === '/roar/card' ? card : { agents: [card] }, { 'cache-control': 'public, max-age=60' });
-          }
-          case '/roar/events': {
-            if (!read) break;
-            const session = new URLSearchParams(request.path.split('?')[1] ?? '').get('session_id') ?? undefined;
-            const feed = deps.events.subscribe(session);
-            if (feed === undefined) return json(503, { error: 'busy', message: 'Too many event listeners' }, { 'retry-after': '5' });
-            return { status: 200, headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform', 'x-accel-buffering': 'no' }, body: request.method === 'HEAD' ? '' : feed };
-          }
-          case '/roar/message': {
-            if (request.method !== 'POST') break;
-            const text = bodyText(await readFaceBody(request, deps.maxBodyBytes));
-            const outcome = await answerRoarMessage(deps, text, () => baseUrlOf(request, deps.publicUrl), request.signal);
-            return asciiJsonText(outcome.status, outcome.text);
-          }
-          default:
-            return undefined;
-        }
-        return json(405, { error: 'method_not_allowed', message: 'Method not allowed' });
-      } catch (error) {
-        return roarFailure(error, deps.logger);
-      }
-    },
-  };
 }
