@@ -4,19 +4,9 @@ import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import {
-  AnthropicModel,
-  FileMemory,
-  hasAnthropicKey,
-  listGeneratedRoutines,
-  Sender,
-  TaskRoutineStore,
-  type LanguageModel,
-  type Logger,
-  type RunningAgent,
-  type SenderThresholds,
-  type TaskServedEvent,
-} from 'agora-agents';
+import { AnthropicModel, FileMemory, hasAnthropicKey, Sender, type LanguageModel, type Logger, type RunningAgent } from 'agora-agents';
+import { listGeneratedRoutines, TaskRoutineStore } from 'agora-agents/generation';
+import type { SenderThresholds, TaskServedEvent } from 'agora-agents/protocol';
 import { FakeAnthropic } from 'agora-agents/testing';
 import { brain } from './weather/brain.js';
 

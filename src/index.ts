@@ -14,7 +14,7 @@ export { MemoryConversationStore, type ConversationStore, type ConversationRecor
 export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
 /** The LLM seam: any model behind `LanguageModel`. */
 export type { LanguageModel, LlmRequest, LlmResponse, LlmMessage, LlmUsage, LlmContentBlock, LlmToolSpec } from './llm/toolformer.js';
-export { AnthropicModel, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
+export { AnthropicModel, hasAnthropicKey, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 /** The receiving side: an agent's folder answered by routines, then the LLM. */
 export { Receiver, type ReceiverOptions, type ReceiverApi, type RequestContext } from './receiver.js';

@@ -11,7 +11,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
-import { startAgent, startHub, type RunningAgent } from 'agora-agents';
+import { startAgent, type RunningAgent } from 'agora-agents';
+import { startHub } from 'agora-agents/hub';
 import { agentCost, approvedRoutines, columns, exampleLlm, pathOf, quietLogger, routineAnswers, startAssistant, temporaryCopy, type Assistant, type Cost } from '../_shared.js';
 import { SERVICES, USERS } from './services.js';
 

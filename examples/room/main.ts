@@ -4,7 +4,8 @@
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ROOM_DOCUMENT, startAgent, startHub, type RoomEvent, type RoomRecord, type RunningAgent } from 'agora-agents';
+import { startAgent, type RunningAgent } from 'agora-agents';
+import { ROOM_DOCUMENT, startHub, type RoomEvent, type RoomRecord } from 'agora-agents/hub';
 import { quietLogger, temporaryCopy } from '../_shared.js';
 
 // Each part is a routine on the room document: the architect leads, gives the floor, and writes the synthesis.

@@ -5,7 +5,7 @@ import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { runCli } from '../helpers/cli.js';
 import { ownRedisServer } from '../helpers/redis-server.js';
 import { watchedLogger } from '../helpers/watched-logger.js';
-import { call, failureOf } from '../http/_fixtures.js';
+import { call, failureOf } from '../agora/_fixtures.js';
 
 const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
 const COUNTER_ROUTINE = `

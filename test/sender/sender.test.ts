@@ -18,7 +18,7 @@ describe('the Sender', () => {
         const url = request.url ?? '/';
         if (!url.startsWith('/agora')) return respond(404, 'text/plain', 'outside the prefix');
         void handle({ method: request.method ?? 'GET', path: url.slice('/agora'.length) || '/', headers: request.headers, body: Buffer.concat(chunks) }).then((result) =>
-          respond(result.status, result.headers['content-type'] ?? 'text/plain', result.body),
+          respond(result.status, result.headers['content-type'] ?? 'text/plain', String(result.body)),
         );
       });
     });
