@@ -35,7 +35,11 @@ export {
   type UsageSink,
 } from './llm/toolformer.js';
 export type { AgentProfile, ResponderCall, HistoryMessage } from './llm/responders.js';
-export { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
+export { AnthropicModel, DEFAULT_MODEL, type AnthropicModelOptions } from './llm/anthropic/model.js';
+export { OpenAIModel, DEFAULT_OPENAI_MODEL, type OpenAIModelOptions } from './llm/openai/model.js';
+export { chooseModel, describeModel, hasAnthropicKey, modelFromEnvironment, LLM_PROVIDERS, type ChooseModelOptions, type LlmProvider } from './llm/choose.js';
+export type { LlmStopReason, LlmToolCall } from './llm/model.js';
+export type { RetryOptions } from './llm/retry.js';
 export { Metrics, type MetricsObserver, type MetricsSnapshot, type QueryPath } from './metrics.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 export {

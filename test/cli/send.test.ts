@@ -7,7 +7,7 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { startServer } from '../../src/http/server.js';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
