@@ -33,6 +33,8 @@ export type FakeRequest = {
   system: string;
   /** The text of the last user turn: its text, or the results of the tools the model called. */
   lastUserText: string;
+  /** Messages of the conversation so far, the system prompt not counted (1 for a first question). */
+  turns: number;
   /** Resolves when the client closes the connection before the reply was complete (an aborted call). */
   closed: Promise<void>;
 };
@@ -60,8 +62,8 @@ export type FakeWire = {
   path: string;
   /** The first check the real API makes that a request fails, as its message. */
   invalid(body: any): string | undefined;
-  /** The system prompt and the last user turn's text of a request. */
-  texts(body: any): { system: string; lastUserText: string };
+  /** The system prompt, the last user turn's text and the count of messages of a request. */
+  texts(body: any): { system: string; lastUserText: string; turns: number };
   /** Writes an error of the wire's shape. */
   sendError(response: ServerResponse, status: number, message: string): void;
   /** Writes a scripted status (its body, else the wire's error for that status). */

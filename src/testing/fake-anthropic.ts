@@ -37,7 +37,7 @@ function messagesWire(tokenModel: 'fixed' | 'chars'): FakeWire {
     name: 'FakeAnthropic',
     path: '/v1/messages',
     invalid: invalidRequest,
-    texts: (body) => ({ system: systemText(body?.system), lastUserText: lastUserText(body?.messages) }),
+    texts: (body) => ({ system: systemText(body?.system), lastUserText: lastUserText(body?.messages), turns: Array.isArray(body?.messages) ? body.messages.length : 0 }),
     sendError: (response, status, message) => sendJson(response, status, errorBody(errorType(status), message)),
     sendStatus(response: ServerResponse, reply: StatusReply) {
       sendJson(response, reply.status, reply.body ?? errorBody(errorType(reply.status), `FakeAnthropic scripted status ${reply.status}`), reply.headers);

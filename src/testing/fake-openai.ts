@@ -42,13 +42,14 @@ function invalidRequest(body: any): string | undefined {
 }
 
 /** The system prompt, and the last user turn: the results of the tools just called, else the last user message. */
-function texts(body: any): { system: string; lastUserText: string } {
+function texts(body: any): { system: string; lastUserText: string; turns: number } {
   const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
   const system = messages.filter((message) => message?.role === 'system' || message?.role === 'developer').map((message) => contentText(message.content)).join('\n');
   const results: string[] = [];
   for (let index = messages.length - 1; index >= 0 && messages[index]?.role === 'tool'; index--) results.unshift(contentText(messages[index].content));
   const lastUser = messages.findLast((message) => message?.role === 'user');
-  return { system, lastUserText: results.length ? results.join('\n') : contentText(lastUser?.content) };
+  const turns = messages.filter((message) => message?.role !== 'system' && message?.role !== 'developer').length;
+  return { system, lastUserText: results.length ? results.join('\n') : contentText(lastUser?.content), turns };
 }
 
 function requestChars(body: any): number {
