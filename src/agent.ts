@@ -6,7 +6,7 @@ import { AgoraError } from './errors.js';
 import type { FacesConfig } from './faces/index.js';
 import type { AgentMountOptions, ServerOptions } from './agent/mounts.js';
 import type { RunningServer } from './edge/node.js';
-import { modelFromEnvironment } from './llm/anthropic.js';
+import { chooseModel } from './llm/choose.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -127,7 +127,7 @@ export async function openState(
 export async function startAgent(options: AgentOptions = {}): Promise<RunningAgent> {
   const dir = resolve(options.dir ?? '.');
   const logger: Logger = options.logger ?? consoleLogger();
-  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? modelFromEnvironment(process.env, options.model) : options.llm;
+  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? chooseModel(options.model ? { model: options.model } : {}) : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, dashboard: dashboardOption, ...rest } = options;

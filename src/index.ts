@@ -12,9 +12,11 @@ export { defineTool, type Tool, type ToolContext } from './tool/define.js';
 /** Where conversations and what an agent learns are kept: interfaces with their in-process defaults. */
 export { MemoryConversationStore, type ConversationStore, type ConversationRecord } from './conversation/store.js';
 export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
-/** The LLM seam: any model behind `LanguageModel`. */
-export type { LanguageModel, LlmRequest, LlmResponse, LlmMessage, LlmUsage, LlmContentBlock, LlmToolSpec } from './llm/toolformer.js';
-export { AnthropicModel, hasAnthropicKey, modelFromEnvironment, type AnthropicModelOptions } from './llm/anthropic.js';
+/** The LLM seam: any model behind `LanguageModel`, chosen in one place (`chooseModel`); each SDK loads at its first call. */
+export type { LanguageModel, LlmRequest, LlmResponse, LlmMessage, LlmUsage, LlmContentBlock, LlmToolSpec, LlmStopReason, LlmToolCall } from './llm/model.js';
+export { AnthropicModel, type AnthropicModelOptions } from './llm/anthropic/model.js';
+export { OpenAIModel, type OpenAIModelOptions } from './llm/openai/model.js';
+export { chooseModel, hasAnthropicKey, type ChooseModelOptions, type LlmProvider } from './llm/choose.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 /** The receiving side: an agent's folder answered by routines, then the LLM. */
 export { Receiver, type ReceiverOptions, type ReceiverApi, type RequestContext } from './receiver.js';

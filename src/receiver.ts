@@ -5,7 +5,8 @@ import { MemoryConversationStore, type ConversationStore } from './conversation/
 import { AgoraError } from './errors.js';
 import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
-import { modelFromEnvironment } from './llm/anthropic.js';
+import { chooseModel } from './llm/choose.js';
+import { llmInfoMetric } from './receiver/llm-info.js';
 import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
@@ -82,8 +83,8 @@ export class Receiver implements ReceiverApi {
     this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, this.#ttlMs) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
-    // The same environment as `agora serve`: Claude when a key is set, unless `llm: null` says no LLM.
-    this.llm = options.llm === null ? undefined : (options.llm ?? modelFromEnvironment());
+    // The same choice as `agora serve` (AGORA_LLM, or the provider whose key is set), unless `llm: null` says no LLM.
+    this.llm = options.llm === null ? undefined : (options.llm ?? chooseModel());
     this.extensions = options.extensions ?? {};
     this.registry = new ProtocolRegistry({
       directory: join(this.dir, 'protocols'),
@@ -213,7 +214,7 @@ export class Receiver implements ReceiverApi {
   }
 
   async metrics(): Promise<string> {
-    return this.counters.render();
+    return this.counters.render() + llmInfoMetric(this.llm);
   }
 
   async ready(): Promise<boolean> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startAgent, type RunningAgent } from '../src/agent.js';
-import { AnthropicModel } from '../src/llm/anthropic.js';
+import { AnthropicModel } from '../src/llm/anthropic/model.js';
 import { silentLogger } from '../src/log.js';
 import { extractFinalProtocol, negotiateProtocol, normaliseNegotiatedDocument, writeProtocolFile } from '../src/negotiation.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';

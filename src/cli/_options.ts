@@ -1,6 +1,7 @@
 // Internal: the options several commands declare, written once so their flags, environment variables and help read
 // the same everywhere, with the code that reads them.
-import type { OptionSpec, ParsedArgs } from './_command.js';
+import type { LanguageModel } from '../llm/model.js';
+import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** `--json`: print `what` as JSON for scripts instead of lines for people. */
 export function jsonOption(what: string): OptionSpec {
@@ -20,9 +21,34 @@ export function requiredTokensOption(what: string): OptionSpec {
   return { type: 'string', multiple: true, value: '<token>', description: `Require this bearer token ${what}`, env: 'AGORA_TOKENS' };
 }
 
-/** `--model <model>`: the Claude model (`AGORA_MODEL`); `what` says what it does in this command. */
+/** `--model <model>`: the model id (`AGORA_MODEL`); `what` says what it does in this command. */
 export function modelOption(what: string): OptionSpec {
   return { type: 'string', value: '<model>', description: what, env: 'AGORA_MODEL' };
+}
+
+/** `--llm`, `--model` and `--llm-base-url`: which provider and model answer; `what` says what the model does here. */
+export function llmOptions(what: string): Record<'llm' | 'model' | 'llm-base-url', OptionSpec> {
+  return {
+    llm: { type: 'string', value: '<anthropic|openai>', description: 'LLM provider (default: the one whose API key is set, Anthropic first)', env: 'AGORA_LLM' },
+    model: modelOption(what),
+    'llm-base-url': { type: 'string', value: '<url>', description: 'Base URL of the LLM API, e.g. http://localhost:11434/v1 for Ollama (ANTHROPIC_BASE_URL or OPENAI_BASE_URL)' },
+  };
+}
+
+/** The LLM `--llm`, `--model` and `--llm-base-url` (declared by {@link llmOptions}) and the environment choose, if any. */
+export async function chooseLlm(args: ParsedArgs): Promise<LanguageModel | undefined> {
+  // Loaded here, not at the top: `agora hash` and the other commands without an LLM never load the providers.
+  const { chooseModel, isLlmProvider, LLM_PROVIDERS } = await import('../llm/choose.js');
+  const provider = stringOption(args, 'llm')?.trim().toLowerCase();
+  if (provider !== undefined && !isLlmProvider(provider)) throw new UsageError(`--llm must be one of ${LLM_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`);
+  const model = stringOption(args, 'model');
+  const baseUrl = stringOption(args, 'llm-base-url');
+  return chooseModel({ ...(provider ? { provider } : {}), ...(model ? { model } : {}), ...(baseUrl ? { baseUrl } : {}) });
+}
+
+/** How a banner names the LLM: `openai gpt-4.1-mini`, or `none`. */
+export function llmLabel(llm: LanguageModel | undefined): string {
+  return llm ? `${llm.provider ?? 'custom'} ${llm.model}` : 'none';
 }
 
 /** `--port` and `--host` of a command that listens (`AGORA_HOST`, loopback by default). */

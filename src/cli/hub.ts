@@ -2,7 +2,7 @@ import type { RoomStore } from '../hub/rooms/store.js';
 import { consoleLogger } from '../log.js';
 import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
-import { jsonOption, listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
+import { chooseLlm, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
 export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]' }, {
@@ -14,7 +14,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     'allow-private-agents': { type: 'boolean', description: 'Accept agents (and peers) on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
     'check-interval': { type: 'string', value: '<seconds>', description: 'Seconds between two checks of an agent', default: '60' },
     'rate-limit': RATE_LIMIT_OPTION,
-    model: modelOption('Claude model that routes goals keywords leave tied (needs ANTHROPIC_API_KEY)'),
+    ...llmOptions('Model that routes goals keywords leave tied'),
     hub: hubOption('`register`: the hub'),
     name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
     json: { ...jsonOption('`register`: print the record as JSON'), default: false },
@@ -38,9 +38,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       const { RedisRoomStore } = await import('../hub/rooms/redis-store.js');
       roomStore = new RedisRoomStore({ url: url.href, logger, ...(prefix ? { prefix } : {}) });
     }
-    const model = stringOption(args, 'model');
-    const { modelFromEnvironment } = await import('../llm/anthropic.js');
-    const llm = modelFromEnvironment(process.env, model);
+    const llm = await chooseLlm(args);
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const running = await startHub({
@@ -62,7 +60,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
           ...(rooms ? { rooms: roomsSource(rooms) } : {}),
         }),
     });
-    process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llm ? llm.model : 'none'}\n`);
+    process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}\n`);
     process.stdout.write(`agora hub: listening on ${running.url}\n`);
     process.stdout.write(`agora hub: dashboard at ${running.url}/dashboard/\n`);
     await new Promise<void>((done) => {

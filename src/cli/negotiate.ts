@@ -4,7 +4,8 @@ import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
 import { folderArgument, urlArgument } from './_arguments.js';
 import { defineCommand, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
-import { jsonOption, modelOption, wantsJson } from './_options.js';
+import { chooseLlm, jsonOption, llmOptions, wantsJson } from './_options.js';
+import { hubOption } from './_hub.js';
 
 function abbreviate(text: string, length = 100): string {
   const line = text.replace(/\s+/g, ' ').trim();
@@ -29,11 +30,12 @@ export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a 
     task: { type: 'string', value: '<text>', description: 'What the protocol is for, in a sentence' },
     dir: { type: 'string', value: '<dir>', description: 'The agent folder whose protocols/ receives the document', default: '.' },
     'max-rounds': { type: 'string', value: '<count>', description: 'Messages to the agent before giving up', default: String(DEFAULT_MAX_ROUNDS) },
-    model: modelOption('Claude model'),
+    ...llmOptions('Model that negotiates'),
+    hub: hubOption('The hub asked for a known protocol first, and told of the new one'),
     timeout: timeoutOption(120),
     json: jsonOption('Print {path, hash, name, rounds} as JSON'),
   },
-  details: 'Needs ANTHROPIC_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
+  details: 'Needs an LLM: --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const task = stringOption(args, 'task')?.trim();
@@ -41,10 +43,11 @@ export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a 
     const maxRounds = numberOption(args, 'max-rounds', { min: 1, integer: true }) ?? DEFAULT_MAX_ROUNDS;
     const timeout = timeoutMs(args, 120);
     const dir = await folderArgument(stringOption(args, 'dir'), '--dir');
-    const { AnthropicModel, hasAnthropicKey } = await import('../llm/anthropic.js');
-    if (!hasAnthropicKey()) throw new AgoraError('LLM_UNAVAILABLE', 'ANTHROPIC_API_KEY is not set: negotiating needs an LLM');
-    const model = stringOption(args, 'model');
-    const sender = new Sender({ llm: new AnthropicModel(model ? { model } : {}), dir, timeoutMs: timeout, logger: { ...consoleLogger(), info() {} } });
+    const llm = await chooseLlm(args);
+    if (!llm) throw new AgoraError('LLM_UNAVAILABLE', 'no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY)');
+    const hub = stringOption(args, 'hub');
+    const hubToken = process.env.AGORA_HUB_TOKEN || undefined;
+    const sender = new Sender({ llm, dir, timeoutMs: timeout, hub: hub ?? null, ...(hubToken ? { hubToken } : {}), logger: { ...consoleLogger(), info() {} } });
     const json = wantsJson(args);
     const step = (line: string) => process.stderr.write(`${line}\n`);
     step(`negotiating with ${url}: ${abbreviate(task)}`);

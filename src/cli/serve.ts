@@ -6,7 +6,7 @@ import { folderArgument, portOption, secondsOption, urlArgument } from './_argum
 import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
 import { readTrustFile } from '../faces/roar/trust.js';
 import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
-import { CORS_ORIGIN_OPTION, corsOrigins, listenOptions, modelOption, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
+import { chooseLlm, CORS_ORIGIN_OPTION, corsOrigins, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
 function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
@@ -35,7 +35,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'routine-timeout': { type: 'string', value: '<seconds>', description: 'Seconds a routine may run', env: 'AGORA_ROUTINE_TIMEOUT', default: '10' },
     'isolate-routines': { type: 'boolean', description: 'Interrupt a routine that computes synchronously for over 500 ms (costs ~65 µs per call)', env: 'AGORA_ISOLATE_ROUTINES', default: false },
     'allow-private-sources': { type: 'boolean', description: 'Fetch protocol sources on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
-    model: modelOption('Claude model for the LLM fallback (needs ANTHROPIC_API_KEY)'),
+    ...llmOptions('Model for the LLM fallback (default: the provider\'s)'),
     store: storeOption('Where conversations and learned state live', 'AGORA_STORE'),
     token: requiredTokensOption('(repeatable; /wellknown and /protocols stay public)'),
     'rate-limit': RATE_LIMIT_OPTION,
@@ -51,7 +51,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log line written (debug: one line per request)', env: 'AGORA_LOG_LEVEL', default: 'info' },
     'log-format': { type: 'string', value: '<text|json>', description: 'Log lines as text or JSON (pino)', env: 'AGORA_LOG_FORMAT', default: 'text' },
   },
-  details: 'Without ANTHROPIC_API_KEY the agent answers with routines only; natural language gets the fixed failure of the spec.',
+  details: 'Without an LLM (no --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY) the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
     if (args.positionals.length > 1) throw new UsageError(`too many arguments: serve takes one folder, got ${args.positionals.length}`);
     const dir = await folderArgument(args.positionals[0], '[dir]');
@@ -65,7 +65,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
     const publicUrlText = stringOption(args, 'public-url');
     const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
-    const model = stringOption(args, 'model');
+    const llm = (await chooseLlm(args)) ?? null;
     const faces = await facesOption(args);
     const host = stringOption(args, 'host') ?? '127.0.0.1';
     const agent = await startAgent({
@@ -84,7 +84,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,
       faces,
       ...(publicUrl ? { publicUrl } : {}),
-      ...(model ? { model } : {}),
+      llm,
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
       ...(cors.length > 0 ? { corsOrigins: cors } : {}),
@@ -97,7 +97,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const { receiver } = agent;
     const protocols = receiver.registry.local();
     const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
-    process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${receiver.llm ? receiver.llm.model : 'none'})\n`);
+    process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})\n`);
     for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
     if (agent.dashboardUrl) process.stdout.write(`agora: dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}\n`);

@@ -7,6 +7,10 @@ export { negotiateProtocol, respondToNegotiation, writeProtocolFile, type Negoti
 export { checkAgent, type CaseResult, type CheckOptions } from '../conformance.js';
 export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from '../init.js';
 export { converse, type ConverseOptions, type ConverseResult, type UsageSink } from '../llm/toolformer.js';
+export { describeModel, modelFromEnvironment, LLM_PROVIDERS } from '../llm/choose.js';
+export { DEFAULT_MODEL } from '../llm/anthropic/model.js';
+export { DEFAULT_OPENAI_MODEL } from '../llm/openai/model.js';
+export type { RetryOptions } from '../llm/retry.js';
 export type { AgentProfile, ResponderCall, HistoryMessage } from '../llm/responders.js';
 export { Metrics, type MetricsObserver, type MetricsSnapshot, type QueryPath } from '../metrics.js';
 export type { ReceiverExtensions, RoutineRunner, ServedEvent, QueryTarget } from '../receiver.js';

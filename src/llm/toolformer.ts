@@ -1,61 +1,8 @@
 import { AgoraError, describeError } from '../errors.js';
 import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
+import type { LanguageModel, LlmContentBlock, LlmMessage, LlmRequest, LlmUsage, UsageSink } from './model.js';
 
-/** A content block of an LLM message (the Messages API shapes, kept small). */
-export type LlmContentBlock =
-  | { type: 'text'; text: string }
-  | { type: 'tool_use'; id: string; name: string; input: unknown }
-  | { type: 'tool_result'; tool_use_id: string; content: string; is_error?: boolean };
-
-/** A message of an LLM conversation. */
-export type LlmMessage = { role: 'user' | 'assistant'; content: string | LlmContentBlock[] };
-
-/** A tool as the LLM sees it. */
-export type LlmToolSpec = { name: string; description: string; inputSchema: Record<string, unknown> };
-
-/** Token counts of one call. */
-export type LlmUsage = { inputTokens: number; outputTokens: number };
-
-/** One request to the LLM. */
-export type LlmRequest = {
-  system: string;
-  messages: LlmMessage[];
-  tools?: LlmToolSpec[];
-  maxTokens?: number;
-  /** Sampling temperature; 0 for checks and code. */
-  temperature?: number;
-  /** Aborts the call. */
-  signal?: AbortSignal;
-};
-
-/** One reply of the LLM: its text, the tool calls it asks for, and what it cost. */
-export type LlmResponse = {
-  text: string;
-  toolCalls: { id: string; name: string; input: unknown }[];
-  /** The assistant message as returned, to append to the conversation before tool results. */
-  content: LlmContentBlock[];
-  stopReason: string;
-  usage: LlmUsage;
-  model: string;
-};
-
-/**
- * The one LLM seam: a conversation with a system prompt, messages and tools, returning text or tool calls.
- * Implementations throw AgoraError('LLM_UNAVAILABLE') on any failure they cannot recover from.
- */
-export interface LanguageModel {
-  readonly model: string;
-  complete(request: LlmRequest): Promise<LlmResponse>;
-  /**
-   * Like `complete`, calling `onText` with each piece of the reply's text as it is generated. Optional: a model
-   * that cannot stream leaves it out, and callers fall back to `complete`. Once text was handed out, a failure is
-   * not retried (the pieces would repeat).
-   */
-  stream?(request: LlmRequest, onText: (text: string) => void): Promise<LlmResponse>;
-}
-
-/** Where LLM usage is reported (the metrics registry implements it). */
-export type UsageSink = (usage: LlmUsage & { model: string }) => void;
+export type { LanguageModel, LlmContentBlock, LlmMessage, LlmRequest, LlmResponse, LlmStopReason, LlmToolCall, LlmToolSpec, LlmUsage, UsageSink } from './model.js';
 
 /** Options of {@link converse}. */
 export type ConverseOptions = {
@@ -136,9 +83,9 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
       try {
         if (!tool) throw new Error(`Unknown tool ${call.name}`);
         const output = await callTool(tool, call.input, options.signal ? { signal: options.signal } : {});
-        results.push({ type: 'tool_result', tool_use_id: call.id, content: typeof output === 'string' ? output : JSON.stringify(output ?? null) });
+        results.push({ type: 'tool-result', toolCallId: call.id, content: typeof output === 'string' ? output : JSON.stringify(output ?? null) });
       } catch (error) {
-        results.push({ type: 'tool_result', tool_use_id: call.id, content: describeError(error), is_error: true });
+        results.push({ type: 'tool-result', toolCallId: call.id, content: describeError(error), isError: true });
       }
     }
     messages.push({ role: 'user', content: results });

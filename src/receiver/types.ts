@@ -84,7 +84,7 @@ export type ReceiverOptions = {
   store?: ConversationStore;
   /** What the agent learns (default: files under `<dir>/.agora/`). */
   memory?: AgentMemory;
-  /** The LLM fallback (default: Claude when ANTHROPIC_API_KEY is set, see `modelFromEnvironment`); `null` = routines only. */
+  /** The LLM fallback (default: the provider and model `chooseModel` reads from the environment); `null` = routines only. */
   llm?: LanguageModel | null;
   /** Tools in addition to those in `tools/`. */
   tools?: Tool[];

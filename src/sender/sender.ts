@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
 import { AgoraError, describeError } from '../errors.js';
-import { modelFromEnvironment } from '../llm/anthropic.js';
+import { chooseModel } from '../llm/choose.js';
 import type { LanguageModel, UsageSink } from '../llm/toolformer.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
@@ -28,13 +28,13 @@ function exactUrl(url: string): string {
   return parsed.href;
 }
 
-/** The sender's hub: the option as given, a URL made a client, else `AGORA_HUB`, else none. */
+/** The sender's hub: the option as given, a URL made a client (the CLI passes AGORA_HUB), else none. */
 function hubOf(options: SenderOptions): ProtocolHub | undefined {
-  const hub = options.hub === undefined ? process.env.AGORA_HUB || undefined : (options.hub ?? undefined);
+  const hub = options.hub ?? undefined;
   if (hub === undefined || typeof hub !== 'string') return hub;
   return new HubProtocols({
     url: hub,
-    token: process.env.AGORA_HUB_TOKEN || undefined,
+    token: options.hubToken,
     ...(options.fetch ? { fetch: options.fetch } : {}),
     ...(options.hubTimeoutMs !== undefined ? { timeoutMs: options.hubTimeoutMs } : {}),
   });
@@ -43,8 +43,8 @@ function hubOf(options: SenderOptions): ProtocolHub | undefined {
 /** Options of {@link Sender}. */
 export type SenderOptions = {
   /**
-   * The LLM that writes queries, reads replies, judges PDs and negotiates (default: Claude when ANTHROPIC_API_KEY is
-   * set, as `agora serve` reads it); `null` = plain queries only.
+   * The LLM that writes queries, reads replies, judges PDs and negotiates (default: the provider and model
+   * `chooseModel` reads from the environment, as `agora serve` does); `null` = plain queries only.
    */
   llm?: LanguageModel | null;
   /** Where task counters and fetched PDs are kept (default: `<dir>/.agora/`, else in this process only). */
@@ -65,10 +65,12 @@ export type SenderOptions = {
   onUsage?: UsageSink;
   /**
    * A hub whose protocol database a typed task searches for a fitting PD before negotiating, and to which a
-   * negotiated PD is published: its URL or a {@link ProtocolHub} (default: `AGORA_HUB` when set; `null` = none).
-   * A hub that fails or answers slower than `hubTimeoutMs` is skipped with a warning.
+   * negotiated PD is published: its URL or a {@link ProtocolHub} (default none; `agora negotiate` passes `--hub`,
+   * AGORA_HUB). A hub that fails or answers slower than `hubTimeoutMs` is skipped with a warning.
    */
   hub?: string | ProtocolHub | null;
+  /** Bearer token for a hub given by URL (`agora negotiate` passes AGORA_HUB_TOKEN). */
+  hubToken?: string;
   /** Bound on each exchange with the hub, in ms (default 2 000). */
   hubTimeoutMs?: number;
 };
@@ -127,7 +129,7 @@ export class Sender {
 
   constructor(options: SenderOptions = {}) {
     this.#options = options;
-    this.llm = options.llm === null ? undefined : (options.llm ?? modelFromEnvironment());
+    this.llm = options.llm === null ? undefined : (options.llm ?? chooseModel());
     this.dir = options.dir === undefined ? undefined : resolve(options.dir);
     this.memory = options.memory ?? (this.dir ? new FileMemory(join(this.dir, '.agora')) : new InMemoryMemory());
     this.logger = options.logger ?? consoleLogger();

@@ -12,7 +12,8 @@ export type StreamPacing = {
   delays?: number | number[] | ((index: number) => Promise<void> | number);
 };
 
-async function pause(pacing: StreamPacing | undefined, index: number): Promise<void> {
+/** Waits as the pacing says before the text piece `index`. */
+export async function pause(pacing: StreamPacing | undefined, index: number): Promise<void> {
   const delays = pacing?.delays;
   if (delays === undefined) return;
   const wait = typeof delays === 'function' ? await delays(index) : Array.isArray(delays) ? delays[index] : delays;
@@ -49,8 +50,8 @@ export async function sendStream(response: ServerResponse, message: { content: R
   response.end();
 }
 
-// Two deltas per block, so clients are seen to join pieces rather than take the first.
-function halves(text: string): string[] {
+/** Two deltas per block, so clients are seen to join pieces rather than take the first. */
+export function halves(text: string): string[] {
   if (text.length < 2) return text ? [text] : [];
   const middle = Math.floor(text.length / 2);
   return [text.slice(0, middle), text.slice(middle)];

@@ -1,54 +1,13 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { credential, invalidRequest, lastUserText, quarter, replyChars, requestChars, systemText } from './_fake-request.js';
-import { sendStream, type ResponseBlock, type StreamPacing } from './_fake-stream.js';
+import type { ServerResponse } from 'node:http';
+import { invalidRequest, lastUserText, replyChars, requestChars, systemText } from './_fake-request.js';
+import { FakeLlmServer, listenOnLoopback, replyUsage, sendJson, type FakeLlmOptions, type FakeWire, type MessageReply, type StatusReply } from './_fake-server.js';
+import { sendStream, type ResponseBlock } from './_fake-stream.js';
 
 export type { StreamPacing } from './_fake-stream.js';
-
-/** What the fake answers to one request: text, tool calls, an error status, a stall, or a function of the request. */
-export type FakeReply =
-  | string
-  | {
-      text?: string;
-      toolUse?: { name: string; input: unknown; id?: string }[];
-      usage?: { input_tokens?: number; output_tokens?: number };
-      stopReason?: string;
-      /** How the text is streamed to a client that asked for a stream: its pieces and the waits before each. */
-      stream?: StreamPacing;
-    }
-  | { status: number; body?: unknown; headers?: Record<string, string> }
-  | { stall: true }
-  | ((request: FakeRequest) => FakeReply | Promise<FakeReply>);
-
-/** One request the fake received: the parsed JSON body, the headers, and the texts tests usually match on. */
-export type FakeRequest = {
-  /** The parsed JSON request: model, system, messages, tools, stream... */
-  body: any;
-  headers: Record<string, string | string[] | undefined>;
-  /** The credential the client sent: `x-api-key`, or an `Authorization: Bearer` token (SDK 1.x sends the key that way). */
-  apiKey?: string;
-  /** The system prompt as text (text blocks joined). */
-  system: string;
-  /** The text of the last user message: its text blocks, or its tool_result contents. */
-  lastUserText: string;
-  /** Resolves when the client closes the connection before the reply was complete (an aborted call). */
-  closed: Promise<void>;
-};
+export type { FakeReply, FakeRequest } from './_fake-server.js';
 
 /** Options of {@link FakeAnthropic.start}. */
-export type FakeAnthropicOptions = {
-  /** A script of replies, consumed in order. */
-  replies?: FakeReply[];
-  /** Used when the script is exhausted (default: status 500 saying the script ran out). */
-  fallback?: FakeReply;
-  /** Usage a reply doesn't give: 'fixed' (input 10, output 5; default) or 'chars' (ceil(chars / 4) of the system and message texts, and of the reply's text and tool inputs). */
-  tokenModel?: 'fixed' | 'chars';
-};
-
-type MessageReply = Extract<FakeReply, { text?: string }>;
-type StatusReply = Extract<FakeReply, { status: number }>;
-
-const EXHAUSTED: FakeReply = { status: 500, body: { type: 'error', error: { type: 'api_error', message: 'FakeAnthropic: the reply script ran out (push more replies or set a fallback)' } } };
+export type FakeAnthropicOptions = FakeLlmOptions;
 
 // The error `type` the real API pairs with each status, so the SDK builds the same error classes.
 const ERROR_TYPES: Record<number, string> = {
@@ -64,183 +23,66 @@ const ERROR_TYPES: Record<number, string> = {
   529: 'overloaded_error',
 };
 
+function errorBody(type: string, message: string): unknown {
+  return { type: 'error', error: { type, message } };
+}
+
+function errorType(status: number): string {
+  return ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
+
+// The Messages API's wire: `POST /v1/messages`, its error shape, its message and its event stream.
+function messagesWire(tokenModel: 'fixed' | 'chars'): FakeWire {
+  return {
+    name: 'FakeAnthropic',
+    path: '/v1/messages',
+    invalid: invalidRequest,
+    texts: (body) => ({ system: systemText(body?.system), lastUserText: lastUserText(body?.messages), turns: Array.isArray(body?.messages) ? body.messages.length : 0 }),
+    sendError: (response, status, message) => sendJson(response, status, errorBody(errorType(status), message)),
+    sendStatus(response: ServerResponse, reply: StatusReply) {
+      sendJson(response, reply.status, reply.body ?? errorBody(errorType(reply.status), `FakeAnthropic scripted status ${reply.status}`), reply.headers);
+    },
+    async sendMessage(response, body, reply: MessageReply, ids) {
+      const content: ResponseBlock[] = [];
+      if (reply.text !== undefined || !reply.toolUse?.length) content.push({ type: 'text', text: reply.text ?? '' });
+      for (const call of reply.toolUse ?? []) content.push({ type: 'tool_use', id: call.id ?? ids('toolu'), name: call.name, input: call.input ?? {} });
+      const usage = replyUsage(reply, tokenModel, () => requestChars(body), () => replyChars(content));
+      const message = {
+        id: ids('msg'),
+        type: 'message',
+        role: 'assistant',
+        model: typeof body?.model === 'string' ? body.model : 'claude-fake',
+        content,
+        stop_reason: reply.stopReason ?? (reply.toolUse?.length ? 'tool_use' : 'end_turn'),
+        stop_sequence: null,
+        usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens },
+      };
+      if (body?.stream === true) await sendStream(response, message, reply.stream);
+      else sendJson(response, 200, message, { 'request-id': ids('req') });
+      return usage;
+    },
+  };
+}
+
 /**
  * A fake Anthropic Messages API on loopback, scripted reply by reply, for tests that drive the real SDK.
  * @example
  * const fake = await FakeAnthropic.start({ replies: ['Hello'] });
  * const model = new AnthropicModel({ baseURL: fake.url, apiKey: 'test-key' });
  */
-export class FakeAnthropic {
+export class FakeAnthropic extends FakeLlmServer {
   /** Base URL for ANTHROPIC_BASE_URL or the SDK's `baseURL` (without `/v1`). */
   readonly url: string;
-  /** Every request received, in order. */
-  readonly requests: FakeRequest[] = [];
+  /** The provider whose wire it speaks. */
+  readonly provider = 'anthropic';
 
-  readonly #server: Server;
-  readonly #script: FakeReply[];
-  readonly #tokenModel: 'fixed' | 'chars';
-  #fallback: FakeReply;
-  #ids = 0;
-  #totals = { calls: 0, inputTokens: 0, outputTokens: 0 };
-
-  private constructor(server: Server, options: FakeAnthropicOptions) {
-    this.#server = server;
-    this.#script = [...(options.replies ?? [])];
-    this.#fallback = options.fallback ?? EXHAUSTED;
-    this.#tokenModel = options.tokenModel ?? 'fixed';
-    const { port } = server.address() as AddressInfo;
-    this.url = `http://127.0.0.1:${port}`;
-    server.on('request', (request, response) => {
-      this.#handle(request, response).catch((error: unknown) => {
-        // A bug here must answer, not leave the client waiting.
-        if (!response.headersSent) sendJson(response, 500, errorBody('api_error', `FakeAnthropic failed: ${String(error)}`));
-        else response.destroy();
-      });
-    });
+  private constructor(server: Awaited<ReturnType<typeof listenOnLoopback>>, options: FakeAnthropicOptions) {
+    super(server, messagesWire(options.tokenModel ?? 'fixed'), options);
+    this.url = this.origin;
   }
 
   /** Starts a fake on 127.0.0.1 on a free port. */
   static async start(options: FakeAnthropicOptions = {}): Promise<FakeAnthropic> {
-    const server = createServer();
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(0, '127.0.0.1', () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-    return new FakeAnthropic(server, options);
+    return new FakeAnthropic(await listenOnLoopback(), options);
   }
-
-  /** Appends replies to the script. */
-  push(...replies: FakeReply[]): void {
-    this.#script.push(...replies);
-  }
-
-  /** Sets the reply used once the script is exhausted. */
-  setFallback(reply: FakeReply): void {
-    this.#fallback = reply;
-  }
-
-  /** Clears the script, the recorded requests and the totals (the fallback stays). */
-  reset(): void {
-    this.#script.length = 0;
-    // Emptied in place, so a test holding `fake.requests` sees the reset.
-    this.requests.length = 0;
-    this.#totals = { calls: 0, inputTokens: 0, outputTokens: 0 };
-  }
-
-  /** The usage actually returned: successful message replies and their token counts. */
-  totals(): { calls: number; inputTokens: number; outputTokens: number } {
-    return { ...this.#totals };
-  }
-
-  /** Stops the server, closing stalled and idle sockets too. */
-  async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
-    this.#server.closeAllConnections();
-    await closed;
-  }
-
-  async #handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const raw = await readBody(request);
-    const path = new URL(request.url ?? '/', 'http://fake').pathname;
-    if (request.method !== 'POST' || path !== '/v1/messages') {
-      sendJson(response, 404, errorBody('not_found_error', `Not found: ${request.method} ${path}`));
-      return;
-    }
-    let body: any;
-    try {
-      body = JSON.parse(raw);
-    } catch {
-      sendJson(response, 400, errorBody('invalid_request_error', 'The request body is not valid JSON'));
-      return;
-    }
-    const closed = new Promise<void>((resolve) => response.once('close', () => response.writableFinished || resolve()));
-    const recorded: FakeRequest = { body, headers: { ...request.headers }, system: systemText(body?.system), lastUserText: lastUserText(body?.messages), closed };
-    const apiKey = credential(request);
-    if (apiKey !== undefined) recorded.apiKey = apiKey;
-    this.requests.push(recorded);
-    // The checks the real API makes first, so a mapping bug fails here as it would in production.
-    const invalid = invalidRequest(body);
-    if (invalid) {
-      sendJson(response, 400, errorBody('invalid_request_error', invalid));
-      return;
-    }
-
-    let reply = this.#script.length > 0 ? this.#script.shift()! : this.#fallback;
-    try {
-      // A function may compute another function; a bound keeps a mistaken self-reference from spinning.
-      for (let depth = 0; typeof reply === 'function' && depth < 16; depth++) reply = await reply(recorded);
-    } catch (error) {
-      sendJson(response, 500, errorBody('api_error', `FakeAnthropic reply function threw: ${error instanceof Error ? error.message : String(error)}`));
-      return;
-    }
-    if (typeof reply === 'function') throw new Error('reply functions nested too deeply');
-    if (typeof reply === 'string') reply = { text: reply };
-    // Held open until the client gives up or close() destroys the socket.
-    if ('stall' in reply) return;
-    if ('status' in reply) {
-      sendStatus(response, reply);
-      return;
-    }
-    await this.#sendMessage(response, body, reply);
-  }
-
-  async #sendMessage(response: ServerResponse, body: any, reply: MessageReply): Promise<void> {
-    const content: ResponseBlock[] = [];
-    if (reply.text !== undefined || !reply.toolUse?.length) content.push({ type: 'text', text: reply.text ?? '' });
-    for (const call of reply.toolUse ?? []) {
-      content.push({ type: 'tool_use', id: call.id ?? this.#nextId('toolu'), name: call.name, input: call.input ?? {} });
-    }
-    const usage = {
-      input_tokens: reply.usage?.input_tokens ?? (this.#tokenModel === 'chars' ? quarter(requestChars(body)) : 10),
-      output_tokens: reply.usage?.output_tokens ?? (this.#tokenModel === 'chars' ? quarter(replyChars(content)) : 5),
-    };
-    const message = {
-      id: this.#nextId('msg'),
-      type: 'message',
-      role: 'assistant',
-      model: typeof body?.model === 'string' ? body.model : 'claude-fake',
-      content,
-      stop_reason: reply.stopReason ?? (reply.toolUse?.length ? 'tool_use' : 'end_turn'),
-      stop_sequence: null,
-      usage,
-    };
-    this.#totals.calls++;
-    this.#totals.inputTokens += usage.input_tokens;
-    this.#totals.outputTokens += usage.output_tokens;
-    if (body?.stream === true) await sendStream(response, message, reply.stream);
-    else sendJson(response, 200, message, { 'request-id': this.#nextId('req') });
-  }
-
-  #nextId(prefix: string): string {
-    return `${prefix}_fake${String(++this.#ids).padStart(8, '0')}`;
-  }
-}
-
-function readBody(request: IncomingMessage): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    request.on('error', reject);
-  });
-}
-
-function errorBody(type: string, message: string): unknown {
-  return { type: 'error', error: { type, message } };
-}
-
-function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers });
-  response.end(JSON.stringify(body));
-}
-
-function sendStatus(response: ServerResponse, reply: StatusReply): void {
-  const type = ERROR_TYPES[reply.status] ?? (reply.status >= 500 ? 'api_error' : 'invalid_request_error');
-  const body = reply.body ?? errorBody(type, `FakeAnthropic scripted status ${reply.status}`);
-  response.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
-  // A string body goes out as is, so a test can send a malformed reply.
-  response.end(typeof body === 'string' ? body : JSON.stringify(body));
 }

@@ -4,27 +4,44 @@ import { resolve } from 'node:path';
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
 import { startServer } from '../agent.js';
-import { AnthropicModel, type AnthropicModelOptions } from '../llm/anthropic.js';
-import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse, LlmUsage } from '../llm/toolformer.js';
+import { AnthropicModel, type AnthropicModelOptions } from '../llm/anthropic/model.js';
+import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse, LlmUsage } from '../llm/model.js';
+import { OpenAIModel, type OpenAIModelOptions } from '../llm/openai/model.js';
 import { silentLogger } from '../log.js';
 import { hashText } from '../protocol/document.js';
 import { encodeDataUri } from '../protocol/sources.js';
 import { Receiver, type ReceiverOptions } from '../receiver.js';
 import type { JsonValue, QueryResponse } from '../schemas.js';
 import { FakeAnthropic, type FakeAnthropicOptions } from './fake-anthropic.js';
+import { FakeOpenAI } from './fake-openai.js';
 
 /** The fake Anthropic Messages API on loopback, with its script and request types. */
 export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest, type StreamPacing } from './fake-anthropic.js';
+/** The fake OpenAI-compatible Chat Completions API on loopback, scripted like the fake Messages API. */
+export { FakeOpenAI, type FakeOpenAIOptions } from './fake-openai.js';
+
+/** Either fake LLM API: the same script, recorded requests and totals, each on its own wire. */
+export type FakeLlm = FakeAnthropic | FakeOpenAI;
+
+/** The model of the real SDK pointed at a fake, as `startTestAgent` makes it (`maxRetries: 0` unless given). */
+export function modelForFake(fake: FakeLlm, options: { anthropic?: Omit<AnthropicModelOptions, 'baseURL'>; openai?: Omit<OpenAIModelOptions, 'baseURL'> } = {}): LanguageModel {
+  if (fake instanceof FakeOpenAI) return new OpenAIModel({ apiKey: 'test', maxRetries: 0, ...options.openai, baseURL: fake.url });
+  return new AnthropicModel({ apiKey: 'test', maxRetries: 0, ...options.anthropic, baseURL: fake.url });
+}
 
 /** Options of {@link startTestAgent}: the receiver's options, plus the fake LLM behind it. */
 export type TestAgentOptions = Omit<ReceiverOptions, 'llm'> & {
   /** The agent folder (`protocols/`, `routines/`, `tools/`). */
   dir: string;
-  /** A running fake (left running on close), or options to start one (closed with the agent). */
-  fake?: FakeAnthropic | FakeAnthropicOptions;
-  /** Options of the `AnthropicModel` pointed at the fake (default `{ apiKey: 'test', maxRetries: 0 }`). */
+  /** A running fake of either API (left running on close), or options to start one (closed with the agent). */
+  fake?: FakeLlm | FakeAnthropicOptions;
+  /** Which fake to start from options (default `anthropic`). */
+  provider?: 'anthropic' | 'openai';
+  /** Options of the `AnthropicModel` pointed at a fake Messages API (default `{ apiKey: 'test', maxRetries: 0 }`). */
   anthropic?: Omit<AnthropicModelOptions, 'baseURL'>;
-  /** Another LLM instead of the fake's `AnthropicModel`, or `null` for an agent without LLM. */
+  /** Options of the `OpenAIModel` pointed at a fake Chat Completions API (default `{ apiKey: 'test', maxRetries: 0 }`). */
+  openai?: Omit<OpenAIModelOptions, 'baseURL'>;
+  /** Another LLM instead of the fake's model, or `null` for an agent without LLM. */
   llm?: LanguageModel | null;
 };
 
@@ -41,7 +58,7 @@ export type TestAgent = {
   receiver: Receiver;
   /** The server's base URL, e.g. `http://127.0.0.1:53117`. */
   url: string;
-  fake: FakeAnthropic;
+  fake: FakeLlm;
   /** `POST /` over HTTP; a protocol is sent by its hex hash with a `data:` source. Resolves to the reply, success or failure. */
   query(body: JsonValue, options?: TestQueryOptions): Promise<QueryResponse>;
   /** `POST /conversations/:id` over HTTP: the next turn of a multiround conversation. */
@@ -57,18 +74,20 @@ const replySchema = z.union([
 ]);
 
 /**
- * Starts a receiver for an agent folder on a free loopback port, its LLM the real SDK against a {@link FakeAnthropic}.
+ * Starts a receiver for an agent folder on a free loopback port, its LLM the real SDK against a {@link FakeAnthropic} or a {@link FakeOpenAI}.
  * @example
  * const agent = await startTestAgent({ dir, fake: { replies: ['Hello!'] } });
  * expect(await agent.query('Hi')).toEqual({ status: 'success', body: 'Hello!' });
  * await agent.close();
  */
 export async function startTestAgent(options: TestAgentOptions): Promise<TestAgent> {
-  const { fake: fakeOption, anthropic, llm: llmOption, ...receiverOptions } = options;
-  const ownsFake = !(fakeOption instanceof FakeAnthropic);
-  const fake = fakeOption instanceof FakeAnthropic ? fakeOption : await FakeAnthropic.start(fakeOption);
+  const { fake: fakeOption, provider, anthropic, openai, llm: llmOption, ...receiverOptions } = options;
+  const given = fakeOption instanceof FakeAnthropic || fakeOption instanceof FakeOpenAI ? fakeOption : undefined;
+  const ownsFake = given === undefined;
+  const startOptions = given ? {} : (fakeOption as FakeAnthropicOptions | undefined);
+  const fake = given ?? (provider === 'openai' ? await FakeOpenAI.start(startOptions) : await FakeAnthropic.start(startOptions));
   const logger = receiverOptions.logger ?? silentLogger;
-  const llm = llmOption === null ? undefined : (llmOption ?? new AnthropicModel({ apiKey: 'test', maxRetries: 0, ...anthropic, baseURL: fake.url }));
+  const llm = llmOption === null ? undefined : (llmOption ?? modelForFake(fake, { ...(anthropic ? { anthropic } : {}), ...(openai ? { openai } : {}) }));
   let receiver: Receiver | undefined;
   try {
     receiver = await Receiver.start({ watch: false, ...receiverOptions, logger, llm: llm ?? null });
@@ -161,13 +180,13 @@ export function scriptedModel(replies: ScriptedReply[] = []): ScriptedModel {
       const message = typeof reply === 'string' ? { text: reply } : reply;
       const content: LlmContentBlock[] = [];
       if (message.text !== undefined && message.text !== '') content.push({ type: 'text', text: message.text });
-      const toolCalls = (message.toolUse ?? []).map((call) => ({ id: call.id ?? `toolu_scripted${++ids}`, name: call.name, input: call.input ?? {} }));
-      for (const call of toolCalls) content.push({ type: 'tool_use', ...call });
+      const toolCalls = (message.toolUse ?? []).map((call) => ({ id: call.id ?? `call_scripted${++ids}`, name: call.name, input: call.input ?? {} }));
+      for (const call of toolCalls) content.push({ type: 'tool-call', ...call });
       const response: LlmResponse = {
         text: message.text ?? '',
         toolCalls,
         content,
-        stopReason: toolCalls.length ? 'tool_use' : 'end_turn',
+        stopReason: toolCalls.length ? 'tool-calls' : 'stop',
         usage: { inputTokens: message.usage?.inputTokens ?? 10, outputTokens: message.usage?.outputTokens ?? 5 },
         model: 'scripted',
       };

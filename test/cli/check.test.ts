@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { main } from '../../src/cli/main.js';
 import { checkAgent } from '../../src/conformance.js';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';

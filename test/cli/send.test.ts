@@ -7,11 +7,12 @@ import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { startServer } from '../../src/agent.js';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
+import { FakeOpenAI } from '../../src/testing/fake-openai.js';
 import { startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -183,11 +184,22 @@ describe('agora negotiate', () => {
     expect(await readFile(path, 'utf8')).toBe(DISTANCE);
   });
 
-  it('needs an API key', async () => {
+  it('negotiates on an OpenAI-compatible API chosen by --llm and --llm-base-url', async () => {
+    const openaiFake = await FakeOpenAI.start({ fallback: (request: FakeRequest) => (request.turns === 1 ? `Proposal:\n${DISTANCE}` : `<FINALPROTOCOL>\n${DISTANCE}\n</FINALPROTOCOL>`) });
+    cleanup.push(() => openaiFake.close());
+    const agentDir = await mkdtemp(join(tmpdir(), 'agora-cli-sender-'));
+    cleanup.push(() => rm(agentDir, { recursive: true, force: true }));
+    const env = { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '', AGORA_LLM: '', AGORA_MODEL: '' };
+    const run = await agora(['negotiate', peer.url, '--task', 'Convert miles to kilometres', '--dir', agentDir, '--llm', 'openai', '--llm-base-url', openaiFake.url, '--model', 'llama3.2'], { env });
+    expect(run.stdout).toBe(`${join(agentDir, 'protocols', 'distance-conversion.md')}\n${hashText(DISTANCE)}\n`);
+    expect(run.code).toBe(0);
+    expect(openaiFake.requests[0]!.body.model).toBe('llama3.2');
+  });
+
+  it('needs an LLM', async () => {
     const env = { ...process.env };
-    delete env.ANTHROPIC_API_KEY;
-    delete env.ANTHROPIC_AUTH_TOKEN;
+    for (const name of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'AGORA_LLM']) delete env[name];
     const run = await agora(['negotiate', peer.url, '--task', 'anything'], { env });
-    expect(run).toEqual({ code: 1, stdout: '', stderr: 'agora negotiate: ANTHROPIC_API_KEY is not set: negotiating needs an LLM\n' });
+    expect(run).toEqual({ code: 1, stdout: '', stderr: 'agora negotiate: no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY)\n' });
   });
 });

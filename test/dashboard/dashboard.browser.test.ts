@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { createHubDashboard } from '../../src/dashboard/hub-dashboard.js';
 import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { memoryLogger, silentLogger } from '../../src/log.js';
 import { FileMemory } from '../../src/memory/file.js';
 import { parseDocument, type ProtocolDocument } from '../../src/protocol/document.js';

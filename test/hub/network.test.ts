@@ -7,7 +7,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runChain } from '../../src/hub/chains.js';
 import { HubClient } from '../../src/hub/client.js';
 import { startHub } from '../../src/hub/server.js';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { FakeAnthropic } from '../../src/testing/index.js';

@@ -2,7 +2,8 @@ import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { APIError } from '@anthropic-ai/sdk';
 import { AgoraError } from '../../src/errors.js';
-import { AnthropicModel, DEFAULT_MODEL, hasAnthropicKey, type AnthropicModelOptions } from '../../src/llm/anthropic.js';
+import { AnthropicModel, DEFAULT_MODEL, type AnthropicModelOptions } from '../../src/llm/anthropic/model.js';
+import { hasAnthropicKey } from '../../src/llm/choose.js';
 import { converse, type LlmRequest } from '../../src/llm/toolformer.js';
 import { defineTool } from '../../src/tool/define.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
@@ -59,7 +60,7 @@ describe('AnthropicModel', () => {
       text: 'Hello!',
       toolCalls: [],
       content: [{ type: 'text', text: 'Hello!' }],
-      stopReason: 'end_turn',
+      stopReason: 'stop',
       usage: { inputTokens: 12, outputTokens: 3 },
       model: 'claude-test',
     });
@@ -77,11 +78,11 @@ describe('AnthropicModel', () => {
       tools: [{ name: 'get_forecast', description: 'Forecast for a city', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
     });
     expect(response.text).toBe('Checking.');
-    expect(response.stopReason).toBe('tool_use');
+    expect(response.stopReason).toBe('tool-calls');
     expect(response.toolCalls).toEqual([{ id: 'toolu_1', name: 'get_forecast', input: { city: 'Paris' } }]);
     expect(response.content).toEqual([
       { type: 'text', text: 'Checking.' },
-      { type: 'tool_use', id: 'toolu_1', name: 'get_forecast', input: { city: 'Paris' } },
+      { type: 'tool-call', id: 'toolu_1', name: 'get_forecast', input: { city: 'Paris' } },
     ]);
     expect(fake.requests[0]?.body.tools).toEqual([
       { name: 'get_forecast', description: 'Forecast for a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
@@ -198,7 +199,7 @@ describe('AnthropicModel', () => {
     const response = await modelFor({ stream: true }).complete(hello);
     expect(fake.requests[0]?.body.stream).toBe(true);
     expect(response.text).toBe('Streamed hello');
-    expect(response.stopReason).toBe('end_turn');
+    expect(response.stopReason).toBe('stop');
     expect(response.usage).toEqual({ inputTokens: 7, outputTokens: 4 });
     expect(response.model).toBe('claude-test');
   });
@@ -207,7 +208,7 @@ describe('AnthropicModel', () => {
     fake.push({ toolUse: [{ name: 'get_forecast', input: { city: 'Paris', days: [1, 2] }, id: 'toolu_s' }] });
     const response = await modelFor({ stream: true }).complete(hello);
     expect(response.toolCalls).toEqual([{ id: 'toolu_s', name: 'get_forecast', input: { city: 'Paris', days: [1, 2] } }]);
-    expect(response.stopReason).toBe('tool_use');
+    expect(response.stopReason).toBe('tool-calls');
   });
 
   it('retries a 429 in streaming mode', async () => {
@@ -276,11 +277,28 @@ describe('AnthropicModel', () => {
     expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   });
 
-  it('takes its model from AGORA_MODEL, else the default', () => {
-    vi.stubEnv('AGORA_MODEL', '');
-    expect(new AnthropicModel({ apiKey: 'test-key' }).model).toBe(DEFAULT_MODEL);
+  it('takes the model given, else the default, and never the environment (chooseModel reads it)', () => {
     vi.stubEnv('AGORA_MODEL', 'claude-from-env');
-    expect(new AnthropicModel({ apiKey: 'test-key' }).model).toBe('claude-from-env');
+    expect(new AnthropicModel({ apiKey: 'test-key' }).model).toBe(DEFAULT_MODEL);
+    expect(new AnthropicModel({ apiKey: 'test-key', model: 'claude-x' }).model).toBe('claude-x');
+  });
+
+  it('sends the user first and no empty content, as the Messages API requires', async () => {
+    fake.push('ok');
+    await modelFor().complete({
+      system: '',
+      messages: [
+        { role: 'assistant', content: 'an earlier reply, its question trimmed away' },
+        { role: 'user', content: '' },
+        { role: 'assistant', content: [{ type: 'text', text: '' }] },
+        { role: 'user', content: '  ' },
+      ],
+    });
+    expect(fake.requests[0]?.body.messages).toEqual([
+      { role: 'user', content: '(empty message)' },
+      { role: 'assistant', content: '(empty message)' },
+      { role: 'user', content: '(empty message)' },
+    ]);
   });
 });
 

@@ -1,4 +1,5 @@
-// Importing the package, or running `agora hash`, must not load @anthropic-ai/sdk: only a model's first call does.
+// Importing the package, running `agora hash` or answering with a routine must load neither LLM SDK
+// (@anthropic-ai/sdk, openai): only a model's first call loads its own.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -11,7 +12,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 // A module hook that makes any import resolving into the SDK throw, so loading it fails the child loudly.
 const HOOKS = `export async function resolve(specifier, context, next) {
   const result = await next(specifier, context);
-  if (result.url.includes('/@anthropic-ai/sdk/')) throw new Error('SDK LOADED: ' + specifier);
+  if (result.url.includes('/@anthropic-ai/sdk/') || result.url.includes('/node_modules/openai/')) throw new Error('SDK LOADED: ' + specifier);
   return result;
 }`;
 const PROBE = `import { register } from 'node:module';\nregister('data:text/javascript,' + encodeURIComponent(${JSON.stringify(HOOKS)}));\n`;
@@ -40,10 +41,32 @@ async function runChild(script: string): Promise<{ code: number; stdout: string;
   }
 }
 
-describe('the Anthropic SDK is loaded lazily', () => {
+describe('the LLM SDKs are loaded lazily', () => {
   it('is not loaded by importing the package', async () => {
-    const result = await runChild(`const agora = await import('./src/index.ts'); console.log(typeof agora.AnthropicModel);`);
-    expect(result).toMatchObject({ code: 0, stdout: 'function\n' });
+    const result = await runChild(`const agora = await import('./src/index.ts'); console.log(typeof agora.AnthropicModel, typeof agora.OpenAIModel, typeof agora.chooseModel);`);
+    expect(result).toMatchObject({ code: 0, stdout: 'function function function\n' });
+  });
+
+  it('is not loaded by an agent with an LLM of each provider answering a routine query', async () => {
+    const result = await runChild(
+      `const { Receiver, chooseModel, silentLogger } = await import('./src/index.ts');
+       const { mkdtemp, mkdir, writeFile } = await import('node:fs/promises');
+       const { join } = await import('node:path');
+       const dir = await mkdtemp(join(${JSON.stringify(folder)}, 'agent-'));
+       await mkdir(join(dir, 'protocols')); await mkdir(join(dir, 'routines'));
+       await writeFile(join(dir, 'protocols', 'echo.md'), '---\\nname: Echo\\ndescription: Echo.\\nmultiround: false\\n---\\nEcho the body.\\n');
+       await writeFile(join(dir, 'routines', 'echo.ts'), 'export default (body) => body;\\n');
+       for (const provider of ['anthropic', 'openai']) {
+         const llm = chooseModel({ provider, apiKey: 'test', baseUrl: 'http://127.0.0.1:9' }, {});
+         const receiver = await Receiver.start({ dir, llm, logger: silentLogger, watch: false });
+         const [hash] = Object.keys(await receiver.wellknown());
+         const reply = await receiver.query({ protocolHash: hash, body: { n: 1 } });
+         console.log(provider, llm.provider, JSON.stringify(reply.body));
+         await receiver.close();
+       }`,
+    );
+    expect(result.stderr).not.toContain('SDK LOADED');
+    expect(result.stdout).toBe('anthropic anthropic {"n":1}\nopenai openai {"n":1}\n');
   });
 
   it('is not loaded by agora hash', async () => {
@@ -61,5 +84,15 @@ describe('the Anthropic SDK is loaded lazily', () => {
        console.log(error.code, String(error.cause));`,
     );
     expect(result.stdout).toBe('LLM_UNAVAILABLE Error: SDK LOADED: @anthropic-ai/sdk\n');
+  });
+
+  it('loads openai at the first call of an OpenAI model (the probe does catch it)', async () => {
+    const result = await runChild(
+      `const { OpenAIModel } = await import('./src/index.ts');
+       const model = new OpenAIModel({ apiKey: 'test', baseURL: 'http://127.0.0.1:9/v1', maxRetries: 0 });
+       const error = await model.complete({ system: '', messages: [{ role: 'user', content: 'hi' }] }).catch((thrown) => thrown);
+       console.log(error.code, String(error.cause));`,
+    );
+    expect(result.stdout).toBe('LLM_UNAVAILABLE Error: SDK LOADED: openai\n');
   });
 });

@@ -13,16 +13,17 @@ function call(replies: ScriptedReply[]): ResponderCall & { model: ReturnType<typ
 }
 
 describe('responders', () => {
-  it('answers natural language with the history, the peer speaking first, and an empty body made visible', async () => {
+  it('answers natural language with the history as it was, an empty body included (providers adapt it to their wire)', async () => {
     const responder = call(['  Sunny.  ']);
     expect(await answerNaturalLanguage(responder, [{ role: 'agent', body: 'earlier reply' }, { role: 'peer', body: { city: 'Paris' } }, { role: 'agent', body: 'ok' }], '')).toBe('Sunny.');
     const request = responder.model.requests[0]!;
     expect(request.system).toContain('You are Tester');
     expect(request.system).toContain('- Weather: Forecasts');
     expect(request.messages).toEqual([
+      { role: 'assistant', content: 'earlier reply' },
       { role: 'user', content: '{"city":"Paris"}' },
       { role: 'assistant', content: 'ok' },
-      { role: 'user', content: '(empty message)' },
+      { role: 'user', content: '' },
     ]);
   });
 
@@ -75,7 +76,8 @@ describe('responder budget (issue 11, finding 4)', () => {
     ];
     await answerNaturalLanguage(responder, history, 'e'.repeat(100));
     const contents = responder.model.requests[0]!.messages.map((message) => String(message.content)[0]);
-    expect(contents).toEqual(['c', 'd', 'e']);
+    // 'a' does not fit; 'b' (our reply) opens what is left, which the Anthropic mapping drops at its wire.
+    expect(contents).toEqual(['b', 'c', 'd', 'e']);
   });
 
   it('neutralizes a closing delimiter inside a peer\'s document', () => {

@@ -30,9 +30,9 @@ describe('converse', () => {
     expect(model.requests[0]?.tools?.[0]?.inputSchema).toMatchObject({ type: 'object', properties: { a: { type: 'number' } } });
     const results = model.requests[1]?.messages.at(-1)?.content;
     expect(results).toEqual([
-      { type: 'tool_result', tool_use_id: 't1', content: '5' },
-      { type: 'tool_result', tool_use_id: 't2', content: expect.stringContaining('out of order'), is_error: true },
-      { type: 'tool_result', tool_use_id: 't3', content: expect.stringContaining('Unknown tool missing'), is_error: true },
+      { type: 'tool-result', toolCallId: 't1', content: '5' },
+      { type: 'tool-result', toolCallId: 't2', content: expect.stringContaining('out of order'), isError: true },
+      { type: 'tool-result', toolCallId: 't3', content: expect.stringContaining('Unknown tool missing'), isError: true },
     ]);
     expect(result.messages).toHaveLength(4);
   });

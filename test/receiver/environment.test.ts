@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/log.js';
-import { modelFromEnvironment } from '../../src/llm/anthropic.js';
+import { modelFromEnvironment } from '../../src/llm/choose.js';
 import { Receiver } from '../../src/receiver.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';

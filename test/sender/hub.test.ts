@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startAgent } from '../../src/agent.js';
 import { startHub, type RunningHub } from '../../src/hub/server.js';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger, type Logger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { HubProtocols } from '../../src/sender/hub.js';

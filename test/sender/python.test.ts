@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { parsedReply, textBody } from '../../src/sender/python.js';
 import { Sender } from '../../src/sender/sender.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';

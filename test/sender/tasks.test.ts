@@ -1,7 +1,7 @@
 // src/sender/tasks.ts (with task-llm.ts and task-state.ts): typed tasks.
 import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
-import { AnthropicModel } from '../../src/llm/anthropic.js';
+import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import type { SenderOptions } from '../../src/sender/sender.js';
 import type { TaskServedEvent } from '../../src/sender/tasks.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';

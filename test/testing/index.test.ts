@@ -132,7 +132,7 @@ describe('scriptedModel', () => {
     expect(llm.requests).toHaveLength(2);
     expect(llm.requests[0]!.messages).toHaveLength(1);
     expect(llm.requests[0]!.tools?.map((tool) => tool.name)).toEqual(['get_forecast']);
-    expect(llm.requests[1]!.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_scripted1', content: '{"city":"Paris","sky":"sunny"}' }] });
+    expect(llm.requests[1]!.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool-result', toolCallId: 'call_scripted1', content: '{"city":"Paris","sky":"sunny"}' }] });
   });
 
   it('reports given usage, and fails as LLM unavailable on an Error reply or an exhausted script', async () => {
@@ -140,7 +140,7 @@ describe('scriptedModel', () => {
     const llm = scriptedModel([{ text: 'ok', usage: { inputTokens: 7, outputTokens: 2 } }, cause]);
     const request = { system: '', messages: [{ role: 'user' as const, content: 'Hi' }] };
 
-    expect(await llm.complete(request)).toMatchObject({ text: 'ok', toolCalls: [], stopReason: 'end_turn', usage: { inputTokens: 7, outputTokens: 2 }, model: 'scripted' });
+    expect(await llm.complete(request)).toMatchObject({ text: 'ok', toolCalls: [], stopReason: 'stop', usage: { inputTokens: 7, outputTokens: 2 }, model: 'scripted' });
     const failed = await llm.complete(request).catch((error: unknown) => error);
     expect(failed).toBeInstanceOf(AgoraError);
     expect(failed).toMatchObject({ code: 'LLM_UNAVAILABLE', message: 'LLM unavailable', cause });
