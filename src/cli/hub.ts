@@ -14,6 +14,9 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     'allow-private-agents': { type: 'boolean', description: 'Accept agents (and peers) on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
     'check-interval': { type: 'string', value: '<seconds>', description: 'Seconds between two checks of an agent', default: '60' },
     'rate-limit': RATE_LIMIT_OPTION,
+    'cors-origin': { type: 'string', multiple: true, value: '<origin>', description: 'Let web pages of this origin make state-changing requests (repeatable or comma-separated; others are refused 403)', env: 'AGORA_CORS_ORIGINS' },
+    'max-room-watchers': { type: 'string', value: '<n>', description: 'Open SSE watchers of one room at most', default: '256' },
+    'max-room-watchers-per-client': { type: 'string', value: '<n>', description: 'Open SSE watchers of rooms per client at most', default: '64' },
     model: modelOption('Claude model that routes goals keywords leave tied (needs ANTHROPIC_API_KEY)'),
     hub: hubOption('`register`: the hub'),
     name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
@@ -43,6 +46,8 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     const llm = modelFromEnvironment(process.env, model);
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
+    const corsOrigins = ((args.values['cors-origin'] as string[] | undefined) ?? []).flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean);
+    const watchers = { maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256, maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64 };
     const running = await startHub({
       port: numberOption(args, 'port', { integer: true }) ?? 4000,
       host: stringOption(args, 'host') ?? '127.0.0.1',
@@ -51,16 +56,18 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       peers: (args.values.peer as string[] | undefined) ?? [],
       logger,
       ...(store ? { store } : {}),
-      ...(roomStore ? { rooms: { store: roomStore } } : {}),
+      rooms: { ...watchers, ...(roomStore ? { store: roomStore } : {}) },
       ...(llm ? { llm } : {}),
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
-      routes: (hub, rooms) =>
+      ...(corsOrigins.length ? { corsOrigins } : {}),
+      mounts: (hub, rooms) => [
         createHubDashboard(hub, {
           logger,
           ...(tokens?.length ? { tokens } : {}),
           ...(rooms ? { rooms: roomsSource(rooms) } : {}),
         }),
+      ],
     });
     process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llm ? llm.model : 'none'}\n`);
     process.stdout.write(`agora hub: listening on ${running.url}\n`);
