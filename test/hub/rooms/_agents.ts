@@ -1,8 +1,13 @@
 import { ROOM_DOCUMENT } from '../../../src/hub/rooms/document.js';
 import type { RoomEvent } from '../../../src/hub/rooms/records.js';
-import { startTestAgent, type TestAgent } from '../../../src/testing/index.js';
+import { silentLogger } from '../../../src/log.js';
+import { Receiver } from '../../../src/receiver.js';
 import { makeAgentFolder } from '../../helpers/agent-folder.js';
 import { readSse } from '../../helpers/sse.js';
+import { serveReceiver } from '../_agents.js';
+
+/** A participant served on loopback. */
+export type TestAgent = { url: string; close(): Promise<void> };
 
 /** How a test participant answers its turns. */
 export type Mode = 'plain' | 'lead' | 'mention' | 'slow' | 'steady' | 'done';
@@ -34,7 +39,15 @@ export async function startParticipants(modes: Mode[]): Promise<{ agents: TestAg
   for (const mode of modes) {
     const folder = await makeAgentFolder({ 'protocols/room.md': ROOM_DOCUMENT, 'routines/room.ts': routine(mode) });
     folders.push(folder);
-    agents.push(await startTestAgent({ dir: folder.dir }));
+    const receiver = await Receiver.start({ dir: folder.dir, llm: null, watch: false, logger: silentLogger });
+    const server = await serveReceiver(receiver);
+    agents.push({
+      url: server.url,
+      async close() {
+        await server.close();
+        await receiver.close();
+      },
+    });
   }
   return {
     agents,
