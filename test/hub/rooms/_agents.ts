@@ -1,3 +1,5 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ROOM_DOCUMENT } from '../../../src/hub/rooms/document.js';
 import type { RoomEvent } from '../../../src/hub/rooms/records.js';
 import { silentLogger } from '../../../src/log.js';
@@ -68,4 +70,18 @@ export async function readRoomEvents(base: string, id: string, options: { lastEv
     if (options.stop?.(events)) break;
   }
   return events;
+}
+
+/** A participant that takes every query and never answers: its room's turn stays under way, the room stays open. */
+export async function startSilentParticipant(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
