@@ -97,22 +97,26 @@ export class EventFeeds {
     return this.#feeds.size;
   }
 
-  /** Opens a feed (503 when too many are open); `first` is sent to it alone; `onClose` runs when it ends. */
-  open(first: { event: string; data: unknown }[], onClose: () => void): EdgeResponse {
+  /** Opens a feed (503 when too many are open); `first` (frames, see `sseFrame`) is sent to it alone; `onClose` runs when it ends. */
+  open(first: string[], onClose: () => void): EdgeResponse {
     if (this.#feeds.size >= MAX_FEEDS) return sendFailure(503, 'Too many dashboard feeds open', { 'retry-after': '5' });
     const feed: FeedChannel = new FeedChannel(MAX_QUEUED_BYTES, () => {
       this.#feeds.delete(feed);
       onClose();
     });
     this.#feeds.add(feed);
-    for (const message of first) feed.send(sseFrame(message.event, JSON.stringify(message.data)));
+    for (const frame of first) feed.send(frame);
     return eventStream(feed, { 'cache-control': 'no-store', ...SECURITY_HEADERS });
   }
 
   /** Sends one message to every open feed (serialized once). */
   send(event: string, data: unknown): void {
-    if (this.#feeds.size === 0) return;
-    const frame = sseFrame(event, JSON.stringify(data));
+    if (this.#feeds.size > 0) this.sendJson(event, JSON.stringify(data));
+  }
+
+  /** Sends one message already serialized as JSON to every open feed. */
+  sendJson(event: string, text: string): void {
+    const frame = sseFrame(event, text);
     for (const feed of [...this.#feeds]) feed.send(frame);
   }
 

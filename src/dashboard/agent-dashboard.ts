@@ -2,6 +2,7 @@
 // (`/dashboard/events`). Declared public to the edge: the dashboard applies its own access rule (see access.ts);
 // the edge's guard (rate limit, cross-site rule) runs first.
 import { describeError } from '../errors.js';
+import { sseFrame } from '../edge/events.js';
 import type { Mount, MountedRequest, Route } from '../edge/mount.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { Receiver } from '../receiver.js';
@@ -128,7 +129,7 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     }
     if (path === '/events') {
       if (method !== 'GET') return sendFailure(405, 'Method not allowed', { allow: 'GET' });
-      const opened = feeds.open([{ event: 'hello', data: { live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() } }], feedClosed);
+      const opened = feeds.open([sseFrame('hello', JSON.stringify({ live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() }))], feedClosed);
       if (feeds.size > 0) listen();
       return opened;
     }

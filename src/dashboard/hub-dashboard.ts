@@ -2,6 +2,7 @@
 // chains with their hops, and rooms (when the hub has them), kept live by server-sent events. Declared public to the
 // edge: the dashboard applies its own access rule (see access.ts) after the edge's guard.
 import { describeError } from '../errors.js';
+import { sseFrame } from '../edge/events.js';
 import type { Mount, MountedRequest, Route } from '../edge/mount.js';
 import type { EdgeResponse } from '../edge/response.js';
 import type { Hub } from '../hub/hub.js';
@@ -83,6 +84,7 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
   const assets = new AssetServer();
   const feeds = new EventFeeds();
   let last = '';
+  let lastFrame: string | undefined;
   let timer: NodeJS.Timeout | undefined;
 
   async function state() {
@@ -100,13 +102,23 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
     };
   }
 
+  // The state as JSON, read once for every feed that asks at the same time (pages opening together): it can be
+  // megabytes, and each copy counts.
+  let reading: Promise<string> | undefined;
+  function snapshot(): Promise<string> {
+    reading ??= state()
+      .then((current) => JSON.stringify(current))
+      .finally(() => (reading = undefined));
+    return reading;
+  }
+
   // The hub has no event bus: while a page is open, its state is read once a second and pushed when it changed.
   async function check(): Promise<void> {
     try {
-      const text = JSON.stringify(await state());
+      const text = await snapshot();
       if (text !== last) {
         last = text;
-        feeds.send('state', JSON.parse(text) as unknown);
+        feeds.sendJson('state', text);
       }
     } catch (error) {
       logger.error(`hub dashboard: ${describeError(error)}`);
@@ -136,9 +148,13 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
     }
     if (path === '/api/state') return sendJson(200, { ...(await state()), tokens: access.tokensEnabled });
     if (path === '/events') {
-      const current = await state();
-      last = JSON.stringify(current);
-      const opened = feeds.open([{ event: 'state', data: current }], feedClosed);
+      const text = await snapshot();
+      // One frame for pages opening together: the same string, not a copy each.
+      if (text !== last || lastFrame === undefined) {
+        last = text;
+        lastFrame = sseFrame('state', text);
+      }
+      const opened = feeds.open([lastFrame], feedClosed);
       if (feeds.size > 0) timer ??= setInterval(() => void check(), options.checkMs ?? 1000).unref();
       return opened;
     }
