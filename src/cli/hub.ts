@@ -2,7 +2,7 @@ import type { RoomStore } from '../hub/rooms/store.js';
 import { consoleLogger } from '../log.js';
 import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
-import { chooseLlm, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
+import { chooseLlm, CORS_ORIGIN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
 export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]' }, {
@@ -15,6 +15,9 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     'check-interval': { type: 'string', value: '<seconds>', description: 'Seconds between two checks of an agent', default: '60' },
     'rate-limit': RATE_LIMIT_OPTION,
     ...llmOptions('Model that routes goals keywords leave tied'),
+    'cors-origin': CORS_ORIGIN_OPTION,
+    'max-room-watchers': { type: 'string', value: '<n>', description: 'Open SSE watchers of one room at most', default: '256' },
+    'max-room-watchers-per-client': { type: 'string', value: '<n>', description: 'Open SSE watchers of rooms per client at most', default: '64' },
     hub: hubOption('`register`: the hub'),
     name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
     json: { ...jsonOption('`register`: print the record as JSON'), default: false },
@@ -41,6 +44,8 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     const llm = await chooseLlm(args);
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
+    const corsOrigins = corsOriginsOf(args);
+    const watchers = { maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256, maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64 };
     const running = await startHub({
       port: numberOption(args, 'port', { integer: true }) ?? 4000,
       host: stringOption(args, 'host') ?? '127.0.0.1',
@@ -49,16 +54,18 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       peers: (args.values.peer as string[] | undefined) ?? [],
       logger,
       ...(store ? { store } : {}),
-      ...(roomStore ? { rooms: { store: roomStore } } : {}),
+      rooms: { ...watchers, ...(roomStore ? { store: roomStore } : {}) },
       ...(llm ? { llm } : {}),
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
-      routes: (hub, rooms) =>
+      ...(corsOrigins.length ? { corsOrigins } : {}),
+      mounts: (hub, rooms) => [
         createHubDashboard(hub, {
           logger,
           ...(tokens?.length ? { tokens } : {}),
           ...(rooms ? { rooms: roomsSource(rooms) } : {}),
         }),
+      ],
     });
     process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}\n`);
     process.stdout.write(`agora hub: listening on ${running.url}\n`);

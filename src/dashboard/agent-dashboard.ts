@@ -1,15 +1,22 @@
-// `GET /dashboard` on an agent: the page, its JSON (`/dashboard/api/…`) and its live feed (`/dashboard/events`).
-import type { IncomingMessage, ServerResponse } from 'node:http';
-import { describeError, isAgoraError } from '../errors.js';
-import type { ExtraRoutes } from '../http/server.js';
+// `GET /dashboard` on an agent, as a mount: the page, its JSON (`/dashboard/api/…`) and its live feed
+// (`/dashboard/events`). Declared public to the edge: the dashboard applies its own access rule (see access.ts);
+// the edge's guard (rate limit, cross-site rule) runs first.
+import { describeError } from '../errors.js';
+import { sseFrame } from '../edge/events.js';
+import type { Mount, MountedRequest, Route } from '../edge/mount.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { Receiver } from '../receiver.js';
+import type { EdgeResponse } from '../edge/response.js';
+import { DashboardAccess, type AccessKind } from './access.js';
 import { AgentData } from './agent-data.js';
-import { AssetServer, DashboardAccess, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath, type AccessKind } from './_http.js';
+import { AssetServer, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath } from './_http.js';
 import { DashboardRecorder, type RecorderEvent, type RecorderOptions } from './recorder.js';
 
 /** The path the dashboard is served under. */
 export const DASHBOARD_PATH = '/dashboard';
+
+/** The dashboard's route: public to the edge, which leaves the access rule to the dashboard. */
+export const DASHBOARD_ROUTES: readonly Route[] = [{ path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, POST, OPTIONS' }];
 
 /** Options of {@link createAgentDashboard}. */
 export type AgentDashboardOptions = {
@@ -22,12 +29,16 @@ export type AgentDashboardOptions = {
   logger?: Pick<Logger, 'error'>;
 };
 
-/** A mounted dashboard: routes for `startServer`/`agoraRouter`, its recorder, and the cue that routines changed. */
-export type AgentDashboard = ExtraRoutes & {
-  recorder: DashboardRecorder;
+/** The agent's dashboard: a mount, its recorder, and the cue that routines changed. */
+export interface AgentDashboard extends Mount {
+  /** Where it is served (`/dashboard`), under the agent's own prefix. */
+  readonly prefix: string;
+  readonly recorder: DashboardRecorder;
   /** Tells open pages to re-read the routines (give it to the generator's `onStatus`). */
   routinesChanged(): void;
-};
+  /** Stops recording and ends the live feeds. */
+  close(): void;
+}
 
 // Changes are pushed at most this often: a burst of queries is one message, and the page still updates within a second.
 const PUSH_MS = 250;
@@ -37,7 +48,7 @@ const PROTOCOL_TEXT = /^\/api\/protocols\/([0-9a-f]{40})$/;
 /**
  * The agent's dashboard: Protocols, Live, Cost and the routines the LLM wrote, with Approve / Reject.
  * Starts recording the receiver's queries and LLM calls at once; `close()` stops it and ends the live feeds.
- * @example await startServer(receiver, { routes: createAgentDashboard(receiver) });
+ * @example const edge = compose([agoraMount(receiver), createAgentDashboard(receiver, { tokens })], { tokens });
  */
 export function createAgentDashboard(receiver: Receiver, options: AgentDashboardOptions = {}): AgentDashboard {
   const logger = options.logger ?? consoleLogger();
@@ -76,75 +87,62 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     stopListening = undefined;
   };
 
-  async function api(path: string, method: string, response: ServerResponse): Promise<boolean> {
-    if (method === 'GET') {
+  async function api(path: string, method: string): Promise<EdgeResponse | undefined> {
+    if (method === 'GET' || method === 'HEAD') {
       switch (path) {
         case '/api/overview':
-          sendJson(response, 200, { ...data.overview(), tokens: access.tokensEnabled });
-          return true;
+          return sendJson(200, { ...data.overview(), tokens: access.tokensEnabled });
         case '/api/protocols':
-          sendJson(response, 200, await data.protocols());
-          return true;
+          return sendJson(200, await data.protocols());
         case '/api/live':
-          sendJson(response, 200, { ...(await data.live()), recent: recorder.recent() });
-          return true;
+          return sendJson(200, { ...(await data.live()), recent: recorder.recent() });
         case '/api/cost':
-          sendJson(response, 200, data.cost());
-          return true;
+          return sendJson(200, data.cost());
         case '/api/routines':
-          sendJson(response, 200, await data.routines());
-          return true;
+          return sendJson(200, await data.routines());
       }
       const text = PROTOCOL_TEXT.exec(path);
       if (text) {
         const body = await data.protocolText(text[1]!);
-        if (body === undefined) sendFailure(response, 404, 'Protocol not found');
-        else sendJson(response, 200, { hash: text[1], text: body });
-        return true;
+        return body === undefined ? sendFailure(404, 'Protocol not found') : sendJson(200, { hash: text[1], text: body });
       }
     }
     const action = ROUTINE_ACTION.exec(path);
-    if (action && method === 'POST') {
-      sendJson(response, 200, await data.review(action[1]!, action[2] === 'approve' ? 'approve' : 'reject'));
-      return true;
-    }
-    return false;
+    if (action && method === 'POST') return sendJson(200, await data.review(action[1]!, action[2] === 'approve' ? 'approve' : 'reject'));
+    return undefined;
   }
 
-  async function handle(incoming: IncomingMessage, response: ServerResponse, url: string): Promise<void> {
+  async function handle(request: MountedRequest): Promise<EdgeResponse> {
+    const url = request.path;
     const path = subPath(url, DASHBOARD_PATH);
-    const method = incoming.method ?? 'GET';
+    const { method } = request;
     // The page links its assets relatively (`assets/…`, `api/…`), so it must be read at `…/dashboard/`, under any prefix.
-    if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder(response);
+    if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder();
     const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') ? (method === 'POST' ? 'write' : 'read') : path === '/events' ? 'read' : 'page';
-    const refusal = access.check(incoming, kind);
-    if (refusal) return sendRefusal(response, refusal, kind);
-    try {
-      if (path === '/api/access') return sendJson(response, 200, { tokens: access.tokensEnabled });
-      if (kind === 'page') {
-        if (method !== 'GET' && method !== 'HEAD') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET, HEAD' });
-        const name = path === '/' ? 'agent.html' : path.startsWith('/assets/') ? path.slice(8) : '';
-        if (!(await assets.send(response, name, method === 'HEAD'))) sendFailure(response, 404, 'Not found');
-        return;
-      }
-      if (path === '/events') {
-        if (method !== 'GET') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET' });
-        feeds.open(response, [{ event: 'hello', data: { live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() } }], feedClosed);
-        if (feeds.size > 0) listen();
-        return;
-      }
-      if (!(await api(path, method, response))) sendFailure(response, 404, 'Not found');
-    } catch (error) {
-      if (isAgoraError(error) && error.httpStatus !== 500) return sendFailure(response, typeof error.httpStatus === 'number' ? error.httpStatus : 400, error.message);
-      logger.error(`dashboard ${method} ${path}: ${describeError(error)}`);
-      if (!response.headersSent) sendFailure(response, 500, 'Internal error');
+    const refusal = access.check(request, kind);
+    if (refusal) return sendRefusal(refusal, kind);
+    if (path === '/api/access') return sendJson(200, { tokens: access.tokensEnabled });
+    if (kind === 'page') {
+      if (method !== 'GET' && method !== 'HEAD') return sendFailure(405, 'Method not allowed', { allow: 'GET, HEAD' });
+      const name = path === '/' ? 'agent.html' : path.startsWith('/assets/') ? path.slice(8) : '';
+      return (await assets.answer(name)) ?? sendFailure(404, 'Not found');
     }
+    if (path === '/events') {
+      if (method !== 'GET') return sendFailure(405, 'Method not allowed', { allow: 'GET' });
+      const opened = feeds.open([sseFrame('hello', JSON.stringify({ live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() }))], feedClosed);
+      if (feeds.size > 0) listen();
+      return opened;
+    }
+    return (await api(path, method)) ?? sendFailure(404, 'Not found');
   }
 
   return {
+    name: 'dashboard',
+    routes: DASHBOARD_ROUTES,
     prefix: DASHBOARD_PATH,
     recorder,
     handle,
+    failure: (status, message) => sendFailure(status, message),
     routinesChanged() {
       feeds.send('routines', {});
     },

@@ -1,14 +1,20 @@
-// `GET /dashboard` on a hub: registered agents up or down with their protocols, the protocol catalogue, chains with
-// their hops, and rooms (when the hub has them), kept live by server-sent events.
-import type { IncomingMessage, ServerResponse } from 'node:http';
+// `GET /dashboard` on a hub, as a mount: registered agents up or down with their protocols, the protocol catalogue,
+// chains with their hops, and rooms (when the hub has them), kept live by server-sent events. Declared public to the
+// edge: the dashboard applies its own access rule (see access.ts) after the edge's guard.
 import { describeError } from '../errors.js';
-import type { ExtraRoutes } from '../http/server.js';
+import { sseFrame } from '../edge/events.js';
+import type { Mount, MountedRequest, Route } from '../edge/mount.js';
+import type { EdgeResponse } from '../edge/response.js';
 import type { Hub } from '../hub/hub.js';
 import type { ChainRun } from '../hub/records.js';
 import { consoleLogger, type Logger } from '../log.js';
-import { AssetServer, DashboardAccess, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath, type AccessKind } from './_http.js';
+import { DashboardAccess, type AccessKind } from './access.js';
+import { AssetServer, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath } from './_http.js';
 import type { Rooms } from '../hub/rooms/rooms.js';
 import { DASHBOARD_PATH } from './agent-dashboard.js';
+
+/** The hub dashboard's route: read-only, public to the edge, which leaves the access rule to the dashboard. */
+export const HUB_DASHBOARD_ROUTES: readonly Route[] = [{ path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, OPTIONS' }];
 
 /** One room as the hub dashboard shows it: who is in it, and the latest lines of its transcript. */
 export type RoomView = { id: string; name: string; members: string[]; transcript: { at: number; from: string; text: string }[] };
@@ -69,15 +75,16 @@ function chainView(run: ChainRun) {
 }
 
 /**
- * The hub's dashboard, mounted by `startHub({ routes: (hub) => createHubDashboard(hub) })` (what `agora hub` does).
- * @example await startHub({ port: 4000, routes: (hub) => createHubDashboard(hub, { tokens }) });
+ * The hub's dashboard as a mount: `startHub({ mounts: (hub, rooms) => [createHubDashboard(hub)] })` (what `agora hub` does).
+ * @example await startHub({ port: 4000, mounts: (hub, rooms) => [createHubDashboard(hub, { tokens, ...(rooms ? { rooms: roomsSource(rooms) } : {}) })] });
  */
-export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}): ExtraRoutes {
+export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}): Mount {
   const logger = options.logger ?? consoleLogger('agora-hub');
   const access = new DashboardAccess(options.tokens ?? []);
   const assets = new AssetServer();
   const feeds = new EventFeeds();
   let last = '';
+  let lastFrame: string | undefined;
   let timer: NodeJS.Timeout | undefined;
 
   async function state() {
@@ -95,59 +102,73 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
     };
   }
 
+  // The state as JSON, read once for every feed that asks at the same time (pages opening together): it can be
+  // megabytes, and each copy counts.
+  let reading: Promise<string> | undefined;
+  function snapshot(): Promise<string> {
+    reading ??= state()
+      .then((current) => JSON.stringify(current))
+      .finally(() => (reading = undefined));
+    return reading;
+  }
+
   // The hub has no event bus: while a page is open, its state is read once a second and pushed when it changed.
   async function check(): Promise<void> {
     try {
-      const text = JSON.stringify(await state());
+      const text = await snapshot();
       if (text !== last) {
         last = text;
-        feeds.send('state', JSON.parse(text) as unknown);
+        feeds.sendJson('state', text);
       }
     } catch (error) {
       logger.error(`hub dashboard: ${describeError(error)}`);
     }
   }
 
-  async function handle(incoming: IncomingMessage, response: ServerResponse, url: string): Promise<void> {
-    if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder(response);
-    const path = subPath(url, DASHBOARD_PATH);
-    const method = incoming.method ?? 'GET';
-    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
-    const refusal = access.check(incoming, kind);
-    if (refusal) return sendRefusal(response, refusal, kind);
-    if (method !== 'GET' && method !== 'HEAD') return sendFailure(response, 405, 'Method not allowed', { allow: 'GET, HEAD' });
-    try {
-      if (path === '/api/access') return sendJson(response, 200, { tokens: access.tokensEnabled });
-      if (kind === 'page') {
-        const name = path === '/' ? 'hub.html' : path.startsWith('/assets/') ? path.slice(8) : '';
-        if (!(await assets.send(response, name, method === 'HEAD'))) sendFailure(response, 404, 'Not found');
-        return;
-      }
-      if (path === '/api/state') return sendJson(response, 200, { ...(await state()), tokens: access.tokensEnabled });
-      if (path === '/events') {
-        const current = await state();
-        last = JSON.stringify(current);
-        feeds.open(response, [{ event: 'state', data: current }], () => {
-          if (feeds.size === 0 && timer) {
-            clearInterval(timer);
-            timer = undefined;
-          }
-        });
-        timer ??= setInterval(() => void check(), options.checkMs ?? 1000).unref();
-        return;
-      }
-      sendFailure(response, 404, 'Not found');
-    } catch (error) {
-      logger.error(`hub dashboard ${method} ${path}: ${describeError(error)}`);
-      if (!response.headersSent) sendFailure(response, 500, 'Internal error');
+  function feedClosed(): void {
+    if (feeds.size === 0 && timer) {
+      clearInterval(timer);
+      timer = undefined;
     }
   }
 
+  async function handle(request: MountedRequest): Promise<EdgeResponse> {
+    const url = request.path;
+    if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder();
+    const path = subPath(url, DASHBOARD_PATH);
+    const { method } = request;
+    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
+    const refusal = access.check(request, kind);
+    if (refusal) return sendRefusal(refusal, kind);
+    if (method !== 'GET' && method !== 'HEAD') return sendFailure(405, 'Method not allowed', { allow: 'GET, HEAD' });
+    if (path === '/api/access') return sendJson(200, { tokens: access.tokensEnabled });
+    if (kind === 'page') {
+      const name = path === '/' ? 'hub.html' : path.startsWith('/assets/') ? path.slice(8) : '';
+      return (await assets.answer(name)) ?? sendFailure(404, 'Not found');
+    }
+    if (path === '/api/state') return sendJson(200, { ...(await state()), tokens: access.tokensEnabled });
+    if (path === '/events') {
+      const text = await snapshot();
+      // One frame for pages opening together: the same string, not a copy each.
+      if (text !== last || lastFrame === undefined) {
+        last = text;
+        lastFrame = sseFrame('state', text);
+      }
+      const opened = feeds.open([lastFrame], feedClosed);
+      if (feeds.size > 0) timer ??= setInterval(() => void check(), options.checkMs ?? 1000).unref();
+      return opened;
+    }
+    return sendFailure(404, 'Not found');
+  }
+
   return {
-    prefix: DASHBOARD_PATH,
+    name: 'dashboard',
+    routes: HUB_DASHBOARD_ROUTES,
     handle,
+    failure: (status, message) => sendFailure(status, message),
     close() {
       if (timer) clearInterval(timer);
+      timer = undefined;
       feeds.close();
     },
   };

@@ -1,6 +1,7 @@
 // The one body reader: a node request's body with its size cap (counted after decompression), a body parsed
 // through a zod schema into an `AgoraError`, and a node request as the edge's `EdgeRequest`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo, Server } from 'node:net';
 import { createBrotliDecompress, createGunzip, createInflate, type Gunzip } from 'node:zlib';
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
@@ -162,6 +163,18 @@ export class NodeRequest implements EdgeRequest {
   loadBody(): Promise<Buffer> {
     return readBody(this.incoming, this.maxBodyBytes);
   }
+
+  /** The address its server listens on, read when asked (a getter: the hot path never pays for it). */
+  get boundAddress(): string | undefined {
+    return boundAddressOf(this.incoming);
+  }
+}
+
+/** The address the server that took a node request listens on, else the address the request came in on. */
+export function boundAddressOf(incoming: IncomingMessage): string | undefined {
+  const address = (incoming.socket as { server?: Server }).server?.address();
+  if (typeof address === 'string') return address;
+  return (address as AddressInfo | null | undefined)?.address ?? incoming.socket.localAddress;
 }
 
 /** A signal aborted when the client goes away before the response is finished. */

@@ -102,7 +102,8 @@ export async function writeEvents(response: ServerResponse, status: number, head
 
 /**
  * A stream fed by pushes (`send`), for sources that do not wait for their readers: what the reader has not taken
- * is queued up to `maxQueuedBytes`; past that the reader is too far behind and its stream ends (it reconnects).
+ * is queued up to `maxQueuedBytes` (one frame is always taken, however large); past that the reader is too far
+ * behind and its stream ends (it reconnects).
  */
 export class FeedChannel implements EventStream {
   readonly #queue: string[] = [];
@@ -129,8 +130,9 @@ export class FeedChannel implements EventStream {
       this.#wake = undefined;
       return wake({ value: frame, done: false });
     }
+    // A frame alone is always taken (a dashboard's whole state may be larger than the bound); behind others, the bound holds.
+    if (this.#queue.length > 0 && this.#queued + frame.length > this.maxQueuedBytes) return this.cancel();
     this.#queued += frame.length;
-    if (this.#queued > this.maxQueuedBytes) return this.cancel();
     this.#queue.push(frame);
   }
 

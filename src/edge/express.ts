@@ -2,7 +2,7 @@
 // shapes are the edge's; this only turns Express's request into an `EdgeRequest` and writes the answer.
 import type { NextFunction, Request, Response } from 'express';
 import { AgoraError } from '../errors.js';
-import { readBody } from './body.js';
+import { boundAddressOf, readBody } from './body.js';
 import { writeEvents, type StreamingOptions } from './events.js';
 import type { Edge } from './mount.js';
 import type { EdgeRequest } from './request.js';
@@ -24,6 +24,7 @@ export function edgeMiddleware(edge: Edge, options: StreamingOptions = {}): (req
       loadBody: () => loadBody(request, edge.maxBodyBytes),
       remoteAddress: request.ip ?? request.socket.remoteAddress,
       baseUrl: `${request.protocol}://${request.get('host') ?? 'localhost'}${request.baseUrl}`,
+      boundAddress: boundAddressOf(request),
     };
     edge
       .handle(edgeRequest)

@@ -15,6 +15,11 @@ export type EdgeRequest = {
   /** Reads the body on demand, capped: past the cap, `AgoraError('REQUEST_TOO_LARGE')`. */
   loadBody?: () => Promise<Buffer>;
   remoteAddress?: string | undefined;
+  /**
+   * The address the server that took the request listens on (`0.0.0.0`, `::`, `127.0.0.1`; a Unix socket's path),
+   * when the adapter knows it: a dashboard answers without a token only on a server reachable from this machine alone.
+   */
+  readonly boundAddress?: string | undefined;
   /** Base URL of the mount point, e.g. `https://example.com/agora` (set by adapters that know it). */
   baseUrl?: string;
   /** Aborted when the client goes away. */

@@ -1,127 +1,87 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Duplex } from 'node:stream';
-import { describeError } from '../errors.js';
-import { guardUpgradeSocket } from '../faces/_upgrade.js';
-import { readBody } from '../http/_node-request.js';
-import { underPrefix, type ExtraRoutes } from '../http/server.js';
-import { consoleLogger } from '../log.js';
-import { createHubHandler, type HubHttpOptions } from './handler.js';
+// A hub served: its API, its rooms and whatever else it is given (the dashboard) composed as mounts behind the
+// edge's one guard, on the edge's node server.
+import { compose, type Edge, type EdgeOptions, type Mount } from '../edge/mount.js';
+import { listen, type ListenOptions } from '../edge/node.js';
+import type { RateLimitOptions } from '../edge/guard.js';
+import type { Server } from 'node:http';
+import { consoleLogger, type Logger } from '../log.js';
+import { hubMount } from './http.js';
 import { Hub, type HubOptions } from './hub.js';
+import { roomsMount, type RoomsMountOptions } from './rooms/http.js';
 import { roomsForHub } from './rooms/mount.js';
 import type { Rooms, RoomsOptions } from './rooms/rooms.js';
-import { createRoomRoutes } from './rooms/routes.js';
-import { attachRoomSockets } from './rooms/ws.js';
 
-/** Options of {@link startHub}: the hub's, its HTTP edge's, and where to listen. */
-export type StartHubOptions = HubOptions &
-  HubHttpOptions & {
-    /** Port (default 4000; 0 picks a free one). */
-    port?: number;
-    /** Interface (default 127.0.0.1). */
-    host?: string;
-    /** How often background work runs: agent checks and peer syncs (default 5 s; 0: never, call `hub.tick()`). */
-    tickMs?: number;
-    /** Routes served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub` does. */
-    routes?: (hub: Hub, rooms: Rooms | undefined) => ExtraRoutes;
-    /** Rooms on `/rooms` (default on, in this process's memory); `false` serves none. */
-    rooms?: false | Omit<RoomsOptions, 'resolve'>;
-  };
+/** Options of {@link startHub}: the hub's, its guard's, and where to listen. */
+export type StartHubOptions = HubOptions & {
+  /** Port (default 4000; 0 picks a free one). */
+  port?: number;
+  /** Interface (default 127.0.0.1). */
+  host?: string;
+  /** Bearer tokens; when non-empty, writes, `/runs`, `/metrics`, every room route and the dashboard's data need one. */
+  tokens?: string[];
+  /** At most `max` requests per client per `windowMs` (HTTP on every mount, room socket upgrades and messages); more → 429. */
+  rateLimit?: RateLimitOptions;
+  /** Largest request body, in bytes (default 1 MiB). */
+  maxBodyBytes?: number;
+  /** Origins allowed to make state-changing requests from a browser (`--cors-origin`); others' are refused (403). */
+  corsOrigins?: string[];
+  /** How often background work runs: agent checks and peer syncs (default 5 s; 0: never, call `hub.tick()`). */
+  tickMs?: number;
+  /** Mounts served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub` does. */
+  mounts?: (hub: Hub, rooms: Rooms | undefined) => Mount[];
+  /** Rooms on `/rooms` (default on, in this process's memory), with their watcher caps; `false` serves none. */
+  rooms?: false | (Omit<RoomsOptions, 'resolve'> & RoomsMountOptions);
+  /** The node server's bounds (timeouts, socket caps, slow readers). */
+  server?: Omit<ListenOptions, 'port' | 'host' | 'logger'>;
+  logger?: Logger;
+};
 
-/** A running hub: its core, its address, and a graceful close. */
-export type RunningHub = { hub: Hub; server: Server; url: string; port: number; rooms: Rooms | undefined; close(): Promise<void> };
+/** A running hub: its core, its rooms, its edge, its address, and a graceful close. */
+export type RunningHub = { hub: Hub; rooms: Rooms | undefined; edge: Edge; server: Server; url: string; port: number; close(): Promise<void> };
 
-/**
- * A node `(request, response)` listener for the hub: what `startHub` serves, and what an Express app mounts
- * (`app.use('/hub', createHubListener(hub))`: Express hands it the path relative to the mount point).
- */
-export function createHubListener(
-  hub: Hub,
-  options: HubHttpOptions = {},
-  routes?: ExtraRoutes,
-  rooms?: (incoming: IncomingMessage, response: ServerResponse) => Promise<boolean>,
-): (incoming: IncomingMessage, response: ServerResponse) => void {
-  const handle = createHubHandler(hub, options);
-  const logger = options.logger ?? consoleLogger('agora-hub');
-  const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
-  const failed = (incoming: IncomingMessage, response: ServerResponse) => (error: unknown) => {
-    logger.error(`${incoming.method} ${incoming.url}: ${describeError(error)}`);
-    if (!response.headersSent) response.writeHead(500, { 'content-type': 'application/json; charset=utf-8' }).end('{"status":"failure","error":"Internal error"}');
-  };
-  const core = (incoming: IncomingMessage, response: ServerResponse): void => {
-    handle({
-      method: incoming.method ?? 'GET',
-      url: incoming.url ?? '/',
-      headers: incoming.headers,
-      loadBody: () => readBody(incoming, maxBodyBytes),
-      ...(incoming.socket.remoteAddress ? { remoteAddress: incoming.socket.remoteAddress } : {}),
-    }).then((result) => {
-      if (response.headersSent || response.destroyed) return;
-      response.writeHead(result.status, result.headers).end(incoming.method === 'HEAD' ? '' : result.body);
-    }, failed(incoming, response));
-  };
-  return (incoming, response) => {
-    if (rooms && underPrefix(incoming.url ?? '/', '/rooms')) {
-      // A target the rooms do not take after all (`/rooms/%2e%2e` reads as `/`) is the core's to answer.
-      rooms(incoming, response).then((taken) => {
-        if (!taken) core(incoming, response);
-      }, failed(incoming, response));
-      return;
-    }
-    if (routes && underPrefix(incoming.url ?? '/', routes.prefix)) {
-      routes.handle(incoming, response, incoming.url ?? '/').catch(failed(incoming, response));
-      return;
-    }
-    core(incoming, response);
+/** The guard's settings of a hub's options. */
+function edgeOptions(options: StartHubOptions, logger: Logger): EdgeOptions {
+  return {
+    logger,
+    ...(options.tokens ? { tokens: options.tokens } : {}),
+    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
+    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    ...(options.corsOrigins ? { corsOrigins: options.corsOrigins } : {}),
   };
 }
 
 /**
- * Starts a hub on node:http, with its background checks.
- * @example const { url, close } = await startHub({ port: 0, allowPrivateAgents: true });
+ * Starts a hub on node:http, with its background checks: [hub API, rooms, the given mounts] behind one guard.
+ * @example const { url, close } = await startHub({ port: 0, allowPrivateAgents: true, mounts: (hub, rooms) => [createHubDashboard(hub)] });
  */
 export async function startHub(options: StartHubOptions = {}): Promise<RunningHub> {
-  const hub = new Hub(options);
-  const rooms = options.rooms === false ? undefined : await roomsForHub(hub, { ...options.rooms, ...(options.logger ? { logger: options.logger } : {}) });
-  const routes = options.routes?.(hub, rooms);
-  const roomRoutes = rooms ? createRoomRoutes(rooms, { ...(options.tokens ? { tokens: options.tokens } : {}) }) : undefined;
-  const server = createServer({ requestTimeout: 30_000, headersTimeout: 10_000 }, createHubListener(hub, options, routes, roomRoutes));
-  // Rooms over WebSocket (ARP's frames); any other upgrade is refused rather than left hanging.
-  const stopSockets = rooms ? attachRoomSockets(server, rooms, { ...(options.tokens ? { tokens: options.tokens } : {}) }) : undefined;
-  if (!rooms) {
-    server.on('upgrade', (_request, socket: Duplex) => {
-      guardUpgradeSocket(socket);
-      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n', () => socket.destroy());
-    });
-  }
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 4000, options.host ?? '127.0.0.1', () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
   const logger = options.logger ?? consoleLogger('agora-hub');
-  server.on('error', (error) => logger.error(`hub HTTP server: ${describeError(error)}`));
-  const address = server.address();
-  const port = typeof address === 'object' && address !== null ? address.port : (options.port ?? 4000);
-  const host = options.host === undefined || options.host === '0.0.0.0' || options.host === '::' ? '127.0.0.1' : options.host;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+  const hub = new Hub(options);
+  const rooms = options.rooms === false ? undefined : await roomsForHub(hub, { ...options.rooms, logger });
+  const mounts: Mount[] = [hubMount(hub), ...(rooms ? [roomsMount(rooms, options.rooms || {})] : []), ...(options.mounts?.(hub, rooms) ?? [])];
+  const edge = compose(mounts, edgeOptions(options, logger));
+  let running;
+  try {
+    running = await listen(edge, { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, ...options.server, port: options.port ?? 4000, host: options.host ?? '127.0.0.1', logger });
+  } catch (error) {
+    await edge.close();
+    await rooms?.close();
+    await hub.close();
+    throw error;
+  }
   if ((options.tickMs ?? 5000) > 0) hub.startBackground(options.tickMs ?? 5000);
   if ((options.peers ?? []).length > 0) void hub.syncPeers();
+  const { server, url, port } = running;
   return {
     hub,
+    rooms,
+    edge,
     server,
     url,
     port,
-    rooms,
     async close() {
-      routes?.close?.();
-      stopSockets?.();
       await rooms?.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      await running.close();
       await hub.close();
     },
   };

@@ -1,8 +1,8 @@
-import type { IncomingMessage } from 'node:http';
 import express from 'express';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAgent } from '../../src/agent.js';
-import { DashboardAccess, LOOPBACK_HOST_ONLY, NEEDS_TOKEN, REVIEW_NEEDS_TOKEN } from '../../src/dashboard/_http.js';
+import { DashboardAccess, LOOPBACK_HOST_ONLY, NEEDS_TOKEN, REVIEW_NEEDS_TOKEN } from '../../src/dashboard/access.js';
+import type { EdgeRequest } from '../../src/edge/request.js';
 import { agoraRouter } from '../../src/express.js';
 import { silentLogger } from '../../src/log.js';
 import { Receiver } from '../../src/receiver.js';
@@ -27,8 +27,8 @@ async function agentWith(tokens?: string[]) {
 }
 
 /** A request as the access rules see it: the address its server is bound to, and its headers. */
-function requestOn(bound: string, authorization?: string, host = '127.0.0.1:3000'): IncomingMessage {
-  return { socket: { server: { address: () => ({ address: bound, port: 1, family: 'IPv4' }) } }, headers: { host, ...(authorization ? { authorization } : {}) } } as unknown as IncomingMessage;
+function requestOn(bound: string, authorization?: string, host = '127.0.0.1:3000'): EdgeRequest {
+  return { method: 'GET', path: '/dashboard/', body: undefined, boundAddress: bound, headers: { host, ...(authorization ? { authorization } : {}) } };
 }
 
 describe('dashboard token rules', () => {

@@ -188,7 +188,7 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
   });
 
   it('shows registered agents up with their protocols, the catalogue and chains with hops, pushes a new agent, and passes axe-core', async () => {
-    const hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, routes: (core) => createHubDashboard(core, { checkMs: 50 }) });
+    const hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, mounts: (core) => [createHubDashboard(core, { checkMs: 50 })] });
     cleanups.push(() => hub.close());
     const meteo = await startLoopbackAgent({ 'Weather forecast': 'Gives the weather forecast for a city.' }, () => 'sunny');
     cleanups.push(meteo.close);

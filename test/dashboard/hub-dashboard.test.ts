@@ -12,7 +12,7 @@ afterEach(async () => {
 
 describe('hub dashboard', () => {
   it('lists agents up or down with their protocols and the catalogue, pushes changes on its feed, and says when rooms are absent', async () => {
-    const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, rooms: false, routes: (hub) => createHubDashboard(hub, { checkMs: 20 }) });
+    const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, rooms: false, mounts: (hub) => [createHubDashboard(hub, { checkMs: 20 })] });
     cleanups.push(() => running.close());
     const base = `${running.url}/dashboard/`;
     const page = await fetch(base);
@@ -47,7 +47,7 @@ describe('hub dashboard', () => {
   });
 
   it('is off beyond loopback without a token, and needs the token for data when one is set', async () => {
-    const running = await startHub({ port: 0, tickMs: 0, tokens: ['hub-token'], logger: silentLogger, routes: (hub) => createHubDashboard(hub, { tokens: ['hub-token'] }) });
+    const running = await startHub({ port: 0, tickMs: 0, tokens: ['hub-token'], logger: silentLogger, mounts: (hub) => [createHubDashboard(hub, { tokens: ['hub-token'] })] });
     cleanups.push(() => running.close());
     expect((await fetch(`${running.url}/dashboard/`)).status).toBe(200);
     expect((await fetch(`${running.url}/dashboard/api/state`)).status).toBe(401);

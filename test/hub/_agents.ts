@@ -1,12 +1,19 @@
-// Real agents on loopback for the hub's tests: a Receiver served by startServer, each protocol answered by a
+// Real agents on loopback for the hub's tests: a Receiver served by the Agora mount on the edge, each protocol answered by a
 // function of the test (so a test can count calls, hold a hop, or answer with a handoff).
 import { createServer, type Server } from 'node:http';
-import { startServer } from '../../src/agent.js';
+import { agoraMount } from '../../src/agora/handler.js';
+import { compose } from '../../src/edge/mount.js';
+import { listen, type RunningServer } from '../../src/edge/node.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
 import type { JsonValue } from '../../src/schemas.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
+
+/** Serves a receiver's Agora wire on a free loopback port. */
+export function serveReceiver(receiver: Receiver): Promise<RunningServer> {
+  return listen(compose([agoraMount(receiver, { logger: silentLogger })], { logger: silentLogger }), { port: 0, host: '127.0.0.1', logger: silentLogger });
+}
 
 /** A protocol document with a name and description. */
 export function document(name: string, description: string): string {
@@ -33,7 +40,7 @@ export async function startLoopbackAgent(protocols: Record<string, string>, answ
       },
     },
   });
-  const server = await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger });
+  const server = await serveReceiver(receiver);
   return {
     url: server.url,
     calls,

@@ -7,9 +7,11 @@ import { PassThrough } from 'node:stream';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../src/hub/client.js';
-import { createHubHandler } from '../../src/hub/handler.js';
+import { compose } from '../../src/edge/mount.js';
+import { SocketRouter } from '../../src/edge/sockets.js';
+import { hubMount } from '../../src/hub/http.js';
 import { Hub } from '../../src/hub/hub.js';
-import { attachRoomSockets } from '../../src/hub/rooms/ws.js';
+import { roomsMount } from '../../src/hub/rooms/http.js';
 import type { Rooms } from '../../src/hub/rooms/rooms.js';
 import { startHub } from '../../src/hub/server.js';
 import { hashText } from '../../src/protocol/document.js';
@@ -22,7 +24,13 @@ const DOCUMENT = '---\nname: Weather\ndescription: Forecasts.\nmultiround: false
 const hub = new Hub({ checkIntervalMs: 3_600_000 });
 afterAll(() => hub.close());
 const errors: string[] = [];
-const handle = createHubHandler(hub, { logger: { info() {}, warn() {}, error: (line: string) => errors.push(line) } });
+const edge = compose([hubMount(hub)], { logger: { warn() {}, error: (line: string) => errors.push(line) } });
+/** The hub's API in process, as the fuzz cases call it. */
+async function handle(request: { method: string; url: string; headers: Record<string, string>; body?: Buffer; remoteAddress?: string }) {
+  const edgeRequest = { method: request.method, path: request.url, headers: request.headers, body: request.body, remoteAddress: request.remoteAddress };
+  const response = await edge.handle(edgeRequest).catch((error: unknown) => edge.failure(edgeRequest, error));
+  return { ...response, body: String(response.body) };
+}
 
 const segment = fc.oneof(fc.constantFrom('health', 'metrics', 'agents', 'protocols', 'route', 'runs', 'sync', hashText(DOCUMENT), 'run-1', '%', '%E0%A4%A', '..', '%2F'), fc.string({ maxLength: 12 }).map(encodeURIComponent));
 const query = fc.oneof(fc.constant(''), fc.constantFrom('?q=weather', '?goal=forecast', '?goal=', '?limit=-1', '?limit=1e9', '?limit=abc', '?all=true', '?protocol=%zz', '?handoff=x'), fc.string({ maxLength: 20 }).map((text) => `?q=${encodeURIComponent(text)}`));
@@ -98,7 +106,7 @@ describe('hub request targets and upgrade sockets', () => {
       try {
         for (const url of ['/rooms/abc/ws', '/elsewhere', '//']) {
           const socket = new PassThrough();
-          const request = { url, method: 'GET', headers: { upgrade: 'websocket', connection: 'Upgrade' } } as unknown as IncomingMessage;
+          const request = { url, method: 'GET', headers: { upgrade: 'websocket', connection: 'Upgrade' }, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage;
           running.server.emit('upgrade', request, socket, Buffer.alloc(0));
           expect(() => socket.emit('error', Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }))).not.toThrow();
           // And once the room lookup has answered (the refusal is written after it).
@@ -116,12 +124,14 @@ describe('room sockets while the room store is down', () => {
   it('refuses the upgrade with 503 when the store cannot be read, rather than leave a rejection that ends the process', async () => {
     const server = createHttpServer();
     const down = { get: () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:6379')) } as unknown as Rooms;
-    const stop = attachRoomSockets(server, down);
+    const sockets = new SocketRouter(compose([roomsMount(down)]));
+    server.on('upgrade', sockets.upgrade);
+    const stop = () => sockets.close();
     try {
       const socket = new PassThrough();
       const written: string[] = [];
       socket.on('data', (chunk: Buffer) => written.push(chunk.toString()));
-      server.emit('upgrade', { url: '/rooms/abc/ws', method: 'GET', headers: {} } as unknown as IncomingMessage, socket, Buffer.alloc(0));
+      server.emit('upgrade', { url: '/rooms/abc/ws', method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage, socket, Buffer.alloc(0));
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(written.join('')).toMatch(/^HTTP\/1\.1 503 /);
     } finally {

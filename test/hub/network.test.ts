@@ -10,7 +10,7 @@ import { startHub } from '../../src/hub/server.js';
 import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
-import { FakeAnthropic } from '../../src/testing/index.js';
+import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { cliArgs, runCli } from '../helpers/cli.js';
 import { document, startLoopbackAgent, type LoopbackAgent } from './_agents.js';
 

@@ -54,9 +54,9 @@ export class Rooms {
   constructor(options: RoomsOptions) {
     this.#options = options;
     this.store = options.store ?? new MemoryRoomStore();
-    this.#sender = options.sender ?? new Sender({ llm: null, hub: null });
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? consoleLogger('agora-hub');
+    this.#sender = options.sender ?? new Sender({ llm: null, hub: null, logger: this.#logger });
     // With a shared store another process may die mid-room: its rooms are taken over once their leases run out.
     const sweepMs = options.sweepMs ?? 2000;
     if (!(this.store instanceof MemoryRoomStore) && sweepMs > 0) {

@@ -1,19 +1,13 @@
 // A room live over WebSocket, in ARP's frame shapes: `hello` (with the heartbeat interval) first, then
 // `turn_notification`, `new_message`, `flow_completed`, and `heartbeat`/`heartbeat_ack` both ways. Each room frame
 // carries its `eventId`; a client reconnects with `Last-Event-ID` (header) or `?lastEventId=` and misses nothing.
-import type { IncomingMessage, Server } from 'node:http';
-import type { Duplex } from 'node:stream';
-import { WebSocketServer, type WebSocket } from 'ws';
-import { TokenCheck } from '../../http/_limits.js';
-import { guardUpgradeSocket } from '../../faces/_upgrade.js';
-import { requestTarget } from '../../http/_node-request.js';
+// The socket itself is the edge's: its guard, caps (a room is a resource) and per-message rate limit.
+import type { SocketSession } from '../../edge/response.js';
 import type { RoomEvent } from './records.js';
 import type { Rooms } from './rooms.js';
 
-/** Options of {@link attachRoomSockets}. */
-export type RoomSocketOptions = { tokens?: string[]; heartbeatMs?: number; maxSockets?: number };
-
-const PATH = /^\/rooms\/([A-Za-z0-9_-]{1,64})\/ws$/;
+/** Bytes a socket watcher may leave unsent before it is dropped (it reconnects from its last event id). */
+const MAX_BUFFERED_BYTES = 1024 * 1024;
 
 /** The ARP frame of a room event. */
 export function arpFrame(roomId: string, event: RoomEvent): Record<string, unknown> {
@@ -24,70 +18,33 @@ export function arpFrame(roomId: string, event: RoomEvent): Record<string, unkno
   return { type: 'flow_state', flowId: roomId, eventId: event.id, state: data.state };
 }
 
-/** Serves `/rooms/:id/ws` on a node:http server; returns its stopper. */
-export function attachRoomSockets(server: Server, rooms: Rooms, options: RoomSocketOptions = {}): () => void {
-  const sockets = new WebSocketServer({ noServer: true, maxPayload: 4096 });
-  const tokens = new TokenCheck(options.tokens ?? []);
-  const heartbeatMs = options.heartbeatMs ?? 30_000;
-  const refuse = (socket: Duplex, status: string) => socket.end(`HTTP/1.1 ${status}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n`, () => socket.destroy());
-
-  const onUpgrade = (request: IncomingMessage, socket: Duplex, head: Buffer) => {
-    guardUpgradeSocket(socket);
-    // Thrown here, an error would end the process (an 'upgrade' listener runs outside any promise).
-    const url = requestTarget(request.url);
-    const match = url && PATH.exec(url.pathname);
-    if (!url || !match) return refuse(socket, '404 Not Found');
-    const auth = request.headers.authorization;
-    if (tokens.enabled && !tokens.accepts(auth)) return refuse(socket, '401 Unauthorized');
-    if (sockets.clients.size >= (options.maxSockets ?? 256)) return refuse(socket, '503 Service Unavailable');
-    const header = request.headers['last-event-id'] ?? url.searchParams.get('lastEventId') ?? '0';
-    const last = /^\d{1,15}$/.test(String(header)) ? Number(header) : undefined;
-    if (last === undefined) return refuse(socket, '400 Bad Request');
-    const roomId = match[1]!;
-    rooms.get(roomId).then(
-      (room) => {
-        if (!room) return refuse(socket, '404 Not Found');
-        sockets.handleUpgrade(request, socket, head, (client) => serve(client, roomId, last));
-      },
-      // The store unreachable (Redis down): refused, never a rejection nobody handles (that ends the process).
-      () => refuse(socket, '503 Service Unavailable'),
-    );
-  };
-
-  function serve(client: WebSocket, roomId: string, last: number): void {
-    const controller = new AbortController();
-    const send = (frame: unknown) => client.readyState === client.OPEN && client.send(JSON.stringify(frame));
-    send({ type: 'hello', flowId: roomId, heartbeatInterval: heartbeatMs });
-    const beat = setInterval(() => send({ type: 'heartbeat' }), heartbeatMs);
-    beat.unref();
-    client.on('message', (data) => {
-      let frame: { type?: unknown } | undefined;
-      try {
-        frame = JSON.parse(String(data)) as { type?: unknown };
-      } catch {
-        frame = undefined;
-      }
-      if (frame?.type === 'heartbeat') send({ type: 'heartbeat_ack' });
-    });
-    client.on('error', () => client.terminate());
-    client.once('close', () => {
-      clearInterval(beat);
-      controller.abort();
-    });
-    void (async () => {
-      for await (const event of rooms.watch(roomId, last, controller.signal)) {
-        // A watcher that does not read is dropped; it reconnects from its last event id.
-        if (client.bufferedAmount > 1024 * 1024) return client.terminate();
-        send(arpFrame(roomId, event));
-      }
-      client.close(1000, 'room ended');
-    })().catch(() => client.terminate());
-  }
-
-  server.on('upgrade', onUpgrade);
-  return () => {
-    server.off('upgrade', onUpgrade);
-    for (const client of sockets.clients) client.terminate();
-    sockets.close();
-  };
+/** Serves one accepted room socket: its events after `last`, heartbeats, and answers to the client's heartbeats. */
+export function serveRoomSocket(session: SocketSession, rooms: Rooms, roomId: string, last: number, heartbeatMs: number): void {
+  const { client } = session;
+  const controller = new AbortController();
+  const send = (frame: unknown) => client.readyState === client.OPEN && client.send(JSON.stringify(frame));
+  send({ type: 'hello', flowId: roomId, heartbeatInterval: heartbeatMs });
+  const beat = setInterval(() => send({ type: 'heartbeat' }), heartbeatMs);
+  beat.unref();
+  session.onMessage((data) => {
+    let frame: { type?: unknown } | undefined;
+    try {
+      frame = JSON.parse(data.toString('utf8')) as { type?: unknown };
+    } catch {
+      frame = undefined;
+    }
+    if (frame?.type === 'heartbeat') send({ type: 'heartbeat_ack' });
+  });
+  client.once('close', () => {
+    clearInterval(beat);
+    controller.abort();
+  });
+  void (async () => {
+    for await (const event of rooms.watch(roomId, last, controller.signal)) {
+      // A watcher that does not read is dropped; it reconnects from its last event id.
+      if (client.bufferedAmount > MAX_BUFFERED_BYTES) return client.terminate();
+      send(arpFrame(roomId, event));
+    }
+    client.close(1000, 'room ended');
+  })().catch(() => client.terminate());
 }

@@ -1,8 +1,15 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { ROOM_DOCUMENT } from '../../../src/hub/rooms/document.js';
 import type { RoomEvent } from '../../../src/hub/rooms/records.js';
-import { startTestAgent, type TestAgent } from '../../../src/testing/index.js';
+import { silentLogger } from '../../../src/log.js';
+import { Receiver } from '../../../src/receiver.js';
 import { makeAgentFolder } from '../../helpers/agent-folder.js';
 import { readSse } from '../../helpers/sse.js';
+import { serveReceiver } from '../_agents.js';
+
+/** A participant served on loopback. */
+export type TestAgent = { url: string; close(): Promise<void> };
 
 /** How a test participant answers its turns. */
 export type Mode = 'plain' | 'lead' | 'mention' | 'slow' | 'steady' | 'done';
@@ -34,7 +41,15 @@ export async function startParticipants(modes: Mode[]): Promise<{ agents: TestAg
   for (const mode of modes) {
     const folder = await makeAgentFolder({ 'protocols/room.md': ROOM_DOCUMENT, 'routines/room.ts': routine(mode) });
     folders.push(folder);
-    agents.push(await startTestAgent({ dir: folder.dir }));
+    const receiver = await Receiver.start({ dir: folder.dir, llm: null, watch: false, logger: silentLogger });
+    const server = await serveReceiver(receiver);
+    agents.push({
+      url: server.url,
+      async close() {
+        await server.close();
+        await receiver.close();
+      },
+    });
   }
   return {
     agents,
@@ -55,4 +70,18 @@ export async function readRoomEvents(base: string, id: string, options: { lastEv
     if (options.stop?.(events)) break;
   }
   return events;
+}
+
+/** A participant that takes every query and never answers: its room's turn stays under way, the room stays open. */
+export async function startSilentParticipant(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(() => {});
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
 }
