@@ -1,8 +1,9 @@
-// One hop of a chain: a query to an agent of the directory (Agora `POST /`, or OAP `POST /invoke`), its reply
-// parsed (never trusted) and the handoff it names, if any.
+// One hop of a chain: a query to an agent of the directory (Agora `POST /`, or OAP `POST /invoke`) over the sender's
+// transport (bounded in time and size), its reply parsed (never trusted) and the handoff it names, if any.
 import { z } from 'zod';
-import { AgoraError, describeError } from '../errors.js';
-import type { JsonValue } from '../schemas.js';
+import { AgoraError, isAgoraError } from '../errors.js';
+import { peerResponseSchema, type JsonValue } from '../schemas.js';
+import { PeerTransport } from '../sender/transport.js';
 import type { AgentProtocol, AgentRecord } from './records.js';
 
 /** What a hop sends: the goal, and what the previous hop answered. */
@@ -13,13 +14,6 @@ export type HopOutput = { result: JsonValue; handoff?: { target: string; goal?: 
 
 /** Bounds of one hop. */
 export type HopLimits = { timeoutMs: number; maxReplyBytes: number };
-
-const agoraReplySchema = z.union([
-  z.object({ status: z.literal('success'), body: z.custom<JsonValue>((value) => value !== undefined) }).loose(),
-  z.object({ status: z.literal('failure'), error: z.string() }).loose(),
-  // The Python SDK's failure shape.
-  z.object({ status: z.literal('error'), message: z.string() }).loose(),
-]);
 
 const handoffSchema = z.object({
   next_agent: z.string().min(1).max(2000),
@@ -44,42 +38,13 @@ export function handoffOf(body: unknown): HopOutput['handoff'] {
   return { target: parsed.data.next_agent, ...(goal ? { goal } : {}) };
 }
 
-async function postJson(url: string, payload: unknown, limits: HopLimits): Promise<{ status: number; json: unknown }> {
-  let response: Response;
+/** The sender's transport, bounded by a hop's limits; its timeout is a peer's failure here (a hop recorded as failed). */
+async function exchange<T>(limits: HopLimits, run: (transport: PeerTransport) => Promise<T>): Promise<T> {
   try {
-    response = await fetch(url, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: JSON.stringify(payload),
-      redirect: 'error',
-      signal: AbortSignal.timeout(limits.timeoutMs),
-    });
+    return await run(new PeerTransport({ timeoutMs: limits.timeoutMs }));
   } catch (error) {
-    const reason = error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${limits.timeoutMs} ms` : describeError(error);
-    throw new AgoraError('PEER_FAILURE', `POST ${url} failed: ${reason}`, { cause: error });
-  }
-  const declared = Number(response.headers.get('content-length'));
-  if (Number.isFinite(declared) && declared > limits.maxReplyBytes) {
-    await response.body?.cancel();
-    throw new AgoraError('PEER_FAILURE', `POST ${url}: reply larger than ${limits.maxReplyBytes} bytes`);
-  }
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of response.body ?? []) {
-      size += chunk.byteLength;
-      if (size > limits.maxReplyBytes) throw new AgoraError('PEER_FAILURE', `POST ${url}: reply larger than ${limits.maxReplyBytes} bytes`);
-      chunks.push(chunk);
-    }
-  } catch (error) {
-    if (error instanceof AgoraError) throw error;
-    throw new AgoraError('PEER_FAILURE', `POST ${url}: reply cut off: ${describeError(error)}`, { cause: error });
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  try {
-    return { status: response.status, json: JSON.parse(text) as unknown };
-  } catch {
-    throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not JSON: ${JSON.stringify(text.slice(0, 120))}`);
+    if (isAgoraError(error) && error.code === 'TIMEOUT') throw new AgoraError('PEER_FAILURE', error.message, { cause: error });
+    throw error;
   }
 }
 
@@ -97,7 +62,11 @@ function agoraBody(hop: HopInput, protocol: AgentProtocol | undefined): JsonValu
 export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits): Promise<HopOutput> {
   if (agent.kind === 'oap') {
     const envelope = { id: hop.runId, goal: hop.goal, memory: { last_result: hop.input ?? null }, steps: hop.steps, handoff: null };
-    const { status, json } = await postJson(`${agent.url}/invoke`, envelope, limits);
+    const url = `${agent.url}/invoke`;
+    const { status, json } = await exchange(limits, async (transport) => {
+      const response = await transport.exchange('POST', url, envelope, undefined, limits.maxReplyBytes);
+      return { status: response.status, json: transport.parseJson('POST', url, response) };
+    });
     // An OAP failure is an HTTP error whose body may well parse as an (empty) envelope: never a result.
     if (status < 200 || status > 299) {
       const reason = typeof json === 'object' && json !== null && typeof (json as { error?: unknown }).error === 'string' ? `: ${(json as { error: string }).error.slice(0, 300)}` : '';
@@ -114,11 +83,15 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
     request.protocolHash = protocol.hash;
     request.protocolSources = [`${agent.url}/protocols/${protocol.hash}`];
   }
-  const parsed = agoraReplySchema.safeParse((await postJson(`${agent.url}/`, request, limits)).json);
-  if (!parsed.success) throw new AgoraError('PEER_FAILURE', `POST ${agent.url}/: not an Agora reply`);
-  const reply = parsed.data;
-  if (reply.status === 'failure') throw new AgoraError('PEER_FAILURE', `${agent.name} answered a failure: ${reply.error.slice(0, 300)}`);
-  if (reply.status === 'error') throw new AgoraError('PEER_FAILURE', `${agent.name} answered a failure: ${reply.message.slice(0, 300)}`);
+  // A failure reply, or one that is not an Agora reply, is the transport's PEER_FAILURE naming the URL.
+  const url = `${agent.url}/`;
+  const reply = await exchange(limits, async (transport) => {
+    const response = await transport.exchange('POST', url, request, undefined, limits.maxReplyBytes);
+    const json = transport.parseJson('POST', url, response);
+    const parsed = peerResponseSchema.safeParse(json);
+    if (!parsed.success || parsed.data.status !== 'success') throw transport.peerError('POST', url, response.status, json);
+    return { body: (parsed.data.body ?? null) as JsonValue };
+  });
   const handoff = handoffOf(reply.body);
   return { result: reply.body, ...(handoff ? { handoff } : {}) };
 }

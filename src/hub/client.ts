@@ -1,20 +1,23 @@
 import { z } from 'zod';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { hashText } from '../protocol/document.js';
-import { downloadVerified, type ProtocolHub } from '../sender/hub.js';
-import { MAX_REPLY_BYTES, readCapped } from '../sender/transport.js';
+import { HubProtocols, type ProtocolHub } from '../sender/hub.js';
+import { MAX_REPLY_BYTES } from '../sender/transport.js';
 import type { ChainBackend } from './chains.js';
 import { agentProtocolSchema, agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
+import type { RoomEvent, RoomRecord, RoomRequest } from './rooms/records.js';
+import type { RoomAction } from './rooms/rooms.js';
 import type { RouteDecision } from './routing.js';
 
 /** Options of {@link HubClient}. */
 export type HubClientOptions = {
   /** The hub's base URL (default: `AGORA_HUB`). */
   url?: string;
-  /** Bearer token for writes, `/runs` and `/metrics` (default: `AGORA_HUB_TOKEN`). */
+  /** Bearer token for writes, `/runs`, `/metrics` and rooms (default: `AGORA_HUB_TOKEN`). */
   token?: string;
   /** Bound on each request (default 30 s). */
   timeoutMs?: number;
+  fetch?: typeof fetch;
 };
 
 const matchSchema = z.object({ word: z.string(), field: z.string() });
@@ -31,7 +34,20 @@ const listingSchema = catalogueEntrySchema.extend({
   score: z.number().optional(),
   servedBy: z.array(z.object({ id: z.string(), name: z.string(), url: z.string() })),
 });
-const failureSchema = z.object({ error: z.string() }).loose();
+
+const roomSchema = z.object({ id: z.string(), topic: z.string(), state: z.enum(['active', 'paused', 'completed', 'cancelled']), turns: z.number() }).loose();
+const roomEventSchema = z.object({ id: z.number().int(), type: z.enum(['turn_notification', 'new_message', 'flow_completed', 'state']), data: z.record(z.string(), z.unknown()) });
+
+/** Options of {@link HubClient.watch}. */
+export type RoomWatchOptions = {
+  /** Events after this id only (a watcher that resumes). */
+  lastEventId?: number;
+  signal?: AbortSignal;
+  /** Called when the stream dropped and is resumed after `lastEventId`. */
+  onResume?: (lastEventId: number) => void;
+  /** Reconnections at most before giving up (default 5). */
+  maxResumes?: number;
+};
 
 /** A protocol in the hub's database, with the agents serving it. */
 export type HubProtocol = z.infer<typeof listingSchema>;
@@ -42,55 +58,22 @@ export type HubAgent = z.infer<typeof hitSchema>;
  * Talks to a hub over HTTP: the CLI commands and the sender use it; a chain runs through it.
  * @example const hub = new HubClient({ url: 'http://127.0.0.1:4000' }); const { agent, reason } = await hub.route('weather in Paris');
  */
-export class HubClient implements ChainBackend, ProtocolHub {
-  readonly url: string;
+export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub {
+  readonly #fetch: typeof fetch;
   readonly #token: string | undefined;
-  readonly #timeoutMs: number;
 
   constructor(options: HubClientOptions = {}) {
     const url = options.url ?? process.env.AGORA_HUB;
     if (!url) throw new AgoraError('BAD_REQUEST', 'No hub: pass --hub <url> or set AGORA_HUB');
-    this.url = url.replace(/\/+$/, '');
-    this.#token = options.token ?? (process.env.AGORA_HUB_TOKEN || undefined);
-    this.#timeoutMs = options.timeoutMs ?? 30_000;
-  }
-
-  async #request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-    let response: Response;
-    try {
-      response = await fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(this.#timeoutMs) });
-    } catch (error) {
-      throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path} failed: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
-    }
-    let text: string;
-    try {
-      text = (await readCapped(response, MAX_REPLY_BYTES, `${method} ${this.url}${path}`)).toString('utf8');
-    } catch (error) {
-      if (isAgoraError(error)) throw error;
-      throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path}: ${error instanceof Error && error.name === 'TimeoutError' ? `no whole answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path}: HTTP ${response.status}, not JSON`, { status: response.status });
-    }
-    if (!response.ok) {
-      const message = failureSchema.safeParse(json).data?.error ?? `HTTP ${response.status}`;
-      const code = response.status === 404 ? 'NOT_FOUND' : response.status === 401 ? 'UNAUTHORIZED' : response.status < 500 ? 'BAD_REQUEST' : 'PEER_FAILURE';
-      throw new AgoraError(code, `${message} (${method} ${this.url}${path}: HTTP ${response.status})`, { status: response.status });
-    }
-    const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${method} ${this.url}${path}: unexpected reply: ${z.prettifyError(parsed.error).split('\n')[0]}`);
-    return parsed.data;
+    const token = options.token ?? (process.env.AGORA_HUB_TOKEN || undefined);
+    super({ url, token, timeoutMs: options.timeoutMs ?? 30_000, maxReplyBytes: MAX_REPLY_BYTES, ...(options.fetch ? { fetch: options.fetch } : {}) });
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#token = token;
   }
 
   /** Registers an agent by URL (the hub reads it). */
   register(url: string, extra: { name?: string; description?: string } = {}): Promise<AgentRecord> {
-    return this.#request('POST', '/agents', agentRecordSchema, { url, ...extra });
+    return this.request('POST', '/agents', agentRecordSchema, { url, ...extra });
   }
 
   /** Searches the directory by words and/or protocol hash. */
@@ -100,48 +83,43 @@ export class HubClient implements ChainBackend, ProtocolHub {
     if (query.protocol) params.set('protocol', query.protocol);
     if (query.limit) params.set('limit', String(query.limit));
     if (query.all) params.set('all', 'true');
-    return (await this.#request('GET', `/agents?${params}`, z.object({ agents: z.array(hitSchema) }))).agents;
+    return (await this.request('GET', `/agents?${params}`, z.object({ agents: z.array(hitSchema) }))).agents;
   }
 
   /** Removes an agent (token). */
   async removeAgent(id: string): Promise<void> {
-    await this.#request('DELETE', `/agents/${encodeURIComponent(id)}`, z.unknown());
+    await this.request('DELETE', `/agents/${encodeURIComponent(id)}`, z.unknown());
   }
 
   /** Publishes a document to the protocol database (its hash computed here, checked there). */
-  publish(text: string): Promise<CatalogueEntry> {
-    return this.#request('POST', '/protocols', catalogueEntrySchema, { hash: hashText(text), text });
+  override publish(text: string): Promise<CatalogueEntry> {
+    return this.request('POST', '/protocols', catalogueEntrySchema, { hash: hashText(text), text });
   }
 
   /** Searches the protocol database by words; all documents without a query. */
-  async protocols(query?: string, limit?: number): Promise<HubProtocol[]> {
+  override async protocols(query?: string, limit?: number): Promise<HubProtocol[]> {
     const params = new URLSearchParams();
     if (query) params.set('q', query);
     if (limit) params.set('limit', String(limit));
-    return (await this.#request('GET', `/protocols?${params}`, z.object({ protocols: z.array(listingSchema) }))).protocols;
-  }
-
-  /** The exact text of a document, verified by hash here too; undefined when the hub lacks it. */
-  protocolText(hash: string): Promise<string | undefined> {
-    return downloadVerified(fetch, this.url, hash, this.#timeoutMs);
+    return (await this.request('GET', `/protocols?${params}`, z.object({ protocols: z.array(listingSchema) }))).protocols;
   }
 
   /** Routes a goal (an explicit handoff wins). */
   async route(goal: string, handoff?: string): Promise<RouteDecision> {
     const params = new URLSearchParams({ goal });
     if (handoff) params.set('handoff', handoff);
-    return (await this.#request('GET', `/route?${params}`, routeSchema)) as RouteDecision;
+    return (await this.request('GET', `/route?${params}`, routeSchema)) as RouteDecision;
   }
 
   /** Unfinished chains; all with `all`. */
   async runs(all = false): Promise<ChainRun[]> {
-    return (await this.#request('GET', `/runs${all ? '?all=true' : ''}`, z.object({ runs: z.array(chainRunSchema) }))).runs;
+    return (await this.request('GET', `/runs${all ? '?all=true' : ''}`, z.object({ runs: z.array(chainRunSchema) }))).runs;
   }
 
   /** A chain's last checkpoint. */
   async getRun(id: string): Promise<ChainRun | undefined> {
     try {
-      return await this.#request('GET', `/runs/${encodeURIComponent(id)}`, chainRunSchema);
+      return await this.request('GET', `/runs/${encodeURIComponent(id)}`, chainRunSchema);
     } catch (error) {
       if (error instanceof AgoraError && error.status === 404) return undefined;
       throw error;
@@ -150,11 +128,95 @@ export class HubClient implements ChainBackend, ProtocolHub {
 
   /** Writes a chain's checkpoint. */
   async saveRun(run: ChainRun, leaseMs: number, force = false): Promise<void> {
-    await this.#request('PUT', `/runs/${encodeURIComponent(run.id)}`, z.unknown(), { run, leaseMs, force });
+    await this.request('PUT', `/runs/${encodeURIComponent(run.id)}`, z.unknown(), { run, leaseMs, force });
   }
 
   /** Asks the hub to pull its peers' catalogues now. */
   async sync(): Promise<unknown> {
-    return this.#request('POST', '/sync', z.unknown(), {});
+    return this.request('POST', '/sync', z.unknown(), {});
+  }
+
+  /** Creates a room on the hub and starts it (token). */
+  async createRoom(request: Partial<RoomRequest> & Pick<RoomRequest, 'topic' | 'participants'>): Promise<RoomRecord> {
+    return (await this.request('POST', '/rooms', roomSchema, request)) as RoomRecord;
+  }
+
+  /** A room's record (token). */
+  async room(id: string): Promise<RoomRecord> {
+    return (await this.request('GET', `/rooms/${encodeURIComponent(id)}`, roomSchema)) as RoomRecord;
+  }
+
+  /** Pauses, resumes or cancels a room (token). */
+  async control(id: string, action: RoomAction): Promise<RoomRecord> {
+    return (await this.request('POST', `/rooms/${encodeURIComponent(id)}/control`, roomSchema, { action })) as RoomRecord;
+  }
+
+  /** A person's message to a room, seen by every next turn (token). */
+  async say(id: string, text: string, from?: string): Promise<RoomRecord> {
+    return (await this.request('POST', `/rooms/${encodeURIComponent(id)}/messages`, roomSchema, { text, ...(from ? { from } : {}) })) as RoomRecord;
+  }
+
+  /**
+   * A room's events as they happen, until it ends: a stream that drops is resumed after the last event seen (no
+   * event lost or repeated), at most `maxResumes` times.
+   */
+  async *watch(id: string, options: RoomWatchOptions = {}): AsyncGenerator<RoomEvent> {
+    let last = options.lastEventId ?? 0;
+    const url = `${this.url}/rooms/${encodeURIComponent(id)}/events`;
+    for (let attempt = 0; attempt <= (options.maxResumes ?? 5); attempt++) {
+      if (attempt > 0) options.onResume?.(last);
+      const headers: Record<string, string> = { accept: 'text/event-stream', ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}), ...(last ? { 'last-event-id': String(last) } : {}) };
+      let response: Response;
+      try {
+        response = await this.#fetch(url, { headers, ...(options.signal ? { signal: options.signal } : {}) });
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        throw new AgoraError('PEER_FAILURE', `GET ${url} failed: ${describeError(error)}`, { cause: error });
+      }
+      if (!response.ok || !response.body) {
+        const text = await response.text().catch(() => '');
+        const message = /"error":"([^"]*)"/.exec(text)?.[1] ?? 'no detail';
+        throw new AgoraError(response.status === 401 ? 'UNAUTHORIZED' : response.status === 404 ? 'NOT_FOUND' : 'PEER_FAILURE', `GET ${url}: HTTP ${response.status}: ${message}`, { status: response.status });
+      }
+      try {
+        for await (const event of sseEvents(response.body)) {
+          const parsed = roomEventSchema.safeParse(event);
+          if (!parsed.success) continue;
+          last = parsed.data.id;
+          yield parsed.data;
+          if (parsed.data.type === 'flow_completed') return;
+        }
+        return;
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        if (isAgoraError(error)) throw error;
+      }
+    }
+  }
+}
+
+/** The events of an SSE body (comments and events without an id left out), each with its JSON data parsed. */
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id: number; type: string; data: unknown }> {
+  let text = '';
+  for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
+    text += chunk;
+    const blocks = text.split('\n\n');
+    text = blocks.pop() ?? '';
+    for (const block of blocks) {
+      const fields = new Map<string, string>();
+      for (const line of block.split('\n')) {
+        const colon = line.indexOf(':');
+        if (colon > 0) fields.set(line.slice(0, colon), line.slice(colon + 1).trimStart());
+      }
+      const id = fields.get('id');
+      if (id === undefined || !/^\d{1,15}$/.test(id)) continue;
+      let data: unknown;
+      try {
+        data = JSON.parse(fields.get('data') ?? '');
+      } catch {
+        continue;
+      }
+      yield { id: Number(id), type: fields.get('event') ?? 'message', data };
+    }
   }
 }

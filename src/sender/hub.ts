@@ -1,6 +1,7 @@
 // The sender's side of a hub's protocol database: search it for a fitting document before negotiating, fetch a
 // document by hash (verified here, never trusted), publish a negotiated one. It lives below `hub/` (the layers
-// import one way); the hub's full client (src/hub/client.ts) reuses its verified download.
+// import one way); the one hub client (src/hub/client.ts, `HubClient`) extends it with the rest of the hub's API,
+// so every exchange with a hub goes through one request here.
 import { z } from 'zod';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { hashText } from '../protocol/document.js';
@@ -32,7 +33,17 @@ export interface ProtocolHub {
 const listingSchema = z.object({ protocols: z.array(z.object({ hash: z.string(), name: z.string(), description: z.string() }).loose()) });
 
 /** Options of {@link HubProtocols}. */
-export type HubProtocolsOptions = { url: string; token?: string | undefined; fetch?: typeof fetch; timeoutMs?: number };
+export type HubProtocolsOptions = {
+  url: string;
+  token?: string | undefined;
+  fetch?: typeof fetch;
+  /** Bound on each exchange, ms (default 2 s). */
+  timeoutMs?: number;
+  /** Largest reply read, in bytes (default 1 MiB). */
+  maxReplyBytes?: number;
+};
+
+const failureSchema = z.object({ error: z.string() }).loose();
 
 /**
  * Downloads `<hub>/protocols/<hash>` and checks its SHA1: a hub serving another text under a hash is refused.
@@ -70,6 +81,7 @@ export class HubProtocols implements ProtocolHub {
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #maxReplyBytes: number;
 
   constructor(options: HubProtocolsOptions) {
     let parsed: URL;
@@ -83,14 +95,12 @@ export class HubProtocols implements ProtocolHub {
     this.#token = options.token;
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_HUB_TIMEOUT_MS;
+    this.#maxReplyBytes = options.maxReplyBytes ?? MAX_LISTING_BYTES;
   }
 
   async protocols(query: string, limit = 5): Promise<HubListing[]> {
-    const url = `${this.url}/protocols?${new URLSearchParams({ q: query, limit: String(limit) })}`;
-    const json = await this.#json('GET', url);
-    const parsed = listingSchema.safeParse(json);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${url}: not a protocol listing: ${z.prettifyError(parsed.error).split('\n')[0]}`);
-    return parsed.data.protocols.map(({ hash, name, description }) => ({ hash, name, description }));
+    const { protocols } = await this.request('GET', `/protocols?${new URLSearchParams({ q: query, limit: String(limit) })}`, listingSchema);
+    return protocols.map(({ hash, name, description }) => ({ hash, name, description }));
   }
 
   protocolText(hash: string): Promise<string | undefined> {
@@ -98,31 +108,45 @@ export class HubProtocols implements ProtocolHub {
   }
 
   async publish(text: string): Promise<unknown> {
-    return this.#json('POST', `${this.url}/protocols`, { hash: hashText(text), text });
+    return this.request('POST', '/protocols', z.unknown(), { hash: hashText(text), text });
   }
 
-  async #json(method: 'GET' | 'POST', url: string, body?: unknown): Promise<unknown> {
+  /**
+   * One exchange with the hub, bounded in time and size: its JSON reply read through `schema`. A refusal keeps the
+   * hub's text and its status (`NOT_FOUND`, `UNAUTHORIZED`, `BAD_REQUEST`); anything else is a `PEER_FAILURE`.
+   */
+  protected async request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+    const target = `${method} ${this.url}${path}`;
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (this.#token) headers.authorization = `Bearer ${this.#token}`;
+    const timedOut = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
     let response: Response;
     try {
-      response = await this.#fetch(url, { method, headers, signal: AbortSignal.timeout(this.#timeoutMs), ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      response = await this.#fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(this.#timeoutMs) });
     } catch (error) {
-      throw new AgoraError('PEER_FAILURE', `${method} ${url} failed: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `${target} failed: ${timedOut(error) ? `no answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
     }
     let text: string;
     try {
-      text = (await readCapped(response, MAX_LISTING_BYTES, `${method} ${url}`)).toString('utf8');
+      text = (await readCapped(response, this.#maxReplyBytes, target)).toString('utf8');
     } catch (error) {
       if (isAgoraError(error)) throw error;
-      throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${describeError(error)}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `${target}: ${timedOut(error) ? `no whole answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
     }
-    if (!response.ok) throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}: ${text.slice(0, 200)}`, { status: response.status });
+    let json: unknown;
     try {
-      return JSON.parse(text) as unknown;
+      json = JSON.parse(text);
     } catch {
-      throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}, not JSON`);
+      throw new AgoraError('PEER_FAILURE', `${target}: HTTP ${response.status}, not JSON`, { status: response.status });
     }
+    if (!response.ok) {
+      const message = failureSchema.safeParse(json).data?.error ?? `HTTP ${response.status}`;
+      const code = response.status === 404 ? 'NOT_FOUND' : response.status === 401 ? 'UNAUTHORIZED' : response.status < 500 ? 'BAD_REQUEST' : 'PEER_FAILURE';
+      throw new AgoraError(code, `${message} (${target}: HTTP ${response.status})`, { status: response.status });
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${target}: unexpected reply: ${z.prettifyError(parsed.error).split('\n')[0]}`);
+    return parsed.data;
   }
 }
