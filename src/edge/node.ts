@@ -88,7 +88,11 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
       if (debug) request.id = requestId();
       const result = await edge.handle(request).catch((error: unknown) => edge.failure(request, error));
       if (debug) debug(`request ${request.id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
-      if (result.status === 413) linger(incoming);
+      if (result.status === 413) {
+        // The connection is not kept for another request: the rest of an oversize body is not worth reading.
+        result.headers.connection = 'close';
+        linger(incoming);
+      }
       if (result.events !== undefined) await stream(incoming, response, result, result.events);
       else queued = queue(response, result);
     } catch (error) {
@@ -191,17 +195,31 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   return { server, url: urlOf(options.host, port), port, close };
 }
 
-// Reads and drops the rest of a refused body, bounded, so the client reads its 413 rather than a reset; node's own
-// discard after the response keeps the connection usable when the body ends in time.
+// Reads and drops the rest of a refused body, bounded, so the client reads its 413 rather than a reset: node would
+// end the connection as soon as a `Connection: close` answer is written, while the client may still be sending
+// (and a socket closed with unread bytes is reset). The close waits for the body's end, or the bound.
 function linger(incoming: IncomingMessage): void {
   if (incoming.readableEnded) return;
+  const socket = incoming.socket;
   let read = 0;
-  const cut = () => incoming.socket.destroy();
+  const cut = () => socket.destroy();
   const timer = setTimeout(cut, LINGER_MS);
   timer.unref();
+  const close = () => {
+    clearTimeout(timer);
+    if (socket.writableFinished) socket.destroy();
+    else socket.once('finish', () => socket.destroy());
+  };
+  socket.destroySoon = () => {
+    socket.end();
+    if (incoming.readableEnded) close();
+  };
   incoming.on('data', (chunk: Buffer) => {
     read += chunk.length;
     if (read > LINGER_BYTES) cut();
+  });
+  incoming.once('end', () => {
+    if (socket.writableEnded) close();
   });
   incoming.once('close', () => clearTimeout(timer));
   incoming.resume();
