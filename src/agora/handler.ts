@@ -1,15 +1,15 @@
 // The Agora wire (spec §2) as a mount over a receiver: queries, follow-ups, streamed replies, the documents, the
 // probes and the metrics. The guard (tokens, rate limit, body cap, cross-site rule) is the edge's.
-import { describeError, isAgoraError } from '../errors.js';
+import type { AgoraError } from '../errors.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import { parseFollowUpRequest, parseQueryRequest } from '../schemas.js';
 import { parseLastEventId, wantsEventStream } from '../edge/events.js';
 import { compose, DEFAULT_MAX_BODY_BYTES, type EdgeOptions, type Mount, type MountedRequest } from '../edge/mount.js';
-import { baseUrlOf, header, requestId, type EdgeRequest } from '../edge/request.js';
+import { baseUrlOf, header, type EdgeRequest } from '../edge/request.js';
 import { failure, JSON_TYPE, respond, type EdgeResponse } from '../edge/response.js';
-import { agoraStatus } from '../edge/status.js';
+import { agoraStatus, failureResponse, STORE_RETRY_AFTER } from '../edge/status.js';
 import { AGORA_ROUTES, matchRoute } from './routes.js';
 import { openReplyStream, resumedStream } from './stream.js';
 
@@ -29,8 +29,6 @@ const END_BODY = '{"status":"success","body":null}';
 const HEALTH_BODY = '{"status":"ok"}';
 const READY_BODY = '{"status":"ready"}';
 const DEGRADED_BODY = '{"status":"degraded","store":"unavailable"}';
-// Seconds a client is asked to wait when the store is unavailable: about one reconnection attempt.
-const STORE_RETRY_AFTER = '2';
 const CONVERSATION_ID = /^[A-Za-z0-9_-]{1,128}$/;
 const EMPTY = Buffer.alloc(0);
 
@@ -61,34 +59,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
     return { baseUrl, remoteAddress: request.remoteAddress, signal: request.signal };
   }
 
-  function toFailure(error: unknown, request: EdgeRequest): EdgeResponse {
-    if (isAgoraError(error)) {
-      const status = agoraStatus(error.code);
-      if (error.code === 'STORE_UNAVAILABLE') {
-        // Not logged per request: the connection's watcher logs the outage once.
-        const response = failure(503, 'Store unavailable');
-        response.headers['retry-after'] = STORE_RETRY_AFTER;
-        return response;
-      }
-      if (status !== 500) {
-        if (status > 503) logger.error(`${request.method} ${request.path}: ${describeError(error)}`);
-        return failure(status, error.message);
-      }
-      return internalError(request, describeError(error));
-    }
-    // A client that went away makes the receiver abort: not an internal error worth a log line.
-    if (request.signal?.aborted) return failure(500, 'Internal error');
-    return internalError(request, error instanceof Error && error.stack ? error.stack : describeError(error));
-  }
-
-  // What went wrong stays in the log; the client gets a fixed text and the id that finds the log line.
-  function internalError(request: EdgeRequest, details: string): EdgeResponse {
-    const id = request.id ?? requestId();
-    logger.error(`request ${id}: ${request.method} ${request.path} failed: ${details}`);
-    const response = failure(500, `Internal error (request ${id})`);
-    response.headers['x-request-id'] = id;
-    return response;
-  }
+  const wire = { status: (error: AgoraError) => agoraStatus(error.code), shape: failure, logger };
+  const toFailure = (error: unknown, request: EdgeRequest): EdgeResponse => failureResponse(request, error, wire);
 
   // A query, the hot path: a small async function on purpose, since V8 keeps an async function's whole register file
   // each time it suspends, and one function for every route had many.

@@ -1,11 +1,10 @@
 // Mounts and their composition: every surface (the Agora wire, each face, the hub API, rooms, dashboards) declares
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
-import { describeError, isAgoraError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
-import { cleanPath, requestId, type EdgeRequest } from './request.js';
+import { cleanPath, type EdgeRequest } from './request.js';
 import { failure, type EdgeResponse } from './response.js';
-import { statusOf } from './status.js';
+import { failureResponse, statusOf } from './status.js';
 
 /** A route a mount declares: a path, exact or (with `prefix`) with everything under it. */
 export type Route = {
@@ -120,8 +119,8 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   prefixes.sort((a, b) => b.stem.length - a.stem.length);
 
   // What a path and method resolve to, for paths without a prefix route (the Agora routes, the cards): found once,
-  // then kept, so the hot path (`POST /`) allocates nothing to be routed.
-  const resolved = new Map<string, Entry[]>();
+  // then kept by path and method, so the hot path (`POST /`) allocates nothing to be routed.
+  const resolved = new Map<string, Map<string, Entry[]>>();
 
   function lookup(method: string, path: string): readonly Entry[] {
     const clean = cleanPath(path);
@@ -130,19 +129,18 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
       if (clean === entry.stem || (clean.startsWith(entry.stem) && clean.charCodeAt(entry.stem.length) === 47)) (under ??= []).push(entry);
     }
     const found = exact.get(clean);
-    if (under === undefined) {
-      if (found === undefined) return NONE;
-      if (found.length === 1) return found;
-      const key = `${method} ${clean}`;
-      let entries = resolved.get(key);
-      if (entries === undefined) {
-        entries = byMethod(found, method);
-        // Bounded: methods are a stranger's bytes.
-        if (resolved.size < 256) resolved.set(key, entries);
-      }
-      return entries;
+    if (under !== undefined) return byMethod(found === undefined ? under : [...found, ...under], method);
+    if (found === undefined) return NONE;
+    if (found.length === 1) return found;
+    let methods = resolved.get(clean);
+    if (methods === undefined) resolved.set(clean, (methods = new Map()));
+    let entries = methods.get(method);
+    if (entries === undefined) {
+      entries = byMethod(found, method);
+      // Bounded: methods are a stranger's bytes (paths here are the declared ones).
+      if (methods.size < 16) methods.set(method, entries);
     }
-    return byMethod(found === undefined ? under : [...found, ...under], method);
+    return entries;
   }
 
   function notFound(): EdgeResponse {
@@ -228,28 +226,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
 
   function toFailure(request: MountedRequest, error: unknown): EdgeResponse {
     const mount = request.mount ?? fallback;
-    const shape = (status: number, message: string) => (mount ? mount.failure(status, message) : failure(status, message));
-    if (isAgoraError(error)) {
-      const status = statusOf(error);
-      if (error.code === 'STORE_UNAVAILABLE') {
-        // Not logged per request: the store's connection reports the outage once.
-        const response = shape(503, 'Store unavailable');
-        response.headers['retry-after'] = '2';
-        return response;
-      }
-      if (status !== 500) {
-        if (status > 503) logger?.error(`${request.method} ${cleanPath(request.path)}: ${describeError(error)}`);
-        return shape(status, error.message);
-      }
-    }
-    // A client that went away aborts its work: not an internal error worth a log line.
-    if (request.signal?.aborted) return shape(500, 'Internal error');
-    const id = request.id ?? requestId();
-    const details = error instanceof Error && error.stack && !isAgoraError(error) ? error.stack : describeError(error);
-    logger?.error(`request ${id}: ${request.method} ${cleanPath(request.path)} failed: ${details}`);
-    const response = shape(500, `Internal error (request ${id})`);
-    response.headers['x-request-id'] = id;
-    return response;
+    return failureResponse(request, error, { status: statusOf, shape: mount ? (status, message) => mount.failure(status, message) : failure, logger });
   }
 
   return {

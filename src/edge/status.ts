@@ -1,5 +1,8 @@
 // AgoraError codes as HTTP statuses: the one place a code becomes a status (errors.ts knows no HTTP).
-import type { AgoraError, AgoraErrorCode } from '../errors.js';
+import { describeError, isAgoraError, type AgoraError, type AgoraErrorCode } from '../errors.js';
+import type { Logger } from '../log.js';
+import { requestId, type EdgeRequest } from './request.js';
+import type { EdgeResponse } from './response.js';
 
 /** The HTTP status each code answers with at the receiver's edge (spec §2: Agora-level failures are 200). */
 const AGORA_STATUS: Record<AgoraErrorCode, number> = {
@@ -45,3 +48,41 @@ export function statusOf(error: AgoraError): number {
   const status = AGORA_STATUS[error.code] ?? 500;
   return status === 200 ? 400 : status;
 }
+
+/** How one wire answers a thrown value: its status for an AgoraError, its failure shape, where internal errors go. */
+export type FailureWire = {
+  status: (error: AgoraError) => number;
+  shape: (status: number, message: string) => EdgeResponse;
+  logger?: Pick<Logger, 'error'> | undefined;
+};
+
+/**
+ * A thrown value as a response on a wire: an AgoraError with its status and message; the store down as 503 with
+ * Retry-After (its connection reports the outage once, not per request); anything else a 500 whose details stay in
+ * the log, found by the request id the client is given.
+ */
+export function failureResponse(request: Pick<EdgeRequest, 'method' | 'path' | 'signal' | 'id'>, error: unknown, wire: FailureWire): EdgeResponse {
+  if (isAgoraError(error)) {
+    if (error.code === 'STORE_UNAVAILABLE') {
+      const response = wire.shape(503, 'Store unavailable');
+      response.headers['retry-after'] = STORE_RETRY_AFTER;
+      return response;
+    }
+    const status = wire.status(error);
+    if (status !== 500) {
+      if (status > 503) wire.logger?.error(`${request.method} ${request.path}: ${describeError(error)}`);
+      return wire.shape(status, error.message);
+    }
+  }
+  // A client that went away aborts its work: not an internal error worth a log line.
+  if (request.signal?.aborted) return wire.shape(500, 'Internal error');
+  const id = request.id ?? requestId();
+  const details = error instanceof Error && error.stack && !isAgoraError(error) ? error.stack : describeError(error);
+  wire.logger?.error(`request ${id}: ${request.method} ${request.path} failed: ${details}`);
+  const response = wire.shape(500, `Internal error (request ${id})`);
+  response.headers['x-request-id'] = id;
+  return response;
+}
+
+/** Seconds a client is asked to wait when the store is unavailable: about one reconnection attempt. */
+export const STORE_RETRY_AFTER = '2';
