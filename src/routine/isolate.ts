@@ -17,7 +17,7 @@ import { createContext, Script } from 'node:vm';
 export const ISOLATED_SYNC_LIMIT_MS = 500;
 
 /** Whether the environment asks for isolated routines (`AGORA_ISOLATE_ROUTINES=1` or `true`). */
-export function isolateRoutinesFromEnv(env: NodeJS.ProcessEnv = process.env): boolean {
+export function isolateRoutinesFromEnv(env: NodeJS.ProcessEnv): boolean {
   return /^(1|true|yes)$/i.test(env.AGORA_ISOLATE_ROUTINES ?? '');
 }
 
