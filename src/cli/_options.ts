@@ -16,6 +16,15 @@ export function wantsJson(args: ParsedArgs): boolean {
 /** `--token <token>`: the bearer token sent to an agent that requires one. */
 export const AGENT_TOKEN_OPTION: OptionSpec = { type: 'string', value: '<token>', description: 'Bearer token, for an agent that requires one', env: 'AGORA_TOKEN' };
 
+/** `--hub-token <token>`: the bearer token sent to a hub that requires one (never a server's own tokens). */
+export const HUB_TOKEN_OPTION: OptionSpec = { type: 'string', value: '<token>', description: 'Bearer token, for a hub that requires one', env: 'AGORA_HUB_TOKEN' };
+
+/** The headers of `--token` (declared by {@link AGENT_TOKEN_OPTION}), for a Sender or a check. */
+export function agentToken(args: ParsedArgs): { token?: string } {
+  const token = stringOption(args, 'token');
+  return token ? { token } : {};
+}
+
 /** `--token <token>` (repeatable): the bearer tokens a server requires; `what` says for which routes. */
 export function requiredTokensOption(what: string): OptionSpec {
   return { type: 'string', multiple: true, value: '<token>', description: `Require this bearer token ${what}`, env: 'AGORA_TOKENS' };
