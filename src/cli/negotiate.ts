@@ -37,7 +37,7 @@ export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a 
     timeout: timeoutOption(120),
     json: jsonOption('Print {path, hash, name, rounds} as JSON'),
   },
-  details: 'Needs an LLM: --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
+  details: 'Needs an LLM: --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY (or `--llm offline`, a scripted demo model). Rounds are shown on stderr as they happen; the path and hash go to stdout.',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const task = stringOption(args, 'task')?.trim();
@@ -46,7 +46,7 @@ export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a 
     const timeout = timeoutMs(args, 120);
     const dir = await folderArgument(stringOption(args, 'dir'), '--dir');
     const llm = await chooseLlm(args);
-    if (!llm) throw new AgoraError('LLM_UNAVAILABLE', 'no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY)');
+    if (!llm) throw new AgoraError('LLM_UNAVAILABLE', 'no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY; --llm offline for a demo without a key)');
     const hub = stringOption(args, 'hub');
     const hubToken = stringOption(args, 'hub-token');
     const sender = new Sender({ llm, dir, timeoutMs: timeout, hub: hub ?? null, ...(hubToken ? { hubToken } : {}), ...agentToken(args), logger: { ...consoleLogger(), info() {} } });
