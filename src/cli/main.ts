@@ -1,8 +1,8 @@
 import { plainFileError } from './_arguments.js';
 import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
 
-/** Commands, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command: Command }> }> = {
+/** Every command, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
+export const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command: Command }> }> = {
   serve: { summary: 'Serve an agent folder over HTTP', load: () => import('./serve.js') },
   hash: { summary: 'Print the hash of a protocol document', load: () => import('./hash.js') },
   validate: { summary: 'Check the protocol documents of an agent folder', load: () => import('./validate.js') },
