@@ -36,6 +36,9 @@ export const command = hubCommand({ name: 'room', summary: 'Create, watch and st
     const hub = await hubClient(args);
     const json = wantsJson(args);
     if (action === 'create') {
+      // Checked here, in the CLI's words: the hub would answer the same with its schema's text.
+      if (!stringOption(args, 'topic')?.trim()) throw new UsageError('create: missing --topic "<what the room discusses>"');
+      if (((args.values.participant as string[] | undefined) ?? []).length < 2) throw new UsageError('create: a room needs at least two --participant <agent>');
       const budget = numberOption(args, 'budget', { min: 1, integer: true });
       const lead = stringOption(args, 'lead');
       const maxTurns = numberOption(args, 'max-turns', { min: 1, integer: true });
