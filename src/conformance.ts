@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { encodeHash, hashText } from './protocol/document.js';
 import { plural } from './_plural.js';
-import { FIXED_MESSAGES } from './errors.js';
+import { AgoraError, FIXED_MESSAGES, isAgoraError, networkFailure } from './errors.js';
 import { readCapped } from './sender/transport.js';
 
 /** The outcome of one case: passed, failed (with what was wrong), or skipped (with why). */
@@ -56,7 +56,14 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     const headers: Record<string, string> = { accept: 'application/json' };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (options.token) headers.authorization = `Bearer ${options.token}`;
-    const response = await doFetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+    let response: Response;
+    try {
+      response = await doFetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+    } catch (error) {
+      // An agent that cannot be reached fails every case the same way: one error, not one line per case.
+      if (error instanceof Error && error.name === 'TimeoutError') throw new CaseFailure(`no reply within ${options.timeoutMs ?? 10_000} ms`);
+      throw new AgoraError('PEER_FAILURE', `${method} ${base}${path}: ${networkFailure(error)}`, { cause: error });
+    }
     // Read up to a cap, never whole: the agent checked may be anyone's.
     const text = (await readCapped(response, MAX_CHECKED_BYTES, `${method} ${path}`)).toString('utf8');
     let json: unknown;
@@ -80,6 +87,7 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     } catch (error) {
       if (error instanceof CaseSkip) result = { name, status: 'skip', detail: error.message };
       else if (error instanceof CaseFailure) result = { name, status: 'fail', detail: error.message };
+      else if (isAgoraError(error) && error.code === 'PEER_FAILURE' && error.cause !== undefined) throw error;
       else result = { name, status: 'fail', detail: `request failed: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}` };
     }
     results.push(result);
@@ -97,10 +105,12 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
 
   await run('GET /wellknown lists hash → sources', async () => {
     const reply = await request('GET', '/wellknown');
-    if (reply.status === 404) {
+    // Flask's 404 page (HTML) is the Python SDK's answer; a JSON 404 is an agent, or a server, at another path.
+    if (reply.status === 404 && !reply.type.includes('application/json')) {
       python = true;
       return skip('no /wellknown (404): a Python SDK 0.2.0 agent, whose quirks are accepted from here on');
     }
+    if (reply.status === 404) fail(`HTTP 404: no Agora agent at ${base} (is it the agent's base URL?)`);
     if (reply.status !== 200) fail(`expected HTTP 200, got ${reply.status}`);
     const json = reply.json;
     if (!json || typeof json !== 'object' || Array.isArray(json)) fail(`expected a JSON object, got ${show(json)}`);

@@ -72,3 +72,36 @@ export function describeError(error: unknown): string {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
 }
+
+// Node's network error codes in the words every command prints (`POST http://…: connection refused`).
+const NETWORK_WORDS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'host not found',
+  EAI_AGAIN: 'host not found (DNS lookup failed)',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ETIMEDOUT: 'connection timed out',
+  EPIPE: 'connection closed while sending',
+  UND_ERR_SOCKET: 'connection closed by the peer',
+  UND_ERR_HEADERS_TIMEOUT: 'no reply headers in time',
+  UND_ERR_BODY_TIMEOUT: 'reply body stalled',
+};
+
+/**
+ * Why a network call failed, in one wording whatever made it (fetch's `TypeError: fetch failed` and its cause, a
+ * socket error): `connection refused`, `host not found`…, else the innermost message, never a class name.
+ * @example networkFailure(error) // 'connection refused'
+ */
+export function networkFailure(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth < 4 && current !== undefined && current !== null; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_WORDS[code]) return NETWORK_WORDS[code];
+    const cause = (current as { cause?: unknown }).cause;
+    if (cause === undefined || cause === null) break;
+    current = cause;
+  }
+  if (current instanceof Error) return current.message === 'fetch failed' ? 'connection failed' : current.message;
+  return String(current);
+}

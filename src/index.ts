@@ -17,6 +17,7 @@ export type { LanguageModel, LlmRequest, LlmResponse, LlmMessage, LlmUsage, LlmC
 export { AnthropicModel, type AnthropicModelOptions } from './llm/anthropic/model.js';
 export { OpenAIModel, type OpenAIModelOptions } from './llm/openai/model.js';
 export { chooseModel, hasAnthropicKey, type ChooseModelOptions, type LlmProvider } from './llm/choose.js';
+export { OfflineModel } from './llm/offline.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 /** The receiving side: an agent's folder answered by routines, then the LLM. */
 export { Receiver, type ReceiverOptions, type ReceiverApi, type RequestContext } from './receiver.js';

@@ -1,11 +1,17 @@
 import { createRequire } from 'node:module';
 
-/** Where the framework writes what happens: one line per event. `debug` is absent when debug lines are off. */
+/** Fields of a log record besides its message (a request's method, path, status, duration…): data, not text. */
+export type LogFields = Record<string, string | number | boolean | undefined>;
+
+/**
+ * Where the framework writes what happens: one record per event, a message and, for some, fields. `debug` is absent
+ * when debug lines are off. A logger that ignores the fields still works: the message says the essentials.
+ */
 export type Logger = {
-  info(message: string): void;
-  warn(message: string): void;
-  error(message: string): void;
-  debug?(message: string): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  debug?(message: string, fields?: LogFields): void;
 };
 
 /** How much the logger says, from most to least. */
@@ -47,7 +53,20 @@ export function inert(message: string, max = MAX_LOG_MESSAGE): string {
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 50 };
 
-type PinoLike = Record<'debug' | 'info' | 'warn' | 'error', (message: string) => void>;
+type PinoLike = Record<'debug' | 'info' | 'warn' | 'error', (fields: object, message: string) => void>;
+
+// Fields as text: ` key=value` each, values quoted when they hold a space, and made inert like the message; a value
+// the message already says is left out (the text line stays short, the JSON record keeps every field).
+function textFields(fields: LogFields | undefined, message = ''): string {
+  if (!fields) return '';
+  let text = '';
+  for (const [key, value] of Object.entries(fields)) {
+    if (value === undefined || (message !== '' && message.includes(String(value)))) continue;
+    const shown = typeof value === 'string' && (value === '' || /[\s"=]/.test(value)) ? JSON.stringify(value) : String(value);
+    text += ` ${key}=${inert(shown, 500)}`;
+  }
+  return text;
+}
 
 /**
  * A logger writing one line per event to stderr: timestamped text, or JSON lines written by pino (the well-kept
@@ -59,7 +78,7 @@ type PinoLike = Record<'debug' | 'info' | 'warn' | 'error', (message: string) =>
 export function consoleLogger(prefix = 'agora', options: ConsoleLoggerOptions = {}): Logger {
   const level = options.level ?? 'info';
   const write = options.write ?? ((line: string) => void process.stderr.write(line));
-  let emit: (severity: Exclude<LogLevel, 'silent'>, message: string) => void;
+  let emit: (severity: Exclude<LogLevel, 'silent'>, message: string, fields?: LogFields) => void;
   if (options.format === 'json') {
     // Loaded only for JSON: text logging, and commands that never log, pay nothing for it.
     const pino = createRequire(import.meta.url)('pino') as typeof import('pino');
@@ -69,16 +88,16 @@ export function consoleLogger(prefix = 'agora', options: ConsoleLoggerOptions = 
       stream,
     ) as unknown as PinoLike;
     // JSON escapes control characters itself: only the length is capped.
-    emit = (severity, message) => instance[severity](message.length > MAX_LOG_MESSAGE ? inert(message) : message);
+    emit = (severity, message, fields) => instance[severity](fields ?? {}, message.length > MAX_LOG_MESSAGE ? inert(message) : message);
   } else {
-    emit = (severity, message) => write(`${new Date().toISOString()} ${prefix} ${severity} ${inert(message)}\n`);
+    emit = (severity, message, fields) => write(`${new Date().toISOString()} ${prefix} ${severity} ${inert(message)}${textFields(fields, message)}\n`);
   }
   const logger: Logger = {
-    info: RANK.info >= RANK[level] ? (message) => emit('info', message) : () => {},
-    warn: RANK.warn >= RANK[level] ? (message) => emit('warn', message) : () => {},
-    error: RANK.error >= RANK[level] ? (message) => emit('error', message) : () => {},
+    info: RANK.info >= RANK[level] ? (message, fields) => emit('info', message, fields) : () => {},
+    warn: RANK.warn >= RANK[level] ? (message, fields) => emit('warn', message, fields) : () => {},
+    error: RANK.error >= RANK[level] ? (message, fields) => emit('error', message, fields) : () => {},
   };
-  if (level === 'debug') logger.debug = (message) => emit('debug', message);
+  if (level === 'debug') logger.debug = (message, fields) => emit('debug', message, fields);
   return logger;
 }
 
@@ -90,8 +109,8 @@ export function memoryLogger(): Logger & { lines: string[] } {
   const lines: string[] = [];
   return {
     lines,
-    info: (message) => void lines.push(`info ${message}`),
-    warn: (message) => void lines.push(`warn ${message}`),
-    error: (message) => void lines.push(`error ${message}`),
+    info: (message, fields) => void lines.push(`info ${message}${textFields(fields)}`),
+    warn: (message, fields) => void lines.push(`warn ${message}${textFields(fields)}`),
+    error: (message, fields) => void lines.push(`error ${message}${textFields(fields)}`),
   };
 }

@@ -120,6 +120,7 @@ export async function negotiateProtocol(options: NegotiateOptions): Promise<Nego
   let rounds = 0;
   for (;;) {
     const result = await converse(options.llm, {
+      intent: { purpose: 'negotiate-propose', task: { name: options.task.name, description: options.task.description } },
       system,
       messages,
       maxSteps: 1,
@@ -181,6 +182,7 @@ export async function respondToNegotiation(call: ResponderCall, history: readonl
   const messages: LlmMessage[] = (start < 0 ? [] : kept.slice(start)).map((message) => ({ role: message.role === 'peer' ? 'user' : 'assistant', content: bodyText(message.body) }));
   messages.push({ role: 'user', content: bodyText(body) });
   const result = await converse(call.model, {
+    intent: { purpose: 'negotiate-respond' },
     system,
     messages,
     maxSteps: 1,

@@ -243,7 +243,7 @@ export class Receiver implements ReceiverApi {
   /** A query's one turn, with no conversation kept. */
   #singleRound(route: Route, request: QueryRequest, context: RequestContext | undefined): Promise<JsonValue> {
     context?.onTurn?.(null, true);
-    return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, signalOf(context), context?.onDelta);
+    return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, signalOf(context), context?.onDelta, context?.outcome);
   }
 
   async #firstTurn(route: Route, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
@@ -254,7 +254,7 @@ export class Receiver implements ReceiverApi {
       const id = nanoid(24);
       const turn: Turn = { id, turn: 1, state: {}, history: [] };
       context?.onTurn?.(id, true);
-      const reply = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta);
+      const reply = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta, context?.outcome);
       const now = this.#now();
       const expiresAt = now + this.#ttlMs;
       await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
@@ -272,7 +272,7 @@ export class Receiver implements ReceiverApi {
       const route = await this.#router.ofRecord(targetOfRecord(current.protocolHash), request.protocolSources);
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
       context?.onTurn?.(id, false);
-      const body = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta);
+      const body = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta, context?.outcome);
       return { result: body, state: turn.state, history: turn.history };
     });
     const expires = Math.floor((this.#now() + this.#ttlMs) / 1000);

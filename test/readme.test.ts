@@ -1,7 +1,7 @@
 // The README cannot drift from the code: every TypeScript block compiles against the sources, the blocks marked
 // `ts runnable` run (offline: the fake Messages API, loopback only), and no link leaves the repository.
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,7 +9,7 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-type Block = { index: number; line: number; runnable: boolean; code: string };
+type Block = { index: number; line: number; runnable: boolean; code: string; page?: string };
 
 function blocksOf(markdown: string): Block[] {
   const blocks: Block[] = [];
@@ -26,9 +26,15 @@ let blocks: Block[];
 // folder of their own, removed afterwards.
 let folder: string;
 
+// The docs pages' blocks are held to the same rules as the README's.
+const PAGES = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+let pages: Record<string, string>;
+
 beforeAll(async () => {
   readme = await readFile(join(root, 'README.md'), 'utf8');
-  blocks = blocksOf(readme);
+  pages = Object.fromEntries(await Promise.all(PAGES.map(async (page) => [page, await readFile(join(root, page), 'utf8')] as const)));
+  blocks = PAGES.flatMap((page) => blocksOf(pages[page]!).map((block) => ({ ...block, page })));
+  blocks.forEach((block, index) => (block.index = index));
   folder = await mkdtemp(join(root, '.readme-blocks-'));
   for (const block of blocks) await writeFile(join(folder, `block-${block.index}.ts`), block.code);
 });
@@ -37,7 +43,10 @@ afterAll(async () => {
 });
 
 describe('README', () => {
-  it('has TypeScript blocks, some of them runnable', () => {
+  it('is a front page of at most ~300 lines, with a first query and TypeScript blocks in it and the docs, some runnable', () => {
+    expect(readme.split('\n').length).toBeLessThanOrEqual(300);
+    expect(readme).toContain('"status":"success"');
+    expect(blocks.filter((block) => block.page === 'README.md').length).toBeGreaterThanOrEqual(1);
     expect(blocks.length).toBeGreaterThanOrEqual(6);
     expect(blocks.filter((block) => block.runnable).length).toBeGreaterThanOrEqual(2);
   });
@@ -53,7 +62,7 @@ describe('README', () => {
       .map((diagnostic) => {
         const block = blocks[files.indexOf(diagnostic.file!.fileName)]!;
         const { line } = diagnostic.file!.getLineAndCharacterOfPosition(diagnostic.start ?? 0);
-        return `README.md:${block.line + 1 + line}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
+        return `${block.page}:${block.line + 1 + line}: ${ts.flattenDiagnosticMessageText(diagnostic.messageText, '\n')}`;
       });
     expect(problems).toEqual([]);
   }, 120_000);
@@ -61,18 +70,21 @@ describe('README', () => {
   it('runs the runnable blocks offline, each to a clean exit', async () => {
     for (const block of blocks.filter((candidate) => candidate.runnable)) {
       const run = await runBlock(join(folder, `block-${block.index}.ts`));
-      expect(run, `README.md:${block.line}`).toMatchObject({ code: 0, stderr: '' });
+      expect(run, `${block.page}:${block.line}`).toMatchObject({ code: 0, stderr: '' });
     }
   }, 120_000);
 
   it('links nowhere outside the repository, and every relative link exists', () => {
-    const targets = [...readme.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
-    const relativeTargets = targets.filter((target) => !/^(https?:|mailto:|#)/.test(target));
-    for (const target of relativeTargets) {
-      expect(target, target).not.toMatch(/^(\.\.\/|\/)/);
-      expect(existsSync(join(root, target.split('#')[0]!)), target).toBe(true);
+    for (const [page, text] of Object.entries(pages)) {
+      const folder = page.includes('/') ? join(root, 'docs') : root;
+      const targets = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
+      for (const target of targets.filter((candidate) => !/^(https?:|mailto:|#)/.test(candidate))) {
+        const resolved = join(folder, target.split('#')[0]!);
+        expect(resolved.startsWith(root), `${page}: ${target}`).toBe(true);
+        expect(existsSync(resolved), `${page}: ${target}`).toBe(true);
+      }
+      expect(text, page).not.toMatch(/\(issue \d+\)|, issue \d+\)|\.\.\/shared/);
     }
-    expect(readme).not.toMatch(/\(issue \d+\)|, issue \d+\)|\.\.\/shared/);
   });
 });
 

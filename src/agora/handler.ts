@@ -56,7 +56,7 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
       }
       baseUrl = lastBaseUrl;
     }
-    return { baseUrl, remoteAddress: request.remoteAddress, signal: request.signal };
+    return { baseUrl, remoteAddress: request.remoteAddress, signal: request.signal, ...(request.log ? { outcome: request.log } : {}) };
   }
 
   const wire = { status: (error: AgoraError) => agoraStatus(error.code), shape: failure, logger };
@@ -70,6 +70,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
       if (receiver.queryStream && wantsEventStream(request.headers.accept)) return await openReplyStream(receiver.queryStream(query, contextOf(request)));
       return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
     } catch (error) {
+      // Refused before any answer (unknown protocol, bad body): the request log still says how it ended.
+      if (request.log && request.log.taken === undefined) request.log.taken = 'failure';
       return toFailure(error, request);
     }
   }

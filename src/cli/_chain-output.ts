@@ -1,6 +1,7 @@
 // Shared by `agora chain` and `agora resume`: the run itself, progress lines on stderr, the result on stdout.
 import type { HubClient } from '../hub/client.js';
 import type { ChainRun, Hop } from '../hub/records.js';
+import { plural } from '../_plural.js';
 import { printJson, type ParsedArgs } from './_command.js';
 import { chainLimits, hubClient } from './_hub.js';
 import { wantsJson } from './_options.js';
@@ -26,7 +27,10 @@ export function printOutcome(run: ChainRun, json: boolean): number {
   if (json) printJson(run);
   else {
     const last = [...run.hops].reverse().find((hop) => hop.ok);
-    process.stderr.write(`chain ${run.id}: ${run.status}, ${run.hops.length} hop(s): ${run.hops.map((hop) => hop.agentName).join(' → ') || 'none'}\n`);
+    // The hops that ran, in order; a failed attempt a resume repeated is counted apart, not as a hop.
+    const done = run.hops.filter((hop) => hop.ok);
+    const failed = run.hops.length - done.length;
+    process.stderr.write(`chain ${run.id}: ${run.status}, ${plural(done.length, 'hop')}: ${done.map((hop) => hop.agentName).join(' → ') || 'none'}${failed ? ` (${plural(failed, 'failed attempt')})` : ''}\n`);
     if (last) process.stdout.write(`${typeof last.result === 'string' ? last.result : JSON.stringify(last.result, null, 2)}\n`);
   }
   if (run.status === 'done') return 0;

@@ -2,26 +2,27 @@
 // `--hub` option and its client, `--json`, and the options of a chain.
 import type { HubClient } from '../hub/client.js';
 import { defineCommand, numberOption, stringOption, type Command, type CommandBody, type CommandMeta, type OptionSpec, type ParsedArgs } from './_command.js';
-import { jsonOption } from './_options.js';
+import { HUB_TOKEN_OPTION, jsonOption } from './_options.js';
 
 /** `--hub <url>`: the hub a command talks to (`AGORA_HUB`; the client's default otherwise). */
 export function hubOption(description = 'The hub'): OptionSpec {
   return { type: 'string', value: '<url>', description, env: 'AGORA_HUB' };
 }
 
-/** A client of the hub `--hub` names, loaded only by the commands that talk to a hub. */
+/** A client of the hub `--hub` names, with `--hub-token`; loaded only by the commands that talk to a hub. */
 export async function hubClient(args: ParsedArgs): Promise<HubClient> {
   const { HubClient } = await import('../hub/client.js');
   const url = stringOption(args, 'hub');
-  return new HubClient(url ? { url } : {});
+  const token = stringOption(args, 'hub-token');
+  return new HubClient({ ...(url ? { url } : {}), ...(token ? { token } : {}) });
 }
 
 /** A hub command's body as declared: its own options, and what its `--json` prints. */
 export type HubCommandBody = CommandBody & { json: string };
 
-/** A command that talks to a hub: `--hub` first, its own options, `--json` last (so every hub command's help reads alike). */
+/** A command that talks to a hub: `--hub` and `--hub-token` first, its own options, `--json` last (so every hub command's help reads alike). */
 export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCommandBody): Command {
-  return defineCommand(meta, { ...body, options: { hub: hubOption(), ...options, json: { ...jsonOption(json), default: false } } });
+  return defineCommand(meta, { ...body, options: { hub: hubOption(), 'hub-token': HUB_TOKEN_OPTION, ...options, json: { ...jsonOption(json), default: false } } });
 }
 
 /** `--max-hops` and `--timeout` of the commands that run a chain (`chain`, `resume`). */

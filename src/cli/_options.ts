@@ -16,6 +16,15 @@ export function wantsJson(args: ParsedArgs): boolean {
 /** `--token <token>`: the bearer token sent to an agent that requires one. */
 export const AGENT_TOKEN_OPTION: OptionSpec = { type: 'string', value: '<token>', description: 'Bearer token, for an agent that requires one', env: 'AGORA_TOKEN' };
 
+/** `--hub-token <token>`: the bearer token sent to a hub that requires one (never a server's own tokens). */
+export const HUB_TOKEN_OPTION: OptionSpec = { type: 'string', value: '<token>', description: 'Bearer token, for a hub that requires one', env: 'AGORA_HUB_TOKEN' };
+
+/** The headers of `--token` (declared by {@link AGENT_TOKEN_OPTION}), for a Sender or a check. */
+export function agentToken(args: ParsedArgs): { token?: string } {
+  const token = stringOption(args, 'token');
+  return token ? { token } : {};
+}
+
 /** `--token <token>` (repeatable): the bearer tokens a server requires; `what` says for which routes. */
 export function requiredTokensOption(what: string): OptionSpec {
   return { type: 'string', multiple: true, value: '<token>', description: `Require this bearer token ${what}`, env: 'AGORA_TOKENS' };
@@ -29,7 +38,7 @@ export function modelOption(what: string): OptionSpec {
 /** `--llm`, `--model` and `--llm-base-url`: which provider and model answer; `what` says what the model does here. */
 export function llmOptions(what: string): Record<'llm' | 'model' | 'llm-base-url', OptionSpec> {
   return {
-    llm: { type: 'string', value: '<anthropic|openai>', description: 'LLM provider (default: the one whose API key is set, Anthropic first)', env: 'AGORA_LLM' },
+    llm: { type: 'string', value: '<anthropic|openai|offline>', description: 'LLM provider (default: the one whose API key is set, Anthropic first; offline: a scripted demo model, no key)', env: 'AGORA_LLM' },
     model: modelOption(what),
     'llm-base-url': { type: 'string', value: '<url>', description: 'Base URL of the LLM API, e.g. http://localhost:11434/v1 for Ollama (ANTHROPIC_BASE_URL or OPENAI_BASE_URL)' },
   };
@@ -46,9 +55,11 @@ export async function chooseLlm(args: ParsedArgs): Promise<LanguageModel | undef
   return chooseModel({ ...(provider ? { provider } : {}), ...(model ? { model } : {}), ...(baseUrl ? { baseUrl } : {}) });
 }
 
-/** How a banner names the LLM: `openai gpt-4.1-mini`, or `none`. */
+/** How a banner names the LLM: `openai gpt-4.1-mini`, `offline offline-demo (demo: …)`, or `none`. */
 export function llmLabel(llm: LanguageModel | undefined): string {
-  return llm ? `${llm.provider ?? 'custom'} ${llm.model}` : 'none';
+  if (!llm) return 'none';
+  const demo = llm.provider === 'offline' ? ' (demo: scripted answers, no network, not a real LLM)' : '';
+  return `${llm.provider ?? 'custom'} ${llm.model}${demo}`;
 }
 
 /** `--port` and `--host` of a command that listens (`AGORA_HOST`, loopback by default). */

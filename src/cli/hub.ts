@@ -1,11 +1,12 @@
 import type { RoomStore } from '../hub/rooms/store.js';
 import { consoleLogger } from '../log.js';
+import { plural } from '../_plural.js';
 import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
-import { chooseLlm, CORS_ORIGIN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
+import { chooseLlm, CORS_ORIGIN_OPTION, HUB_TOKEN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
-export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--name <name>]' }, {
+export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--hub-token <token>] [--name <name>]' }, {
   options: {
     ...listenOptions('AGORA_HUB_PORT', 4000),
     store: storeOption('Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)', 'AGORA_HUB_STORE'),
@@ -19,6 +20,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     'max-room-watchers': { type: 'string', value: '<n>', description: 'Open SSE watchers of one room at most', default: '256' },
     'max-room-watchers-per-client': { type: 'string', value: '<n>', description: 'Open SSE watchers of rooms per client at most', default: '64' },
     hub: hubOption('`register`: the hub'),
+    'hub-token': { ...HUB_TOKEN_OPTION, description: '`register`: bearer token of that hub (not the tokens this hub requires, which are --token)' },
     name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
     json: { ...jsonOption('`register`: print the record as JSON'), default: false },
   },
@@ -81,12 +83,14 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
 
 async function register(args: ParsedArgs): Promise<number> {
   const url = requiredPositional(args, 1, '<agent-url>');
+  // `--token` is what a hub being served requires; taken silently here it would be sent nowhere.
+  if (args.values.token !== undefined && !process.env.AGORA_TOKENS) throw new UsageError('hub register: --token sets the tokens a served hub requires; pass the token of the hub you register with as --hub-token (AGORA_HUB_TOKEN)');
   const hub = await hubClient(args);
   const name = stringOption(args, 'name');
   const record = await hub.register(url, name ? { name } : {});
   if (wantsJson(args)) printJson(record);
   else {
-    process.stdout.write(`registered ${record.name} (${record.id}) at ${record.url}: ${record.protocols.length} protocol(s)${record.protocols.length ? `: ${record.protocols.map((protocol) => protocol.name).join(', ')}` : ''}\n`);
+    process.stdout.write(`registered ${record.name} (${record.id}) at ${record.url}: ${plural(record.protocols.length, 'protocol')}${record.protocols.length ? `: ${record.protocols.map((protocol) => protocol.name).join(', ')}` : ''}\n`);
     if (record.lastError) process.stdout.write(`warning: ${record.lastError}\n`);
   }
   return 0;

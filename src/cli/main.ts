@@ -1,8 +1,8 @@
 import { plainFileError } from './_arguments.js';
 import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
 
-/** Commands, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
-const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command: Command }> }> = {
+/** Every command, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
+export const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command: Command }> }> = {
   serve: { summary: 'Serve an agent folder over HTTP', load: () => import('./serve.js') },
   hash: { summary: 'Print the hash of a protocol document', load: () => import('./hash.js') },
   validate: { summary: 'Check the protocol documents of an agent folder', load: () => import('./validate.js') },
@@ -10,6 +10,7 @@ const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command:
   wellknown: { summary: "List an agent's protocols", load: () => import('./wellknown.js') },
   negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
   routines: { summary: 'List, show, approve or reject routines written by the LLM', load: () => import('./routines.js') },
+  protocols: { summary: "List the LLM's verdicts on learned protocols, or forget one (reset)", load: () => import('./protocols.js') },
   init: { summary: 'Scaffold a new agent folder', load: () => import('./init.js') },
   check: { summary: "Run the wire profile's conformance cases against an agent", load: () => import('./check.js') },
   hub: { summary: 'Run a hub, or register an agent with one (hub register <url>)', load: () => import('./hub.js') },

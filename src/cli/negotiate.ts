@@ -4,7 +4,7 @@ import { DEFAULT_MAX_ROUNDS } from '../negotiation.js';
 import { Sender } from '../sender/sender.js';
 import { folderArgument, urlArgument } from './_arguments.js';
 import { defineCommand, displayPath, numberOption, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
-import { chooseLlm, jsonOption, llmOptions, wantsJson } from './_options.js';
+import { AGENT_TOKEN_OPTION, agentToken, chooseLlm, HUB_TOKEN_OPTION, jsonOption, llmOptions, wantsJson } from './_options.js';
 import { hubOption } from './_hub.js';
 
 function abbreviate(text: string, length = 100): string {
@@ -32,10 +32,12 @@ export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a 
     'max-rounds': { type: 'string', value: '<count>', description: 'Messages to the agent before giving up', default: String(DEFAULT_MAX_ROUNDS) },
     ...llmOptions('Model that negotiates'),
     hub: hubOption('The hub asked for a known protocol first, and told of the new one'),
+    'hub-token': HUB_TOKEN_OPTION,
+    token: AGENT_TOKEN_OPTION,
     timeout: timeoutOption(120),
     json: jsonOption('Print {path, hash, name, rounds} as JSON'),
   },
-  details: 'Needs an LLM: --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY. Rounds are shown on stderr as they happen; the path and hash go to stdout.',
+  details: 'Needs an LLM: --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY (or `--llm offline`, a scripted demo model). Rounds are shown on stderr as they happen; the path and hash go to stdout.',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));
     const task = stringOption(args, 'task')?.trim();
@@ -44,10 +46,10 @@ export const command = defineCommand({ name: 'negotiate', summary: 'Negotiate a 
     const timeout = timeoutMs(args, 120);
     const dir = await folderArgument(stringOption(args, 'dir'), '--dir');
     const llm = await chooseLlm(args);
-    if (!llm) throw new AgoraError('LLM_UNAVAILABLE', 'no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY)');
+    if (!llm) throw new AgoraError('LLM_UNAVAILABLE', 'no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY; --llm offline for a demo without a key)');
     const hub = stringOption(args, 'hub');
-    const hubToken = process.env.AGORA_HUB_TOKEN || undefined;
-    const sender = new Sender({ llm, dir, timeoutMs: timeout, hub: hub ?? null, ...(hubToken ? { hubToken } : {}), logger: { ...consoleLogger(), info() {} } });
+    const hubToken = stringOption(args, 'hub-token');
+    const sender = new Sender({ llm, dir, timeoutMs: timeout, hub: hub ?? null, ...(hubToken ? { hubToken } : {}), ...agentToken(args), logger: { ...consoleLogger(), info() {} } });
     const json = wantsJson(args);
     const step = (line: string) => process.stderr.write(`${line}\n`);
     step(`negotiating with ${url}: ${abbreviate(task)}`);

@@ -1,6 +1,6 @@
 import type { RoomEvent, RoomRequest } from '../hub/rooms/records.js';
 import { numberOption, printJson, requiredPositional, stringOption, UsageError } from './_command.js';
-import { hubCommand } from './_hub.js';
+import { hubClient, hubCommand } from './_hub.js';
 import { wantsJson } from './_options.js';
 
 const ACTIONS = ['create', 'show', 'watch', 'say', 'pause', 'resume', 'cancel'];
@@ -18,7 +18,6 @@ function printEvent(event: RoomEvent, json: boolean): void {
 /** `agora room <action>`: creates, shows, watches and steers rooms on a hub. */
 export const command = hubCommand({ name: 'room', summary: 'Create, watch and steer rooms of agents on a hub', usage: 'agora room create --topic "<topic>" --participant <agent> … | show|watch|pause|resume|cancel <id> | say <id> "<text>"' }, {
   options: {
-    token: { type: 'string', value: '<token>', description: "The hub's token", env: 'AGORA_HUB_TOKEN' },
     topic: { type: 'string', value: '<text>', description: 'create: what the room discusses' },
     participant: { type: 'string', value: '<agent>', description: "create: a registered agent's name or id, or a URL (repeatable)", multiple: true },
     pattern: { type: 'string', value: '<pattern>', description: 'create: round-robin, moderated or free-form', default: 'round-robin' },
@@ -33,13 +32,13 @@ export const command = hubCommand({ name: 'room', summary: 'Create, watch and st
   async run(args) {
     const action = requiredPositional(args, 0, '<action>');
     if (!ACTIONS.includes(action)) throw new UsageError(`unknown action ${action}: one of ${ACTIONS.join(', ')}`);
-    const url = stringOption(args, 'hub') ?? process.env.AGORA_HUB;
-    if (!url) throw new UsageError('no hub: pass --hub <url> or set AGORA_HUB');
-    const token = stringOption(args, 'token');
-    const { HubClient } = await import('../hub/client.js');
-    const hub = new HubClient({ url, ...(token ? { token } : {}) });
+    if (!stringOption(args, 'hub')) throw new UsageError('no hub: pass --hub <url> or set AGORA_HUB');
+    const hub = await hubClient(args);
     const json = wantsJson(args);
     if (action === 'create') {
+      // Checked here, in the CLI's words: the hub would answer the same with its schema's text.
+      if (!stringOption(args, 'topic')?.trim()) throw new UsageError('create: missing --topic "<what the room discusses>"');
+      if (((args.values.participant as string[] | undefined) ?? []).length < 2) throw new UsageError('create: a room needs at least two --participant <agent>');
       const budget = numberOption(args, 'budget', { min: 1, integer: true });
       const lead = stringOption(args, 'lead');
       const maxTurns = numberOption(args, 'max-turns', { min: 1, integer: true });

@@ -2,24 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { plural } from '../_plural.js';
 import { folderArgument } from './_arguments.js';
-import { FileMemory, type AgentMemory } from '../memory/file.js';
+import { openMemory } from './_memory.js';
 import { findGeneratedRoutine, listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
 import { defineCommand, printJson, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { jsonOption, storeOption, wantsJson } from './_options.js';
 
 const ACTIONS = ['list', 'show', 'approve', 'reject'] as const;
 type Action = (typeof ACTIONS)[number];
-
-/** Opens the agent's memory: `<dir>/.agora/` files, or the Redis memory a `--store` URL names. */
-async function openMemory(dir: string, store: string | undefined): Promise<{ memory: AgentMemory; close(): Promise<void> }> {
-  if (store && store !== 'memory') {
-    const { openState } = await import('../agent.js');
-    const state = await openState(dir, store, undefined);
-    return { memory: state.memory, close: () => state.close() };
-  }
-  const memory = new FileMemory(join(dir, '.agora'));
-  return { memory, close: () => memory.close() };
-}
 
 function share(entry: GeneratedRoutineEntry): string {
   return entry.llmShare === null ? '-' : `${Math.round(entry.llmShare * 100)}%`;

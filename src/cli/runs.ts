@@ -1,3 +1,4 @@
+import { plural } from '../_plural.js';
 import { printJson } from './_command.js';
 import { hubClient, hubCommand } from './_hub.js';
 import { wantsJson } from './_options.js';
@@ -14,7 +15,7 @@ export const command = hubCommand({ name: 'runs', summary: "List the hub's unfin
     else {
       for (const run of runs) {
         const next = run.next ? ` next: ${run.next.target ?? 'route the goal'}` : '';
-        process.stdout.write(`${run.id}  ${run.status}  ${run.hops.length} hop(s)  ${new Date(run.updatedAt).toISOString()}  ${JSON.stringify(run.goal.slice(0, 60))}${next}${run.error ? `  (${run.error.slice(0, 120)})` : ''}\n`);
+        process.stdout.write(`${run.id}  ${run.status}  ${plural(run.hops.filter((hop) => hop.ok).length, 'hop')}  ${new Date(run.updatedAt).toISOString()}  ${JSON.stringify(run.goal.slice(0, 60))}${next}${run.error ? `  (${run.error.slice(0, 120)})` : ''}\n`);
       }
     }
     return 0;

@@ -6,7 +6,7 @@ import type { JsonValue } from '../schemas.js';
 import { Sender, type QueryResult, type SenderConversation, type StreamQueryOptions } from '../sender/sender.js';
 import { fileArgument, urlArgument } from './_arguments.js';
 import { defineCommand, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
-import { jsonOption, wantsJson } from './_options.js';
+import { AGENT_TOKEN_OPTION, agentToken, jsonOption, wantsJson } from './_options.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
 export function parseBody(text: string): JsonValue {
@@ -65,12 +65,13 @@ async function printStream(sender: Sender, url: string, options: StreamQueryOpti
 }
 
 /** `agora send <url> [body]`: one query, or a conversation with `--multiround`. */
-export const command = defineCommand({ name: 'send', summary: 'Send a query to an agent and print the reply body', usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--json] [--timeout <s>]' }, {
+export const command = defineCommand({ name: 'send', summary: 'Send a query to an agent and print the reply body', usage: 'agora send <url> [body|-] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--json] [--timeout <s>]' }, {
   options: {
     protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
     multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
     json: jsonOption('Print the whole reply {body, conversationId?, conversationExpires?} as JSON'),
     stream: { type: 'boolean', description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)' },
+    token: AGENT_TOKEN_OPTION,
     timeout: timeoutOption(30),
   },
   details: [
@@ -93,7 +94,7 @@ export const command = defineCommand({ name: 'send', summary: 'Send a query to a
     const timeout = timeoutMs(args, 30);
     const file = stringOption(args, 'protocol');
     const protocol = file ? parseDocument(await readFile(await fileArgument(file, '--protocol')), file) : undefined;
-    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null });
+    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null, ...agentToken(args) });
     if (!multiround) {
       const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
       if (stream) {

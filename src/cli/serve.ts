@@ -1,6 +1,6 @@
 import { startAgent } from '../agent.js';
 import { isAgoraError } from '../errors.js';
-import { consoleLogger, LOG_LEVELS, type LogFormat, type LogLevel } from '../log.js';
+import { consoleLogger, LOG_LEVELS, type LogFields, type LogFormat, type LogLevel } from '../log.js';
 import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
@@ -23,7 +23,7 @@ async function unservedLines(receiver: Receiver): Promise<string[]> {
   return receiver.registry
     .local()
     .filter(({ document }) => !listed.has(document.hash))
-    .map(({ name }) => `agora: not served: protocols/${name}.md (no routines/${name}.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY)`);
+    .map(({ name }) => `not served: protocols/${name}.md (no routines/${name}.ts and no LLM: add the routine, or pick an LLM: --llm, ANTHROPIC_API_KEY, or --llm offline for a demo)`);
 }
 
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
@@ -48,8 +48,9 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
-    'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log line written (debug: one line per request)', env: 'AGORA_LOG_LEVEL', default: 'info' },
-    'log-format': { type: 'string', value: '<text|json>', description: 'Log lines as text or JSON (pino)', env: 'AGORA_LOG_FORMAT', default: 'text' },
+    'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log record written', env: 'AGORA_LOG_LEVEL', default: 'info' },
+    'log-format': { type: 'string', value: '<text|json>', description: 'Log records as text lines, or JSON lines (pino) with fields; in JSON the banner and the summary are records too', env: 'AGORA_LOG_FORMAT', default: 'text' },
+    'quiet-requests': { type: 'boolean', description: 'No record per request (method, path, status, ms, protocol, path taken) at info', env: 'AGORA_QUIET_REQUESTS', default: false },
   },
   details: 'Without an LLM (no --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY) the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
@@ -58,7 +59,10 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const port = portOption(args) ?? 3000;
     const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
-    const logger = consoleLogger('agora', logOptions(args));
+    const logOptionsGiven = logOptions(args);
+    const logger = consoleLogger('agora', logOptionsGiven);
+    // In JSON the banner is records (stdout stays free of text a log collector would have to parse); in text, lines.
+    const say = (line: string, fields?: LogFields) => (logOptionsGiven.format === 'json' ? logger.info(line, fields) : process.stdout.write(`agora: ${line}\n`));
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const cors = corsOrigins(args);
@@ -83,6 +87,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       autoApprove: args.values['auto-approve'] === true,
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,
       faces,
+      requestLog: args.values['quiet-requests'] !== true,
       ...(publicUrl ? { publicUrl } : {}),
       llm,
       ...(tokens?.length ? { tokens } : {}),
@@ -97,10 +102,18 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const { receiver } = agent;
     const protocols = receiver.registry.local();
     const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
-    process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})\n`);
-    for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
-    process.stdout.write(`agora: listening on ${agent.url}\n`);
-    if (agent.dashboardUrl) process.stdout.write(`agora: dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}\n`);
+    say(`serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})`, {
+      event: 'serving',
+      agent: receiver.name,
+      protocols: protocols.length,
+      routines: receiver.routines.size,
+      tools: receiver.tools.length,
+      llm: llmLabel(receiver.llm),
+      ...(receiver.llm?.provider === 'offline' ? { demo: true } : {}),
+    });
+    for (const line of await unservedLines(receiver)) say(line, { event: 'not-served' });
+    say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
+    if (agent.dashboardUrl) say(`dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}`, { event: 'dashboard', url: agent.dashboardUrl });
     await new Promise<void>((done) => {
       let stopping = false;
       const stop = (signal: string) => {
@@ -112,7 +125,8 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       process.once('SIGINT', () => stop('SIGINT'));
       process.once('SIGTERM', () => stop('SIGTERM'));
     });
-    process.stdout.write(`agora: ${receiver.counters.summary()}\n`);
+    const { queries, llmCalls, inputTokens, outputTokens } = receiver.counters.snapshot();
+    say(receiver.counters.summary(), { event: 'summary', routineQueries: queries.routine, llmQueries: queries.llm, failedQueries: queries.failure, llmCalls, inputTokens, outputTokens });
     return 0;
   },
 });

@@ -5,7 +5,7 @@ import type { AddressInfo, Server } from 'node:net';
 import { createBrotliDecompress, createGunzip, createInflate, type Gunzip } from 'node:zlib';
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
-import { bodyOf, type EdgeRequest } from './request.js';
+import { bodyOf, type EdgeRequest, type RequestLogFields } from './request.js';
 
 const EMPTY = Buffer.alloc(0);
 
@@ -148,6 +148,7 @@ export class NodeRequest implements EdgeRequest {
   readonly remoteAddress: string | undefined;
   signal: AbortSignal | undefined = undefined;
   id: string | undefined = undefined;
+  log: RequestLogFields | undefined = undefined;
 
   constructor(
     private readonly incoming: IncomingMessage,

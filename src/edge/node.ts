@@ -2,7 +2,7 @@
 // backpressure, upgrades through the socket router, a readable 413, and a graceful close.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describeError } from '../errors.js';
-import { consoleLogger, type Logger } from '../log.js';
+import { consoleLogger, type LogFields, type Logger } from '../log.js';
 import { disconnectSignal, NodeRequest } from './body.js';
 import { writeEvents, type StreamingOptions } from './events.js';
 import type { Edge } from './mount.js';
@@ -27,8 +27,14 @@ export type ListenOptions = StreamingOptions &
     keepAliveTimeoutMs?: number;
     /** Give each request a `signal` aborted when the client disconnects (default false: it halved the hot path, measured). */
     abortOnDisconnect?: boolean;
-    /** Where internal errors go (default: stderr); with `debug`, one line per request. */
-    logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
+    /** Where internal errors go (default: stderr); with `debug` or {@link ListenOptions.requestLog}, one record per request. */
+    logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug' | 'info'>>;
+    /**
+     * One `info` record per request: request id, method, path, status, ms, and from the Agora mount the protocol
+     * hash and the path taken (`taken`: `routine`, `llm`, `failure`). Default false here; `agora serve` turns it on
+     * (`--quiet-requests` turns it off). At `debug` requests are logged whatever this says.
+     */
+    requestLog?: boolean;
   };
 
 /** A running server: its address and a graceful `close`. */
@@ -60,8 +66,10 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   // Requests still being answered (their client may be gone): close() waits for them.
   let inFlight = 0;
   let drained: (() => void) | undefined;
-  // Checked once: with debug off (the default) a request pays nothing for the request log.
+  // Checked once: with the request log off (the library's default) a request pays nothing for it.
   const debug = logger.debug?.bind(logger);
+  const info = options.requestLog === true && logger.info ? logger.info.bind(logger) : undefined;
+  const record = info ?? debug;
 
   function settled(): void {
     inFlight -= 1;
@@ -84,8 +92,11 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   async function answer(incoming: IncomingMessage, response: ServerResponse, request: NodeRequest): Promise<void> {
     let queued = false;
     try {
-      const started = debug ? performance.now() : 0;
-      if (debug) request.id = requestId();
+      const started = record ? performance.now() : 0;
+      if (record) {
+        request.id = requestId();
+        request.log = {};
+      }
       let result: EdgeResponse;
       try {
         result = await edge.handle(request);
@@ -93,7 +104,7 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
         // A mount's rejection, answered in its own shape (no `.catch` on the hot path: it allocates a promise a request).
         result = edge.failure(request, error);
       }
-      if (debug) debug(`request ${request.id}: ${incoming.method} ${incoming.url} ${result.status} ${(performance.now() - started).toFixed(1)}ms`);
+      if (record) logRequest(record, incoming, request, result.status, performance.now() - started);
       if (result.status === 413) {
         // The connection is not kept for another request: the rest of an oversize body is not worth reading.
         result.headers.connection = 'close';
@@ -199,6 +210,22 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   }
 
   return { server, url: urlOf(options.host, port), port, close };
+}
+
+// One record per request: a line a person reads, and the same facts as fields for a machine (`--log-format json`).
+function logRequest(record: (message: string, fields?: LogFields) => void, incoming: IncomingMessage, request: NodeRequest, status: number, ms: number): void {
+  const { protocol, protocolName, taken } = request.log ?? {};
+  const how = taken ? ` ${taken}${protocolName ? ` "${protocolName}"` : ''}` : '';
+  record(`request ${request.id}: ${incoming.method} ${incoming.url} ${status} ${ms.toFixed(1)}ms${how}`, {
+    requestId: request.id,
+    method: incoming.method,
+    path: incoming.url,
+    status,
+    ms: Math.round(ms * 10) / 10,
+    ...(protocol ? { protocol } : {}),
+    ...(protocolName ? { protocolName } : {}),
+    ...(taken ? { taken } : {}),
+  });
 }
 
 // Reads and drops the rest of a refused body, bounded, so the client reads its 413 rather than a reset: node would

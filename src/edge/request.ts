@@ -26,7 +26,15 @@ export type EdgeRequest = {
   signal?: AbortSignal | undefined;
   /** This request's id in the logs (set when requests are logged); one is made for an internal error otherwise. */
   id?: string | undefined;
+  /**
+   * What the mount that answers adds to the request's log record (set when requests are logged): the Agora mount
+   * puts the protocol hash and the path taken (`taken`: `routine`, `llm`, `failure`) here.
+   */
+  log?: RequestLogFields | undefined;
 };
+
+/** The fields a mount adds to a request's log record. */
+export type RequestLogFields = { protocol?: string; protocolName?: string; taken?: string };
 
 const EMPTY = Buffer.alloc(0);
 const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;

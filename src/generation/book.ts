@@ -95,6 +95,9 @@ export class RoutineBook {
     return this.#counters.flush();
   }
 
+  // The last status each routine was seen in by this process, to log a review once.
+  readonly #seenStatus = new Map<string, string>();
+
   /** Whether {@link remember} was called for a prefix in this process. */
   remembers(prefix: string): boolean {
     return this.#remembered.has(prefix);
@@ -115,7 +118,13 @@ export class RoutineBook {
   }
 
   #usable(prefix: string, entry: StatusEntry): boolean {
-    const usable = entry.status?.status === 'approved' && entry.stamp !== undefined;
+    const status = entry.status?.status;
+    // A review happens in another process (`agora routines`, the dashboard): the running agent says when it sees it.
+    if (status !== undefined && this.#seenStatus.get(prefix) !== status) {
+      if (status === 'approved' || status === 'rejected') this.logger.info(`${entry.status?.protocol ? `"${entry.status.protocol}"` : prefix}: routine ${status}${entry.status?.reviewedAt ? ` at ${entry.status.reviewedAt}` : ''}: ${status === 'approved' ? 'it answers from now on, without the LLM' : 'the LLM keeps serving it'}`);
+      this.#seenStatus.set(prefix, status);
+    }
+    const usable = status === 'approved' && entry.stamp !== undefined;
     if (!usable) this.#sandboxes.retire(prefix);
     return usable;
   }
@@ -146,6 +155,9 @@ export class RoutineBook {
   }
 
   async #afterFailure(prefix: string, label: string, error: unknown): Promise<never> {
+    // The peer reads "Routine failed"; the operator reads why, with the routine's own stack (its file and line).
+    const stack = error instanceof Error && error.stack ? `\n${error.stack.split('\n').slice(0, 8).join('\n')}` : '';
+    this.logger.warn(`${label}: routine failed: ${describeError(error)}${stack}`);
     await this.#failed(prefix, label, error).catch((failure: unknown) => this.logger.error(`${label}: routine failure not recorded: ${describeError(failure)}`));
     throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
   }

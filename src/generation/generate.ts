@@ -201,7 +201,7 @@ export class RoutineGenerator extends RoutineKeeper {
         `Write ${count} different bodies a sender could send as the first query under this protocol: typical ones, and one edge case the protocol covers (such as one of its error replies).`,
         `Reply with only a JSON array of the ${count} bodies${json ? '' : ' (strings)'}.`,
       ].join('\n');
-      const result = await converse(this.#options.llm, { system: QUERIES_SYSTEM, messages: [{ role: 'user', content: prompt }], maxSteps: 1, temperature: 0, ...(onUsage ? { onUsage } : {}) });
+      const result = await converse(this.#options.llm, { intent: { purpose: 'test-queries', protocol: { name: document.metadata.name, hash: document.hash } }, system: QUERIES_SYSTEM, messages: [{ role: 'user', content: prompt }], maxSteps: 1, temperature: 0, ...(onUsage ? { onUsage } : {}) });
       const parsed = extractJson(result.text);
       const list = parsed.ok ? z.array(z.unknown()).safeParse(parsed.value) : undefined;
       if (list?.success) bodies = (list.data as JsonValue[]).slice(0, count);

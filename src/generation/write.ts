@@ -57,6 +57,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
   options.typeChecker.warm();
   for (let attempt = 1; attempt <= options.maxAttempts; attempt++) {
     const result = await converse(options.llm, {
+      intent: { purpose: options.kind === 'task' ? 'task-routine' : 'routine' },
       system: options.system,
       messages,
       maxSteps: 1,
@@ -66,6 +67,8 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
     });
     messages = result.messages;
     const code = extractCode(result.text);
+    // Building, type-checking and checking take seconds: said as it happens, not only at the end.
+    options.logger.info(`${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: reply received, building and type-checking`);
     let typeCheckMs = 0;
     if (code === undefined) {
       errors = [`the reply holds no ${FENCE}ts code block`];
@@ -82,6 +85,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
       if (!errors.length && built.bundle) {
         const module = new QuickJSSandbox(built.bundle, { ...options.sandbox, name: `agora check ${options.label}` });
         try {
+          options.logger.info(`${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: type-checked in ${typeCheckMs} ms, running its checks`);
           const checked = await options.check(module);
           errors = checked.errors;
           if (!errors.length) return { ok: true, code, checks: [`type-check (${typeCheckMs} ms)`, ...checked.passed], cases: checked.cases ?? [], attempts: attempt, model, typeCheckMs };

@@ -4,10 +4,14 @@ import { AgoraError } from '../errors.js';
 import { AnthropicModel, DEFAULT_MODEL } from './anthropic/model.js';
 import type { LanguageModel } from './model.js';
 import { DEFAULT_OPENAI_MODEL, OpenAIModel } from './openai/model.js';
+import { OFFLINE_MODEL_ID, OfflineModel } from './offline.js';
 import type { RetryOptions } from './retry.js';
 
-/** The providers the framework speaks to: the Anthropic Messages API, and OpenAI-compatible Chat Completions. */
-export const LLM_PROVIDERS = ['anthropic', 'openai'] as const;
+/**
+ * The providers the framework speaks to: the Anthropic Messages API, OpenAI-compatible Chat Completions, and the
+ * offline demo model (scripted, no key: only when named, never picked from the environment's keys).
+ */
+export const LLM_PROVIDERS = ['anthropic', 'openai', 'offline'] as const;
 
 /** One of {@link LLM_PROVIDERS}. */
 export type LlmProvider = (typeof LLM_PROVIDERS)[number];
@@ -67,6 +71,7 @@ function providerOf(options: ChooseModelOptions, env: LlmEnvironment): LlmProvid
 export function chooseModel(options: ChooseModelOptions = {}, env: LlmEnvironment = process.env): LanguageModel | undefined {
   const provider = providerOf(options, env);
   if (provider === undefined) return undefined;
+  if (provider === 'offline') return new OfflineModel();
   const model = set(options.model) ?? set(env.AGORA_MODEL);
   const retry: RetryOptions = {
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
@@ -102,4 +107,4 @@ export function modelFromEnvironment(env: LlmEnvironment = process.env, model?: 
 }
 
 /** The default model of each provider. */
-export const DEFAULT_MODELS: Record<LlmProvider, string> = { anthropic: DEFAULT_MODEL, openai: DEFAULT_OPENAI_MODEL };
+export const DEFAULT_MODELS: Record<LlmProvider, string> = { anthropic: DEFAULT_MODEL, openai: DEFAULT_OPENAI_MODEL, offline: OFFLINE_MODEL_ID };

@@ -25,8 +25,16 @@ export type LlmStopReason = 'stop' | 'tool-calls' | 'length' | 'content-filter' 
 /** One call of our tools that a reply asks for. */
 export type LlmToolCall = { id: string; name: string; input: unknown };
 
+/** What a call is for: the framework's own task, a seam a scripted model (the offline one, a test's) reads instead of prompt text. */
+export type LlmPurpose = 'answer' | 'protocol-answer' | 'suitability' | 'negotiate-propose' | 'negotiate-respond' | 'routine' | 'task-routine' | 'test-queries' | 'task' | 'routing';
+
+/** The purpose of a call and the facts it is about (the task negotiated, the protocol answered). */
+export type LlmIntent = { purpose: LlmPurpose; task?: { name: string; description: string }; protocol?: { name: string; hash: string } };
+
 /** One request to the LLM. */
 export type LlmRequest = {
+  /** What the call is for; providers ignore it, scripted models answer by it. */
+  intent?: LlmIntent;
   system: string;
   messages: LlmMessage[];
   tools?: LlmToolSpec[];

@@ -106,6 +106,7 @@ export async function answerNaturalLanguage(call: ResponderCall, history: readon
     PEER_TEXT_IS_DATA,
   ].join('\n');
   const result = await converse(call.model, {
+    intent: { purpose: 'answer' },
     system,
     messages: toMessages(call, system, 'natural language', history, body),
     tools: call.profile.tools,
@@ -166,6 +167,7 @@ export async function answerUnderProtocol(call: ResponderCall, document: Protoco
       : 'Your final reply is sent to the other agent as is: no preamble.',
   ].join('\n');
   const options = {
+    intent: { purpose: 'protocol-answer' as const, protocol: { name: document.metadata.name, hash: document.hash } },
     system,
     tools: call.profile.tools,
     maxChars: call.maxChars ?? DEFAULT_MAX_LLM_CHARS,
@@ -210,6 +212,7 @@ export async function judgeSuitability(call: ResponderCall, document: ProtocolDo
   }
   const text = (
     await converse(call.model, {
+      intent: { purpose: 'suitability', protocol: { name: document.metadata.name, hash: document.hash } },
       system,
       messages: [{ role: 'user', content }],
       maxSteps: 1,

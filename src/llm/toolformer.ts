@@ -1,11 +1,13 @@
 import { AgoraError, describeError } from '../errors.js';
 import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
-import type { LanguageModel, LlmContentBlock, LlmMessage, LlmRequest, LlmUsage, UsageSink } from './model.js';
+import type { LanguageModel, LlmContentBlock, LlmIntent, LlmMessage, LlmRequest, LlmUsage, UsageSink } from './model.js';
 
-export type { LanguageModel, LlmContentBlock, LlmMessage, LlmRequest, LlmResponse, LlmStopReason, LlmToolCall, LlmToolSpec, LlmUsage, UsageSink } from './model.js';
+export type { LanguageModel, LlmContentBlock, LlmIntent, LlmMessage, LlmPurpose, LlmRequest, LlmResponse, LlmStopReason, LlmToolCall, LlmToolSpec, LlmUsage, UsageSink } from './model.js';
 
 /** Options of {@link converse}. */
 export type ConverseOptions = {
+  /** What the call is for (see {@link LlmIntent}). */
+  intent?: LlmIntent;
   system: string;
   messages: LlmMessage[];
   tools?: readonly Tool[];
@@ -60,6 +62,7 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
       throw new AgoraError('LLM_UNAVAILABLE', `LLM call of ${chars} characters over the budget of ${options.maxChars}: not made`);
     }
     const request: LlmRequest = {
+      ...(options.intent ? { intent: options.intent } : {}),
       system: options.system,
       messages,
       ...(specs.length ? { tools: specs } : {}),

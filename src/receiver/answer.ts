@@ -86,7 +86,7 @@ export class TurnAnswerer {
   }
 
   /** Answers one turn; mutates `turn.state` and `turn.history`. `onDelta` gets the reply's pieces as they come (streaming). */
-  async answer(route: Route, turn: Turn, body: JsonValue, signal: SignalSource, onDelta?: (delta: JsonValue) => void): Promise<JsonValue> {
+  async answer(route: Route, turn: Turn, body: JsonValue, signal: SignalSource, onDelta?: (delta: JsonValue) => void, outcome?: RequestContext['outcome']): Promise<JsonValue> {
     // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
     const label = labelOf(route);
     let path: QueryPath = 'failure';
@@ -113,6 +113,13 @@ export class TurnAnswerer {
     } finally {
       if (route.kind === 'routine') this.#took(label, started);
       this.options.counters.query(path, label, reason);
+      if (outcome) {
+        outcome.taken = path;
+        if (route.kind !== 'natural' && route.kind !== 'negotiation') {
+          outcome.protocol = route.known.document.hash;
+          outcome.protocolName = route.known.document.metadata.name;
+        } else outcome.protocolName = label;
+      }
       if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
     }
   }

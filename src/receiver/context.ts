@@ -13,6 +13,8 @@ export type RequestContext = {
    * made this way: an AbortController and its signal cost about 3 µs, more than the rest of a routine's turn.
    */
   signalWhenNeeded?: () => AbortSignal;
+  /** Filled as the turn is answered, for the request log: the protocol's hash and name, and the path taken. */
+  outcome?: { protocol?: string; protocolName?: string; taken?: string } | undefined;
   /** Streaming: called with each piece of the reply as it is produced (text from the LLM, a routine's yields). */
   onDelta?: (delta: JsonValue) => void;
   /** Streaming: called when the turn begins, with its conversation (null: single-round) and whether it is the first. */

@@ -1,3 +1,4 @@
+import { describeError } from '../errors.js';
 import { judgeSuitability, type ResponderCall } from '../llm/responders.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
@@ -5,9 +6,15 @@ import type { ProtocolDocument } from '../protocol/document.js';
 
 const PREFIX = 'suitability/';
 
+/** The memory key of a hash's suitability verdict (`agora protocols reset <hash>` deletes it). */
+export function suitabilityKey(hash: string): string {
+  return `${PREFIX}${hash}`;
+}
+
 /**
  * Whether a learned protocol document suits this agent (spec §4): the LLM's verdict, judged once per hash even
- * under concurrent queries, remembered in memory so every process sharing it agrees.
+ * under concurrent queries, remembered in memory so every process sharing it agrees. A "no" is read again from
+ * memory each time, so a verdict forgotten there (`agora protocols reset`) is judged afresh without a restart.
  */
 export class Suitability {
   readonly #verdicts = new Map<string, boolean>();
@@ -23,6 +30,13 @@ export class Suitability {
     return this.#verdicts.get(hash);
   }
 
+  /** Forgets the verdict on a hash, here and in memory: the next query under it is judged again. */
+  async forget(hash: string): Promise<boolean> {
+    const known = this.#verdicts.delete(hash) || (await this.memory.get(suitabilityKey(hash))) !== undefined;
+    await this.memory.delete(suitabilityKey(hash));
+    return known;
+  }
+
   /** Reads verdicts judged before (or by other processes sharing the memory). */
   async load(): Promise<void> {
     for (const key of await this.memory.keys(PREFIX)) {
@@ -36,19 +50,25 @@ export class Suitability {
   async judge(document: ProtocolDocument, call: () => ResponderCall): Promise<boolean> {
     const hash = document.hash;
     const cached = this.#verdicts.get(hash);
-    if (cached !== undefined) return cached;
+    if (cached === true) return true;
     const shared = await this.memory.get<{ suitable: boolean }>(`${PREFIX}${hash}`);
     if (shared && typeof shared.suitable === 'boolean') {
       this.#verdicts.set(hash, shared.suitable);
       return shared.suitable;
     }
+    if (cached === false) this.logger.info(`protocol "${document.metadata.name}" ${hash}: its "unsuitable" verdict was forgotten: judging it again`);
+    this.#verdicts.delete(hash);
     let pending = this.#judging.get(hash);
     if (!pending) {
       pending = (async () => {
-        const verdict = await judgeSuitability(call(), document);
+        const verdict = await judgeSuitability(call(), document).catch((error: unknown) => {
+          // Answered to the peer as a bare "LLM unavailable": the cause is said here, once.
+          this.logger.error(`protocol "${document.metadata.name}" ${hash}: suitability not judged: ${describeError(error)}${error instanceof Error && error.cause ? ` (cause: ${describeError(error.cause)})` : ''}`);
+          throw error;
+        });
         this.#verdicts.set(hash, verdict.suitable);
         await this.memory.set(`${PREFIX}${hash}`, { suitable: verdict.suitable, reason: verdict.reason, judgedAt: new Date().toISOString() });
-        this.logger.info(`protocol "${document.metadata.name}" ${hash} judged ${verdict.suitable ? 'suitable' : 'unsuitable'}`);
+        this.logger.info(`protocol "${document.metadata.name}" ${hash} judged ${verdict.suitable ? 'suitable' : `unsuitable (forget it with: agora protocols reset ${hash})`}`);
         return verdict.suitable;
       })().finally(() => this.#judging.delete(hash));
       this.#judging.set(hash, pending);

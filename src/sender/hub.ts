@@ -3,7 +3,7 @@
 // import one way); the one hub client (src/hub/client.ts, `HubClient`) extends it with the rest of the hub's API,
 // so every exchange with a hub goes through one request here.
 import { z } from 'zod';
-import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { AgoraError, isAgoraError, networkFailure } from '../errors.js';
 import { hashText } from '../protocol/document.js';
 import { readCapped } from './transport.js';
 
@@ -55,7 +55,7 @@ export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, ha
   try {
     response = await fetcher(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
-    throw new AgoraError('PEER_FAILURE', `GET ${url} failed: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : describeError(error)}`, { cause: error });
+    throw new AgoraError('PEER_FAILURE', `GET ${url}: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : networkFailure(error)}`, { cause: error });
   }
   if (response.status === 404) return undefined;
   if (!response.ok) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
@@ -65,7 +65,7 @@ export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, ha
     bytes = await readCapped(response, MAX_DOCUMENT_BYTES, `GET ${url}`);
   } catch (error) {
     if (isAgoraError(error)) throw error;
-    throw new AgoraError('PEER_FAILURE', `GET ${url}: ${describeError(error)}`, { cause: error });
+    throw new AgoraError('PEER_FAILURE', `GET ${url}: ${networkFailure(error)}`, { cause: error });
   }
   const actual = hashText(bytes);
   if (actual !== hash.toLowerCase()) throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
@@ -125,14 +125,14 @@ export class HubProtocols implements ProtocolHub {
     try {
       response = await this.#fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(this.#timeoutMs) });
     } catch (error) {
-      throw new AgoraError('PEER_FAILURE', `${target} failed: ${timedOut(error) ? `no answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `${target}: ${timedOut(error) ? `no answer within ${this.#timeoutMs} ms` : networkFailure(error)}`, { cause: error });
     }
     let text: string;
     try {
       text = (await readCapped(response, this.#maxReplyBytes, target)).toString('utf8');
     } catch (error) {
       if (isAgoraError(error)) throw error;
-      throw new AgoraError('PEER_FAILURE', `${target}: ${timedOut(error) ? `no whole answer within ${this.#timeoutMs} ms` : describeError(error)}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `${target}: ${timedOut(error) ? `no whole answer within ${this.#timeoutMs} ms` : networkFailure(error)}`, { cause: error });
     }
     let json: unknown;
     try {

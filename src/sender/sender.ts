@@ -13,7 +13,7 @@ import { HubProtocols, type ProtocolHub } from './hub.js';
 import { negotiateWithPeer, type NegotiationParts, type SenderNegotiation } from './negotiate.js';
 import { TaskRunner, type SenderExtensions, type SenderThresholds, type TaskFunction, type TaskSpec, type TaskState } from './tasks.js';
 import { streamPost, type SenderStreamEvent } from './stream.js';
-import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, PeerTransport, type QueryResult } from './transport.js';
+import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, peerHeaders, PeerTransport, type QueryResult } from './transport.js';
 
 export { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, type QueryResult } from './transport.js';
 export type { SenderConversation } from './conversation.js';
@@ -56,6 +56,10 @@ export type SenderOptions = {
   fetch?: typeof fetch;
   /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
   timeoutMs?: number;
+  /** Bearer token sent to every peer (an agent started with `--token`); `agora send` passes `--token`, AGORA_TOKEN. */
+  token?: string;
+  /** Headers sent with every request to a peer (a gateway's key, a tracing id). */
+  headers?: Record<string, string>;
   logger?: Logger;
   thresholds?: SenderThresholds;
   /** Messages sent to the peer in a negotiation before giving up (default 10). */
@@ -134,7 +138,12 @@ export class Sender {
     this.memory = options.memory ?? (this.dir ? new FileMemory(join(this.dir, '.agora')) : new InMemoryMemory());
     this.logger = options.logger ?? consoleLogger();
     this.extensions = options.extensions ?? {};
-    const transport = new PeerTransport({ ...(options.fetch ? { fetch: options.fetch } : {}), ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) });
+    const transport = new PeerTransport({
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
+      ...(options.token ? { token: options.token } : {}),
+      ...(options.headers ? { headers: options.headers } : {}),
+    });
     const documents = new SenderDocuments({
       transport,
       memory: this.memory,
@@ -173,7 +182,7 @@ export class Sender {
     const fields = await this.#parts.documents.protocolFields(base, options.protocol, options.signal);
     const path = options.conversationId === undefined ? '/' : `/conversations/${encodeURIComponent(options.conversationId)}`;
     const payload = { ...fields, body, ...(options.multiround && options.conversationId === undefined ? { multiround: true } : {}) };
-    yield* streamPost(base, path, payload, { fetch: this.#options.fetch ?? globalThis.fetch, idleTimeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, signal: options.signal });
+    yield* streamPost(base, path, payload, { fetch: this.#options.fetch ?? globalThis.fetch, idleTimeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, signal: options.signal, headers: peerHeaders(this.#options) });
   }
 
   /**

@@ -1,5 +1,5 @@
 // Streamed replies on the sender's side: Server-Sent Events read as they come, resumed once on a dropped connection.
-import { AgoraError } from '../errors.js';
+import { AgoraError, networkFailure } from '../errors.js';
 import { jsonText, peerResponseSchema, type JsonValue } from '../schemas.js';
 import { MAX_REPLY_BYTES, peerFailure, readCapped, type QueryResult } from './transport.js';
 
@@ -10,7 +10,7 @@ export type SenderStreamEvent = { type: 'delta'; delta: JsonValue } | { type: 'd
  * What a stream needs: the wire, and its time bound: until the reply's headers (and the whole body of a peer that
  * does not stream), then between two pieces of an event stream.
  */
-export type StreamOptions = { fetch: typeof fetch; idleTimeoutMs: number; signal?: AbortSignal | undefined };
+export type StreamOptions = { fetch: typeof fetch; idleTimeoutMs: number; signal?: AbortSignal | undefined; headers?: Record<string, string> };
 
 // Bounds on what a peer may send: one event's size and the whole stream's.
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -97,7 +97,7 @@ export async function* streamPost(base: string, path: string, payload: Record<st
   let resumed = false;
   let method = 'POST';
   let target = url;
-  let headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
+  let headers: Record<string, string> = { ...options.headers, accept: 'text/event-stream', 'content-type': 'application/json' };
   let body: string | undefined = JSON.stringify(payload);
   for (;;) {
     const what = `${method} ${target}`;
@@ -168,17 +168,12 @@ export async function* streamPost(base: string, path: string, payload: Record<st
     resumed = true;
     method = 'GET';
     target = `${base}/conversations/${encodeURIComponent(conversationId)}/events`;
-    headers = { accept: 'text/event-stream', 'last-event-id': lastId };
+    headers = { ...options.headers, accept: 'text/event-stream', 'last-event-id': lastId };
     body = undefined;
   }
 }
 
-function describeCause(error: unknown): string {
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
-}
-
 function wrap(error: unknown, what: string): AgoraError {
   if (error instanceof AgoraError) return error;
-  return new AgoraError('PEER_FAILURE', `${what}: ${describeCause(error)}`, { cause: error });
+  return new AgoraError('PEER_FAILURE', `${what}: ${networkFailure(error)}`, { cause: error });
 }

@@ -61,7 +61,7 @@ export async function judgeFit(call: TaskLlm, task: TaskSpec, schemas: TaskSchem
   if (schemas.input) lines.push(`The task's input (JSON Schema): ${JSON.stringify(schemas.input)}`);
   if (schemas.output) lines.push(`What the task needs back (JSON Schema): ${JSON.stringify(schemas.output)}`);
   lines.push('', '<protocol>', document.text.trim(), '</protocol>');
-  const result = await converse(call.llm, { system, messages: [{ role: 'user', content: lines.join('\n') }], temperature: 0, ...options(call) });
+  const result = await converse(call.llm, { intent: { purpose: 'task' }, system, messages: [{ role: 'user', content: lines.join('\n') }], temperature: 0, ...options(call) });
   return lastLineVerdict(result.text);
 }
 
@@ -74,7 +74,7 @@ export async function writeBody(call: TaskLlm, task: TaskSpec, schemas: TaskSche
       'Write that message from the task and its input: self-contained, asking for exactly what the task needs back.',
       'Reply with the message only: no preamble.',
     ].join('\n');
-    const result = await converse(call.llm, { system, messages: [{ role: 'user', content: prompt }], ...options(call) });
+    const result = await converse(call.llm, { intent: { purpose: 'task' }, system, messages: [{ role: 'user', content: prompt }], ...options(call) });
     const text = result.text.trim();
     if (!text) throw new AgoraError('INVALID_OUTPUT', `task "${task.name}": the LLM wrote an empty query`);
     return text;
@@ -91,7 +91,7 @@ export async function writeBody(call: TaskLlm, task: TaskSpec, schemas: TaskSche
     json ? 'Reply with only the JSON value of the body: no prose, no code fences.' : 'Reply with the body only: no preamble.',
   ].join('\n');
   if (!json) {
-    const result = await converse(call.llm, { system, messages: [{ role: 'user', content: prompt }], ...options(call) });
+    const result = await converse(call.llm, { intent: { purpose: 'task' }, system, messages: [{ role: 'user', content: prompt }], ...options(call) });
     return result.text.trim();
   }
   return askJson(call, system, prompt, (value) => ({ ok: true, value }), (error) => `task "${task.name}": the LLM's query body under "${document.metadata.name}" is not JSON: ${error}`);
@@ -131,7 +131,7 @@ export async function readReply(
 
 /** Asks for a JSON value, checks it, and asks once more with the error before giving up with INVALID_OUTPUT. */
 async function askJson<T>(call: TaskLlm, system: string, prompt: string, check: (value: JsonValue) => Checked<T>, failure: (error: string) => string): Promise<T> {
-  const settings = { system, temperature: 0, ...options(call) };
+  const settings = { intent: { purpose: 'task' as const }, system, temperature: 0, ...options(call) };
   const attempt = (text: string): Checked<T> => {
     const json = extractJson(text);
     if (!json.ok) return { ok: false, error: `not JSON (${json.error})` };

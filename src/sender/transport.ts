@@ -1,6 +1,6 @@
 // The sender's wire: one HTTP exchange with a peer at a time, bounded in time and size, its failures read into
 // AgoraErrors that name the method and URL (`POST http://host/: HTTP 404: Conversation not found`).
-import { AgoraError, isAgoraError } from '../errors.js';
+import { AgoraError, isAgoraError, networkFailure } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
 
 /** The default bound on one HTTP exchange with a peer: 30 s. */
@@ -23,7 +23,19 @@ export type TransportOptions = {
   fetch?: typeof fetch;
   /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
   timeoutMs?: number;
+  /** Bearer token sent with every request (`Authorization: Bearer <token>`), for a peer started with `--token`. */
+  token?: string;
+  /** Headers sent with every request (a proxy's key, a tracing id); `token` wins over an `authorization` here. */
+  headers?: Record<string, string>;
 };
+
+/** The headers every request to a peer carries: the caller's own, then the bearer token. */
+export function peerHeaders(options: Pick<TransportOptions, 'token' | 'headers'>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
+  if (options.token) headers.authorization = `Bearer ${options.token}`;
+  return headers;
+}
 
 /** An agent's base URL without a trailing slash, query or fragment (`http://host/agora`). */
 export function agentBaseUrl(url: string): string {
@@ -39,12 +51,16 @@ export function agentBaseUrl(url: string): string {
 
 /** Whether a peer's failure says the conversation is over already (404, or "Conversation not found/expired"). */
 export function isGone(error: unknown): boolean {
-  return isAgoraError(error) && error.code === 'PEER_FAILURE' && (error.status === 404 || /: HTTP \d+: Conversation (not found|expired)/i.test(error.message));
+  return isAgoraError(error) && error.code === 'PEER_FAILURE' && (error.status === 404 || /: (HTTP \d+|failure): Conversation (not found|expired)/i.test(error.message));
 }
 
-/** A peer failure in ky's style: the method, the URL, the status, then what went wrong. */
+/**
+ * A peer failure in ky's style: the method, the URL, then what went wrong. An Agora failure answered with a 2xx
+ * reads `failure: <text>` (its status says nothing); an HTTP refusal keeps its status (`HTTP 404: <text>`).
+ */
 export function peerFailure(method: string, url: string, status: number, text: string): AgoraError {
-  return new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}: ${text}`, { status });
+  const kind = status >= 200 && status < 300 ? 'failure' : `HTTP ${status}`;
+  return new AgoraError('PEER_FAILURE', `${method} ${url}: ${kind}: ${text}`, { status });
 }
 
 /**
@@ -54,10 +70,12 @@ export function peerFailure(method: string, url: string, status: number, text: s
 export class PeerTransport {
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #headers: Record<string, string>;
 
   constructor(options: TransportOptions = {}) {
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS;
+    this.#headers = peerHeaders(options);
   }
 
   /** Posts a query or a turn and returns the peer's success reply; any failure is AgoraError('PEER_FAILURE'). */
@@ -108,15 +126,13 @@ export class PeerTransport {
     const fail = (error: unknown): never => {
       if (timeout.aborted && !signal?.aborted) throw new AgoraError('TIMEOUT', `${method} ${url}: timed out after ${this.#timeoutMs} ms`, { cause: error });
       if (signal?.aborted) throw signal.reason;
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      const reason = cause?.code ?? cause?.message ?? (error instanceof Error ? error.message : String(error));
-      throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${reason}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${networkFailure(error)}`, { cause: error });
     };
     let response: Response;
     try {
       response = await this.#fetch(url, {
         method,
-        headers: payload === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+        headers: { ...this.#headers, accept: 'application/json', ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
         signal: combined,
         redirect: method === 'GET' ? 'follow' : 'manual',

@@ -79,14 +79,20 @@ describe('agora check', () => {
       expect(stdout).toMatch(/^ok    GET \/wellknown lists hash → sources: 1 protocol listed$/m);
       expect(stdout).toMatch(/\n\d+ cases passed, 0 failed, 0 skipped\n$/);
       stdout = '';
-      // Nothing listens on a port just closed: every case fails (or is skipped for want of a listing), one line each.
+      // Nothing listens on a port just closed: one line saying so, not one per case.
       const closed = createServer();
       await new Promise<void>((listening) => closed.listen(0, '127.0.0.1', listening));
       const { port } = closed.address() as AddressInfo;
       await new Promise<void>((done) => closed.close(() => done()));
+      let stderr = '';
+      vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
       expect(await main(['check', `http://127.0.0.1:${port}`, '--timeout', '2'])).toBe(1);
-      expect(stdout).toMatch(/^FAIL  GET \/wellknown lists hash → sources: request failed: .*ECONNREFUSED/m);
-      expect(stdout).toMatch(/\n0 cases passed, 8 failed, 2 skipped\n$/);
+      expect(stdout).toBe('');
+      expect(stderr).toBe(`agora check: GET http://127.0.0.1:${port}/wellknown: connection refused\n`);
+      // A wrong path on a live agent is a 404 in JSON: said so, not taken for a Python SDK agent.
+      expect(await main(['check', `${withLlm.url}/nope`, '--timeout', '2'])).toBe(1);
+      expect(stdout).toMatch(/^FAIL  GET \/wellknown lists hash → sources: HTTP 404: no Agora agent at .*\/nope/m);
+      expect(stdout).not.toMatch(/Python/);
     } finally {
       vi.restoreAllMocks();
     }

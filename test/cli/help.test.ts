@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 
-const COMMANDS = ['serve', 'hash', 'validate', 'send', 'wellknown', 'negotiate', 'routines', 'init', 'check'];
+const COMMANDS = ['serve', 'hash', 'validate', 'send', 'wellknown', 'negotiate', 'routines', 'protocols', 'init', 'check', 'hub', 'route', 'chain', 'runs', 'resume', 'room'];
 
 function capture() {
   let stdout = '';

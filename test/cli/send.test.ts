@@ -103,8 +103,8 @@ describe('agora send', () => {
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((done) => closed.close(() => done()));
     const [natural, unreachable, usage] = await Promise.all([agora(['send', bareUrl, 'hello']), agora(['send', `http://127.0.0.1:${port}`, 'hi']), agora(['send', url])]);
-    expect(natural).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${bareUrl}/: HTTP 200: This agent only accepts queries under the protocols listed at /wellknown\n` });
-    expect(unreachable).toEqual({ code: 1, stdout: '', stderr: `agora send: POST http://127.0.0.1:${port}/: ECONNREFUSED\n` });
+    expect(natural).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${bareUrl}/: failure: This agent only accepts queries under the protocols listed at /wellknown\n` });
+    expect(unreachable).toEqual({ code: 1, stdout: '', stderr: `agora send: POST http://127.0.0.1:${port}/: connection refused\n` });
     expect(usage.code).toBe(2);
   });
 
@@ -135,9 +135,9 @@ describe('agora send to a Python SDK 0.2.0 peer', () => {
     const post = peer.requests.find((request) => request.method === 'POST' && request.json?.body === '{"miles":5}');
     expect(post?.json).toMatchObject({ protocolHash: hashText(DISTANCE, 'base64'), protocolSources: [expect.stringMatching(/^data:text\/plain;charset=utf-8/)] });
     // Posted to the URL given, not `…/nope/` (which Flask would answer with an HTML 404).
-    expect(gone).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${peer.url}/conversations/nope: HTTP 200: Conversation not found.\n` });
+    expect(gone).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${peer.url}/conversations/nope: failure: Conversation not found.\n` });
     expect(unsuitable.code).toBe(1);
-    expect(unsuitable.stderr).toMatch(/^agora send: POST .*: HTTP 200: \S+ is not suitable for execution\n$/);
+    expect(unsuitable.stderr).toMatch(/^agora send: POST .*: failure: \S+ is not suitable for execution\n$/);
   });
 });
 

@@ -33,7 +33,7 @@ describe('agora serve with an OpenAI-compatible LLM', () => {
     try {
       const unknown = await runCli(['serve', folder.dir, '--port', '0', '--llm', 'gemini'], { env: NO_KEYS });
       expect(unknown.code).not.toBe(0);
-      expect(unknown.stderr).toContain('--llm must be one of anthropic, openai, got "gemini"');
+      expect(unknown.stderr).toContain('--llm must be one of anthropic, openai, offline, got "gemini"');
       const keyless = await runCli(['serve', folder.dir, '--port', '0', '--llm', 'anthropic'], { env: NO_KEYS });
       expect(keyless.code).not.toBe(0);
       expect(keyless.stderr).toContain('The anthropic provider needs ANTHROPIC_API_KEY');

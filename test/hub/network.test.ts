@@ -213,7 +213,7 @@ describeRedis('hub processes on Redis', () => {
     // A new hub process on the same store: it lost nothing.
     first = await startHubProcess(['--store', store]);
     const runs = await runCli(['runs', '--hub', first.url]);
-    expect(runs.stdout).toContain(`${id}  running  1 hop(s)`);
+    expect(runs.stdout).toContain(`${id}  running  1 hop `);
     const resumed = await runCli(['resume', id, '--hub', first.url, '--json']);
     expect(resumed.code, resumed.stderr).toBe(0);
     const run = JSON.parse(resumed.stdout) as { status: string; hops: { agentName: string }[] };

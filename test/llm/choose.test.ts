@@ -36,7 +36,7 @@ describe('chooseModel', () => {
       }
     })();
     expect(error).toBeInstanceOf(AgoraError);
-    expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'AGORA_LLM must be one of anthropic, openai, got "gemini"' });
+    expect(error).toMatchObject({ code: 'INVALID_ARGUMENT', message: 'AGORA_LLM must be one of anthropic, openai, offline, got "gemini"' });
   });
 
   it('points the OpenAI model at the base URL and key it chose, with no key needed for a local server', async () => {

@@ -93,7 +93,7 @@ describe('the exact URL', () => {
     const client = sender({ fetch: recording.fetch });
     const error = await client.query(`${peers.python.url}/conversations/nope`, { body: 'hi' }).catch((caught: unknown) => caught);
     expect(recording.calls.at(-1)!.url).toBe(`${peers.python.url}/conversations/nope`);
-    expect(error).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.python.url}/conversations/nope: HTTP 200: Conversation not found.` });
+    expect(error).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.python.url}/conversations/nope: failure: Conversation not found.` });
     await client.query(peers.agent.url, { body: 'hi' }).catch(() => undefined);
     expect(recording.calls.at(-1)!.url).toBe(`${peers.agent.url}/`);
   });

@@ -9,15 +9,15 @@ describe('peer failures', () => {
   it("reads failures into AgoraError with the peer's exact text and status", async () => {
     const client = sender();
     const natural = await failureOf(client.query(peers.routinesOnly.url, { body: 'hello' }));
-    expect(natural).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.routinesOnly.url}/: HTTP 200: ${NL_ONLY}`, status: 200 });
+    expect(natural).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.routinesOnly.url}/: failure: ${NL_ONLY}`, status: 200 });
     const unsupported = await failureOf(client.query(peers.routinesOnly.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
-    expect(unsupported).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.routinesOnly.url}/: HTTP 200: Unsupported protocol`, status: 200 });
+    expect(unsupported).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.routinesOnly.url}/: failure: Unsupported protocol`, status: 200 });
 
     const conversation = client.conversation(peers.agent.url);
     const { conversationId } = await conversation.send('What is 1 mile in km?');
     await fetch(`${peers.agent.url}/conversations/${conversationId}`, { method: 'DELETE' });
     const expired = await failureOf(conversation.send('still there?'));
-    expect(expired).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.agent.url}/conversations/${conversationId}: HTTP 200: Conversation expired`, status: 200 });
+    expect(expired).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.agent.url}/conversations/${conversationId}: failure: Conversation expired`, status: 200 });
     await conversation.close(); // already gone: closing is done, not an error
 
     const forgetful = await rawServer((request, respond) =>
@@ -46,7 +46,7 @@ describe('peer failures', () => {
     await new Promise<void>((resolve) => closed.server.close(() => resolve()));
     const refused = await failureOf(sender().query(closed.url, { body: 'hi' }));
     expect(refused.code).toBe('PEER_FAILURE');
-    expect(refused.message).toBe(`POST ${closed.url}/: ECONNREFUSED`);
+    expect(refused.message).toBe(`POST ${closed.url}/: connection refused`);
 
     const wrong = await rawServer((_request, respond) => respond(200, 'application/json', '{"answer":42}'));
     expect((await failureOf(sender().query(wrong.url, { body: 'hi' }))).message).toBe(`POST ${wrong.url}/: HTTP 200, not an Agora reply`);
@@ -58,11 +58,11 @@ describe('Python SDK 0.2.0 peers', () => {
 
   it("reads the Python failure shape, keeping the peer's text", async () => {
     const refused = await failureOf(sender().query(peers.python.url, { protocol: NOT_SERVED, body: { sign: 'Leo' } }));
-    expect(refused).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.python.url}/: HTTP 200: ${pythonHash(NOT_SERVED)} is not suitable for execution`, status: 200 });
+    expect(refused).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.python.url}/: failure: ${pythonHash(NOT_SERVED)} is not suitable for execution`, status: 200 });
     const conversation = sender().conversation(peers.python.url);
     const { conversationId } = await conversation.send('hi');
     await fetch(`${peers.python.url}/conversations/${conversationId}`, { method: 'DELETE' });
-    expect((await failureOf(conversation.send('again'))).message).toBe(`POST ${peers.python.url}/conversations/${conversationId}: HTTP 200: Conversation not found.`);
+    expect((await failureOf(conversation.send('again'))).message).toBe(`POST ${peers.python.url}/conversations/${conversationId}: failure: Conversation not found.`);
     await conversation.close();
   });
 
