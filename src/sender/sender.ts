@@ -56,6 +56,8 @@ export type SenderOptions = {
   fetch?: typeof fetch;
   /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
   timeoutMs?: number;
+  /** Largest reply read from a peer, in bytes, after decompression (default 16 MiB). */
+  maxReplyBytes?: number;
   logger?: Logger;
   thresholds?: SenderThresholds;
   /** Messages sent to the peer in a negotiation before giving up (default 10). */
@@ -134,7 +136,7 @@ export class Sender {
     this.memory = options.memory ?? (this.dir ? new FileMemory(join(this.dir, '.agora')) : new InMemoryMemory());
     this.logger = options.logger ?? consoleLogger();
     this.extensions = options.extensions ?? {};
-    const transport = new PeerTransport({ ...(options.fetch ? { fetch: options.fetch } : {}), ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}) });
+    const transport = new PeerTransport({ ...(options.fetch ? { fetch: options.fetch } : {}), ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}), ...(options.maxReplyBytes !== undefined ? { maxReplyBytes: options.maxReplyBytes } : {}) });
     const documents = new SenderDocuments({
       transport,
       memory: this.memory,

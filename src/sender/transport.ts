@@ -23,6 +23,8 @@ export type TransportOptions = {
   fetch?: typeof fetch;
   /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
   timeoutMs?: number;
+  /** Largest reply read, in bytes, after decompression (default 16 MiB). */
+  maxReplyBytes?: number;
 };
 
 /** An agent's base URL without a trailing slash, query or fragment (`http://host/agora`). */
@@ -54,10 +56,12 @@ export function peerFailure(method: string, url: string, status: number, text: s
 export class PeerTransport {
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
+  readonly #maxReplyBytes: number;
 
   constructor(options: TransportOptions = {}) {
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS;
+    this.#maxReplyBytes = options.maxReplyBytes ?? MAX_REPLY_BYTES;
   }
 
   /** Posts a query or a turn and returns the peer's success reply; any failure is AgoraError('PEER_FAILURE'). */
@@ -102,7 +106,7 @@ export class PeerTransport {
   }
 
   /** One HTTP exchange, bounded by the timeout (body included) and a size cap; never retried. */
-  async exchange(method: PeerMethod, url: string, payload?: unknown, signal?: AbortSignal, maxBytes = MAX_REPLY_BYTES): Promise<PeerResponse> {
+  async exchange(method: PeerMethod, url: string, payload?: unknown, signal?: AbortSignal, maxBytes = this.#maxReplyBytes): Promise<PeerResponse> {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const fail = (error: unknown): never => {
