@@ -154,9 +154,12 @@ export class Rooms {
     return this.#queue.run(id, async () => {
       const room = await this.#must(id);
       if (room.state === 'completed' || room.state === 'cancelled') throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
-      room.transcript.push({ turn: room.turns, speaker: from.slice(0, 100), kind: 'person', text, tokens: 0, at: this.#now() });
+      const speaker = from.trim().slice(0, 100);
+      // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as the agent's.
+      if (room.participants.some((participant) => participant.name.toLowerCase() === speaker.toLowerCase())) throw new AgoraError('BAD_REQUEST', `${JSON.stringify(speaker)} is a participant's name; a person writes under another`);
+      room.transcript.push({ turn: room.turns, speaker, kind: 'person', text, tokens: 0, at: this.#now() });
       await this.#save(room);
-      await this.#emit(id, 'new_message', { turn: room.turns, speaker: from.slice(0, 100), kind: 'person', text });
+      await this.#emit(id, 'new_message', { turn: room.turns, speaker, kind: 'person', text });
       return room;
     });
   }
