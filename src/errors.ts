@@ -10,6 +10,7 @@ export type AgoraErrorCode =
   | 'BAD_REQUEST'
   | 'REQUEST_TOO_LARGE'
   | 'NOT_FOUND'
+  | 'CONFLICT'
   | 'METHOD_NOT_ALLOWED'
   | 'UNAUTHORIZED'
   | 'RATE_LIMITED'

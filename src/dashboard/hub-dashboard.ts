@@ -33,7 +33,7 @@ export function roomsSource(rooms: Rooms): RoomsSource {
         id: room.id,
         name: `${room.topic} (${room.state}, turn ${room.turns}/${room.maxTurns})`,
         members: room.participants.map((participant) => (participant.dropped ? `${participant.name} (dropped)` : participant.name)),
-        transcript: room.transcript.map((entry) => ({ at: entry.at, from: entry.kind === 'skipped' ? `${entry.speaker} (skipped)` : entry.speaker, text: entry.text })),
+        transcript: room.transcript.map((entry) => ({ at: entry.at, from: entry.kind === 'skipped' ? `${entry.speaker} (skipped)` : entry.kind === 'person' ? `${entry.speaker} (person)` : entry.speaker, kind: entry.kind, text: entry.text })),
       })),
   };
 }

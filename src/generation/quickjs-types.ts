@@ -30,6 +30,10 @@ export type SandboxOptions = {
   cpuClock?: () => number;
   /** Idle time after which the context is dropped, in ms (default 5 minutes); the next call builds a fresh one. */
   idleMs?: number;
+  /** Log lines one call may write (default 50); past it, or past `maxLogBytes`, one line says the rest was cut. */
+  maxLogLines?: number;
+  /** Log bytes one call may write, lines of at most 2,000 characters included (default 16 KiB). */
+  maxLogBytes?: number;
 };
 
 /** The methods a generated module answers. */

@@ -26,6 +26,8 @@ type Call = {
   resolve(result: SandboxResult): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
+  /** Log lines and bytes written so far; `cut` once the call was told its log is cut. */
+  log: { lines: number; bytes: number; cut: boolean };
 };
 
 /**
@@ -48,6 +50,8 @@ export class QuickJSSandbox {
   readonly #turns = new TurnGate();
   #current: Call | undefined;
   #ids = 0;
+  readonly #maxLogLines: number;
+  readonly #maxLogBytes: number;
   #lastUsed = 0;
   #idleTimer: NodeJS.Timeout | undefined;
   #closed = false;
@@ -55,6 +59,8 @@ export class QuickJSSandbox {
   constructor(bundledCode: string, options: SandboxOptions = {}) {
     this.#code = bundledCode;
     this.#timeoutMs = options.timeoutMs ?? 2000;
+    this.#maxLogLines = options.maxLogLines ?? 50;
+    this.#maxLogBytes = options.maxLogBytes ?? 16 * 1024;
     this.#cpuLimitMs = options.cpuLimitMs ?? Math.min(this.#timeoutMs, 250);
     this.#memoryBytes = Math.max(24, options.memoryLimitMb ?? 64) * 1024 * 1024;
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
@@ -92,7 +98,7 @@ export class QuickJSSandbox {
     const id = ++this.#ids;
     const text = callText(instance, id, method, payload, context);
     return new Promise<SandboxResult>((resolve, reject) => {
-      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined };
+      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined, log: { lines: 0, bytes: 0, cut: false } };
       this.#current = call;
       this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
@@ -305,6 +311,18 @@ export class QuickJSSandbox {
   #log(instance: Instance, text: string): void {
     const line = logLineOf(text);
     const call = line && this.#callOf(instance, line.runId);
-    if (line && call) call.context?.logger[line.level](line.message.slice(0, 2000));
+    if (!line || !call?.context) return;
+    const message = line.message.slice(0, 2000);
+    const log = call.log;
+    if (log.cut) return;
+    const bytes = Buffer.byteLength(message);
+    if (log.lines + 1 > this.#maxLogLines || log.bytes + bytes > this.#maxLogBytes) {
+      log.cut = true;
+      call.context.logger.warn(`${this.#name}: log cut after ${log.lines} lines (${log.bytes} bytes) in one call; at most ${this.#maxLogLines} lines and ${this.#maxLogBytes} bytes`);
+      return;
+    }
+    log.lines += 1;
+    log.bytes += bytes;
+    call.context.logger[line.level](message);
   }
 }

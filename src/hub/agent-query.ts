@@ -38,6 +38,13 @@ export function handoffOf(body: unknown): HopOutput['handoff'] {
   return { target: parsed.data.next_agent, ...(goal ? { goal } : {}) };
 }
 
+/** Whether a reply body is a protocol-level error: an object whose `error` is a non-empty string, beside no result. */
+export function isProtocolError(body: JsonValue): boolean {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return false;
+  const error = (body as Record<string, JsonValue>).error;
+  return typeof error === 'string' && error !== '' && !('result' in body);
+}
+
 /** The sender's transport, bounded by a hop's limits; its timeout is a peer's failure here (a hop recorded as failed). */
 async function exchange<T>(limits: HopLimits, run: (transport: PeerTransport) => Promise<T>): Promise<T> {
   try {
@@ -92,6 +99,9 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
     if (!parsed.success || parsed.data.status !== 'success') throw transport.peerError('POST', url, response.status, json);
     return { body: (parsed.data.body ?? null) as JsonValue };
   });
+  // Under a protocol, `{"error": …}` is the protocol's own way to refuse (the spec's documents define it so): a failed
+  // hop, recorded in fixed words (the agent's text is not copied into the checkpoint others read).
+  if (protocol !== undefined && isProtocolError(reply.body)) throw new AgoraError('PEER_FAILURE', `POST ${url}: the agent refused the query under ${JSON.stringify(protocol.name.slice(0, 100))} (a protocol-level error)`);
   const handoff = handoffOf(reply.body);
   return { result: reply.body, ...(handoff ? { handoff } : {}) };
 }

@@ -16,6 +16,8 @@ export type CatalogueOptions = {
   maxDocuments?: number;
   /** Largest document accepted, in bytes (default 64 KiB). */
   maxDocumentBytes?: number;
+  /** New documents one client (address, or IPv6 /64) may add, by publishing or registering, per hub process (default 500). */
+  maxDocumentsPerClient?: number;
   now?: () => number;
   logger?: Logger;
 };
@@ -36,6 +38,9 @@ export class Catalogue {
   readonly #store: HubStore;
   readonly #maxDocuments: number;
   readonly #maxDocumentBytes: number;
+  readonly #maxPerClient: number;
+  // Documents added per client: bounded by the catalogue's own cap (each entry stands for at least one document).
+  readonly #addedBy = new Map<string, number>();
   readonly #now: () => number;
   readonly #index = new KeywordIndex();
   readonly #entries = new Map<string, CatalogueEntry>();
@@ -45,6 +50,7 @@ export class Catalogue {
     this.#store = options.store;
     this.#maxDocuments = options.maxDocuments ?? 10_000;
     this.#maxDocumentBytes = options.maxDocumentBytes ?? 64 * 1024;
+    this.#maxPerClient = options.maxDocumentsPerClient ?? 500;
     this.#now = options.now ?? Date.now;
     this.#view = new StoreView(this.#store, async () => {
       const entries = await this.#store.listDocuments();
@@ -76,7 +82,7 @@ export class Catalogue {
    * Publishes a document: the hash given (hex or base64) must be the SHA1 of the exact text, the text must
    * parse as a protocol document and fit the size cap. Publishing a document already held is a no-op.
    */
-  async publish(rawHash: unknown, text: unknown): Promise<CatalogueEntry> {
+  async publish(rawHash: unknown, text: unknown, client?: string): Promise<CatalogueEntry> {
     if (typeof rawHash !== 'string') throw new AgoraError('BAD_REQUEST', 'hash must be a string (hex or base64 SHA1)');
     if (typeof text !== 'string') throw new AgoraError('BAD_REQUEST', 'text must be a string (the exact document)');
     const hash = normalizeHash(rawHash);
@@ -85,13 +91,19 @@ export class Catalogue {
     if (bytes > this.#maxDocumentBytes) throw new AgoraError('REQUEST_TOO_LARGE', `Protocol document is ${bytes} bytes, over the ${this.#maxDocumentBytes}-byte limit`);
     const actual = hashText(text);
     if (actual !== hash) throw new AgoraError('BAD_REQUEST', `Hash mismatch: the text hashes to ${actual}, not ${hash}`);
-    return this.add(parseDocument(text, `protocol ${hash}`));
+    return this.add(parseDocument(text, `protocol ${hash}`), client);
   }
 
-  /** Adds a document already parsed and hashed (read from an agent, or published). */
-  async add(document: ProtocolDocument): Promise<CatalogueEntry> {
+  /** Adds a document already parsed and hashed (read from an agent, or published), counted against `client`'s quota when given. */
+  async add(document: ProtocolDocument, client?: string): Promise<CatalogueEntry> {
     if (Buffer.byteLength(document.text) > this.#maxDocumentBytes) {
       throw new AgoraError('REQUEST_TOO_LARGE', `Protocol document ${document.hash} is over the ${this.#maxDocumentBytes}-byte limit`);
+    }
+    const known = this.#entries.get(document.hash);
+    if (known !== undefined) return known;
+    const added = client === undefined ? 0 : (this.#addedBy.get(client) ?? 0);
+    if (client !== undefined && added >= this.#maxPerClient) {
+      throw new AgoraError('RATE_LIMITED', `This client has added ${added} protocol documents, its quota (--max-documents-per-client)`);
     }
     const entry: CatalogueEntry = {
       hash: document.hash,
@@ -103,6 +115,7 @@ export class Catalogue {
     const result = await this.#view.write(() => this.#store.putDocument(entry, document.text, this.#maxDocuments), (put) => put === 'added');
     if (result === 'full') throw new AgoraError('BAD_REQUEST', `The protocol database is full (${this.#maxDocuments} documents)`);
     if (result === 'exists') return this.#entries.get(entry.hash) ?? entry;
+    if (client !== undefined) this.#addedBy.set(client, added + 1);
     this.#remember(entry);
     return entry;
   }

@@ -76,13 +76,13 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
     return this.request('POST', '/agents', agentRecordSchema, { url, ...extra });
   }
 
-  /** Searches the directory by words and/or protocol hash. */
+  /** Searches the directory by words and/or protocol hash: agents that are up, or all of them (with their status) with `all`. */
   async agents(query: { q?: string; protocol?: string; limit?: number; all?: boolean } = {}): Promise<HubAgent[]> {
     const params = new URLSearchParams();
     if (query.q) params.set('q', query.q);
     if (query.protocol) params.set('protocol', query.protocol);
     if (query.limit) params.set('limit', String(query.limit));
-    if (query.all) params.set('all', 'true');
+    if (!query.all) params.set('status', 'up');
     return (await this.request('GET', `/agents?${params}`, z.object({ agents: z.array(hitSchema) }))).agents;
   }
 

@@ -4,7 +4,7 @@ import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
 import type { Catalogue } from './catalogue.js';
 import { KeywordIndex, type KeywordIndexOptions, type Match } from './keywords.js';
-import { normalizeAgentUrl, readAgent, type ReadOptions } from './read-agent.js';
+import { normalizeAgentUrl, readAgent, vetAgentUrl, type ReadOptions } from './read-agent.js';
 import type { AgentRecord } from './records.js';
 import type { HubStore } from './store.js';
 import { StoreView } from './_store-view.js';
@@ -19,13 +19,26 @@ export type DirectoryOptions = ReadOptions & {
   checkIntervalMs?: number;
   /** Consecutive failed checks before an agent is marked down (default 3). */
   maxMissedChecks?: number;
+  /** An agent down and unseen this long is removed (default 7 days; `--remove-down-after`). */
+  removeDownAfterMs?: number;
   now?: () => number;
   logger?: Logger;
   index?: KeywordIndexOptions;
 };
 
-/** What `POST /agents` takes. */
-export type Registration = { url: string; name?: string; description?: string };
+/** What `POST /agents` takes; `registrant` is a digest of the caller's token (`registrantOf`), when it sent one. */
+export type Registration = { url: string; name?: string; description?: string; registrant?: string; client?: string };
+
+/** The digest a registration keeps of the caller's bearer token: proof, later, that a registration is the same agent's. */
+export function registrantOf(token: string | undefined): string | undefined {
+  return token === undefined || token === '' ? undefined : createHash('sha256').update(`agora-registrant\u0000${token}`).digest('hex').slice(0, 32);
+}
+
+/** A record as the hub serves it: without its registrant digest. */
+export function publicRecord<T extends AgentRecord>(record: T): Omit<T, 'registrant'> {
+  const { registrant: _kept, ...rest } = record;
+  return rest;
+}
 
 /** One agent found by {@link Directory.search}, with why it matched. */
 export type AgentHit = AgentRecord & { score?: number; matches?: Match[] };
@@ -39,6 +52,9 @@ export function agentId(url: string): string {
 }
 
 const MAX_TEXT = 2000;
+
+/** The default of {@link DirectoryOptions.removeDownAfterMs}: 7 days. */
+export const DEFAULT_REMOVE_DOWN_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * The hub's directory: agents registered by URL, re-read periodically, searchable by words and protocol.
@@ -122,15 +138,19 @@ export class Directory {
     if (typeof registration?.url !== 'string') throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
     const url = normalizeAgentUrl(registration.url);
     const id = agentId(url);
+    await vetAgentUrl(url, this.#options);
     const reading = await readAgent(url, this.#options, (hash) => this.#catalogue.document(hash));
     const now = this.#now();
     const previous = await this.#store.getAgent(id);
-    for (const document of reading.documents) await this.#keepDocument(document);
     const given = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim().slice(0, MAX_TEXT) : undefined);
+    const name = given(registration.name)?.slice(0, 200) ?? reading.name?.slice(0, 200) ?? previous?.name ?? new URL(url).host;
+    await this.#checkName(id, name, previous, registration);
+    for (const document of reading.documents) await this.#keepDocument(document, registration.client);
+    const registrant = previous?.registrant ?? registration.registrant;
     const record: AgentRecord = {
       id,
       url,
-      name: given(registration.name) ?? reading.name?.slice(0, 200) ?? previous?.name ?? new URL(url).host,
+      name,
       description: given(registration.description) ?? reading.description?.slice(0, MAX_TEXT) ?? previous?.description ?? reading.documents.map((document) => document.metadata.name).join(', '),
       kind: reading.kind,
       protocols: reading.documents.map(({ hash, metadata }) => ({ hash, name: metadata.name.slice(0, 200), description: metadata.description.slice(0, MAX_TEXT), multiround: metadata.multiround })),
@@ -141,14 +161,34 @@ export class Directory {
       lastSeen: now,
       lastChecked: now,
       ...(reading.problems.length ? { lastError: reading.problems.slice(0, 5).join('; ') } : {}),
+      ...(registrant !== undefined ? { registrant } : {}),
     };
     await this.put(record);
     return record;
   }
 
-  async #keepDocument(document: Parameters<Catalogue['add']>[0]): Promise<void> {
+  /**
+   * Names are unique: the first registrant keeps one. Another URL under a taken name (any case), or a new name or
+   * description for a URL someone else registered, is refused (409) unless it comes with the first registrant's token.
+   */
+  async #checkName(id: string, name: string, previous: AgentRecord | undefined, registration: Registration): Promise<void> {
+    const sameRegistrant = (record: AgentRecord) => record.registrant !== undefined && record.registrant === registration.registrant;
+    if (previous !== undefined && previous.registrant !== undefined && !sameRegistrant(previous)) {
+      const renames = (registration.name !== undefined && name !== previous.name) || (registration.description !== undefined && registration.description.trim() !== previous.description);
+      if (renames) throw new AgoraError('CONFLICT', `${previous.url} was registered with a token; only that token may change its name or description`);
+    }
+    await this.refresh();
+    const wanted = name.toLowerCase();
+    for (const record of this.#records.values()) {
+      if (record.id === id || record.name.toLowerCase() !== wanted) continue;
+      if (sameRegistrant(record)) continue;
+      throw new AgoraError('CONFLICT', `The name ${JSON.stringify(name)} is taken by ${record.url}; register under another name, or with the token that registered it`);
+    }
+  }
+
+  async #keepDocument(document: Parameters<Catalogue['add']>[0], client?: string): Promise<void> {
     try {
-      await this.#catalogue.add(document);
+      await this.#catalogue.add(document, client);
     } catch (error) {
       // A full catalogue still lets the agent register: its protocols are listed, their texts stay with it.
       this.#logger.warn(`hub: not keeping ${document.hash}: ${describeError(error)}`);
@@ -180,6 +220,11 @@ export class Directory {
       const missedChecks = record.missedChecks + 1;
       const status = missedChecks >= this.#maxMissed ? 'down' : record.status;
       if (status === 'down' && record.status === 'up') this.#logger.warn(`hub: ${record.name} (${record.url}) is down after ${missedChecks} missed checks`);
+      if (status === 'down' && now - record.lastSeen >= (this.#options.removeDownAfterMs ?? DEFAULT_REMOVE_DOWN_AFTER_MS)) {
+        this.#logger.info(`hub: removing ${record.name} (${record.url}), down and unseen since ${new Date(record.lastSeen).toISOString()}`);
+        await this.remove(id);
+        return undefined;
+      }
       next = { ...record, missedChecks, status, lastChecked: now, lastError: error instanceof Error ? error.message.slice(0, 500) : String(error) };
     }
     // Removed while we read it: do not bring it back.

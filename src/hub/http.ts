@@ -7,6 +7,8 @@ import type { Mount, MountedRequest, Route } from '../edge/mount.js';
 import { requestTarget } from '../edge/request.js';
 import { failure, json, respond, type EdgeResponse } from '../edge/response.js';
 import { statusOf } from '../edge/status.js';
+import { clientKey } from '../edge/guard.js';
+import { publicRecord, registrantOf } from './directory.js';
 import type { Hub } from './hub.js';
 import type { ChainRun } from './records.js';
 
@@ -44,6 +46,14 @@ function limitOf(params: URLSearchParams): number | undefined {
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 1) throw new AgoraError('BAD_REQUEST', 'limit must be a positive integer');
   return Math.min(value, MAX_LIMIT);
+}
+
+/** The bearer token a request carries, if any. */
+function bearerOf(request: MountedRequest): string | undefined {
+  const header = request.headers.authorization;
+  const value = Array.isArray(header) ? header[0] : header;
+  const match = value === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(value);
+  return match?.[1];
 }
 
 function notAllowed(allow: string): EdgeResponse {
@@ -89,15 +99,23 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
   async function agents(request: MountedRequest, id: string | undefined, params: URLSearchParams): Promise<EdgeResponse> {
     const { method } = request;
     if (id === undefined) {
-      if (method === 'POST') return json(201, await hub.register((await readJson(request, objectSchema)) as { url: string }));
+      if (method === 'POST') {
+        const body = (await readJson(request, objectSchema)) as { url: string; name?: string; description?: string };
+        const registrant = registrantOf(bearerOf(request));
+        const record = await hub.register({ url: body.url, name: body.name, description: body.description, client: clientKey(request.remoteAddress), ...(registrant ? { registrant } : {}) });
+        return json(201, publicRecord(record));
+      }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
       const limit = limitOf(params);
-      return json(200, { agents: await hub.agents({ q: params.get('q') ?? undefined, protocol: params.get('protocol') ?? undefined, includeDown: params.get('all') === 'true', ...(limit ? { limit } : {}) }) });
+      // Down agents are listed with their status (as OAP's and ARP's listings do); `?status=up` leaves them out.
+      const includeDown = params.get('status') !== 'up';
+      const hits = await hub.agents({ q: params.get('q') ?? undefined, protocol: params.get('protocol') ?? undefined, includeDown, ...(limit ? { limit } : {}) });
+      return json(200, { agents: hits.map(publicRecord) });
     }
     if (method === 'DELETE') return (await hub.directory.remove(id)) ? json(200, { status: 'success', removed: id }) : failure(404, `No agent ${id}`);
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, DELETE');
     const agent = await hub.directory.resolve(id);
-    return agent ? json(200, agent) : failure(404, `No agent ${id}`);
+    return agent ? json(200, publicRecord(agent)) : failure(404, `No agent ${id}`);
   }
 
   async function protocols(request: MountedRequest, id: string | undefined, params: URLSearchParams): Promise<EdgeResponse> {
@@ -105,7 +123,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
     if (id === undefined) {
       if (method === 'POST') {
         const body = await readJson(request, objectSchema);
-        return json(201, await hub.catalogue.publish(body.hash, body.text));
+        return json(201, await hub.catalogue.publish(body.hash, body.text, clientKey(request.remoteAddress)));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
       return json(200, { protocols: await hub.protocols(params.get('q') ?? undefined, limitOf(params) ?? 50) });

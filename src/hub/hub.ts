@@ -10,6 +10,24 @@ import { chainRunSchema, type AgentRecord, type ChainRun } from './records.js';
 import { Router, type RouteDecision } from './routing.js';
 import { MemoryHubStore, type HubStore } from './store.js';
 
+/** The default of {@link HubOptions.maxRunBytes}: 256 KiB. */
+export const DEFAULT_MAX_RUN_BYTES = 256 * 1024;
+/** The default of {@link HubOptions.maxRunsBytes}: 64 MiB. */
+export const DEFAULT_MAX_RUNS_BYTES = 64 * 1024 * 1024;
+
+const MAX_RUN_TEXT = 2000;
+
+/** A checkpoint with its free texts (errors, reasons) cut, so what pages show stays small. */
+function cutRun(run: ChainRun): ChainRun {
+  const cut = (text: string | undefined) => (text === undefined ? undefined : text.slice(0, MAX_RUN_TEXT));
+  return {
+    ...run,
+    goal: run.goal.slice(0, MAX_RUN_TEXT),
+    ...(run.error !== undefined ? { error: cut(run.error)! } : {}),
+    hops: run.hops.map((hop) => ({ ...hop, reason: cut(hop.reason)!, ...(hop.error !== undefined ? { error: cut(hop.error)! } : {}) })),
+  };
+}
+
 /** Options of {@link Hub}. */
 export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocols'> & {
   /** Where everything lives (default: this process's memory; `RedisHubStore` to share and keep it). */
@@ -18,11 +36,22 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
   llm?: LanguageModel;
   /** Register agents (and sync peers) on loopback and private networks (default false: the SSRF rule of protocol sources). */
   allowPrivateAgents?: boolean;
+  /** Agents held at most (default 10,000). */
   maxAgents?: number;
+  /** Protocol documents held at most (default 10,000). */
   maxDocuments?: number;
+  /** Largest protocol document, in bytes (default 64 KiB). */
   maxDocumentBytes?: number;
+  /** New protocol documents one client may add, per hub process (default 500; `--max-documents-per-client`). */
+  maxDocumentsPerClient?: number;
+  /** An agent down and unseen this long is removed (default 7 days; `--remove-down-after`). */
+  removeDownAfterMs?: number;
   /** Chains kept at most (default 10,000); the oldest finished ones make room. */
   maxRuns?: number;
+  /** Largest chain checkpoint, in bytes (default 256 KiB; `--max-run-bytes`). */
+  maxRunBytes?: number;
+  /** All checkpoints together, in bytes (default 64 MiB; `--max-runs-bytes`); the oldest finished ones make room. */
+  maxRunsBytes?: number;
   checkIntervalMs?: number;
   maxMissedChecks?: number;
   /** Hubs whose catalogues this one pulls (`agora hub --peer`). */
@@ -59,7 +88,7 @@ export class Hub implements ChainBackend {
     this.#now = options.now ?? Date.now;
     this.logger = options.logger ?? silentLogger;
     this.store = options.store ?? new MemoryHubStore({ now: this.#now });
-    this.catalogue = new Catalogue({ store: this.store, now: this.#now, logger: this.logger, ...(options.maxDocuments ? { maxDocuments: options.maxDocuments } : {}), ...(options.maxDocumentBytes ? { maxDocumentBytes: options.maxDocumentBytes } : {}) });
+    this.catalogue = new Catalogue({ store: this.store, now: this.#now, logger: this.logger, ...(options.maxDocuments ? { maxDocuments: options.maxDocuments } : {}), ...(options.maxDocumentBytes ? { maxDocumentBytes: options.maxDocumentBytes } : {}), ...(options.maxDocumentsPerClient ? { maxDocumentsPerClient: options.maxDocumentsPerClient } : {}) });
     this.directory = new Directory({
       ...this.#readOptions(),
       store: this.store,
@@ -69,6 +98,7 @@ export class Hub implements ChainBackend {
       ...(options.maxAgents ? { maxAgents: options.maxAgents } : {}),
       ...(options.checkIntervalMs ? { checkIntervalMs: options.checkIntervalMs } : {}),
       ...(options.maxMissedChecks ? { maxMissedChecks: options.maxMissedChecks } : {}),
+      ...(options.removeDownAfterMs ? { removeDownAfterMs: options.removeDownAfterMs } : {}),
     });
     this.router = new Router({ directory: this.directory, logger: this.logger, ...(options.llm ? { llm: options.llm } : {}) });
   }
@@ -76,6 +106,11 @@ export class Hub implements ChainBackend {
   #readOptions(): ReadOptions {
     const { timeoutMs, lookup, maxProtocols, allowPrivateAgents } = this.#options;
     return { allowPrivateSources: allowPrivateAgents === true, ...(timeoutMs ? { timeoutMs } : {}), ...(lookup ? { lookup } : {}), ...(maxProtocols ? { maxProtocols } : {}) };
+  }
+
+  /** Whether agents (and room participants) on loopback and private networks are accepted. */
+  get allowsPrivateAgents(): boolean {
+    return this.#options.allowPrivateAgents === true;
   }
 
   /** Registers (or re-reads) an agent by URL. */
@@ -107,32 +142,46 @@ export class Hub implements ChainBackend {
     }));
   }
 
-  /** Writes a chain's checkpoint; refused while another process holds the chain (unless `force`), or when full. */
+  /** Writes a chain's checkpoint; refused while another process holds the chain (unless `force`), when too large, or when full. */
   async saveRun(raw: ChainRun, leaseMs: number, force = false): Promise<void> {
     const parsed = chainRunSchema.safeParse(raw);
     if (!parsed.success) throw new AgoraError('BAD_REQUEST', `Not a chain checkpoint: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
-    const run = parsed.data;
+    const run = cutRun(parsed.data);
     if (!/^[\w-]{1,64}$/.test(run.id)) throw new AgoraError('BAD_REQUEST', 'Chain id must be 1-64 letters, digits, - or _');
+    const size = Buffer.byteLength(JSON.stringify(run));
+    const maxRunBytes = this.#options.maxRunBytes ?? DEFAULT_MAX_RUN_BYTES;
+    if (size > maxRunBytes) throw new AgoraError('REQUEST_TOO_LARGE', `Chain ${run.id}'s checkpoint is ${size} bytes; this hub keeps at most ${maxRunBytes} (--max-run-bytes)`);
     const key = `run:${run.id}`;
     const lease = Math.max(1000, Math.min(leaseMs, 24 * 60 * 60 * 1000));
-    if (force) await this.store.release(key, (await this.store.getRun(run.id))?.owner ?? '');
+    const previous = await this.store.getRun(run.id);
+    if (force) await this.store.release(key, previous?.owner ?? '');
     if (!(await this.store.claim(key, run.owner, lease))) {
       const held = await this.store.getRun(run.id);
       throw new AgoraError('BAD_REQUEST', `Chain ${run.id} is held by another process (${held?.owner ?? 'unknown'}); resume with --force to take it over`);
     }
-    if ((await this.store.getRun(run.id)) === undefined) await this.#makeRoom();
+    const previousSize = previous === undefined ? 0 : Buffer.byteLength(JSON.stringify(previous));
+    await this.#makeRoom(previous === undefined ? 1 : 0, size - previousSize, run.id);
     await this.store.putRun(run);
     if (run.status !== 'running') await this.store.release(key, run.owner);
   }
 
-  async #makeRoom(): Promise<void> {
-    const max = this.#options.maxRuns ?? 10_000;
+  /** Deletes the oldest finished chains until one more (`added`) of `growth` more bytes fits; reads the runs only when full. */
+  async #makeRoom(added: number, growth: number, keep: string): Promise<void> {
+    const maxRuns = this.#options.maxRuns ?? 10_000;
+    const maxBytes = this.#options.maxRunsBytes ?? DEFAULT_MAX_RUNS_BYTES;
+    const usage = await this.store.runUsage();
+    if (usage.count + added <= maxRuns && usage.bytes + growth <= maxBytes) return;
     const runs = await this.store.listRuns();
-    if (runs.length < max) return;
-    const finished = runs.filter((run) => run.status === 'done').sort((a, b) => a.updatedAt - b.updatedAt);
-    const excess = runs.length - max + 1;
-    if (finished.length < excess) throw new AgoraError('BAD_REQUEST', `The hub holds ${runs.length} unfinished chains (the limit is ${max}); resume or delete some`);
-    for (const run of finished.slice(0, excess)) await this.store.deleteRun(run.id);
+    const finished = runs.filter((run) => run.status === 'done' && run.id !== keep).sort((a, b) => a.updatedAt - b.updatedAt);
+    let { count, bytes } = usage;
+    for (const run of finished) {
+      if (count + added <= maxRuns && bytes + growth <= maxBytes) break;
+      await this.store.deleteRun(run.id);
+      count -= 1;
+      bytes -= Buffer.byteLength(JSON.stringify(run));
+    }
+    if (count + added > maxRuns) throw new AgoraError('BAD_REQUEST', `The hub holds ${count} unfinished chains (the limit is ${maxRuns}); resume or delete some`);
+    if (bytes + growth > maxBytes) throw new AgoraError('BAD_REQUEST', `The hub's chain checkpoints would exceed ${maxBytes} bytes (--max-runs-bytes); resume or delete some`);
   }
 
   /** A chain's last checkpoint. */

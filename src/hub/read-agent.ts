@@ -4,7 +4,9 @@
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
 import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '../protocol/document.js';
-import { decodeDataUri, fetchSource, type SourceOptions } from '../protocol/sources.js';
+import { lookup as dnsLookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { decodeDataUri, fetchSource, isForbiddenAddress, type SourceOptions } from '../protocol/sources.js';
 
 /** How the hub reads agents: the source options (private networks, time, size), and caps. */
 export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs' | 'lookup'> & {
@@ -53,6 +55,27 @@ export function normalizeAgentUrl(raw: string): string {
   url.search = '';
   url.hash = '';
   return url.href.replace(/\/+$/, '');
+}
+
+/**
+ * Refuses (400) an agent URL whose host is, or resolves to, a loopback, private, link-local or metadata address,
+ * unless private agents are allowed: the request is refused, no peer failed.
+ */
+export async function vetAgentUrl(url: string, options: Pick<ReadOptions, 'allowPrivateSources' | 'lookup'>): Promise<void> {
+  if (options.allowPrivateSources === true) return;
+  const host = new URL(url).hostname.replace(/^\[|\]$/g, '');
+  let addresses: string[];
+  if (isIP(host) !== 0) addresses = [host];
+  else {
+    try {
+      addresses = options.lookup ? (await options.lookup(host)).map(({ address }) => address) : (await dnsLookup(host, { all: true, verbatim: true })).map(({ address }) => address);
+    } catch {
+      throw new AgoraError('BAD_REQUEST', `Cannot resolve ${host}`);
+    }
+  }
+  if (addresses.some((address) => isForbiddenAddress(address))) {
+    throw new AgoraError('BAD_REQUEST', `${host} is a loopback or private address, which this hub refuses (start it with --allow-private-agents to accept such agents)`);
+  }
 }
 
 async function getJson(url: string, options: ReadOptions): Promise<unknown> {

@@ -36,6 +36,8 @@ export const agentRecordSchema = z.object({
   lastChecked: z.number(),
   /** Why the last check failed. */
   lastError: z.string().optional(),
+  /** A digest of the token the agent was first registered with: only that token may reuse its name (never served). */
+  registrant: z.string().optional(),
 });
 
 /** An agent in the directory. */

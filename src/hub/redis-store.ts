@@ -21,6 +21,19 @@ if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('HLEN', KEYS[1]) <
 end
 return 0`);
 
+// A checkpoint's bytes are counted as it is written or deleted, so the total is read without reading the runs.
+const PUT_RUN = script(`
+local old = redis.call('HSTRLEN', KEYS[1], ARGV[1])
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('INCRBY', KEYS[2], string.len(ARGV[2]) - old)
+return 1`);
+
+const DELETE_RUN = script(`
+local old = redis.call('HSTRLEN', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[1], ARGV[1])
+if old > 0 then redis.call('DECRBY', KEYS[2], old) end
+return 1`);
+
 const PUT_DOCUMENT = script(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 2 end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
@@ -146,7 +159,7 @@ export class RedisHubStore implements HubStore {
   }
 
   async putRun(run: ChainRun): Promise<void> {
-    await this.#call(() => this.#redis.hset(this.#keys.runs, run.id, JSON.stringify(run)));
+    await this.#call(() => runScript(this.#redis, PUT_RUN, [this.#keys.runs, `${this.#keys.runs}:bytes`], [run.id, JSON.stringify(run)]));
   }
 
   async getRun(id: string): Promise<ChainRun | undefined> {
@@ -154,7 +167,12 @@ export class RedisHubStore implements HubStore {
   }
 
   async deleteRun(id: string): Promise<void> {
-    await this.#call(() => this.#redis.hdel(this.#keys.runs, id));
+    await this.#call(() => runScript(this.#redis, DELETE_RUN, [this.#keys.runs, `${this.#keys.runs}:bytes`], [id]));
+  }
+
+  async runUsage(): Promise<{ count: number; bytes: number }> {
+    const [count, bytes] = await this.#call(() => Promise.all([this.#redis.hlen(this.#keys.runs), this.#redis.get(`${this.#keys.runs}:bytes`)]));
+    return { count, bytes: Math.max(0, Number(bytes ?? 0)) };
   }
 
   async listRuns(): Promise<ChainRun[]> {

@@ -39,6 +39,11 @@ export type StartHubOptions = HubOptions & {
 /** A running hub: its core, its rooms, its edge, its address, and a graceful close. */
 export type RunningHub = { hub: Hub; rooms: Rooms | undefined; edge: Edge; server: Server; url: string; port: number; close(): Promise<void> };
 
+/** Whether a listening host is reachable from this machine only. */
+function isLoopbackHost(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
+}
+
 /** The guard's settings of a hub's options. */
 function edgeOptions(options: StartHubOptions, logger: Logger): EdgeOptions {
   return {
@@ -68,6 +73,9 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
     await rooms?.close();
     await hub.close();
     throw error;
+  }
+  if (!isLoopbackHost(options.host ?? '127.0.0.1') && (options.tokens ?? []).length === 0) {
+    logger.warn(`hub: listening on ${options.host} without a token: anyone who reaches it may register, publish, save chains, run rooms and sync; set --token (AGORA_TOKEN)`);
   }
   if ((options.tickMs ?? 5000) > 0) hub.startBackground(options.tickMs ?? 5000);
   if ((options.peers ?? []).length > 0) void hub.syncPeers();

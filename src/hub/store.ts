@@ -33,6 +33,8 @@ export interface HubStore extends Leases {
   getRun(id: string): Promise<ChainRun | undefined>;
   deleteRun(id: string): Promise<void>;
   listRuns(): Promise<ChainRun[]>;
+  /** How many checkpoints are held and their total size in bytes, without reading them. */
+  runUsage(): Promise<{ count: number; bytes: number }>;
 }
 
 /**
@@ -43,6 +45,7 @@ export class MemoryHubStore implements HubStore {
   readonly #agents = new Map<string, string>();
   readonly #documents = new Map<string, { entry: CatalogueEntry; text: string }>();
   readonly #runs = new Map<string, string>();
+  #runBytes = 0;
   readonly #leases = new Map<string, { owner: string; until: number }>();
   readonly #now: () => number;
   #version = 0;
@@ -96,7 +99,9 @@ export class MemoryHubStore implements HubStore {
   }
 
   async putRun(run: ChainRun): Promise<void> {
-    this.#runs.set(run.id, JSON.stringify(run));
+    const text = JSON.stringify(run);
+    this.#runBytes += Buffer.byteLength(text) - Buffer.byteLength(this.#runs.get(run.id) ?? '');
+    this.#runs.set(run.id, text);
   }
 
   async getRun(id: string): Promise<ChainRun | undefined> {
@@ -105,7 +110,12 @@ export class MemoryHubStore implements HubStore {
   }
 
   async deleteRun(id: string): Promise<void> {
+    this.#runBytes -= Buffer.byteLength(this.#runs.get(id) ?? '');
     this.#runs.delete(id);
+  }
+
+  async runUsage(): Promise<{ count: number; bytes: number }> {
+    return { count: this.#runs.size, bytes: this.#runBytes };
   }
 
   async listRuns(): Promise<ChainRun[]> {

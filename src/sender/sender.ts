@@ -60,6 +60,8 @@ export type SenderOptions = {
   token?: string;
   /** Headers sent with every request to a peer (a gateway's key, a tracing id). */
   headers?: Record<string, string>;
+  /** Largest reply read from a peer, in bytes, after decompression (default 16 MiB). */
+  maxReplyBytes?: number;
   logger?: Logger;
   thresholds?: SenderThresholds;
   /** Messages sent to the peer in a negotiation before giving up (default 10). */
@@ -143,6 +145,7 @@ export class Sender {
       ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
       ...(options.token ? { token: options.token } : {}),
       ...(options.headers ? { headers: options.headers } : {}),
+      ...(options.maxReplyBytes !== undefined ? { maxReplyBytes: options.maxReplyBytes } : {}),
     });
     const documents = new SenderDocuments({
       transport,

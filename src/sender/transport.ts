@@ -27,6 +27,8 @@ export type TransportOptions = {
   token?: string;
   /** Headers sent with every request (a proxy's key, a tracing id); `token` wins over an `authorization` here. */
   headers?: Record<string, string>;
+  /** Largest reply read, in bytes, after decompression (default 16 MiB). */
+  maxReplyBytes?: number;
 };
 
 /** The headers every request to a peer carries: the caller's own, then the bearer token. */
@@ -71,11 +73,13 @@ export class PeerTransport {
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
   readonly #headers: Record<string, string>;
+  readonly #maxReplyBytes: number;
 
   constructor(options: TransportOptions = {}) {
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS;
     this.#headers = peerHeaders(options);
+    this.#maxReplyBytes = options.maxReplyBytes ?? MAX_REPLY_BYTES;
   }
 
   /** Posts a query or a turn and returns the peer's success reply; any failure is AgoraError('PEER_FAILURE'). */
@@ -120,7 +124,7 @@ export class PeerTransport {
   }
 
   /** One HTTP exchange, bounded by the timeout (body included) and a size cap; never retried. */
-  async exchange(method: PeerMethod, url: string, payload?: unknown, signal?: AbortSignal, maxBytes = MAX_REPLY_BYTES): Promise<PeerResponse> {
+  async exchange(method: PeerMethod, url: string, payload?: unknown, signal?: AbortSignal, maxBytes = this.#maxReplyBytes): Promise<PeerResponse> {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const fail = (error: unknown): never => {

@@ -257,6 +257,19 @@ describe('the routine context', () => {
     expect(logger.lines.join('\n')).toContain('careful 7');
   });
 
+  it('caps the log lines and bytes of one call, and says once that it cut them', async () => {
+    const logger = memoryLogger();
+    const module = await sandbox(`(body, { logger }) => { for (let i = 0; i < 5000; i++) logger.info('line ' + i + ' ' + 'x'.repeat(1990)); return null; }`, { timeoutMs: 10_000, cpuLimitMs: 5000 });
+    await module.run('handle', {}, context({ logger }));
+    expect(logger.lines.filter((line) => line.includes('line ')).length).toBeLessThanOrEqual(50);
+    expect(logger.lines.join('\n').length).toBeLessThan(20 * 1024);
+    expect(logger.lines.filter((line) => line.includes('log cut after')).length).toBe(1);
+    // The next call has its own allowance.
+    const again = memoryLogger();
+    await module.run('handle', {}, context({ logger: again }));
+    expect(again.lines.some((line) => line.includes('line 0 '))).toBe(true);
+  });
+
   it('runs zod inside: input refused with issues, output checked', async () => {
     const code = `import { z } from 'zod';\nimport { defineRoutine } from 'agora-agents';\nexport default defineRoutine({ input: z.object({ n: z.number() }), output: z.object({ doubled: z.number() }), invalidInput: { error: 'Invalid format' }, handle: ({ n }) => n === 13 ? { doubled: 'unlucky' } : { doubled: n * 2 } });\n`;
     const module = new QuickJSSandbox(await bundleForQuickJS(code));

@@ -45,7 +45,7 @@ describe('hub directory', () => {
     cleanups.push(agent.close);
     const strict = new Hub();
     cleanups.push(() => strict.close());
-    await expect(strict.register({ url: agent.url })).rejects.toThrow(/loopback, private.*allowPrivateSources is off/);
+    await expect(strict.register({ url: agent.url })).rejects.toThrow(/loopback or private address.*--allow-private-agents/);
     await expect(strict.register({ url: 'ftp://example.com' })).rejects.toThrow('Agent URL must be http or https');
 
     const { hub } = hubWithClock();

@@ -1,7 +1,7 @@
 // Rooms on the hub: created, run turn by turn (each an Agora query to a participant under the room document),
 // paused, resumed, cancelled, joined by people, watched live. The record is saved after every turn.
 import { nanoid } from 'nanoid';
-import { AgoraError, describeError } from '../../errors.js';
+import { AgoraError, describeError, isAgoraError } from '../../errors.js';
 import { consoleLogger, type Logger } from '../../log.js';
 import { KeyedQueue } from '../../_queue.js';
 import { Sender, type SenderConversation } from '../../sender/sender.js';
@@ -19,7 +19,10 @@ export type RoomsOptions = {
   maxRooms?: number;
   /** Turns of transcript sent with each query (default 20). */
   recentTurns?: number;
+  /** Sends the turns (default: a sender of plain queries reading at most `maxReplyBytes` of each reply). */
   sender?: Sender;
+  /** Largest turn reply read, after decompression, in bytes: 64 KiB to 1 MiB (default 256 KiB; `--max-turn-reply-bytes`). */
+  maxReplyBytes?: number;
   /** Time a runner's lease outlasts a turn's timeout (default 1 s): with the turn timeout, how long a dead process holds a room. */
   leaseMarginMs?: number;
   /** How often open rooms nobody runs are looked for, with a shared store (default 2 s; 0: only at start). */
@@ -30,6 +33,32 @@ export type RoomsOptions = {
 
 /** What a person may do to a room. */
 export type RoomAction = 'pause' | 'resume' | 'cancel';
+
+/** The default of {@link RoomsOptions.maxReplyBytes}, and its bounds. */
+export const TURN_REPLY_BYTES = { default: 256 * 1024, min: 64 * 1024, max: 1024 * 1024 } as const;
+
+/** A turn reply cap within its bounds. */
+export function turnReplyBytes(requested: number | undefined): number {
+  return Math.min(TURN_REPLY_BYTES.max, Math.max(TURN_REPLY_BYTES.min, requested ?? TURN_REPLY_BYTES.default));
+}
+
+/**
+ * Why a turn failed, in fixed words (its kind and HTTP status): nothing a participant wrote is copied into the
+ * transcript, which people and other participants read.
+ */
+export function turnFailure(error: unknown, timedOut: boolean, timeoutMs: number): string {
+  if (timedOut || (isAgoraError(error) && error.code === 'TIMEOUT')) return `timed out after ${timeoutMs} ms`;
+  const cause = (error as { cause?: { cause?: { code?: string }; code?: string } } | undefined)?.cause;
+  if (cause?.code === 'EFORBIDDENADDRESS' || cause?.cause?.code === 'EFORBIDDENADDRESS') return 'refused: the participant is on a loopback or private address';
+  if (!isAgoraError(error)) return 'failed';
+  const status = error.status === undefined ? '' : ` (HTTP ${error.status})`;
+  if (error.code !== 'PEER_FAILURE') return `failed: ${error.code.toLowerCase().replaceAll('_', ' ')}${status}`;
+  if (error.status === undefined) return 'unreachable';
+  if (/: reply larger than \d+ bytes$/.test(error.message)) return `reply too large${status}`;
+  if (/, not JSON/.test(error.message)) return `not JSON${status}`;
+  if (/, not an Agora reply$/.test(error.message)) return `not an Agora reply${status}`;
+  return `answered a failure${status}`;
+}
 
 /** Tokens of a turn: the count a participant reports, else an estimate of characters / 4 of the query and reply. */
 function tokensOf(query: string, reply: TurnReply): number {
@@ -56,7 +85,7 @@ export class Rooms {
     this.store = options.store ?? new MemoryRoomStore();
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? consoleLogger('agora-hub');
-    this.#sender = options.sender ?? new Sender({ llm: null, hub: null, logger: this.#logger });
+    this.#sender = options.sender ?? new Sender({ llm: null, hub: null, logger: this.#logger, maxReplyBytes: turnReplyBytes(options.maxReplyBytes) });
     // With a shared store another process may die mid-room: its rooms are taken over once their leases run out.
     const sweepMs = options.sweepMs ?? 2000;
     if (!(this.store instanceof MemoryRoomStore) && sweepMs > 0) {
@@ -125,9 +154,12 @@ export class Rooms {
     return this.#queue.run(id, async () => {
       const room = await this.#must(id);
       if (room.state === 'completed' || room.state === 'cancelled') throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
-      room.transcript.push({ turn: room.turns, speaker: from.slice(0, 100), kind: 'person', text, tokens: 0, at: this.#now() });
+      const speaker = from.trim().slice(0, 100);
+      // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as the agent's.
+      if (room.participants.some((participant) => participant.name.toLowerCase() === speaker.toLowerCase())) throw new AgoraError('BAD_REQUEST', `${JSON.stringify(speaker)} is a participant's name; a person writes under another`);
+      room.transcript.push({ turn: room.turns, speaker, kind: 'person', text, tokens: 0, at: this.#now() });
       await this.#save(room);
-      await this.#emit(id, 'new_message', { turn: room.turns, speaker: from.slice(0, 100), kind: 'person', text });
+      await this.#emit(id, 'new_message', { turn: room.turns, speaker, kind: 'person', text });
       return room;
     });
   }
@@ -253,7 +285,7 @@ export class Rooms {
     } catch (error) {
       // A conversation that failed is opened anew on the next turn.
       this.#conversations.delete(key);
-      return { error: controller.signal.aborted ? `timed out after ${room.turnTimeoutMs} ms` : describeError(error).slice(0, 300) };
+      return { error: turnFailure(error, controller.signal.aborted, room.turnTimeoutMs) };
     } finally {
       clearTimeout(timer);
     }

@@ -41,7 +41,7 @@ describeRedis('rooms across hub processes on Redis', () => {
   it('resumes a room at the turn it was on after its hub is killed with SIGKILL: no turn lost or repeated', async () => {
     participants = await startParticipants(['steady', 'steady', 'steady']);
     const store = `${redisUrl}?prefix=${encodeURIComponent(prefix)}`;
-    const first = await startHubProcess(['--store', store]);
+    const first = await startHubProcess(['--store', store, '--allow-private-agents']);
     children.push(first.child);
     const created = await fetch(`${first.url}/rooms`, { method: 'POST', body: JSON.stringify({ topic: 'survive a crash', participants: participants.agents.map((agent) => agent.url), maxTurns: 9, turnTimeoutMs: 1500 }) });
     const room = (await created.json()) as RoomRecord;
@@ -50,7 +50,7 @@ describeRedis('rooms across hub processes on Redis', () => {
     await new Promise((resolve) => first.child.once('exit', resolve));
 
     // A new hub process on the same Redis takes the room over once the dead one's lease runs out.
-    const second = await startHubProcess(['--store', store]);
+    const second = await startHubProcess(['--store', store, '--allow-private-agents']);
     children.push(second.child);
     const after = await readRoomEvents(second.url, room.id, { lastEventId: before.at(-1)!.id, stop: (events) => events.some((event) => event.type === 'flow_completed') });
     const ids = [...before, ...after].map((event) => event.id);

@@ -17,7 +17,7 @@ afterEach(async () => {
 
 async function setUp(modes: Mode[], tokens?: string[]) {
   participants = await startParticipants(modes);
-  hub = await startHub({ port: 0, tickMs: 0, logger: silentLogger, ...(tokens ? { tokens } : {}), mounts: (core, rooms) => [createHubDashboard(core, { checkMs: 20, rooms: roomsSource(rooms!) })] });
+  hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, ...(tokens ? { tokens } : {}), mounts: (core, rooms) => [createHubDashboard(core, { checkMs: 20, rooms: roomsSource(rooms!) })] });
   return participants.agents.map((agent) => agent.url);
 }
 
@@ -95,7 +95,7 @@ describe('rooms on the hub', () => {
     const state = (await (await fetch(`${hub!.url}/dashboard/api/state`)).json()) as { rooms: { name: string; members: string[]; transcript: { from: string; text: string }[] }[] };
     expect(state.rooms[0]!.name).toContain('costs (active');
     expect(state.rooms[0]!.members).toHaveLength(2);
-    expect(state.rooms[0]!.transcript.some((line) => line.from === 'ana' && line.text === 'keep it short')).toBe(true);
+    expect(state.rooms[0]!.transcript.some((line) => line.from === 'ana (person)' && line.text === 'keep it short')).toBe(true);
     await readEvents(id, { stop: ended });
     const room = (await (await fetch(`${hub!.url}/rooms/${id}`)).json()) as RoomRecord;
     expect(room.endedBecause).toBe('the budget of 400 tokens was spent');

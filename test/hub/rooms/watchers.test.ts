@@ -15,7 +15,7 @@ afterEach(async () => {
 });
 
 async function hub(): Promise<RunningHub> {
-  const running = await startHub({ port: 0, tickMs: 0, logger: silentLogger });
+  const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger });
   cleanups.push(() => running.close());
   return running;
 }
