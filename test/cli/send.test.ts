@@ -200,6 +200,6 @@ describe('agora negotiate', () => {
     const env = { ...process.env };
     for (const name of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'AGORA_LLM']) delete env[name];
     const run = await agora(['negotiate', peer.url, '--task', 'anything'], { env });
-    expect(run).toEqual({ code: 1, stdout: '', stderr: 'agora negotiate: no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY)\n' });
+    expect(run).toEqual({ code: 1, stdout: '', stderr: 'agora negotiate: no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY; --llm offline for a demo without a key)\n' });
   });
 });

@@ -60,7 +60,7 @@ describe('agora serve', () => {
     // Two protocols with routines; the third (no routine) needs the LLM, which is not configured here.
     expect(Object.keys(wellknown)).toHaveLength(2);
     // The banner says which document is present but not served, and why.
-    expect(agent.output()).toMatch(/^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or set ANTHROPIC_API_KEY\)\nagora: listening on /m);
+    expect(agent.output()).toMatch(/^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or pick an LLM: --llm, ANTHROPIC_API_KEY, or --llm offline for a demo\)\nagora: listening on /m);
     const code = await agent.stop();
     // The banner's next line: the dashboard, read-only on loopback without a token.
     expect(agent.output()).toContain(`agora: dashboard at ${agent.url}/dashboard/ (read-only: set --token to approve routines from it)\n`);
@@ -94,7 +94,7 @@ describe('agora hash and validate', () => {
     expect((await runCli(['validate', folder.dir])).code).toBe(0);
   });
 
-  it('logs one JSON line per request with --log-format json --log-level debug', async () => {
+  it('logs one JSON record per request with its fields, and the banner and summary as records, with --log-format json', async () => {
     const folder = await makeAgentFolder({});
     cleanups.push(folder.cleanup);
     const agent = await startServe([folder.dir, '--port', '0', '--log-format', 'json'], { env: { ...NO_KEY, AGORA_LOG_LEVEL: 'debug' } });
@@ -106,7 +106,11 @@ describe('agora hash and validate', () => {
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { level: string; msg: string });
-    expect(entries).toContainEqual(expect.objectContaining({ level: 'debug', msg: expect.stringMatching(/^request \S+: GET \/health 200 [\d.]+ms$/) }));
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: expect.stringMatching(/^request \S+: GET \/health 200 [\d.]+ms$/), requestId: expect.any(String), method: 'GET', path: '/health', status: 200, ms: expect.any(Number) }));
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', event: 'listening', url: agent.url }));
+    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', event: 'summary', llmCalls: 0, failedQueries: 0 }));
+    // In JSON nothing but records is written.
+    expect(agent.output().split('\n').filter((line) => line && !line.startsWith('{'))).toEqual([]);
     expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'SIGTERM: shutting down' }));
   });
 

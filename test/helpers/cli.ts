@@ -37,7 +37,8 @@ export function startServe(args: string[], options: { cwd?: string; env?: NodeJS
     }, 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
+      // In JSON logs the URL is followed by the record's closing quote.
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve({
