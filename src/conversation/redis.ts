@@ -237,7 +237,7 @@ export class RedisConversationStore implements ConversationStore {
 /**
  * Creates a conversation store and an agent memory from one URL, sharing one connection; `ready()` waits for it
  * (and fails with STORE_UNAVAILABLE naming the address when Redis cannot be reached).
- * @example const { store, memory, close } = connectRedis(process.env.REDIS_URL ?? 'redis://127.0.0.1:6379/0');
+ * @example const { store, memory, close } = connectRedis('redis://127.0.0.1:6379/0');
  */
 export function connectRedis(
   url: string,

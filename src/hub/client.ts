@@ -11,9 +11,9 @@ import type { RouteDecision } from './routing.js';
 
 /** Options of {@link HubClient}. */
 export type HubClientOptions = {
-  /** The hub's base URL (default: `AGORA_HUB`). */
+  /** The hub's base URL (required; the CLI reads `--hub` or `AGORA_HUB`). */
   url?: string;
-  /** Bearer token for writes, `/runs`, `/metrics` and rooms (default: `AGORA_HUB_TOKEN`). */
+  /** Bearer token for writes, `/runs`, `/metrics` and rooms (the CLI reads `--hub-token` or `AGORA_HUB_TOKEN`). */
   token?: string;
   /** Bound on each request (default 30 s). */
   timeoutMs?: number;
@@ -63,9 +63,9 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
   readonly #token: string | undefined;
 
   constructor(options: HubClientOptions = {}) {
-    const url = options.url ?? process.env.AGORA_HUB;
+    // The environment (AGORA_HUB, AGORA_HUB_TOKEN) is the CLI's to read, through its options.
+    const { url, token } = options;
     if (!url) throw new AgoraError('BAD_REQUEST', 'No hub: pass --hub <url> or set AGORA_HUB');
-    const token = options.token ?? (process.env.AGORA_HUB_TOKEN || undefined);
     super({ url, token, timeoutMs: options.timeoutMs ?? 30_000, maxReplyBytes: MAX_REPLY_BYTES, ...(options.fetch ? { fetch: options.fetch } : {}) });
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#token = token;
