@@ -103,7 +103,7 @@ describe('the MCP face over Streamable HTTP', () => {
   it('keeps a multiround tool in one conversation per session', async () => {
     const first = await connect(agent.url, auth);
     const second = await connect(agent.url, auth);
-    const count = async (client: Client, add: number) => JSON.parse((await client.callTool({ name: 'counter', arguments: { body: { add } } })).content[0].text as string).count as number;
+    const count = async (client: Client, add: number) => JSON.parse(((await client.callTool({ name: 'counter', arguments: { body: { add } } })).content as { text: string }[])[0]!.text).count as number;
     expect(await count(first, 2)).toBe(2);
     expect(await count(first, 3)).toBe(5);
     expect(await count(second, 1)).toBe(1);
