@@ -4,6 +4,7 @@ import { requireFolder } from './_files.js';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
 import type { ZodType } from 'zod';
+import type { McpServerStatus } from './tool/mcp/index.js';
 import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
 import { chooseModel } from './llm/choose.js';
@@ -175,6 +176,11 @@ export class Receiver implements ReceiverApi {
   /** The routine file for a document, when one is in `routines/`. */
   routineFor(known: KnownDocument): LoadedRoutine | undefined {
     return this.#folder.routineFor(known);
+  }
+
+  /** How the MCP servers of the agent's `mcp.json` are doing (for the banner and the dashboard). */
+  mcpServers(): McpServerStatus[] {
+    return this.#folder.mcpServers();
   }
 
   onProtocolsChanged(listener: () => void): () => void {
