@@ -99,6 +99,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
     process.stdout.write(`agora: serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})\n`);
     for (const line of await unservedLines(receiver)) process.stdout.write(`${line}\n`);
+    for (const server of receiver.mcpServers()) process.stdout.write(`agora: MCP server ${server.name}: ${server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : `${count(server.tools, 'tool')}`}\n`);
     process.stdout.write(`agora: listening on ${agent.url}\n`);
     if (agent.dashboardUrl) process.stdout.write(`agora: dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}\n`);
     await new Promise<void>((done) => {
