@@ -1,8 +1,8 @@
 // The MCP face: the agent as an MCP server over Streamable HTTP at `/mcp`, through `@modelcontextprotocol/sdk`'s
-// server (loaded on the first request, never by the package root). Each POST is answered by a stateless SDK
-// transport; the face keeps the sessions (`Mcp-Session-Id`) itself, in the agent's memory, so with Redis any process
+// server (loaded on the first request, never by the package root). One SDK server answers every POST through the
+// face's transport (transport.ts); the face keeps the sessions (`Mcp-Session-Id`) itself, in the agent's memory, so with Redis any process
 // answers any session. A GET opens the session's stream of list_changed notifications. Every failure, the edge's 401,
-// 403, 413 and 429 included, is a JSON-RPC error as the SDK's transport writes them, its HTTP status kept.
+// 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its HTTP status kept.
 import type { Route } from '../../edge/mount.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, type EdgeResponse } from '../../edge/response.js';
@@ -44,24 +44,16 @@ const LIST_CHANGED = [
   sseFrame('message', JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' })),
 ];
 
-// Only the headers the SDK's transport reads are handed to it.
+// Only the headers the answerer reads.
 const PASSED_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version'] as const;
 
-function webRequest(request: EdgeRequest): Request {
-  const headers = new Headers();
+function headersOf(request: EdgeRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
   for (const name of PASSED_HEADERS) {
     const value = header(request, name);
-    if (value !== undefined) headers.set(name, value);
+    if (value !== undefined) headers[name] = value;
   }
-  return new Request(`http://mcp.invalid${MCP_PATH}`, { method: request.method, headers });
-}
-
-async function edgeResponse(response: Response): Promise<EdgeResponse> {
-  const headers: Record<string, string> = {};
-  response.headers.forEach((value, name) => (headers[name] = value));
-  const body = Buffer.from(await response.arrayBuffer());
-  headers['content-length'] = String(body.length);
-  return { status: response.status, headers, body };
+  return headers;
 }
 
 function isInitialize(message: unknown): boolean {
@@ -77,7 +69,7 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
     const sessions = new McpSessions(context.memory, { now: context.now, ...(options.mcpSessionIdleMs !== undefined ? { idleMs: options.mcpSessionIdleMs } : {}) });
     const source = { receiver: context.receiver, tools, sessions, name: context.name, version: options.version ?? '1.0.0' };
     const feeds = new Set<FeedChannel>();
-    let sdk: Promise<typeof import('./transport.js')> | undefined;
+    let answerer: ReturnType<typeof import('./transport.js')['createAnswerer']> | undefined;
 
     const stopWatching = context.receiver.onProtocolsChanged?.(() => {
       tools.invalidate();
@@ -96,8 +88,9 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       const initializing = isInitialize(message);
       const session = header(request, 'mcp-session-id');
       if (!initializing && session !== undefined && !(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
-      const { answer } = await (sdk ??= import('./transport.js'));
-      const response = await edgeResponse(await answer(source, webRequest(request), message, request.signal));
+      const answer = await (answerer ??= import('./transport.js').then(({ createAnswerer }) => createAnswerer(source)));
+      const answered = await answer(message, headersOf(request), request.signal);
+      const response: EdgeResponse = answered.body === undefined ? { status: answered.status, headers: { 'content-length': '0' }, body: '' } : json(answered.status, answered.body);
       if (initializing && response.status === 200) response.headers['mcp-session-id'] = await sessions.open();
       return response;
     }

@@ -11,6 +11,7 @@ import {
   ReadResourceRequestSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
+import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { isAgoraError } from '../../errors.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { JsonValue, SuccessResponse } from '../../schemas.js';
@@ -72,12 +73,12 @@ export async function callTool(source: McpServerSource, name: string, args: Reco
 
 /**
  * A new SDK `Server` answering from `source`; `sessionOf` reads a request's session (the HTTP face's
- * `Mcp-Session-Id`, or the one session of a stdio server).
+ * `Mcp-Session-Id`, or the one session of a stdio server); `jsonSchemaValidator` shared by the servers of many requests.
  */
-export function createMcpServer(source: McpServerSource, sessionOf: (headers: Record<string, unknown> | undefined) => string | undefined): Server {
+export function createMcpServer(source: McpServerSource, sessionOf: (headers: Record<string, unknown> | undefined) => string | undefined, jsonSchemaValidator?: jsonSchemaValidator): Server {
   const server = new Server(
     { name: source.name, version: source.version },
-    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } },
+    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } }, ...(jsonSchemaValidator ? { jsonSchemaValidator } : {}) },
   );
   server.setRequestHandler(ListToolsRequestSchema, async () => ({
     tools: (await source.tools.list()).map((tool) => ({
