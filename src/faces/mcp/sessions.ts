@@ -26,7 +26,7 @@ export class McpSessions {
   readonly #idleMs: number;
   readonly #maxCached: number;
   readonly #now: () => number;
-  // Sessions known live here, so a single-round call does not wait on the memory.
+  // Sessions known live here, so a single-round call does not wait on a memory of this process alone.
   readonly #cache = new Map<string, number>();
 
   constructor(memory: AgentMemory, options: McpSessionOptions = {}) {
@@ -48,7 +48,8 @@ export class McpSessions {
   /** Whether a session is live (here, or in the shared memory). */
   async has(id: string): Promise<boolean> {
     if (!SESSION_ID.test(id)) return false;
-    const cached = this.#cache.get(id);
+    // A memory other processes share is asked every time: a session may have been ended by another process.
+    const cached = this.#memory.shared ? undefined : this.#cache.get(id);
     if (cached !== undefined && cached > this.#now()) return true;
     return (await this.#read(id)) !== undefined;
   }
