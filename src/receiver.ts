@@ -3,6 +3,8 @@ import { nanoid } from 'nanoid';
 import { requireFolder } from './_files.js';
 import { MemoryConversationStore, type ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
+import type { ZodType } from 'zod';
+import type { McpServerStatus } from './tool/mcp/index.js';
 import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/responders.js';
 import { chooseModel } from './llm/choose.js';
@@ -174,6 +176,26 @@ export class Receiver implements ReceiverApi {
   /** The routine file for a document, when one is in `routines/`. */
   routineFor(known: KnownDocument): LoadedRoutine | undefined {
     return this.#folder.routineFor(known);
+  }
+
+  /** How the MCP servers of the agent's `mcp.json` are doing (for the banner and the dashboard). */
+  mcpServers(): McpServerStatus[] {
+    return this.#folder.mcpServers();
+  }
+
+  onProtocolsChanged(listener: () => void): () => void {
+    return this.registry.onLocalChange(listener);
+  }
+
+  routineSchemas(hash: string): { input?: ZodType; output?: ZodType } | undefined {
+    const known = this.registry.get(hash);
+    const routine = known ? this.routineFor(known)?.routine : undefined;
+    if (routine === undefined) return undefined;
+    return { ...(routine.input ? { input: routine.input } : {}), ...(routine.output ? { output: routine.output } : {}) };
+  }
+
+  answersNaturalLanguage(): boolean {
+    return this.llm !== undefined;
   }
 
   /** How the agent presents itself to its LLM. */

@@ -13,7 +13,7 @@ async function packagesLoadedBy(code: string): Promise<string[]> {
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as string[];
 }
 
-const SERVER_MACHINERY = ['ioredis', 'ws', 'quickjs-emscripten', 'express', 'rate-limiter-flexible', '@anthropic-ai/sdk', 'openai'];
+const SERVER_MACHINERY = ['ioredis', 'ws', 'quickjs-emscripten', 'express', 'rate-limiter-flexible', '@anthropic-ai/sdk', 'openai', '@modelcontextprotocol/sdk'];
 
 describe('the package root', () => {
   it('loads no server machinery when imported', async () => {

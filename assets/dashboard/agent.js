@@ -223,7 +223,8 @@
     }
     $('agent-name').textContent = overview.name;
     document.title = `${overview.name} · Agora dashboard`;
-    status(`LLM: ${overview.llm || 'none'} · since ${time(overview.startedAt)}`);
+    const mcp = (overview.mcpServers || []).map((server) => `${server.name} ${server.state === 'failed' ? `failed (${server.error || 'unknown'})` : `${server.tools} tools`}`);
+    status(`LLM: ${overview.llm || 'none'}${mcp.length ? ` · MCP servers: ${mcp.join(', ')}` : ''} · since ${time(overview.startedAt)}`);
     await Promise.all([loadProtocols(), loadCost(), loadRoutines()]).catch(report);
     if (stopFeed) stopFeed();
     stopFeed = feed(onMessage);

@@ -19,6 +19,7 @@ export const COMMANDS: Record<string, { summary: string; load: () => Promise<{ c
   runs: { summary: "List the hub's unfinished chains", load: () => import('./runs.js') },
   resume: { summary: 'Continue an unfinished chain from its last checkpoint', load: () => import('./resume.js') },
   room: { summary: 'Create, watch and steer rooms of agents on a hub', load: () => import('./room.js') },
+  mcp: { summary: 'Serve an Agora agent as an MCP server over stdio', load: () => import('./mcp.js') },
 };
 
 const EXIT_CODES = `Exit codes: 0 success · 1 failure (the peer's error, an invalid document…) · 2 usage error.`;

@@ -112,6 +112,10 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       ...(receiver.llm?.provider === 'offline' ? { demo: true } : {}),
     });
     for (const line of await unservedLines(receiver)) say(line, { event: 'not-served' });
+    for (const server of receiver.mcpServers()) {
+      const state = server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : count(server.tools, 'tool');
+      say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
+    }
     say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
     if (agent.dashboardUrl) say(`dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}`, { event: 'dashboard', url: agent.dashboardUrl });
     await new Promise<void>((done) => {

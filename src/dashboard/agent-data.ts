@@ -8,6 +8,7 @@ import { NATURAL_LANGUAGE, type MetricsSnapshot } from '../metrics.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { Receiver } from '../receiver.js';
 import type { CostBucket, DashboardRecorder, FailureRecord, ProtocolTotals, RateBucket } from './recorder.js';
+import type { McpServerStatus } from '../tool/mcp/index.js';
 
 /** How a protocol is answered now. */
 export type AnsweredBy = 'routine' | 'generated routine' | 'LLM' | 'not served';
@@ -59,8 +60,8 @@ export class AgentData {
   ) {}
 
   /** Name, LLM, start time and totals since start. */
-  overview(): { name: string; llm: string | null; startedAt: number; totals: MetricsSnapshot } {
-    return { name: this.receiver.name, llm: this.receiver.llm?.model ?? null, startedAt: this.recorder.startedAt, totals: this.receiver.counters.snapshot() };
+  overview(): { name: string; llm: string | null; startedAt: number; totals: MetricsSnapshot; mcpServers: McpServerStatus[] } {
+    return { name: this.receiver.name, llm: this.receiver.llm?.model ?? null, startedAt: this.recorder.startedAt, totals: this.receiver.counters.snapshot(), mcpServers: this.receiver.mcpServers() };
   }
 
   /** Every protocol the agent holds, with how it is answered and its use. */

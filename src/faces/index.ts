@@ -7,21 +7,23 @@ import type { ReceiverApi } from '../receiver.js';
 import { DEFAULT_MAX_BODY_BYTES } from '../edge/mount.js';
 import { a2aFace } from './a2a/index.js';
 import type { Face, FaceContext, FaceDefinition } from './face.js';
+import { mcpFace } from './mcp/index.js';
 import { oapFace } from './oap/index.js';
 import { roarFace } from './roar/index.js';
 
 export type { Face, FaceContext, FaceDefinition } from './face.js';
 export type { A2aOptions } from './a2a/index.js';
+export type { McpOptions } from './mcp/index.js';
 export type { RoarFace, RoarOptions } from './roar/index.js';
 export type { RoarSocketOptions } from './roar/ws.js';
 export type { RoarEventOptions } from './roar/events.js';
 export type { RoarIdentity } from './roar/identity.js';
 export { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
 export type { StreamAnswer, StreamEvent } from './stream.js';
-export { a2aFace, oapFace, roarFace };
+export { a2aFace, mcpFace, oapFace, roarFace };
 
 /** Every face an agent can show, composed in this order after the Agora mount. A new face is one line here. */
-export const FACES = [roarFace, oapFace, a2aFace] as const;
+export const FACES = [roarFace, oapFace, a2aFace, mcpFace] as const;
 
 type Listed = (typeof FACES)[number];
 

@@ -19,6 +19,8 @@ export interface AgentMemory {
   /** Adds to a counter atomically and returns its new value. */
   increment(key: string, by?: number): Promise<number>;
   close(): Promise<void>;
+  /** Whether other processes share it (Redis): then a value read before may have changed since. */
+  readonly shared?: boolean;
 }
 
 const KEY = /^[A-Za-z0-9._-]+(?:\/[A-Za-z0-9._-]+)*$/;

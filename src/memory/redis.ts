@@ -21,6 +21,8 @@ return 1
  * integers so `increment` is one atomic INCRBY.
  */
 export class RedisMemory implements AgentMemory {
+  /** Shared by processes: what one keeps, another may change. */
+  readonly shared = true;
   readonly #redis: Redis;
   readonly #owned: boolean;
   readonly #prefix: string;

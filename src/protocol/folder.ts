@@ -40,6 +40,8 @@ export class ProtocolFolder {
   #rescan = false;
   #settleTimer: NodeJS.Timeout | undefined;
   #closed = false;
+  readonly #listeners = new Set<() => void>();
+  #signature = '';
 
   constructor(options: ProtocolFolderOptions) {
     this.#options = options;
@@ -70,6 +72,12 @@ export class ProtocolFolder {
     return this.#scan(initial);
   }
 
+  /** Calls `listener` after a scan that changed which documents are in the folder; returns how to stop. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
   /** Stops the settle timer. */
   close(): void {
     this.#closed = true;
@@ -93,10 +101,19 @@ export class ProtocolFolder {
         await this.#scanOnce(synchronous);
         synchronous = false;
       } while (this.#rescan);
+      this.#notify();
     })().finally(() => {
       this.#scanning = undefined;
     });
     return this.#scanning;
+  }
+
+  // Listeners hear of a change of the listing (a document added, removed or replaced), not of every scan.
+  #notify(): void {
+    const signature = [...this.#current.keys()].sort().join(',');
+    if (signature === this.#signature) return;
+    this.#signature = signature;
+    for (const listener of this.#listeners) listener();
   }
 
   /** Scans again once the youngest unsettled file should have settled. */

@@ -165,6 +165,11 @@ export class ProtocolRegistry {
     return (await this.#learned.adopt(known.document)) ? { document: known.document, origin: 'learned' } : known;
   }
 
+  /** Calls `listener` when the documents in `protocols/` change (added, removed, replaced); returns how to stop. */
+  onLocalChange(listener: () => void): () => void {
+    return this.#folder.onChange(listener);
+  }
+
   /** Stops watching. */
   close(): void {
     this.#folder.close();

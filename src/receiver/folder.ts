@@ -7,6 +7,7 @@ import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
 import { toolFunction, type Tool, type ToolContext } from '../tool/define.js';
 import { loadToolFolder } from '../tool/load.js';
+import { loadMcpTools, type McpServerStatus, type McpTools } from '../tool/mcp/index.js';
 import type { SignalSource } from './types.js';
 
 /** The tools a routine is handed, by name. */
@@ -46,6 +47,7 @@ export class AgentFolder {
   #routines = new Map<string, LoadedRoutine>();
   #toolFiles = new Map<string, { file: string; digest: string; tools: Tool[] }>();
   #tools: Tool[] = [];
+  #mcp: McpTools | undefined;
   #toolboxCache: Toolbox | undefined;
   readonly #loggers = new Map<string, Logger>();
   // One key: a reload of routines and one of tools never overlap (they share the build cache).
@@ -86,9 +88,19 @@ export class AgentFolder {
     return this.#tools;
   }
 
+  /** How the MCP servers of `mcp.json` are doing (none without the file). */
+  mcpServers(): McpServerStatus[] {
+    return this.#mcp?.status() ?? [];
+  }
+
   /** Reads the profile, routines and tools; with `watch`, reloads routines and tools when they change. */
   async load(watch: boolean): Promise<void> {
     await this.#readProfile();
+    this.#mcp = await loadMcpTools(this.dir, this.#logger).catch((error: unknown) => {
+      // A broken mcp.json is reported, never fatal: the agent serves without those tools.
+      this.#logger.error(`mcp.json not loaded: ${error instanceof Error ? error.message : String(error)}`);
+      return undefined;
+    });
     await Promise.all([this.#loadRoutines(), this.#loadTools()]);
     if (watch) {
       this.#closers.push(watchFolder(join(this.dir, 'routines'), () => void this.reloadRoutines()));
@@ -126,7 +138,7 @@ export class AgentFolder {
   async #loadTools(): Promise<void> {
     this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, this.#toolFiles);
     const byName = new Map<string, Tool>();
-    for (const tool of [...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools), ...(this.#options.tools ?? [])]) {
+    for (const tool of [...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools), ...(this.#mcp?.tools ?? []), ...(this.#options.tools ?? [])]) {
       if (byName.has(tool.name)) this.#logger.warn(`tool ${tool.name} defined twice: the last one wins`);
       byName.set(tool.name, tool);
     }
@@ -170,6 +182,7 @@ export class AgentFolder {
   async close(): Promise<void> {
     for (const close of this.#closers.splice(0)) close();
     await this.#lastReload.catch(() => undefined);
+    await this.#mcp?.close();
   }
 }
 

@@ -1,3 +1,4 @@
+import type { ZodType } from 'zod';
 import type { ConversationMessage, ConversationStore } from '../conversation/store.js';
 import type { ResponderCall } from '../llm/responders.js';
 import type { LanguageModel } from '../llm/toolformer.js';
@@ -40,6 +41,12 @@ export interface ReceiverApi {
    * never sent or no longer kept.
    */
   events?(id: string, lastEventId: number | undefined, context?: RequestContext): Promise<AsyncIterable<ReplyEvent>>;
+  /** Calls `listener` when the documents in `protocols/` change (faces announce it); returns how to stop. */
+  onProtocolsChanged?(listener: () => void): () => void;
+  /** The zod schemas of the routine file that answers a document (hex hash), when it has one (faces describe tools with them). */
+  routineSchemas?(hash: string): { input?: ZodType; output?: ZodType } | undefined;
+  /** Whether a query in natural language can be answered (an LLM is configured). */
+  answersNaturalLanguage?(): boolean;
   /** `GET /ready`: whether what requests need (the conversation store) answers now; absent means always ready. */
   ready?(): Promise<boolean>;
 }

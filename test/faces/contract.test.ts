@@ -21,6 +21,7 @@ const SHAPES: Record<string, (body: Record<string, unknown>, status: number) => 
   roar: (body) => expect(body).toEqual({ error: expect.any(String), message: expect.any(String) }),
   oap: (body) => expect(body).toEqual({ error: expect.any(String), detail: expect.any(String) }),
   a2a: (body) => expect(body).toEqual({ jsonrpc: '2.0', id: null, error: { code: expect.any(Number), message: expect.any(String) } }),
+  mcp: (body) => expect(body).toEqual({ jsonrpc: '2.0', id: null, error: { code: expect.any(Number), message: expect.any(String) } }),
 };
 
 const HOSTILE_BODIES = ['', '{', 'null', '[]', '"text"', '{"__proto__":{"polluted":true}}', '['.repeat(5000), '{"a":1e400,"b":-0,"c":12345678901234567890}', '\u0000\uffff\ud800', Buffer.from([0xff, 0xfe, 0x00, 0xc3]).toString('latin1')];

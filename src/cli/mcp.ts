@@ -1,0 +1,21 @@
+import { urlArgument } from './_arguments.js';
+import { defineCommand, requiredPositional, timeoutMs, timeoutOption, stringOption } from './_command.js';
+import { AGENT_TOKEN_OPTION } from './_options.js';
+
+/** `agora mcp <agent-url>`: the agent as an MCP server on stdio, for MCP hosts that start servers as processes. */
+export const command = defineCommand({ name: 'mcp', summary: 'Serve an Agora agent as an MCP server over stdio', usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>]' }, {
+  options: {
+    token: AGENT_TOKEN_OPTION,
+    timeout: timeoutOption(60),
+  },
+  details:
+    'One MCP tool per protocol the agent lists (and `ask` for natural language); the documents are resources.\n' +
+    'Host configuration: {"mcpServers": {"weather": {"command": "npx", "args": ["agora", "mcp", "http://localhost:3000"]}}}',
+  async run(args) {
+    const url = urlArgument(requiredPositional(args, 0, '<agent-url>'));
+    const { serveMcpStdio } = await import('../faces/mcp/stdio.js');
+    const token = stringOption(args, 'token');
+    await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), ...(token ? { token } : {}) });
+    return 0;
+  },
+});

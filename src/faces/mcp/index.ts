@@ -1,0 +1,133 @@
+// The MCP face: the agent as an MCP server over Streamable HTTP at `/mcp`, through `@modelcontextprotocol/sdk`'s
+// server (loaded on the first request, never by the package root). One SDK server answers every POST through the
+// face's transport (transport.ts); the face keeps the sessions (`Mcp-Session-Id`) itself, in the agent's memory, so with Redis any process
+// answers any session. A GET opens the session's stream of list_changed notifications. Every failure, the edge's 401,
+// 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its HTTP status kept.
+import type { Route } from '../../edge/mount.js';
+import { header, type EdgeRequest } from '../../edge/request.js';
+import { eventStream, json, type EdgeResponse } from '../../edge/response.js';
+import { FeedChannel, sseFrame, wantsEventStream } from '../../edge/events.js';
+import { isTooLarge, readBodyText } from '../body.js';
+import type { Face, FaceDefinition } from '../face.js';
+import { McpSessions } from './sessions.js';
+import { McpToolTable } from './tools.js';
+
+/** Options of the MCP face. */
+export type McpOptions = {
+  /** Agent version in MCP's `initialize` answer (default `1.0.0`). */
+  version?: string;
+  /** How long an MCP session with no live conversation lives after its last use, ms (default 30 minutes). */
+  mcpSessionIdleMs?: number;
+};
+
+/** The MCP endpoint's path. */
+export const MCP_PATH = '/mcp';
+
+const ALLOW = 'GET, POST, DELETE, OPTIONS';
+
+/** MCP's route: `/mcp`, which needs the token when tokens are set. */
+export const MCP_ROUTES: readonly Route[] = [{ path: MCP_PATH, name: 'mcp', allow: ALLOW }];
+
+// JSON-RPC codes as the SDK's transport answers transport-level refusals: -32000 for a refused request, -32001 for
+// an unknown session, -32700 for a body that is not JSON, -32603 for the server's own failure.
+function codeOf(status: number): number {
+  return status >= 500 ? -32603 : -32000;
+}
+
+/** A failure as MCP's JSON-RPC error `{jsonrpc: '2.0', error: {code, message}, id: null}`, its HTTP status kept. */
+export function mcpFailure(status: number, message: string, code = codeOf(status)): EdgeResponse {
+  return json(status, { jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+const LIST_CHANGED = [
+  sseFrame('message', JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })),
+  sseFrame('message', JSON.stringify({ jsonrpc: '2.0', method: 'notifications/resources/list_changed' })),
+];
+
+// Only the headers the answerer reads.
+const PASSED_HEADERS = ['accept', 'content-type', 'mcp-session-id', 'mcp-protocol-version'] as const;
+
+function headersOf(request: EdgeRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const name of PASSED_HEADERS) {
+    const value = header(request, name);
+    if (value !== undefined) headers[name] = value;
+  }
+  return headers;
+}
+
+function isInitialize(message: unknown): boolean {
+  const messages = Array.isArray(message) ? message : [message];
+  return messages.some((item) => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'initialize');
+}
+
+/** The MCP face. */
+export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
+  name: 'mcp',
+  create(context, options): Face {
+    const tools = new McpToolTable(context.receiver);
+    const sessions = new McpSessions(context.memory, { now: context.now, ...(options.mcpSessionIdleMs !== undefined ? { idleMs: options.mcpSessionIdleMs } : {}) });
+    const source = { receiver: context.receiver, tools, sessions, name: context.name, version: options.version ?? '1.0.0' };
+    const feeds = new Set<FeedChannel>();
+    let answerer: ReturnType<typeof import('./transport.js')['createAnswerer']> | undefined;
+
+    const stopWatching = context.receiver.onProtocolsChanged?.(() => {
+      tools.invalidate();
+      for (const feed of feeds) for (const frame of LIST_CHANGED) feed.send(frame);
+    });
+
+    async function post(request: EdgeRequest): Promise<EdgeResponse> {
+      let message: unknown;
+      try {
+        message = JSON.parse(await readBodyText(request, context.maxBodyBytes));
+      } catch (error) {
+        if (isTooLarge(error)) return mcpFailure(413, 'Request body too large');
+        if (!(error instanceof SyntaxError)) throw error;
+        return mcpFailure(400, 'Parse error: Invalid JSON', -32700);
+      }
+      const initializing = isInitialize(message);
+      const session = header(request, 'mcp-session-id');
+      if (!initializing && session !== undefined && !(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
+      const answer = await (answerer ??= import('./transport.js').then(({ createAnswerer }) => createAnswerer(source)));
+      const answered = await answer(message, headersOf(request), request.signal);
+      const response: EdgeResponse = answered.body === undefined ? { status: answered.status, headers: { 'content-length': '0' }, body: '' } : json(answered.status, answered.body);
+      if (initializing && response.status === 200) response.headers['mcp-session-id'] = await sessions.open();
+      return response;
+    }
+
+    async function listen(request: EdgeRequest): Promise<EdgeResponse> {
+      if (!wantsEventStream(request.headers.accept)) return mcpFailure(406, 'Not Acceptable: GET takes Accept: text/event-stream');
+      const session = header(request, 'mcp-session-id');
+      if (session === undefined) return mcpFailure(400, 'Bad Request: Mcp-Session-Id header is required');
+      if (!(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
+      const feed: FeedChannel = new FeedChannel(undefined, () => feeds.delete(feed));
+      feeds.add(feed);
+      return eventStream(feed, { 'mcp-session-id': session });
+    }
+
+    async function end(request: EdgeRequest): Promise<EdgeResponse> {
+      const session = header(request, 'mcp-session-id');
+      if (session === undefined) return mcpFailure(400, 'Bad Request: Mcp-Session-Id header is required');
+      if (!(await sessions.close(session, context.receiver))) return mcpFailure(404, 'Session not found', -32001);
+      return { status: 200, headers: { 'content-length': '0' }, body: '' };
+    }
+
+    return {
+      name: 'mcp',
+      routes: MCP_ROUTES,
+      handle(request) {
+        if (request.method === 'POST') return post(request);
+        if (request.method === 'GET') return listen(request);
+        if (request.method === 'DELETE') return end(request);
+        const refusal = mcpFailure(405, 'Method not allowed: POST JSON-RPC messages, GET the notification stream, DELETE the session');
+        refusal.headers.allow = 'GET, POST, DELETE';
+        return refusal;
+      },
+      failure: mcpFailure,
+      close() {
+        stopWatching?.();
+        for (const feed of [...feeds]) feed.cancel();
+      },
+    };
+  },
+};

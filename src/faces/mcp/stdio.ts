@@ -1,0 +1,37 @@
+// `agora mcp <agent-url>`: any Agora agent, local or remote, as an MCP server on stdin/stdout, for hosts that start
+// MCP servers as processes (Claude Desktop, Claude Code, IDEs). The tools and resources are the MCP face's; the
+// process is one session, so a multiround protocol's calls are the turns of one conversation.
+import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { InMemoryMemory } from '../../memory/file.js';
+import { remoteReceiver, type RemoteOptions } from './remote.js';
+import { createMcpServer } from './server.js';
+import { McpSessions } from './sessions.js';
+import { McpToolTable } from './tools.js';
+
+/** Options of {@link serveMcpStdio}: how the agent is reached, and the streams (default the process's). */
+export type McpStdioOptions = RemoteOptions & {
+  input?: NodeJS.ReadableStream;
+  output?: NodeJS.WritableStream;
+};
+
+/**
+ * Serves the agent at `url` as an MCP server over stdio; resolves when the host closes the connection.
+ * @example await serveMcpStdio('http://localhost:3000', { token: process.env.AGORA_TOKEN });
+ */
+export async function serveMcpStdio(url: string, options: McpStdioOptions = {}): Promise<void> {
+  const receiver = remoteReceiver(url, options);
+  // Whether a remote agent has an LLM cannot be seen: `ask` is offered, and the agent's refusal is a tool error.
+  const tools = new McpToolTable(receiver, { naturalLanguage: true });
+  const sessions = new McpSessions(new InMemoryMemory());
+  const session = await sessions.open();
+  const server = createMcpServer({ receiver, tools, sessions, name: new URL(url).host || 'agora-agent', version: '1.0.0' }, () => session);
+  const transport = new StdioServerTransport(
+    (options.input ?? process.stdin) as ConstructorParameters<typeof StdioServerTransport>[0],
+    (options.output ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
+  );
+  const closed = new Promise<void>((resolve) => (server.onclose = resolve));
+  await server.connect(transport);
+  (options.input ?? process.stdin).once('end', () => void server.close());
+  await closed;
+  await sessions.close(session, receiver).catch(() => undefined);
+}
