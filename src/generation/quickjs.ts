@@ -26,8 +26,8 @@ type Call = {
   resolve(result: SandboxResult): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
-  /** Log lines and bytes written so far; `cut` once the call was told its log is cut. */
-  log: { lines: number; bytes: number; cut: boolean };
+  /** Log lines and bytes written so far, made at the first line (most calls log nothing); `cut` once cut. */
+  log: { lines: number; bytes: number; cut: boolean } | undefined;
 };
 
 /**
@@ -98,7 +98,7 @@ export class QuickJSSandbox {
     const id = ++this.#ids;
     const text = callText(instance, id, method, payload, context);
     return new Promise<SandboxResult>((resolve, reject) => {
-      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined, log: { lines: 0, bytes: 0, cut: false } };
+      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined, log: undefined };
       this.#current = call;
       this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
@@ -313,7 +313,7 @@ export class QuickJSSandbox {
     const call = line && this.#callOf(instance, line.runId);
     if (!line || !call?.context) return;
     const message = line.message.slice(0, 2000);
-    const log = call.log;
+    const log = (call.log ??= { lines: 0, bytes: 0, cut: false });
     if (log.cut) return;
     const bytes = Buffer.byteLength(message);
     if (log.lines + 1 > this.#maxLogLines || log.bytes + bytes > this.#maxLogBytes) {
