@@ -2,6 +2,7 @@
 import type { Server } from 'node:http';
 import express, { type Router } from 'express';
 import { agentEdge, type AgentMountOptions } from './agent/mounts.js';
+import { ROUTER_TOKEN_ADVICE } from './dashboard/access.js';
 import type { StreamingOptions } from './edge/events.js';
 import { edgeMiddleware } from './edge/express.js';
 import type { Edge } from './edge/mount.js';
@@ -23,10 +24,12 @@ export type AgoraRouter = Router & {
 /**
  * An Express router serving a receiver's endpoints (spec §2), its faces and its dashboard under any prefix, with or
  * without `express.json()` before it. Mount it before body parsers to have their errors answered as Agora JSON too.
- * @example app.use('/agora', agoraRouter(receiver));
+ * Its dashboard needs `tokens` when the host app listens beyond loopback; A2A clients find the card at the host's
+ * root through {@link wellKnownRouter}.
+ * @example app.use('/agora', agoraRouter(receiver, { tokens: [process.env.AGORA_TOKEN!] }));
  */
 export function agoraRouter(receiver: ReceiverApi, options: RouterOptions = {}): AgoraRouter {
-  const edge = agentEdge(receiver, options);
+  const edge = agentEdge(receiver, options, ROUTER_TOKEN_ADVICE);
   const router = express.Router() as AgoraRouter;
   router.use(edgeMiddleware(edge, options));
   router.edge = edge;
@@ -38,5 +41,19 @@ export function agoraRouter(receiver: ReceiverApi, options: RouterOptions = {}):
       sockets.close();
     };
   };
+  return router;
+}
+
+// A2A clients ask the host's root, never a prefix (A2A 1.0 and 0.3's names).
+const WELL_KNOWN_PATHS = ['/.well-known/agent-card.json', '/.well-known/agent.json'];
+
+/**
+ * A router for the host's root serving the A2A agent card of an agent mounted under `prefix`, where A2A clients
+ * look for it; the card's endpoint stays under the prefix. Nothing is served when the agent's A2A face is off.
+ * @example const agora = agoraRouter(receiver); app.use('/agora', agora); app.use(wellKnownRouter(agora, '/agora'));
+ */
+export function wellKnownRouter(agora: Pick<AgoraRouter, 'edge'>, prefix: string): Router {
+  const router = express.Router();
+  router.get(WELL_KNOWN_PATHS, edgeMiddleware(agora.edge, { prefix: prefix.replace(/\/+$/, '') }));
   return router;
 }

@@ -24,8 +24,8 @@ export type AgentMountOptions = HttpOptions & {
 /** Options of `startServer`: the agent's mounts, its edge, and where to listen. */
 export type ServerOptions = AgentMountOptions & ListenOptions;
 
-/** The edge of an agent: [agora, ...faces, dashboard, ...mounts] behind one guard. */
-export function agentEdge(receiver: ReceiverApi, options: AgentMountOptions = {}): Edge {
+/** The edge of an agent: [agora, ...faces, dashboard, ...mounts] behind one guard; `tokenAdvice` tells the dashboard how tokens are set here. */
+export function agentEdge(receiver: ReceiverApi, options: AgentMountOptions = {}, tokenAdvice?: string): Edge {
   const logger = options.logger ?? consoleLogger();
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const faces = facesFor(receiver, options.faces, {
@@ -38,7 +38,7 @@ export function agentEdge(receiver: ReceiverApi, options: AgentMountOptions = {}
   const dashboard =
     options.dashboard === false
       ? undefined
-      : (options.dashboard ?? (receiver instanceof Receiver ? createAgentDashboard(receiver, { logger, ...(options.tokens ? { tokens: options.tokens } : {}) }) : undefined));
+      : (options.dashboard ?? (receiver instanceof Receiver ? createAgentDashboard(receiver, { logger, ...(options.tokens ? { tokens: options.tokens } : {}), ...(tokenAdvice !== undefined ? { tokenAdvice } : {}) }) : undefined));
   const mounts: Mount[] = [];
   // Without the Agora wire the first mount still answers what nobody takes (its 404 in its own shape).
   if (agoraEnabled(options.faces) || faces.length === 0) mounts.push(agoraMount(receiver, { ...options, logger }));

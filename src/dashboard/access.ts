@@ -11,15 +11,30 @@ export type AccessKind = 'page' | 'read' | 'write';
 /** Why a request is refused, or undefined when it may go on. */
 export type Refusal = { status: 401 | 403; message: string } | undefined;
 
-/** The message of a dashboard turned off for want of a token. */
-export const NEEDS_TOKEN =
-  'Dashboard off: this server listens beyond loopback and has no token. Start it with --token <secret> (AGORA_TOKENS), or listen on 127.0.0.1.';
+/** How tokens are set on a server started by the CLI (the default advice of the messages below). */
+export const CLI_TOKEN_ADVICE = 'start it with --token <secret> (AGORA_TOKENS)';
+
+/** How tokens are set on an agent mounted with `agoraRouter` (the advice its dashboard gives). */
+export const ROUTER_TOKEN_ADVICE = "pass agoraRouter(receiver, { tokens: ['<secret>'] })";
+
+/** The message of a dashboard turned off for want of a token, with the advice of how to set one. */
+export function needsToken(advice: string = CLI_TOKEN_ADVICE): string {
+  return `Dashboard off: this server listens beyond loopback and has no token. To use it, ${advice}, or listen on 127.0.0.1.`;
+}
+
+/** The message of a dashboard turned off for want of a token, for a server started by the CLI. */
+export const NEEDS_TOKEN = needsToken();
 
 /** The message of a request without a token whose Host is not loopback (a DNS-rebinding page, say). */
 export const LOOPBACK_HOST_ONLY = 'Dashboard without a token: only requests addressed to localhost, 127.0.0.1 or [::1] are answered.';
 
-/** The message of an approval or rejection on a server without a token. */
-export const REVIEW_NEEDS_TOKEN = 'Approving or rejecting a routine needs a token: start the agent with --token <secret> (AGORA_TOKENS), then sign in.';
+/** The message of an approval or rejection on a server without a token, with the advice of how to set one. */
+export function reviewNeedsToken(advice: string = CLI_TOKEN_ADVICE): string {
+  return `Approving or rejecting a routine needs a token: ${advice}, then sign in.`;
+}
+
+/** The message of an approval or rejection on a server without a token, for a server started by the CLI. */
+export const REVIEW_NEEDS_TOKEN = reviewNeedsToken();
 
 function isLoopback(address: string): boolean {
   const bare = address.startsWith('::ffff:') ? address.slice(7) : address;
@@ -47,9 +62,12 @@ export function listensOnLoopback(request: Pick<EdgeRequest, 'boundAddress'>): b
 /** The dashboard's token rules (see the file's head); the page itself (the sign-in form) needs no token. */
 export class DashboardAccess {
   readonly #tokens: TokenCheck;
+  readonly #advice: string;
 
-  constructor(tokens: readonly string[] = []) {
+  /** `advice` says how tokens are set where this dashboard runs (default: the CLI's `--token`). */
+  constructor(tokens: readonly string[] = [], advice: string = CLI_TOKEN_ADVICE) {
     this.#tokens = new TokenCheck(tokens);
+    this.#advice = advice;
   }
 
   /** Whether tokens are set (the page then asks for one). */
@@ -60,10 +78,10 @@ export class DashboardAccess {
   /** Why this request may not do `kind`, or undefined. */
   check(request: Pick<EdgeRequest, 'headers' | 'boundAddress'>, kind: AccessKind): Refusal {
     if (!this.#tokens.enabled) {
-      if (!listensOnLoopback(request)) return { status: 403, message: NEEDS_TOKEN };
+      if (!listensOnLoopback(request)) return { status: 403, message: needsToken(this.#advice) };
       // A web page can point its own host name at 127.0.0.1 (DNS rebinding): without a token, the Host must say loopback.
       if (!isLoopbackHost(header(request, 'host'))) return { status: 403, message: LOOPBACK_HOST_ONLY };
-      return kind === 'write' ? { status: 403, message: REVIEW_NEEDS_TOKEN } : undefined;
+      return kind === 'write' ? { status: 403, message: reviewNeedsToken(this.#advice) } : undefined;
     }
     if (kind === 'page') return undefined;
     return this.#tokens.accepts(request.headers.authorization) ? undefined : { status: 401, message: "Unauthorized: sign in with the agent's token" };

@@ -22,6 +22,8 @@ export const DASHBOARD_ROUTES: readonly Route[] = [{ path: DASHBOARD_PATH, prefi
 export type AgentDashboardOptions = {
   /** Bearer tokens, as the agent's (see the README's token rules). */
   tokens?: readonly string[];
+  /** How tokens are set where the dashboard runs, for its refusals (default: the CLI's `--token`). */
+  tokenAdvice?: string;
   /** Called after an approval or rejection from the page: the generator's `forgetStatuses`, so it applies at once. */
   onReviewed?: () => void;
   /** The recorder's clock and sizes (tests inject a clock). */
@@ -52,7 +54,7 @@ const PROTOCOL_TEXT = /^\/api\/protocols\/([0-9a-f]{40})$/;
  */
 export function createAgentDashboard(receiver: Receiver, options: AgentDashboardOptions = {}): AgentDashboard {
   const logger = options.logger ?? consoleLogger();
-  const access = new DashboardAccess(options.tokens ?? []);
+  const access = new DashboardAccess(options.tokens ?? [], options.tokenAdvice);
   const recorder = new DashboardRecorder(options.recorder);
   const data = new AgentData(receiver, recorder, options.onReviewed);
   const assets = new AssetServer();

@@ -7,12 +7,18 @@ import { writeEvents, type StreamingOptions } from './events.js';
 import type { Edge } from './mount.js';
 import type { EdgeRequest } from './request.js';
 
+/** Where the edge's routes live when this middleware is not mounted there (a well-known route at the host's root). */
+export type EdgeMiddlewareOptions = {
+  /** The path the edge is mounted under (its links, as the A2A card's endpoint, are made under it); default: Express's mount path. */
+  prefix?: string;
+};
+
 /**
  * Express middleware serving an edge under the prefix it is mounted at. Mounted at a host's root, paths no mount
  * claims go on to the host's own routes; under a prefix the whole subtree is the edge's (JSON 404s).
  * @example app.use('/agora', edgeMiddleware(compose([agoraMount(receiver)])));
  */
-export function edgeMiddleware(edge: Edge, options: StreamingOptions = {}): (request: Request, response: Response, next: NextFunction) => void {
+export function edgeMiddleware(edge: Edge, options: StreamingOptions & EdgeMiddlewareOptions = {}): (request: Request, response: Response, next: NextFunction) => void {
   return (request, response, next) => {
     if (request.baseUrl === '' && !edge.claims(request.method, request.path)) return next();
     const edgeRequest: EdgeRequest = {
@@ -23,7 +29,7 @@ export function edgeMiddleware(edge: Edge, options: StreamingOptions = {}): (req
       body: undefined,
       loadBody: () => loadBody(request, edge.maxBodyBytes),
       remoteAddress: request.ip ?? request.socket.remoteAddress,
-      baseUrl: `${request.protocol}://${request.get('host') ?? 'localhost'}${request.baseUrl}`,
+      baseUrl: `${request.protocol}://${request.get('host') ?? 'localhost'}${options.prefix ?? request.baseUrl}`,
       boundAddress: boundAddressOf(request),
     };
     edge
