@@ -25,12 +25,16 @@
     if (charts[id] && charts[id].key === key) charts[id].plot.setData(data);
     else {
       if (charts[id]) charts[id].plot.destroy();
-      const plot = new window.uPlot({ width, height: 200, scales: { x: { time: true }, ...(options && options.scales) }, axes: (options && options.axes) || [{}, {}], series: [{}, ...series] }, data, node);
+      const [, ...yAxes] = (options && options.axes) || [{}, {}];
+      const plot = new window.uPlot({ width, height: 200, scales: { x: { time: true }, ...(options && options.scales) }, axes: [TIME_AXIS, ...yAxes], series: [{}, ...series] }, data, node);
       charts[id] = { key, plot };
     }
     // The first series' points, for tests and for anyone reading the DOM: the chart itself is a canvas.
     node.dataset.points = String(data[1].filter((y) => y !== null && y !== undefined).length);
   }
+
+  // Time labels as HH:MM:SS, at least a label's width apart (uPlot's default spacing lets them overlap).
+  const TIME_AXIS = { space: 80, values: (plot, ticks) => ticks.map((tick) => new Date(tick * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })) };
 
   const line = (label, stroke, scale) => ({ label, stroke, width: 2, spanGaps: true, points: { show: true, size: 5 }, ...(scale ? { scale } : {}) });
 
@@ -140,7 +144,7 @@
 
   async function loadRoutines() {
     const routines = await request('api/routines');
-    $('review-note').textContent = overview.tokens ? 'Approve or reject each routine after reading its code and checks.' : 'Read-only: approving or rejecting needs the agent to run with a token (--token).';
+    $('review-note').textContent = overview.tokens ? 'Approve or reject each routine after reading its code and checks.' : 'Read-only: approving or rejecting needs the agent to require a token (--token, or the tokens option).';
     replace($('routine-list'), ...(routines.length ? routines.map(routineCard) : [el('p', { class: 'empty' }, 'None yet: the LLM writes one after a protocol has been served enough times.')]));
   }
 
@@ -156,13 +160,14 @@
         message.textContent = error.message;
       }
     };
-    const reviewable = overview.tokens;
-    const approve = el('button', { type: 'button', class: 'approve', onclick: () => act('approve'), disabled: !reviewable || !['pending', 'rejected', 'disabled'].includes(routine.status), 'aria-describedby': 'review-note' }, 'Approve');
-    const reject = el('button', { type: 'button', class: 'reject', onclick: () => act('reject'), disabled: !reviewable || !['pending', 'approved', 'disabled'].includes(routine.status), 'aria-describedby': 'review-note' }, 'Reject');
+    // A button only where its decision applies: none in read-only mode, none on a routine already approved.
+    const reviewable = overview.tokens && routine.status !== 'approved';
+    const approve = reviewable && ['pending', 'rejected', 'disabled'].includes(routine.status) ? el('button', { type: 'button', class: 'approve', onclick: () => act('approve'), 'aria-describedby': 'review-note' }, 'Approve') : null;
+    const reject = reviewable && ['pending', 'disabled'].includes(routine.status) ? el('button', { type: 'button', class: 'reject', onclick: () => act('reject'), 'aria-describedby': 'review-note' }, 'Reject') : null;
     const cases = routine.cases.length
       ? el(
           'div',
-          { class: 'scroll' },
+          { class: 'scroll', tabindex: 0, role: 'region', 'aria-label': `Checks of ${routine.id}` },
           el(
             'table',
             {},
@@ -182,7 +187,7 @@
       cases,
       routine.errors.length ? el('ul', { class: 'error' }, ...routine.errors.map((error) => el('li', {}, error))) : null,
       routine.code !== undefined ? el('details', {}, el('summary', {}, `Code (${routine.file})`), el('pre', { tabindex: 0, 'aria-label': `Code of ${routine.id}` }, el('code', {}, routine.code))) : null,
-      el('div', { class: 'actions' }, approve, reject),
+      approve || reject ? el('div', { class: 'actions' }, approve, reject) : null,
       message,
     );
   }

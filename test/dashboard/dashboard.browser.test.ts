@@ -179,6 +179,55 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     await page.locator('article.routine').waitFor();
     expect(await seriousViolations(page)).toEqual([]);
   });
+
+  it('shows Approve and Reject only where they apply: none on an approved routine, Approve alone on a rejected one', async () => {
+    const approved = page.locator('article.routine[data-status="approved"]');
+    await approved.waitFor();
+    expect(await approved.locator('button').count()).toBe(0);
+    const id = await approved.getAttribute('data-id');
+    const rejected = await fetch(`${agent.dashboardUrl}api/routines/${id}/reject`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(rejected.status).toBe(200);
+    await page.reload();
+    const card = page.locator('article.routine[data-status="rejected"]');
+    await card.waitFor();
+    expect(await card.locator('button').allTextContents()).toEqual(['Approve']);
+  });
+
+  it('keeps every scrollable region reachable by keyboard, with a label, and passes axe-core on a narrow screen', async () => {
+    await page.setViewportSize({ width: 420, height: 900 });
+    await page.reload();
+    await page.locator('article.routine table').waitFor();
+    const regions = (await page.evaluate(
+      "[...document.querySelectorAll('.scroll, .feed')].map((node) => ({ tabindex: node.getAttribute('tabindex'), label: Boolean(node.getAttribute('aria-label') || node.getAttribute('aria-labelledby')) }))",
+    )) as { tabindex: string | null; label: boolean }[];
+    expect(regions.length).toBeGreaterThanOrEqual(5);
+    expect(regions.filter((region) => region.tabindex !== '0' || !region.label)).toEqual([]);
+    // The Expected and Actual cells wrap inside the card rather than being cut off.
+    const cut = await page.evaluate(
+      "[...document.querySelectorAll('article.routine td:nth-child(4), article.routine td:nth-child(5)')].filter((cell) => cell.getBoundingClientRect().right > cell.closest('article').getBoundingClientRect().right + 1).length",
+    );
+    expect(cut).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.setViewportSize({ width: 1400, height: 1000 });
+  });
+
+  it('shows no Approve or Reject in read-only mode (no token), and passes axe-core', async () => {
+    const readOnly = await startAgent({ dir, name: 'doubler', port: 0, host: '127.0.0.1', llm: null, watch: false, logger: silentLogger, faces: false });
+    const view = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    try {
+      const errors = collectErrors(view);
+      await view.goto(readOnly.dashboardUrl!);
+      const card = view.locator('article.routine[data-status="rejected"]');
+      await card.waitFor();
+      await view.locator('#review-note', { hasText: 'Read-only' }).waitFor();
+      expect(await view.locator('article.routine button').count()).toBe(0);
+      expect(await seriousViolations(view)).toEqual([]);
+      expect(errors).toEqual([]);
+    } finally {
+      await view.close();
+      await readOnly.close();
+    }
+  });
 });
 
 describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 }, () => {
