@@ -63,7 +63,7 @@
               { class: 'room', 'aria-label': `Room ${room.name}` },
               el('h3', {}, room.name),
               el('p', { class: 'hint' }, `Members: ${room.members.join(', ') || '—'}`),
-              el('ol', { class: 'feed', 'aria-label': `Transcript of ${room.name}` }, ...room.transcript.map((entry) => el('li', {}, `${time(entry.at)} · ${entry.from}: ${entry.text}`))),
+              el('ol', { class: 'feed', tabindex: 0, 'aria-label': `Transcript of ${room.name}` }, ...room.transcript.map((entry) => el('li', {}, `${time(entry.at)} · ${entry.from}: ${entry.text}`))),
             ),
           )
         : [none('No room open')]),
