@@ -35,8 +35,8 @@ export class SessionMap {
 
   /**
    * Scopes a client's session id: under its principal (a token's digest, a verified signer) when it has one, the
-   * id kept as given; without one, the id is kept only when it names a live session this map holds for nobody
-   * (one the server issued), and a foreign id gets a fresh server-issued one: a new conversation.
+   * id kept as given; without one, the id is kept only when it is one this map issued and its conversation still
+   * lives, and any other id gets a fresh server-issued one: a new conversation.
    */
   scope(face: string, given: string, principal: string | undefined): ScopedSession {
     if (principal !== undefined) return { key: `${face}\n${principal}\n${given}`, id: given };
