@@ -105,14 +105,28 @@ export function isUnavailable(error: unknown): boolean {
 
 /**
  * Runs one Redis call, turning unavailability into STORE_UNAVAILABLE (other errors pass unchanged); while the
- * connection is known to be down, refuses at once rather than waiting for the command timeout.
+ * connection is known to be down, refuses at once rather than waiting for the command timeout. The call fails
+ * within the command timeout from now even when ioredis holds it back: with auto-pipelining, commands issued while
+ * an earlier pipeline is stalled wait for that one's timeout before their own starts (a stalled Redis answered a
+ * burst of new conversations in twice the timeout).
  */
-export async function storeCall<T>(redis: Redis, call: () => Promise<T>): Promise<T> {
+export async function storeCall<T>(redis: Redis, call: () => Promise<T>, timeoutMs = REDIS_COMMAND_TIMEOUT_MS): Promise<T> {
   if (DOWN.has(redis)) throw new AgoraError('STORE_UNAVAILABLE');
+  let timer: NodeJS.Timeout | undefined;
   try {
-    return await call();
+    const pending = call();
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        // The command itself still settles later (ioredis's own timeout): nobody waits for it any more.
+        pending.catch(() => undefined);
+        reject(new Error('Command timed out'));
+      }, timeoutMs);
+    });
+    return await Promise.race([pending, deadline]);
   } catch (error) {
     if (isUnavailable(error)) throw new AgoraError('STORE_UNAVAILABLE', undefined, { cause: error });
     throw error;
+  } finally {
+    clearTimeout(timer);
   }
 }

@@ -1,6 +1,7 @@
 // How every face puts a question to the receiver: one Agora query, or a turn of the conversation a face's
 // session (ROAR `context.session_id`, A2A `contextId`) stands for.
-import { isAgoraError } from '../errors.js';
+import { createHash, randomUUID } from 'node:crypto';
+import { AgoraError, isAgoraError } from '../errors.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import type { JsonValue, QueryRequest, SuccessResponse } from '../schemas.js';
 
@@ -14,15 +15,34 @@ export type Ask = {
   session?: string;
 };
 
-/** Sessions → Agora conversation ids, bounded and forgotten when the conversation expires. */
+/** A session key and the id a face hands back for it (see `SessionMap.scope`). */
+export type ScopedSession = { key: string; id: string };
+
+/**
+ * Sessions → Agora conversation ids. A session lives as long as its conversation: a full map refuses a new
+ * session (`TOO_MANY_CONVERSATIONS`, which each face answers as its own error) and never drops a live one.
+ */
 export class SessionMap {
   readonly #ids = new Map<string, { id: string; expiresAt: number }>();
   readonly #max: number;
   readonly #now: () => number;
+  #sweptAt = -Infinity;
 
   constructor(options: { maxSessions?: number; now?: () => number } = {}) {
     this.#max = options.maxSessions ?? 10_000;
     this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Scopes a client's session id: under its principal (a token's digest, a verified signer) when it has one, the
+   * id kept as given; without one, the id is kept only when it is one this map issued and its conversation still
+   * lives, and any other id gets a fresh server-issued one: a new conversation.
+   */
+  scope(face: string, given: string, principal: string | undefined): ScopedSession {
+    if (principal !== undefined) return { key: `${face}\n${principal}\n${given}`, id: given };
+    if (this.get(`${face}\n\n${given}`) !== undefined) return { key: `${face}\n\n${given}`, id: given };
+    const id = randomUUID();
+    return { key: `${face}\n\n${id}`, id };
   }
 
   /** The live conversation of a session. */
@@ -34,13 +54,20 @@ export class SessionMap {
     return undefined;
   }
 
-  /** Remembers a session's conversation until it expires (Unix seconds, as `conversationExpires`). */
+  /** Refuses a new session when the map is full of live ones (expired ones are forgotten first, at most once a second). */
+  admit(session: string): void {
+    if (this.#ids.size < this.#max || this.#ids.has(session)) return;
+    const now = this.#now();
+    if (now - this.#sweptAt >= 1000) {
+      this.#sweptAt = now;
+      for (const [key, entry] of this.#ids) if (entry.expiresAt <= now) this.#ids.delete(key);
+    }
+    if (this.#ids.size >= this.#max) throw new AgoraError('TOO_MANY_CONVERSATIONS', 'Too many open sessions: try again when one has ended');
+  }
+
+  /** Remembers a session's conversation until it expires (Unix seconds, as `conversationExpires`); never evicts another. */
   set(session: string, id: string, expiresSeconds: number | undefined): void {
     this.#ids.delete(session);
-    if (this.#ids.size >= this.#max) {
-      const oldest = this.#ids.keys().next().value;
-      if (oldest !== undefined) this.#ids.delete(oldest);
-    }
     this.#ids.set(session, { id, expiresAt: expiresSeconds === undefined ? this.#now() + 300_000 : expiresSeconds * 1000 });
   }
 
@@ -48,6 +75,17 @@ export class SessionMap {
   delete(session: string): void {
     this.#ids.delete(session);
   }
+
+  /** How many sessions are held (live or not yet swept). */
+  get size(): number {
+    return this.#ids.size;
+  }
+}
+
+/** A session scope of a bearer token (`Bearer …` or the bare token): its digest, `undefined` without one. */
+export function tokenScope(token: string | undefined): string | undefined {
+  const bare = token?.replace(/^Bearer\s+/i, '').trim();
+  return bare ? `token:${createHash('sha256').update(bare).digest('base64url')}` : undefined;
 }
 
 /**
@@ -72,6 +110,7 @@ async function askInSession(receiver: ReceiverApi, sessions: SessionMap, questio
       sessions.delete(session);
     }
   }
+  sessions.admit(session);
   const query = queryOf(question);
   query.multiround = true;
   const reply = await receiver.query(query, context);

@@ -5,7 +5,7 @@ import { HubProtocols, type ProtocolHub } from '../sender/hub.js';
 import { MAX_REPLY_BYTES } from '../sender/transport.js';
 import type { ChainBackend } from './chains.js';
 import { agentProtocolSchema, agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
-import type { RoomEvent, RoomRecord, RoomRequest } from './rooms/records.js';
+import { roomEventOfFrame, type RoomEvent, type RoomRecord, type RoomRequest } from './rooms/records.js';
 import type { RoomAction } from './rooms/rooms.js';
 import type { RouteDecision } from './routing.js';
 
@@ -180,7 +180,9 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
       }
       try {
         for await (const event of sseEvents(response.body)) {
-          const parsed = roomEventSchema.safeParse(event);
+          // The hub sends ARP's frames (`hello` and heartbeats carry no id and are left out).
+          const room = typeof event.data === 'object' && event.data !== null ? roomEventOfFrame(event.data as Record<string, unknown>) : undefined;
+          const parsed = roomEventSchema.safeParse(room ?? event);
           if (!parsed.success) continue;
           last = parsed.data.id;
           yield parsed.data;

@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Redis } from 'ioredis';
+import { storeCall } from '../../src/_redis-connection.js';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { hashText } from '../../src/protocol/document.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
@@ -104,6 +106,55 @@ describe('a Redis that stops answering', () => {
     // (The timed-out lock request may still run once Redis resumes: that conversation waits out the lock's lease.)
     expect((await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true })).json).toMatchObject({ status: 'success', body: { total: 4 } });
   });
+});
+
+describe('a new conversation while Redis stops answering', () => {
+  let redis: Awaited<ReturnType<typeof ownRedisServer>>;
+  let agent: RunningAgent;
+  let folder: Awaited<ReturnType<typeof makeAgentFolder>>;
+  const hash = hashText(COUNTER_PD);
+
+  beforeAll(async () => {
+    redis = await ownRedisServer();
+    folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
+    agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: redis.url, logger: watchedLogger().logger, watch: false });
+  });
+  afterAll(async () => {
+    redis?.resume();
+    await agent?.close();
+    await redis?.stop();
+    await folder?.cleanup();
+  });
+
+  it('fails a store call Redis never answers with STORE_UNAVAILABLE at the command timeout, whatever ioredis holds back', async () => {
+    const client = new Redis(redis.url, { lazyConnect: true });
+    await expect(storeCall(client, () => new Promise<never>(() => undefined), 50)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    client.disconnect();
+  });
+
+  it('answers new multiround queries 503 Store unavailable, then opens conversations again once Redis is back', async () => {
+    // Warm: the agent has talked to this Redis (its connection is up, not connecting).
+    const warm = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
+    expect(warm.status).toBe(200);
+    redis.pause();
+    try {
+      // A burst of new conversations: each is refused on its own (with auto-pipelining, the later ones used to wait
+      // for the first one's command timeout before their own began).
+      const burst = await Promise.all([2, 3, 4, 5, 6].map((add) => call(agent.url, 'POST', '/', { protocolHash: hash, body: { add }, multiround: true })));
+      for (const fresh of burst) {
+        expect(fresh.status).toBe(503);
+        expect(fresh.json).toEqual(failureOf('Store unavailable'));
+      }
+    } finally {
+      redis.resume();
+    }
+    await vi.waitFor(async () => {
+      const again = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true });
+      expect(again.json).toMatchObject({ status: 'success', body: { total: 4 } });
+      const id = (again.json as { conversationId: string }).conversationId;
+      expect((await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toMatchObject({ status: 'success', body: { total: 5 } });
+    }, { timeout: 15_000, interval: 200 });
+  }, 30_000);
 });
 
 describe('starting against an unreachable Redis', () => {

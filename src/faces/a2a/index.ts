@@ -47,8 +47,10 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
   name: 'a2a',
   create(context, options): Face {
     const catalog = createCatalog(context.receiver);
-    const stream = options.stream ?? receiverStream(context.receiver, new SessionMap({ now: context.now }));
-    const rpc = createA2aRpc({ stream, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now });
+    // The sessions of the receiver's stream; a stream of the caller's own keeps its own.
+    let sessions: SessionMap | undefined;
+    const stream = options.stream ?? receiverStream(context.receiver, (sessions = new SessionMap({ now: context.now })));
+    const rpc = createA2aRpc({ stream, ...(sessions ? { sessions } : {}), tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now });
 
     async function answerRpc(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {
       if (request.method !== 'POST') {

@@ -5,9 +5,9 @@ import { randomUUID } from 'node:crypto';
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
-import type { EdgeRequest } from '../../edge/request.js';
+import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
-import type { Ask } from '../ask.js';
+import { tokenScope, type Ask, type SessionMap } from '../ask.js';
 import { isTooLarge, readBodyText } from '../body.js';
 import type { StreamAnswer } from '../stream.js';
 
@@ -44,6 +44,10 @@ type StoredTask = { id: string; contextId: string; state: State; input: JsonValu
 /** What the A2A face works with. */
 export type A2aRpcDeps = {
   stream: StreamAnswer;
+  /** The sessions `stream` keeps (unset for a stream of the caller's own): scopes a client's `contextId`. */
+  sessions?: SessionMap;
+  /** Whether requests carry a token (then a `contextId` is scoped by it; otherwise the server issues them). */
+  tokensRequired?: boolean;
   maxBodyBytes: number;
   logger: Pick<Logger, 'error'>;
   now: () => number;
@@ -146,15 +150,24 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
   const reply = (id: JsonValue, result: JsonValue) => json(200, { jsonrpc: '2.0', id, result });
   const fail = (id: JsonValue, code: number, message: string) => rpcError(200, id, code, message);
 
-  function start(params: JsonObject): { task: StoredTask; ask: Ask } {
+  function start(params: JsonObject, request: EdgeRequest): { task: StoredTask; ask: Ask } {
     const message = params.message;
     if (!isObject(message)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.message is required');
     const { ask, input } = questionOf(message);
     const given = message.contextId;
     if (given !== undefined && (typeof given !== 'string' || given.length === 0 || given.length > 256)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.contextId must be a string');
-    const contextId = typeof given === 'string' ? given : randomUUID();
-    // A contextId the client chose is a conversation: its first message opens it, the next ones are its turns.
-    if (typeof given === 'string') ask.session = `a2a\n${given}`;
+    let contextId = typeof given === 'string' ? given : randomUUID();
+    // A contextId the client sent is a conversation: its first message opens it, the next ones are its turns. It is
+    // scoped by the client's token; without tokens, only ids this face issued continue, a foreign one gets a new id.
+    if (typeof given === 'string') {
+      const principal = deps.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined;
+      if (deps.sessions === undefined) ask.session = `a2a\n${principal ?? ''}\n${given}`;
+      else {
+        const scoped = deps.sessions.scope('a2a', given, principal);
+        ask.session = scoped.key;
+        contextId = scoped.id;
+      }
+    }
     const task: StoredTask = { id: randomUUID(), contextId, state: 'working', input, timestamp: new Date(deps.now()).toISOString() };
     return { task, ask };
   }
@@ -223,7 +236,7 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
         if (method === 'cancel') throw new RpcError(A2A_ERRORS.TASK_NOT_CANCELABLE, `Task ${task.id} is ${task.state} and cannot be canceled`);
         return reply(id, taskJson(task, version));
       }
-      const { task, ask } = start(params);
+      const { task, ask } = start(params, request);
       if (method === 'stream') {
         const frames = streamEvents(id, task, ask, version, request.signal);
         return eventStream({ frames, cancel: () => void frames.return(undefined) });
@@ -244,3 +257,4 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
     }
   };
 }
+

@@ -4,7 +4,7 @@ import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
-import { ask, type Ask, type SessionMap } from '../ask.js';
+import { ask, tokenScope, type Ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
 import { canonicalJson } from './canonical.js';
 import { roarCard } from './card.js';
@@ -27,6 +27,8 @@ export type RoarFaceDeps = {
   logger: Pick<Logger, 'error'>;
   /** Streams an answer (deltas, then the reply); used when a caller listens to deltas (the WebSocket). */
   stream: StreamAnswer;
+  /** Whether the edge asks for a token (then an unsigned message's session is scoped by it). */
+  tokensRequired?: boolean;
   /** Where the tasks' statuses go out (`GET /roar/events`). */
   events: RoarEvents;
   now: () => number;
@@ -43,40 +45,44 @@ export type RoarOutcome = { status: number; text: string; message?: RoarMessage 
 
 /**
  * Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. `baseUrl`
- * is asked for only by `discover` (the card's links), so other messages never build it.
+ * is asked for only by `discover` (the card's links), so other messages never build it. `token` is the bearer
+ * token the message came with, when the edge asks for one (a session's scope when messages are not signed).
  */
-export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, onDelta?: (delta: string) => void): Promise<RoarOutcome> {
+export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, onDelta?: (delta: string) => void, token?: string): Promise<RoarOutcome> {
   const message = parseRoarMessage(text);
   const known = deps.identity();
   const identity = known instanceof Promise ? await known : known;
   checkSender(message, identity.did, deps.security);
   if (!(await deps.security.replay.firstSeen(message.id, REPLAY_WINDOW_MS))) throw duplicate(message);
-  const action = roarAction(message);
+  // A session is the verified signer's when messages are signed, else the token's; otherwise the face issues its ids.
+  const signed = deps.security.secret !== undefined || (deps.security.trust?.size ?? 0) > 0;
+  const principal = signed ? `did:${message.fromDid}` : tokenScope(token);
+  const action = roarAction(message, (given) => deps.sessions.scope('roar', given, principal));
   if (action.kind === 'discover') {
     const card = roarCard({ identity, description: deps.description, baseUrl: baseUrl(), protocols: await deps.catalog() });
     return { status: 200, text: replyText(identity, message, okPayloadText(JSON.parse(JSON.stringify(card))), deps.security), message };
   }
   if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayloadText(null), deps.security), message };
-  publishTask(deps, identity, message, 'working');
+  publishTask(deps, identity, message, action.sessionId, 'working');
   try {
     const context = signal ? { signal } : undefined;
     const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
-    publishTask(deps, identity, message, 'completed');
-    return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security), message };
+    publishTask(deps, identity, message, action.sessionId, 'completed');
+    return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security, action.sessionId), message };
   } catch (error) {
     const payload = errorPayload(error);
-    publishTask(deps, identity, message, 'failed', String((payload as { error?: unknown }).error ?? 'error'));
+    publishTask(deps, identity, message, action.sessionId, 'failed', String((payload as { error?: unknown }).error ?? 'error'));
     if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
-    return { status: 200, text: replyText(identity, message, canonicalJson(payload), deps.security), message };
+    return { status: 200, text: replyText(identity, message, canonicalJson(payload), deps.security, action.sessionId), message };
   }
 }
 
 /** A task's status on `/roar/events`, built only while someone listens (most agents have no reader; it costs a clock read). */
-function publishTask(deps: RoarFaceDeps, identity: RoarIdentity, message: RoarMessage, status: string, error?: string): void {
+function publishTask(deps: RoarFaceDeps, identity: RoarIdentity, message: RoarMessage, session: string | undefined, status: string, error?: string): void {
   if (deps.events.subscribers === 0) return;
   const data: Record<string, string> = { task_id: message.id, intent: message.intent, status };
   if (error !== undefined) data.error = error;
-  deps.events.publish({ type: 'task_update', source: identity.did, session_id: sessionOf(message), data, timestamp: deps.now() / 1000 });
+  deps.events.publish({ type: 'task_update', source: identity.did, session_id: session ?? sessionOf(message), data, timestamp: deps.now() / 1000 });
 }
 
 /** The reply of a streamed answer, each delta handed to `onDelta` as it comes. */

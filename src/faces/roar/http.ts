@@ -3,7 +3,7 @@
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { MountedRequest } from '../../edge/mount.js';
-import { baseUrlOf, cleanPath } from '../../edge/request.js';
+import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { eventStream, json, jsonText, SSE_HEADERS, type EdgeResponse } from '../../edge/response.js';
 import { errorCodeOf, isTooLarge, readBodyText } from '../body.js';
 import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
@@ -72,7 +72,8 @@ export function roarHttp(deps: RoarFaceDeps): (request: MountedRequest) => Promi
         case '/roar/message': {
           if (method !== 'POST') break;
           const text = await readBodyText(request, deps.maxBodyBytes);
-          const outcome = await answerRoarMessage(deps, text, () => baseUrl(request), request.signal);
+          const token = deps.tokensRequired ? header(request, 'authorization') : undefined;
+          const outcome = await answerRoarMessage(deps, text, () => baseUrl(request), request.signal, undefined, token);
           // ROAR's canonical JSON escapes every non-ASCII character: its length is its byte count.
           return jsonText(outcome.status, outcome.text, {}, outcome.text.length);
         }

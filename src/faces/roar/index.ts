@@ -91,6 +91,7 @@ export const roarFace = {
       maxBodyBytes: context.maxBodyBytes,
       logger: context.logger,
       stream: options.stream ?? receiverStream(context.receiver, sessions),
+      tokensRequired: context.tokensRequired,
       events: new RoarEvents(options.roarEvents),
       now,
     };

@@ -3,7 +3,7 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
-import type { Ask } from '../ask.js';
+import type { Ask, ScopedSession } from '../ask.js';
 import { canonicalJson, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from './canonical.js';
 import { readRoarJson } from './read.js';
 import { identityJson, type RoarIdentity } from './identity.js';
@@ -153,14 +153,15 @@ export function duplicate(message: RoarMessage): RoarRefusal {
   return new RoarRefusal(409, 'duplicate_message', `Message ${message.id} was already received`);
 }
 
-/** What a message asks for: an Agora ask, the card (`discover`), or only an acknowledgement (`notify`, `respond`). */
-export type RoarAction = { kind: 'ask'; ask: Ask } | { kind: 'discover' } | { kind: 'acknowledge' };
+/** What a message asks for: an Agora ask (and the session id its reply carries), the card (`discover`), or only an acknowledgement (`notify`, `respond`). */
+export type RoarAction = { kind: 'ask'; ask: Ask; sessionId?: string } | { kind: 'discover' } | { kind: 'acknowledge' };
 
 /**
  * Maps a message to an action: `payload.protocolHash` (+ `body`, `protocolSources`) is a protocol query; else
- * `task`, `text` or `message` is natural language. `context.session_id` names a conversation (per sender).
+ * `task`, `text` or `message` is natural language. `context.session_id` names a conversation, scoped by `scope`
+ * (the key it is kept under, and the id the reply hands back).
  */
-export function roarAction(message: RoarMessage): RoarAction {
+export function roarAction(message: RoarMessage, scope: (given: string) => ScopedSession): RoarAction {
   if (message.intent === 'discover') return { kind: 'discover' };
   if (message.intent === 'notify' || message.intent === 'respond') return { kind: 'acknowledge' };
   const { payload, context } = message;
@@ -168,7 +169,8 @@ export function roarAction(message: RoarMessage): RoarAction {
   if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > MAX_ID)) {
     invalid(`context.session_id must be a string of 1 to ${MAX_ID} characters`);
   }
-  const session = typeof sessionId === 'string' ? `${message.fromDid}\n${sessionId}` : undefined;
+  const scoped = typeof sessionId === 'string' ? scope(sessionId) : undefined;
+  const session = scoped?.key;
   if (payload.protocolHash !== undefined && payload.protocolHash !== null) {
     if (typeof payload.protocolHash !== 'string') invalid('payload.protocolHash must be a string');
     const sources = payload.protocolSources;
@@ -179,13 +181,13 @@ export function roarAction(message: RoarMessage): RoarAction {
     const ask: Ask = { protocolHash: payload.protocolHash, body: payload.body };
     if (Array.isArray(sources)) ask.protocolSources = sources as string[];
     if (session !== undefined) ask.session = session;
-    return { kind: 'ask', ask };
+    return scoped === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: scoped.id };
   }
   const text = payload.task ?? payload.text ?? payload.message;
   if (text === undefined || text === null || text === '') invalid('payload needs task, text or message (natural language), or protocolHash and body');
   const ask: Ask = { body: text };
   if (session !== undefined) ask.session = session;
-  return { kind: 'ask', ask };
+  return scoped === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: scoped.id };
 }
 
 /** The canonical text of a reply's payload to an answered ask, its two keys written in sorted order. */
@@ -216,12 +218,13 @@ function identityTextOf(identity: RoarIdentity): { identity: string; did: string
  * A signed `respond` message from us to the sender (HMAC with the secret, else Ed25519 with our key when
  * signing is on), serialized so the bytes a Python verifier reads back give the canonical body we signed.
  * `payloadText` is the payload as canonical JSON; it and the context are shared by the signed body and the wire text.
+ * `session` is the session id the reply hands back (the one the face issued), the message's own by default.
  */
-export function replyText(identity: RoarIdentity, message: RoarMessage, payloadText: string, security: Omit<RoarSecurity, 'replay'>): string {
+export function replyText(identity: RoarIdentity, message: RoarMessage, payloadText: string, security: Omit<RoarSecurity, 'replay'>, session?: string): string {
   const timestamp = pythonFloat(security.now() / 1000);
   const uuid = randomUUID();
   const id = `"msg_${uuid.slice(0, 8)}${uuid.slice(9, 11)}"`;
-  const sessionId = message.context.session_id;
+  const sessionId = session ?? message.context.session_id;
   const context = `{"in_reply_to": ${pythonString(message.id)}${typeof sessionId === 'string' ? `, "session_id": ${pythonString(sessionId)}` : ''}}`;
   const texts = identityTextOf(identity);
   const toDid = pythonString(message.fromDid);

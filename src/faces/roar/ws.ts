@@ -46,6 +46,8 @@ export class RoarSockets {
     const maxInFlight = this.#maxInFlight;
     // No auth frame when the edge has no token to ask for.
     let authenticated = session.acceptsToken(undefined);
+    // The token the socket authenticated with: its messages' sessions are scoped by it.
+    let token: string | undefined;
     let inFlight = 0;
     const timer = authenticated ? undefined : setTimeout(() => socket.close(1008, 'authentication timeout'), this.#authTimeoutMs);
     timer?.unref();
@@ -60,9 +62,10 @@ export class RoarSockets {
         } catch {
           frame = undefined;
         }
-        const token = (frame as { type?: unknown; token?: unknown } | undefined)?.type === 'auth' ? (frame as { token?: unknown }).token : undefined;
-        if (typeof token === 'string' && session.acceptsToken(token)) {
+        const frameToken = (frame as { type?: unknown; token?: unknown } | undefined)?.type === 'auth' ? (frame as { token?: unknown }).token : undefined;
+        if (typeof frameToken === 'string' && session.acceptsToken(frameToken)) {
           authenticated = true;
+          token = frameToken;
           clearTimeout(timer);
           send(socket, '{"type":"auth_ok"}');
         } else {
@@ -76,7 +79,7 @@ export class RoarSockets {
         return;
       }
       inFlight += 1;
-      answerRoarMessage(deps, text, () => baseUrl, undefined, (delta) => send(socket, JSON.stringify({ type: 'delta', delta })))
+      answerRoarMessage(deps, text, () => baseUrl, undefined, (delta) => send(socket, JSON.stringify({ type: 'delta', delta })), token)
         .then(
           (outcome) => send(socket, `{"type":"done","status":${outcome.status},"message":${outcome.text}}`),
           (error: unknown) => {

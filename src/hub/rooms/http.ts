@@ -1,5 +1,5 @@
-// Rooms over HTTP on the hub, as a mount: create, read, control, a person's message, the live events over SSE
-// (`Last-Event-ID` resumes with no repeat) and over WebSocket. Every route needs the hub's token when tokens are set;
+// Rooms over HTTP on the hub, as a mount: create, read, control, a person's message, the live events in ARP's frames
+// over SSE (`Last-Event-ID` resumes with no repeat) and over WebSocket. Every route needs the hub's token when tokens are set;
 // the guard, the SSE writer (a replay waits for the reader to drain) and the socket caps are the edge's.
 import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../../errors.js';
@@ -9,7 +9,7 @@ import { clientKey } from '../../edge/guard.js';
 import type { Mount, MountedRequest, Route } from '../../edge/mount.js';
 import { cleanPath, requestTarget } from '../../edge/request.js';
 import { eventStream, failure, json, type EdgeResponse, type EventStream } from '../../edge/response.js';
-import { roomRequestSchema } from './records.js';
+import { arpFrame, roomRequestSchema, type RoomEvent } from './records.js';
 import type { Rooms } from './rooms.js';
 import { serveRoomSocket } from './ws.js';
 
@@ -23,7 +23,7 @@ export type RoomsMountOptions = {
   maxWatchersPerRoom?: number;
   /** Open SSE watchers per client address or IPv6 /64 (default 64, as its sockets); more are refused with 503. */
   maxWatchersPerClient?: number;
-  /** The interval announced in a socket's `hello` and kept by the hub's heartbeats, ms (default 30 000). */
+  /** The interval announced in a watcher's `hello` (socket or SSE) and kept by the hub's heartbeats, ms (default 30 000). */
   socketHeartbeatMs?: number;
 };
 
@@ -92,15 +92,29 @@ export function roomsMount(rooms: Rooms, options: RoomsMountOptions = {}): Mount
       perClient.change(client, -1);
       open.delete(stream);
     };
+    // ARP's frames, as the WebSocket sends them: `hello` with the heartbeat interval, each event, a `heartbeat`
+    // whenever nothing came for that long. The event read outlives a heartbeat: it is taken up again next time.
+    let hello = true;
+    let pending: Promise<IteratorResult<RoomEvent>> | undefined;
     const stream: EventStream = {
       frames: {
         async next() {
-          const next = await events.next();
+          if (hello) {
+            hello = false;
+            return { done: false, value: sseFrame('hello', JSON.stringify({ type: 'hello', flowId: id, heartbeatInterval: heartbeatMs })) };
+          }
+          pending ??= events.next();
+          let timer: NodeJS.Timeout | undefined;
+          const beat = new Promise<'beat'>((resolve) => (timer = setTimeout(() => resolve('beat'), heartbeatMs)));
+          const next = await Promise.race([pending, beat]).finally(() => clearTimeout(timer));
+          if (next === 'beat') return { done: false, value: sseFrame('heartbeat', '{"type":"heartbeat"}') };
+          pending = undefined;
           if (next.done) {
             release();
             return { done: true, value: undefined };
           }
-          return { done: false, value: sseFrame(next.value.type, JSON.stringify(next.value.data), next.value.id) };
+          const frame = arpFrame(id, next.value);
+          return { done: false, value: sseFrame(String(frame.type), JSON.stringify(frame), next.value.id) };
         },
       },
       cancel() {

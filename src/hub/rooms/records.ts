@@ -64,6 +64,32 @@ export type RoomRecord = {
 /** One event of a room, as watchers get it; ids increase within a room and never repeat. */
 export type RoomEvent = { id: number; type: 'turn_notification' | 'new_message' | 'flow_completed' | 'state'; data: Record<string, unknown> };
 
+/** The ARP frame of a room event (the WebSocket's and SSE's shape); fields ARP does not name ride along, so it reads back whole. */
+export function arpFrame(roomId: string, event: RoomEvent): Record<string, unknown> {
+  const { speaker, text, why, ...rest } = event.data;
+  if (event.type === 'new_message') return { type: 'new_message', flowId: roomId, eventId: event.id, message: { agentName: speaker, content: text, ...rest } };
+  if (event.type === 'turn_notification') return { type: 'turn_notification', flowId: roomId, eventId: event.id, agentName: speaker, reason: why, ...rest };
+  if (event.type === 'flow_completed') return { type: 'flow_completed', flowId: roomId, eventId: event.id, ...event.data };
+  return { type: 'flow_state', flowId: roomId, eventId: event.id, ...event.data };
+}
+
+/** The room event an ARP frame of {@link arpFrame} stands for (`undefined` for `hello`, heartbeats and unknown frames). */
+export function roomEventOfFrame(frame: Record<string, unknown>): RoomEvent | undefined {
+  const { type, flowId: _flow, eventId: id, ...data } = frame;
+  if (typeof id !== 'number') return undefined;
+  if (type === 'new_message' && typeof data.message === 'object' && data.message !== null) {
+    const { agentName, content, ...rest } = data.message as Record<string, unknown>;
+    return { id, type, data: { speaker: agentName, text: content, ...rest } };
+  }
+  if (type === 'turn_notification') {
+    const { agentName, reason, ...rest } = data;
+    return { id, type, data: { speaker: agentName, why: reason, ...rest } };
+  }
+  if (type === 'flow_completed') return { id, type, data };
+  if (type === 'flow_state') return { id, type: 'state', data };
+  return undefined;
+}
+
 /** Keeps a transcript under its cap, dropping the oldest entries. */
 export function trimTranscript(record: RoomRecord): void {
   let chars = 0;

@@ -18,6 +18,15 @@ redis.call('RPUSH', KEYS[1], id .. ' ' .. ARGV[1] .. ' ' .. ARGV[2])
 redis.call('LTRIM', KEYS[1], -tonumber(ARGV[3]), -1)
 return id`);
 
+// Events after a cursor: ids are consecutive in a room's list (one counter, trimmed from the front), so the first
+// item's id says where the cursor's successor is; only those items leave Redis.
+const EVENTS_AFTER = script(`
+local first = redis.call('LINDEX', KEYS[1], 0)
+if not first then return {} end
+local start = tonumber(ARGV[1]) - tonumber(string.match(first, '^(%d+)')) + 1
+if start < 0 then start = 0 end
+return redis.call('LRANGE', KEYS[1], start, -1)`);
+
 /** Options of {@link RedisRoomStore}. */
 export type RedisRoomStoreOptions = { url: string; prefix?: string; maxEventsPerRoom?: number; logger?: { error(message: string): void } };
 
@@ -55,7 +64,7 @@ export class RedisRoomStore implements RoomStore {
   }
 
   async events(roomId: string, afterId: number): Promise<RoomEvent[]> {
-    const items = await this.#redis.lrange(this.#key(roomId, ':events'), 0, -1);
+    const items = (await runScript(this.#redis, EVENTS_AFTER, [this.#key(roomId, ':events')], [afterId])) as string[];
     // Each item is `<id> <type> <data JSON>`, written by APPEND (no re-encoding of the data in Lua).
     const events: RoomEvent[] = [];
     for (const item of items) {

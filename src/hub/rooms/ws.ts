@@ -3,20 +3,13 @@
 // carries its `eventId`; a client reconnects with `Last-Event-ID` (header) or `?lastEventId=` and misses nothing.
 // The socket itself is the edge's: its guard, caps (a room is a resource) and per-message rate limit.
 import type { SocketSession } from '../../edge/response.js';
-import type { RoomEvent } from './records.js';
+import { arpFrame } from './records.js';
 import type { Rooms } from './rooms.js';
 
 /** Bytes a socket watcher may leave unsent before it is dropped (it reconnects from its last event id). */
 const MAX_BUFFERED_BYTES = 1024 * 1024;
 
-/** The ARP frame of a room event. */
-export function arpFrame(roomId: string, event: RoomEvent): Record<string, unknown> {
-  const { data } = event;
-  if (event.type === 'new_message') return { type: 'new_message', flowId: roomId, eventId: event.id, message: { agentName: data.speaker, content: data.text, kind: data.kind, turn: data.turn } };
-  if (event.type === 'turn_notification') return { type: 'turn_notification', flowId: roomId, eventId: event.id, agentName: data.speaker, turn: data.turn, reason: data.why };
-  if (event.type === 'flow_completed') return { type: 'flow_completed', flowId: roomId, eventId: event.id, reason: data.reason, state: data.state };
-  return { type: 'flow_state', flowId: roomId, eventId: event.id, state: data.state };
-}
+export { arpFrame };
 
 /** Serves one accepted room socket: its events after `last`, heartbeats, and answers to the client's heartbeats. */
 export function serveRoomSocket(session: SocketSession, rooms: Rooms, roomId: string, last: number, heartbeatMs: number): void {

@@ -38,8 +38,10 @@ describe('A2A face, with @a2a-js/sdk\'s own client on loopback', () => {
 
   it('keeps a contextId as one conversation, and streams deltas joining to the answer', async () => {
     const client = await new ClientFactory().createFromUrl(served.url);
-    const message = (text: string) => ({ message: { messageId: text, contextId: 'ctx-1', role: 1, parts: [{ content: { $case: 'text', value: text } }] } }) as never;
-    await client.sendMessage(message('one'));
+    let contextId = 'ctx-1';
+    const message = (text: string) => ({ message: { messageId: text, contextId, role: 1, parts: [{ content: { $case: 'text', value: text } }] } }) as never;
+    // Without tokens, the face issues the contextId that names the conversation.
+    contextId = ((await client.sendMessage(message('one'))) as any).contextId;
     const second = (await client.sendMessage(message('two'))) as any;
     expect(second.artifacts[0].parts[0].content.value).toBe('turn 2: two');
     let streamed = '';

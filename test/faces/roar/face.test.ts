@@ -144,19 +144,37 @@ describe('ROAR face over HTTP', () => {
     }
   });
 
-  it('maps task/text/message to natural language and context.session_id to one conversation per sender', async () => {
+  it('maps task/text/message to natural language; an unsigned session_id is one the face issued, a foreign one starts anew', async () => {
     const receiver = fakeReceiver();
     const faces = makeFaces({}, receiver);
     const me = (await faces.identity()).did;
     const first = await post(faces, pythonMessage(me, { text: 'hi' }, { context: { session_id: 's1' } }));
-    const second = await post(faces, pythonMessage(me, { message: 'again' }, { context: { session_id: 's1' } }));
-    const other = await post(faces, pythonMessage(me, { task: 'other' }, { context: { session_id: 's1' }, from: 'did:roar:agent:b-0123456789abcdef' }));
+    const issued = (first.json.context as Record<string, unknown>).session_id as string;
+    expect(issued).not.toBe('s1');
+    const second = await post(faces, pythonMessage(me, { message: 'again' }, { context: { session_id: issued } }));
+    // Anyone else naming the id the first client chose (the same claimed DID included) gets a conversation of its own.
+    const other = await post(faces, pythonMessage(me, { task: 'other' }, { context: { session_id: 's1' } }));
     expect([first.json.payload, second.json.payload, other.json.payload]).toEqual([
       { status: 'ok', result: 'turn 1: hi' },
       { status: 'ok', result: 'turn 2: again' },
       { status: 'ok', result: 'turn 1: other' },
     ]);
-    expect(receiver.queries.map((query) => query.multiround)).toEqual([true, true]);
+    expect((second.json.context as Record<string, unknown>).session_id).toBe(issued);
+    expect((other.json.context as Record<string, unknown>).session_id).not.toBe(issued);
+  });
+
+  it('keeps a signed sender\'s session_id as it chose it, scoped to the verified DID', async () => {
+    const faces = makeFaces({ roarSecret: SECRET, now }, fakeReceiver());
+    const me = (await faces.identity()).did;
+    const send = (text: string, from?: string) => post(faces, pythonMessage(me, { text }, { secret: SECRET, context: { session_id: 's1' }, ...(from ? { from } : {}) }));
+    const first = await send('hi');
+    const second = await send('again');
+    const other = await send('other', 'did:roar:agent:b-0123456789abcdef');
+    expect([first.json.payload, second.json.payload, other.json.payload]).toEqual([
+      { status: 'ok', result: 'turn 1: hi' },
+      { status: 'ok', result: 'turn 2: again' },
+      { status: 'ok', result: 'turn 1: other' },
+    ]);
     expect((second.json.context as Record<string, unknown>).session_id).toBe('s1');
   });
 

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ROOM_DOCUMENT } from '../../../src/hub/rooms/document.js';
-import type { RoomEvent } from '../../../src/hub/rooms/records.js';
+import { roomEventOfFrame, type RoomEvent } from '../../../src/hub/rooms/records.js';
 import { silentLogger } from '../../../src/log.js';
 import { Receiver } from '../../../src/receiver.js';
 import { makeAgentFolder } from '../../helpers/agent-folder.js';
@@ -66,7 +66,10 @@ export async function readRoomEvents(base: string, id: string, options: { lastEv
   const events: RoomEvent[] = [];
   for await (const event of readSse(await fetch(`${base}/rooms/${id}/events`, { headers }))) {
     if (event.id === undefined) continue;
-    events.push({ id: Number(event.id), type: event.event as RoomEvent['type'], data: JSON.parse(event.data) as RoomEvent['data'] });
+    // The hub sends ARP's frames: read back as the room's events.
+    const room = roomEventOfFrame(JSON.parse(event.data) as Record<string, unknown>);
+    if (room === undefined) throw new Error(`Not an ARP frame of a room event: ${event.data}`);
+    events.push(room);
     if (options.stop?.(events)) break;
   }
   return events;

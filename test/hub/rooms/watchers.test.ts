@@ -75,12 +75,12 @@ describe('room watchers over SSE', () => {
     let said = 0;
     for await (const event of readSse(response)) {
       if (event.event !== 'new_message') continue;
-      const data = JSON.parse(event.data) as { kind: string; text: string };
+      const data = (JSON.parse(event.data) as { message: { kind: string; content: string } }).message;
       if (data.kind !== 'person') continue;
       said += 1;
       // The whole history is in: now something live.
       if (said === 260) await fetch(`${running.url}/rooms/${room.id}/messages`, { method: 'POST', body: JSON.stringify({ text: 'live now', from: 'ana' }) });
-      if (data.text === 'live now') break;
+      if (data.content === 'live now') break;
     }
     expect(said).toBe(261);
   }, 60_000);
