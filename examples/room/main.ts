@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { startAgent, type RunningAgent } from 'agora-agents';
-import { ROOM_DOCUMENT, startHub, type RoomEvent, type RoomRecord } from 'agora-agents/hub';
+import { HubClient, ROOM_DOCUMENT, startHub } from 'agora-agents/hub';
 import { quietLogger, temporaryCopy } from '../_shared.js';
 
 // Each part is a routine on the room document: the architect leads, gives the floor, and writes the synthesis.
@@ -42,39 +42,27 @@ try {
     agents.push(agent);
     await hub.hub.register({ url: agent.url, name });
   }
-  const created = await fetch(`${hub.url}/rooms`, {
-    method: 'POST',
-    body: JSON.stringify({ topic: 'Replace the parser with a generated one', participants: Object.keys(ROUTINES), pattern: 'moderated', lead: 'architect', maxTurns: 8 }),
-  });
-  const room = (await created.json()) as RoomRecord;
+  // The hub's client: rooms created, watched live (the hub's frames read back as room events) and spoken in.
+  const client = new HubClient({ url: hub.url });
+  const room = await client.createRoom({ topic: 'Replace the parser with a generated one', participants: Object.keys(ROUTINES), pattern: 'moderated', lead: 'architect', maxTurns: 8 });
   console.log(`room ${room.id}: "${room.topic}", moderated by architect\n`);
 
   // The person speaks once the discussion has started; everyone after sees it.
   let spoke = false;
-  const response = await fetch(`${hub.url}/rooms/${room.id}/events`);
-  let text = '';
-  reading: for await (const chunk of response.body!.pipeThrough(new TextDecoderStream())) {
-    text += chunk;
-    const blocks = text.split('\n\n');
-    text = blocks.pop()!;
-    for (const block of blocks) {
-      const fields = Object.fromEntries(block.split('\n').filter((line) => !line.startsWith(':')).map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]));
-      if (!fields.event) continue;
-      const event = { type: fields.event, data: JSON.parse(fields.data!) } as RoomEvent;
-      if (event.type === 'turn_notification') console.log(`  turn ${String(event.data.turn)} → ${String(event.data.speaker)}`);
-      if (event.type === 'new_message') console.log(`${String(event.data.speaker).padStart(10)}: ${String(event.data.text)}`);
-      if (event.type === 'flow_completed') {
-        console.log(`\nroom ended: ${String(event.data.reason)}`);
-        break reading;
-      }
-      if (event.type === 'new_message' && !spoke) {
-        spoke = true;
-        await fetch(`${hub.url}/rooms/${room.id}/messages`, { method: 'POST', body: JSON.stringify({ from: 'ana', text: 'Please keep the public API as it is.' }) });
-      }
+  for await (const event of client.watch(room.id)) {
+    if (event.type === 'turn_notification') console.log(`  turn ${String(event.data.turn)} → ${String(event.data.speaker)}`);
+    if (event.type === 'new_message') console.log(`${String(event.data.speaker).padStart(10)}: ${String(event.data.text)}`);
+    if (event.type === 'flow_completed') {
+      console.log(`\nroom ended: ${String(event.data.reason)}`);
+      break;
+    }
+    if (event.type === 'new_message' && !spoke) {
+      spoke = true;
+      await client.say(room.id, 'Please keep the public API as it is.', 'ana');
     }
   }
 
-  const final = (await (await fetch(`${hub.url}/rooms/${room.id}`)).json()) as RoomRecord;
+  const final = await client.room(room.id);
   assert.equal(final.state, 'completed');
   assert.equal(final.transcript.at(-1)?.kind, 'synthesis', 'the lead writes the synthesis');
   assert.match(final.transcript.at(-1)!.text, /public API stays as it is/, "the synthesis heard the person's message");
