@@ -21,6 +21,27 @@ function npm(args: string[], cwd: string) {
   return spawnSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, ANTHROPIC_API_KEY: '' }, timeout: 240_000 });
 }
 
+/** A lockfile for a scaffolded agent: the framework linked, its devDependencies at the versions of this checkout's lockfile. */
+async function lockfileFor(dir: string, manifest: { name: string; version: string; dependencies: Record<string, string>; devDependencies: Record<string, string> }) {
+  const rootLock = JSON.parse(await readFile(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dependencies?: Record<string, string> }> };
+  const rootManifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { name: string; version: string; bin: unknown; dependencies: Record<string, string> };
+  const target = relative(dir, root);
+  const packages: Record<string, unknown> = {
+    '': { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies, devDependencies: manifest.devDependencies },
+    [target]: { name: rootManifest.name, version: rootManifest.version, bin: rootManifest.bin, dependencies: rootManifest.dependencies },
+    'node_modules/agora-agents': { resolved: target, link: true },
+  };
+  const wanted = Object.keys(manifest.devDependencies);
+  for (let name = wanted.shift(); name !== undefined; name = wanted.shift()) {
+    const entry = rootLock.packages[`node_modules/${name}`];
+    if (!entry) throw new Error(`${name} is not in this checkout's package-lock.json`);
+    if (packages[`node_modules/${name}`]) continue;
+    packages[`node_modules/${name}`] = entry;
+    wanted.push(...Object.keys(entry.dependencies ?? {}));
+  }
+  return { name: manifest.name, version: manifest.version, lockfileVersion: 3, requires: true, packages };
+}
+
 describe('agora init', () => {
   it('scaffolds an agent that installs offline, passes its own test and serves /wellknown', async () => {
     const dir = join(base, 'weather-agent');
@@ -40,7 +61,10 @@ describe('agora init', () => {
     expect(manifest.allowScripts).toEqual({ esbuild: true });
     expect(result.stdout).toContain(`agora-agents: "file:${relative(dir, root)}" (this checkout of agora-agents`);
 
-    const install = npm(['install', '--offline', '--no-audit', '--no-fund'], dir);
+    // Offline and deterministic: a lockfile pinned to what this checkout installed (its tarballs are in npm's cache
+    // after `npm ci`; an `npm install` without a lockfile would need registry metadata the cache may not hold).
+    await writeFile(join(dir, 'package-lock.json'), JSON.stringify(await lockfileFor(dir, manifest), null, 2));
+    const install = npm(['ci', '--offline', '--no-audit', '--no-fund'], dir);
     expect(install.status, install.stderr).toBe(0);
     const test = npm(['test'], dir);
     expect(test.status, `${test.stdout}\n${test.stderr}`).toBe(0);
@@ -65,7 +89,11 @@ describe('agora init', () => {
       const listing = (await (await fetch(`${url}/wellknown`)).json()) as Record<string, string[]>;
       expect(Object.keys(listing)).toHaveLength(2);
     } finally {
-      process.kill(-server.pid!, 'SIGTERM');
+      try {
+        process.kill(-server.pid!, 'SIGTERM');
+      } catch {
+        // already gone: the assertion above says why
+      }
     }
   }, 300_000);
 
