@@ -98,7 +98,8 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     });
     for (const line of await unservedLines(receiver)) say(line, { event: 'not-served' });
     for (const server of receiver.mcpServers()) {
-      const state = server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : count(server.tools, 'tool');
+      const state =
+        server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : server.state === 'idle' ? 'not started yet (it starts when one of its tools is first needed)' : count(server.tools, 'tool');
       say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
     }
     say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
