@@ -1,4 +1,4 @@
-// The A2A face (1.0, with 0.3's method names): the agent card at the well-known paths, JSON-RPC at `POST /a2a`.
+// The A2A face (1.0 and 0.3: each method name is one version's, answered in its shapes): the agent card at the well-known paths, JSON-RPC at `POST /a2a`.
 // Every failure, the edge's 401, 413 and 429 included, is a JSON-RPC error with its HTTP status kept.
 import type { Route } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
@@ -62,9 +62,7 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
       if (version !== undefined && version !== '' && !SUPPORTED_VERSION.test(version.trim())) {
         return rpcError(200, null, A2A_ERRORS.VERSION_NOT_SUPPORTED, `A2A version ${version.slice(0, 20)} is not supported (1.0, 0.3)`);
       }
-      const response = await rpc(request);
-      response.headers['a2a-version'] = '1.0';
-      return response;
+      return rpc(request);
     }
 
     async function answerCard(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {
