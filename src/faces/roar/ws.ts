@@ -1,7 +1,10 @@
 // ROAR over WebSocket (`/roar/ws`), accepted through the edge's socket router (which caps sockets and frame size,
 // and counts every message against the rate limit): an auth frame first when tokens are set (browsers cannot send
-// headers on an upgrade), then each frame a bare ROAR message answered by `delta` events and a `done` event carrying
-// the signed ROAR reply. Auth time, messages in flight per socket and heartbeats are bounded here.
+// headers on an upgrade), then each frame a bare ROAR message. Each reply ends in one frame that is the signed reply
+// ROARMessage itself plus `"type": "done"` (ROAR's SDK `ws_send` reads that one frame and ignores `type`); a
+// streamed answer (the LLM's) sends `{"type":"delta","delta":…}` frames before it, unless the socket was opened with
+// `?deltas=false` or the message says `context.deltas: false`. Auth time, messages in flight per socket and
+// heartbeats are bounded here.
 import type { WebSocket } from 'ws';
 import type { SocketSession } from '../../edge/response.js';
 import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
@@ -41,6 +44,7 @@ export class RoarSockets {
   /** Serves one accepted socket; `baseUrl` is the card's base for `discover`. */
   accept(session: SocketSession, baseUrl: string): void {
     const socket = session.client;
+    const deltas = deltasWanted(session.request.path);
     this.#watch(socket);
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
@@ -79,9 +83,11 @@ export class RoarSockets {
         return;
       }
       inFlight += 1;
-      answerRoarMessage(deps, text, () => baseUrl, undefined, (delta) => send(socket, JSON.stringify({ type: 'delta', delta })), token)
+      const onDelta = deltas ? (delta: string) => send(socket, JSON.stringify({ type: 'delta', delta })) : undefined;
+      answerRoarMessage(deps, text, () => baseUrl, undefined, onDelta, token)
         .then(
-          (outcome) => send(socket, `{"type":"done","status":${outcome.status},"message":${outcome.text}}`),
+          // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put it.
+          (outcome) => send(socket, `${outcome.text.slice(0, -1)}, "type": "done"}`),
           (error: unknown) => {
             if (error instanceof RoarRefusal) send(socket, JSON.stringify({ type: 'error', error: error.code, message: error.message }));
             else {
@@ -92,6 +98,14 @@ export class RoarSockets {
         )
         .finally(() => (inFlight -= 1));
     });
+  }
+
+  /** Serves one `/roar/ws/stream` socket: the agent's task events (of `?session_id=` only, when given) until it closes. */
+  acceptEvents(session: SocketSession): void {
+    const socket = session.client;
+    // Incoming frames mean nothing here; the edge still counts them against the rate limit.
+    session.onMessage(() => {});
+    if (this.deps.events.attach(socket, queryOf(session.request.path).get('session_id') || undefined)) this.#watch(socket);
   }
 
   /** Stops the heartbeat (the edge's router closes the sockets themselves). */
@@ -122,4 +136,15 @@ export class RoarSockets {
     }, this.#heartbeatMs);
     this.#heartbeat.unref();
   }
+}
+
+function queryOf(path: string): URLSearchParams {
+  const at = path.indexOf('?');
+  return new URLSearchParams(at < 0 ? '' : path.slice(at + 1));
+}
+
+/** Whether a socket's upgrade URL leaves delta frames on (`?deltas=false`, `0` or `off` turns them off). */
+function deltasWanted(path: string): boolean {
+  const value = queryOf(path).get('deltas');
+  return value === null || !['false', '0', 'off', 'no'].includes(value.toLowerCase());
 }
