@@ -3,7 +3,7 @@
 import type { Route } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
-import { SessionMap } from '../ask.js';
+import { ask, SessionMap } from '../ask.js';
 import { createCatalog } from '../catalog.js';
 import type { Face, FaceDefinition } from '../face.js';
 import { receiverStream, type StreamAnswer } from '../stream.js';
@@ -47,10 +47,13 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
   name: 'a2a',
   create(context, options): Face {
     const catalog = createCatalog(context.receiver);
-    // The sessions of the receiver's stream; a stream of the caller's own keeps its own.
-    let sessions: SessionMap | undefined;
-    const stream = options.stream ?? receiverStream(context.receiver, (sessions = new SessionMap({ now: context.now })));
-    const rpc = createA2aRpc({ stream, ...(sessions ? { sessions } : {}), tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now });
+    const shared = { tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now };
+    // A stream of the caller's own answers everything and keeps its own sessions. The receiver's keeps them here,
+    // and a blocking call asks the receiver directly, without the stream's machinery.
+    const sessions = new SessionMap({ now: context.now });
+    const rpc = options.stream
+      ? createA2aRpc({ ...shared, stream: options.stream })
+      : createA2aRpc({ ...shared, sessions, stream: receiverStream(context.receiver, sessions), answer: (question, requestContext) => ask(context.receiver, sessions, question, requestContext) });
 
     async function answerRpc(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {
       if (request.method !== 'POST') {

@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { JsonObject, JsonValue } from '../../schemas.js';
+import type { RequestContext } from '../../receiver.js';
+import type { JsonObject, JsonValue, SuccessResponse } from '../../schemas.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
 import { tokenScope, type Ask, type SessionMap } from '../ask.js';
@@ -44,6 +45,8 @@ type StoredTask = { id: string; contextId: string; state: State; input: JsonValu
 /** What the A2A face works with. */
 export type A2aRpcDeps = {
   stream: StreamAnswer;
+  /** Answers a blocking call whole (default: the last event of `stream`); the receiver's own promise skips the stream's machinery. */
+  answer?: (question: Ask, context?: RequestContext) => Promise<SuccessResponse>;
   /** The sessions `stream` keeps (unset for a stream of the caller's own): scopes a client's `contextId`. */
   sessions?: SessionMap;
   /** Whether requests carry a token (then a `contextId` is scoped by it; otherwise the server issues them). */
@@ -259,7 +262,9 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       let output: JsonValue | undefined;
       let failure: unknown;
       try {
-        for await (const item of deps.stream(ask, request.signal ? { signal: request.signal } : undefined)) if (item.type === 'done') output = item.reply.body;
+        const context = request.signal ? { signal: request.signal } : undefined;
+        if (deps.answer !== undefined) output = (await deps.answer(ask, context)).body;
+        else for await (const item of deps.stream(ask, context)) if (item.type === 'done') output = item.reply.body;
       } catch (error) {
         failure = error;
       }
