@@ -1,11 +1,12 @@
 // ROAR over WebSocket (`/roar/ws`), accepted through the edge's socket router (which caps sockets and frame size,
-// and counts every message against the rate limit): an auth frame first when tokens are set (browsers cannot send
-// headers on an upgrade), then each frame a bare ROAR message. Each reply ends in one frame that is the signed reply
+// and counts every message against the rate limit): when tokens are set, an auth frame first (browsers cannot send
+// headers on an upgrade) or the token in the upgrade's Authorization header, then each frame a bare ROAR message. Each reply ends in one frame that is the signed reply
 // ROARMessage itself plus `"type": "done"` (ROAR's SDK `ws_send` reads that one frame and ignores `type`); a
 // streamed answer (the LLM's) sends `{"type":"delta","delta":…}` frames before it, unless the socket was opened with
 // `?deltas=false` or the message says `context.deltas: false`. Auth time, messages in flight per socket and
 // heartbeats are bounded here.
 import type { WebSocket } from 'ws';
+import { header } from '../../edge/request.js';
 import type { SocketSession } from '../../edge/response.js';
 import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
 import { RoarRefusal } from './message.js';
@@ -48,10 +49,12 @@ export class RoarSockets {
     this.#watch(socket);
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
-    // No auth frame when the edge has no token to ask for.
-    let authenticated = session.acceptsToken(undefined);
+    // No auth frame when the edge has no token to ask for, or when the upgrade carried one (a client that can set headers).
+    const bearer = header(session.request, 'authorization')?.replace(/^Bearer\s+/i, '').trim() || undefined;
+    const upgraded = bearer !== undefined && session.acceptsToken(bearer);
+    let authenticated = upgraded || session.acceptsToken(undefined);
     // The token the socket authenticated with: its messages' sessions are scoped by it.
-    let token: string | undefined;
+    let token: string | undefined = upgraded ? bearer : undefined;
     let inFlight = 0;
     const timer = authenticated ? undefined : setTimeout(() => socket.close(1008, 'authentication timeout'), this.#authTimeoutMs);
     timer?.unref();

@@ -86,6 +86,19 @@ describe("ROAR's WebSocket, read as ROAR's SDK reads it", () => {
     expect(roarDoneFrame.parse(JSON.parse(frames[0]!)).intent).toBe('respond');
   });
 
+  it('takes the token from the upgrade\'s Authorization header instead of an auth frame, when a client can set one', async () => {
+    const agent = await serve({ tokens: ['t0k'] });
+    const socket = await open(`${agent.url}/roar/ws`, { authorization: 'Bearer t0k' });
+    const frames = await exchange(socket, pythonMessage(agent.did, { task: 'no auth frame' }, { now: Date.now(), secret: SECRET }));
+    socket.close();
+    expect(roarDoneFrame.parse(JSON.parse(frames[0]!)).payload).toEqual({ status: 'ok', result: 'turn 1: no auth frame' });
+    // A wrong header is no token: the socket still waits for its auth frame, and a message instead closes it.
+    const wrong = await open(`${agent.url}/roar/ws`, { authorization: 'Bearer nope' });
+    const closed = new Promise((resolve) => wrong.once('close', resolve));
+    wrong.send(pythonMessage(agent.did, { task: 'x' }, { now: Date.now(), secret: SECRET }));
+    expect(await closed).toBe(1008);
+  });
+
   it('serves /roar/ws/stream: ROAR StreamEvents (session_id a string, "" for none), filtered by ?session_id, behind the token', async () => {
     const agent = await serve({ tokens: ['t0k'] });
     const refused = new WebSocket(`${agent.url}/roar/ws/stream`);
