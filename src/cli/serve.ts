@@ -1,4 +1,6 @@
 import { startAgent } from '../agent.js';
+import { checkWorkers, isWorker, leaveCluster, runPrimary, workerId, workerLogger } from '../agent/workers.js';
+import { urlOf } from '../edge/node.js';
 import { isAgoraError } from '../errors.js';
 import { consoleLogger, LOG_LEVELS, type LogFields, type LogFormat, type LogLevel } from '../log.js';
 import type { Receiver } from '../receiver.js';
@@ -50,6 +52,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
     'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log record written', env: 'AGORA_LOG_LEVEL', default: 'info' },
     'log-format': { type: 'string', value: '<text|json>', description: 'Log records as text lines, or JSON lines (pino) with fields; in JSON the banner and the summary are records too', env: 'AGORA_LOG_FORMAT', default: 'text' },
+    workers: { type: 'string', value: '<n>', description: 'Processes serving the one port (node cluster), each on every core; over 1 needs --store redis://…', env: 'AGORA_WORKERS', default: '1' },
     'quiet-requests': { type: 'boolean', description: 'No record per request (method, path, status, ms, protocol, path taken) at info', env: 'AGORA_QUIET_REQUESTS', default: false },
   },
   details: 'Without an LLM (no --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY) the agent answers with routines only; natural language gets the fixed failure of the spec.',
@@ -60,9 +63,16 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
     const logOptionsGiven = logOptions(args);
-    const logger = consoleLogger('agora', logOptionsGiven);
+    const workers = workersOption(args);
+    const worker = workerId();
+    // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
+    const logger = worker === undefined ? consoleLogger('agora', logOptionsGiven) : workerLogger(consoleLogger(`agora[w${worker}]`, logOptionsGiven), worker);
     // In JSON the banner is records (stdout stays free of text a log collector would have to parse); in text, lines.
-    const say = (line: string, fields?: LogFields) => (logOptionsGiven.format === 'json' ? logger.info(line, fields) : process.stdout.write(`agora: ${line}\n`));
+    const say = (line: string, fields?: LogFields) => (logOptionsGiven.format === 'json' ? logger.info(line, fields) : process.stdout.write(`agora${worker === undefined ? '' : ` (worker ${worker})`}: ${line}\n`));
+    if (workers > 1 && !isWorker()) {
+      const host = stringOption(args, 'host') ?? '127.0.0.1';
+      return runPrimary({ workers, logger, onListening: (listening) => say(`${workers} workers listening on ${urlOf(host, listening)}`, { event: 'listening', url: urlOf(host, listening), workers }) });
+    }
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const cors = corsOrigins(args);
@@ -116,7 +126,9 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       const state = server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : count(server.tools, 'tool');
       say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
     }
-    say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
+    // With workers, the primary says where all of them listen, once they do.
+    if (worker === undefined) say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
+    else say(`worker ready on ${agent.url}`, { event: 'worker-ready', url: agent.url });
     if (agent.dashboardUrl) say(`dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}`, { event: 'dashboard', url: agent.dashboardUrl });
     await new Promise<void>((done) => {
       let stopping = false;
@@ -131,9 +143,21 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     });
     const { queries, llmCalls, inputTokens, outputTokens } = receiver.counters.snapshot();
     say(receiver.counters.summary(), { event: 'summary', routineQueries: queries.routine, llmQueries: queries.llm, failedQueries: queries.failure, llmCalls, inputTokens, outputTokens });
+    leaveCluster();
     return 0;
   },
 });
+
+/** `--workers`: how many processes serve the port; more than one only on a shared (Redis) store. */
+function workersOption(args: ParsedArgs): number {
+  const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
+  try {
+    checkWorkers(workers, /^rediss?:\/\//.test(stringOption(args, 'store') ?? 'memory'));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  return workers;
+}
 
 // What the dashboard shows under the token rules: read-only on loopback without a token, off beyond it.
 function dashboardNote(host: string, tokens: number): string {
