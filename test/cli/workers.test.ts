@@ -4,7 +4,8 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { hashText } from '../../src/protocol/document.js';
 import { eventually, makeAgentFolder } from '../helpers/agent-folder.js';
-import { runCli, startServe } from '../helpers/cli.js';
+import { spawn } from 'node:child_process';
+import { cliArgs, runCli, startServe } from '../helpers/cli.js';
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '' };
 
@@ -153,5 +154,52 @@ describeRedis(title, () => {
       pids.add(reply.body!.pid);
       return pids.size >= 3;
     }, 30_000);
+  }, 120_000);
+
+  it('runs agora hub --workers 2: a document published through one worker is listed by both, and the rate limit is counted once for all', async () => {
+    const store = new URL(redisUrl ?? '');
+    store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
+    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', '--store', store.href, '--workers', '2', '--rate-limit', '12']), { env: { ...process.env, ...NO_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    cleanups.push(async () => {
+      child.kill('SIGTERM');
+      await exited;
+    });
+    let output = '';
+    const url = await new Promise<string>((resolve, reject) => {
+      const onData = (chunk: Buffer) => {
+        output += chunk.toString();
+        const match = /2 workers listening on (http:\/\/\S+)/.exec(output);
+        if (match) resolve(match[1]!);
+      };
+      child.stdout!.on('data', onData);
+      child.stderr!.on('data', onData);
+      child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}: ${output}`)));
+    });
+    const get = (path: string) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        request(`${url}${path}`, { agent: false, headers: { connection: 'close' } }, (response) => {
+          let body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+        })
+          .on('error', reject)
+          .end();
+      });
+    const text = '---\nname: Tide tables\ndescription: High and low tides of a harbour.\nmultiround: false\n---\nThe sender sends JSON {"harbour": string}.\n';
+    const published = await post(url, '/protocols', { hash: hashText(text), text });
+    expect(published.status).toBe(201);
+    // Each GET on a new connection: the two workers take turns, and each lists the document.
+    const statuses: number[] = [];
+    for (let index = 0; index < 11; index++) {
+      const listed = await get('/protocols?q=tides');
+      statuses.push(listed.status);
+      if (listed.status === 200) expect(listed.body).toContain(hashText(text));
+    }
+    expect(statuses).toEqual(Array(11).fill(200));
+    // 12 requests a minute per client, counted in Redis: the 13th is refused whichever worker takes it.
+    expect((await get('/protocols')).status).toBe(429);
+    expect((await get('/health')).status).toBe(429);
   }, 120_000);
 });
