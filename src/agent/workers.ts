@@ -26,12 +26,18 @@ export function isWorker(): boolean {
   return cluster.isWorker;
 }
 
-/** This worker's number (1…N, in the order they were started; a replacement gets a new one), or undefined in the primary. */
-export function workerId(): number | undefined {
-  return cluster.isWorker ? cluster.worker?.id : undefined;
+/**
+ * This worker's number (1…N in the order they were started; a replacement gets a new one), or undefined outside a
+ * cluster; its tie to the primary no longer keeps it alive, so a worker that fails to start, or has closed, exits as
+ * a single process would.
+ */
+export function startWorker(): number | undefined {
+  if (!cluster.isWorker) return undefined;
+  (process.channel as { unref?(): void } | undefined)?.unref?.();
+  return cluster.worker?.id;
 }
 
-/** Ends a worker's tie to its primary once it has closed (the channel would keep the process alive); nothing elsewhere. */
+/** Ends a worker's tie to its primary once it has closed; nothing elsewhere. */
 export function leaveCluster(): void {
   if (cluster.isWorker && process.connected) process.disconnect();
 }
@@ -60,7 +66,8 @@ export function workerLogger(logger: Logger, id: number): Logger {
 /**
  * Runs the primary of a cluster until SIGINT/SIGTERM: forks `workers` copies of this very command (argv and
  * execArgv as given), starts another whenever one dies, and resolves with the exit code once all have stopped: 0
- * after a signal, 1 when workers keep dying before they listen (a bad store URL, a port in use).
+ * after a signal, 1 when a worker cannot start at first (a bad store URL, a port in use) or replacements keep
+ * dying before they listen.
  */
 export function runPrimary(options: PrimaryOptions): Promise<number> {
   const { logger, workers } = options;
@@ -101,6 +108,12 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
         return;
       }
       const how = signal ? `signal ${signal}` : `code ${code}`;
+      // Before all have listened once, a worker that cannot start says the command cannot (the worker said why).
+      if (!announced && !started) {
+        logger.error(`worker ${worker.id} stopped with ${how} before it listened; stopping`, { event: 'workers-failed' });
+        stop(1);
+        return;
+      }
       if (!started && (failedStarts += 1) >= maxFailedStarts) {
         logger.error(`${failedStarts} workers in a row stopped before they listened (the last with ${how}); stopping`, { event: 'workers-failed' });
         stop(1);

@@ -1,5 +1,5 @@
 import type { Redis } from '../_redis.js';
-import { checkWorkers, isWorker, leaveCluster, runPrimary, workerId, workerLogger } from '../agent/workers.js';
+import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker, workerLogger } from '../agent/workers.js';
 import type { RoomStore } from '../hub/rooms/store.js';
 import { consoleLogger } from '../log.js';
 import { plural } from '../_plural.js';
@@ -37,7 +37,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
     const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
-    const worker = workerId();
+    const worker = startWorker();
     const logger = worker === undefined ? consoleLogger('agora-hub') : workerLogger(consoleLogger(`agora-hub[w${worker}]`), worker);
     const say = (line: string) => process.stdout.write(`agora hub${worker === undefined ? '' : ` (worker ${worker})`}: ${line}\n`);
     const storeOption = stringOption(args, 'store') ?? 'memory';

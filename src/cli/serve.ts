@@ -1,5 +1,5 @@
 import { startAgent } from '../agent.js';
-import { checkWorkers, isWorker, leaveCluster, runPrimary, workerId, workerLogger } from '../agent/workers.js';
+import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker, workerLogger } from '../agent/workers.js';
 import { urlOf } from '../edge/node.js';
 import { isAgoraError } from '../errors.js';
 import { consoleLogger, LOG_LEVELS, type LogFields, type LogFormat, type LogLevel } from '../log.js';
@@ -64,7 +64,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
     const logOptionsGiven = logOptions(args);
     const workers = workersOption(args);
-    const worker = workerId();
+    const worker = startWorker();
     // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
     const logger = worker === undefined ? consoleLogger('agora', logOptionsGiven) : workerLogger(consoleLogger(`agora[w${worker}]`, logOptionsGiven), worker);
     // In JSON the banner is records (stdout stays free of text a log collector would have to parse); in text, lines.

@@ -5,6 +5,8 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { hashText } from '../../src/protocol/document.js';
 import { eventually, makeAgentFolder } from '../helpers/agent-folder.js';
 import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { cliArgs, runCli, startServe } from '../helpers/cli.js';
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '' };
@@ -202,4 +204,17 @@ describeRedis(title, () => {
     expect((await get('/protocols')).status).toBe(429);
     expect((await get('/health')).status).toBe(429);
   }, 120_000);
+
+  it('stops with exit code 1 when its workers cannot start (the port is taken), each saying why', async () => {
+    const taken = createServer();
+    taken.listen(0, '127.0.0.1');
+    await once(taken, 'listening');
+    cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
+    const store = new URL(redisUrl ?? '');
+    store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
+    const result = await runCli(['serve', '--port', String((taken.address() as AddressInfo).port), '--store', store.href, '--workers', '2'], { env: NO_KEY, timeoutMs: 60_000 });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/agora serve: .*EADDRINUSE/);
+    expect(result.stderr).toMatch(/worker \d stopped with code 1 before it listened; stopping/);
+  }, 90_000);
 });
