@@ -7,7 +7,7 @@ import { silentLogger } from '../../src/log.js';
 import { hashText, parseDocument } from '../../src/protocol/document.js';
 import type { AgentRecord } from '../../src/hub/records.js';
 import { RedisHubStore } from '../../src/hub/redis-store.js';
-import { MemoryHubStore, type HubStore } from '../../src/hub/store.js';
+import { CHANGES_KEPT, MemoryHubStore, type HubStore } from '../../src/hub/store.js';
 import { useTestRedis } from '../helpers/redis.js';
 import { document } from './_agents.js';
 
@@ -75,6 +75,21 @@ function contract(kind: string, open: () => { first: HubStore; second: HubStore 
 contract('memory', () => {
   const store = new MemoryHubStore();
   return { first: store, second: store };
+});
+
+describe('the memory store\'s record of changes', () => {
+  it('names each changed record once, and says when it no longer reaches back far enough', async () => {
+    const store = new MemoryHubStore();
+    await store.putAgent(record('a', 'A', 'one'), 10);
+    await store.putAgent(record('b', 'B', 'two'), 10);
+    await store.putAgent(record('a', 'A', 'three'), 10);
+    await store.deleteAgent('b');
+    expect(await store.agentChanges(1)).toEqual({ version: 4, changed: [expect.objectContaining({ id: 'a', description: 'three' })], removed: ['b'] });
+    expect(await store.agentChanges(4)).toEqual({ version: 4, changed: [], removed: [] });
+    for (let index = 0; index < 2 * CHANGES_KEPT; index++) await store.putAgent(record('a', 'A', `${index}`), 10);
+    expect(await store.agentChanges(1)).toBeUndefined();
+    expect((await store.agentChanges((await store.version()) - 1))?.changed).toHaveLength(1);
+  });
 });
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
