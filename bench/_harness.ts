@@ -117,7 +117,7 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
 }
 
 /** One load of an alternating run: what {@link load} takes, a name, and the server's process id (for its CPU time). */
-export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string; pid?: number };
+export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string; pid?: number; cpuSeconds?: () => number | undefined };
 
 /** An alternating run's outcome for one load: its best round, every round, and its CPU time per request. */
 export type AlternatingResult = LoadResult & { rounds: LoadResult[]; cpuMicrosPerRequest?: number };
@@ -134,6 +134,19 @@ export function processCpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** CPU seconds a process and all its descendants (a cluster's workers) have used, from /proc on Linux. */
+export function treeCpuSeconds(pid: number): number | undefined {
+  const own = processCpuSeconds(pid);
+  if (own === undefined) return undefined;
+  let children: string[] = [];
+  try {
+    children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+  } catch {
+    return own;
+  }
+  return children.reduce((sum, child) => sum + (treeCpuSeconds(Number(child)) ?? 0), own);
+}
+
 /**
  * The host is shared and its speed swings within seconds, so one load per server would compare a quiet moment with
  * a busy one. Instead every load runs `rounds` times, in turns (a, b, c, then c, b, a…): each keeps its best round (the
@@ -147,10 +160,11 @@ export async function alternating(loads: AlternatingLoad[], rounds: number, seco
     // Every other round in the reverse order, so that no load always follows the same other one.
     const order = [...loads.entries()];
     if (round % 2 === 0) order.reverse();
-    for (const [index, { name, pid, ...options }] of order) {
-      const before = pid === undefined ? undefined : processCpuSeconds(pid);
+    for (const [index, { name, pid, cpuSeconds, ...options }] of order) {
+      const cpuOf = cpuSeconds ?? (() => (pid === undefined ? undefined : processCpuSeconds(pid)));
+      const before = cpuOf();
       const result = await load(name, { ...options, duration: seconds });
-      const after = pid === undefined ? undefined : processCpuSeconds(pid);
+      const after = cpuOf();
       const requests = result.requestsPerSecond * seconds;
       const cpu = before !== undefined && after !== undefined && requests > 0 ? ((after - before) * 1e6) / requests : undefined;
       const kept = results[index];

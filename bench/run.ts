@@ -25,6 +25,7 @@ const sections: [string, () => Promise<string>][] = [
 ];
 const extra = await import('./scale.js').then((module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) => module.sections?.(duration, log) ?? [], () => []);
 sections.push(...extra);
+sections.push(...(await import('./every-core.js')).sections(duration, log));
 
 for (const [name, run] of sections) {
   if (values.only && values.only !== name) continue;

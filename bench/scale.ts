@@ -28,12 +28,12 @@ const self = fileURLToPath(import.meta.url);
 
 const SHOPPING_HASH = hashText(readFileSync(join(root, 'protocols/shopping-list.md')));
 const CONVERSION_HASH = hashText(readFileSync(join(root, 'protocols/unit-conversion.md')));
-const SINGLE = JSON.stringify({ protocolHash: CONVERSION_HASH, body: { value: 10, from: 'km', to: 'mi' } });
+export const SINGLE = JSON.stringify({ protocolHash: CONVERSION_HASH, body: { value: 10, from: 'km', to: 'mi' } });
 const FIRST_TURN = { action: 'add', item: 'tea' } as const;
-const FOLLOW_UP = JSON.stringify({ body: FIRST_TURN });
+export const FOLLOW_UP = JSON.stringify({ body: FIRST_TURN });
 const CONVERSATIONS = 200;
 /** Served processes get no LLM, whatever the environment holds. */
-const NO_LLM = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
+export const NO_LLM = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
 
 /** The sections `bench/run.ts` runs, each returning its Markdown. */
 export function sections(duration: number, log: (line: string) => void): [string, () => Promise<string>][] {
@@ -115,7 +115,7 @@ async function openRedis(log: (line: string) => void): Promise<{ url: string; cl
 }
 
 /** Runs `work` against a Redis under a fresh key prefix, removing the prefix's keys afterwards. */
-async function withRedis(title: string, log: (line: string) => void, work: (storeUrl: string) => Promise<string>): Promise<string> {
+export async function withRedis(title: string, log: (line: string) => void, work: (storeUrl: string) => Promise<string>): Promise<string> {
   const redis = await openRedis(log);
   if (!redis) return `${title}\n\nSkipped: no Redis (set AGORA_BENCH_REDIS_URL, or install redis-server).`;
   const prefix = `agora-bench:${randomUUID()}:`;
@@ -147,7 +147,7 @@ async function stopServers(...servers: BenchServer[]): Promise<void> {
 }
 
 /** Starts `count` shopping-list conversations on a server; their ids. */
-async function startConversations(url: string, count: number): Promise<string[]> {
+export async function startConversations(url: string, count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let index = 0; index < count; index++) {
     const response = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: SHOPPING_HASH, multiround: true, body: FIRST_TURN }) });

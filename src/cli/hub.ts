@@ -1,3 +1,5 @@
+import type { Redis } from '../_redis.js';
+import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker } from '../agent/workers.js';
 import type { RoomStore } from '../hub/rooms/store.js';
 import { plural } from '../_plural.js';
 import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
@@ -22,6 +24,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     'max-runs-bytes': { type: 'string', value: '<bytes>', description: 'All chain checkpoints together; the oldest finished ones make room', default: '67108864' },
     'max-documents-per-client': { type: 'string', value: '<n>', description: 'New protocol documents one client may add (publishing or registering)', default: '500' },
     'remove-down-after': { type: 'string', value: '<hours>', description: 'Remove an agent down and unseen this long', default: '168' },
+    workers: { type: 'string', value: '<n>', description: 'Processes serving the one port (node cluster); over 1 needs --store redis://…', env: 'AGORA_HUB_WORKERS', default: '1' },
     'max-room-watchers': { type: 'string', value: '<n>', description: 'Open SSE watchers of one room at most', default: '256' },
     'max-room-watchers-per-client': { type: 'string', value: '<n>', description: 'Open SSE watchers of rooms per client at most', default: '64' },
     hub: hubOption('`register`: the hub'),
@@ -34,19 +37,35 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
     const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
-    const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub');
+    const worker = startWorker();
+    const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub', worker);
     const storeOption = stringOption(args, 'store') ?? 'memory';
+    if (storeOption !== 'memory' && !/^rediss?:\/\//.test(storeOption)) throw new UsageError('--store must be memory or a redis:// URL');
+    const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
+    try {
+      checkWorkers(workers, storeOption !== 'memory');
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    if (workers > 1 && !isWorker()) {
+      const host = stringOption(args, 'host') ?? '127.0.0.1';
+      const { urlOf } = await import('../edge/node.js');
+      return runPrimary({ workers, logger, onListening: (port) => say(`${workers} workers listening on ${urlOf(host, port)}`, { event: 'listening', url: urlOf(host, port), workers }) });
+    }
     let store;
     let roomStore: RoomStore | undefined;
+    let shared: { redis: Redis; prefix: string; quit(redis: Redis): Promise<void> } | undefined;
     if (storeOption !== 'memory') {
-      if (!/^rediss?:\/\//.test(storeOption)) throw new UsageError('--store must be memory or a redis:// URL');
       const { RedisHubStore } = await import('../hub/redis-store.js');
+      const { openRedis } = await import('../_redis-connection.js');
       const url = new URL(storeOption);
       const prefix = url.searchParams.get('prefix') ?? undefined;
       url.searchParams.delete('prefix');
       store = new RedisHubStore(url.href, { logger, ...(prefix ? { prefix } : {}) });
       const { RedisRoomStore } = await import('../hub/rooms/redis-store.js');
       roomStore = new RedisRoomStore({ url: url.href, logger, ...(prefix ? { prefix } : {}) });
+      // Every process of the hub counts each client in one place (a request may land on any worker).
+      shared = { redis: openRedis(url.href), prefix: prefix ?? 'agora-hub:', quit: (await import('../_redis.js')).quit };
     }
     const llm = await chooseLlm(args);
     const tokens = args.values.token as string[] | undefined;
@@ -68,7 +87,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       rooms: { ...watchers, maxReplyBytes: numberOption(args, 'max-turn-reply-bytes', { min: 65_536, integer: true }) ?? 262_144, ...(roomStore ? { store: roomStore } : {}) },
       ...(llm ? { llm } : {}),
       ...(tokens?.length ? { tokens } : {}),
-      ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
+      ...(rate ? { rateLimit: { windowMs: 60_000, max: rate, ...(shared ? { redis: shared.redis, prefix: shared.prefix } : {}) } } : {}),
       ...(corsOrigins.length ? { corsOrigins } : {}),
       server: { requestLog },
       mounts: (hub, rooms) => [
@@ -80,10 +99,19 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       ],
     });
     say(`store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}`, { event: 'hub', store: store ? 'redis' : 'memory', llm: llmLabel(llm) });
-    say(`listening on ${running.url}`, { event: 'listening', url: running.url });
+    if (worker === undefined) say(`listening on ${running.url}`, { event: 'listening', url: running.url });
+    else say(`worker ready on ${running.url}`, { event: 'worker-ready', url: running.url });
     say(`dashboard at ${running.url}/dashboard/`, { event: 'dashboard', url: `${running.url}/dashboard/` });
     await new Promise<void>((done) => {
-      const stop = () => void running.close().then(() => roomStore?.close()).finally(done);
+      const stop = () =>
+        void running
+          .close()
+          .then(() => roomStore?.close())
+          .then(() => shared?.quit(shared.redis))
+          .finally(() => {
+            leaveCluster();
+            done();
+          });
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });

@@ -1,4 +1,6 @@
 import { startAgent } from '../agent.js';
+import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker } from '../agent/workers.js';
+import { urlOf } from '../edge/node.js';
 import { isAgoraError } from '../errors.js';
 import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
@@ -39,6 +41,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
     ...LOG_OPTIONS,
+    workers: { type: 'string', value: '<n>', description: 'Processes serving the one port (node cluster), each on every core; over 1 needs --store redis://…', env: 'AGORA_WORKERS', default: '1' },
   },
   details: 'Without an LLM (no --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY) the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
@@ -47,7 +50,14 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const port = portOption(args) ?? 3000;
     const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
-    const { logger, say, requestLog } = commandLogger(args, 'agora');
+    const workers = workersOption(args);
+    const worker = startWorker();
+    // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
+    const { logger, say, requestLog } = commandLogger(args, 'agora', 'agora', worker);
+    if (workers > 1 && !isWorker()) {
+      const host = stringOption(args, 'host') ?? '127.0.0.1';
+      return runPrimary({ workers, logger, onListening: (listening) => say(`${workers} workers listening on ${urlOf(host, listening)}`, { event: 'listening', url: urlOf(host, listening), workers }) });
+    }
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const cors = corsOrigins(args);
@@ -102,7 +112,9 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
         server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : server.state === 'idle' ? 'not started yet (it starts when one of its tools is first needed)' : count(server.tools, 'tool');
       say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
     }
-    say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
+    // With workers, the primary says where all of them listen, once they do.
+    if (worker === undefined) say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
+    else say(`worker ready on ${agent.url}`, { event: 'worker-ready', url: agent.url });
     if (agent.dashboardUrl) say(`dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}`, { event: 'dashboard', url: agent.dashboardUrl });
     await new Promise<void>((done) => {
       let stopping = false;
@@ -117,9 +129,21 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     });
     const { queries, llmCalls, inputTokens, outputTokens } = receiver.counters.snapshot();
     say(receiver.counters.summary(), { event: 'summary', routineQueries: queries.routine, llmQueries: queries.llm, failedQueries: queries.failure, llmCalls, inputTokens, outputTokens });
+    leaveCluster();
     return 0;
   },
 });
+
+/** `--workers`: how many processes serve the port; more than one only on a shared (Redis) store. */
+function workersOption(args: ParsedArgs): number {
+  const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
+  try {
+    checkWorkers(workers, /^rediss?:\/\//.test(stringOption(args, 'store') ?? 'memory'));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  return workers;
+}
 
 // What the dashboard shows under the token rules: read-only on loopback without a token, off beyond it.
 function dashboardNote(host: string, tokens: number): string {

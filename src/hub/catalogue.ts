@@ -7,6 +7,7 @@ import { KeywordIndex, type Match } from './keywords.js';
 import type { ReadOptions } from './read-agent.js';
 import type { CatalogueEntry } from './records.js';
 import type { HubStore } from './store.js';
+import { SortedListing } from './_listing.js';
 import { StoreView } from './_store-view.js';
 
 /** Options of {@link Catalogue}. */
@@ -25,10 +26,24 @@ export type CatalogueOptions = {
 /** One document found by {@link Catalogue.search}, with why. */
 export type CatalogueHit = CatalogueEntry & { score?: number; matches?: Match[] };
 
+/** A page of documents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts). */
+export type CataloguePage = { protocols: CatalogueHit[]; total?: number };
+
 /** What a sync with a peer hub did. */
 export type SyncReport = { peer: string; added: number; known: number; refused: { hash: string; reason: string }[] };
 
-const peerListingSchema = z.object({ protocols: z.array(z.object({ hash: z.string() }).loose()).max(100_000) });
+const peerListingSchema = z.object({ protocols: z.array(z.object({ hash: z.string() }).loose()).max(100_000), total: z.number().int().nonnegative().optional() });
+
+/** Documents asked of a peer per page of its listing. */
+const PEER_PAGE = 1000;
+
+/** What the keyword index holds of a document: its name and description. */
+function fieldsOf(entry: CatalogueEntry) {
+  return [
+    { field: 'name', text: entry.name, weight: 3 },
+    { field: 'description', text: entry.description, weight: 1 },
+  ];
+}
 
 /**
  * The protocol database: documents by hash, verified on the way in, searchable by name and description.
@@ -44,6 +59,7 @@ export class Catalogue {
   readonly #now: () => number;
   readonly #index = new KeywordIndex();
   readonly #entries = new Map<string, CatalogueEntry>();
+  readonly #listing = new SortedListing();
   readonly #view: StoreView;
 
   constructor(options: CatalogueOptions) {
@@ -52,12 +68,24 @@ export class Catalogue {
     this.#maxDocumentBytes = options.maxDocumentBytes ?? 64 * 1024;
     this.#maxPerClient = options.maxDocumentsPerClient ?? 500;
     this.#now = options.now ?? Date.now;
-    this.#view = new StoreView(this.#store, async () => {
-      const entries = await this.#store.listDocuments();
-      this.#index.clear();
-      this.#entries.clear();
-      for (const entry of entries) this.#remember(entry);
-    });
+    this.#view = new StoreView(
+      this.#store,
+      async () => {
+        const entries = await this.#store.listDocuments();
+        this.#index.clear();
+        this.#entries.clear();
+        for (const entry of entries) this.#entries.set(entry.hash, entry);
+        this.#index.setMany(entries.map((entry) => [entry.hash, fieldsOf(entry)] as const));
+        this.#listing.load(entries.map((entry) => [entry.hash, entry.name] as const));
+      },
+      async (since) => {
+        // Documents are only ever added: what other processes added is applied one by one.
+        const changes = await this.#store.documentChanges(since);
+        if (changes === undefined) return undefined;
+        for (const entry of changes.added) this.#remember(entry);
+        return changes.version;
+      },
+    );
   }
 
   /** Largest document accepted, in bytes. */
@@ -72,10 +100,13 @@ export class Catalogue {
 
   #remember(entry: CatalogueEntry): void {
     this.#entries.set(entry.hash, entry);
-    this.#index.set(entry.hash, [
-      { field: 'name', text: entry.name, weight: 3 },
-      { field: 'description', text: entry.description, weight: 1 },
-    ]);
+    this.#index.set(entry.hash, fieldsOf(entry));
+    this.#listing.set(entry.hash, entry.name);
+  }
+
+  /** Documents held in this process's copy (after {@link refresh}). */
+  get size(): number {
+    return this.#entries.size;
   }
 
   /**
@@ -139,14 +170,48 @@ export class Catalogue {
 
   /** Documents matching `query` (by name and description), best first; all of them (by name) without a query. */
   async search(query: string | undefined, limit = 50): Promise<CatalogueHit[]> {
+    return (await this.page(query, limit)).protocols;
+  }
+
+  /** A page of documents: ranked by `query`, else listed by name with the listing's total; `offset` skips that many. */
+  async page(query: string | undefined, limit = 50, offset = 0): Promise<CataloguePage> {
     await this.refresh();
     if (query === undefined || query.trim() === '') {
-      return [...this.#entries.values()].sort((a, b) => a.name.localeCompare(b.name) || a.hash.localeCompare(b.hash)).slice(0, limit);
+      const { ids, total } = this.#listing.page(offset, limit);
+      return { protocols: ids.map((hash) => this.#entries.get(hash)!), total };
     }
-    return this.#index.search(query, limit).flatMap(({ id, score, matches }) => {
-      const entry = this.#entries.get(id);
-      return entry ? [{ ...entry, score: Math.round(score * 1000) / 1000, matches }] : [];
-    });
+    const protocols = this.#index
+      .search(query, offset + limit)
+      .slice(offset)
+      .flatMap(({ id, score, matches }) => {
+        const entry = this.#entries.get(id);
+        return entry ? [{ ...entry, score: Math.round(score * 1000) / 1000, matches }] : [];
+      });
+    return { protocols };
+  }
+
+  /**
+   * The hashes a peer hub lists, read a page (1,000, a hub's largest) at a time while its listing says there are more;
+   * at most as many pages as this catalogue could hold documents.
+   */
+  async #peerListing(peer: string, options: ReadOptions): Promise<string[]> {
+    const maxBytes = Math.max(this.#maxDocumentBytes, 8 * 1024 * 1024);
+    const hashes: string[] = [];
+    for (let page = 0; page <= Math.ceil(this.#maxDocuments / PEER_PAGE); page++) {
+      let listing: unknown;
+      try {
+        listing = JSON.parse((await fetchSource(`${peer}/protocols?limit=${PEER_PAGE}&offset=${hashes.length}`, { ...options, maxBytes })).toString('utf8'));
+      } catch (error) {
+        throw new AgoraError('PEER_FAILURE', `Cannot read the catalogue of ${peer}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+      const parsed = peerListingSchema.safeParse(listing);
+      if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${peer}/protocols is not a catalogue listing`);
+      for (const { hash } of parsed.data.protocols) hashes.push(hash);
+      // A peer that gives no total (an older hub) is read in one page; one that lists nothing more is done.
+      const { total } = parsed.data;
+      if (total === undefined || parsed.data.protocols.length === 0 || hashes.length >= total) break;
+    }
+    return hashes;
   }
 
   /**
@@ -156,17 +221,9 @@ export class Catalogue {
   async syncFrom(peerUrl: string, options: ReadOptions & { logger?: Logger; maxNew?: number } = {}): Promise<SyncReport> {
     const peer = peerUrl.replace(/\/+$/, '');
     const report: SyncReport = { peer, added: 0, known: 0, refused: [] };
-    const maxBytes = Math.max(this.#maxDocumentBytes, 8 * 1024 * 1024);
-    let listing: unknown;
-    try {
-      listing = JSON.parse((await fetchSource(`${peer}/protocols?limit=100000`, { ...options, maxBytes })).toString('utf8'));
-    } catch (error) {
-      throw new AgoraError('PEER_FAILURE', `Cannot read the catalogue of ${peer}: ${error instanceof Error ? error.message : String(error)}`);
-    }
-    const parsed = peerListingSchema.safeParse(listing);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${peer}/protocols is not a catalogue listing`);
+    const listed = await this.#peerListing(peer, options);
     let fetched = 0;
-    for (const { hash: rawHash } of parsed.data.protocols) {
+    for (const rawHash of listed) {
       const hash = normalizeHash(rawHash);
       if (hash === undefined) {
         report.refused.push({ hash: rawHash.slice(0, 60), reason: 'not a protocol hash' });

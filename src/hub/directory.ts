@@ -3,10 +3,11 @@ import { AgoraError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
 import type { Catalogue } from './catalogue.js';
-import { KeywordIndex, type KeywordIndexOptions, type Match } from './keywords.js';
+import { KeywordIndex, type IndexedField, type KeywordIndexOptions, type Match } from './keywords.js';
 import { normalizeAgentUrl, readAgent, vetAgentUrl, type ReadOptions } from './read-agent.js';
 import type { AgentRecord } from './records.js';
 import type { HubStore } from './store.js';
+import { SortedListing } from './_listing.js';
 import { StoreView } from './_store-view.js';
 
 /** Options of {@link Directory}. */
@@ -43,8 +44,39 @@ export function publicRecord<T extends AgentRecord>(record: T): Omit<T, 'registr
 /** One agent found by {@link Directory.search}, with why it matched. */
 export type AgentHit = AgentRecord & { score?: number; matches?: Match[] };
 
-/** A query of {@link Directory.search}. */
-export type AgentQuery = { q?: string; protocol?: string; limit?: number; includeDown?: boolean };
+/** A query of {@link Directory.search}: `offset` skips that many results (a listing's later pages). */
+export type AgentQuery = { q?: string; protocol?: string; limit?: number; offset?: number; includeDown?: boolean };
+
+/** A page of agents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts). */
+export type AgentPage = { agents: AgentHit[]; total?: number };
+
+/** Most results a directory search returns at once (`limit`). */
+export const MAX_PAGE = 1000;
+
+function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
+  let ids = map.get(key);
+  if (ids === undefined) map.set(key, (ids = new Set()));
+  ids.add(id);
+}
+
+function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
+  const ids = map.get(key);
+  ids?.delete(id);
+  if (ids?.size === 0) map.delete(key);
+}
+
+/** What the keyword index holds of an agent: its name, description, capabilities and protocols, weighted. */
+function fieldsOf(record: AgentRecord): IndexedField[] {
+  return [
+    { field: 'name', text: record.name, weight: 2 },
+    { field: 'description', text: record.description, weight: 1 },
+    { field: 'capabilities', text: record.capabilities.join(' '), weight: 2 },
+    ...record.protocols.flatMap((protocol) => [
+      { field: `protocol "${protocol.name}"`, text: protocol.name, weight: 3 },
+      { field: `protocol "${protocol.name}"`, text: protocol.description, weight: 1.5 },
+    ]),
+  ];
+}
 
 /** The directory id of an agent URL: stable, so registering the same URL again updates its record. */
 export function agentId(url: string): string {
@@ -72,6 +104,10 @@ export class Directory {
   readonly #index: KeywordIndex;
   readonly #records = new Map<string, AgentRecord>();
   readonly #byProtocol = new Map<string, Set<string>>();
+  readonly #listing = new SortedListing();
+  /** Lower-cased name → ids: names are looked up per registration and per resolve, never by a walk of every record. */
+  readonly #byName = new Map<string, Set<string>>();
+  #up = 0;
   readonly #view: StoreView;
 
   constructor(options: DirectoryOptions) {
@@ -84,45 +120,65 @@ export class Directory {
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#index = new KeywordIndex(options.index);
-    this.#view = new StoreView(this.#store, async () => {
-      const records = await this.#store.listAgents();
-      this.#index.clear();
-      this.#records.clear();
-      this.#byProtocol.clear();
-      for (const record of records) this.#remember(record);
-    });
+    this.#view = new StoreView(this.#store, () => this.#reload(), (since) => this.#apply(since));
   }
 
-  /** Reloads the index when the store changed under another process; cheap (one read) when it did not. */
+  /** Brings the index in step when the store changed under another process (by the records that changed); cheap (one read) when it did not. */
   refresh(): Promise<void> {
     return this.#view.refresh();
   }
 
+  /** Everything read again (a process's first read, or one too far behind the store's record of changes). */
+  async #reload(): Promise<void> {
+    const records = await this.#store.listAgents();
+    this.#index.clear();
+    this.#records.clear();
+    this.#byProtocol.clear();
+    this.#byName.clear();
+    this.#up = 0;
+    for (const record of records) this.#hold(record);
+    this.#index.setMany(records.map((record) => [record.id, fieldsOf(record)] as const));
+    this.#listing.load(records.map((record) => [record.id, record.name] as const));
+  }
+
+  /** The records other processes wrote or removed since `since`, applied one by one. */
+  async #apply(since: number): Promise<number | undefined> {
+    const changes = await this.#store.agentChanges(since);
+    if (changes === undefined) return undefined;
+    for (const id of changes.removed) this.#forget(id);
+    for (const record of changes.changed) this.#remember(record);
+    return changes.version;
+  }
+
+  /** A record in the maps (not the index nor the listing). */
+  #hold(record: AgentRecord): void {
+    this.#records.set(record.id, record);
+    if (record.status === 'up') this.#up += 1;
+    addTo(this.#byName, record.name.toLowerCase(), record.id);
+    for (const protocol of record.protocols) addTo(this.#byProtocol, protocol.hash, record.id);
+  }
+
   #remember(record: AgentRecord): void {
     this.#forget(record.id);
-    this.#records.set(record.id, record);
-    for (const protocol of record.protocols) {
-      let ids = this.#byProtocol.get(protocol.hash);
-      if (ids === undefined) this.#byProtocol.set(protocol.hash, (ids = new Set()));
-      ids.add(record.id);
-    }
-    this.#index.set(record.id, [
-      { field: 'name', text: record.name, weight: 2 },
-      { field: 'description', text: record.description, weight: 1 },
-      { field: 'capabilities', text: record.capabilities.join(' '), weight: 2 },
-      ...record.protocols.flatMap((protocol) => [
-        { field: `protocol "${protocol.name}"`, text: protocol.name, weight: 3 },
-        { field: `protocol "${protocol.name}"`, text: protocol.description, weight: 1.5 },
-      ]),
-    ]);
+    this.#hold(record);
+    this.#index.set(record.id, fieldsOf(record));
+    this.#listing.set(record.id, record.name);
   }
 
   #forget(id: string): void {
     const old = this.#records.get(id);
     if (old === undefined) return;
     this.#records.delete(id);
+    if (old.status === 'up') this.#up -= 1;
     this.#index.delete(id);
-    for (const protocol of old.protocols) this.#byProtocol.get(protocol.hash)?.delete(id);
+    this.#listing.delete(id);
+    removeFrom(this.#byName, old.name.toLowerCase(), id);
+    for (const protocol of old.protocols) removeFrom(this.#byProtocol, protocol.hash, id);
+  }
+
+  /** Agents held in this process's copy, up and down (after {@link refresh}); counted as records change, never recounted. */
+  get counts(): { up: number; down: number } {
+    return { up: this.#up, down: this.#records.size - this.#up };
   }
 
   /** Writes a record to the store (capped) and to this process's index. */
@@ -178,10 +234,9 @@ export class Directory {
       if (renames) throw new AgoraError('CONFLICT', `${previous.url} was registered with a token; only that token may change its name or description`);
     }
     await this.refresh();
-    const wanted = name.toLowerCase();
-    for (const record of this.#records.values()) {
-      if (record.id === id || record.name.toLowerCase() !== wanted) continue;
-      if (sameRegistrant(record)) continue;
+    for (const other of this.#byName.get(name.toLowerCase()) ?? []) {
+      const record = this.#records.get(other);
+      if (record === undefined || record.id === id || sameRegistrant(record)) continue;
       throw new AgoraError('CONFLICT', `The name ${JSON.stringify(name)} is taken by ${record.url}; register under another name, or with the token that registered it`);
     }
   }
@@ -259,15 +314,23 @@ export class Directory {
         return undefined;
       }
     }
-    const wanted = target.trim().toLowerCase();
-    const named = [...this.#records.values()].filter((record) => record.name.toLowerCase() === wanted);
+    const named = [...(this.#byName.get(target.trim().toLowerCase()) ?? [])].flatMap((id) => this.#records.get(id) ?? []);
     return named.find((record) => record.status === 'up') ?? named[0];
   }
 
   /** Agents matching words (name, description, capabilities, protocols) and/or serving a protocol, best first. */
   async search(query: AgentQuery = {}): Promise<AgentHit[]> {
+    return (await this.page(query)).agents;
+  }
+
+  /**
+   * A page of agents: ranked by words with `q`, else listed by name (with the listing's total); `protocol` keeps those
+   * serving it, `offset` skips that many.
+   */
+  async page(query: AgentQuery = {}): Promise<AgentPage> {
     await this.refresh();
-    const limit = Math.max(1, Math.min(query.limit ?? 50, 1000));
+    const limit = Math.max(1, Math.min(query.limit ?? 50, MAX_PAGE));
+    const offset = Math.max(0, Math.floor(query.offset ?? 0));
     let hash: string | undefined;
     if (query.protocol !== undefined && query.protocol !== '') {
       hash = normalizeHash(query.protocol);
@@ -277,16 +340,22 @@ export class Directory {
     const accept = (id: string) => (serving === undefined || serving.has(id)) && (query.includeDown === true || this.#records.get(id)?.status === 'up');
     if (query.q !== undefined && query.q.trim() !== '') {
       // Filtered by protocol, the agents serving it are scored directly (usually few); else the index finds them.
-      const scored = serving === undefined ? this.#index.search(query.q, limit, accept) : this.#index.score(query.q, serving, limit, accept);
-      return scored.flatMap(({ id, score, matches }) => {
+      const wanted = offset + limit;
+      const scored = serving === undefined ? this.#index.search(query.q, wanted, accept) : this.#index.score(query.q, serving, wanted, accept);
+      const agents = scored.slice(offset).flatMap(({ id, score, matches }) => {
         const record = this.#records.get(id);
         return record ? [{ ...record, score: Math.round(score * 1000) / 1000, matches }] : [];
       });
+      return { agents };
     }
-    const ids = serving ?? this.#records.keys();
-    const hits: AgentHit[] = [];
-    for (const id of ids) if (accept(id)) hits.push(this.#records.get(id)!);
-    return hits.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id)).slice(0, limit);
+    if (serving !== undefined) {
+      const hits: AgentHit[] = [];
+      for (const id of serving) if (accept(id)) hits.push(this.#records.get(id)!);
+      hits.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
+      return { agents: hits.slice(offset, offset + limit), total: hits.length };
+    }
+    const { ids, total } = this.#listing.page(offset, limit, query.includeDown === true ? undefined : accept);
+    return { agents: ids.map((id) => this.#records.get(id)!), total };
   }
 
   /** The keyword index and records as they stand in this process (for routing, after {@link refresh}). */

@@ -48,6 +48,20 @@ function limitOf(params: URLSearchParams): number | undefined {
   return Math.min(value, MAX_LIMIT);
 }
 
+/** `?offset=`: how many results a listing page skips (default 0). */
+function offsetOf(params: URLSearchParams): number {
+  const raw = params.get('offset');
+  if (raw === null) return 0;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) throw new AgoraError('BAD_REQUEST', 'offset must be a non-negative integer');
+  return value;
+}
+
+/** A listing page's body: its items, and (for listings, not word searches) the total with the page's place in it. */
+function pageBody(name: string, items: unknown[], total: number | undefined, offset: number, limit: number): Record<string, unknown> {
+  return { [name]: items, ...(total !== undefined ? { total, offset, limit } : {}) };
+}
+
 /** The bearer token a request carries, if any. */
 function bearerOf(request: MountedRequest): string | undefined {
   const header = request.headers.authorization;
@@ -89,10 +103,8 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       const [route, status] = key.split(' ');
       lines.push(`agora_hub_requests_total{route="${route}",status="${status}"} ${count}`);
     }
-    const { records } = hub.directory.view;
-    let up = 0;
-    for (const record of records.values()) if (record.status === 'up') up += 1;
-    lines.push('# TYPE agora_hub_agents gauge', `agora_hub_agents{status="up"} ${up}`, `agora_hub_agents{status="down"} ${records.size - up}`);
+    const { up, down } = hub.directory.counts;
+    lines.push('# TYPE agora_hub_agents gauge', `agora_hub_agents{status="up"} ${up}`, `agora_hub_agents{status="down"} ${down}`);
     return `${lines.join('\n')}\n`;
   }
 
@@ -106,11 +118,12 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
         return json(201, publicRecord(record));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
-      const limit = limitOf(params);
+      const limit = limitOf(params) ?? 50;
+      const offset = offsetOf(params);
       // Down agents are listed with their status (as OAP's and ARP's listings do); `?status=up` leaves them out.
       const includeDown = params.get('status') !== 'up';
-      const hits = await hub.agents({ q: params.get('q') ?? undefined, protocol: params.get('protocol') ?? undefined, includeDown, ...(limit ? { limit } : {}) });
-      return json(200, { agents: hits.map(publicRecord) });
+      const page = await hub.agentPage({ q: params.get('q') ?? undefined, protocol: params.get('protocol') ?? undefined, includeDown, limit, offset });
+      return json(200, pageBody('agents', page.agents.map(publicRecord), page.total, offset, limit));
     }
     if (method === 'DELETE') return (await hub.directory.remove(id)) ? json(200, { status: 'success', removed: id }) : failure(404, `No agent ${id}`);
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, DELETE');
@@ -126,7 +139,10 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
         return json(201, await hub.catalogue.publish(body.hash, body.text, clientKey(request.remoteAddress)));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
-      return json(200, { protocols: await hub.protocols(params.get('q') ?? undefined, limitOf(params) ?? 50) });
+      const limit = limitOf(params) ?? 50;
+      const offset = offsetOf(params);
+      const page = await hub.protocolPage(params.get('q') ?? undefined, limit, offset);
+      return json(200, pageBody('protocols', page.protocols, page.total, offset, limit));
     }
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET');
     const document = await hub.catalogue.text(id);

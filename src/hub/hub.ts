@@ -4,7 +4,7 @@ import type { LanguageModel } from '../llm/toolformer.js';
 import { silentLogger, type Logger } from '../log.js';
 import { Catalogue, type CatalogueHit, type SyncReport } from './catalogue.js';
 import type { ChainBackend } from './chains.js';
-import { Directory, type AgentHit, type AgentQuery, type Registration } from './directory.js';
+import { Directory, type AgentHit, type AgentPage, type AgentQuery, type Registration } from './directory.js';
 import type { ReadOptions } from './read-agent.js';
 import { chainRunSchema, type AgentRecord, type ChainRun } from './records.js';
 import { Router, type RouteDecision } from './routing.js';
@@ -61,6 +61,17 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
   now?: () => number;
   logger?: Logger;
 };
+
+/** The first `max` agents serving a protocol, without walking all of them. */
+function firstServing(ids: Iterable<string> | undefined, records: ReadonlyMap<string, AgentRecord>, max: number): { id: string; name: string; url: string }[] {
+  const serving: { id: string; name: string; url: string }[] = [];
+  for (const id of ids ?? []) {
+    if (serving.length >= max) break;
+    const record = records.get(id);
+    if (record) serving.push({ id, name: record.name, url: record.url });
+  }
+  return serving;
+}
 
 /** A catalogue entry with the registered agents serving it. */
 export type ProtocolListing = CatalogueHit & { servedBy: { id: string; name: string; url: string }[] };
@@ -123,6 +134,11 @@ export class Hub implements ChainBackend {
     return this.directory.search(query);
   }
 
+  /** A page of the directory, with the listing's total (see {@link Directory.page}). */
+  agentPage(query: AgentQuery = {}): Promise<AgentPage> {
+    return this.directory.page(query);
+  }
+
   /** Routes a goal (an explicit handoff wins). */
   route(goal: string, handoff?: string): Promise<RouteDecision> {
     return this.router.route(goal, handoff === undefined ? {} : { handoff });
@@ -130,16 +146,19 @@ export class Hub implements ChainBackend {
 
   /** Searches the protocol database; each document lists the registered agents serving it. */
   async protocols(query?: string, limit = 50): Promise<ProtocolListing[]> {
-    const hits = await this.catalogue.search(query, limit);
+    return (await this.protocolPage(query, limit)).protocols;
+  }
+
+  /** A page of the protocol database (ranked by `query`, else by name with the total), each document with who serves it. */
+  async protocolPage(query?: string, limit = 50, offset = 0): Promise<{ protocols: ProtocolListing[]; total?: number }> {
+    const { protocols: hits, total } = await this.catalogue.page(query, limit, offset);
     await this.directory.refresh();
     const { records, servingOf } = this.directory.view;
-    return hits.map((hit) => ({
+    const protocols = hits.map((hit) => ({
       ...hit,
-      servedBy: [...(servingOf(hit.hash) ?? [])].slice(0, 50).flatMap((id) => {
-        const record = records.get(id);
-        return record ? [{ id, name: record.name, url: record.url }] : [];
-      }),
+      servedBy: firstServing(servingOf(hit.hash), records, 50),
     }));
+    return { protocols, ...(total !== undefined ? { total } : {}) };
   }
 
   /** Writes a chain's checkpoint; refused while another process holds the chain (unless `force`), when too large, or when full. */

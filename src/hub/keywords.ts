@@ -48,6 +48,24 @@ function before(a: Posting, b: Posting): boolean {
   return a.weight > b.weight || (a.weight === b.weight && a.id < b.id);
 }
 
+/** One field of an entry: its text and how much a word found there counts. */
+export type IndexedField = { field: string; text: string; weight: number };
+
+/** An entry's postings by word: each word once, with the best field it is found in. */
+function postingsOf(id: string, fields: readonly IndexedField[]): Map<string, Posting> {
+  const best = new Map<string, Posting>();
+  for (const { field, text, weight } of fields) {
+    for (const word of words(text)) {
+      const current = best.get(word);
+      if (current === undefined) best.set(word, { id, weight, field });
+      else if (weight > current.weight) best.set(word, { id, weight, field });
+      // Repetition within an entry adds a little, never as much as another field would.
+      else current.weight += weight * 0.1;
+    }
+  }
+  return best;
+}
+
 /**
  * An inverted index of words → entries with a weight per field (a name counts more than a description).
  * @example const index = new KeywordIndex(); index.set('a1', [{ field: 'name', text: 'Weather', weight: 3 }]); index.search('weather in Paris');
@@ -67,25 +85,35 @@ export class KeywordIndex {
     return this.#forward.size;
   }
 
-  /** Indexes (or re-indexes) an entry from its fields. */
-  set(id: string, fields: readonly { field: string; text: string; weight: number }[]): void {
+  /** Indexes (or re-indexes) an entry from its fields: a binary insertion per word, whatever the index holds. */
+  set(id: string, fields: readonly IndexedField[]): void {
     this.delete(id);
-    const best = new Map<string, Posting>();
-    for (const { field, text, weight } of fields) {
-      for (const word of words(text)) {
-        const current = best.get(word);
-        if (current === undefined) best.set(word, { id, weight, field });
-        else if (weight > current.weight) best.set(word, { id, weight, field });
-        // Repetition within an entry adds a little, never as much as another field would.
-        else current.weight += weight * 0.1;
-      }
-    }
+    const best = postingsOf(id, fields);
     for (const [word, posting] of best) {
       let list = this.#postings.get(word);
       if (list === undefined) this.#postings.set(word, (list = []));
       list.splice(this.#position(list, posting), 0, posting);
     }
     this.#forward.set(id, best);
+  }
+
+  /** Indexes many entries at once (a process's first read of a directory): each word's postings sorted once, not inserted one by one. */
+  setMany(entries: Iterable<readonly [string, readonly IndexedField[]]>): void {
+    const all = [...entries];
+    // Deletes first: they binary-search lists that the additions below leave unsorted until the end.
+    for (const [id] of all) this.delete(id);
+    const touched = new Set<Posting[]>();
+    for (const [id, fields] of all) {
+      const best = postingsOf(id, fields);
+      for (const [word, posting] of best) {
+        let list = this.#postings.get(word);
+        if (list === undefined) this.#postings.set(word, (list = []));
+        list.push(posting);
+        touched.add(list);
+      }
+      this.#forward.set(id, best);
+    }
+    for (const list of touched) list.sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
   }
 
   /** Where a posting goes (or is) in its list: binary search on (weight desc, id). */

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { quit, type Redis, runScript, script } from '../_redis.js';
 import { openRedis, storeCall, type RedisLog } from '../_redis-connection.js';
 import { agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
-import type { HubStore, PutDocumentResult } from './store.js';
+import { CHANGES_KEPT, type AgentChanges, type DocumentChanges, type HubStore, type PutDocumentResult } from './store.js';
 
 /** Options of {@link RedisHubStore}. */
 export type RedisHubStoreOptions = {
@@ -12,11 +12,26 @@ export type RedisHubStoreOptions = {
   logger?: { warn(message: string): void; info?(message: string): void };
 };
 
+// Every write of an agent or a document moves the version and notes the record's id in a sorted set scored by that
+// version (KEYS[changes], KEYS[floor]): one entry per record, its latest change, so other processes read what
+// changed since the version they hold. Past CHANGES_KEPT entries the oldest are dropped and the floor says up to
+// which version changes may be missing (a process that far behind reads everything again).
+function noteChange(changes: number, floor: number, id: string): string {
+  return `
+local version = redis.call('INCR', KEYS[2])
+redis.call('ZADD', KEYS[${changes}], version, ${id})
+local extra = redis.call('ZCARD', KEYS[${changes}]) - ${CHANGES_KEPT}
+if extra > 0 then
+  local last = redis.call('ZRANGE', KEYS[${changes}], extra - 1, extra - 1, 'WITHSCORES')
+  redis.call('SET', KEYS[${floor}], last[2])
+  redis.call('ZREMRANGEBYRANK', KEYS[${changes}], 0, extra - 1)
+end`;
+}
+
 // The cap is checked and the record written in one step, so two hub processes cannot both take the last place.
 const PUT_CAPPED = script(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('HLEN', KEYS[1]) < tonumber(ARGV[3]) then
-  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-  redis.call('INCR', KEYS[2])
+  redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])${noteChange(3, 4, 'ARGV[1]')}
   return 1
 end
 return 0`);
@@ -34,17 +49,18 @@ redis.call('HDEL', KEYS[1], ARGV[1])
 if old > 0 then redis.call('DECRBY', KEYS[2], old) end
 return 1`);
 
+// KEYS: documents, version, changes, floor, texts.
 const PUT_DOCUMENT = script(`
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 2 end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[3])
-redis.call('INCR', KEYS[3])
+redis.call('HSET', KEYS[5], ARGV[1], ARGV[3])${noteChange(3, 4, 'ARGV[1]')}
 return 1`);
 
 const DELETE_AGENT = script(`
 local removed = redis.call('HDEL', KEYS[1], ARGV[1])
-if removed == 1 then redis.call('INCR', KEYS[2]) end
+if removed == 1 then${noteChange(3, 4, 'ARGV[1]')}
+end
 return removed`);
 
 /** Takes or renews a lease (KEYS[1]) for an owner (ARGV[1]) for ARGV[2] ms: 1, or 0 while another owner holds it. */
@@ -73,7 +89,7 @@ function redisLog(logger: RedisHubStoreOptions['logger']): RedisLog | undefined 
 export class RedisHubStore implements HubStore {
   readonly #redis: Redis;
   readonly #owned: boolean;
-  readonly #keys: { agents: string; documents: string; texts: string; version: string; runs: string; lease: string };
+  readonly #keys: { agents: string; documents: string; texts: string; version: string; runs: string; lease: string; agentChanges: string; agentFloor: string; documentChanges: string; documentFloor: string };
   readonly #logger: { warn(message: string): void };
 
   /** @param redis a connection (left open on close) or a `redis://` URL (connected here, closed on close). */
@@ -89,6 +105,10 @@ export class RedisHubStore implements HubStore {
       version: `${prefix}version`,
       runs: `${prefix}runs`,
       lease: `${prefix}lease:`,
+      agentChanges: `${prefix}changes:agents`,
+      agentFloor: `${prefix}changes:agents:floor`,
+      documentChanges: `${prefix}changes:documents`,
+      documentFloor: `${prefix}changes:documents:floor`,
     };
     this.#logger = options.logger ?? console;
   }
@@ -125,7 +145,7 @@ export class RedisHubStore implements HubStore {
   }
 
   async putAgent(record: AgentRecord, cap: number): Promise<boolean> {
-    return (await this.#call(() => runScript(this.#redis, PUT_CAPPED, [this.#keys.agents, this.#keys.version], [record.id, JSON.stringify(record), cap]))) === 1;
+    return (await this.#call(() => runScript(this.#redis, PUT_CAPPED, [this.#keys.agents, this.#keys.version, this.#keys.agentChanges, this.#keys.agentFloor], [record.id, JSON.stringify(record), cap]))) === 1;
   }
 
   async getAgent(id: string): Promise<AgentRecord | undefined> {
@@ -133,7 +153,7 @@ export class RedisHubStore implements HubStore {
   }
 
   async deleteAgent(id: string): Promise<boolean> {
-    return (await this.#call(() => runScript(this.#redis, DELETE_AGENT, [this.#keys.agents, this.#keys.version], [id]))) === 1;
+    return (await this.#call(() => runScript(this.#redis, DELETE_AGENT, [this.#keys.agents, this.#keys.version, this.#keys.agentChanges, this.#keys.agentFloor], [id]))) === 1;
   }
 
   async listAgents(): Promise<AgentRecord[]> {
@@ -141,7 +161,7 @@ export class RedisHubStore implements HubStore {
   }
 
   async putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult> {
-    const keys = [this.#keys.documents, this.#keys.texts, this.#keys.version];
+    const keys = [this.#keys.documents, this.#keys.version, this.#keys.documentChanges, this.#keys.documentFloor, this.#keys.texts];
     const result = await this.#call(() => runScript(this.#redis, PUT_DOCUMENT, keys, [entry.hash, JSON.stringify(entry), text, cap]));
     return result === 1 ? 'added' : result === 2 ? 'exists' : 'full';
   }
@@ -156,6 +176,46 @@ export class RedisHubStore implements HubStore {
 
   async version(): Promise<number> {
     return Number((await this.#call(() => this.#redis.get(this.#keys.version))) ?? 0);
+  }
+
+  /** The ids changed after `since` and the version they are good for, read in one transaction; undefined past the floor. */
+  async #changedIds(since: number, changes: string, floor: string): Promise<{ version: number; ids: string[] } | undefined> {
+    const replies = await this.#call(() => this.#redis.multi().get(this.#keys.version).zrangebyscore(changes, `(${since}`, '+inf').get(floor).exec());
+    const [version, ids, oldest] = (replies ?? []).map(([error, value]) => {
+      if (error) throw error;
+      return value;
+    }) as [string | null, string[], string | null];
+    if (since < Number(oldest ?? 0)) return undefined;
+    return { version: Number(version ?? 0), ids };
+  }
+
+  async agentChanges(since: number): Promise<AgentChanges | undefined> {
+    const found = await this.#changedIds(since, this.#keys.agentChanges, this.#keys.agentFloor);
+    if (found === undefined) return undefined;
+    const changes: AgentChanges = { version: found.version, changed: [], removed: [] };
+    if (found.ids.length === 0) return changes;
+    const raws = await this.#call(() => this.#redis.hmget(this.#keys.agents, ...found.ids));
+    found.ids.forEach((id, index) => {
+      const raw = raws[index];
+      if (raw === null || raw === undefined) changes.removed.push(id);
+      else {
+        const record = this.#parse(agentRecordSchema, raw, `agent ${id}`);
+        if (record !== undefined) changes.changed.push(record);
+      }
+    });
+    return changes;
+  }
+
+  async documentChanges(since: number): Promise<DocumentChanges | undefined> {
+    const found = await this.#changedIds(since, this.#keys.documentChanges, this.#keys.documentFloor);
+    if (found === undefined) return undefined;
+    if (found.ids.length === 0) return { version: found.version, added: [] };
+    const raws = await this.#call(() => this.#redis.hmget(this.#keys.documents, ...found.ids));
+    const added = found.ids.flatMap((hash, index) => {
+      const entry = this.#parse(catalogueEntrySchema, raws[index], `document ${hash}`);
+      return entry === undefined ? [] : [entry];
+    });
+    return { version: found.version, added };
   }
 
   async putRun(run: ChainRun): Promise<void> {

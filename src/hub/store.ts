@@ -3,6 +3,18 @@ import type { AgentRecord, CatalogueEntry, ChainRun } from './records.js';
 /** What `putDocument` did: stored it, already had it (the text is never replaced), or refused it (full). */
 export type PutDocumentResult = 'added' | 'exists' | 'full';
 
+/** The agents written or removed after a version, as they stand now, and the version this answer is good for. */
+export type AgentChanges = { version: number; changed: AgentRecord[]; removed: string[] };
+
+/** The documents added after a version (documents are never replaced nor removed), and the version this answer is good for. */
+export type DocumentChanges = { version: number; added: CatalogueEntry[] };
+
+/**
+ * Changes remembered per kind (agents, documents): each record's latest change is kept, the oldest beyond this many
+ * are forgotten; a process further behind than that reads everything again.
+ */
+export const CHANGES_KEPT = 50_000;
+
 /** Leases several hub processes share: who runs a chain, a room; and the store's own closing. */
 export interface Leases {
   /** Takes or renews a lease on `key` for `owner`; false while another owner holds it. */
@@ -27,8 +39,12 @@ export interface HubStore extends Leases {
   putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult>;
   getDocument(hash: string): Promise<string | undefined>;
   listDocuments(): Promise<CatalogueEntry[]>;
-  /** A number that changes whenever an agent or a document changes: processes reload their indexes on a change. */
+  /** A number that changes whenever an agent or a document changes: processes update their indexes on a change. */
   version(): Promise<number>;
+  /** The agents changed after `since` (a {@link version}); undefined when the store no longer remembers that far back. */
+  agentChanges(since: number): Promise<AgentChanges | undefined>;
+  /** The documents added after `since`; undefined when the store no longer remembers that far back. */
+  documentChanges(since: number): Promise<DocumentChanges | undefined>;
   putRun(run: ChainRun): Promise<void>;
   getRun(id: string): Promise<ChainRun | undefined>;
   deleteRun(id: string): Promise<void>;
@@ -49,6 +65,8 @@ export class MemoryHubStore implements HubStore {
   readonly #leases = new Map<string, { owner: string; until: number }>();
   readonly #now: () => number;
   #version = 0;
+  readonly #agentLog = new ChangeLog();
+  readonly #documentLog = new ChangeLog();
 
   /** @param now the lease clock (Unix ms), injected by tests. */
   constructor(options: { now?: () => number } = {}) {
@@ -59,7 +77,7 @@ export class MemoryHubStore implements HubStore {
   async putAgent(record: AgentRecord, cap: number): Promise<boolean> {
     if (!this.#agents.has(record.id) && this.#agents.size >= cap) return false;
     this.#agents.set(record.id, JSON.stringify(record));
-    this.#version += 1;
+    this.#agentLog.add((this.#version += 1), record.id);
     return true;
   }
 
@@ -70,7 +88,7 @@ export class MemoryHubStore implements HubStore {
 
   async deleteAgent(id: string): Promise<boolean> {
     const had = this.#agents.delete(id);
-    if (had) this.#version += 1;
+    if (had) this.#agentLog.add((this.#version += 1), id);
     return had;
   }
 
@@ -82,7 +100,7 @@ export class MemoryHubStore implements HubStore {
     if (this.#documents.has(entry.hash)) return 'exists';
     if (this.#documents.size >= cap) return 'full';
     this.#documents.set(entry.hash, { entry: { ...entry }, text });
-    this.#version += 1;
+    this.#documentLog.add((this.#version += 1), entry.hash);
     return 'added';
   }
 
@@ -96,6 +114,28 @@ export class MemoryHubStore implements HubStore {
 
   async version(): Promise<number> {
     return this.#version;
+  }
+
+  async agentChanges(since: number): Promise<AgentChanges | undefined> {
+    const ids = this.#agentLog.since(since);
+    if (ids === undefined) return undefined;
+    const changes: AgentChanges = { version: this.#version, changed: [], removed: [] };
+    for (const id of ids) {
+      const raw = this.#agents.get(id);
+      if (raw === undefined) changes.removed.push(id);
+      else changes.changed.push(JSON.parse(raw) as AgentRecord);
+    }
+    return changes;
+  }
+
+  async documentChanges(since: number): Promise<DocumentChanges | undefined> {
+    const hashes = this.#documentLog.since(since);
+    if (hashes === undefined) return undefined;
+    const added = hashes.flatMap((hash) => {
+      const held = this.#documents.get(hash);
+      return held ? [{ ...held.entry }] : [];
+    });
+    return { version: this.#version, added };
   }
 
   async putRun(run: ChainRun): Promise<void> {
@@ -135,4 +175,36 @@ export class MemoryHubStore implements HubStore {
   }
 
   async close(): Promise<void> {}
+}
+
+/** The memory store's record of changes: (version, id) in version order, the oldest forgotten in batches. */
+class ChangeLog {
+  #versions: number[] = [];
+  #ids: string[] = [];
+  /** Changes at or below this version may have been forgotten. */
+  #floor = 0;
+
+  add(version: number, id: string): void {
+    this.#versions.push(version);
+    this.#ids.push(id);
+    // Forgotten half at a time, so a write costs O(1) on average.
+    if (this.#versions.length > 2 * CHANGES_KEPT) {
+      this.#floor = this.#versions[CHANGES_KEPT - 1]!;
+      this.#versions = this.#versions.slice(CHANGES_KEPT);
+      this.#ids = this.#ids.slice(CHANGES_KEPT);
+    }
+  }
+
+  /** The distinct ids changed after `since`, or undefined when changes that old are forgotten. */
+  since(since: number): string[] | undefined {
+    if (since < this.#floor) return undefined;
+    let low = 0;
+    let high = this.#versions.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (this.#versions[middle]! <= since) low = middle + 1;
+      else high = middle;
+    }
+    return [...new Set(this.#ids.slice(low))];
+  }
 }

@@ -42,4 +42,34 @@ describe('StoreView', () => {
     await storeView.refresh();
     expect(view.reloads).toBe(3);
   });
+
+  it('applies what changed when it can say, reloads when it cannot or the store went back, and never overlaps refreshes', async () => {
+    const store = { current: 0, version: async () => store.current };
+    const calls: string[] = [];
+    let remembers = true;
+    let inFlight = 0;
+    const storeView = new StoreView(
+      store,
+      async () => void calls.push('reload'),
+      async (since) => {
+        inFlight += 1;
+        expect(inFlight).toBe(1);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight -= 1;
+        calls.push(`apply ${since}`);
+        return remembers ? store.current : undefined;
+      },
+    );
+    await storeView.refresh();
+    store.current = 2;
+    await Promise.all([storeView.refresh(), storeView.refresh(), storeView.refresh()]);
+    expect(calls).toEqual(['reload', 'apply 0']);
+    store.current = 3;
+    remembers = false;
+    await storeView.refresh();
+    expect(calls).toEqual(['reload', 'apply 0', 'apply 2', 'reload']);
+    store.current = 1;
+    await storeView.refresh();
+    expect(calls.at(-1)).toBe('reload');
+  });
 });
