@@ -54,8 +54,6 @@ export class Catalogue {
   readonly #maxDocuments: number;
   readonly #maxDocumentBytes: number;
   readonly #maxPerClient: number;
-  // Documents added per client: bounded by the catalogue's own cap (each entry stands for at least one document).
-  readonly #addedBy = new Map<string, number>();
   readonly #now: () => number;
   readonly #index = new KeywordIndex();
   readonly #entries = new Map<string, CatalogueEntry>();
@@ -132,7 +130,8 @@ export class Catalogue {
     }
     const known = this.#entries.get(document.hash);
     if (known !== undefined) return known;
-    const added = client === undefined ? 0 : (this.#addedBy.get(client) ?? 0);
+    // Counted in the store: every process (hub or worker) sharing it counts against one quota.
+    const added = client === undefined ? 0 : await this.#store.clientAdds(client);
     if (client !== undefined && added >= this.#maxPerClient) {
       throw new AgoraError('RATE_LIMITED', `This client has added ${added} protocol documents, its quota (--max-documents-per-client)`);
     }
@@ -146,7 +145,7 @@ export class Catalogue {
     const result = await this.#view.write(() => this.#store.putDocument(entry, document.text, this.#maxDocuments), (put) => put === 'added');
     if (result === 'full') throw new AgoraError('BAD_REQUEST', `The protocol database is full (${this.#maxDocuments} documents)`);
     if (result === 'exists') return this.#entries.get(entry.hash) ?? entry;
-    if (client !== undefined) this.#addedBy.set(client, added + 1);
+    if (client !== undefined) await this.#store.clientAdds(client, true);
     this.#remember(entry);
     return entry;
   }

@@ -89,7 +89,7 @@ function redisLog(logger: RedisHubStoreOptions['logger']): RedisLog | undefined 
 export class RedisHubStore implements HubStore {
   readonly #redis: Redis;
   readonly #owned: boolean;
-  readonly #keys: { agents: string; documents: string; texts: string; version: string; runs: string; lease: string; agentChanges: string; agentFloor: string; documentChanges: string; documentFloor: string };
+  readonly #keys: { agents: string; documents: string; texts: string; version: string; runs: string; lease: string; agentChanges: string; agentFloor: string; documentChanges: string; documentFloor: string; clientAdds: string };
   readonly #logger: { warn(message: string): void };
 
   /** @param redis a connection (left open on close) or a `redis://` URL (connected here, closed on close). */
@@ -109,6 +109,7 @@ export class RedisHubStore implements HubStore {
       agentFloor: `${prefix}changes:agents:floor`,
       documentChanges: `${prefix}changes:documents`,
       documentFloor: `${prefix}changes:documents:floor`,
+      clientAdds: `${prefix}client-adds`,
     };
     this.#logger = options.logger ?? console;
   }
@@ -233,6 +234,12 @@ export class RedisHubStore implements HubStore {
   async runUsage(): Promise<{ count: number; bytes: number }> {
     const [count, bytes] = await this.#call(() => Promise.all([this.#redis.hlen(this.#keys.runs), this.#redis.get(`${this.#keys.runs}:bytes`)]));
     return { count, bytes: Math.max(0, Number(bytes ?? 0)) };
+  }
+
+  async clientAdds(client: string, add = false): Promise<number> {
+    const key = this.#keys.clientAdds;
+    const count = await this.#call<number | string | null>(() => (add ? this.#redis.hincrby(key, client, 1) : this.#redis.hget(key, client)));
+    return Number(count ?? 0);
   }
 
   async listRuns(): Promise<ChainRun[]> {

@@ -51,6 +51,11 @@ export interface HubStore extends Leases {
   listRuns(): Promise<ChainRun[]>;
   /** How many checkpoints are held and their total size in bytes, without reading them. */
   runUsage(): Promise<{ count: number; bytes: number }>;
+  /**
+   * The documents a client has added to the catalogue, counted for every process sharing the store (its quota);
+   * with `add`, counts one more and returns the new count.
+   */
+  clientAdds(client: string, add?: boolean): Promise<number>;
 }
 
 /**
@@ -156,6 +161,15 @@ export class MemoryHubStore implements HubStore {
 
   async runUsage(): Promise<{ count: number; bytes: number }> {
     return { count: this.#runs.size, bytes: this.#runBytes };
+  }
+
+  // Bounded by the catalogue's own cap: a client is counted only once it has added a document.
+  readonly #clientAdds = new Map<string, number>();
+
+  async clientAdds(client: string, add = false): Promise<number> {
+    const count = (this.#clientAdds.get(client) ?? 0) + (add ? 1 : 0);
+    if (add) this.#clientAdds.set(client, count);
+    return count;
   }
 
   async listRuns(): Promise<ChainRun[]> {

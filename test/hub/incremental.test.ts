@@ -147,3 +147,24 @@ describe('hub listings', () => {
     }
   });
 });
+
+describeRedis('the catalogue quota on Redis', () => {
+  const redis = useTestRedis(redisUrl ?? 'redis://127.0.0.1:1');
+
+  it('is one quota per client for every hub process sharing the store', async () => {
+    const prefix = redis.freshPrefix();
+    const first = new Hub({ store: new RedisHubStore(redis.connect(), { prefix }), logger: silentLogger, maxDocumentsPerClient: 2 });
+    const second = new Hub({ store: new RedisHubStore(redis.connect(), { prefix }), logger: silentLogger, maxDocumentsPerClient: 2 });
+    const publish = (hub: Hub, index: number) => {
+      const text = document(`Quota ${index}`, `document ${index}`);
+      return hub.catalogue.publish(hashText(text), text, '203.0.113.9');
+    };
+    await publish(first, 1);
+    await publish(second, 2);
+    await expect(publish(first, 3)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    await expect(publish(second, 3)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    // Another client has its own quota.
+    const text = document('Quota 4', 'document 4');
+    await expect(second.catalogue.publish(hashText(text), text, '203.0.113.10')).resolves.toMatchObject({ name: 'Quota 4' });
+  });
+});
