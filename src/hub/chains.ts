@@ -12,6 +12,8 @@ export interface ChainBackend {
   /** Writes a checkpoint, taking or renewing the chain's lease for `run.owner`; refused while another owner holds it, unless `force`. */
   saveRun(run: ChainRun, leaseMs: number, force?: boolean): Promise<void>;
   getRun(id: string): Promise<ChainRun | undefined>;
+  /** A protocol document's text by hash (its reply shape is checked against a hop's reply), when the backend has it. */
+  protocolText?(hash: string): Promise<string | undefined>;
 }
 
 /** Options of {@link runChain} and {@link resumeChain}. */
@@ -137,7 +139,9 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
     let hop: Hop;
     let handoff: { target: string; goal?: string } | undefined;
     try {
-      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), steps: run.hops.map((done) => done.agentName) }, limits);
+      const text = protocol === undefined || backend.protocolText === undefined ? undefined : await backend.protocolText(protocol.hash).catch(() => undefined);
+      const steps = run.hops.filter((done) => done.ok).map((done) => done.agentName);
+      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), steps }, limits, text);
       hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
       handoff = output.handoff;
     } catch (error) {
