@@ -67,7 +67,7 @@ export async function startRoarServer(options: Options): Promise<RoarTestServer>
     const replyContext = { in_reply_to: raw.id, session_id: session };
     const replyPayload = { status: 'ok', result };
     const signed = signingBody({ id, from: did, to: from, intent: 'respond', payload: replyPayload, context: replyContext, timestamp });
-    const replyAuth = options.secret === undefined ? {} : { signature: hmacSignature(signed, options.secret), timestamp };
+    const replyAuth: Record<string, LosslessValue> = options.secret === undefined ? {} : { signature: hmacSignature(signed, options.secret), timestamp };
     // A tampering agent changes the result after signing: a verifying client must refuse the reply.
     const sentPayload = options.tamper ? { status: 'ok', result: 'tampered' } : replyPayload;
     return { status: 200, text: canonicalJson({ roar: '1.0', id, from: identity, to: raw.from ?? { did: from }, intent: 'respond', payload: sentPayload, context: replyContext, auth: replyAuth, timestamp }) };

@@ -3,6 +3,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseLossless } from '../../../src/protocol/roar/canonical.js';
 import { rawKeyHex, signingBody, verifyEd25519 } from '../../../src/protocol/roar/signing.js';
+import type { JsonValue } from '../../../src/schemas.js';
 import { writeRoarMessage } from '../../../src/sender/peers/roar-message.js';
 import { RoarClient, type RoarStreamEvent } from '../../../src/sender/peers/roar.js';
 import { startRoarServer, type RoarTestServer } from '../../helpers/roar-server.js';
@@ -15,7 +16,7 @@ describe('RoarClient', () => {
     for (const server of servers) await server.close();
   });
   const start = async (options: Partial<Parameters<typeof startRoarServer>[0]> = {}) => {
-    const server = await startRoarServer({ name: 'reviewer', description: 'Reviews code.', capabilities: ['review', 'python'], answer: (task) => (task === 'stream' ? { pieces: ['a', 'b', 'c'] } : { reviewed: task }), ...options });
+    const server = await startRoarServer({ name: 'reviewer', description: 'Reviews code.', capabilities: ['review', 'python'], answer: (task): JsonValue | { pieces: string[] } => (task === 'stream' ? { pieces: ['a', 'b', 'c'] } : { reviewed: task }), ...options });
     servers.push(server);
     return server;
   };
