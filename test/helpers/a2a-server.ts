@@ -1,5 +1,5 @@
 // A real A2A agent for tests: @a2a-js/sdk's own server (DefaultRequestHandler behind its Express JSON-RPC and card
-// handlers, the 0.3 compatibility layer on) with a small executor that answers each message by `answer`.
+// handlers; the 0.3 compatibility layer on for a 0.3 agent) with a small executor that answers each message by `answer`.
 import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AgentCard, Message, Part, Task } from '@a2a-js/sdk';
@@ -80,8 +80,10 @@ export async function startA2aServer(options: { name: string; description: strin
   };
   const received: string[] = [];
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new TestExecutor(options.answer, received));
-  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat: { enabled: true } }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat: { enabled: true } }));
+  // The compatibility layer only for a 0.3 agent: with it on, a card read without an A2A-Version header is a 0.3 card.
+  const legacyCompat = { enabled: options.version === '0.3' };
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   return {
     url,
     received,
