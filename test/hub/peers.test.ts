@@ -98,4 +98,23 @@ describe('the hub and the other protocols', () => {
     body = { value: 6.21371, unit: 'mi' };
     expect((await runChain(client, 'unit conversion of 10 km to miles')).status).toBe('done');
   });
+
+  it('lets a ROAR agent and an A2A agent take turns in a room, each in its own protocol', async () => {
+    const roar = await startRoarServer({ name: 'critic', description: 'Criticises ideas.', capabilities: ['critique'], answer: (task) => `critic on turn ${/\n\w+: /.test(task) ? 'after others' : 'first'}` });
+    const a2a = await startA2aServer({ name: 'optimist', description: 'Sees the bright side.', skills: [], answer: (input) => (input.includes('critic: critic on turn first') ? 'optimist heard the critic' : 'optimist alone') });
+    cleanups.push(roar.close, a2a.close);
+    const client = await hub();
+    await client.register(roar.url);
+    await client.register(a2a.url);
+    const room = await client.createRoom({ topic: 'ship on Friday?', participants: ['critic', 'optimist'], maxTurns: 3, turnTimeoutMs: 5000 });
+    expect(room.participants.map((participant) => [participant.name, participant.kind])).toEqual([['critic', 'roar'], ['optimist', 'a2a']]);
+    for await (const event of client.watch(room.id)) if (event.type === 'flow_completed') break;
+    const done = await client.room(room.id);
+    expect(done.transcript.map((entry) => [entry.speaker, entry.kind, entry.text])).toEqual([
+      ['critic', 'agent', 'critic on turn first'],
+      ['optimist', 'agent', 'optimist heard the critic'],
+      ['critic', 'agent', 'critic on turn after others'],
+    ]);
+    expect(roar.received[0]!.payload).toMatchObject({ task: expect.stringContaining('Topic: ship on Friday?') });
+  });
 });
