@@ -16,8 +16,8 @@ export type HopInput = { runId: string; goal: string; input?: JsonValue; steps: 
 /** What a hop got back: the result, and the next agent when the reply names one. */
 export type HopOutput = { result: JsonValue; handoff?: { target: string; goal?: string } };
 
-/** Bounds of one hop. */
-export type HopLimits = { timeoutMs: number; maxReplyBytes: number };
+/** Bounds of one hop, and the secret ROAR messages are signed with (else a fresh Ed25519 key). */
+export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?: string };
 
 /** The handoff a reply names: `handoff.next_agent` in a JSON object body (`handoff.goal` may narrow the goal). */
 export function handoffOf(body: unknown): HopOutput['handoff'] {
@@ -76,7 +76,7 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
     }
     case 'roar': {
       // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it in the payload.
-      const answer = await bounded(() => new RoarClient(options).ask(agent.url, { body: naturalLanguage(hop) }));
+      const answer = await bounded(() => new RoarClient({ ...options, ...(limits.roarSecret ? { secret: limits.roarSecret } : {}) }).ask(agent.url, { body: naturalLanguage(hop) }));
       return output(answer.result, handoffOf(answer.result) ?? handoffOf(answer.reply.payload));
     }
     case 'a2a': {

@@ -24,6 +24,8 @@ export type ChainOptions = {
   hopTimeoutMs?: number;
   /** Largest reply accepted from an agent (default 1 MiB). */
   maxReplyBytes?: number;
+  /** HMAC secret shared with the chain's ROAR agents (default: messages signed with a fresh Ed25519 key). */
+  roarSecret?: string;
   /** Take the chain over even when another live process holds it. */
   force?: boolean;
   /** Called after each hop is checkpointed (CLI progress). */
@@ -96,7 +98,7 @@ export async function resumeChain(backend: ChainBackend, id: string, options: Ch
 
 async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions): Promise<ChainRun> {
   const now = options.now ?? Date.now;
-  const limits: HopLimits = { timeoutMs: options.hopTimeoutMs ?? 60_000, maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024 };
+  const limits: HopLimits = { timeoutMs: options.hopTimeoutMs ?? 60_000, maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024, ...(options.roarSecret ? { roarSecret: options.roarSecret } : {}) };
   // Long enough for one hop and its checkpoint; a crashed owner's lease lapses after this.
   const leaseMs = limits.timeoutMs + 30_000;
   const maxHops = options.maxHops ?? run.maxHops;

@@ -67,6 +67,8 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
       name: 'reviewer',
       description: 'Reviews plans and code, on the ROAR network.',
       capabilities: ['plan-review', 'code-review'],
+      // It takes only messages signed with its secret: the chain signs with AGORA_ROAR_SECRET.
+      secret: 'roar-network-secret',
       answer: async () => {
         if (!killed) {
           killed = true;
@@ -90,7 +92,8 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
     const bySkill = await runCli(['route', 'a french translation of the menu', '--hub', hub.url, '--json']);
     expect(JSON.parse(bySkill.stdout)).toMatchObject({ agent: { name: 'translator', kind: 'a2a' }, by: 'keyword' });
 
-    const chain = await runCli(['chain', 'scout destinations for a trip', '--hub', hub.url]);
+    const env = { ...process.env, AGORA_ROAR_SECRET: 'roar-network-secret' };
+    const chain = await runCli(['chain', 'scout destinations for a trip', '--hub', hub.url], { env });
     expect(chain.code).toBe(1);
     expect(chain.stderr).toMatch(/the checkpoint could not be written/);
     const id = /chain ([\w-]{36})/.exec(chain.stderr)![1]!;
@@ -98,7 +101,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
     // A new hub process on the same store lost nothing: the chain resumes at the ROAR hop.
     hub = await startHubProcess(['--store', store]);
     expect((await runCli(['runs', '--hub', hub.url])).stdout).toContain(`${id}  running  2 hops `);
-    const resumed = await runCli(['resume', id, '--hub', hub.url, '--json']);
+    const resumed = await runCli(['resume', id, '--hub', hub.url, '--json'], { env });
     expect(resumed.code, resumed.stderr).toBe(0);
     const run = JSON.parse(resumed.stdout) as { status: string; hops: { agentName: string; ok: boolean; result: unknown }[] };
     expect(run.status).toBe('done');
