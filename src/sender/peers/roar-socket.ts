@@ -6,7 +6,7 @@ import type { LosslessValue } from '../../protocol/roar/canonical.js';
 import { parseRoarText } from './roar-message.js';
 
 /** Bounds and credentials of one socket exchange. */
-export type RoarSocketOptions = { timeoutMs: number; maxBytes: number; headers: Record<string, string>; token?: string; signal?: AbortSignal };
+export type RoarSocketOptions = { timeoutMs: number; maxBytes: number; headers: Record<string, string>; deltas?: boolean; signal?: AbortSignal };
 
 /** A piece of the exchange: a delta of the answer, or the reply message (read losslessly, to verify it). */
 export type RoarSocketPiece = { type: 'delta'; delta: string } | { type: 'message'; message: LosslessValue };
@@ -15,7 +15,8 @@ type Frame = { type?: unknown; delta?: unknown; error?: unknown; message?: unkno
 
 /** Sends `text` on a new socket to `base`'s `/roar/ws` and yields what comes back, ending with the reply. */
 export async function* roarSocketExchange(base: string, text: string, options: RoarSocketOptions): AsyncGenerator<RoarSocketPiece> {
-  const url = `${base.replace(/^http/, 'ws')}/roar/ws`;
+  // `?deltas=false` asks our agents for the reply frame only; other ROAR agents ignore the query.
+  const url = `${base.replace(/^http/, 'ws')}/roar/ws${options.deltas === false ? '?deltas=false' : ''}`;
   const what = `WebSocket ${url}`;
   const { WebSocket } = await import('ws');
   const socket = new WebSocket(url, { headers: options.headers, maxPayload: options.maxBytes, handshakeTimeout: options.timeoutMs });
@@ -65,12 +66,7 @@ export async function* roarSocketExchange(base: string, text: string, options: R
       socket.once('error', (error) => reject(new AgoraError('PEER_FAILURE', `${what}: ${error.message}`, { cause: error })));
       socket.once('unexpected-response', (_request, response) => reject(new AgoraError('PEER_FAILURE', `${what}: HTTP ${response.statusCode}`, { status: response.statusCode ?? 0 })));
     });
-    // Our agents with tokens read the token from a first frame (browsers cannot send headers on an upgrade).
-    if (options.token !== undefined) {
-      socket.send(JSON.stringify({ type: 'auth', token: options.token }));
-      const answer = await next();
-      if (answer === undefined || (JSON.parse(answer) as Frame).type !== 'auth_ok') throw new AgoraError('PEER_FAILURE', `${what}: the token was refused`);
-    }
+    // A token goes in the upgrade's Authorization header (the headers), which our agents take for the auth frame.
     socket.send(text);
     for (;;) {
       const raw = await next();

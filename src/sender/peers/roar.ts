@@ -138,7 +138,7 @@ export class RoarClient {
   }
 
   /**
-   * Asks over the agent's WebSocket (`/roar/ws`): `delta` pieces while the agent streams (dropped with `deltas: false`),
+   * Asks over the agent's WebSocket (`/roar/ws`): `delta` pieces while the agent streams (`deltas: false` asks for none, and drops any that come),
    * then the verified answer. Each wait is bounded by the timeout.
    */
   async *stream(url: string, ask: RoarAsk & { deltas?: boolean }, signal?: AbortSignal): AsyncGenerator<RoarStreamPiece> {
@@ -147,7 +147,7 @@ export class RoarClient {
     const context: JsonObject = ask.sessionId ? { session_id: ask.sessionId } : {};
     const { id, text } = writeRoarMessage({ self: this.self, to: card.identity as JsonObject, intent: ask.intent ?? 'delegate', payload: payloadOf(ask), context }, this.#options);
     const what = `WebSocket ${base.replace(/^http/, 'ws')}/roar/ws`;
-    for await (const piece of roarSocketExchange(base, text, this.#socketOptions(signal))) {
+    for await (const piece of roarSocketExchange(base, text, { ...this.#socketOptions(signal), ...(ask.deltas === false ? { deltas: false } : {}) })) {
       if (piece.type === 'delta') {
         if (ask.deltas !== false) yield piece;
       }
@@ -189,7 +189,7 @@ export class RoarClient {
   }
 
   #socketOptions(signal: AbortSignal | undefined) {
-    return { timeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, maxBytes: this.#options.maxReplyBytes ?? 16 * 1024 * 1024, headers: peerHeaders(this.#options), ...(this.#options.token ? { token: this.#options.token } : {}), ...(signal ? { signal } : {}) };
+    return { timeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, maxBytes: this.#options.maxReplyBytes ?? 16 * 1024 * 1024, headers: peerHeaders(this.#options), ...(signal ? { signal } : {}) };
   }
 }
 

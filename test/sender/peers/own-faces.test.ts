@@ -19,6 +19,9 @@ describe("the peer clients against our agents' faces", () => {
     const pieces: string[] = [];
     for await (const piece of client.stream(served.url, { body: 'hello' })) pieces.push(piece.type === 'done' ? `done:${String(piece.answer.result)}` : piece.delta);
     expect(pieces.at(-1)).toMatch(/^done:turn \d+: hello$/);
+    const quiet: string[] = [];
+    for await (const piece of client.stream(served.url, { body: 'hello', deltas: false })) quiet.push(piece.type);
+    expect(quiet).toEqual(['done']);
     await expect(new RoarClient({ secret: 'not ours' }).ask(served.url, { body: 'x' })).rejects.toThrow(/HTTP 401 \(signature_invalid\)/);
   });
 
@@ -29,5 +32,17 @@ describe("the peer clients against our agents' faces", () => {
     // Our agents serve /wellknown too: Agora is what they are asked in first.
     expect(await detectPeerKind(served.url)).toBe('agora');
     expect((await askPeer('a2a', served.url, { body: 'hi' })).body).toMatch(/^turn \d+: hi$/);
+  });
+
+  it("streams from our ROAR face behind a token, the token in the upgrade's Authorization header", async () => {
+    const guarded = await serveFaces(makeFaces({ tokens: ['s3cret'] }, fakeReceiver()));
+    try {
+      const pieces: string[] = [];
+      for await (const piece of new RoarClient({ token: 's3cret' }).stream(guarded.url, { body: 'hello' })) pieces.push(piece.type);
+      expect(pieces.at(-1)).toBe('done');
+      await expect(new RoarClient({ token: 'wrong' }).ask(guarded.url, { body: 'x' })).rejects.toThrow(/HTTP 401/);
+    } finally {
+      await guarded.close();
+    }
   });
 });
