@@ -1,36 +1,18 @@
 // `agora hub` as a process on Redis: it registers an a2a-js agent and a ROAR agent, routes goals to them by their skills
 // and capabilities, and a four-hop chain Agora → OAP → ROAR → A2A completes after the hub is killed mid-chain.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../src/hub/client.js';
 import { startA2aServer } from '../helpers/a2a-server.js';
-import { cliArgs, runCli } from '../helpers/cli.js';
+import { runCli, startHubCommand } from '../helpers/cli.js';
 import { oapTaskEnvelopeSchema } from '../helpers/oap-schema.js';
 import { startRoarServer } from '../helpers/roar-server.js';
 import { startLoopbackAgent } from './_agents.js';
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
-
-/** `agora hub …` in its own process; resolves once it listens. */
-function startHubProcess(args: string[]): Promise<{ url: string; child: ChildProcess; exited: Promise<void> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', '--allow-private-agents', ...args]), { env: { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise<void>((done) => child.once('exit', () => done()));
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ url: match[1]!, child, exited });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}:\n${output}`)));
-  });
-}
 
 describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
   const prefix = `agora-test-peers:${randomUUID()}:`;
@@ -45,7 +27,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
 
   it('routes to an a2a-js and a ROAR agent by skill and capability; a four-hop chain resumes after a SIGKILL of the hub', { timeout: 120_000 }, async () => {
     const store = `${redisUrl}?prefix=${encodeURIComponent(prefix)}`;
-    let hub = await startHubProcess(['--store', store]);
+    let hub = await startHubCommand(['--store', store, '--allow-private-agents']);
     cleanups.push(async () => void hub.child.kill('SIGKILL'));
 
     const scout = await startLoopbackAgent({ 'Scout destinations': 'Finds destinations for a trip.' }, () => ({ destinations: ['Lyon'], handoff: { next_agent: 'planner' } }));
@@ -72,8 +54,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
       answer: async () => {
         if (!killed) {
           killed = true;
-          hub.child.kill('SIGKILL');
-          await hub.exited;
+          await hub.stop('SIGKILL');
         }
         return { verdict: 'the plan holds', handoff: { next_agent: 'translator', reason: 'the client reads French' } };
       },
@@ -99,7 +80,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
     const id = /chain ([\w-]{36})/.exec(chain.stderr)![1]!;
 
     // A new hub process on the same store lost nothing: the chain resumes at the ROAR hop.
-    hub = await startHubProcess(['--store', store]);
+    hub = await startHubCommand(['--store', store, '--allow-private-agents']);
     expect((await runCli(['runs', '--hub', hub.url])).stdout).toContain(`${id}  running  2 hops `);
     const resumed = await runCli(['resume', id, '--hub', hub.url, '--json'], { env });
     expect(resumed.code, resumed.stderr).toBe(0);
