@@ -88,10 +88,24 @@ export function parseShape(text: string): Shape | undefined {
   return shape !== undefined && index === text.length ? shape : undefined;
 }
 
-/** The reply shape a document states ("replies JSON `{…}`"), if it states one in the notation. */
+/** The reply shape a document states ("replies JSON `{…}`", backticks or not), if it states one in the notation. */
 export function replyShapeOf(documentText: string): Shape | undefined {
-  const match = /\brepl(?:y|ies)\b[^`]{0,80}`(\{[^`]{1,2000}\})`/i.exec(documentText);
-  return match ? parseShape(match[1]!) : undefined;
+  const match = /\brepl(?:y|ies)\b[^{}.]{0,80}\{/i.exec(documentText);
+  if (!match) return undefined;
+  // The object runs to its matching brace (braces inside strings do not count), within 2,000 characters.
+  const start = match.index + match[0].length - 1;
+  let depth = 0;
+  let quoted = false;
+  for (let index = start; index < documentText.length && index < start + 2000; index++) {
+    const char = documentText[index];
+    if (quoted) {
+      if (char === '\\') index++;
+      else if (char === '"') quoted = false;
+    } else if (char === '"') quoted = true;
+    else if (char === '{') depth++;
+    else if (char === '}' && --depth === 0) return parseShape(documentText.slice(start, index + 1));
+  }
+  return undefined;
 }
 
 /** Why a value does not fit a shape (the first fault, with its path), or undefined when it fits. Extra keys fit. */
