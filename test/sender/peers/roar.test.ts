@@ -8,7 +8,7 @@ import { writeRoarMessage } from '../../../src/sender/peers/roar-message.js';
 import { RoarClient, type RoarStreamEvent } from '../../../src/sender/peers/roar.js';
 import { startRoarServer, type RoarTestServer } from '../../helpers/roar-server.js';
 
-const golden = JSON.parse(readFileSync('/work/shared/roar-golden/signature.json', 'utf8')) as { secret: string; inputs: { id: string; from: string; to: string; intent: string; payload: Record<string, string>; context: Record<string, string> }; canonical_json: string; expected_signature: string };
+const golden = JSON.parse(readFileSync(new URL('../../fixtures/roar-golden/signature.json', import.meta.url), 'utf8')) as { secret: string; inputs: { id: string; from: string; to: string; intent: string; payload: Record<string, string>; context: Record<string, string> }; canonical_json: string; expected_signature: string };
 
 describe('RoarClient', () => {
   const servers: RoarTestServer[] = [];
