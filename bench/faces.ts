@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { canonicalJson, pythonFloat, RawNumber } from '../src/faces/roar/canonical.js';
-import { hmacSignature, signingBody } from '../src/faces/roar/signing.js';
+import { canonicalJson, pythonFloat, RawNumber } from '../src/protocol/roar/canonical.js';
+import { hmacSignature, signingBody } from '../src/protocol/roar/signing.js';
 import { hashText } from '../src/protocol/document.js';
 import { alternating, formatNumber, load, loadGenerator, pairedRatio, startProcess, table, type AlternatingResult } from './_harness.js';
 

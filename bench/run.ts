@@ -5,6 +5,7 @@ import { loadGenerator } from './_harness.js';
 import { benchFaces } from './faces.js';
 import { benchHttp } from './http.js';
 import { benchMcp } from './mcp.js';
+import { benchPeers } from './peers.js';
 import { benchSandbox } from './sandbox.js';
 import { benchHub } from './hub.js';
 import { benchRooms } from './rooms.js';
@@ -19,6 +20,7 @@ const sections: [string, () => Promise<string>][] = [
   ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
   ['streaming', async () => `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`],
   ['faces', async () => `## Faces: ROAR and A2A vs Agora (50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
+  ['peers', async () => `## Peer clients: ROAR, A2A and OAP calls against a plain Agora Sender call (one at a time, one agent serving all four)\n\n${await benchPeers(Math.max(100, duration * 60), log)}`],
   ['mcp', async () => `## MCP: tools/call vs Agora POST / (50 connections, load from ${loadGenerator()})\n\n${await benchMcp(duration, log)}`],
   ['rooms', async () => `## Rooms: turns through the hub vs direct Agora turns, and live fan-out to 100 watchers\n\n${await benchRooms(log)}`],
   ['hub', async () => `## Hub: keyword routing and directory search, 10,000 agents against 100\n\n${await benchHub(log)}`],

@@ -23,5 +23,6 @@ export { consoleLogger, silentLogger, type Logger } from './log.js';
 export { Receiver, type ReceiverOptions, type ReceiverApi, type RequestContext } from './receiver.js';
 /** The sending side: queries, conversations, discovery, negotiation and typed tasks. */
 export { Sender, type SenderOptions, type SenderConversation, type QueryOptions, type QueryResult } from './sender/sender.js';
+export { A2aClient, askPeer, detectPeerKind, OapClient, oapEnvelope, RoarClient, type A2aClientOptions, type PeerKind, type RoarClientOptions } from './sender/peers/index.js';
 /** A whole agent from a folder, or a receiver, served over node:http (the server machinery loads on first use). */
 export { startAgent, startServer, type AgentOptions, type RunningAgent, type ServerOptions, type RunningServer } from './agent.js';

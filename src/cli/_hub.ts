@@ -25,15 +25,17 @@ export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCom
   return defineCommand(meta, { ...body, options: { hub: hubOption(), 'hub-token': HUB_TOKEN_OPTION, ...options, json: { ...jsonOption(json), default: false } } });
 }
 
-/** `--max-hops` and `--timeout` of the commands that run a chain (`chain`, `resume`). */
-export function chainOptions(maxHopsDescription: string, defaultHops?: number): Record<'max-hops' | 'timeout', OptionSpec> {
+/** `--max-hops`, `--timeout` and `--roar-secret` of the commands that run a chain (`chain`, `resume`). */
+export function chainOptions(maxHopsDescription: string, defaultHops?: number): Record<'max-hops' | 'timeout' | 'roar-secret', OptionSpec> {
   return {
+    'roar-secret': { type: 'string', value: '<secret>', description: 'HMAC secret shared with ROAR agents of the chain (default: sign with a fresh Ed25519 key)', env: 'AGORA_ROAR_SECRET' },
     'max-hops': { type: 'string', value: '<n>', description: maxHopsDescription, ...(defaultHops === undefined ? {} : { default: String(defaultHops) }) },
     timeout: { type: 'string', value: '<seconds>', description: 'Time each agent has to answer', env: 'AGORA_TIMEOUT', default: '60' },
   };
 }
 
 /** `--max-hops` and `--timeout` (declared by {@link chainOptions}), checked: the hop cap, and each hop's time in ms. */
-export function chainLimits(args: ParsedArgs): { maxHops: number | undefined; hopTimeoutMs: number } {
-  return { maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }), hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000 };
+export function chainLimits(args: ParsedArgs): { maxHops: number | undefined; hopTimeoutMs: number; roarSecret?: string } {
+  const roarSecret = typeof args.values['roar-secret'] === 'string' && args.values['roar-secret'] !== '' ? args.values['roar-secret'] : undefined;
+  return { maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }), hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000, ...(roarSecret ? { roarSecret } : {}) };
 }

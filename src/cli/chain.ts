@@ -9,10 +9,11 @@ export const command = hubCommand({ name: 'chain', summary: 'Route a goal and fo
   details: 'Exit codes: 0 the chain finished · 1 it failed or hit the hop cap (resume it with `agora resume <id>`) · 2 usage error.',
   async run(args) {
     const goal = requiredPositional(args, 0, '"<goal>"');
-    return followChain(args, ({ runChain }, hub, { maxHops, hopTimeoutMs }) =>
+    return followChain(args, ({ runChain }, hub, { maxHops, hopTimeoutMs, roarSecret }) =>
       runChain(hub, goal, {
         maxHops: maxHops ?? 10,
         hopTimeoutMs,
+        ...(roarSecret ? { roarSecret } : {}),
         onHop: (hop, current) => {
           if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
           printHop(hop, current);

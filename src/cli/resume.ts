@@ -12,6 +12,6 @@ export const command = hubCommand({ name: 'resume', summary: 'Continue an unfini
   async run(args) {
     const id = requiredPositional(args, 0, '<id>');
     const force = args.values.force === true;
-    return followChain(args, ({ resumeChain }, hub, { maxHops, hopTimeoutMs }) => resumeChain(hub, id, { hopTimeoutMs, force, onHop: printHop, ...(maxHops ? { maxHops } : {}) }));
+    return followChain(args, ({ resumeChain }, hub, { maxHops, hopTimeoutMs, roarSecret }) => resumeChain(hub, id, { hopTimeoutMs, force, onHop: printHop, ...(maxHops ? { maxHops } : {}), ...(roarSecret ? { roarSecret } : {}) }));
   },
 });

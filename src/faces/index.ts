@@ -17,7 +17,7 @@ export type { McpOptions } from './mcp/index.js';
 export type { RoarFace, RoarOptions } from './roar/index.js';
 export type { RoarSocketOptions } from './roar/ws.js';
 export type { RoarEventOptions } from './roar/events.js';
-export type { RoarIdentity } from './roar/identity.js';
+export type { RoarIdentity } from '../protocol/roar/identity.js';
 export { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
 export type { StreamAnswer, StreamEvent } from './stream.js';
 export { a2aFace, mcpFace, oapFace, roarFace };

@@ -1,10 +1,14 @@
-// One hop of a chain: a query to an agent of the directory (Agora `POST /`, or OAP `POST /invoke`) over the sender's
-// transport (bounded in time and size), its reply parsed (never trusted) and the handoff it names, if any.
-import { z } from 'zod';
+// One hop of a chain: a query to an agent of the directory through the client of its kind (Agora `POST /`, OAP
+// `POST /invoke`, ROAR `POST /roar/message`, A2A's own client), bounded in time and size; its reply parsed (never
+// trusted), its result and the handoff it names read by the rules of its protocol.
 import { AgoraError, isAgoraError } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
+import { A2aClient } from '../sender/peers/a2a.js';
+import { OapClient, oapEnvelope, readHandoff } from '../sender/peers/oap.js';
+import { RoarClient } from '../sender/peers/roar.js';
 import { PeerTransport } from '../sender/transport.js';
 import type { AgentProtocol, AgentRecord } from './records.js';
+import { replyShapeOf, shapeMismatch } from './reply-shape.js';
 
 /** What a hop sends: the goal, and what the previous hop answered. */
 export type HopInput = { runId: string; goal: string; input?: JsonValue; steps: string[] };
@@ -12,30 +16,14 @@ export type HopInput = { runId: string; goal: string; input?: JsonValue; steps: 
 /** What a hop got back: the result, and the next agent when the reply names one. */
 export type HopOutput = { result: JsonValue; handoff?: { target: string; goal?: string } };
 
-/** Bounds of one hop. */
-export type HopLimits = { timeoutMs: number; maxReplyBytes: number };
-
-const handoffSchema = z.object({
-  next_agent: z.string().min(1).max(2000),
-  goal: z.string().max(4000).optional(),
-  task: z.string().max(4000).optional(),
-});
-
-const oapEnvelopeSchema = z
-  .object({
-    memory: z.record(z.string(), z.unknown()).optional(),
-    result: z.unknown().optional(),
-    handoff: z.unknown().optional(),
-  })
-  .loose();
+/** Bounds of one hop, and the secret ROAR messages are signed with (else a fresh Ed25519 key). */
+export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?: string };
 
 /** The handoff a reply names: `handoff.next_agent` in a JSON object body (`handoff.goal` may narrow the goal). */
 export function handoffOf(body: unknown): HopOutput['handoff'] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const parsed = handoffSchema.safeParse((body as Record<string, unknown>).handoff);
-  if (!parsed.success) return undefined;
-  const goal = parsed.data.goal ?? parsed.data.task;
-  return { target: parsed.data.next_agent, ...(goal ? { goal } : {}) };
+  const handoff = readHandoff((body as Record<string, unknown>).handoff);
+  return handoff === undefined ? undefined : { target: handoff.next_agent, ...(handoff.goal ? { goal: handoff.goal } : {}) };
 }
 
 /** Whether a reply body is a protocol-level error: an object whose `error` is a non-empty string, beside no result. */
@@ -45,10 +33,10 @@ export function isProtocolError(body: JsonValue): boolean {
   return typeof error === 'string' && error !== '' && !('result' in body);
 }
 
-/** The sender's transport, bounded by a hop's limits; its timeout is a peer's failure here (a hop recorded as failed). */
-async function exchange<T>(limits: HopLimits, run: (transport: PeerTransport) => Promise<T>): Promise<T> {
+/** Runs a hop's exchange; a timeout is a peer's failure here (a hop recorded as failed). */
+async function bounded<T>(run: () => Promise<T>): Promise<T> {
   try {
-    return await run(new PeerTransport({ timeoutMs: limits.timeoutMs }));
+    return await run();
   } catch (error) {
     if (isAgoraError(error) && error.code === 'TIMEOUT') throw new AgoraError('PEER_FAILURE', error.message, { cause: error });
     throw error;
@@ -58,33 +46,51 @@ async function exchange<T>(limits: HopLimits, run: (transport: PeerTransport) =>
 /** The body sent to an Agora agent: `{goal, input}` under a protocol, else natural language. */
 function agoraBody(hop: HopInput, protocol: AgentProtocol | undefined): JsonValue {
   if (protocol !== undefined) return { goal: hop.goal, input: hop.input ?? null };
+  return naturalLanguage(hop);
+}
+
+/** The goal, with what the previous agent found, as one text (what a ROAR or A2A agent reads). */
+function naturalLanguage(hop: HopInput): string {
   if (hop.input === undefined || hop.input === null) return hop.goal;
   return `${hop.goal}\n\nWhat the previous agent found:\n${typeof hop.input === 'string' ? hop.input : JSON.stringify(hop.input)}`;
 }
 
+/** A result and the handoff it names, if any. */
+function output(result: JsonValue, handoff = handoffOf(result)): HopOutput {
+  return { result, ...(handoff ? { handoff } : {}) };
+}
+
 /**
- * Queries one agent for one hop; throws AgoraError('PEER_FAILURE') when it is unreachable, slow, answers
- * garbage or a failure.
+ * Queries one agent for one hop through the client of its kind; throws AgoraError('PEER_FAILURE') when it is
+ * unreachable, slow, answers garbage, a failure, or (under a protocol) a reply its document does not allow.
  */
-export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits): Promise<HopOutput> {
-  if (agent.kind === 'oap') {
-    const envelope = { id: hop.runId, goal: hop.goal, memory: { last_result: hop.input ?? null }, steps: hop.steps, handoff: null };
-    const url = `${agent.url}/invoke`;
-    const { status, json } = await exchange(limits, async (transport) => {
-      const response = await transport.exchange('POST', url, envelope, undefined, limits.maxReplyBytes);
-      return { status: response.status, json: transport.parseJson('POST', url, response) };
-    });
-    // An OAP failure is an HTTP error whose body may well parse as an (empty) envelope: never a result.
-    if (status < 200 || status > 299) {
-      const reason = typeof json === 'object' && json !== null && typeof (json as { error?: unknown }).error === 'string' ? `: ${(json as { error: string }).error.slice(0, 300)}` : '';
-      throw new AgoraError('PEER_FAILURE', `POST ${agent.url}/invoke: HTTP ${status}${reason}`, { status });
+export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits, documentText?: string): Promise<HopOutput> {
+  const options = { timeoutMs: limits.timeoutMs, maxReplyBytes: limits.maxReplyBytes };
+  switch (agent.kind) {
+    case 'oap': {
+      // OAP's rules: a full TaskEnvelope (the chain's id, the previous result as memory, the agents so far), and the
+      // reply's `result` winning over `memory.last_result`; the chain stops when the reply sets no handoff.
+      const envelope = oapEnvelope({ id: hop.runId, goal: hop.goal, input: hop.input ?? null, stepsTaken: hop.steps });
+      const reply = await bounded(() => new OapClient(options).invoke(agent.url, envelope));
+      return output(reply.result, reply.handoff ? { target: reply.handoff.next_agent, ...(reply.handoff.goal ? { goal: reply.handoff.goal } : {}) } : undefined);
     }
-    const parsed = oapEnvelopeSchema.safeParse(json);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `POST ${agent.url}/invoke: not an OAP envelope`);
-    const result = (parsed.data.memory?.last_result ?? parsed.data.result ?? null) as JsonValue;
-    const handoff = handoffOf(parsed.data);
-    return { result, ...(handoff ? { handoff } : {}) };
+    case 'roar': {
+      // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it in the payload.
+      const answer = await bounded(() => new RoarClient({ ...options, ...(limits.roarSecret ? { secret: limits.roarSecret } : {}) }).ask(agent.url, { body: naturalLanguage(hop) }));
+      return output(answer.result, handoffOf(answer.result) ?? handoffOf(answer.reply.payload));
+    }
+    case 'a2a': {
+      // A2A's answer is the completed task's artifacts (or the agent's message); any other end state failed the hop.
+      const answer = await bounded(() => new A2aClient({ ...options, sameOrigin: true }).send(agent.url, { body: naturalLanguage(hop) }));
+      if (answer.state !== 'completed') throw new AgoraError('PEER_FAILURE', `A2A task ${answer.taskId ?? ''} at ${agent.url}: ${answer.state}, not completed`);
+      return output(answer.result);
+    }
+    default:
+      return agoraHop(agent, protocol, hop, limits, documentText);
   }
+}
+
+async function agoraHop(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits, documentText: string | undefined): Promise<HopOutput> {
   const request: Record<string, JsonValue> = { body: agoraBody(hop, protocol) };
   if (protocol !== undefined) {
     request.protocolHash = protocol.hash;
@@ -92,7 +98,8 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
   }
   // A failure reply, or one that is not an Agora reply, is the transport's PEER_FAILURE naming the URL.
   const url = `${agent.url}/`;
-  const reply = await exchange(limits, async (transport) => {
+  const reply = await bounded(async () => {
+    const transport = new PeerTransport({ timeoutMs: limits.timeoutMs });
     const response = await transport.exchange('POST', url, request, undefined, limits.maxReplyBytes);
     const json = transport.parseJson('POST', url, response);
     const parsed = peerResponseSchema.safeParse(json);
@@ -102,6 +109,9 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
   // Under a protocol, `{"error": …}` is the protocol's own way to refuse (the spec's documents define it so): a failed
   // hop, recorded in fixed words (the agent's text is not copied into the checkpoint others read).
   if (protocol !== undefined && isProtocolError(reply.body)) throw new AgoraError('PEER_FAILURE', `POST ${url}: the agent refused the query under ${JSON.stringify(protocol.name.slice(0, 100))} (a protocol-level error)`);
-  const handoff = handoffOf(reply.body);
-  return { result: reply.body, ...(handoff ? { handoff } : {}) };
+  // A reply the document's reply shape does not allow is no answer either (issue 28: chains tell the truth).
+  const shape = documentText === undefined ? undefined : replyShapeOf(documentText);
+  const mismatch = shape === undefined ? undefined : shapeMismatch(shape, reply.body);
+  if (protocol !== undefined && mismatch !== undefined) throw new AgoraError('PEER_FAILURE', `POST ${url}: the reply does not match ${JSON.stringify(protocol.name.slice(0, 100))}'s reply (${mismatch})`);
+  return output(reply.body);
 }

@@ -12,6 +12,8 @@ export interface ChainBackend {
   /** Writes a checkpoint, taking or renewing the chain's lease for `run.owner`; refused while another owner holds it, unless `force`. */
   saveRun(run: ChainRun, leaseMs: number, force?: boolean): Promise<void>;
   getRun(id: string): Promise<ChainRun | undefined>;
+  /** A protocol document's text by hash (its reply shape is checked against a hop's reply), when the backend has it. */
+  protocolText?(hash: string): Promise<string | undefined>;
 }
 
 /** Options of {@link runChain} and {@link resumeChain}. */
@@ -22,6 +24,8 @@ export type ChainOptions = {
   hopTimeoutMs?: number;
   /** Largest reply accepted from an agent (default 1 MiB). */
   maxReplyBytes?: number;
+  /** HMAC secret shared with the chain's ROAR agents (default: messages signed with a fresh Ed25519 key). */
+  roarSecret?: string;
   /** Take the chain over even when another live process holds it. */
   force?: boolean;
   /** Called after each hop is checkpointed (CLI progress). */
@@ -94,7 +98,7 @@ export async function resumeChain(backend: ChainBackend, id: string, options: Ch
 
 async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions): Promise<ChainRun> {
   const now = options.now ?? Date.now;
-  const limits: HopLimits = { timeoutMs: options.hopTimeoutMs ?? 60_000, maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024 };
+  const limits: HopLimits = { timeoutMs: options.hopTimeoutMs ?? 60_000, maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024, ...(options.roarSecret ? { roarSecret: options.roarSecret } : {}) };
   // Long enough for one hop and its checkpoint; a crashed owner's lease lapses after this.
   const leaseMs = limits.timeoutMs + 30_000;
   const maxHops = options.maxHops ?? run.maxHops;
@@ -137,7 +141,9 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
     let hop: Hop;
     let handoff: { target: string; goal?: string } | undefined;
     try {
-      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), steps: run.hops.map((done) => done.agentName) }, limits);
+      const text = protocol === undefined || backend.protocolText === undefined ? undefined : await backend.protocolText(protocol.hash).catch(() => undefined);
+      const steps = run.hops.filter((done) => done.ok).map((done) => done.agentName);
+      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), steps }, limits, text);
       hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
       handoff = output.handoff;
     } catch (error) {

@@ -203,6 +203,11 @@ export class Hub implements ChainBackend {
     if (bytes + growth > maxBytes) throw new AgoraError('BAD_REQUEST', `The hub's chain checkpoints would exceed ${maxBytes} bytes (--max-runs-bytes); resume or delete some`);
   }
 
+  /** A protocol document's text from the database. */
+  async protocolText(hash: string): Promise<string | undefined> {
+    return (await this.catalogue.document(hash))?.text;
+  }
+
   /** A chain's last checkpoint. */
   getRun(id: string): Promise<ChainRun | undefined> {
     return this.store.getRun(id);

@@ -1,5 +1,5 @@
-// Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), its ROAR card
-// and its OAP `GET /` where it has them. Every read goes through the SSRF guard, size cap and time limit of
+// Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), its ROAR card, its
+// A2A card and its OAP `GET /` where it has them; what it serves tells its kind (Agora, ROAR, A2A, OAP, that order). Every read goes through the SSRF guard, size cap and time limit of
 // protocol sources (src/protocol/sources.ts): the hub fetches URLs strangers give it.
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
@@ -18,7 +18,7 @@ export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs
 
 /** What an agent told the hub about itself. */
 export type AgentReading = {
-  kind: 'agora' | 'oap';
+  kind: 'agora' | 'oap' | 'roar' | 'a2a';
   name?: string;
   description?: string;
   capabilities: string[];
@@ -35,11 +35,33 @@ const oapInfoSchema = z.object({
   description: z.string().max(2000).optional(),
 });
 const roarCardSchema = z.object({
+  identity: z.object({ did: z.string().min(1).max(600), display_name: z.string().max(200).optional(), capabilities: z.array(z.string().max(100)).max(100).optional() }).optional(),
   display_name: z.string().max(200).optional(),
   name: z.string().max(200).optional(),
   description: z.string().max(2000).optional(),
   capabilities: z.array(z.string().max(100)).max(100).optional(),
+  skills: z.array(z.string().max(200)).max(100).optional(),
+  declared_capabilities: z.array(z.object({ name: z.string().max(200) })).max(100).optional(),
 });
+// An A2A card, 1.0 (`supportedInterfaces`) or 0.3 (`url`): its name, description and skills (names and tags).
+const a2aCardSchema = z.object({
+  name: z.string().max(200),
+  description: z.string().max(2000).optional(),
+  supportedInterfaces: z.array(z.object({ url: z.string().max(2000) })).max(20).optional(),
+  url: z.string().max(2000).optional(),
+  skills: z.array(z.object({ name: z.string().max(200), description: z.string().max(2000).optional(), tags: z.array(z.string().max(100)).max(50).optional() })).max(100).optional(),
+}).refine((card) => (card.supportedInterfaces?.length ?? 0) > 0 || card.url !== undefined, 'an A2A card names an interface');
+
+/** What an A2A card gives as capabilities: its skills' names, then their tags. */
+function a2aCapabilities(card: z.infer<typeof a2aCardSchema>): string[] {
+  const skills = card.skills ?? [];
+  return [...skills.map((skill) => skill.name), ...skills.flatMap((skill) => skill.tags ?? [])];
+}
+
+/** What a ROAR card gives as capabilities: its identity's capabilities, skills and declared capabilities' names. */
+function roarCapabilities(card: z.infer<typeof roarCardSchema>): string[] {
+  return [...(card.identity?.capabilities ?? []), ...(card.capabilities ?? []), ...(card.skills ?? []), ...(card.declared_capabilities ?? []).map((capability) => capability.name)];
+}
 
 /** A base URL as the directory keys it: http(s) only, no query, fragment or credentials, no trailing slash. */
 export function normalizeAgentUrl(raw: string): string {
@@ -127,8 +149,8 @@ async function readDocument(base: string, hash: string, sources: string[], optio
 }
 
 /**
- * Reads an agent at `base`: `/wellknown` (else OAP `GET /`), documents, ROAR card; throws SOURCE_FAILED when
- * the agent answers neither. `known(hash)` gives documents the hub already holds, so they are not fetched again.
+ * Reads an agent at `base`: `/wellknown`, documents, ROAR card, A2A card, OAP `GET /`; throws SOURCE_FAILED when
+ * the agent answers none of them. `known(hash)` gives documents the hub already holds, so they are not fetched again.
  */
 export async function readAgent(base: string, options: ReadOptions, known: (hash: string) => Promise<ProtocolDocument | undefined>, withProfile = true): Promise<AgentReading> {
   const maxProtocols = options.maxProtocols ?? 100;
@@ -141,14 +163,17 @@ export async function readAgent(base: string, options: ReadOptions, known: (hash
   } catch (error) {
     wellknownError = error;
   }
-  const [card, oap] = withProfile || listing === undefined
+  const [card, a2a, oap] = withProfile || listing === undefined
     ? await Promise.all([
         optional(async () => roarCardSchema.parse(await getJson(`${base}/roar/card`, options))),
+        optional(async () => a2aCardSchema.parse(await getJson(`${base}/.well-known/agent-card.json`, options))),
         optional(async () => oapInfoSchema.parse(await getJson(`${base}/`, options))),
       ])
-    : [undefined, undefined];
-  if (listing === undefined && oap === undefined) {
-    throw new AgoraError('SOURCE_FAILED', `${base} answers neither /wellknown nor an OAP GET /: ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`);
+    : [undefined, undefined, undefined];
+  // A ROAR card counts only with the DID messages are addressed to.
+  const roar = card?.identity !== undefined ? card : undefined;
+  if (listing === undefined && roar === undefined && a2a === undefined && oap === undefined) {
+    throw new AgoraError('SOURCE_FAILED', `${base} answers none of /wellknown (Agora), /roar/card (ROAR), /.well-known/agent-card.json (A2A) and GET / (OAP): ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`);
   }
   const documents: ProtocolDocument[] = [];
   const problems: string[] = [];
@@ -167,13 +192,15 @@ export async function readAgent(base: string, options: ReadOptions, known: (hash
     if (document) documents.push(document);
     else if (problem) problems.push(problem);
   }
-  const name = card?.display_name ?? card?.name ?? oap?.agent_id;
-  const description = card?.description ?? oap?.description;
+  const name = card?.identity?.display_name || card?.display_name || card?.name || a2a?.name || oap?.agent_id;
+  const description = card?.description || a2a?.description || oap?.description;
+  const kind: AgentReading['kind'] = listing !== undefined ? 'agora' : roar !== undefined ? 'roar' : a2a !== undefined ? 'a2a' : 'oap';
   return {
-    kind: listing === undefined ? 'oap' : 'agora',
+    kind,
     ...(name ? { name } : {}),
     ...(description ? { description } : {}),
-    capabilities: [...new Set([...(card?.capabilities ?? []), ...(oap?.capabilities ?? [])])],
+    // An Agora agent's faces describe its protocols, listed already: only a ROAR or A2A agent's card adds capabilities.
+    capabilities: [...new Set([...(kind === 'roar' && card ? roarCapabilities(card) : (card?.capabilities ?? [])), ...(kind === 'a2a' && a2a ? a2aCapabilities(a2a) : []), ...(oap?.capabilities ?? [])])],
     documents,
     problems,
   };

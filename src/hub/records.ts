@@ -22,10 +22,13 @@ export const agentRecordSchema = z.object({
   url: z.string(),
   name: z.string(),
   description: z.string(),
-  /** `agora`: spec §2 (`/wellknown`, `POST /`); `oap`: an OAP agent (`GET /`, `POST /invoke`). */
-  kind: z.enum(['agora', 'oap']),
+  /**
+   * How the hub talks to it: `agora` (spec §2: `/wellknown`, `POST /`), `oap` (`GET /`, `POST /invoke`), `roar`
+   * (`/roar/card`, `POST /roar/message`) or `a2a` (`/.well-known/agent-card.json`, its JSON-RPC or HTTP+JSON interface).
+   */
+  kind: z.enum(['agora', 'oap', 'roar', 'a2a']),
   protocols: z.array(agentProtocolSchema),
-  /** Capabilities announced by an OAP `GET /` or a ROAR card. */
+  /** Capabilities announced by an OAP `GET /`, a ROAR card (its capabilities and skills) or an A2A card (its skills). */
   capabilities: z.array(z.string()),
   status: z.enum(['up', 'down']),
   /** Consecutive checks the agent failed (reset when it answers). */

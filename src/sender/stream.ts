@@ -16,10 +16,10 @@ export type StreamOptions = { fetch: typeof fetch; idleTimeoutMs: number; signal
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
 const MAX_STREAM_BYTES = 64 * 1024 * 1024;
 
-type RawEvent = { id?: string; event: string; data: string };
+export type RawEvent = { id?: string; event: string; data: string };
 
-/** Reads SSE blocks off a body, each chunk within `idleTimeoutMs` of the last; throws on a stalled or oversized stream. */
-async function* readEvents(body: ReadableStream<Uint8Array>, what: string, options: StreamOptions): AsyncGenerator<RawEvent> {
+/** Reads SSE blocks off a body (the sender's one SSE reader, also used by the ROAR client), each chunk within `idleTimeoutMs` of the last; throws on a stalled or oversized stream. */
+export async function* readEvents(body: ReadableStream<Uint8Array>, what: string, options: StreamOptions): AsyncGenerator<RawEvent> {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let total = 0;

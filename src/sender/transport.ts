@@ -65,6 +65,11 @@ export function peerFailure(method: string, url: string, status: number, text: s
   return new AgoraError('PEER_FAILURE', `${method} ${url}: ${kind}: ${text}`, { status });
 }
 
+/** A request body already written as JSON text (ROAR's signed canonical JSON), sent byte for byte. */
+export class JsonText {
+  constructor(readonly text: string) {}
+}
+
 /**
  * HTTP with peers: each exchange bounded by the timeout (body included) and a size cap, never retried; a JSON
  * reply read through the wire schema.
@@ -137,7 +142,7 @@ export class PeerTransport {
       response = await this.#fetch(url, {
         method,
         headers: { ...this.#headers, accept: 'application/json', ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(payload === undefined ? {} : { body: JSON.stringify(payload) }),
+        ...(payload === undefined ? {} : { body: payload instanceof JsonText ? payload.text : JSON.stringify(payload) }),
         signal: combined,
         redirect: method === 'GET' ? 'follow' : 'manual',
       });
@@ -176,4 +181,116 @@ export async function readCapped(response: Response, maxBytes: number, what: str
     chunks.push(value);
   }
   return Buffer.concat(chunks, size);
+}
+
+/** Options of {@link PeerTransport.getJson}. */
+export type GetJsonOptions = { maxBytes?: number; signal?: AbortSignal; retries?: number };
+
+// A GET is safe to repeat: a refused connection or a gateway's 502/503/504 is tried again (a timeout is not: it
+// already cost the whole bound).
+const RETRIED_STATUSES = new Set([502, 503, 504]);
+
+/**
+ * A GET's JSON, tried again (twice by default) when the connection fails or a gateway answers 502/503/504; a
+ * non-2xx reply is a PEER_FAILURE naming the URL and status (the peer's text is not copied).
+ */
+export async function getJson(transport: PeerTransport, url: string, options: GetJsonOptions = {}): Promise<unknown> {
+  const retries = options.retries ?? 2;
+  for (let attempt = 0; ; attempt++) {
+    let response: PeerResponse;
+    try {
+      response = await transport.exchange('GET', url, undefined, options.signal, options.maxBytes);
+    } catch (error) {
+      const retriable = isAgoraError(error) && error.code === 'PEER_FAILURE' && error.status === undefined && !/larger than/.test(error.message);
+      if (retriable && attempt < retries) continue;
+      throw error;
+    }
+    if (RETRIED_STATUSES.has(response.status) && attempt < retries) continue;
+    if (response.status < 200 || response.status > 299) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
+    return transport.parseJson('GET', url, response);
+  }
+}
+
+/**
+ * A `fetch` bounded as the transport's exchanges are, for a peer's own SDK (a2a-js): the caller's headers and token,
+ * each wait bounded by the timeout (for the reply, and between two pieces of an event stream), every body capped;
+ * a failure is an AgoraError naming the method and URL.
+ */
+export function boundedFetch(options: TransportOptions = {}): typeof fetch {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS;
+  const maxBytes = options.maxReplyBytes ?? MAX_REPLY_BYTES;
+  const extra = peerHeaders(options);
+  return async (input, init = {}) => {
+    const request = input instanceof Request ? input : undefined;
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const method = (init.method ?? request?.method ?? 'GET').toUpperCase();
+    const what = `${method} ${url}`;
+    const controller = new AbortController();
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(new AgoraError('TIMEOUT', `${what}: timed out after ${timeoutMs} ms`)), timeoutMs);
+    };
+    const caller = init.signal ?? request?.signal ?? undefined;
+    const signal = caller ? AbortSignal.any([caller, controller.signal]) : controller.signal;
+    const fail = (error: unknown): never => {
+      clearTimeout(timer);
+      if (caller?.aborted) throw caller.reason;
+      if (controller.signal.aborted) throw controller.signal.reason;
+      if (isAgoraError(error)) throw error;
+      throw new AgoraError('PEER_FAILURE', `${what}: ${networkFailure(error)}`, { cause: error });
+    };
+    const headers = new Headers(init.headers ?? request?.headers);
+    for (const [name, value] of Object.entries(extra)) headers.set(name, value);
+    arm();
+    let response: Response;
+    try {
+      response = await fetchImpl(input, { ...init, headers, signal });
+    } catch (error) {
+      return fail(error);
+    }
+    const kept = new Headers(response.headers);
+    kept.delete('content-length');
+    kept.delete('content-encoding');
+    if (/^text\/event-stream/i.test(response.headers.get('content-type') ?? '') && response.body) {
+      let size = 0;
+      const reader = response.body.getReader();
+      const body = new ReadableStream<Uint8Array>({
+        async pull(stream) {
+          arm();
+          try {
+            const { done, value } = await reader.read();
+            if (done) {
+              clearTimeout(timer);
+              stream.close();
+              return;
+            }
+            size += value.byteLength;
+            if (size > maxBytes) throw new AgoraError('PEER_FAILURE', `${what}: stream larger than ${maxBytes} bytes`);
+            stream.enqueue(value);
+          } catch (error) {
+            await reader.cancel().catch(() => undefined);
+            try {
+              fail(error);
+            } catch (failure) {
+              stream.error(failure);
+            }
+          }
+        },
+        cancel: async () => {
+          clearTimeout(timer);
+          await reader.cancel().catch(() => undefined);
+        },
+      });
+      return new Response(body, { status: response.status, statusText: response.statusText, headers: kept });
+    }
+    try {
+      const bytes = await readCapped(response, maxBytes, what);
+      clearTimeout(timer);
+      return new Response(response.status === 204 || response.status === 304 ? null : bytes, { status: response.status, statusText: response.statusText, headers: kept });
+    } catch (error) {
+      return fail(error);
+    }
+  };
 }

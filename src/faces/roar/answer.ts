@@ -6,11 +6,11 @@ import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
 import { ask, tokenScope, type Ask, type SessionMap } from '../ask.js';
 import type { CatalogEntry } from '../catalog.js';
-import { canonicalJson } from './canonical.js';
+import { canonicalJson } from '../../protocol/roar/canonical.js';
 import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
 import type { RoarEvents } from './events.js';
-import type { RoarIdentity } from './identity.js';
+import type { RoarIdentity } from '../../protocol/roar/identity.js';
 import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, type RoarMessage, type RoarSecurity } from './message.js';
 
 /** What the ROAR face works with. */

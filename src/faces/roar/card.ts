@@ -1,7 +1,7 @@
 // ROAR's agent card (`GET /roar/card`, and `GET /roar/agents` as its SDK lists it): the identity, the served
 // protocols as skills and declared capabilities (with their Agora hash), the endpoints.
 import type { CatalogEntry } from '../catalog.js';
-import { identityJson, type RoarIdentity } from './identity.js';
+import { identityJson, type RoarIdentity } from '../../protocol/roar/identity.js';
 
 /** The intents this face answers, listed as the identity's capabilities (plus `stream`). */
 export const ROAR_CAPABILITIES = ['execute', 'delegate', 'ask', 'update', 'discover', 'notify', 'monitor', 'stream'] as const;

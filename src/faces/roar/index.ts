@@ -11,9 +11,9 @@ import { receiverStream, type StreamAnswer } from '../stream.js';
 import type { RoarFaceDeps } from './answer.js';
 import { RoarEvents, type RoarEventOptions } from './events.js';
 import { roarFailure, roarHttp, roarSocketFailure } from './http.js';
-import { loadIdentity, type RoarIdentity } from './identity.js';
+import { loadIdentity, type RoarIdentity } from '../../protocol/roar/identity.js';
 import { MemoryReplayGuard, type ReplayGuard } from './replay.js';
-import { publicKeyFromHex } from './signing.js';
+import { publicKeyFromHex } from '../../protocol/roar/signing.js';
 import { RoarSockets, type RoarSocketOptions } from './ws.js';
 
 /** Options of the ROAR face. */

@@ -4,12 +4,12 @@ import { randomUUID, type KeyObject } from 'node:crypto';
 import { isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { Ask, ScopedSession } from '../ask.js';
-import { canonicalJson, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from './canonical.js';
+import { canonicalJson, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from '../../protocol/roar/canonical.js';
 import { readRoarJson } from './read.js';
-import { identityJson, type RoarIdentity } from './identity.js';
+import { identityJson, type RoarIdentity } from '../../protocol/roar/identity.js';
 import { ROAR_CAPABILITIES } from './card.js';
 import type { ReplayGuard } from './replay.js';
-import { ed25519Signature, hmacSignature, signingBody, verifyEd25519, verifyHmac } from './signing.js';
+import { ed25519Signature, hmacSignature, signingBody, verifyEd25519, verifyHmac } from '../../protocol/roar/signing.js';
 
 /** ROAR's intents (spec 0.3). */
 export const ROAR_INTENTS = ['execute', 'delegate', 'update', 'ask', 'respond', 'notify', 'discover', 'monitor'] as const;

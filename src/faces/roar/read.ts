@@ -2,7 +2,7 @@
 // canonical signing body is built from what was read), else the lossless reader. JSON.parse is native and several
 // times faster; the lossless reader remains the reference, and gives the error text for malformed input.
 import { nestingExceeds } from '../../schemas.js';
-import { MAX_LOSSLESS_DEPTH, parseLossless, type LosslessValue } from './canonical.js';
+import { MAX_LOSSLESS_DEPTH, parseLossless, type LosslessValue } from '../../protocol/roar/canonical.js';
 
 // A JSON number token, whole: never preceded or followed by a word character, a dot, a quote or (before) a minus,
 // so digits inside strings (hashes, DIDs) are not taken for numbers; every number JSON.parse reads matches.

@@ -29,8 +29,11 @@ export type RoomRequest = z.infer<typeof roomRequestSchema>;
 /** Room states: running, stopped by a person for now, ended by its rules, ended by a person. */
 export type RoomState = 'active' | 'paused' | 'completed' | 'cancelled';
 
-/** One participant: its name in the room, where it answers, its conversation, its run of failed turns. */
-export type Participant = { name: string; url: string; conversationId?: string; failures: number; dropped?: boolean };
+/**
+ * One participant: its name in the room, where it answers, how (`kind`: absent for Agora, else the protocol of the
+ * registered ROAR, A2A or OAP agent), its conversation, its run of failed turns.
+ */
+export type Participant = { name: string; url: string; kind?: 'roar' | 'a2a' | 'oap'; conversationId?: string; failures: number; dropped?: boolean };
 
 /** One line of the transcript: an agent's message, a person's, or a turn lost to a failure or a timeout. */
 export type TranscriptEntry = { turn: number; speaker: string; kind: 'agent' | 'person' | 'skipped' | 'synthesis'; text: string; tokens: number; at: number };

@@ -4,9 +4,11 @@ import { nanoid } from 'nanoid';
 import { AgoraError, describeError, isAgoraError } from '../../errors.js';
 import { consoleLogger, type Logger } from '../../log.js';
 import { KeyedQueue } from '../../_queue.js';
+import type { JsonValue } from '../../schemas.js';
+import { peerConversation } from '../../sender/peers/index.js';
 import { Sender, type SenderConversation } from '../../sender/sender.js';
 import { readTurnReply, ROOM_DOCUMENT, type TurnReply } from './document.js';
-import { MAX_MESSAGE_CHARS, trimTranscript, type RoomEvent, type RoomRecord, type RoomRequest } from './records.js';
+import { MAX_MESSAGE_CHARS, trimTranscript, type Participant, type RoomEvent, type RoomRecord, type RoomRequest } from './records.js';
 import { MemoryRoomStore, type RoomStore } from './store.js';
 import { endOf, firstTurn, MAX_FAILURES, nextTurn } from './turns.js';
 
@@ -14,7 +16,9 @@ import { endOf, firstTurn, MAX_FAILURES, nextTurn } from './turns.js';
 export type RoomsOptions = {
   store?: RoomStore;
   /** A participant as named in a request (a registered agent's name or id, or a URL) → its name and URL. */
-  resolve: (target: string) => Promise<{ name: string; url: string }>;
+  resolve: (target: string) => Promise<{ name: string; url: string; kind?: Participant['kind'] }>;
+  /** The fetch turns to ROAR, A2A and OAP participants go through (default: the global fetch; the hub's is guarded). */
+  peerFetch?: typeof fetch;
   /** Open rooms at most (default 1,000). */
   maxRooms?: number;
   /** Turns of transcript sent with each query (default 20). */
@@ -40,6 +44,12 @@ export const TURN_REPLY_BYTES = { default: 256 * 1024, min: 64 * 1024, max: 1024
 /** A turn reply cap within its bounds. */
 export function turnReplyBytes(requested: number | undefined): number {
   return Math.min(TURN_REPLY_BYTES.max, Math.max(TURN_REPLY_BYTES.min, requested ?? TURN_REPLY_BYTES.default));
+}
+
+/** A turn as natural language, for a ROAR, A2A or OAP participant (which knows nothing of the room document). */
+export function turnText(query: { topic: string; you: string; why: string; participants: string[]; transcript: { speaker: string; text: string }[] }): string {
+  const lines = query.transcript.map((entry) => `${entry.speaker}: ${entry.text}`);
+  return [`You take part in a discussion of several agents (${query.participants.join(', ')}) as ${query.you}. Topic: ${query.topic}`, `Why it is your turn: ${query.why}`, ...(lines.length ? ['The discussion so far:', ...lines] : []), 'Answer with what you say, in plain text.'].join('\n');
 }
 
 /**
@@ -71,7 +81,7 @@ export class Rooms {
   readonly #options: RoomsOptions;
   readonly #queue = new KeyedQueue();
   readonly #running = new Set<string>();
-  readonly #conversations = new Map<string, SenderConversation>();
+  readonly #conversations = new Map<string, Pick<SenderConversation, 'send'>>();
   readonly #wakers = new Map<string, Set<() => void>>();
   readonly #sender: Sender;
   readonly #now: () => number;
@@ -98,11 +108,11 @@ export class Rooms {
   async create(request: RoomRequest): Promise<RoomRecord> {
     const participants: RoomRecord['participants'] = [];
     for (const target of request.participants) {
-      const { name, url } = await this.#options.resolve(target).catch((error: unknown) => {
+      const { name, url, kind } = await this.#options.resolve(target).catch((error: unknown) => {
         throw new AgoraError('BAD_REQUEST', `participant ${JSON.stringify(target.slice(0, 200))}: ${describeError(error)}`);
       });
       if (participants.some((participant) => participant.name === name)) throw new AgoraError('BAD_REQUEST', `participant ${name} is named twice`);
-      participants.push({ name, url, failures: 0 });
+      participants.push({ name, url, ...(kind ? { kind } : {}), failures: 0 });
     }
     const lead = request.lead === undefined ? undefined : participants[request.participants.indexOf(request.lead)]!.name;
     const now = this.#now();
@@ -275,11 +285,11 @@ export class Rooms {
     const query = { topic: room.topic, you: speaker, turn: room.turns + 1, why, pattern: room.pattern, participants: room.participants.filter((p) => !p.dropped).map((p) => p.name), transcript: recent };
     const key = `${room.id}\u0000${speaker}`;
     let conversation = this.#conversations.get(key);
-    if (!conversation) this.#conversations.set(key, (conversation = this.#sender.conversation(participant.url, ROOM_DOCUMENT)));
+    if (!conversation) this.#conversations.set(key, (conversation = this.#conversation(participant, room.turnTimeoutMs)));
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(new AgoraError('TIMEOUT', `no answer within ${room.turnTimeoutMs} ms`)), room.turnTimeoutMs);
     try {
-      const result = await conversation.send(query, { signal: controller.signal });
+      const result = await conversation.send(participant.kind === undefined ? query : turnText(query), { signal: controller.signal });
       const reply = readTurnReply(result.body);
       return { reply, tokens: tokensOf(JSON.stringify(query), reply) };
     } catch (error) {
@@ -289,6 +299,14 @@ export class Rooms {
     } finally {
       clearTimeout(timer);
     }
+  }
+
+  /** A participant's conversation: the room document's over Agora; its session (ROAR), context (A2A) or nothing (OAP) else. */
+  #conversation(participant: Participant, timeoutMs: number): Pick<SenderConversation, 'send'> {
+    if (participant.kind === undefined) return this.#sender.conversation(participant.url, ROOM_DOCUMENT);
+    const fetch = this.#options.peerFetch;
+    const peer = peerConversation(participant.kind, participant.url, undefined, { timeoutMs, maxReplyBytes: turnReplyBytes(this.#options.maxReplyBytes), ...(fetch ? { fetch } : {}) });
+    return { send: (body) => peer.send(body as JsonValue) };
   }
 
   /** Applies a turn's outcome to the latest record (a pause or a message may have come meanwhile) and saves it. */

@@ -1,7 +1,7 @@
 // ROAR messages built and signed as ROAR's Python SDK builds them, and replies verified as it verifies them.
 import type { KeyObject } from 'node:crypto';
-import { canonicalJson, parseLossless, pythonFloat, RawNumber, type LosslessValue } from '../../../src/faces/roar/canonical.js';
-import { ed25519Signature, hmacSignature, signingBody } from '../../../src/faces/roar/signing.js';
+import { canonicalJson, parseLossless, pythonFloat, RawNumber, type LosslessValue } from '../../../src/protocol/roar/canonical.js';
+import { ed25519Signature, hmacSignature, signingBody } from '../../../src/protocol/roar/signing.js';
 
 /** The sender every test message comes from. */
 export const SENDER = 'did:roar:agent:sender-0123456789abcdef';

@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, parseLossless, pythonFloat, RawNumber, toPlain, type LosslessValue } from '../../../src/faces/roar/canonical.js';
-import { ed25519Signature, hmacSignature, keyPairFromSeed, publicKeyFromHex, rawKeyHex, signingBody, verifyEd25519, verifyHmac } from '../../../src/faces/roar/signing.js';
+import { canonicalJson, parseLossless, pythonFloat, RawNumber, toPlain, type LosslessValue } from '../../../src/protocol/roar/canonical.js';
+import { ed25519Signature, hmacSignature, keyPairFromSeed, publicKeyFromHex, rawKeyHex, signingBody, verifyEd25519, verifyHmac } from '../../../src/protocol/roar/signing.js';
 
 const golden = (name: string) => readFileSync(new URL(`../../fixtures/roar-golden/${name}`, import.meta.url), 'utf8');
 const SECRET = 'roar-conformance-test-secret';

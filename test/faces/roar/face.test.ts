@@ -1,8 +1,8 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { parseLossless, type LosslessValue } from '../../../src/faces/roar/canonical.js';
-import { publicKeyFromHex, rawKeyHex, verifyEd25519, verifyHmac } from '../../../src/faces/roar/signing.js';
+import { parseLossless, type LosslessValue } from '../../../src/protocol/roar/canonical.js';
+import { publicKeyFromHex, rawKeyHex, verifyEd25519, verifyHmac } from '../../../src/protocol/roar/signing.js';
 import type { EdgeResponse } from '../../../src/edge/response.js';
 import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces, type TestFaces } from '../_helpers.js';
 import { pythonMessage as build, replyVerifies, SENDER, type MessageOptions } from './_messages.js';

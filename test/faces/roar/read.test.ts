@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson, parseLossless } from '../../../src/faces/roar/canonical.js';
+import { canonicalJson, parseLossless } from '../../../src/protocol/roar/canonical.js';
 import { parseKeepsNumbers, readRoarJson } from '../../../src/faces/roar/read.js';
 
 // A number as a sender may write it: integers, floats with and without a fraction, exponents, long digit runs.

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { verifyHmac } from '../../../src/faces/roar/signing.js';
+import { verifyHmac } from '../../../src/protocol/roar/signing.js';
 import type { StreamAnswer } from '../../../src/faces/stream.js';
 import { makeFaces, PROTOCOL_HASH, serveFaces, type FaceTestOptions } from '../_helpers.js';
 import { roarDeltaFrame, roarDoneFrame, roarMessage, roarStreamEvent } from '../_peer-schemas.js';

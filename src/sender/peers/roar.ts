@@ -1,0 +1,209 @@
+// A client for ROAR agents (ROAR 1.0, spec 0.3): card and health discovery, signed messages over `POST /roar/message`
+// with each reply verified, answers streamed over the WebSocket (`/roar/ws`), and the agent's task events over SSE
+// (`/roar/events`). Over the sender's transport: timeouts, capped reads, errors naming method and URL.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { AgoraError } from '../../errors.js';
+import type { JsonObject, JsonValue } from '../../schemas.js';
+import { rawKeyHex } from '../../protocol/roar/signing.js';
+import { readEvents } from '../stream.js';
+import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, getJson, JsonText, peerHeaders, PeerTransport, type TransportOptions } from '../transport.js';
+import { parseRoarText, readRoarReply, roarResult, writeRoarMessage, type RoarIntent, type RoarReply, type RoarSelf, type RoarSigning } from './roar-message.js';
+import { roarSocketExchange } from './roar-socket.js';
+
+export type { RoarReply, RoarSelf } from './roar-message.js';
+
+/** Options of {@link RoarClient}. */
+export type RoarClientOptions = TransportOptions & RoarSigning & {
+  /** Who we are (default: a fresh `did:roar:agent:agora-client-…` with its own Ed25519 key, kept by this client). */
+  self?: RoarSelf;
+};
+
+const identitySchema = z.looseObject({
+  did: z.string().min(1).max(600),
+  display_name: z.string().max(200).optional(),
+  agent_type: z.string().max(50).optional(),
+  capabilities: z.array(z.string().max(100)).max(200).optional(),
+  version: z.string().max(20).optional(),
+  public_key: z.string().max(200).nullish(),
+});
+
+/** ROAR's AgentCard, as far as a client reads it (other fields are kept, unread). */
+export const roarCardSchema = z.looseObject({
+  identity: identitySchema,
+  description: z.string().max(4000).optional(),
+  skills: z.array(z.string().max(200)).max(200).optional(),
+  channels: z.array(z.string().max(50)).max(20).optional(),
+  endpoints: z.record(z.string(), z.string().max(2000)).optional(),
+  declared_capabilities: z.array(z.looseObject({ name: z.string().max(200), description: z.string().max(2000).optional() })).max(200).optional(),
+});
+
+/** One of ROAR's StreamEvents (`task_update`, `agent_status`…), as `/roar/events` sends them. */
+export type RoarStreamEvent = { type: string; source?: string; session_id: string; data?: Record<string, unknown>; timestamp?: number };
+
+/** A ROAR agent's card. */
+export type RoarCard = z.infer<typeof roarCardSchema>;
+
+/** What {@link RoarClient.ask} sends: natural language, or a query under an Agora protocol. */
+export type RoarAsk = { body: JsonValue; protocolHash?: string; protocolSources?: string[]; sessionId?: string; intent?: RoarIntent };
+
+/** A ROAR answer: its result, the session it continues (when the agent named one), and the verified reply. */
+export type RoarAnswer = { result: JsonValue; sessionId?: string; reply: RoarReply };
+
+/** One event of {@link RoarClient.stream}: pieces of the answer (when the agent streams), then the answer. */
+export type RoarStreamPiece = { type: 'delta'; delta: string } | { type: 'done'; answer: RoarAnswer };
+
+/** A fresh client identity: a DID and an Ed25519 key pair. */
+function freshSelf(): RoarSelf {
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  return { did: `did:roar:agent:agora-client-${randomBytes(8).toString('hex')}`, displayName: 'agora-client', publicKeyHex: rawKeyHex(publicKey), privateKey };
+}
+
+/** The payload of an ask: `{protocolHash, body}` under a protocol, else `{task: text}`. */
+function payloadOf(ask: RoarAsk): JsonObject {
+  if (ask.protocolHash !== undefined) return { protocolHash: ask.protocolHash, body: ask.body, ...(ask.protocolSources ? { protocolSources: ask.protocolSources } : {}) };
+  return { task: typeof ask.body === 'string' ? ask.body : JSON.stringify(ask.body) };
+}
+
+/**
+ * A client for ROAR agents. The agent's DID comes from its card (read once per URL); messages are signed when a
+ * secret is given (HMAC) or, without one, with this client's Ed25519 key; replies are verified whenever a secret or
+ * a trusted key for the replying DID is configured.
+ * @example const { result } = await new RoarClient({ secret }).ask('http://localhost:8089', { body: 'review this code' });
+ */
+export class RoarClient {
+  readonly self: RoarSelf;
+  readonly #transport: PeerTransport;
+  readonly #options: RoarClientOptions;
+  readonly #cards = new Map<string, Promise<RoarCard>>();
+
+  constructor(options: RoarClientOptions = {}) {
+    this.#options = options;
+    this.self = options.self ?? freshSelf();
+    this.#transport = new PeerTransport(options);
+  }
+
+  /** The agent's card (`GET /roar/card`), read once per URL; a GET, tried again when a connection fails. */
+  card(url: string, signal?: AbortSignal): Promise<RoarCard> {
+    const base = agentBaseUrl(url);
+    let card = this.#cards.get(base);
+    if (card === undefined) {
+      const target = `${base}/roar/card`;
+      card = getJson(this.#transport, target, signal ? { signal } : {}).then((json) => {
+        const parsed = roarCardSchema.safeParse(json);
+        if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${target}: not a ROAR agent card`);
+        return parsed.data;
+      });
+      card.catch(() => this.#cards.delete(base));
+      this.#cards.set(base, card);
+    }
+    return card;
+  }
+
+  /** The agent's `GET /roar/health` (`{status: "ok", …}`); a PEER_FAILURE when it is not healthy. */
+  async health(url: string, signal?: AbortSignal): Promise<{ status: string; protocol?: string }> {
+    const target = `${agentBaseUrl(url)}/roar/health`;
+    const parsed = z.looseObject({ status: z.string().max(50), protocol: z.string().max(50).optional() }).safeParse(await getJson(this.#transport, target, signal ? { signal } : {}));
+    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${target}: not a ROAR health reply`);
+    if (parsed.data.status !== 'ok' && parsed.data.status !== 'healthy') throw new AgoraError('PEER_FAILURE', `GET ${target}: the agent reports ${JSON.stringify(parsed.data.status)}`);
+    return { status: parsed.data.status, ...(parsed.data.protocol ? { protocol: parsed.data.protocol } : {}) };
+  }
+
+  /** Sends one message (`POST /roar/message`, never retried) and returns the verified reply. */
+  async send(url: string, message: { intent: RoarIntent; payload: JsonObject; context?: JsonObject }, signal?: AbortSignal): Promise<RoarReply> {
+    const base = agentBaseUrl(url);
+    const card = await this.card(base, signal);
+    const { id, text } = writeRoarMessage({ self: this.self, to: card.identity as JsonObject, ...message }, this.#options);
+    const target = `${base}/roar/message`;
+    const response = await this.#transport.exchange('POST', target, new JsonText(text), signal);
+    const what = `POST ${target}`;
+    if (response.status < 200 || response.status > 299) {
+      const json = (() => {
+        try {
+          return JSON.parse(Buffer.from(response.bytes).toString('utf8')) as { error?: unknown };
+        } catch {
+          return undefined;
+        }
+      })();
+      const code = typeof json?.error === 'string' && /^[\w.-]{1,60}$/.test(json.error) ? ` (${json.error})` : '';
+      throw new AgoraError('PEER_FAILURE', `${what}: HTTP ${response.status}${code}`, { status: response.status });
+    }
+    return readRoarReply(parseRoarText(Buffer.from(response.bytes).toString('utf8'), what), id, this.self, this.#options, what);
+  }
+
+  /** Asks the agent (`delegate` by default) and returns its answer; an error payload is a PEER_FAILURE. */
+  async ask(url: string, ask: RoarAsk, signal?: AbortSignal): Promise<RoarAnswer> {
+    const reply = await this.send(url, { intent: ask.intent ?? 'delegate', payload: payloadOf(ask), ...(ask.sessionId ? { context: { session_id: ask.sessionId } } : {}) }, signal);
+    return answerOf(reply, `POST ${agentBaseUrl(url)}/roar/message`);
+  }
+
+  /**
+   * Asks over the agent's WebSocket (`/roar/ws`): `delta` pieces while the agent streams (`deltas: false` asks for none, and drops any that come),
+   * then the verified answer. Each wait is bounded by the timeout.
+   */
+  async *stream(url: string, ask: RoarAsk & { deltas?: boolean }, signal?: AbortSignal): AsyncGenerator<RoarStreamPiece> {
+    const base = agentBaseUrl(url);
+    const card = await this.card(base, signal);
+    const context: JsonObject = ask.sessionId ? { session_id: ask.sessionId } : {};
+    const { id, text } = writeRoarMessage({ self: this.self, to: card.identity as JsonObject, intent: ask.intent ?? 'delegate', payload: payloadOf(ask), context }, this.#options);
+    const what = `WebSocket ${base.replace(/^http/, 'ws')}/roar/ws`;
+    for await (const piece of roarSocketExchange(base, text, { ...this.#socketOptions(signal), ...(ask.deltas === false ? { deltas: false } : {}) })) {
+      if (piece.type === 'delta') {
+        if (ask.deltas !== false) yield piece;
+      }
+      else yield { type: 'done', answer: answerOf(readRoarReply(piece.message, id, this.self, this.#options, what), what) };
+    }
+  }
+
+  /** The agent's task events over SSE (`GET /roar/events`, one session's with `sessionId`), until `signal` aborts. */
+  async *events(url: string, options: { sessionId?: string; signal?: AbortSignal } = {}): AsyncGenerator<RoarStreamEvent> {
+    const base = agentBaseUrl(url);
+    const target = `${base}/roar/events${options.sessionId ? `?session_id=${encodeURIComponent(options.sessionId)}` : ''}`;
+    const fetchImpl = this.#options.fetch ?? globalThis.fetch;
+    const timeoutMs = this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS;
+    let response: Response;
+    try {
+      const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])]);
+      response = await fetchImpl(target, { headers: { ...peerHeaders(this.#options), accept: 'text/event-stream' }, signal });
+    } catch (error) {
+      if (options.signal?.aborted) return;
+      throw new AgoraError('PEER_FAILURE', `GET ${target}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    if (response.status !== 200 || !response.body) throw new AgoraError('PEER_FAILURE', `GET ${target}: HTTP ${response.status}`, { status: response.status });
+    // Events come when tasks run: a quiet feed is not stalled (the agent's heartbeats keep the wait bounded).
+    try {
+      for await (const event of readEvents(response.body, `GET ${target}`, { fetch: fetchImpl, idleTimeoutMs: Math.max(timeoutMs, 60_000), ...(options.signal ? { signal: options.signal } : {}) })) {
+        let data: unknown;
+        try {
+          data = JSON.parse(event.data);
+        } catch {
+          continue;
+        }
+        const parsed = streamEventSchema.safeParse(data);
+        if (parsed.success) yield { ...parsed.data, session_id: parsed.data.session_id ?? '' } as RoarStreamEvent;
+      }
+    } catch (error) {
+      if (options.signal?.aborted) return;
+      throw error;
+    }
+  }
+
+  #socketOptions(signal: AbortSignal | undefined) {
+    return { timeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, maxBytes: this.#options.maxReplyBytes ?? 16 * 1024 * 1024, headers: peerHeaders(this.#options), ...(signal ? { signal } : {}) };
+  }
+}
+
+const streamEventSchema = z.looseObject({
+  type: z.string().max(50),
+  source: z.string().max(600).optional(),
+  session_id: z.string().max(600).nullish(),
+  data: z.record(z.string(), z.unknown()).optional(),
+  timestamp: z.number().optional(),
+});
+
+/** A reply's answer and the session it continues. */
+function answerOf(reply: RoarReply, what: string): RoarAnswer {
+  const result = roarResult(reply, what);
+  const session = reply.context.session_id;
+  return { result, reply, ...(typeof session === 'string' && session !== '' ? { sessionId: session } : {}) };
+}
