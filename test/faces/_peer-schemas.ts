@@ -52,22 +52,7 @@ export const a2aStreamResult03 = z.discriminatedUnion('kind', [
 /** A JSON-RPC 2.0 success carrying `result`. */
 export const rpcSuccess = <T extends z.ZodType>(result: T) => z.strictObject({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number(), z.null()]), result });
 
-/** OAP 0.3's Handoff: both fields required ("handoff.next_agent" names the next agent, `reason` says why). */
-export const oapHandoff = z.strictObject({ next_agent: z.string().min(1), reason: z.string().min(1) });
-
-/**
- * OAP 0.3's TaskEnvelope: the goal, memory (the last hop's answer in `memory.last_result`), the steps taken (the
- * agents the task went through, in order), optional constraints, and a handoff only when the task goes on.
- */
-export const oapTaskEnvelope = z.strictObject({
-  id: z.string().min(1),
-  version: z.string().optional(),
-  goal: z.string().min(1),
-  memory: z.record(z.string(), json),
-  steps_taken: z.array(z.string()),
-  constraints: z.record(z.string(), json).nullable().optional(),
-  handoff: oapHandoff.nullable().optional(),
-});
+export { oapHandoff, oapTaskEnvelope } from '../helpers/oap-schema.js';
 
 // ROAR 1.0 (its golden fixtures message.json and stream-event.json).
 const roarIdentity = z.strictObject({ did: z.string().startsWith('did:'), display_name: z.string(), agent_type: z.string(), capabilities: z.array(z.string()), version: z.string(), public_key: z.string().nullable() });

@@ -7,7 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../src/hub/client.js';
 import { startA2aServer } from '../helpers/a2a-server.js';
 import { runCli, startHubCommand } from '../helpers/cli.js';
-import { oapTaskEnvelopeSchema } from '../helpers/oap-schema.js';
+import { oapTaskEnvelopeSent } from '../helpers/oap-schema.js';
 import { startRoarServer } from '../helpers/roar-server.js';
 import { startLoopbackAgent } from './_agents.js';
 
@@ -90,7 +90,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
     expect(run.hops[1]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
     expect(run.hops[2]!.result).toMatchObject({ verdict: 'the plan holds' });
     expect(run.hops[3]!.result).toBe('traduit: scout destinations for a trip');
-    expect(oapTaskEnvelopeSchema.parse(envelopes[0])).toMatchObject({ id, steps_taken: ['scout'], memory: { last_result: { destinations: ['Lyon'] } } });
+    expect(oapTaskEnvelopeSent.parse(envelopes[0])).toMatchObject({ id, steps_taken: ['scout'], memory: { last_result: { destinations: ['Lyon'] } } });
     // Finished hops ran once; the hop in flight at the crash ran again, as it may.
     expect(scout.calls).toHaveLength(1);
     expect(envelopes).toHaveLength(1);

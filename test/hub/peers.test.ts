@@ -10,7 +10,7 @@ import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { startA2aServer } from '../helpers/a2a-server.js';
-import { oapTaskEnvelopeSchema } from '../helpers/oap-schema.js';
+import { oapTaskEnvelopeSent } from '../helpers/oap-schema.js';
 import { startRoarServer } from '../helpers/roar-server.js';
 import { startLoopbackAgent } from './_agents.js';
 
@@ -71,7 +71,7 @@ describe('the hub and the other protocols', () => {
     const run = await runChain(client, 'scout destinations for a trip');
     expect(run.hops.map((hop) => hop.agentName)).toEqual(['scout', 'planner']);
     expect(run.hops[1]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
-    const envelope = oapTaskEnvelopeSchema.parse(envelopes[0]);
+    const envelope = oapTaskEnvelopeSent.parse(envelopes[0]);
     expect(envelope).toMatchObject({ id: run.id, version: '0.3', goal: 'scout destinations for a trip', constraints: {}, steps_taken: ['scout'], handoff: null });
     expect(envelope.memory.last_result).toMatchObject({ destinations: ['Lyon'] });
   });

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OapClient, oapEnvelope, readOapReply } from '../../../src/sender/peers/oap.js';
-import { oapTaskEnvelopeSchema } from '../../helpers/oap-schema.js';
+import { oapTaskEnvelopeSent } from '../../helpers/oap-schema.js';
 
 describe('OapClient', () => {
   const received: unknown[] = [];
@@ -27,7 +27,7 @@ describe('OapClient', () => {
     reply = { status: 200, body: { result: 'mine', memory: { last_result: 'the previous hop' }, steps_taken: ['a', 'planner'], handoff: { next_agent: 'writer', reason: 'needs prose' } } };
     const envelope = oapEnvelope({ id: 'run-1', goal: 'plan a trip', input: { from: 'earlier' }, stepsTaken: ['a'] });
     const answer = await new OapClient().invoke(await url, envelope);
-    expect(oapTaskEnvelopeSchema.parse(received.at(-1))).toEqual({ id: 'run-1', version: '0.3', goal: 'plan a trip', constraints: {}, memory: { last_result: { from: 'earlier' } }, steps_taken: ['a'], handoff: null });
+    expect(oapTaskEnvelopeSent.parse(received.at(-1))).toEqual({ id: 'run-1', version: '0.3', goal: 'plan a trip', constraints: {}, memory: { last_result: { from: 'earlier' } }, steps_taken: ['a'], handoff: null });
     expect(answer).toMatchObject({ result: 'mine', handoff: { next_agent: 'writer', reason: 'needs prose' }, stepsTaken: ['a', 'planner'] });
   });
 
