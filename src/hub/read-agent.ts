@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import { decodeDataUri, fetchSource, isForbiddenAddress, type SourceOptions } from '../protocol/sources.js';
 
 /** How the hub reads agents: the source options (private networks, time, size), and caps. */
-export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs' | 'lookup'> & {
+export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs' | 'lookup' | 'headers'> & {
   /** Largest `/wellknown`, card or document accepted, in bytes (default 256 KiB). */
   maxBytes?: number;
   /** Protocols kept per agent (default 100); more are ignored. */
@@ -166,7 +166,8 @@ export async function readAgent(base: string, options: ReadOptions, known: (hash
   const [card, a2a, oap] = withProfile || listing === undefined
     ? await Promise.all([
         optional(async () => roarCardSchema.parse(await getJson(`${base}/roar/card`, options))),
-        optional(async () => a2aCardSchema.parse(await getJson(`${base}/.well-known/agent-card.json`, options))),
+        // The version header: an a2a-js 1.0 server with its 0.3 layer on refuses a card request without it.
+        optional(async () => a2aCardSchema.parse(await getJson(`${base}/.well-known/agent-card.json`, { ...options, headers: { accept: 'application/json', 'a2a-version': '1.0' } }))),
         optional(async () => oapInfoSchema.parse(await getJson(`${base}/`, options))),
       ])
     : [undefined, undefined, undefined];

@@ -26,6 +26,8 @@ export type SourceOptions = {
   deadlineMs?: number;
   /** Aborts the fetch (as a timeout). */
   signal?: AbortSignal;
+  /** Headers sent besides `accept` and `accept-encoding: identity` (e.g. `a2a-version` when reading an A2A card). */
+  headers?: Record<string, string>;
 };
 
 type ResolvedAddress = { address: string; family: 4 | 6 };
@@ -37,6 +39,7 @@ type Settings = {
   maxRedirects: number;
   lookup: (hostname: string) => Promise<ResolvedAddress[]>;
   outer: AbortSignal | undefined;
+  headers: Record<string, string>;
 };
 
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -56,6 +59,7 @@ function withDefaults(options: SourceOptions): Settings {
     maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS,
     lookup: options.lookup ?? systemLookup,
     outer: options.signal,
+    headers: { accept: 'text/plain, text/markdown;q=0.9, */*;q=0.1', ...options.headers, 'accept-encoding': 'identity' },
   };
 }
 
@@ -232,7 +236,7 @@ function download(url: URL, target: ResolvedAddress, settings: Settings, signal:
         port: url.port || undefined,
         path: `${url.pathname}${url.search}`,
         method: 'GET',
-        headers: { accept: 'text/plain, text/markdown;q=0.9, */*;q=0.1', 'accept-encoding': 'identity' },
+        headers: settings.headers,
         agent: false, // a fresh socket per hop: no pooled connection to a host we have not vetted this time
         lookup: pinnedLookup(target),
       });

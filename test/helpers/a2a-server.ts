@@ -58,7 +58,7 @@ class TestExecutor implements AgentExecutor {
  * Starts an a2a-js agent on a free loopback port, its card declaring one JSON-RPC interface of protocol `version`
  * ('1.0', or '0.3': the SDK's client then speaks the 0.3 wire) and these skills.
  */
-export async function startA2aServer(options: { name: string; description: string; skills: { name: string; description: string; tags: string[] }[]; answer: A2aAnswerer; version?: '1.0' | '0.3' }): Promise<A2aTestServer> {
+export async function startA2aServer(options: { name: string; description: string; skills: { name: string; description: string; tags: string[] }[]; answer: A2aAnswerer; version?: '1.0' | '0.3'; legacyCompat?: boolean }): Promise<A2aTestServer> {
   const app = express();
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
@@ -80,8 +80,9 @@ export async function startA2aServer(options: { name: string; description: strin
   };
   const received: string[] = [];
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new TestExecutor(options.answer, received));
-  // The compatibility layer only for a 0.3 agent: with it on, a card read without an A2A-Version header is a 0.3 card.
-  const legacyCompat = { enabled: options.version === '0.3' };
+  // The compatibility layer on for a 0.3 agent (or when asked): with it on, a card read without an A2A-Version
+  // header is a 0.3 card, and a 1.0 agent's card is refused such a request.
+  const legacyCompat = { enabled: options.legacyCompat ?? options.version === '0.3' };
   app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler, legacyCompat }));
   app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication, legacyCompat }));
   return {

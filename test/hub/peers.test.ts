@@ -46,6 +46,13 @@ describe('the hub and the other protocols', () => {
     expect(a2a.received[0]).toMatch(/What the previous agent found:\n\{.*"review":"looks fine: a python/);
   });
 
+  it('registers an a2a-js 1.0 agent that keeps its 0.3 compatibility layer on (its card read with A2A-Version: 1.0)', async () => {
+    const a2a = await startA2aServer({ name: 'bilingual', description: 'Speaks both A2A versions.', skills: [{ name: 'Summarise', description: 'Summarises text', tags: ['summary'] }], answer: () => 'ok', legacyCompat: true });
+    cleanups.push(a2a.close);
+    const client = await hub();
+    expect(await client.register(a2a.url)).toMatchObject({ name: 'bilingual', kind: 'a2a', capabilities: ['Summarise', 'summary'] });
+  });
+
   it("sends OAP agents a full TaskEnvelope and takes the reply's result over memory.last_result", async () => {
     const envelopes: unknown[] = [];
     const oap = createServer((request, response) => {
