@@ -112,7 +112,7 @@ export class Receiver implements ReceiverApi {
       maxHistory: Math.max(2, options.maxHistory ?? 40),
       maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
-    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, () => this.store.count());
+    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, this.store);
     this.#router = new QueryRouter({
       registry: this.registry,
       answerer: this.#answerer,
