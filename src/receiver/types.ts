@@ -97,6 +97,12 @@ export type ReceiverOptions = {
   tools?: Tool[];
   /** Seconds of inactivity before a conversation expires (default 300). */
   conversationTtl?: number;
+  /**
+   * Seconds an expired or ended conversation still answers "Conversation expired" rather than "not found" (default:
+   * one `conversationTtl`, the spec's minimum, which keeps the tombstones of the default store smaller than the live
+   * conversations at any steady rate; never less than one TTL).
+   */
+  tombstoneTtl?: number;
   /** Seconds a routine may run (default 10). */
   routineTimeout?: number;
   /**
