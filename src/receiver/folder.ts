@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { watchFolder } from '../_files.js';
+import { touchesSources, watchFolder } from '../_files.js';
 import { KeyedQueue } from '../_queue.js';
 import type { Logger } from '../log.js';
 import type { KnownDocument } from '../protocol/registry.js';
@@ -103,8 +103,9 @@ export class AgentFolder {
     });
     await Promise.all([this.#loadRoutines(), this.#loadTools()]);
     if (watch) {
-      this.#closers.push(watchFolder(join(this.dir, 'routines'), () => void this.reloadRoutines()));
-      this.#closers.push(watchFolder(join(this.dir, 'tools'), () => void this.#queueReload(() => this.#loadTools())));
+      // An editor's swap or backup file changes nothing: only source files reload (each unchanged one is kept by digest).
+      this.#closers.push(watchFolder(join(this.dir, 'routines'), (names) => void (touchesSources(names) && this.reloadRoutines())));
+      this.#closers.push(watchFolder(join(this.dir, 'tools'), (names) => void (touchesSources(names) && this.#queueReload(() => this.#loadTools()))));
     }
   }
 
