@@ -28,10 +28,11 @@ import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './rece
 import type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
 import type { EventChannel, ReplyEvent } from './receiver/stream.js';
 import { ReceiverStreams } from './receiver/streaming.js';
-import { WellknownListing } from './receiver/wellknown.js';
+import { WellknownListing, type PreparedListing } from './receiver/wellknown.js';
 
 export type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
+export type { PreparedListing } from './receiver/wellknown.js';
 export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 /** How long a tombstone is kept, ms: `tombstoneTtl` seconds, by default (and at least) one conversation TTL (spec §2). */
@@ -224,8 +225,13 @@ export class Receiver implements ReceiverApi {
     };
   }
 
+  /** The listing is shared between calls (built once per change): do not modify it. */
   async wellknown(context?: RequestContext): Promise<Wellknown> {
     return this.#wellknown.list(context);
+  }
+
+  wellknownPrepared(context?: RequestContext): Promise<PreparedListing> {
+    return this.#wellknown.prepared(context);
   }
 
   async document(hash: string): Promise<string | undefined> {

@@ -81,9 +81,14 @@ export class ProtocolRegistry {
     return this.#folder.list();
   }
 
-  /** A number that changes whenever the documents in `protocols/` or the learned ones do. */
-  get version(): string {
-    return `${this.#folder.version}.${this.#learned.version}`;
+  /** A number that changes whenever the documents in `protocols/` do. */
+  get localVersion(): number {
+    return this.#folder.version;
+  }
+
+  /** A number that changes whenever a learned document comes or goes. */
+  get learnedVersion(): number {
+    return this.#learned.version;
   }
 
   /** Documents learned from peers and chosen (stored and served), least recently used first. */

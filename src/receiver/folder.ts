@@ -45,6 +45,7 @@ export class AgentFolder {
   readonly #options: AgentFolderOptions;
   readonly #logger: Logger;
   #routines = new Map<string, LoadedRoutine>();
+  #routinesVersion = 0;
   #toolFiles = new Map<string, { file: string; digest: string; tools: Tool[] }>();
   #tools: Tool[] = [];
   #mcp: McpTools | undefined;
@@ -81,6 +82,11 @@ export class AgentFolder {
   /** The routines loaded from `routines/`, by name. */
   get routines(): ReadonlyMap<string, LoadedRoutine> {
     return this.#routines;
+  }
+
+  /** A number that changes whenever `routines/` is reloaded (answers built once per change read it). */
+  get routinesVersion(): number {
+    return this.#routinesVersion;
   }
 
   /** The agent's tools (from `tools/` and the options). */
@@ -134,6 +140,7 @@ export class AgentFolder {
 
   async #loadRoutines(): Promise<void> {
     this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, this.#routines);
+    this.#routinesVersion += 1;
   }
 
   async #loadTools(): Promise<void> {

@@ -9,6 +9,7 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { RoutineContext } from '../routine/define.js';
 import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
+import type { PreparedListing } from './wellknown.js';
 import type { EventChannel, ReplyEvent } from './stream.js';
 import type { RequestContext } from './context.js';
 
@@ -27,6 +28,11 @@ export interface ReceiverApi {
   end(id: string): Promise<void>;
   /** `GET /wellknown`: hex hash → sources. */
   wellknown(context?: RequestContext): Promise<Wellknown>;
+  /**
+   * The same listing built once per change, as a ready JSON body with its ETag and compressed encodings (optional:
+   * without it `/wellknown` is serialized per request). Cards that list protocols can serve it too.
+   */
+  wellknownPrepared?(context?: RequestContext): Promise<PreparedListing>;
   /** `GET /protocols/:hash`: the exact text of a document this agent holds (hash already normalized to hex). */
   document(hash: string): Promise<string | undefined>;
   /** `GET /metrics`: Prometheus text. */

@@ -56,7 +56,7 @@ describe('ProtocolFolder watched', () => {
 
   it("ignores an editor's swap and backup files: the listing does not move and nothing is reread", async () => {
     const { directory, registry, names } = await watched({ 'a.md': doc('a') });
-    const version = registry.version;
+    const version = registry.localVersion;
     const scan = vi.spyOn(ProtocolFolder.prototype, 'scan');
     for (const name of ['.a.md.swp', 'a.md~', '4913', '#a.md#', '.#a.md']) await writeFile(join(directory, name), doc('swap'));
     // A document written after them: once it is listed, every event before it has been handled.
@@ -64,7 +64,7 @@ describe('ProtocolFolder watched', () => {
     await until(() => expect(names()).toEqual(['a', 'z']));
     expect(scan).not.toHaveBeenCalled();
     // One change of the listing (z.md), none for the swap files.
-    expect(registry.version).not.toBe(version);
+    expect(registry.localVersion).not.toBe(version);
     expect(registry.get(hashText(doc('swap')))).toBeUndefined();
   });
 
