@@ -1,29 +1,58 @@
-// Internal: the ids of ended conversations, kept compact (8 bytes of table each, no object, no string) and dropped a
-// generation at a time, so forgetting millions of them is one step, not a walk.
+// Internal: the ids of ended conversations, kept compact (at most 16 bytes of table each, no object, no string) and
+// dropped a generation at a time, so forgetting millions of them is one step, not a walk; tables are never rehashed.
 
-/** Two 32-bit FNV-1a hashes with different bases: 64 bits, so a false "expired" for an unknown id is negligible. */
-function hash64(id: string): [number, number] {
-  let low = 0x811c9dc5;
-  let high = 0x01000193 ^ id.length;
+/** MurmurHash3's finalizer: every input bit moves every output bit (ids that differ in one character spread apart). */
+function mix(value: number): number {
+  value = Math.imul(value ^ (value >>> 16), 0x85ebca6b);
+  value = Math.imul(value ^ (value >>> 13), 0xc2b2ae35);
+  // Signed: a 32-bit integer stays a small integer in V8 (an unsigned one above 2^31 would be a heap number).
+  return value ^ (value >>> 16);
+}
+
+// The two halves of the last hash64 (no array allocated per call: a sweep hashes hundreds of thousands).
+let hashLow = 0;
+let hashHigh = 0;
+
+/** Two independent 32-bit hashes (into hashLow, hashHigh): 64 bits, so a false "expired" for an unknown id is negligible. */
+function hash64(id: string): void {
+  let low = 0x811c9dc5 ^ id.length;
+  let high = 0x9747b28c;
   for (let index = 0; index < id.length; index += 1) {
     const code = id.charCodeAt(index);
     low = Math.imul(low ^ code, 0x01000193);
     high = Math.imul(high ^ code, 0x5bd1e995);
     high ^= high >>> 15;
   }
-  // (0, 0) marks an empty slot.
-  return [low >>> 0 || 1, high >>> 0];
+  // 0 in the low half marks an empty slot.
+  hashLow = mix(low) || 1;
+  hashHigh = mix(high);
 }
 
-/** An open-addressing set of 64-bit hashes in two typed arrays, kept at most half full. */
-class HashSet64 {
-  #low = new Uint32Array(64);
-  #high = new Uint32Array(64);
+/** Slots of the largest table: a full one is followed by another, never rehashed (no pause, whatever the count). */
+const MAX_SLOTS = 1 << 16;
+
+/** A fixed-size open-addressing set of 64-bit hashes in two typed arrays (linear probing), filled to half. */
+class HashTable64 {
+  readonly #low: Int32Array;
+  readonly #high: Int32Array;
   size = 0;
+
+  constructor(slots: number) {
+    this.#low = new Int32Array(slots);
+    this.#high = new Int32Array(slots);
+  }
+
+  get full(): boolean {
+    return this.size * 2 >= this.#low.length;
+  }
+
+  get slots(): number {
+    return this.#low.length;
+  }
 
   has(low: number, high: number): boolean {
     const mask = this.#low.length - 1;
-    for (let slot = (low ^ high) & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = low & mask; ; slot = (slot + 1) & mask) {
       const found = this.#low[slot]!;
       if (found === 0) return false;
       if (found === low && this.#high[slot] === high) return true;
@@ -31,31 +60,47 @@ class HashSet64 {
   }
 
   add(low: number, high: number): void {
-    if (this.has(low, high)) return;
-    if ((this.size + 1) * 2 > this.#low.length) this.#grow();
-    this.#put(low, high);
-    this.size += 1;
-  }
-
-  /** Bytes held. */
-  get bytes(): number {
-    return this.#low.byteLength * 2;
-  }
-
-  #put(low: number, high: number): void {
     const mask = this.#low.length - 1;
-    let slot = (low ^ high) & mask;
-    while (this.#low[slot] !== 0) slot = (slot + 1) & mask;
+    let slot = low & mask;
+    while (this.#low[slot] !== 0) {
+      if (this.#low[slot] === low && this.#high[slot] === high) return;
+      slot = (slot + 1) & mask;
+    }
     this.#low[slot] = low;
     this.#high[slot] = high;
+    this.size += 1;
+  }
+}
+
+/** The tombstones of one generation: tables of doubling size up to {@link MAX_SLOTS}, then more of that size. */
+class Generation {
+  readonly tables: HashTable64[] = [new HashTable64(64)];
+
+  add(low: number, high: number): void {
+    let last = this.tables[this.tables.length - 1]!;
+    if (last.full) {
+      last = new HashTable64(Math.min(MAX_SLOTS, last.slots * 2));
+      this.tables.push(last);
+    }
+    last.add(low, high);
   }
 
-  #grow(): void {
-    const low = this.#low;
-    const high = this.#high;
-    this.#low = new Uint32Array(low.length * 2);
-    this.#high = new Uint32Array(low.length * 2);
-    for (let slot = 0; slot < low.length; slot += 1) if (low[slot] !== 0) this.#put(low[slot]!, high[slot]!);
+  has(low: number, high: number): boolean {
+    for (const table of this.tables) if (table.has(low, high)) return true;
+    return false;
+  }
+
+  get size(): number {
+    let size = 0;
+    for (const table of this.tables) size += table.size;
+    return size;
+  }
+
+  /** Bytes of its tables. */
+  get bytes(): number {
+    let bytes = 0;
+    for (const table of this.tables) bytes += table.slots * 8;
+    return bytes;
   }
 }
 
@@ -69,7 +114,7 @@ const GENERATIONS = 8;
 export class Tombstones {
   readonly #width: number;
   /** Generation number (its end is `number × width`) → the hashes ending in it. */
-  readonly #generations = new Map<number, HashSet64>();
+  readonly #generations = new Map<number, Generation>();
 
   /** `periodMs`: how long a tombstone is kept, which sets the generations' width. */
   constructor(periodMs: number) {
@@ -81,18 +126,18 @@ export class Tombstones {
     const generation = Math.ceil(until / this.#width);
     let set = this.#generations.get(generation);
     if (!set) {
-      set = new HashSet64();
+      set = new Generation();
       this.#generations.set(generation, set);
     }
-    const [low, high] = hash64(id);
-    set.add(low, high);
+    hash64(id);
+    set.add(hashLow, hashHigh);
   }
 
   /** Whether `id` ended and is still remembered. */
   has(id: string): boolean {
     if (this.#generations.size === 0) return false;
-    const [low, high] = hash64(id);
-    for (const set of this.#generations.values()) if (set.has(low, high)) return true;
+    hash64(id);
+    for (const set of this.#generations.values()) if (set.has(hashLow, hashHigh)) return true;
     return false;
   }
 

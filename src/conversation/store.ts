@@ -2,6 +2,7 @@ import { KeyedQueue } from '../_queue.js';
 import { AgoraError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import { ExpiryIndex } from './_expiry.js';
+import { ShardedMap } from './_sharded.js';
 import { Tombstones } from './_tombstones.js';
 import { MemoryEventLog, type ConversationEventLog, type EventRetention } from './events.js';
 
@@ -83,7 +84,7 @@ type Entry = {
 };
 
 /** Expired conversations buried per slice of a sweep: a few ms of work, then the event loop gets a turn. */
-const SWEEP_SLICE = 4096;
+const SWEEP_SLICE = 1024;
 /** Due conversations a count buries on its way (keeps the count exact at a steady rate without walking anything). */
 const COUNT_SLICE = 256;
 
@@ -94,7 +95,7 @@ const COUNT_SLICE = 256;
  */
 export class MemoryConversationStore implements ConversationStore {
   readonly #now: () => number;
-  readonly #live = new Map<string, Entry>();
+  readonly #live = new ShardedMap<Entry>();
   readonly #expiry = new ExpiryIndex();
   readonly #tombstones: Tombstones;
   readonly #tombstoneMs: number;
