@@ -8,7 +8,8 @@
 // - capacity: new conversations/s with --max-conversations against without, at 200,000 live (same run, alternated);
 // - expiry: 500,000 conversations expiring at once in a fresh process: the longest pause, and memory before, with
 //   them live, after expiry (tombstones held) and after the tombstone period.
-// This file is also the entry of the child processes (`node --import tsx bench/growth.ts child …`).
+// This file is also the entry of the expiry child (`node --import tsx bench/growth.ts child expiry …`); the agent child
+// is bench/_growth-agent.mjs, on the compiled build.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { Agent, request as httpRequest } from 'node:http';
@@ -77,7 +78,8 @@ const table = (header: string[], rows: string[][]) =>
 /** Starts the agent child under `ulimit -n 4096`; resolves once it printed its port, with the time since spawn. */
 function startAgentChild(dir: string): Promise<{ child: ChildProcess; url: string; lines: string[]; spawnedAt: number }> {
   const spawnedAt = performance.now();
-  const child = spawn('bash', ['-c', `ulimit -n 4096 && exec "${process.execPath}" --import tsx "${self}" child "${dir}"`], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const agentScript = join(root, 'bench/_growth-agent.mjs');
+  const child = spawn('bash', ['-c', `ulimit -n 4096 && exec "${process.execPath}" "${agentScript}" "${dir}"`], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const lines: string[] = [];
   return new Promise((resolve, reject) => {
     let buffered = '';
@@ -166,7 +168,7 @@ async function benchProtocols(log: Log): Promise<string> {
   const rows: ProtocolRow[] = [];
   for (const size of [10, 1000, 10_000, 50_000]) rows.push(await measureProtocols(size, log));
   return [
-    '### protocols/ at 10 to 50,000 documents (agent child under `ulimit -n 4096`, offline LLM: every document listed)',
+    '### protocols/ at 10 to 50,000 documents (agent child on the build under `ulimit -n 4096`, offline LLM: every document listed)',
     '',
     table(
       ['documents', 'start to /health', 'new .md in /wellknown', 'worst /health during it', 'worst /health during a whole rescan', 'listed after', '/wellknown (p50)', 'gzip', '304 p50'],
@@ -189,7 +191,7 @@ async function benchProtocols(log: Log): Promise<string> {
 
 // ------------------------------------------------------------------------------------------------ capacity
 
-async function benchCapacity(log: Log): Promise<string> {
+export async function benchCapacity(log: Log): Promise<string> {
   const { Receiver } = await import('../src/receiver.js');
   const { InMemoryMemory } = await import('../src/memory/file.js');
   const live = 200_000;
@@ -219,16 +221,22 @@ async function benchCapacity(log: Log): Promise<string> {
     return total / ((performance.now() - started) / 1000);
   };
   const rates = { capped: [] as number[], uncapped: [] as number[] };
-  for (let round = 0; round < 5; round += 1) {
-    rates.uncapped.push(await run(uncapped, 10_000));
-    rates.capped.push(await run(capped, 10_000));
+  for (let round = 0; round < 6; round += 1) {
+    // Which goes first alternates, so the garbage one run leaves is collected in the other's as often as not.
+    if (round % 2 === 0) {
+      rates.uncapped.push(await run(uncapped, 10_000));
+      rates.capped.push(await run(capped, 10_000));
+    } else {
+      rates.capped.push(await run(capped, 10_000));
+      rates.uncapped.push(await run(uncapped, 10_000));
+    }
   }
   const countedLive = await capped.store.count();
   await capped.close();
   await uncapped.close();
   const ratio = median(rates.capped) / median(rates.uncapped);
   return [
-    `### New conversations/s at ${count(live)} live (in process, 50 concurrent first turns, 5 alternated rounds of 10,000, median)`,
+    `### New conversations/s at ${count(live)} live (in process, 50 concurrent first turns, 6 rounds of 10,000 each in alternating order, median)`,
     '',
     table(
       ['', 'new conversations/s', 'vs without the cap'],
@@ -330,19 +338,7 @@ export async function benchGrowth(log: Log): Promise<string> {
   return parts.join('\n\n');
 }
 
-async function agentChild(dir: string): Promise<void> {
-  const { Receiver } = await import('../src/receiver.js');
-  const { startServer } = await import('../src/agent.js');
-  const { OfflineModel } = await import('../src/llm/offline.js');
-  const receiver = await Receiver.start({ dir, llm: new OfflineModel(), logger: silentLogger });
-  const server = await startServer(receiver, { port: 0, host: '127.0.0.1', faces: false, dashboard: false, logger: silentLogger });
-  process.on('SIGUSR2', () => void receiver.registry.scan().then(() => process.stdout.write('SCANNED\n')));
-  process.on('SIGTERM', () => void server.close().then(() => receiver.close()).finally(() => process.exit(0)));
-  process.stdout.write(`PORT ${new URL(server.url).port}\n`);
-}
-
 if (process.argv[2] === 'child') {
   const [kind, argument] = process.argv.slice(3);
   if (kind === 'expiry') process.stdout.write(JSON.stringify(await expiryChild(Number(argument))));
-  else await agentChild(kind!);
 }

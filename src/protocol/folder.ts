@@ -49,6 +49,8 @@ export class ProtocolFolder {
   readonly #files = new Map<string, FileEntry>();
   /** hash → the file names holding it (almost always one), for the documents currently in the folder. */
   readonly #current = new Map<string, string[]>();
+  /** The listing kept sorted by name (once first asked for), and the copy handed out since the last change. */
+  #sorted: { name: string; document: ProtocolDocument }[] | undefined;
   #listing: { name: string; document: ProtocolDocument }[] | undefined;
   /** Bumped by every change of the listing. */
   #version = 0;
@@ -81,17 +83,46 @@ export class ProtocolFolder {
     return retired || this.#current.has(hash) ? this.#local.get(hash) : undefined;
   }
 
-  /** The documents currently in the folder, with their names, by name (built once per change). */
-  list(): { name: string; document: ProtocolDocument }[] {
-    if (!this.#listing) {
-      const listing: { name: string; document: ProtocolDocument }[] = [];
+  /**
+   * The documents currently in the folder, with their names, by name. Sorted once, then kept sorted by each change
+   * (a binary search and a splice); each change hands out a new array, so a listing already handed out never moves.
+   */
+  list(): readonly { name: string; document: ProtocolDocument }[] {
+    if (!this.#sorted) {
+      const sorted: { name: string; document: ProtocolDocument }[] = [];
       for (const [hash, [fileName]] of this.#current) {
         const known = this.#local.get(hash);
-        if (known && fileName) listing.push({ name: fileName.slice(0, -3), document: known.document });
+        if (known && fileName) sorted.push({ name: fileName.slice(0, -3), document: known.document });
       }
-      this.#listing = listing.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      this.#sorted = sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     }
+    this.#listing ??= this.#sorted.slice();
     return this.#listing;
+  }
+
+  /** Where `name` is, or would be, in the sorted listing. */
+  #position(name: string): number {
+    const sorted = this.#sorted!;
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (sorted[middle]!.name < name) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  /** Keeps the sorted listing (when built) in step: `fileName` leaves it, or enters it with `hash`'s document. */
+  #relist(fileName: string, hash: string | undefined): void {
+    if (!this.#sorted) return;
+    const name = fileName.slice(0, -3);
+    const at = this.#position(name);
+    const present = this.#sorted[at]?.name === name;
+    const document = hash === undefined ? undefined : this.#local.get(hash)?.document;
+    if (present && document) this.#sorted[at] = { name, document };
+    else if (present) this.#sorted.splice(at, 1);
+    else if (document) this.#sorted.splice(at, 0, { name, document });
   }
 
   /** A number that changes whenever the listing does (for answers built once per change). */
@@ -185,19 +216,22 @@ export class ProtocolFolder {
     const file = join(directory, fileName);
     const previous = this.#files.get(fileName);
     const wait = this.#later.get(fileName);
-    let info: Stats | undefined;
-    try {
-      info = statSync(file, { throwIfNoEntry: false });
-    } catch (error) {
-      return this.#failed(fileName, file, error);
-    }
-    if (!info || !info.isFile()) return this.#set(fileName, undefined);
-    if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size && wait?.retryMs === undefined) return;
-    // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
-    const age = now() - info.mtimeMs;
-    if (!initial && age < settleMs) {
-      this.#set(fileName, { mtimeMs: Number.NaN, size: -1 });
-      return this.#lookLater(fileName, Math.min(settleMs, settleMs - age));
+    // At the start nothing is known and files are taken as they are: the read's own fstat is the only stat.
+    if (!initial || previous) {
+      let info: Stats | undefined;
+      try {
+        info = statSync(file, { throwIfNoEntry: false });
+      } catch (error) {
+        return this.#failed(fileName, file, error);
+      }
+      if (!info || !info.isFile()) return this.#set(fileName, undefined);
+      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size && wait?.retryMs === undefined) return;
+      // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
+      const age = now() - info.mtimeMs;
+      if (!initial && age < settleMs) {
+        this.#set(fileName, { mtimeMs: Number.NaN, size: -1 });
+        return this.#lookLater(fileName, Math.min(settleMs, settleMs - age));
+      }
     }
     let read: FileRead | undefined;
     try {
@@ -248,12 +282,17 @@ export class ProtocolFolder {
       return;
     }
     if (previous?.hash) {
-      const holders = this.#current.get(previous.hash)?.filter((name) => name !== fileName) ?? [];
+      const before = this.#current.get(previous.hash) ?? [];
+      const holders = before.filter((name) => name !== fileName);
       const known = this.#local.get(previous.hash);
+      if (before[0] === fileName) this.#relist(fileName, undefined);
       if (holders.length) {
         this.#current.set(previous.hash, holders);
-        // Another file holds the same text: the document now goes by its name.
-        if (known) this.#local.set(previous.hash, { ...known, name: holders[0]!.slice(0, -3), file: join(this.#options.directory, holders[0]!) });
+        if (before[0] === fileName) {
+          // Another file holds the same text: the document now goes by its name.
+          if (known) this.#local.set(previous.hash, { ...known, name: holders[0]!.slice(0, -3), file: join(this.#options.directory, holders[0]!) });
+          this.#relist(holders[0]!, previous.hash);
+        }
       } else {
         this.#current.delete(previous.hash);
         this.#retired.add(previous.hash);
@@ -264,7 +303,10 @@ export class ProtocolFolder {
     if (entry?.hash) {
       const holders = this.#current.get(entry.hash);
       if (holders) holders.push(fileName);
-      else this.#current.set(entry.hash, [fileName]);
+      else {
+        this.#current.set(entry.hash, [fileName]);
+        this.#relist(fileName, entry.hash);
+      }
       this.#retired.delete(entry.hash);
     }
     this.#listing = undefined;
