@@ -19,7 +19,7 @@ const sections: [string, () => Promise<string>][] = [
   ['http', async () => `## HTTP hot path (50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
   ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
   ['streaming', async () => `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`],
-  ['faces', async () => `## Faces: ROAR vs Agora (50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
+  ['faces', async () => `## Faces: ROAR and A2A vs Agora (50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
   ['mcp', async () => `## MCP: tools/call vs Agora POST / (50 connections, load from ${loadGenerator()})\n\n${await benchMcp(duration, log)}`],
   ['rooms', async () => `## Rooms: turns through the hub vs direct Agora turns, and live fan-out to 100 watchers\n\n${await benchRooms(log)}`],
   ['growth', async () => `## Growth: protocols/ from 10 to 50,000 documents, the conversation cap at 200,000 live, expiry of 500,000\n\n${await benchGrowth(log)}`],

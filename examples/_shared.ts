@@ -27,6 +27,37 @@ export async function exampleLlm(): Promise<ExampleLlm> {
 /** Warnings and errors on stderr; the framework's progress lines stay quiet. */
 export const quietLogger: Logger = { info() {}, warn: (message) => console.error(`warn: ${message}`), error: (message) => console.error(`error: ${message}`) };
 
+/** How long an operation runs before its progress is shown, and between two progress lines. */
+const PROGRESS_EVERY_MS = 2000;
+
+/**
+ * A logger for the examples' agents: warnings and errors on stderr; the framework's info lines (routine writing,
+ * negotiation, checks, approvals) kept, not printed, until an operation wrapped in `during` runs longer than 2 s:
+ * then, every 2 s, one line on stderr says how long it has run and the framework's latest step.
+ */
+export function progressLogger(): Logger & { during<T>(label: string, work: () => Promise<T>): Promise<T> } {
+  let latest: string | undefined;
+  return {
+    ...quietLogger,
+    info(message) {
+      latest = message;
+    },
+    async during(label, work) {
+      const started = Date.now();
+      latest = undefined;
+      const timer = setInterval(() => {
+        const seconds = Math.round((Date.now() - started) / 1000);
+        console.error(`  … ${label}: ${seconds} s${latest ? `, ${latest}` : ''}`);
+      }, PROGRESS_EVERY_MS);
+      try {
+        return await work();
+      } finally {
+        clearInterval(timer);
+      }
+    },
+  };
+}
+
 /** A temporary folder holding copies of files and folders of `examples/` (`target → source`), removed by `remove`. */
 export async function temporaryCopy(prefix: string, copies: Record<string, string> = {}): Promise<{ dir: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), prefix));

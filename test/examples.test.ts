@@ -48,7 +48,8 @@ describe('examples', () => {
   it('network: routed by the hub, the cost per query falls to zero as protocols are shared and routines appear, every answer right', { timeout: 300_000 }, async () => {
     const { code, stdout, stderr } = await runExample('examples/network/main.ts', ['--queries', '120', '--window', '30']);
     expect(code, `${stdout}\n${stderr}`).toBe(0);
-    expect(stderr).toBe('');
+    // Only progress lines, on a query that took over 2 s (routines being written): no warning, no error.
+    expect(stderr.split('\n').filter((line) => line && !/^ {2}… query \d+: \d+ s(, .+)?$/.test(line))).toEqual([]);
     expect(stdout).toMatch(/^1-30 +120 +\d+ +\d+ +0% +0%$/m);
     expect(stdout).toMatch(/^91-120 +0 +0 +0 +100% +100%$/m);
     expect(stdout).toMatch(/^Routed bob's rain_check \("will it rain: the weather in a city"\) to weather by keyword: keyword score [\d.]+: "weather" in name; "city" in description$/m);

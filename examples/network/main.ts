@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { startAgent, type RunningAgent } from 'agora-agents';
 import { startHub } from 'agora-agents/hub';
-import { agentCost, approvedRoutines, columns, exampleLlm, pathOf, quietLogger, routineAnswers, startAssistant, temporaryCopy, type Assistant, type Cost } from '../_shared.js';
+import { agentCost, approvedRoutines, columns, exampleLlm, pathOf, progressLogger, quietLogger, routineAnswers, startAssistant, temporaryCopy, type Assistant, type Cost } from '../_shared.js';
 import { SERVICES, USERS } from './services.js';
 
 const { values } = parseArgs({ options: { queries: { type: 'string', default: '300' }, window: { type: 'string', default: '50' } } });
@@ -25,6 +25,8 @@ const folder = await temporaryCopy('agora-network-');
 console.log(`${SERVICES.length} services and ${Object.keys(USERS).length} users, thinking with ${name}.\n`);
 
 // The hub: a directory and a protocol database on loopback (private addresses are allowed for this demo only).
+// Long steps (routines written, negotiations) show their progress on stderr after 2 s.
+const progress = progressLogger();
 const hub = await startHub({ port: 0, host: '127.0.0.1', tickMs: 0, allowPrivateAgents: true, logger: quietLogger, rooms: false });
 console.log(`Hub at ${hub.url}.`);
 
@@ -43,14 +45,14 @@ for (const service of SERVICES) {
     routineThreshold: 5,
     autoApprove: true,
     watch: false,
-    logger: quietLogger,
+    logger: progress,
   });
   services.set(service.name, agent);
   const record = await hub.hub.register({ url: agent.url, name: service.name });
   console.log(`Registered ${record.name} at ${record.url}: "${record.description}"`);
 }
 const users = new Map<string, Assistant>();
-for (const user of Object.keys(USERS)) users.set(user, await startAssistant({ dir: join(folder.dir, user), llm, logger: quietLogger, hub: hub.url }));
+for (const user of Object.keys(USERS)) users.set(user, await startAssistant({ dir: join(folder.dir, user), llm, logger: progress, hub: hub.url }));
 
 // Each task's service, found by the hub: the users are told no URL.
 let misrouted = 0;
@@ -85,9 +87,12 @@ for (let index = 1; index <= queries; index++) {
   const service = routed.get(`${call.user}/${call.task.spec.name}`)!;
   const input = call.task.input(call.uses++);
   const before = { cost: cost(), routines: routineAnswers(service) };
-  const output = await call.run(input, { target: service.url });
-  // Routines are written in the background: wait for that work, so every run tells the same story.
-  await Promise.all([...[...services.values()].map((agent) => agent.generator?.idle()), ...[...users.values()].map((other) => other.idle())]);
+  const output = await progress.during(`query ${index}`, async () => {
+    const answer = await call.run(input, { target: service.url });
+    // Routines are written in the background: wait for that work, so every run tells the same story.
+    await Promise.all([...[...services.values()].map((agent) => agent.generator?.idle()), ...[...users.values()].map((other) => other.idle())]);
+    return answer;
+  });
 
   const expected = call.task.expected(input);
   if (!isDeepStrictEqual(output, expected)) {

@@ -1,6 +1,7 @@
 // Internal: the options several commands declare, written once so their flags, environment variables and help read
 // the same everywhere, with the code that reads them.
 import type { LanguageModel } from '../llm/model.js';
+import { consoleLogger, LOG_LEVELS, type LogFields, type Logger, type LogFormat, type LogLevel } from '../log.js';
 import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** `--json`: print `what` as JSON for scripts instead of lines for people. */
@@ -91,4 +92,31 @@ export const CORS_ORIGIN_OPTION: OptionSpec = {
 export function corsOrigins(args: ParsedArgs): string[] {
   const values = (args.values['cors-origin'] as string[] | undefined) ?? [];
   return values.flatMap((value) => value.split(',')).map((value) => value.trim().replace(/\/+$/, '')).filter((value) => value !== '');
+}
+
+/** `--log-level`, `--log-format` and `--quiet-requests`, for a command that serves. */
+export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', OptionSpec> = {
+  'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log record written', env: 'AGORA_LOG_LEVEL', default: 'info' },
+  'log-format': { type: 'string', value: '<text|json>', description: 'Log records as text lines, or JSON lines (pino) with fields; in JSON the banner and the summary are records too', env: 'AGORA_LOG_FORMAT', default: 'text' },
+  'quiet-requests': { type: 'boolean', description: 'No record per request (method, path, status, ms, protocol, path taken) at info', env: 'AGORA_QUIET_REQUESTS', default: false },
+};
+
+/** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
+function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
+  const level = (stringOption(args, 'log-level') ?? 'info').toLowerCase();
+  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  const format = (stringOption(args, 'log-format') ?? 'text').toLowerCase();
+  if (format !== 'text' && format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
+  return { level: level as LogLevel, format: format === 'json' ? 'json' : 'text' };
+}
+
+/**
+ * The logger of a serving command, from {@link LOG_OPTIONS}, and `say` for its banner: in JSON the banner is records
+ * (stdout stays free of text a log collector would have to parse); in text, lines on stdout after `banner: `.
+ */
+export function commandLogger(args: ParsedArgs, name: string, banner = name): { logger: Logger; say: (line: string, fields?: LogFields) => void; requestLog: boolean } {
+  const options = logOptions(args);
+  const logger = consoleLogger(name, options);
+  const say = (line: string, fields?: LogFields) => (options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${banner}: ${line}\n`));
+  return { logger, say, requestLog: args.values['quiet-requests'] !== true };
 }

@@ -1,9 +1,8 @@
 import type { RoomStore } from '../hub/rooms/store.js';
-import { consoleLogger } from '../log.js';
 import { plural } from '../_plural.js';
 import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
-import { chooseLlm, CORS_ORIGIN_OPTION, HUB_TOKEN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
+import { chooseLlm, commandLogger, CORS_ORIGIN_OPTION, LOG_OPTIONS, HUB_TOKEN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
 export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--hub-token <token>] [--name <name>]' }, {
@@ -17,6 +16,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     'rate-limit': RATE_LIMIT_OPTION,
     ...llmOptions('Model that routes goals keywords leave tied'),
     'cors-origin': CORS_ORIGIN_OPTION,
+    ...LOG_OPTIONS,
     'max-turn-reply-bytes': { type: 'string', value: '<bytes>', description: "Largest room turn reply read from a participant, after decompression (65536 to 1048576)", default: '262144' },
     'max-run-bytes': { type: 'string', value: '<bytes>', description: 'Largest chain checkpoint accepted', default: '262144' },
     'max-runs-bytes': { type: 'string', value: '<bytes>', description: 'All chain checkpoints together; the oldest finished ones make room', default: '67108864' },
@@ -34,7 +34,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
     const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
-    const logger = consoleLogger('agora-hub');
+    const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub');
     const storeOption = stringOption(args, 'store') ?? 'memory';
     let store;
     let roomStore: RoomStore | undefined;
@@ -70,6 +70,7 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
       ...(tokens?.length ? { tokens } : {}),
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
       ...(corsOrigins.length ? { corsOrigins } : {}),
+      server: { requestLog },
       mounts: (hub, rooms) => [
         createHubDashboard(hub, {
           logger,
@@ -78,9 +79,9 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
         }),
       ],
     });
-    process.stdout.write(`agora hub: store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}\n`);
-    process.stdout.write(`agora hub: listening on ${running.url}\n`);
-    process.stdout.write(`agora hub: dashboard at ${running.url}/dashboard/\n`);
+    say(`store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}`, { event: 'hub', store: store ? 'redis' : 'memory', llm: llmLabel(llm) });
+    say(`listening on ${running.url}`, { event: 'listening', url: running.url });
+    say(`dashboard at ${running.url}/dashboard/`, { event: 'dashboard', url: `${running.url}/dashboard/` });
     await new Promise<void>((done) => {
       const stop = () => void running.close().then(() => roomStore?.close()).finally(done);
       process.once('SIGINT', stop);

@@ -1,12 +1,13 @@
 import { urlArgument } from './_arguments.js';
-import { defineCommand, requiredPositional, timeoutMs, timeoutOption, stringOption } from './_command.js';
+import { defineCommand, numberOption, requiredPositional, timeoutMs, timeoutOption, stringOption } from './_command.js';
 import { AGENT_TOKEN_OPTION } from './_options.js';
 
 /** `agora mcp <agent-url>`: the agent as an MCP server on stdio, for MCP hosts that start servers as processes. */
-export const command = defineCommand({ name: 'mcp', summary: 'Serve an Agora agent as an MCP server over stdio', usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>]' }, {
+export const command = defineCommand({ name: 'mcp', summary: 'Serve an Agora agent as an MCP server over stdio', usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>] [--poll <s>]' }, {
   options: {
     token: AGENT_TOKEN_OPTION,
     timeout: timeoutOption(60),
+    poll: { type: 'string', value: '<seconds>', description: "How often the agent's protocol list is read, to tell the host of a change (list_changed); 0: never", default: '30' },
   },
   details:
     'One MCP tool per protocol the agent lists (and `ask` for natural language); the documents are resources.\n' +
@@ -15,7 +16,8 @@ export const command = defineCommand({ name: 'mcp', summary: 'Serve an Agora age
     const url = urlArgument(requiredPositional(args, 0, '<agent-url>'));
     const { serveMcpStdio } = await import('../faces/mcp/stdio.js');
     const token = stringOption(args, 'token');
-    await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), ...(token ? { token } : {}) });
+    const poll = numberOption(args, 'poll', { min: 0 }) ?? 30;
+    await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, ...(token ? { token } : {}) });
     return 0;
   },
 });

@@ -1,21 +1,11 @@
 import { startAgent } from '../agent.js';
 import { isAgoraError } from '../errors.js';
-import { consoleLogger, LOG_LEVELS, type LogFields, type LogFormat, type LogLevel } from '../log.js';
 import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
 import { readTrustFile } from '../faces/roar/trust.js';
 import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
-import { chooseLlm, CORS_ORIGIN_OPTION, corsOrigins, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
-
-/** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
-function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
-  const level = (stringOption(args, 'log-level') ?? 'info').toLowerCase();
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
-  const format = (stringOption(args, 'log-format') ?? 'text').toLowerCase();
-  if (format !== 'text' && format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
-  return { level: level as LogLevel, format: format === 'json' ? 'json' : 'text' };
-}
+import { chooseLlm, commandLogger, CORS_ORIGIN_OPTION, corsOrigins, LOG_OPTIONS, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** The documents of `protocols/` that `/wellknown` does not list (spec §4: no routine, no LLM), and why. */
 async function unservedLines(receiver: Receiver): Promise<string[]> {
@@ -49,9 +39,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
-    'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log record written', env: 'AGORA_LOG_LEVEL', default: 'info' },
-    'log-format': { type: 'string', value: '<text|json>', description: 'Log records as text lines, or JSON lines (pino) with fields; in JSON the banner and the summary are records too', env: 'AGORA_LOG_FORMAT', default: 'text' },
-    'quiet-requests': { type: 'boolean', description: 'No record per request (method, path, status, ms, protocol, path taken) at info', env: 'AGORA_QUIET_REQUESTS', default: false },
+    ...LOG_OPTIONS,
   },
   details: 'Without an LLM (no --llm, ANTHROPIC_API_KEY or OPENAI_API_KEY) the agent answers with routines only; natural language gets the fixed failure of the spec.',
   async run(args) {
@@ -60,10 +48,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const port = portOption(args) ?? 3000;
     const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
-    const logOptionsGiven = logOptions(args);
-    const logger = consoleLogger('agora', logOptionsGiven);
-    // In JSON the banner is records (stdout stays free of text a log collector would have to parse); in text, lines.
-    const say = (line: string, fields?: LogFields) => (logOptionsGiven.format === 'json' ? logger.info(line, fields) : process.stdout.write(`agora: ${line}\n`));
+    const { logger, say, requestLog } = commandLogger(args, 'agora');
     const tokens = args.values.token as string[] | undefined;
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const cors = corsOrigins(args);
@@ -89,7 +74,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       autoApprove: args.values['auto-approve'] === true,
       routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }) ?? 5,
       faces,
-      requestLog: args.values['quiet-requests'] !== true,
+      requestLog,
       ...(publicUrl ? { publicUrl } : {}),
       llm,
       ...(tokens?.length ? { tokens } : {}),
@@ -116,7 +101,8 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     });
     for (const line of await unservedLines(receiver)) say(line, { event: 'not-served' });
     for (const server of receiver.mcpServers()) {
-      const state = server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : count(server.tools, 'tool');
+      const state =
+        server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : server.state === 'idle' ? 'not started yet (it starts when one of its tools is first needed)' : count(server.tools, 'tool');
       say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
     }
     say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });

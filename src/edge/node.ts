@@ -104,14 +104,20 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
         // A mount's rejection, answered in its own shape (no `.catch` on the hot path: it allocates a promise a request).
         result = edge.failure(request, error);
       }
-      if (record) logRequest(record, incoming, request, result.status, performance.now() - started);
+      // A stream is logged when it ends: its protocol and path taken are known only once its answer has run.
+      if (record && result.events === undefined) logRequest(record, incoming, request, result.status, performance.now() - started);
       if (result.status === 413) {
         // The connection is not kept for another request: the rest of an oversize body is not worth reading.
         result.headers.connection = 'close';
         linger(incoming);
       }
-      if (result.events !== undefined) await stream(incoming, response, result, result.events);
-      else queued = queue(response, result);
+      if (result.events !== undefined) {
+        try {
+          await stream(incoming, response, result, result.events);
+        } finally {
+          if (record) logRequest(record, incoming, request, result.status, performance.now() - started);
+        }
+      } else queued = queue(response, result);
     } catch (error) {
       writeInternalError(incoming, response, error);
     } finally {

@@ -7,7 +7,7 @@ import { ask, type Ask, type SessionMap } from './ask.js';
 /** One event of a streamed reply: text as it is produced, then the whole reply. */
 export type StreamEvent = { type: 'delta'; delta: string } | { type: 'done'; reply: SuccessResponse };
 
-/** A streaming answerer: yields deltas, then exactly one `done`; throws the receiver's AgoraError. */
+/** A streaming answerer: yields deltas (none for an answer that comes whole), then exactly one `done`; throws the receiver's AgoraError. */
 export type StreamAnswer = (question: Ask, context?: RequestContext) => AsyncIterable<StreamEvent>;
 
 /** The text a reply body shows as deltas: a string as it is, any other JSON serialized. */
@@ -17,7 +17,7 @@ export function replyText(body: JsonValue): string {
 
 /**
  * Streams through the receiver's `onDelta` hook: each piece as it comes, then `done`. A reply that came whole (a
- * plain routine, a JSON protocol's reply, a receiver that does not stream) is one delta holding its whole text.
+ * plain routine, a JSON protocol's reply, a receiver that does not stream) is `done` alone: each face shows it whole.
  */
 export function receiverStream(receiver: ReceiverApi, sessions: SessionMap): StreamAnswer {
   return async function* stream(question, context) {
@@ -43,20 +43,15 @@ export function receiverStream(receiver: ReceiverApi, sessions: SessionMap): Str
         nudge();
       },
     );
-    let streamed = false;
     for (;;) {
       while (pieces.length > 0) {
         const delta = pieces.shift()!;
-        if (delta.length === 0) continue;
-        streamed = true;
-        yield { type: 'delta', delta };
+        if (delta.length > 0) yield { type: 'delta', delta };
       }
       if (settled !== undefined) break;
       await new Promise<void>((resolve) => (wake = resolve));
     }
     if ('error' in settled) throw settled.error;
-    const text = replyText(settled.reply.body);
-    if (!streamed && text.length > 0) yield { type: 'delta', delta: text };
     yield { type: 'done', reply: settled.reply };
   };
 }

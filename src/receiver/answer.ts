@@ -183,11 +183,13 @@ export class TurnAnswerer {
       }
       case 'negotiation':
         return options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signalNow(signal)), turn.history, body);
-      case 'natural':
+      case 'natural': {
         if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
-        return answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
+        const answer = () => answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
+        return afterTools(options.folder, answer);
+      }
       case 'llm':
-        return this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta));
+        return afterTools(options.folder, () => this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta)));
     }
   }
 
@@ -204,6 +206,7 @@ export class TurnAnswerer {
     } finally {
       this.#took(label, started);
     }
+    await options.folder.toolsReady();
     return { path: 'llm', reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)) };
   }
 
@@ -226,4 +229,10 @@ export class TurnAnswerer {
       tools: this.options.folder.toolbox(signal),
     };
   }
+}
+
+/** Runs an LLM answer once the tools it may be offered are listed (MCP servers start on first need). */
+function afterTools(folder: AgentFolder, answer: () => Promise<JsonValue>): Promise<JsonValue> {
+  const ready = folder.toolsReady();
+  return ready ? ready.then(answer) : answer();
 }

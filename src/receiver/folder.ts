@@ -2,6 +2,7 @@ import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { touchesSources, watchFolder } from '../_files.js';
 import { KeyedQueue } from '../_queue.js';
+import { AgoraError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
@@ -145,13 +146,25 @@ export class AgentFolder {
 
   async #loadTools(): Promise<void> {
     this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, this.#toolFiles);
+    this.#composeTools();
+  }
+
+  #composeTools(): void {
     const byName = new Map<string, Tool>();
-    for (const tool of [...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools), ...(this.#mcp?.tools ?? []), ...(this.#options.tools ?? [])]) {
+    for (const tool of [...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools), ...(this.#mcp?.tools() ?? []), ...(this.#options.tools ?? [])]) {
       if (byName.has(tool.name)) this.#logger.warn(`tool ${tool.name} defined twice: the last one wins`);
       byName.set(tool.name, tool);
     }
     this.#tools = [...byName.values()];
     this.#toolboxCache = undefined;
+  }
+
+  /**
+   * Starts the MCP servers of `mcp.json` not started yet, and adds their tools (the LLM's paths call it before they
+   * offer the tools). `undefined` when there is nothing to start, which is every time after the first.
+   */
+  toolsReady(): Promise<void> | undefined {
+    return this.#mcp?.ready()?.then(() => this.#composeTools());
   }
 
   /** The routine file for a document, when one is in `routines/`. */
@@ -164,10 +177,24 @@ export class AgentFolder {
    * the function that makes it (see RequestContext.signalWhenNeeded): then made only when a tool is called.
    */
   toolbox(signal?: SignalSource): Toolbox {
+    const mcp = this.#mcp;
     const build = (context: ToolContext) => {
       const toolbox: Toolbox = {};
       for (const tool of this.#tools) toolbox[tool.name] = toolFunction(tool, context);
-      return Object.freeze(toolbox);
+      Object.freeze(toolbox);
+      // A tool of an MCP server not started yet (`<server>_…`): the server starts on the routine's first call to it.
+      if (!mcp?.pending()) return toolbox;
+      return new Proxy(toolbox, {
+        get: (target, name) => {
+          if (typeof name !== 'string' || name in target || !mcp.mayServe(name)) return Reflect.get(target, name);
+          return async (input: unknown) => {
+            const tool = await mcp.toolFor(name);
+            this.#composeTools();
+            if (!tool) throw new AgoraError('INVALID_ARGUMENT', `No tool ${name}`);
+            return toolFunction(tool, context)(input);
+          };
+        },
+      });
     };
     // The common case (no client signal) shares one frozen toolbox: nothing to allocate per query.
     if (!signal) return (this.#toolboxCache ??= build(Object.freeze({})));

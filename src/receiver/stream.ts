@@ -119,6 +119,7 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
     remoteAddress: options.context?.remoteAddress,
     signal: undefined,
     signalWhenNeeded: signal,
+    outcome: options.context?.outcome,
     onDelta,
     onTurn(id, first) {
       started = true;

@@ -1,29 +1,17 @@
 // Issue 28 with a real `agora hub` process: the warning of a hub open beyond loopback without a token, a private
 // address refused as a bad request, a room participant on loopback refused, and the checkpoint cap's flag.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cliArgs } from '../helpers/cli.js';
+import { startHubCommand, type StartedCommand } from '../helpers/cli.js';
 
-const children: ChildProcess[] = [];
-afterEach(() => {
-  for (const child of children.splice(0)) child.kill('SIGKILL');
+const hubs: StartedCommand[] = [];
+afterEach(async () => {
+  for (const hub of hubs.splice(0)) await hub.stop('SIGKILL');
 });
 
-/** `agora hub …` in its own process; resolves once it listens, with everything it printed so far. */
-function startHubProcess(args: string[]): Promise<{ url: string; output(): string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', ...args]), { env: { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', AGORA_HUB_STORE: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    children.push(child);
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ url: match[1]!.replace('0.0.0.0', '127.0.0.1'), output: () => output });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}:\n${output}`)));
-  });
+async function startHubProcess(args: string[]): Promise<StartedCommand> {
+  const hub = await startHubCommand(args);
+  hubs.push(hub);
+  return hub;
 }
 
 const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -45,5 +33,28 @@ describe('agora hub bounds', () => {
   it('says nothing of tokens on loopback', async () => {
     const hub = await startHubProcess([]);
     expect(hub.output()).not.toMatch(/without a token/);
+  });
+
+  it('logs one record per request, with its fields, and its banner as records with --log-format json', async () => {
+    const hub = await startHubProcess(['--log-format', 'json']);
+    expect((await fetch(`${hub.url}/agents`)).status).toBe(200);
+    expect((await fetch(`${hub.url}/nowhere`)).status).toBe(404);
+    await hub.stop('SIGTERM');
+    const records = hub
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(records).toContainEqual(expect.objectContaining({ level: 'info', event: 'listening', url: expect.stringMatching(/^http:\/\//) }));
+    expect(records).toContainEqual(expect.objectContaining({ level: 'info', method: 'GET', path: '/agents', status: 200, ms: expect.any(Number), requestId: expect.any(String) }));
+    expect(records).toContainEqual(expect.objectContaining({ method: 'GET', path: '/nowhere', status: 404 }));
+    expect(hub.output().split('\n').filter((line) => line && !line.startsWith('{'))).toEqual([]);
+  });
+
+  it('logs no request with --quiet-requests', async () => {
+    const hub = await startHubProcess(['--quiet-requests']);
+    await (await fetch(`${hub.url}/agents`)).text();
+    await hub.stop('SIGTERM');
+    expect(hub.output()).not.toMatch(/GET \/agents/);
   });
 });

@@ -1,6 +1,7 @@
 // `agora mcp <agent-url>` as an MCP host runs it: the SDK's own Client starts the command over stdio.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ToolListChangedNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { silentLogger } from '../../src/log.js';
@@ -11,10 +12,10 @@ import { COUNTER_PD, COUNTER_ROUTINE, UNITS_PD, UNITS_ROUTINE } from '../faces/m
 
 const TOKEN = 'stdio-secret';
 
-async function startHost(url: string, token: string): Promise<Client> {
+async function startHost(url: string, token: string, args: string[] = []): Promise<Client> {
   const client = new Client({ name: 'agora-test-host', version: '1.0.0' });
   const env = { ...process.env, AGORA_TOKEN: token } as Record<string, string>;
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: cliArgs(['mcp', url]), env, stderr: 'pipe' }));
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: cliArgs(['mcp', url, ...args]), env, stderr: 'pipe' }));
   return client;
 }
 
@@ -65,6 +66,23 @@ describe('agora mcp (stdio)', () => {
     expect(await count(4)).toBe(4);
     expect(await count(5)).toBe(9);
   });
+
+  it('tells the host when the agent lists a new protocol (list_changed), read every --poll seconds', async () => {
+    const watched = await makeAgentFolder({ 'protocols/units.md': UNITS_PD, 'routines/units.ts': UNITS_ROUTINE });
+    const live = await startAgent({ dir: watched.dir, port: 0, host: '127.0.0.1', llm: modelForFake(fake), logger: silentLogger, dashboard: false, watch: true });
+    const host = await startHost(live.url, '', ['--poll', '0.2']);
+    try {
+      const changed = new Promise<void>((resolve) => host.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      expect((await host.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['ask', 'unit_conversion']);
+      await watched.write('protocols/greeting.md', '---\nname: Greeting\ndescription: Says hello.\nmultiround: false\n---\nSend a name.\n');
+      await changed;
+      expect((await host.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['ask', 'greeting', 'unit_conversion']);
+    } finally {
+      await host.close();
+      await live.close();
+      await watched.cleanup();
+    }
+  }, 60_000);
 
   it('reports a refused token as a tool error', async () => {
     const refused = await startHost(agent.url, 'wrong-token');

@@ -114,6 +114,35 @@ describe('agora hash and validate', () => {
     expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'SIGTERM: shutting down' }));
   });
 
+  it('logs the protocol and the path taken of each query, whole or streamed, and of a failure', async () => {
+    const folder = await makeAgentFolder({
+      'protocols/echo.md': echoProtocol(),
+      'routines/echo.ts': 'export default (body: { message: string }) => ({ echo: body.message });',
+    });
+    cleanups.push(folder.cleanup);
+    const agent = await startServe([folder.dir, '--port', '0', '--log-format', 'json'], { env: NO_KEY });
+    cleanups.push(() => agent.stop('SIGKILL'));
+    const hash = hashText(echoProtocol());
+    const query = (accept: string, protocolHash = hash) =>
+      fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify({ protocolHash, body: { message: 'hi' } }) });
+    expect(await (await query('application/json')).json()).toEqual({ status: 'success', body: { echo: 'hi' } });
+    const streamed = await (await query('text/event-stream')).text();
+    expect(streamed).toContain('"echo":"hi"');
+    await (await query('application/json', '0'.repeat(40))).text();
+    await agent.stop('SIGTERM');
+    const requests = agent
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((entry) => entry.method === 'POST');
+    expect(requests).toEqual([
+      expect.objectContaining({ path: '/', status: 200, protocol: hash, protocolName: 'Echo', taken: 'routine' }),
+      expect.objectContaining({ path: '/', status: 200, protocol: hash, protocolName: 'Echo', taken: 'routine' }),
+      expect.objectContaining({ path: '/', taken: 'failure' }),
+    ]);
+  });
+
   it('refuses an unknown log level or format with one line and exit 2', async () => {
     const level = await runCli(['serve', '.', '--log-level', 'loud'], { env: NO_KEY });
     expect(level.code).toBe(2);

@@ -1,30 +1,14 @@
 // The hub dashboard's live feeds under readers that never read: six feeds held open while the hub's state (~5 MB)
 // changes every second for 30 s keep the hub process under 300 MB (they took it from 104 MB to over 1 GB when every
 // push was buffered for them without bound). The hub runs in its own process, its memory read from /proc.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { afterAll, describe, expect, it } from 'vitest';
 import { hashText } from '../../src/protocol/document.js';
-import { cliArgs } from '../helpers/cli.js';
+import { startHubCommand, type StartedCommand } from '../helpers/cli.js';
 
 const describeLinux = process.platform === 'linux' ? describe : describe.skip;
 
-/** `agora hub` in its own process; resolves once it listens. */
-function startHubProcess(): Promise<{ url: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', '--allow-private-agents']), { env: { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ url: match[1]!, child });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}:\n${output}`)));
-  });
-}
 
 /** The resident memory of a process, in MB. */
 function residentMb(pid: number): number {
@@ -60,7 +44,7 @@ function stalledFeed(url: string): Socket {
 }
 
 describeLinux('hub dashboard feeds that never read', () => {
-  let hub: { url: string; child: ChildProcess } | undefined;
+  let hub: StartedCommand | undefined;
   const feeds: Socket[] = [];
   afterAll(() => {
     for (const feed of feeds) feed.destroy();
@@ -68,7 +52,7 @@ describeLinux('hub dashboard feeds that never read', () => {
   });
 
   it('keep the hub under 300 MB while its state changes every second for 30 s', async () => {
-    hub = await startHubProcess();
+    hub = await startHubCommand(['--allow-private-agents']);
     const { url, child } = hub;
     // About 5 MB of state: 200 documents of 24 KB descriptions.
     for (let index = 0; index < 200; index++) await publish(url, longDocument(index));

@@ -1,8 +1,9 @@
 // The contract every face keeps, run against each face in FACES (a new face is covered by being listed): composed
 // after the Agora mount behind the edge's one guard, its refusals (401, 403, 404, 413, 429) come back in the face's
 // own wire shape, public routes answer without a token, OPTIONS answers 204 with Allow, a path no face claims falls
-// through to the Agora mount, and no hostile body gets a 5xx.
+// through to the Agora mount, no hostile body gets a 5xx, and a guarded WebSocket route needs the token on its upgrade.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { AGORA_ROUTES } from '../../src/agora/routes.js';
 import type { Route } from '../../src/edge/mount.js';
 import type { RunningServer } from '../../src/edge/node.js';
@@ -194,6 +195,31 @@ for (const definition of FACES) {
           const crossSite = await fetch(`${served.url}${route.path}`, { method: 'POST', headers: { ...AUTHORIZED, origin: 'http://evil.example', 'content-type': 'text/plain' }, body: '{}' });
           expect(crossSite.status).toBe(403);
           SHAPES[face.name]!((await crossSite.json()) as Record<string, unknown>, 403);
+        }
+      });
+
+      it('refuses a WebSocket upgrade to a guarded socket route without the token (401 in its shape) and opens it with one', async () => {
+        const upgrade = (path: string, headers: Record<string, string>) =>
+          new Promise<{ status: number; body: string }>((resolve, reject) => {
+            const socket = new WebSocket(`${served.url.replace('http', 'ws')}${path}`, { headers });
+            socket.once('open', () => {
+              socket.close();
+              resolve({ status: 101, body: '' });
+            });
+            socket.once('unexpected-response', (_request, response) => {
+              let body = '';
+              response.on('data', (chunk: Buffer) => (body += String(chunk)));
+              response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+            });
+            socket.once('error', reject);
+          });
+        for (const route of face.routes.filter((each) => each.socket)) {
+          if (!route.public) {
+            const refused = await upgrade(route.path, {});
+            expect(refused.status, route.path).toBe(401);
+            SHAPES[face.name]!(JSON.parse(refused.body) as Record<string, unknown>, 401);
+          }
+          expect((await upgrade(route.path, AUTHORIZED)).status, route.path).toBe(101);
         }
       });
     });

@@ -32,7 +32,7 @@ const withOddNumbers = (object: Record<string, unknown>, numbers: string[]): str
 };
 
 const roarBase = (to: string) => ({ roar: '1.0', id: 'msg_1', from: { did: 'did:roar:agent:peer-0123456789abcdef' }, to: { did: to }, intent: 'execute', payload: { protocolHash: PROTOCOL_HASH, body: { value: 1 } }, context: {}, auth: {}, timestamp: Date.now() / 1000 });
-const oapBase = { id: 't1', goal: 'convert', memory: {}, steps: [], constraints: {}, handoff: null };
+const oapBase = { id: 't1', version: '0.3', goal: 'convert', memory: {}, steps_taken: [], constraints: {}, handoff: null };
 const rpcBase = { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { messageId: 'm1', role: 'user', parts: [{ kind: 'text', text: 'hi' }] } } };
 
 /** Replaces, removes or adds one field somewhere in a message, at depth 0 or 1. */

@@ -45,7 +45,7 @@ describe('streaming through the faces', () => {
     const { did } = card.identity;
     expect(did).toMatch(/^did:roar:agent:/);
     const socket = new WebSocket(`${agent.url.replace('http', 'ws')}/roar/ws`);
-    const frames: { type: string; delta?: string }[] = [];
+    const frames: { type: string; delta?: string; payload?: { result?: string } }[] = [];
     await new Promise((resolve) => socket.once('open', resolve));
     const done = new Promise<void>((resolve, reject) => {
       socket.on('message', (data) => {
@@ -59,6 +59,9 @@ describe('streaming through the faces', () => {
     await done;
     socket.close();
     expect(frames.filter((frame) => frame.type === 'delta').map((frame) => frame.delta)).toEqual(['One', ' two', ' three']);
+    // The last frame is the reply ROARMessage itself, marked done.
+    expect(frames.map((frame) => frame.type).slice(-2)).toEqual(['delta', 'done']);
+    expect(frames.at(-1)!.payload?.result).toBe('One two three');
   });
 
   it('answers a WebSocket upgrade to a path no face serves with 404 and closes it', async () => {

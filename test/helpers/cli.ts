@@ -26,14 +26,27 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
   });
 }
 
+export type StartedCommand = { url: string; child: ChildProcess; output(): string; stop(signal?: NodeJS.Signals): Promise<number | null> };
+
 /** Starts `agora serve …` and resolves once it prints the URL it listens on. */
-export function startServe(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<{ url: string; child: ChildProcess; output(): string; stop(signal?: NodeJS.Signals): Promise<number | null> }> {
+export function startServe(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<StartedCommand> {
+  return startListening('serve', args, options);
+}
+
+/** Starts `agora hub …` (on port 0 unless `--port` is given, no LLM key, memory store) and resolves once it listens. */
+export function startHubCommand(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<StartedCommand> {
+  const port = args.includes('--port') ? [] : ['--port', '0'];
+  return startListening('hub', [...port, ...args], { ...options, env: { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '', AGORA_HUB_STORE: '', ...options.env } });
+}
+
+/** Starts `agora <command> …` and resolves once it prints the URL it listens on. */
+function startListening(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }): Promise<StartedCommand> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(['serve', ...args]), { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgs([command, ...args]), { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
-      reject(new Error(`agora serve did not start:\n${output}`));
+      reject(new Error(`agora ${command} did not start:\n${output}`));
     }, 30_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
@@ -42,7 +55,7 @@ export function startServe(args: string[], options: { cwd?: string; env?: NodeJS
       if (match) {
         clearTimeout(timer);
         resolve({
-          url: match[1]!,
+          url: match[1]!.replace('0.0.0.0', '127.0.0.1'),
           child,
           output: () => output,
           stop: (signal = 'SIGTERM') =>
@@ -59,7 +72,7 @@ export function startServe(args: string[], options: { cwd?: string; env?: NodeJS
     child.stderr!.on('data', onData);
     child.on('close', (code) => {
       clearTimeout(timer);
-      reject(new Error(`agora serve exited with ${code}:\n${output}`));
+      reject(new Error(`agora ${command} exited with ${code}:\n${output}`));
     });
   });
 }

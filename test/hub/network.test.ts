@@ -1,5 +1,4 @@
 // End to end on loopback: agents, hubs and chains over real HTTP; the hub killed mid-chain in its own process.
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
@@ -11,7 +10,7 @@ import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
-import { cliArgs, runCli } from '../helpers/cli.js';
+import { runCli, startHubCommand } from '../helpers/cli.js';
 import { document, startLoopbackAgent, type LoopbackAgent } from './_agents.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -165,22 +164,6 @@ describe('a network of agents around a hub', () => {
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
 
-/** `agora hub …` in its own process; resolves once it listens. */
-function startHubProcess(args: string[]): Promise<{ url: string; child: ChildProcess; killed: Promise<void> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', '--allow-private-agents', ...args]), { env: { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    const killed = new Promise<void>((done) => child.once('exit', () => done()));
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ url: match[1]!, child, killed });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}:\n${output}`)));
-  });
-}
 
 describeRedis('hub processes on Redis', () => {
   const prefix = `agora-test-hub:${randomUUID()}:`;
@@ -193,15 +176,14 @@ describeRedis('hub processes on Redis', () => {
 
   it('survives a SIGKILL of the hub mid-chain: agora resume finishes it without repeating a finished hop', async () => {
     const store = `${redisUrl}?prefix=${encodeURIComponent(prefix)}`;
-    let first = await startHubProcess(['--store', store]);
+    let first = await startHubCommand(['--store', store, '--allow-private-agents']);
     cleanups.push(async () => void first.child.kill('SIGKILL'));
     let killedHub = false;
     // The hub dies while the second hop is in flight: that hop answers, but its checkpoint cannot be written.
     const agents = await chainAgents(async () => {
       if (killedHub) return;
       killedHub = true;
-      first.child.kill('SIGKILL');
-      await first.killed;
+      await first.stop('SIGKILL');
     });
     await registerAll(new HubClient({ url: first.url }), agents);
 
@@ -211,7 +193,7 @@ describeRedis('hub processes on Redis', () => {
     const id = /chain ([\w-]{36})/.exec(chain.stderr)![1]!;
 
     // A new hub process on the same store: it lost nothing.
-    first = await startHubProcess(['--store', store]);
+    first = await startHubCommand(['--store', store, '--allow-private-agents']);
     const runs = await runCli(['runs', '--hub', first.url]);
     expect(runs.stdout).toContain(`${id}  running  1 hop `);
     const resumed = await runCli(['resume', id, '--hub', first.url, '--json']);
@@ -224,5 +206,6 @@ describeRedis('hub processes on Redis', () => {
     expect(agents.summariser.calls).toHaveLength(2);
     expect(agents.publisher.calls).toHaveLength(1);
     expect((await runCli(['runs', '--hub', first.url])).stdout).toBe('no unfinished chains\n');
-  });
+    // Two hub processes and five CLI runs: more than the default 30 s on a busy 2-core machine.
+  }, 90_000);
 });

@@ -45,17 +45,35 @@ describe('MCP servers as tools (mcp.json)', () => {
     await folder?.cleanup();
   });
 
-  it('adds each server tool to the agent tools, its input typed from the server schema', () => {
+  it('starts no server when the agent loads', () => {
+    expect(agent.receiver.mcpServers().map((server) => [server.name, server.state])).toEqual([
+      ['calc', 'idle'],
+      ['web', 'idle'],
+      ['broken', 'idle'],
+    ]);
+    expect(agent.receiver.tools).toEqual([]);
+  });
+
+  it('starts only the server a routine calls, on its first call', async () => {
+    expect(await call('calc_add', { a: 2, b: 3 })).toEqual({ result: { sum: 5 } });
+    expect(agent.receiver.mcpServers().map((server) => [server.name, server.state])).toEqual([
+      ['calc', 'running'],
+      ['web', 'idle'],
+      ['broken', 'idle'],
+    ]);
+  });
+
+  it('starts every server before the LLM is offered the tools, and adds their tools, typed from the server schema', async () => {
+    agent.fake.push('Nothing to do.');
+    expect(await agent.query('Say nothing')).toEqual({ status: 'success', body: 'Nothing to do.' });
+    const offered = (agent.fake.requests.at(-1)!.body as { tools?: { name: string }[] }).tools?.map((tool) => tool.name).sort();
+    expect(offered).toEqual(['calc_add', 'calc_big', 'calc_crash', 'calc_hang', 'calc_pid', 'web_shout']);
     expect(agent.receiver.mcpServers().find((server) => server.name === 'calc')).toMatchObject({ state: 'running', tools: 5 });
     const names = agent.receiver.tools.map((tool) => tool.name).sort();
     expect(names).toEqual(['calc_add', 'calc_big', 'calc_crash', 'calc_hang', 'calc_pid', 'web_shout']);
     const add = agent.receiver.tools.find((tool) => tool.name === 'calc_add')!;
     expect(add.input.safeParse({ a: 1, b: 2 }).success).toBe(true);
     expect(add.input.safeParse({ a: 'one', b: 2 }).success).toBe(false);
-  });
-
-  it('lets a routine call a stdio server tool', async () => {
-    expect(await call('calc_add', { a: 2, b: 3 })).toEqual({ result: { sum: 5 } });
   });
 
   it('lets the LLM call an HTTP server tool through tool use', async () => {
@@ -86,7 +104,8 @@ describe('MCP servers as tools (mcp.json)', () => {
     expect((await call('calc_big')).error).toMatch(/result of 200000 characters is over the cap of 50000/);
   });
 
-  it('reports a server that fails to start without failing the agent', () => {
+  it('reports a server that fails to start without failing the agent, and says so to a routine that calls it', async () => {
     expect(agent.receiver.mcpServers().find((server) => server.name === 'broken')).toMatchObject({ state: 'failed', tools: 0, error: expect.any(String) });
+    expect((await call('broken_anything')).error).toMatch(/^MCP server "broken" did not start: /);
   });
 });

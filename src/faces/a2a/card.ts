@@ -10,7 +10,11 @@ export function a2aCard(input: { name: string; description: string; version: str
     name: input.name,
     description: input.description || `${input.name}, an Agora agent`,
     version: input.version,
-    supportedInterfaces: [{ url: `${input.baseUrl}${A2A_RPC_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+    // The same endpoint speaks 0.3 too (its method names); 1.0 first, the one a client of both picks.
+    supportedInterfaces: [
+      { url: `${input.baseUrl}${A2A_RPC_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${input.baseUrl}${A2A_RPC_PATH}`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    ],
     // Without `streaming: true`, @a2a-js/sdk silently turns streams into blocking calls.
     capabilities: { streaming: true, pushNotifications: false },
     defaultInputModes: ['text/plain', 'application/json'],

@@ -1,9 +1,9 @@
-// The A2A face (1.0, with 0.3's method names): the agent card at the well-known paths, JSON-RPC at `POST /a2a`.
+// The A2A face (1.0 and 0.3: each method name is one version's, answered in its shapes): the agent card at the well-known paths, JSON-RPC at `POST /a2a`.
 // Every failure, the edge's 401, 413 and 429 included, is a JSON-RPC error with its HTTP status kept.
 import type { Route } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
-import { SessionMap } from '../ask.js';
+import { ask, SessionMap } from '../ask.js';
 import { createCatalog } from '../catalog.js';
 import type { Face, FaceDefinition } from '../face.js';
 import { receiverStream, type StreamAnswer } from '../stream.js';
@@ -47,10 +47,13 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
   name: 'a2a',
   create(context, options): Face {
     const catalog = createCatalog(context.receiver);
-    // The sessions of the receiver's stream; a stream of the caller's own keeps its own.
-    let sessions: SessionMap | undefined;
-    const stream = options.stream ?? receiverStream(context.receiver, (sessions = new SessionMap({ now: context.now })));
-    const rpc = createA2aRpc({ stream, ...(sessions ? { sessions } : {}), tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now });
+    const shared = { tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now };
+    // A stream of the caller's own answers everything and keeps its own sessions. The receiver's keeps them here,
+    // and a blocking call asks the receiver directly, without the stream's machinery.
+    const sessions = new SessionMap({ now: context.now });
+    const rpc = options.stream
+      ? createA2aRpc({ ...shared, stream: options.stream })
+      : createA2aRpc({ ...shared, sessions, stream: receiverStream(context.receiver, sessions), answer: (question, requestContext) => ask(context.receiver, sessions, question, requestContext) });
 
     async function answerRpc(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {
       if (request.method !== 'POST') {
@@ -62,9 +65,7 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
       if (version !== undefined && version !== '' && !SUPPORTED_VERSION.test(version.trim())) {
         return rpcError(200, null, A2A_ERRORS.VERSION_NOT_SUPPORTED, `A2A version ${version.slice(0, 20)} is not supported (1.0, 0.3)`);
       }
-      const response = await rpc(request);
-      response.headers['a2a-version'] = '1.0';
-      return response;
+      return rpc(request);
     }
 
     async function answerCard(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {

@@ -4,7 +4,8 @@
 import { randomUUID } from 'node:crypto';
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import type { JsonObject, JsonValue } from '../../schemas.js';
+import type { RequestContext } from '../../receiver.js';
+import type { JsonObject, JsonValue, SuccessResponse } from '../../schemas.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
 import { tokenScope, type Ask, type SessionMap } from '../ask.js';
@@ -44,6 +45,8 @@ type StoredTask = { id: string; contextId: string; state: State; input: JsonValu
 /** What the A2A face works with. */
 export type A2aRpcDeps = {
   stream: StreamAnswer;
+  /** Answers a blocking call whole (default: the last event of `stream`); the receiver's own promise skips the stream's machinery. */
+  answer?: (question: Ask, context?: RequestContext) => Promise<SuccessResponse>;
   /** The sessions `stream` keeps (unset for a stream of the caller's own): scopes a client's `contextId`. */
   sessions?: SessionMap;
   /** Whether requests carry a token (then a `contextId` is scoped by it; otherwise the server issues them). */
@@ -77,7 +80,9 @@ function isObject(value: unknown): value is JsonObject {
 
 function partJson(value: JsonValue, version: Version): JsonObject {
   if (typeof value === 'string') return version === '1.0' ? { text: value } : { kind: 'text', text: value };
-  return version === '1.0' ? { data: value, mediaType: 'application/json' } : { kind: 'data', data: value };
+  if (version === '1.0') return { data: value, mediaType: 'application/json' };
+  // A 0.3 DataPart holds an object; any other JSON goes as its text.
+  return isObject(value) ? { kind: 'data', data: value } : { kind: 'text', text: JSON.stringify(value) };
 }
 
 function messageJson(task: StoredTask, role: 'user' | 'agent', parts: JsonValue[], version: Version, messageId: string): JsonObject {
@@ -189,28 +194,37 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
   async function* streamEvents(id: JsonValue, task: StoredTask, ask: Ask, version: Version, signal?: AbortSignal): AsyncGenerator<string> {
     const event = (result: JsonValue) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
     yield event(version === '1.0' ? { task: taskJson(task, version) } : taskJson(task, version));
+    const artifactUpdate = (part: JsonValue, append: boolean, lastChunk: boolean) => {
+      const artifact = { artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(part, version)] };
+      const update = { taskId: task.id, contextId: task.contextId, artifact, append, lastChunk };
+      return event(version === '1.0' ? { artifactUpdate: update } : { kind: 'artifact-update', ...update });
+    };
     let output: JsonValue | undefined;
     let failure: unknown;
+    let streamed = false;
     try {
       for await (const item of deps.stream(ask, signal ? { signal } : undefined)) {
         if (item.type === 'done') {
           output = item.reply.body;
           continue;
         }
-        const artifact = { artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(item.delta, version)] };
-        const update = { taskId: task.id, contextId: task.contextId, artifact, append: true, lastChunk: false };
-        yield event(version === '1.0' ? { artifactUpdate: update } : { kind: 'artifact-update', ...update });
+        // The first piece opens the artifact, the next ones append to it.
+        yield artifactUpdate(item.delta, streamed, false);
+        streamed = true;
       }
     } catch (error) {
       failure = error;
     }
+    // An answer that came whole (a routine, a JSON reply) is one artifact, a data part when it is JSON, as `SendMessage` gives it.
+    if (!streamed && failure === undefined && output !== undefined) yield artifactUpdate(output, false, true);
     finish(task, output, failure);
     const status = taskJson(task, version).status as JsonValue;
-    const update = { taskId: task.id, contextId: task.contextId, status, final: true };
-    yield event(version === '1.0' ? { statusUpdate: update } : { kind: 'status-update', ...update });
+    const update = { taskId: task.id, contextId: task.contextId, status };
+    // `final` is 0.3's: A2A 1.0's TaskStatusUpdateEvent has no such field (the stream's end says it), and 1.0 clients that parse strictly refuse it.
+    yield event(version === '1.0' ? { statusUpdate: update } : { kind: 'status-update', ...update, final: true });
   }
 
-  return async function handle(request) {
+  async function answer(request: EdgeRequest, served: { version?: Version }): Promise<EdgeResponse> {
     let id: JsonValue = null;
     try {
       let envelope: unknown;
@@ -226,6 +240,10 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       const known = METHODS[envelope.method];
       if (!known) return fail(id, A2A_ERRORS.METHOD_NOT_FOUND, `Method not found: ${envelope.method.slice(0, 100)}`);
       const [method, version] = known;
+      served.version = version;
+      // Each method name is one version's; a client that names its version (`A2A-Version`) must name that one.
+      const stated = header(request, 'a2a-version')?.trim();
+      if (stated && !stated.startsWith(version)) return fail(id, A2A_ERRORS.METHOD_NOT_FOUND, `Method not found: ${envelope.method} is A2A ${version}'s, not ${stated.slice(0, 20)}'s`);
       const params = envelope.params ?? {};
       if (!isObject(params)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params must be an object');
       if (method === 'get' || method === 'cancel') {
@@ -244,7 +262,9 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       let output: JsonValue | undefined;
       let failure: unknown;
       try {
-        for await (const item of deps.stream(ask, request.signal ? { signal: request.signal } : undefined)) if (item.type === 'done') output = item.reply.body;
+        const context = request.signal ? { signal: request.signal } : undefined;
+        if (deps.answer !== undefined) output = (await deps.answer(ask, context)).body;
+        else for await (const item of deps.stream(ask, context)) if (item.type === 'done') output = item.reply.body;
       } catch (error) {
         failure = error;
       }
@@ -255,6 +275,14 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       deps.logger.error(`A2A: ${describeError(error)}`);
       return jsonText(200, JSON.stringify({ jsonrpc: '2.0', id, error: { code: A2A_ERRORS.INTERNAL, message: 'Internal error' } }));
     }
+  }
+
+  // Every answer says which version it was written in: the method's, or 1.0 before a method is known.
+  return async function handle(request) {
+    const served: { version?: Version } = {};
+    const response = await answer(request, served);
+    response.headers['a2a-version'] = served.version ?? '1.0';
+    return response;
   };
 }
 

@@ -18,6 +18,10 @@ export type McpOptions = {
   version?: string;
   /** How long an MCP session with no live conversation lives after its last use, ms (default 30 minutes). */
   mcpSessionIdleMs?: number;
+  /** Open MCP sessions at most (default 10 000): an `initialize` past it is answered 503 with Retry-After. */
+  mcpMaxSessions?: number;
+  /** Open `GET /mcp` event streams at most (default 256). */
+  mcpMaxStreams?: number;
 };
 
 /** The MCP endpoint's path. */
@@ -56,6 +60,13 @@ function headersOf(request: EdgeRequest): Record<string, string> {
   return headers;
 }
 
+/** A refusal for a full table (sessions, streams): 503 with Retry-After. */
+function busy(message: string): EdgeResponse {
+  const refused = mcpFailure(503, message, -32000);
+  refused.headers['retry-after'] = '60';
+  return refused;
+}
+
 function isInitialize(message: unknown): boolean {
   const messages = Array.isArray(message) ? message : [message];
   return messages.some((item) => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'initialize');
@@ -66,7 +77,12 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
   name: 'mcp',
   create(context, options): Face {
     const tools = new McpToolTable(context.receiver);
-    const sessions = new McpSessions(context.memory, { now: context.now, ...(options.mcpSessionIdleMs !== undefined ? { idleMs: options.mcpSessionIdleMs } : {}) });
+    const sessions = new McpSessions(context.memory, {
+      now: context.now,
+      ...(options.mcpSessionIdleMs !== undefined ? { idleMs: options.mcpSessionIdleMs } : {}),
+      ...(options.mcpMaxSessions !== undefined ? { maxSessions: options.mcpMaxSessions } : {}),
+    });
+    const maxStreams = options.mcpMaxStreams ?? 256;
     const source = { receiver: context.receiver, tools, sessions, name: context.name, version: options.version ?? '1.0.0' };
     const feeds = new Set<FeedChannel>();
     let answerer: ReturnType<typeof import('./transport.js')['createAnswerer']> | undefined;
@@ -86,6 +102,7 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
         return mcpFailure(400, 'Parse error: Invalid JSON', -32700);
       }
       const initializing = isInitialize(message);
+      if (initializing && !(await sessions.hasRoom())) return busy('Too many open MCP sessions: retry later');
       const session = header(request, 'mcp-session-id');
       if (!initializing && session !== undefined && !(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
       const answer = await (answerer ??= import('./transport.js').then(({ createAnswerer }) => createAnswerer(source)));
@@ -100,6 +117,7 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       const session = header(request, 'mcp-session-id');
       if (session === undefined) return mcpFailure(400, 'Bad Request: Mcp-Session-Id header is required');
       if (!(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
+      if (feeds.size >= maxStreams) return busy('Too many open MCP event streams: retry later');
       const feed: FeedChannel = new FeedChannel(undefined, () => feeds.delete(feed));
       feeds.add(feed);
       return eventStream(feed, { 'mcp-session-id': session });

@@ -15,10 +15,16 @@ export type McpSessionOptions = {
   idleMs?: number;
   /** Sessions this process remembers without asking the memory (default 10 000). */
   maxCached?: number;
+  /** Open sessions at most, across processes sharing the memory: an `initialize` past it is refused (default 10 000). */
+  maxSessions?: number;
+  /** How often abandoned (expired) sessions are swept from the memory while sessions are opened, ms (default 60 s). */
+  sweepEveryMs?: number;
   now?: () => number;
 };
 
 const SESSION_ID = /^[0-9a-f-]{36}$/;
+const SESSIONS = 'mcp/sessions/';
+const SWEEP_BATCH = 16;
 
 /** The MCP sessions of one agent, over its memory (files, or Redis shared by every process). */
 export class McpSessions {
@@ -28,12 +34,58 @@ export class McpSessions {
   readonly #now: () => number;
   // Sessions known live here, so a single-round call does not wait on a memory of this process alone.
   readonly #cache = new Map<string, number>();
+  readonly #maxSessions: number;
+  readonly #sweepEveryMs: number;
+  /** Live sessions at the last sweep, plus those opened here since. */
+  #count: number | undefined;
+  #sweptAt = 0;
+  #sweeping: Promise<void> | undefined;
 
   constructor(memory: AgentMemory, options: McpSessionOptions = {}) {
     this.#memory = memory;
     this.#idleMs = options.idleMs ?? 30 * 60_000;
     this.#maxCached = options.maxCached ?? 10_000;
+    this.#maxSessions = options.maxSessions ?? 10_000;
+    this.#sweepEveryMs = options.sweepEveryMs ?? 60_000;
     this.#now = options.now ?? Date.now;
+  }
+
+  /**
+   * Whether another session may open. The first call sweeps the memory (sessions left by an earlier run), later ones
+   * sweep in the background at most every `sweepEveryMs`; a full count sweeps at once before refusing.
+   */
+  async hasRoom(): Promise<boolean> {
+    if (this.#count === undefined) await this.#sweep();
+    else if (this.#now() - this.#sweptAt >= this.#sweepEveryMs) void this.#sweep();
+    if ((this.#count ?? 0) < this.#maxSessions) return true;
+    await this.#sweep();
+    return (this.#count ?? 0) < this.#maxSessions;
+  }
+
+  /** Deletes the expired sessions of the memory and counts the live ones (one sweep at a time). */
+  #sweep(): Promise<void> {
+    this.#sweeping ??= (async () => {
+      this.#sweptAt = this.#now();
+      const keys = await this.#memory.keys(SESSIONS);
+      let live = 0;
+      // A few reads at a time: a sweep of 10 000 sessions never holds many files or Redis replies at once.
+      for (let index = 0; index < keys.length; index += SWEEP_BATCH) {
+        const records = await Promise.all(keys.slice(index, index + SWEEP_BATCH).map((key) => this.#memory.get<JsonValue>(key).catch(() => undefined)));
+        const expired = keys.slice(index, index + SWEEP_BATCH).filter((key, at) => {
+          const record = records[at];
+          const alive = isRecord(record) && record.expiresAt > this.#now();
+          if (alive) live += 1;
+          return !alive && record !== undefined;
+        });
+        await Promise.all(expired.map((key) => this.#memory.delete(key).catch(() => undefined)));
+      }
+      this.#count = live;
+    })()
+      .catch(() => undefined)
+      .finally(() => {
+        this.#sweeping = undefined;
+      });
+    return this.#sweeping;
   }
 
   /** Opens a session and returns its id. */
@@ -42,6 +94,7 @@ export class McpSessions {
     const expiresAt = this.#now() + this.#idleMs;
     await this.#memory.set(keyOf(id), { expiresAt, conversations: {} });
     this.#remember(id, expiresAt);
+    if (this.#count !== undefined) this.#count += 1;
     return id;
   }
 
@@ -60,6 +113,7 @@ export class McpSessions {
     this.#cache.delete(id);
     if (record === undefined) return false;
     await this.#memory.delete(keyOf(id));
+    if (this.#count !== undefined && this.#count > 0) this.#count -= 1;
     await Promise.all(Object.values(record.conversations).map(({ id: conversation }) => receiver.end(conversation).catch(() => undefined)));
     return true;
   }
@@ -118,7 +172,7 @@ export class McpSessions {
 }
 
 function keyOf(id: string): string {
-  return `mcp/sessions/${id}`;
+  return `${SESSIONS}${id}`;
 }
 
 function isRecord(value: unknown): value is SessionRecord {

@@ -12,6 +12,11 @@ import { McpToolTable } from './tools.js';
 export type McpStdioOptions = RemoteOptions & {
   input?: NodeJS.ReadableStream;
   output?: NodeJS.WritableStream;
+  /**
+   * How often the agent's `/wellknown` is read to notice a protocol added or removed, ms (default 30 000; 0: never).
+   * A change is sent to the host as `notifications/tools/list_changed` and `notifications/resources/list_changed`.
+   */
+  pollMs?: number;
 };
 
 /**
@@ -32,6 +37,39 @@ export async function serveMcpStdio(url: string, options: McpStdioOptions = {}):
   const closed = new Promise<void>((resolve) => (server.onclose = resolve));
   await server.connect(transport);
   (options.input ?? process.stdin).once('end', () => void server.close());
+  const stopWatching = watchProtocols(receiver, options.pollMs ?? 30_000, () => {
+    tools.invalidate();
+    void server.sendToolListChanged().catch(() => undefined);
+    void server.sendResourceListChanged().catch(() => undefined);
+  });
   await closed;
+  stopWatching();
   await sessions.close(session, receiver).catch(() => undefined);
+}
+
+/**
+ * Reads the agent's protocol list every `everyMs` and calls `changed` when it differs from the last one read; an
+ * agent that does not answer changes nothing. Returns the function that stops it.
+ */
+function watchProtocols(receiver: ReturnType<typeof remoteReceiver>, everyMs: number, changed: () => void): () => void {
+  if (everyMs <= 0) return () => {};
+  let last: string | undefined;
+  let busy = false;
+  const read = async () => {
+    if (busy) return;
+    busy = true;
+    try {
+      const listed = Object.keys(await receiver.wellknown()).sort().join(',');
+      if (last !== undefined && listed !== last) changed();
+      last = listed;
+    } catch {
+      // Unreachable for now: the list is read again on the next tick.
+    } finally {
+      busy = false;
+    }
+  };
+  void read();
+  const timer = setInterval(() => void read(), everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

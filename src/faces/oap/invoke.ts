@@ -1,5 +1,5 @@
-// OAP's `POST /invoke`: a TaskEnvelope in, the same envelope back with the answer in `memory.last_result` and a step
-// appended (unknown fields kept as they came).
+// OAP's `POST /invoke`: a TaskEnvelope in, the same envelope back with the answer in `memory.last_result`, this
+// agent appended to `steps_taken`, and a `handoff {next_agent, reason}` only when the answer names a next agent.
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ReceiverApi } from '../../receiver.js';
@@ -16,7 +16,6 @@ export type OapInvokeDeps = {
   name: string;
   maxBodyBytes: number;
   logger: Pick<Logger, 'error'>;
-  now: () => number;
   /** OAP's error body `{error, detail}`. */
   failure(status: number, error: string, detail: string): EdgeResponse;
   json(status: number, value: unknown): EdgeResponse;
@@ -26,13 +25,14 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** The agent to hand the task to next, when the answer names one (`next_agent`, or `handoff.next_agent`). */
-function nextAgent(body: JsonValue): string | undefined {
-  if (!isObject(body)) return undefined;
-  const direct = body.next_agent;
-  if (typeof direct === 'string' && direct) return direct;
-  const handoff = body.handoff;
-  return isObject(handoff) && typeof handoff.next_agent === 'string' && handoff.next_agent ? handoff.next_agent : undefined;
+/** The handoff an answer asks for (`next_agent`, or `handoff: {next_agent, reason}`), with OAP's required `reason`. */
+function handoffOf(body: JsonValue, agent: string): JsonObject | null {
+  if (!isObject(body)) return null;
+  const handoff = isObject(body.handoff) ? body.handoff : body;
+  const next = handoff.next_agent;
+  if (typeof next !== 'string' || next.trim() === '') return null;
+  const reason = typeof handoff.reason === 'string' && handoff.reason.trim() !== '' ? handoff.reason : `${agent} handed the task on`;
+  return { next_agent: next, reason };
 }
 
 /** Answers `POST /invoke` (any other method: 405 in OAP's shape). */
@@ -49,35 +49,30 @@ export async function invoke(deps: OapInvokeDeps, request: MountedRequest): Prom
   if (!isObject(envelope)) return failure(400, 'invalid_envelope', 'The body must be a JSON TaskEnvelope');
   const { goal } = envelope;
   const memory = envelope.memory ?? {};
-  const steps = envelope.steps ?? [];
+  const stepsTaken = envelope.steps_taken ?? [];
   if (typeof goal !== 'string' || goal.trim() === '') return failure(422, 'invalid_envelope', 'goal must be a non-empty string');
   if (!isObject(memory)) return failure(422, 'invalid_envelope', 'memory must be an object');
-  if (!Array.isArray(steps)) return failure(422, 'invalid_envelope', 'steps must be an array');
+  if (!Array.isArray(stepsTaken)) return failure(422, 'invalid_envelope', 'steps_taken must be an array');
   if (envelope.constraints !== undefined && envelope.constraints !== null && !isObject(envelope.constraints)) return failure(422, 'invalid_envelope', 'constraints must be an object');
+  if (envelope.handoff !== undefined && envelope.handoff !== null && !isObject(envelope.handoff)) return failure(422, 'invalid_envelope', 'handoff must be an object');
   const agora = memory.agora;
   let question: Ask = { body: goal };
-  let route: 'protocol' | 'llm' = 'llm';
   if (isObject(agora) && typeof agora.protocolHash === 'string') {
     if (agora.body === undefined) return failure(422, 'invalid_envelope', 'memory.agora needs protocolHash and body');
     question = { protocolHash: agora.protocolHash, body: agora.body };
     if (Array.isArray(agora.protocolSources) && agora.protocolSources.every((source) => typeof source === 'string')) question.protocolSources = agora.protocolSources as string[];
-    route = 'protocol';
   }
-  const step: JsonObject = { agent: deps.name, timestamp: new Date(deps.now()).toISOString(), path: route };
   let result: JsonValue;
+  let handoff: JsonObject | null = null;
   try {
     result = (await ask(deps.receiver, deps.sessions, question, request.signal ? { signal: request.signal } : undefined)).body;
-    step.status = 'ok';
+    handoff = handoffOf(result, deps.name);
   } catch (error) {
     if (!isAgoraError(error)) deps.logger.error(`OAP /invoke: ${describeError(error)}`);
-    const message = isAgoraError(error) ? error.message : 'Internal error';
-    result = { error: message };
-    step.status = 'error';
-    step.error = message;
+    result = { error: isAgoraError(error) ? error.message : 'Internal error' };
   }
-  step.result = result;
-  const reply: JsonObject = { ...(envelope as JsonObject), memory: { ...memory, last_result: result }, steps: [...(steps as JsonValue[]), step] };
-  const next = nextAgent(result);
-  if (next !== undefined) reply.handoff = { ...(isObject(envelope.handoff) ? envelope.handoff : {}), next_agent: next };
+  // The envelope as it came (unknown fields kept), our step appended, the answer in `memory.last_result`. The
+  // incoming handoff is spent: `null` unless our answer names a next agent, so the chain stops with us.
+  const reply: JsonObject = { ...envelope, memory: { ...memory, last_result: result }, steps_taken: [...stepsTaken, deps.name], handoff };
   return deps.json(200, reply);
 }

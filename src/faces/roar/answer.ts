@@ -34,10 +34,10 @@ export type RoarFaceDeps = {
   now: () => number;
 };
 
-/** The session a message names (`context.session_id`), if any. */
-function sessionOf(message: RoarMessage): string | null {
+/** The session a message names (`context.session_id`), `""` for none (ROAR's StreamEvent default). */
+function sessionOf(message: RoarMessage): string {
   const session = (message.context as { session_id?: unknown } | null | undefined)?.session_id;
-  return typeof session === 'string' && session.length <= 200 ? session : null;
+  return typeof session === 'string' && session.length <= 200 ? session : '';
 }
 
 /** The outcome of one message: the HTTP status and the reply (a ROAR message, or a refusal). */
@@ -66,7 +66,9 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
   publishTask(deps, identity, message, action.sessionId, 'working');
   try {
     const context = signal ? { signal } : undefined;
-    const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
+    // `context.deltas: false` asks for the whole answer alone, even on a socket that streams.
+    const listen = onDelta !== undefined && message.context.deltas !== false;
+    const reply = !listen ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta!);
     publishTask(deps, identity, message, action.sessionId, 'completed');
     return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security, action.sessionId), message };
   } catch (error) {

@@ -1,11 +1,13 @@
-// ROAR's stream layer on `GET /roar/events`: Server-Sent Events of the agent's tasks (`task_update`), in ROAR's
-// StreamEvent shape ({type, source, session_id, data, timestamp}). Statuses only: no peer's text goes out here.
+// ROAR's stream layer: the agent's task events (`task_update`) in ROAR's StreamEvent shape ({type, source,
+// session_id, data, timestamp}), as Server-Sent Events on `GET /roar/events` and as WebSocket frames on
+// `/roar/ws/stream` (what ROAR's SDK `ws_subscribe` reads). Statuses only: no peer's text goes out here.
+import type { WebSocket } from 'ws';
 import { sseFrame } from '../../edge/events.js';
 import type { EventStream } from '../../edge/response.js';
 import type { JsonValue } from '../../schemas.js';
 
-/** One ROAR StreamEvent. */
-export type RoarStreamEvent = { type: 'task_update'; source: string; session_id: string | null; data: Record<string, JsonValue>; timestamp: number };
+/** One ROAR StreamEvent; `session_id` is `""` for a task of no session, as ROAR's SDK defaults it. */
+export type RoarStreamEvent = { type: 'task_update'; source: string; session_id: string; data: Record<string, JsonValue>; timestamp: number };
 
 /** Bounds of the event feed. */
 export type RoarEventOptions = {
@@ -17,7 +19,8 @@ export type RoarEventOptions = {
   heartbeatMs?: number;
 };
 
-type Subscriber = { session: string | undefined; queue: string[]; wake: (() => void) | undefined; dropped: boolean };
+// A listener: an SSE reader's queue, or a socket (`send` set) written to at once.
+type Subscriber = { session: string | undefined; queue: string[]; wake: (() => void) | undefined; dropped: boolean; send?: (text: string) => boolean };
 
 const DONE: IteratorResult<string> = { value: undefined, done: true };
 
@@ -42,13 +45,49 @@ export class RoarEvents {
   /** Sends an event to every listener of its session (or of all sessions); a listener too far behind is dropped. */
   publish(event: RoarStreamEvent): void {
     if (this.#subscribers.size === 0) return;
-    const frame = sseFrame(event.type, JSON.stringify(event));
+    const text = JSON.stringify(event);
+    let frame: string | undefined;
     for (const subscriber of this.#subscribers) {
       if (subscriber.session !== undefined && subscriber.session !== event.session_id) continue;
+      if (subscriber.send !== undefined) {
+        if (!subscriber.send(text)) this.#subscribers.delete(subscriber);
+        continue;
+      }
+      frame ??= sseFrame(event.type, text);
       if (subscriber.queue.length >= this.#maxQueued) subscriber.dropped = true;
       else subscriber.queue.push(frame);
       wake(subscriber);
     }
+  }
+
+  /**
+   * Sends each event to a socket (`/roar/ws/stream`) until it closes; a socket with more than `maxQueued` events'
+   * worth of unsent bytes is closed (1013). False when the listeners are at their cap (the socket is then closed).
+   */
+  attach(socket: WebSocket, session: string | undefined): boolean {
+    if (this.#subscribers.size >= this.#maxSubscribers) {
+      socket.close(1013, 'too many event listeners');
+      return false;
+    }
+    const maxBuffered = this.#maxQueued * 1024;
+    const subscriber: Subscriber = {
+      session,
+      queue: [],
+      wake: undefined,
+      dropped: false,
+      send(text) {
+        if (socket.readyState !== socket.OPEN) return false;
+        if (socket.bufferedAmount > maxBuffered) {
+          socket.close(1013, 'too far behind');
+          return false;
+        }
+        socket.send(text);
+        return true;
+      },
+    };
+    this.#subscribers.add(subscriber);
+    socket.once('close', () => this.#subscribers.delete(subscriber));
+    return true;
   }
 
   /**

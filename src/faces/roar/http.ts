@@ -78,7 +78,8 @@ export function roarHttp(deps: RoarFaceDeps): (request: MountedRequest) => Promi
           return jsonText(outcome.status, outcome.text, {}, outcome.text.length);
         }
         case '/roar/ws':
-          return roarFailure(426, 'Upgrade to a WebSocket to talk ROAR on /roar/ws');
+        case '/roar/ws/stream':
+          return roarFailure(426, `Upgrade to a WebSocket to talk ROAR on ${path}`);
         default:
           return roarFailure(404, 'Not found');
       }

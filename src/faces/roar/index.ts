@@ -1,4 +1,4 @@
-// The ROAR face (spec 0.3): HTTP routes under `/roar`, the WebSocket `/roar/ws` accepted through the edge, the
+// The ROAR face (spec 0.3): HTTP routes under `/roar`, the WebSockets `/roar/ws` and `/roar/ws/stream` accepted through the edge, the
 // agent's identity kept in its memory, signatures checked and replies signed, replays refused.
 import type { KeyObject } from 'node:crypto';
 import { AgoraError } from '../../errors.js';
@@ -46,6 +46,8 @@ export const ROAR_ROUTES: readonly Route[] = [
   { path: '/roar/message', allow: 'POST, OPTIONS' },
   // Browsers cannot send a token on an upgrade: the socket asks for it in its first frame.
   { path: '/roar/ws', public: true, socket: true, allow: 'GET, OPTIONS' },
+  // The task feed as ROAR's SDK `ws_subscribe` reads it: like `/roar/events`, the token (when set) on the upgrade.
+  { path: '/roar/ws/stream', socket: true, name: 'events', allow: 'GET, OPTIONS' },
   { path: '/roar', prefix: true },
 ];
 
@@ -102,6 +104,7 @@ export const roarFace = {
       handle: roarHttp(deps),
       upgrade(request) {
         const baseUrl = baseUrlOf(request, context.publicUrl) ?? 'http://localhost';
+        if (request.route?.name === 'events') return { status: 101, headers: {}, body: '', upgrade: { accept: (session) => sockets.acceptEvents(session) } };
         return { status: 101, headers: {}, body: '', upgrade: { accept: (session) => sockets.accept(session, baseUrl) } };
       },
       failure: roarFailure,

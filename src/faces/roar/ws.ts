@@ -1,8 +1,12 @@
 // ROAR over WebSocket (`/roar/ws`), accepted through the edge's socket router (which caps sockets and frame size,
-// and counts every message against the rate limit): an auth frame first when tokens are set (browsers cannot send
-// headers on an upgrade), then each frame a bare ROAR message answered by `delta` events and a `done` event carrying
-// the signed ROAR reply. Auth time, messages in flight per socket and heartbeats are bounded here.
+// and counts every message against the rate limit): when tokens are set, an auth frame first (browsers cannot send
+// headers on an upgrade) or the token in the upgrade's Authorization header, then each frame a bare ROAR message. Each reply ends in one frame that is the signed reply
+// ROARMessage itself plus `"type": "done"` (ROAR's SDK `ws_send` reads that one frame and ignores `type`); a
+// streamed answer (the LLM's) sends `{"type":"delta","delta":…}` frames before it, unless the socket was opened with
+// `?deltas=false` or the message says `context.deltas: false`. Auth time, messages in flight per socket and
+// heartbeats are bounded here.
 import type { WebSocket } from 'ws';
+import { header } from '../../edge/request.js';
 import type { SocketSession } from '../../edge/response.js';
 import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
 import { RoarRefusal } from './message.js';
@@ -41,13 +45,16 @@ export class RoarSockets {
   /** Serves one accepted socket; `baseUrl` is the card's base for `discover`. */
   accept(session: SocketSession, baseUrl: string): void {
     const socket = session.client;
+    const deltas = deltasWanted(session.request.path);
     this.#watch(socket);
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
-    // No auth frame when the edge has no token to ask for.
-    let authenticated = session.acceptsToken(undefined);
+    // No auth frame when the edge has no token to ask for, or when the upgrade carried one (a client that can set headers).
+    const bearer = header(session.request, 'authorization')?.replace(/^Bearer\s+/i, '').trim() || undefined;
+    const upgraded = bearer !== undefined && session.acceptsToken(bearer);
+    let authenticated = upgraded || session.acceptsToken(undefined);
     // The token the socket authenticated with: its messages' sessions are scoped by it.
-    let token: string | undefined;
+    let token: string | undefined = upgraded ? bearer : undefined;
     let inFlight = 0;
     const timer = authenticated ? undefined : setTimeout(() => socket.close(1008, 'authentication timeout'), this.#authTimeoutMs);
     timer?.unref();
@@ -79,9 +86,11 @@ export class RoarSockets {
         return;
       }
       inFlight += 1;
-      answerRoarMessage(deps, text, () => baseUrl, undefined, (delta) => send(socket, JSON.stringify({ type: 'delta', delta })), token)
+      const onDelta = deltas ? (delta: string) => send(socket, JSON.stringify({ type: 'delta', delta })) : undefined;
+      answerRoarMessage(deps, text, () => baseUrl, undefined, onDelta, token)
         .then(
-          (outcome) => send(socket, `{"type":"done","status":${outcome.status},"message":${outcome.text}}`),
+          // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put it.
+          (outcome) => send(socket, `${outcome.text.slice(0, -1)}, "type": "done"}`),
           (error: unknown) => {
             if (error instanceof RoarRefusal) send(socket, JSON.stringify({ type: 'error', error: error.code, message: error.message }));
             else {
@@ -92,6 +101,14 @@ export class RoarSockets {
         )
         .finally(() => (inFlight -= 1));
     });
+  }
+
+  /** Serves one `/roar/ws/stream` socket: the agent's task events (of `?session_id=` only, when given) until it closes. */
+  acceptEvents(session: SocketSession): void {
+    const socket = session.client;
+    // Incoming frames mean nothing here; the edge still counts them against the rate limit.
+    session.onMessage(() => {});
+    if (this.deps.events.attach(socket, queryOf(session.request.path).get('session_id') || undefined)) this.#watch(socket);
   }
 
   /** Stops the heartbeat (the edge's router closes the sockets themselves). */
@@ -122,4 +139,15 @@ export class RoarSockets {
     }, this.#heartbeatMs);
     this.#heartbeat.unref();
   }
+}
+
+function queryOf(path: string): URLSearchParams {
+  const at = path.indexOf('?');
+  return new URLSearchParams(at < 0 ? '' : path.slice(at + 1));
+}
+
+/** Whether a socket's upgrade URL leaves delta frames on (`?deltas=false`, `0` or `off` turns them off). */
+function deltasWanted(path: string): boolean {
+  const value = queryOf(path).get('deltas');
+  return value === null || !['false', '0', 'off', 'no'].includes(value.toLowerCase());
 }

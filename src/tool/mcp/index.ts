@@ -1,7 +1,9 @@
 // The tools of the MCP servers an agent's `mcp.json` names, as agent tools: the LLM calls them through tool use and
 // routines as `context.tools.<server>_<tool>(input)`, LLM-written routines through the same tool bridge as any tool.
-// A server that fails is reported (status, log), never fatal: the agent serves on without its tools.
+// Servers start when first needed; one that fails is reported (status, log), never fatal: the agent serves on
+// without its tools.
 import { z } from 'zod';
+import { AgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { defineTool, type Tool } from '../define.js';
 import { readMcpConfig, type McpServerConfig } from './config.js';
@@ -10,9 +12,24 @@ import type { McpConnection, McpServerStatus } from './connection.js';
 export type { McpServerStatus } from './connection.js';
 export { readMcpConfig, type McpServerConfig } from './config.js';
 
-/** The MCP servers of an agent and the tools they bring. */
+/**
+ * The MCP servers of an agent and the tools they bring. Nothing starts when the agent loads: a server starts, and
+ * lists its tools, when a tool of it is first needed (see {@link McpTools.ready} and {@link McpTools.toolFor}).
+ */
 export type McpTools = {
-  tools: Tool[];
+  /** The tools listed so far (none before a server has started). */
+  tools(): Tool[];
+  /**
+   * Starts every server not listed yet and lists its tools; resolves when each has answered or failed (a failure is
+   * reported, never thrown). `undefined` when there is nothing to start: the hot path allocates nothing.
+   */
+  ready(): Promise<void> | undefined;
+  /** The tool of this agent-tool name (`<server>_<tool>`), starting only the server it names; undefined if none. */
+  toolFor(name: string): Promise<Tool | undefined>;
+  /** Whether a name can be a tool of a server not listed yet (`<server>_…`). */
+  mayServe(name: string): boolean;
+  /** Whether a server has not listed its tools yet. */
+  pending(): boolean;
   /** How each server is doing (for `agora serve`'s banner and the dashboard). */
   status(): McpServerStatus[];
   close(): Promise<void>;
@@ -32,32 +49,58 @@ function inputOf(schema: Record<string, unknown>): z.ZodType {
   }
 }
 
+// A server that failed to start is tried again on a later need, not on every query.
+const RETRY_AFTER_MS = 30_000;
+
 /**
- * Reads `<dir>/mcp.json` and lists each server's tools (servers start in parallel; one that fails is reported and
- * brings no tools). No file: no tools, and the SDK is not loaded.
+ * Reads `<dir>/mcp.json`; starts no server (each starts when first needed, see {@link McpTools}). No file: no tools,
+ * and the SDK is not loaded.
  */
 export async function loadMcpTools(dir: string, logger: Logger, servers?: Record<string, McpServerConfig>): Promise<McpTools> {
   const config = servers ?? (await readMcpConfig(dir));
   const names = Object.keys(config);
-  if (names.length === 0) return { tools: [], status: () => [], close: async () => {} };
+  if (names.length === 0) return { tools: () => [], ready: () => undefined, toolFor: async () => undefined, mayServe: () => false, pending: () => false, status: () => [], close: async () => {} };
   const { McpConnection } = await import('./connection.js');
-  const connections = names.map((name) => new McpConnection(name, config[name]!, { dir, logger }));
-  const listed = await Promise.all(
-    connections.map(async (connection) => {
-      try {
-        return { connection, tools: await connection.listTools() };
-      } catch (error) {
-        logger.error(`MCP server "${connection.name}" failed: ${error instanceof Error ? error.message : String(error)}; the agent serves without its tools`);
-        return { connection, tools: [] };
-      }
-    }),
-  );
-  const tools = listed.flatMap(({ connection, tools: served }) => served.map((tool) => toolOf(connection, tool)));
+  const entries = names.map((name) => ({ connection: new McpConnection(name, config[name]!, { dir, logger }), prefix: mcpToolName(name, ''), tools: undefined as Tool[] | undefined, listing: undefined as Promise<void> | undefined, failedAt: 0 }));
+  type Server = (typeof entries)[number];
+  let all: Tool[] = [];
+
+  const list = (server: Server): Promise<void> =>
+    (server.listing ??= server.connection
+      .listTools()
+      .then((listed) => {
+        server.tools = listed.map((tool) => toolOf(server.connection, tool));
+        all = entries.flatMap((each) => each.tools ?? []);
+        logger.info(`MCP server "${server.connection.name}" started: ${listed.length} tool${listed.length === 1 ? '' : 's'}`);
+      })
+      .catch((error: unknown) => {
+        server.failedAt = Date.now();
+        logger.error(`MCP server "${server.connection.name}" failed: ${error instanceof Error ? error.message : String(error)}; the agent serves without its tools`);
+      })
+      .finally(() => {
+        server.listing = undefined;
+      }));
+  const due = (server: Server) => server.tools === undefined && (server.listing !== undefined || Date.now() - server.failedAt >= RETRY_AFTER_MS);
+
   return {
-    tools,
-    status: () => connections.map((connection) => connection.status()),
+    tools: () => all,
+    ready() {
+      const pending = entries.filter(due);
+      return pending.length === 0 ? undefined : Promise.all(pending.map(list)).then(() => undefined);
+    },
+    async toolFor(name) {
+      // The longest prefix wins: servers "a" and "a_b" both claim "a_b_c".
+      const server = entries.filter((each) => name.startsWith(each.prefix)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+      if (!server) return undefined;
+      if (due(server)) await list(server);
+      if (server.tools === undefined) throw new AgoraError('PEER_FAILURE', `MCP server "${server.connection.name}" did not start: ${server.connection.status().error ?? 'unknown error'}`);
+      return server.tools.find((tool) => tool.name === name);
+    },
+    mayServe: (name) => entries.some((server) => server.tools === undefined && name.startsWith(server.prefix)),
+    pending: () => entries.some((server) => server.tools === undefined),
+    status: () => entries.map((server) => server.connection.status()),
     close: async () => {
-      await Promise.all(connections.map((connection) => connection.close()));
+      await Promise.all(entries.map((server) => server.connection.close()));
     },
   };
 }

@@ -14,11 +14,14 @@ describe('A2A face, with @a2a-js/sdk\'s own client on loopback', () => {
 
   const rpc = async (body: unknown) => (await fetch(`${served.url}/a2a`, { method: 'POST', body: JSON.stringify(body) })).json() as Promise<{ result?: Record<string, unknown>; error?: { code: number } }>;
 
-  it('serves a 1.0 card the client reads, with one skill per protocol and streaming on', async () => {
+  it('serves a 1.0 card the client reads (1.0 first, then 0.3 at the same endpoint), one skill per protocol, streaming on', async () => {
     const response = await fetch(`${served.url}/.well-known/agent-card.json`);
     expect(response.headers.get('cache-control')).toContain('max-age');
     const card = (await response.json()) as Record<string, any>;
-    expect(card.supportedInterfaces).toEqual([{ url: `${served.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }]);
+    expect(card.supportedInterfaces).toEqual([
+      { url: `${served.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: `${served.url}/a2a`, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+    ]);
     expect(card.capabilities.streaming).toBe(true);
     expect(card.skills[0]).toMatchObject({ id: PROTOCOL_HASH, name: 'Unit conversion' });
   });

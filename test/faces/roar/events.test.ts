@@ -68,7 +68,7 @@ describe('ROAR events (GET /roar/events)', () => {
     const events = new RoarEvents({ maxQueued: 3 });
     const feed = events.subscribe(undefined)!.frames;
     expect((await feed.next()).value).toContain(': roar events');
-    for (let index = 0; index < 5; index++) events.publish({ type: 'task_update', source: 'did:x', session_id: null, data: { task_id: String(index) }, timestamp: 0 });
+    for (let index = 0; index < 5; index++) events.publish({ type: 'task_update', source: 'did:x', session_id: '', data: { task_id: String(index) }, timestamp: 0 });
     // Three were queued, the fourth found the queue full: the listener is dropped, nothing more is held for it.
     expect(await feed.next()).toEqual({ value: undefined, done: true });
     expect(events.subscribers).toBe(0);

@@ -1,37 +1,20 @@
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import { generateKeyPairSync } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import { canonicalJson, parseLossless, pythonFloat, RawNumber, type LosslessValue } from '../../../src/faces/roar/canonical.js';
-import { ed25519Signature, hmacSignature, publicKeyFromHex, rawKeyHex, signingBody, verifyEd25519, verifyHmac } from '../../../src/faces/roar/signing.js';
+import { parseLossless, type LosslessValue } from '../../../src/faces/roar/canonical.js';
+import { publicKeyFromHex, rawKeyHex, verifyEd25519, verifyHmac } from '../../../src/faces/roar/signing.js';
 import type { EdgeResponse } from '../../../src/edge/response.js';
 import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces, type TestFaces } from '../_helpers.js';
+import { pythonMessage as build, replyVerifies, SENDER, type MessageOptions } from './_messages.js';
 
 const SECRET = 'shared-secret';
-const SENDER = 'did:roar:agent:sender-0123456789abcdef';
 let clock = 1_710_000_000_000;
 const now = () => clock;
-
-/** A message built and signed as ROAR's Python SDK does: canonical JSON of the seven fields, auth.timestamp a float. */
-function pythonMessage(to: string, payload: LosslessValue, options: { id?: string; secret?: string; key?: KeyObject; timestamp?: number; context?: LosslessValue; from?: string } = {}): string {
-  const timestamp = new RawNumber(pythonFloat((options.timestamp ?? clock) / 1000));
-  const id = options.id ?? `msg_${Math.random().toString(16).slice(2, 12)}`;
-  const from = options.from ?? SENDER;
-  const context = options.context ?? {};
-  const body = signingBody({ id, from, to, intent: 'delegate', payload, context, timestamp });
-  const auth: Record<string, LosslessValue> = options.secret ? { signature: hmacSignature(body, options.secret), timestamp } : options.key ? { signature: ed25519Signature(body, options.key), timestamp } : {};
-  return canonicalJson({ roar: '1.0', id, from: { did: from, display_name: 'sender', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null }, to: { did: to, display_name: 'x', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null }, intent: 'delegate', payload, context, auth, timestamp });
-}
+const pythonMessage = (to: string, payload: LosslessValue, options: Omit<MessageOptions, 'now'> = {}) => build(to, payload, { now: clock, ...options });
 
 async function post(faces: TestFaces, body: string, headers: Record<string, string> = {}): Promise<EdgeResponse & { json: Record<string, unknown> }> {
   const response = (await faces.handle({ method: 'POST', path: '/roar/message', headers, body: Buffer.from(body) }))!;
   return { ...response, json: JSON.parse(response.body as string) as Record<string, unknown> };
-}
-
-/** Verifies a reply the way a Python ROAR client would: its canonical body from the bytes it read. */
-function replyVerifies(text: string, check: (body: string, signature: string) => boolean): boolean {
-  const reply = parseLossless(text) as Record<string, LosslessValue> & { from: { did: string }; to: { did: string }; auth: { signature: string; timestamp: LosslessValue } };
-  const body = signingBody({ id: reply.id!, from: reply.from.did, to: reply.to.did, intent: reply.intent!, payload: reply.payload!, context: reply.context!, timestamp: reply.auth.timestamp });
-  return check(body, reply.auth.signature);
 }
 
 afterEach(() => {
@@ -47,7 +30,7 @@ describe('ROAR face over HTTP', () => {
     expect(card.identity).toMatchObject({ did: expect.stringMatching(/^did:roar:agent:test-agent-[0-9a-f]{16}$/), display_name: 'Test agent', agent_type: 'agent', version: '1.0', public_key: expect.stringMatching(/^[0-9a-f]{64}$/) });
     expect(card.skills).toEqual(['Unit conversion']);
     expect(card.channels).toEqual(['http', 'websocket']);
-    expect(card.endpoints).toEqual({ http: 'http://agent.test:8080', ws: 'ws://agent.test:8080/roar/ws' });
+    expect(card.endpoints).toEqual({ http: 'http://agent.test:8080', websocket: 'ws://agent.test:8080', ws: 'ws://agent.test:8080/roar/ws' });
     expect(card.declared_capabilities[0]).toMatchObject({ name: 'Unit conversion', protocolHash: PROTOCOL_HASH });
     const agents = JSON.parse((await faces.handle({ method: 'GET', path: '/roar/agents', headers: {}, body: undefined }))!.body as string);
     expect(agents.agents[0].identity.did).toBe(card.identity.did);
@@ -205,7 +188,7 @@ describe('ROAR face over HTTP', () => {
 });
 
 describe('ROAR face on a node:http server', () => {
-  it('serves messages over HTTP and streams over /roar/ws: auth frame, deltas joining to the done result', async () => {
+  it('serves messages over HTTP and over /roar/ws: auth frame, then the reply as one done frame', async () => {
     const faces = makeFaces({ tokens: ['t0k'] });
     const served = await serveFaces(faces);
     try {
@@ -227,10 +210,11 @@ describe('ROAR face on a node:http server', () => {
       await new Promise((resolve) => socket.once('open', resolve));
       socket.send(JSON.stringify({ type: 'auth', token: 't0k' }));
       await done;
-      const deltas = frames.filter((frame) => frame.type === 'delta').map((frame) => frame.delta).join('');
-      const final = frames.at(-1) as { message: { payload: { result: string }; intent: string } };
-      expect(final.message.intent).toBe('respond');
-      expect(deltas).toBe(final.message.payload.result);
+      // The fake receiver answers whole: no delta, the reply ROARMessage itself is the one frame.
+      expect(frames.map((frame) => frame.type)).toEqual(['auth_ok', 'done']);
+      const final = frames.at(-1) as { payload: { result: string }; intent: string };
+      expect(final.intent).toBe('respond');
+      expect(final.payload.result).toBe('turn 1: streamed');
       socket.close();
 
       const silent = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);

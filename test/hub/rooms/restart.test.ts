@@ -1,29 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RoomRecord } from '../../../src/hub/rooms/records.js';
-import { cliArgs } from '../../helpers/cli.js';
+import { startHubCommand } from '../../helpers/cli.js';
 import { readRoomEvents, startParticipants } from './_agents.js';
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
 
-/** `agora hub …` in its own process; resolves once it listens. */
-function startHubProcess(args: string[]): Promise<{ url: string; child: ChildProcess }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', ...args]), { env: { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ url: match[1]!, child });
-    };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`agora hub exited with ${code}:\n${output}`)));
-  });
-}
 
 describeRedis('rooms across hub processes on Redis', () => {
   const prefix = `agora-test-rooms:${randomUUID()}:`;
@@ -41,7 +26,7 @@ describeRedis('rooms across hub processes on Redis', () => {
   it('resumes a room at the turn it was on after its hub is killed with SIGKILL: no turn lost or repeated', async () => {
     participants = await startParticipants(['steady', 'steady', 'steady']);
     const store = `${redisUrl}?prefix=${encodeURIComponent(prefix)}`;
-    const first = await startHubProcess(['--store', store, '--allow-private-agents']);
+    const first = await startHubCommand(['--store', store, '--allow-private-agents']);
     children.push(first.child);
     const created = await fetch(`${first.url}/rooms`, { method: 'POST', body: JSON.stringify({ topic: 'survive a crash', participants: participants.agents.map((agent) => agent.url), maxTurns: 9, turnTimeoutMs: 1500 }) });
     const room = (await created.json()) as RoomRecord;
@@ -50,7 +35,7 @@ describeRedis('rooms across hub processes on Redis', () => {
     await new Promise((resolve) => first.child.once('exit', resolve));
 
     // A new hub process on the same Redis takes the room over once the dead one's lease runs out.
-    const second = await startHubProcess(['--store', store, '--allow-private-agents']);
+    const second = await startHubCommand(['--store', store, '--allow-private-agents']);
     children.push(second.child);
     const after = await readRoomEvents(second.url, room.id, { lastEventId: before.at(-1)!.id, stop: (events) => events.some((event) => event.type === 'flow_completed') });
     const ids = [...before, ...after].map((event) => event.id);
