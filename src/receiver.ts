@@ -25,14 +25,13 @@ import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
 import { QueryRouter } from './receiver/route.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
-import type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
+import type { PreparedListing, ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
 import type { EventChannel, ReplyEvent } from './receiver/stream.js';
 import { ReceiverStreams } from './receiver/streaming.js';
-import { WellknownListing, type PreparedListing } from './receiver/wellknown.js';
+import { WellknownListing } from './receiver/wellknown.js';
 
-export type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
+export type { PreparedListing, ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
-export type { PreparedListing } from './receiver/wellknown.js';
 export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
 /** How long a tombstone is kept, ms: `tombstoneTtl` seconds, by default (and at least) one conversation TTL (spec §2). */

@@ -1,4 +1,5 @@
 import type { ZodType } from 'zod';
+import type { PreparedBody } from '../edge/prepared.js';
 import type { ConversationMessage, ConversationStore } from '../conversation/store.js';
 import type { ResponderCall } from '../llm/responders.js';
 import type { LanguageModel } from '../llm/toolformer.js';
@@ -9,7 +10,6 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { RoutineContext } from '../routine/define.js';
 import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse, Wellknown } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
-import type { PreparedListing } from './wellknown.js';
 import type { EventChannel, ReplyEvent } from './stream.js';
 import type { RequestContext } from './context.js';
 
@@ -17,6 +17,9 @@ export type { RequestContext } from './context.js';
 
 /** A request's signal, or how to make it when something first needs it (see RequestContext.signalWhenNeeded). */
 export type SignalSource = AbortSignal | (() => AbortSignal) | undefined;
+
+/** `/wellknown` ready to serve: the listing (shared: do not modify it), and its JSON body with ETag and encodings. */
+export type PreparedListing = { listing: Readonly<Wellknown>; prepared: PreparedBody };
 
 /** What the HTTP edge needs from a receiver. Every method throws AgoraError on failure. */
 export interface ReceiverApi {

@@ -10,7 +10,7 @@ import type { KnownDocument, ProtocolRegistry } from '../protocol/registry.js';
 import type { Wellknown } from '../schemas.js';
 import type { AgentFolder } from './folder.js';
 import type { Suitability } from './suitability.js';
-import type { ReceiverExtensions, RequestContext } from './types.js';
+import type { PreparedListing, ReceiverExtensions, RequestContext } from './types.js';
 
 // What other processes sharing the memory learned and judged (and what extensions answer for learned documents) is
 // looked at again at most this often.
@@ -34,8 +34,6 @@ export type WellknownParts = {
 /** A part of the listing: its entries, their JSON text without the braces, and a hash of that text. */
 type Part = { key: string; listing: Wellknown; json: string; digest: string };
 
-/** The listing, ready to serve: the object, and the JSON body with its ETag and encodings. */
-export type PreparedListing = { listing: Readonly<Wellknown>; prepared: PreparedBody };
 
 /** What is built for one base URL (the request's, when no public URL is set). */
 type ForBase = {
