@@ -31,17 +31,37 @@ export type WellknownParts = {
   publicUrl: string | undefined;
 };
 
-/** A part of the listing: its entries, their JSON text without the braces, and a hash of that text. */
-type Part = { key: string; listing: Wellknown; json: string; digest: string };
+/**
+ * A part of the listing: its JSON text without the braces, as the bytes of each slice (a 6 MB string made whole and
+ * encoded at once held the loop ~100 ms here; slices are encoded as they are built, then copied together), and a
+ * hash of that text.
+ */
+type Part = { key: string; chunks: Buffer[]; digest: string };
 
 
 /** What is built for one base URL (the request's, when no public URL is set). */
 type ForBase = {
+  /** hash → its `"hash":[sources]` text, kept between builds: a change of one document rebuilds one entry. */
+  pieces: Map<string, string>;
   local?: Part;
   localBuild?: { key: string; part: Promise<Part> };
   learned?: Part;
   ready?: PreparedListing & { local: Part; learned: Part };
 };
+
+/** The sources of a document: our own `/protocols/<hash>` first, then those its metadata names. */
+function sourcesOf(document: ProtocolDocument, base: string): string[] {
+  const sources: string[] = [];
+  if (base) sources.push(`${base}/protocols/${document.hash}`);
+  const extra = document.metadata.sources;
+  if (Array.isArray(extra)) for (const source of extra) if (typeof source === 'string' && !sources.includes(source)) sources.push(source);
+  if (!sources.length) sources.push(`/protocols/${document.hash}`);
+  return sources;
+}
+
+const OPEN = Buffer.from('{');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from('}');
 
 /** Base URLs whose listings are kept (without a public URL, each Host a client sends has its own sources). */
 const MAX_BASES = 4;
@@ -86,19 +106,19 @@ export class WellknownListing {
     const localKey = `${registry.localVersion}.${folder.routinesVersion}`;
     const local = await this.#localPart(state, localKey, base);
     const learnedKey = `${registry.learnedVersion}.${localKey}.${this.#sharedReads}`;
-    if (state.learned?.key !== learnedKey) state.learned = await this.#build(learnedKey, base, this.#learnedDocuments(), false);
+    if (state.learned?.key !== learnedKey) state.learned = await this.#build(learnedKey, base, this.#learnedDocuments());
     const learned = state.learned;
     if (state.ready?.local !== local || state.ready.learned.digest !== learned.digest) {
-      const separator = local.json && learned.json ? ',' : '';
-      const body = Buffer.from(`{${local.json}${separator}${learned.json}}`);
+      const separator = local.chunks.length && learned.chunks.length ? [COMMA] : [];
+      const body = Buffer.concat([OPEN, ...local.chunks, ...separator, ...learned.chunks, CLOSE]);
       const digest = createHash('sha256').update(local.digest).update(learned.digest).digest('base64url');
       let listing: Wellknown | undefined;
       state.ready = {
         local,
         learned,
-        // Merged when first asked for (the HTTP answer needs only the body): a copy of 50,000 keys is ~50 ms.
+        // Made when first asked for (the HTTP answer needs only the body): 50,000 objects are garbage-collection work.
         get listing() {
-          return (listing ??= Object.keys(learned.listing).length ? { ...local.listing, ...learned.listing } : local.listing);
+          return (listing ??= JSON.parse(body.toString()) as Wellknown);
         },
         prepared: new PreparedBody(body, JSON_TYPE, digest),
       };
@@ -112,7 +132,7 @@ export class WellknownListing {
       // Most recently used last.
       this.#bases.delete(base);
     } else {
-      state = {};
+      state = { pieces: new Map() };
       if (this.#bases.size >= MAX_BASES) this.#bases.delete(this.#bases.keys().next().value!);
     }
     this.#bases.set(base, state);
@@ -124,7 +144,7 @@ export class WellknownListing {
     if (state.local?.key === key) return state.local;
     if (state.localBuild?.key !== key) {
       const documents = this.#parts.registry.local().map(({ name, document }): KnownDocument => ({ document, origin: 'local', name }));
-      const part = this.#build(key, base, documents, true).then((built) => {
+      const part = this.#build(key, base, documents, state.pieces).then((built) => {
         // A newer build may have started meanwhile: only the latest one is kept.
         if (state.localBuild?.part === part) state.local = built;
         return built;
@@ -138,39 +158,44 @@ export class WellknownListing {
     return this.#parts.registry.learned().map((document: ProtocolDocument): KnownDocument => ({ document, origin: 'learned' }));
   }
 
-  /** Builds a part, a slice of a few ms at a time when `sliced` (the folder may hold tens of thousands). */
-  async #build(key: string, base: string, documents: readonly KnownDocument[], sliced: boolean): Promise<Part> {
-    const listing: Wellknown = {};
+  /**
+   * Builds a part. With `pieces` (the folder's part, which may hold tens of thousands) each entry's text is reused
+   * from the last build, the ones gone are forgotten, and the work is done a slice of a few ms at a time.
+   */
+  async #build(key: string, base: string, documents: readonly KnownDocument[], pieces?: Map<string, string>): Promise<Part> {
     const hash = createHash('sha256');
-    const slices: string[] = [];
-    let pieces: string[] = [];
+    const chunks: Buffer[] = [];
+    let listed = 0;
+    let batch: string[] = [];
     const close = () => {
-      if (!pieces.length) return;
-      const slice = pieces.join(',');
-      hash.update(slices.length ? `,${slice}` : slice);
-      slices.push(slice);
-      pieces = [];
+      if (!batch.length) return;
+      const chunk = Buffer.from(chunks.length ? `,${batch.join(',')}` : batch.join(','));
+      hash.update(chunk);
+      chunks.push(chunk);
+      batch = [];
     };
     let sliceStart = performance.now();
     for (const known of documents) {
       const answerable = this.#answersAtOnce(known);
       if (!(answerable ?? (await this.#canAnswer(known)))) continue;
       const id = known.document.hash;
-      const sources: string[] = [];
-      if (base) sources.push(`${base}/protocols/${id}`);
-      const extra = known.document.metadata.sources;
-      if (Array.isArray(extra)) for (const source of extra) if (typeof source === 'string' && !sources.includes(source)) sources.push(source);
-      if (!sources.length) sources.push(`/protocols/${id}`);
-      listing[id] = sources;
-      pieces.push(`"${id}":${JSON.stringify(sources)}`);
-      if (sliced && performance.now() - sliceStart >= SLICE_MS) {
+      let piece = pieces?.get(id);
+      if (piece === undefined) {
+        piece = `"${id}":${JSON.stringify(sourcesOf(known.document, base))}`;
+        pieces?.set(id, piece);
+      }
+      listed += 1;
+      batch.push(piece);
+      if (pieces && performance.now() - sliceStart >= SLICE_MS) {
         close();
         await new Promise(setImmediate);
         sliceStart = performance.now();
       }
     }
     close();
-    return { key, listing, json: slices.join(','), digest: hash.digest('base64url') };
+    // Entries of documents no longer listed are forgotten (a walk only when some are).
+    if (pieces && pieces.size > listed) for (const id of [...pieces.keys()]) if (this.#parts.registry.get(id)?.origin !== 'local') pieces.delete(id);
+    return { key, chunks, digest: hash.digest('base64url') };
   }
 
   /** Whether a document is answered, when that is known without waiting (a routine file, or a local one with the LLM). */
