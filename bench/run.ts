@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import { loadGenerator } from './_harness.js';
 import { benchFaces } from './faces.js';
+import { benchGrowth } from './growth.js';
 import { benchHttp } from './http.js';
 import { benchMcp } from './mcp.js';
 import { benchPeers } from './peers.js';
@@ -23,6 +24,7 @@ const sections: [string, () => Promise<string>][] = [
   ['peers', async () => `## Peer clients: ROAR, A2A and OAP calls against a plain Agora Sender call (one at a time, one agent serving all four)\n\n${await benchPeers(Math.max(100, duration * 60), log)}`],
   ['mcp', async () => `## MCP: tools/call vs Agora POST / (50 connections, load from ${loadGenerator()})\n\n${await benchMcp(duration, log)}`],
   ['rooms', async () => `## Rooms: turns through the hub vs direct Agora turns, and live fan-out to 100 watchers\n\n${await benchRooms(log)}`],
+  ['growth', async () => `## Growth: protocols/ from 10 to 50,000 documents, the conversation cap at 200,000 live, expiry of 500,000\n\n${await benchGrowth(log)}`],
   ['hub', async () => `## Hub: keyword routing and directory search, 10,000 agents against 100\n\n${await benchHub(log)}`],
 ];
 const extra = await import('./scale.js').then((module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) => module.sections?.(duration, log) ?? [], () => []);

@@ -136,24 +136,34 @@ export async function listModules(directory: string): Promise<string[]> {
 }
 
 /**
- * Watches a folder and calls `onChange` (debounced) when anything in it changes.
- * Returns a function that stops watching. A missing folder is watched from its parent until it appears.
+ * Watches a folder and calls `onChange` (debounced) when anything in it changes, with the names of the entries that
+ * changed, or `undefined` when they are not known (the platform did not say, or the watch was lost and taken up
+ * again): then the whole folder must be looked at. Returns a function that stops watching. A missing folder is
+ * watched from its parent until it appears.
  */
-export function watchFolder(directory: string, onChange: () => void, debounceMs = 80): () => void {
+export function watchFolder(directory: string, onChange: (names: ReadonlySet<string> | undefined) => void, debounceMs = 80): () => void {
   let timer: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
   let parentWatcher: FSWatcher | undefined;
   let closed = false;
-  const fire = () => {
+  // undefined: some change of unknown name is pending.
+  let names: Set<string> | undefined = new Set();
+  const fire = (name?: string | null) => {
     if (closed) return;
+    if (typeof name === 'string' && name !== '') names?.add(name);
+    else names = undefined;
     clearTimeout(timer);
-    timer = setTimeout(onChange, debounceMs);
+    timer = setTimeout(() => {
+      const changed = names;
+      names = new Set();
+      onChange(changed);
+    }, debounceMs);
     timer.unref?.();
   };
   const attach = () => {
     if (closed || watcher) return;
     try {
-      watcher = watch(directory, { persistent: false }, fire);
+      watcher = watch(directory, { persistent: false }, (_event, name) => fire(name));
       watcher.on('error', () => {
         watcher?.close();
         watcher = undefined;
@@ -171,7 +181,8 @@ export function watchFolder(directory: string, onChange: () => void, debounceMs 
       parentWatcher = watch(dirname(directory), { persistent: false }, () => {
         if (existsSync(directory)) {
           attach();
-          fire();
+          // The folder (re)appeared: what is in it is unknown.
+          fire(null);
         }
       });
       parentWatcher.on('error', () => undefined);
@@ -188,3 +199,9 @@ export function watchFolder(directory: string, onChange: () => void, debounceMs 
   };
 }
 
+/** Whether a change concerns source files (a module, or a file a module may import): an editor's swap file does not. */
+export function touchesSources(names: ReadonlySet<string> | undefined): boolean {
+  if (names === undefined) return true;
+  for (const name of names) if (!name.startsWith('.') && (MODULE_EXTENSIONS.has(extname(name)) || name.endsWith('.json'))) return true;
+  return false;
+}

@@ -11,7 +11,7 @@ import type { LanguageModel } from './llm/toolformer.js';
 import { consoleLogger, type Logger } from './log.js';
 import { FileMemory, type AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
-import { DEFAULT_TOMBSTONE_MS, Receiver, type ReceiverOptions } from './receiver.js';
+import { Receiver, tombstoneMsOf, type ReceiverOptions } from './receiver.js';
 import type { RoutineGenerator } from './generation/generate.js';
 import type { AgentDashboard, AgentDashboardOptions } from './dashboard/agent-dashboard.js';
 import type { ReceiverApi } from './receiver.js';
@@ -129,7 +129,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const logger: Logger = options.logger ?? consoleLogger();
   const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? chooseModel(options.model ? { model: options.model } : {}) : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
-  const state = await openState(dir, options.store, options.memory, { tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, (options.conversationTtl ?? 300) * 1000) }, logger);
+  const state = await openState(dir, options.store, options.memory, { tombstoneMs: tombstoneMsOf(options) }, logger);
   const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, dashboard: dashboardOption, ...rest } = options;
   // Made once the receiver exists; the generator tells it of each routine status it writes.
   let dashboard: AgentDashboard | undefined;

@@ -25,17 +25,20 @@ import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
 import { QueryRouter } from './receiver/route.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
-import type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
+import type { PreparedListing, ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
 import type { EventChannel, ReplyEvent } from './receiver/stream.js';
 import { ReceiverStreams } from './receiver/streaming.js';
 import { WellknownListing } from './receiver/wellknown.js';
 
-export type { ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
+export type { PreparedListing, ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
 export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
-/** How long the default stores keep a tombstone at least: one hour, or one TTL when that is longer. */
-export const DEFAULT_TOMBSTONE_MS = 60 * 60 * 1000;
+/** How long a tombstone is kept, ms: `tombstoneTtl` seconds, by default (and at least) one conversation TTL (spec §2). */
+export function tombstoneMsOf(options: Pick<ReceiverOptions, 'conversationTtl' | 'tombstoneTtl'>): number {
+  const ttl = options.conversationTtl ?? 300;
+  return Math.max(ttl, options.tombstoneTtl ?? ttl) * 1000;
+}
 
 /** Whether a query opens a conversation: Python senders send `multiround: true` on natural language too; a negotiation always does. */
 function opensConversation(request: QueryRequest, target: QueryTarget): boolean {
@@ -82,7 +85,7 @@ export class Receiver implements ReceiverApi {
     this.#now = options.now ?? Date.now;
     this.#ttlMs = (options.conversationTtl ?? 300) * 1000;
     // Spec §2: an expired id answers "Conversation expired" for at least one TTL.
-    this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: Math.max(DEFAULT_TOMBSTONE_MS, this.#ttlMs) });
+    this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: tombstoneMsOf(options) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
     // The same choice as `agora serve` (AGORA_LLM, or the provider whose key is set), unless `llm: null` says no LLM.
@@ -112,7 +115,7 @@ export class Receiver implements ReceiverApi {
       maxHistory: Math.max(2, options.maxHistory ?? 40),
       maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
-    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, () => this.store.count());
+    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, this.store);
     this.#router = new QueryRouter({
       registry: this.registry,
       answerer: this.#answerer,
@@ -221,8 +224,13 @@ export class Receiver implements ReceiverApi {
     };
   }
 
+  /** The listing is shared between calls (built once per change): do not modify it. */
   async wellknown(context?: RequestContext): Promise<Wellknown> {
     return this.#wellknown.list(context);
+  }
+
+  wellknownPrepared(context?: RequestContext): Promise<PreparedListing> {
+    return this.#wellknown.prepared(context);
   }
 
   async document(hash: string): Promise<string | undefined> {

@@ -38,9 +38,26 @@
 
   const line = (label, stroke, scale) => ({ label, stroke, width: 2, spanGaps: true, points: { show: true, size: 5 }, ...(scale ? { scale } : {}) });
 
+  // The protocols come a page at a time (an agent may hold tens of thousands).
+  const PAGE = 100;
+  let protocolOffset = 0;
+
   async function loadProtocols() {
-    const rows = await request('api/protocols');
+    const page = await request(`api/protocols?offset=${protocolOffset}&limit=${PAGE}`);
+    const rows = page.rows;
     replace($('protocol-rows'), ...(rows.length ? rows.map(protocolRow) : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: 'No protocol yet' }))]));
+    const pager = $('protocol-pages');
+    pager.hidden = page.total <= PAGE;
+    const move = (offset) => () => {
+      protocolOffset = offset;
+      void loadProtocols();
+    };
+    replace(
+      pager,
+      el('button', { type: 'button', class: 'link', disabled: page.offset === 0 ? true : undefined, onclick: move(Math.max(0, page.offset - PAGE)) }, 'Previous'),
+      ` ${page.offset + 1}–${page.offset + rows.length} of ${page.total} `,
+      el('button', { type: 'button', class: 'link', disabled: page.offset + rows.length >= page.total ? true : undefined, onclick: move(page.offset + PAGE) }, 'Next'),
+    );
   }
 
   function protocolRow(row) {

@@ -109,6 +109,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
         }
         case 'wellknown':
           if (!isRead) break;
+          // Built once per change: an ETag (If-None-Match → 304) and gzip/Brotli made once.
+          if (receiver.wellknownPrepared) return await (await receiver.wellknownPrepared(contextOf(request))).prepared.respond(request);
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.wellknown(contextOf(request))), isHead);
         case 'protocol': {
           if (!isRead) break;

@@ -32,6 +32,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     token: requiredTokensOption('(repeatable; /wellknown and /protocols stay public)'),
     'rate-limit': RATE_LIMIT_OPTION,
     'max-conversations': { type: 'string', value: '<count>', description: 'Cap on live conversations', env: 'AGORA_MAX_CONVERSATIONS' },
+    'tombstone-ttl': { type: 'string', value: '<seconds>', description: 'Seconds an expired or ended conversation still answers "expired" (default and minimum: --conversation-ttl)', env: 'AGORA_TOMBSTONE_TTL' },
     'auto-approve': { type: 'boolean', description: 'Use routines the LLM writes once they pass their checks, without `agora routines approve`', env: 'AGORA_AUTO_APPROVE', default: false },
     'routine-threshold': { type: 'string', value: '<n>', description: 'LLM-served conversations under a protocol before the LLM writes a routine for it (0: never)', env: 'AGORA_ROUTINE_THRESHOLD', default: '5' },
     faces: { type: 'string', value: '<list>', description: `Faces to serve: ${FACE_NAMES.join(', ')} (comma-separated)`, env: 'AGORA_FACES', default: FACE_NAMES.join(',') },
@@ -62,6 +63,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
     const cors = corsOrigins(args);
     const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
+    const tombstoneTtl = secondsOption(args, 'tombstone-ttl', { min: conversationTtl });
     const publicUrlText = stringOption(args, 'public-url');
     const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
     const llm = (await chooseLlm(args)) ?? null;
@@ -89,6 +91,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
       ...(cors.length > 0 ? { corsOrigins: cors } : {}),
       ...(maxConversations ? { maxConversations } : {}),
+      ...(tombstoneTtl !== undefined ? { tombstoneTtl } : {}),
     }).catch((error: unknown) => {
       // The library names its `store` option; here the user typed `--store`.
       if (isAgoraError(error) && error.code === 'INVALID_ARGUMENT' && error.message.startsWith('store:')) throw new Error(`--${error.message.replace(/^store: must/, 'store must')}`);

@@ -1,11 +1,20 @@
 // Internal: the Lua scripts of the Redis conversation store, each one atomic round trip.
 import { script } from '../_redis.js';
 
-/** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, pruneBefore. */
+/**
+ * Drops at most 32 expired ids from the live index (KEYS[3]; ARGV[1] of the caller's "now" is passed as `now`): each
+ * write prunes a little, so the index stays near the live set without a sweep, and no write does unbounded work.
+ */
+const PRUNE = (now: string) => `
+local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ${now}, 'LIMIT', 0, 32)
+if #due > 0 then redis.call('ZREM', KEYS[3], unpack(due)) end
+`;
+
+/** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, now. */
 export const CREATE = script(`
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
 redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. ARGV[5])
+${PRUNE('ARGV[5]')}
 return 1
 `);
 
@@ -33,7 +42,7 @@ return {0}
 
 /**
  * Saves the record under the lock, then releases it, in one round trip. KEYS: record, tombstone, index, lock.
- * ARGV: token, json, px, id, expiresAt. 0 = lock lost, 2 = deleted meanwhile.
+ * ARGV: token, json, px, id, expiresAt, now. 0 = lock lost, 2 = deleted meanwhile.
  */
 export const SAVE_AND_RELEASE = script(`
 if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
@@ -41,6 +50,7 @@ redis.call('DEL', KEYS[4])
 if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
+${PRUNE('ARGV[6]')}
 return 1
 `);
 

@@ -122,11 +122,9 @@ export class RedisConversationStore implements ConversationStore {
 
   async create(record: ConversationRecord): Promise<void> {
     const keys = this.#keys(record.id);
-    // Index entries older than a tombstone period belong to keys Redis has dropped already; pruning them here
-    // keeps the index bounded even when nobody calls sweep().
-    const pruneBefore = this.#now() - this.#tombstoneMs;
+    // Each write also drops a few expired ids from the index, so it stays near the live set with no sweep.
     await storeCall(this.#redis, () =>
-      runScript(this.#redis, CREATE, [keys.record, keys.tombstone, keys.index], [JSON.stringify(record), this.#px(record.expiresAt), record.id, record.expiresAt, pruneBefore]),
+      runScript(this.#redis, CREATE, [keys.record, keys.tombstone, keys.index], [JSON.stringify(record), this.#px(record.expiresAt), record.id, record.expiresAt, this.#now()]),
     );
   }
 
@@ -166,7 +164,7 @@ export class RedisConversationStore implements ConversationStore {
       const expiresAt = this.#now() + ttlMs;
       const record: ConversationRecord = { id: recordId, protocolHash, createdAt, expiresAt, turn: turns + 1, state: update.state, history: update.history };
       const saved = await storeCall(this.#redis, () =>
-        runScript(this.#redis, SAVE_AND_RELEASE, [keys.record, keys.tombstone, keys.index, keys.lock], [token, JSON.stringify(record), this.#px(expiresAt), id, expiresAt]),
+        runScript(this.#redis, SAVE_AND_RELEASE, [keys.record, keys.tombstone, keys.index, keys.lock], [token, JSON.stringify(record), this.#px(expiresAt), id, expiresAt, this.#now()]),
       );
       released = true;
       // Our lease expired and someone else may have taken a turn: saving now would overwrite theirs.

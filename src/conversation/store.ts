@@ -1,6 +1,9 @@
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError } from '../errors.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
+import { ExpiryIndex } from './_expiry.js';
+import { ShardedMap } from './_sharded.js';
+import { Tombstones } from './_tombstones.js';
 import { MemoryEventLog, type ConversationEventLog, type EventRetention } from './events.js';
 
 /** One message of a conversation's history, as the receiver saw it. */
@@ -46,6 +49,8 @@ export interface ConversationStore {
   delete(id: string): Promise<boolean>;
   /** Number of live conversations. */
   count(): Promise<number>;
+  /** The same, at once, when the store keeps it as a counter (what `maxConversations` reserves against). */
+  countNow?(): number;
   /** Live conversations per protocol hash (`null`: natural language), for the dashboard; absent when costly. */
   countByProtocol?(): Promise<Map<string | null, number>>;
   /** Drops expired conversations and old tombstones; returns how many entries were dropped. */
@@ -64,7 +69,7 @@ export type MemoryConversationStoreOptions = {
   now?: () => number;
   /** How long a tombstone is kept after expiry, ms (at least one TTL; default 1 hour). */
   tombstoneMs?: number;
-  /** Sweep period in ms; 0 disables the timer (call `sweep()` yourself). Default 30 s. */
+  /** Sweep period in ms; 0 disables the timer (call `sweep()` yourself). Default 1 s (a sweep costs what expired). */
   sweepIntervalMs?: number;
   /** How many events of streamed turns are kept per conversation. */
   events?: EventRetention;
@@ -78,24 +83,37 @@ type Entry = {
   protocolHash: ConversationRecord['protocolHash'];
 };
 
-/** The default store: conversations in this process's memory, swept periodically. */
+/** Expired conversations buried per slice of a sweep: a few ms of work, then the event loop gets a turn. */
+const SWEEP_SLICE = 1024;
+/** Due conversations a count buries on its way (keeps the count exact at a steady rate without walking anything). */
+const COUNT_SLICE = 256;
+
+/**
+ * The default store: conversations in this process's memory. Expiry costs what expires: live conversations are kept
+ * in order of expiry ({@link ExpiryIndex}) and swept in slices that give the event loop a turn between them; the
+ * live count and the count per protocol are counters; tombstones are 64-bit hashes dropped a generation at a time.
+ */
 export class MemoryConversationStore implements ConversationStore {
   readonly #now: () => number;
+  readonly #live = new ShardedMap<Entry>();
+  readonly #expiry = new ExpiryIndex();
+  readonly #tombstones: Tombstones;
   readonly #tombstoneMs: number;
-  readonly #live = new Map<string, Entry>();
-  /** id → Unix ms after which the tombstone itself may go. */
-  readonly #tombstones = new Map<string, number>();
+  /** Conversations not yet buried, per protocol hash (`null`: natural language). */
+  readonly #byProtocol = new Map<string | null, number>();
   /** Turns of one conversation, one at a time; a drained queue holds nothing, so an idle conversation holds no promise. */
   readonly #turns = new KeyedQueue<string>();
   readonly #timer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<number> | undefined;
   /** The events of streamed turns, swept with the conversations. */
   readonly events: MemoryEventLog;
 
   constructor(options: MemoryConversationStoreOptions = {}) {
     this.#now = options.now ?? Date.now;
     this.#tombstoneMs = options.tombstoneMs ?? 60 * 60 * 1000;
+    this.#tombstones = new Tombstones(this.#tombstoneMs);
     this.events = new MemoryEventLog({ ...options.events, now: this.#now, counterMs: this.#tombstoneMs });
-    const interval = options.sweepIntervalMs ?? 30_000;
+    const interval = options.sweepIntervalMs ?? 1000;
     if (interval > 0) {
       this.#timer = setInterval(() => void this.sweep(), interval);
       this.#timer.unref();
@@ -103,23 +121,54 @@ export class MemoryConversationStore implements ConversationStore {
   }
 
   async create(record: ConversationRecord): Promise<void> {
+    const previous = this.#live.get(record.id);
+    if (previous) this.#forget(previous);
     this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt, protocolHash: record.protocolHash });
+    this.#expiry.add(record.id, record.expiresAt);
+    this.#byProtocol.set(record.protocolHash, (this.#byProtocol.get(record.protocolHash) ?? 0) + 1);
   }
 
   #entry(id: string): Entry {
     const entry = this.#live.get(id);
     if (entry) {
       if (entry.expiresAt > this.#now()) return entry;
-      this.#bury(id, entry.expiresAt);
+      this.#bury(id, entry, entry.expiresAt);
       throw new AgoraError('CONVERSATION_EXPIRED');
     }
     if (this.#tombstones.has(id)) throw new AgoraError('CONVERSATION_EXPIRED');
     throw new AgoraError('CONVERSATION_NOT_FOUND');
   }
 
-  #bury(id: string, since: number): void {
+  /** Takes an entry out of the counters and the expiry index. */
+  #forget(entry: Entry): void {
+    this.#expiry.remove(entry.expiresAt);
+    this.#uncount(entry.protocolHash);
+  }
+
+  #uncount(protocolHash: string | null): void {
+    const left = (this.#byProtocol.get(protocolHash) ?? 1) - 1;
+    if (left > 0) this.#byProtocol.set(protocolHash, left);
+    else this.#byProtocol.delete(protocolHash);
+  }
+
+  #bury(id: string, entry: Entry, since: number): void {
     this.#live.delete(id);
-    this.#tombstones.set(id, Math.max(since, this.#now()) + this.#tombstoneMs);
+    this.#forget(entry);
+    this.#tombstones.add(id, Math.max(since, this.#now()) + this.#tombstoneMs);
+  }
+
+  /** Buries at most `limit` conversations due at `now`; returns how many ids were looked at. */
+  #expireDue(now: number, limit: number, buried: { count: number }): number {
+    return this.#expiry.take(now, limit, (id, at) => {
+      const entry = this.#live.get(id);
+      if (!entry || entry.expiresAt !== at) return false;
+      // The index counts this one itself (take decrements it): only the map and the per-protocol counter change here.
+      this.#live.delete(id);
+      this.#uncount(entry.protocolHash);
+      this.#tombstones.add(id, Math.max(at, now) + this.#tombstoneMs);
+      buried.count += 1;
+      return true;
+    });
   }
 
   async get(id: string): Promise<ConversationRecord> {
@@ -146,7 +195,11 @@ export class MemoryConversationStore implements ConversationStore {
       record.turn += 1;
       record.expiresAt = this.#now() + ttlMs;
       current.json = JSON.stringify(record);
-      current.expiresAt = record.expiresAt;
+      if (record.expiresAt !== current.expiresAt) {
+        this.#expiry.remove(current.expiresAt);
+        this.#expiry.add(id, record.expiresAt);
+        current.expiresAt = record.expiresAt;
+      }
       return update.result;
     });
   }
@@ -156,40 +209,51 @@ export class MemoryConversationStore implements ConversationStore {
     if (!entry) return false;
     // An entry past its expiry is not live, even before a sweep buried it: it ends as expired.
     const live = entry.expiresAt > this.#now();
-    this.#bury(id, live ? this.#now() : entry.expiresAt);
+    this.#bury(id, entry, live ? this.#now() : entry.expiresAt);
     return live;
   }
 
+  /** A counter, less what is due and not buried yet (a walk of the instants due since the last sweep, no more). */
   async count(): Promise<number> {
     const now = this.#now();
-    let live = 0;
-    for (const entry of this.#live.values()) if (entry.expiresAt > now) live += 1;
-    return live;
+    return this.#live.size - this.#expiry.due(now);
   }
 
+  /**
+   * The live count, at once, for the conversation cap: buries a few due conversations on its way, so at a steady rate
+   * nothing is left to subtract (after a burst the sweep's slices catch up).
+   */
+  countNow(): number {
+    const now = this.#now();
+    this.#expireDue(now, COUNT_SLICE, { count: 0 });
+    return this.#live.size - this.#expiry.due(now);
+  }
+
+  /** Counters per protocol (a conversation expired since the last sweep slice may still be counted). */
   async countByProtocol(): Promise<Map<string | null, number>> {
-    const now = this.#now();
-    const counts = new Map<string | null, number>();
-    for (const entry of this.#live.values()) if (entry.expiresAt > now) counts.set(entry.protocolHash, (counts.get(entry.protocolHash) ?? 0) + 1);
-    return counts;
+    return new Map(this.#byProtocol);
   }
 
-  async sweep(): Promise<number> {
-    const now = this.#now();
-    let dropped = 0;
-    for (const [id, entry] of this.#live) {
-      if (entry.expiresAt <= now) {
-        this.#bury(id, entry.expiresAt);
-        dropped += 1;
-      }
-    }
-    for (const [id, until] of this.#tombstones) {
-      if (until <= now) {
-        this.#tombstones.delete(id);
-        dropped += 1;
-      }
-    }
-    return dropped + (await this.events.sweep());
+  /** Tombstones held and the bytes of their tables. */
+  tombstones(): { count: number; bytes: number } {
+    return this.#tombstones.size();
+  }
+
+  /**
+   * Buries what has expired, in slices of a few ms with a turn of the event loop between them, and drops tombstone
+   * generations past their time; returns how many conversations and tombstones went. Concurrent calls share one sweep.
+   */
+  sweep(): Promise<number> {
+    this.#sweeping ??= this.#sweepInSlices().finally(() => {
+      this.#sweeping = undefined;
+    });
+    return this.#sweeping;
+  }
+
+  async #sweepInSlices(): Promise<number> {
+    const buried = { count: 0 };
+    while (this.#expireDue(this.#now(), SWEEP_SLICE, buried) === SWEEP_SLICE) await new Promise(setImmediate);
+    return buried.count + this.#tombstones.drop(this.#now()) + (await this.events.sweep());
   }
 
   async close(): Promise<void> {

@@ -89,13 +89,17 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     stopListening = undefined;
   };
 
-  async function api(path: string, method: string): Promise<EdgeResponse | undefined> {
+  async function api(path: string, method: string, url: string): Promise<EdgeResponse | undefined> {
     if (method === 'GET' || method === 'HEAD') {
       switch (path) {
         case '/api/overview':
           return sendJson(200, { ...data.overview(), tokens: access.tokensEnabled });
-        case '/api/protocols':
-          return sendJson(200, await data.protocols());
+        case '/api/protocols': {
+          // Paged: ?offset=&limit= (at most 1,000 rows; 100 by default), with the total.
+          const query = new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');
+          const number = (name: string) => (/^\d{1,9}$/.test(query.get(name) ?? '') ? Number(query.get(name)) : undefined);
+          return sendJson(200, await data.protocols(number('offset'), number('limit')));
+        }
         case '/api/live':
           return sendJson(200, { ...(await data.live()), recent: recorder.recent() });
         case '/api/cost':
@@ -135,7 +139,7 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
       if (feeds.size > 0) listen();
       return opened;
     }
-    return (await api(path, method)) ?? sendFailure(404, 'Not found');
+    return (await api(path, method, url)) ?? sendFailure(404, 'Not found');
   }
 
   return {

@@ -27,6 +27,13 @@ export type ProtocolRow = {
   lastUsedAt: number | null;
 };
 
+/** A page of the Protocols panel: its rows, where it starts, and how many protocols there are in all. */
+export type ProtocolPage = { total: number; offset: number; limit: number; rows: ProtocolRow[] };
+
+/** Rows of a page of protocols when the request does not say, and at most. */
+export const DEFAULT_PAGE = 100;
+export const MAX_PAGE = 1000;
+
 /** One routine the LLM wrote, with its code and the checks it passed. */
 export type RoutineRow = {
   id: string;
@@ -64,8 +71,16 @@ export class AgentData {
     return { name: this.receiver.name, llm: this.receiver.llm?.model ?? null, startedAt: this.recorder.startedAt, totals: this.receiver.counters.snapshot(), mcpServers: this.receiver.mcpServers() };
   }
 
-  /** Every protocol the agent holds, with how it is answered and its use. */
-  async protocols(): Promise<ProtocolRow[]> {
+  /**
+   * A page of the protocols the agent holds (its folder's by name, then those learned from peers), with how each is
+   * answered and its use, and how many there are: a page costs its rows, whatever the number held.
+   */
+  async protocols(offset = 0, limit = DEFAULT_PAGE): Promise<ProtocolPage> {
+    const local = this.receiver.registry.local();
+    const learned = this.receiver.registry.learned();
+    const total = local.length + learned.length;
+    const start = Math.max(0, Math.min(offset, total));
+    const end = Math.min(total, start + Math.max(1, Math.min(limit, MAX_PAGE)));
     const [listed, generated] = await Promise.all([this.receiver.wellknown(), this.#generatedByHash()]);
     const totals = this.recorder.totals();
     const rows: ProtocolRow[] = [];
@@ -91,11 +106,16 @@ export class AgentData {
         lastUsedAt: used?.lastUsedAt ?? null,
       });
     };
-    for (const { name, document } of this.receiver.registry.local()) {
-      add(document, 'folder', `protocols/${name}.md`, this.receiver.routineFor({ document, origin: 'local', name }) !== undefined);
+    for (let index = start; index < end; index += 1) {
+      if (index < local.length) {
+        const { name, document } = local[index]!;
+        add(document, 'folder', `protocols/${name}.md`, this.receiver.routineFor({ document, origin: 'local', name }) !== undefined);
+      } else {
+        const document = learned[index - local.length]!;
+        add(document, 'peer', undefined, this.receiver.routineFor({ document, origin: 'learned' }) !== undefined);
+      }
     }
-    for (const document of this.receiver.registry.learned()) add(document, 'peer', undefined, this.receiver.routineFor({ document, origin: 'learned' }) !== undefined);
-    return rows;
+    return { total, offset: start, limit: end - start, rows };
   }
 
   /** A protocol's text, or undefined when the agent does not hold it. */

@@ -1,6 +1,6 @@
-// Internal: reading a protocol file once it is whole (settled), through one descriptor.
+// Internal: reading a protocol file once it is whole (settled), through one descriptor, and telling a transient
+// failure from a file that is no document.
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
-import { open } from 'node:fs/promises';
 
 /** What a read found: the bytes, or that the file changed under the read (a writer is still at work). */
 export type FileRead = { info: Stats; raw: Buffer; changed: boolean };
@@ -34,15 +34,10 @@ export function statAndReadSync(file: string, wanted: (info: Stats) => boolean):
   }
 }
 
-/** The asynchronous twin of {@link statAndReadSync}. */
-export async function statAndRead(file: string, wanted: (info: Stats) => boolean): Promise<FileRead | undefined> {
-  const handle = await open(file, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  try {
-    const info = await handle.stat();
-    if (!wanted(info)) return undefined;
-    const raw = await handle.readFile();
-    return { info, raw, changed: raw.length !== info.size || !sameFile(info, await handle.stat()) };
-  } finally {
-    await handle.close();
-  }
+/** Errors that say "not now" rather than "not a document": out of descriptors or memory, or interrupted. */
+const TRANSIENT = new Set(['EMFILE', 'ENFILE', 'EAGAIN', 'EWOULDBLOCK', 'EBUSY', 'EINTR', 'ENOMEM', 'ETIMEDOUT']);
+
+/** Whether a failed read should be tried again later, the document kept meanwhile. */
+export function isTransient(error: unknown): boolean {
+  return TRANSIENT.has((error as NodeJS.ErrnoException | undefined)?.code ?? '');
 }

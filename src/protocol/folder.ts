@@ -1,11 +1,10 @@
-import type { Stats } from 'node:fs';
-import { readdirSync } from 'node:fs';
+import { statSync, type Stats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
-import { statAndRead, statAndReadSync, type FileRead } from './_read.js';
+import { isTransient, statAndReadSync, type FileRead } from './_read.js';
 
 /** A document of the folder: current, or replaced and kept while a conversation uses it. */
 export type LocalDocument = { document: ProtocolDocument; name: string; file: string; usedAt?: number };
@@ -24,9 +23,23 @@ export type ProtocolFolderOptions = {
 
 type FileEntry = { mtimeMs: number; size: number; hash?: string };
 
+/** The longest stretch a scan holds the event loop before it gives other work a turn, ms. */
+const SLICE_MS = 4;
+/** How long a file that failed for want of resources (EMFILE, EAGAIN…) waits before it is read again, ms (doubling). */
+const RETRY_MS = 100;
+const RETRY_MAX_MS = 5000;
+
+/** Whether a folder entry can be a protocol document: `*.md`, not hidden (an editor's `.x.md.swp`, `x.md~` are not). */
+export function isDocumentName(name: string): boolean {
+  return name.endsWith('.md') && !name.startsWith('.') && name.length > 3;
+}
+
 /**
- * The `protocols/*.md` of an agent: a file is registered once it has settled (writers pause mid-file), and a
- * changed or removed one leaves the current set at once, its old text kept only while conversations use it.
+ * The `protocols/*.md` of an agent, kept up to date by the file that changed: a file is registered once it has
+ * settled (writers pause mid-file), and a changed or removed one leaves the current set at once, its old text kept
+ * only while conversations use it. A whole scan (the start, a change of unknown name) reads one file at a time, in
+ * slices of a few ms with a turn of the event loop between them; a file that fails for want of resources keeps what
+ * was last read from it and is tried again.
  */
 export class ProtocolFolder {
   readonly #options: ProtocolFolderOptions;
@@ -34,14 +47,27 @@ export class ProtocolFolder {
   readonly #local = new Map<string, LocalDocument>();
   /** file name → what was last read from it. */
   readonly #files = new Map<string, FileEntry>();
-  /** hash → name, for the documents currently in the folder. */
-  #current = new Map<string, string>();
-  #scanning: Promise<void> | undefined;
-  #rescan = false;
-  #settleTimer: NodeJS.Timeout | undefined;
+  /** hash → the file names holding it (almost always one), for the documents currently in the folder. */
+  readonly #current = new Map<string, string[]>();
+  /** The listing kept sorted by name (once first asked for), and the copy handed out since the last change. */
+  #sorted: { name: string; document: ProtocolDocument }[] | undefined;
+  #listing: { name: string; document: ProtocolDocument }[] | undefined;
+  /** Bumped by every change of the listing. */
+  #version = 0;
+  #notifiedVersion = 0;
+  /** File names to look at, and whether the whole folder must be. */
+  readonly #queued = new Set<string>();
+  #fullScan = false;
+  #initial = false;
+  #working: Promise<void> | undefined;
+  /** file name → when to look at it again (unsettled, or failed for want of resources), and its retry delay. */
+  readonly #later = new Map<string, { at: number; retryMs?: number }>();
+  #timer: NodeJS.Timeout | undefined;
+  #timerAt = Number.POSITIVE_INFINITY;
+  /** Hashes that left the folder, kept in `#local` while conversations use them. */
+  readonly #retired = new Set<string>();
   #closed = false;
   readonly #listeners = new Set<() => void>();
-  #signature = '';
 
   constructor(options: ProtocolFolderOptions) {
     this.#options = options;
@@ -57,162 +83,274 @@ export class ProtocolFolder {
     return retired || this.#current.has(hash) ? this.#local.get(hash) : undefined;
   }
 
-  /** The documents currently in the folder, with their names, by name. */
-  list(): { name: string; document: ProtocolDocument }[] {
-    const result: { name: string; document: ProtocolDocument }[] = [];
-    for (const [hash, name] of this.#current) {
-      const known = this.#local.get(hash);
-      if (known) result.push({ name, document: known.document });
+  /**
+   * The documents currently in the folder, with their names, by name. Sorted once, then kept sorted by each change
+   * (a binary search and a splice); each change hands out a new array, so a listing already handed out never moves.
+   */
+  list(): readonly { name: string; document: ProtocolDocument }[] {
+    if (!this.#sorted) {
+      const sorted: { name: string; document: ProtocolDocument }[] = [];
+      for (const [hash, [fileName]] of this.#current) {
+        const known = this.#local.get(hash);
+        if (known && fileName) sorted.push({ name: fileName.slice(0, -3), document: known.document });
+      }
+      this.#sorted = sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     }
-    return result.sort((a, b) => a.name.localeCompare(b.name));
+    this.#listing ??= this.#sorted.slice();
+    return this.#listing;
   }
 
-  /** Re-reads the folder; the first (`initial`) scan takes files as they are. Concurrent calls coalesce. */
+  /** Where `name` is, or would be, in the sorted listing. */
+  #position(name: string): number {
+    const sorted = this.#sorted!;
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if (sorted[middle]!.name < name) low = middle + 1;
+      else high = middle;
+    }
+    return low;
+  }
+
+  /** Keeps the sorted listing (when built) in step: `fileName` leaves it, or enters it with `hash`'s document. */
+  #relist(fileName: string, hash: string | undefined): void {
+    if (!this.#sorted) return;
+    const name = fileName.slice(0, -3);
+    const at = this.#position(name);
+    const present = this.#sorted[at]?.name === name;
+    const document = hash === undefined ? undefined : this.#local.get(hash)?.document;
+    if (present && document) this.#sorted[at] = { name, document };
+    else if (present) this.#sorted.splice(at, 1);
+    else if (document) this.#sorted.splice(at, 0, { name, document });
+  }
+
+  /** A number that changes whenever the listing does (for answers built once per change). */
+  get version(): number {
+    return this.#version;
+  }
+
+  /** Reads the whole folder; the first (`initial`) scan takes files as they are. Concurrent calls coalesce. */
   scan(initial = false): Promise<void> {
-    return this.#scan(initial);
+    this.#fullScan = true;
+    this.#initial ||= initial;
+    return this.#work();
   }
 
-  /** Calls `listener` after a scan that changed which documents are in the folder; returns how to stop. */
+  /** Looks at the named entries of the folder only (what a watcher reported); names of no document are ignored. */
+  changed(names: Iterable<string>): Promise<void> {
+    for (const name of names) if (isDocumentName(name)) this.#queued.add(name);
+    return this.#work();
+  }
+
+  /** Calls `listener` after work that changed which documents are in the folder; returns how to stop. */
   onChange(listener: () => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  /** Stops the settle timer. */
+  /** Stops the timer of files to look at again. */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#settleTimer);
+    clearTimeout(this.#timer);
   }
 
-  /**
-   * `initial`: the first scan, before the agent serves anything, reads synchronously (a thread-pool round trip per
-   * stat and read costs more than the read itself for small files: 1,000 documents load ~4× faster) and takes files
-   * as they are; later scans wait for a file to settle.
-   */
-  #scan(initial: boolean): Promise<void> {
-    if (this.#scanning) {
-      this.#rescan = true;
-      return this.#scanning;
-    }
-    this.#scanning = (async () => {
-      let synchronous = initial;
-      do {
-        this.#rescan = false;
-        await this.#scanOnce(synchronous);
-        synchronous = false;
-      } while (this.#rescan);
-      this.#notify();
-    })().finally(() => {
-      this.#scanning = undefined;
+  #work(): Promise<void> {
+    this.#working ??= this.#drain().finally(() => {
+      this.#working = undefined;
     });
-    return this.#scanning;
+    return this.#working;
   }
 
-  // Listeners hear of a change of the listing (a document added, removed or replaced), not of every scan.
-  #notify(): void {
-    const signature = [...this.#current.keys()].sort().join(',');
-    if (signature === this.#signature) return;
-    this.#signature = signature;
-    for (const listener of this.#listeners) listener();
+  async #drain(): Promise<void> {
+    while (this.#fullScan || this.#queued.size > 0) {
+      if (this.#fullScan) {
+        const initial = this.#initial;
+        this.#fullScan = false;
+        this.#initial = false;
+        this.#queued.clear();
+        await this.#scanAll(initial);
+      } else {
+        const names = [...this.#queued];
+        this.#queued.clear();
+        await this.#look(names, false);
+      }
+    }
+    this.#dropRetired(this.#options.now());
+    if (this.#version !== this.#notifiedVersion) {
+      this.#notifiedVersion = this.#version;
+      for (const listener of this.#listeners) listener();
+    }
   }
 
-  /** Scans again once the youngest unsettled file should have settled. */
-  #scanLater(delayMs: number): void {
-    if (this.#closed || this.#settleTimer) return;
-    this.#settleTimer = setTimeout(() => {
-      this.#settleTimer = undefined;
-      void this.scan();
-    }, Math.max(1, Math.ceil(delayMs)));
-    this.#settleTimer.unref?.();
-  }
-
-  async #scanOnce(synchronous: boolean): Promise<void> {
-    const { directory, logger, settleMs } = this.#options;
+  async #scanAll(initial: boolean): Promise<void> {
     let names: string[];
     try {
-      names = (synchronous ? readdirSync(directory) : await readdir(directory)).filter((name) => name.endsWith('.md') && !name.startsWith('.')).sort();
-    } catch {
+      names = (await readdir(this.#options.directory)).filter(isDocumentName);
+    } catch (error) {
+      // The listing itself failed for want of resources: keep what is listed and try again.
+      if (isTransient(error)) return this.#retryScan();
       names = [];
     }
-    const now = this.#options.now();
-    const current = new Map<string, string>();
-    let unsettled: number | undefined;
-    const waitFor = (delayMs: number) => (unsettled = Math.min(unsettled ?? delayMs, delayMs));
-    /** Whether a file must be read: new or changed since it was last read, and settled (else it keeps its hash). */
-    const mustRead = (fileName: string, info: Stats): boolean => {
-      if (!info.isFile()) return false;
-      const previous = this.#files.get(fileName);
-      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size) {
-        if (previous.hash) current.set(previous.hash, fileName.slice(0, -3));
-        return false;
+    await this.#look(names, initial);
+    const present = new Set(names);
+    for (const fileName of [...this.#files.keys()]) if (!present.has(fileName)) this.#set(fileName, undefined);
+  }
+
+  /** Looks at each named file, a slice of a few ms at a time. */
+  async #look(names: readonly string[], initial: boolean): Promise<void> {
+    let sliceStart = performance.now();
+    for (const fileName of names) {
+      if (this.#closed) return;
+      this.#lookAt(fileName, initial);
+      if (performance.now() - sliceStart >= SLICE_MS) {
+        await new Promise(setImmediate);
+        sliceStart = performance.now();
       }
-      // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
-      const age = now - info.mtimeMs;
-      if (!synchronous && age < settleMs) {
-        waitFor(settleMs - age);
-        return false;
-      }
-      return true;
-    };
-    const take = (fileName: string, file: string, read: FileRead) => {
-      if (read.changed) return waitFor(settleMs);
-      const previous = this.#files.get(fileName);
-      const entry: FileEntry = { mtimeMs: read.info.mtimeMs, size: read.info.size };
-      this.#files.set(fileName, entry);
+    }
+  }
+
+  /** Brings one file's entry up to date: unchanged, settled and read, waiting to settle, gone, or to be retried. */
+  #lookAt(fileName: string, initial: boolean): void {
+    const { directory, settleMs, now } = this.#options;
+    const file = join(directory, fileName);
+    const previous = this.#files.get(fileName);
+    const wait = this.#later.get(fileName);
+    // At the start nothing is known and files are taken as they are: the read's own fstat is the only stat.
+    if (!initial || previous) {
+      let info: Stats | undefined;
       try {
-        const document = parseDocument(read.raw, file);
-        entry.hash = document.hash;
-        const name = fileName.slice(0, -3);
-        current.set(document.hash, name);
-        this.#local.set(document.hash, { document, name, file });
-        if (previous) logger.info(`protocol ${fileName} changed: ${document.hash}`);
+        info = statSync(file, { throwIfNoEntry: false });
       } catch (error) {
-        logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
+        return this.#failed(fileName, file, error);
       }
-    };
-    const skip = (file: string, error: unknown) => {
-      // A directory named `*.md` is no protocol; a file removed between the listing and the read is gone.
-      const code = (error as NodeJS.ErrnoException).code;
-      if (code !== 'EISDIR' && code !== 'ENOENT') logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
-    };
-    if (synchronous) {
-      // A plain loop: no promise per file on the start-up path.
-      for (const fileName of names) {
-        const file = join(directory, fileName);
-        try {
-          const read = statAndReadSync(file, (info) => mustRead(fileName, info));
-          if (read) take(fileName, file, read);
-        } catch (error) {
-          skip(file, error);
+      if (!info || !info.isFile()) return this.#set(fileName, undefined);
+      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size && wait?.retryMs === undefined) return;
+      // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
+      const age = now() - info.mtimeMs;
+      if (!initial && age < settleMs) {
+        this.#set(fileName, { mtimeMs: Number.NaN, size: -1 });
+        return this.#lookLater(fileName, Math.min(settleMs, settleMs - age));
+      }
+    }
+    let read: FileRead | undefined;
+    try {
+      read = statAndReadSync(file, (opened) => opened.isFile());
+    } catch (error) {
+      return this.#failed(fileName, file, error);
+    }
+    if (!read) return this.#set(fileName, undefined);
+    if (read.changed) return this.#lookLater(fileName, settleMs);
+    this.#later.delete(fileName);
+    this.#take(fileName, file, read);
+  }
+
+  #take(fileName: string, file: string, read: FileRead): void {
+    const entry: FileEntry = { mtimeMs: read.info.mtimeMs, size: read.info.size };
+    const known = this.#files.get(fileName)?.hash !== undefined;
+    try {
+      const document = parseDocument(read.raw, file);
+      entry.hash = document.hash;
+      // The same text under a second name keeps the first one's entry.
+      if (!this.#current.has(document.hash)) this.#local.set(document.hash, { document, name: fileName.slice(0, -3), file });
+      if (known) this.#options.logger.info(`protocol ${fileName} changed: ${document.hash}`);
+    } catch (error) {
+      this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
+    }
+    this.#set(fileName, entry);
+  }
+
+  /** A read failed: for want of resources the file keeps what was last read and is tried again; else it is no document. */
+  #failed(fileName: string, file: string, error: unknown): void {
+    if (isTransient(error)) {
+      const retryMs = Math.min(RETRY_MAX_MS, (this.#later.get(fileName)?.retryMs ?? RETRY_MS / 2) * 2);
+      return this.#lookLater(fileName, retryMs, retryMs);
+    }
+    // A directory named `*.md` is no protocol; a file removed between the listing and the read is gone.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EISDIR' && code !== 'ENOENT') this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
+    this.#set(fileName, undefined);
+  }
+
+  /** Records what a file holds now (`undefined`: nothing, it left), moving it in or out of the listing. */
+  #set(fileName: string, entry: FileEntry | undefined): void {
+    const previous = this.#files.get(fileName);
+    if (!entry) this.#later.delete(fileName);
+    if (previous?.hash === entry?.hash) {
+      if (entry) this.#files.set(fileName, entry);
+      else this.#files.delete(fileName);
+      return;
+    }
+    if (previous?.hash) {
+      const before = this.#current.get(previous.hash) ?? [];
+      const holders = before.filter((name) => name !== fileName);
+      const known = this.#local.get(previous.hash);
+      if (before[0] === fileName) this.#relist(fileName, undefined);
+      if (holders.length) {
+        this.#current.set(previous.hash, holders);
+        if (before[0] === fileName) {
+          // Another file holds the same text: the document now goes by its name.
+          if (known) this.#local.set(previous.hash, { ...known, name: holders[0]!.slice(0, -3), file: join(this.#options.directory, holders[0]!) });
+          this.#relist(holders[0]!, previous.hash);
         }
+      } else {
+        this.#current.delete(previous.hash);
+        this.#retired.add(previous.hash);
       }
-    } else {
-      await Promise.all(
-        names.map(async (fileName) => {
-          const file = join(directory, fileName);
-          try {
-            const read = await statAndRead(file, (info) => mustRead(fileName, info));
-            if (read) take(fileName, file, read);
-          } catch (error) {
-            skip(file, error);
-          }
-        }),
-      );
     }
-    const seen = new Set(names);
-    for (const fileName of [...this.#files.keys()]) {
-      if (!seen.has(fileName)) this.#files.delete(fileName);
+    if (entry) this.#files.set(fileName, entry);
+    else this.#files.delete(fileName);
+    if (entry?.hash) {
+      const holders = this.#current.get(entry.hash);
+      if (holders) holders.push(fileName);
+      else {
+        this.#current.set(entry.hash, [fileName]);
+        this.#relist(fileName, entry.hash);
+      }
+      this.#retired.delete(entry.hash);
     }
-    this.#current = current;
-    this.#dropRetired(now);
-    if (unsettled !== undefined) this.#scanLater(unsettled + 20);
+    this.#listing = undefined;
+    this.#version += 1;
+  }
+
+  #lookLater(fileName: string, delayMs: number, retryMs?: number): void {
+    const at = this.#options.now() + Math.max(1, delayMs) + 20;
+    this.#later.set(fileName, retryMs === undefined ? { at } : { at, retryMs });
+    if (at < this.#timerAt) this.#arm();
+  }
+
+  #retryScan(): void {
+    if (this.#closed) return;
+    setTimeout(() => void this.scan(), RETRY_MS).unref?.();
+  }
+
+  /** One timer, at the earliest file to look at again. */
+  #arm(): void {
+    clearTimeout(this.#timer);
+    this.#timerAt = Number.POSITIVE_INFINITY;
+    if (this.#closed) return;
+    let earliest = Number.POSITIVE_INFINITY;
+    for (const { at } of this.#later.values()) earliest = Math.min(earliest, at);
+    if (earliest === Number.POSITIVE_INFINITY) return;
+    this.#timerAt = earliest;
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined;
+      this.#timerAt = Number.POSITIVE_INFINITY;
+      const now = this.#options.now();
+      const due = [...this.#later].filter(([, { at }]) => at <= now).map(([name]) => name);
+      for (const name of due) this.#queued.add(name);
+      void this.#work().then(() => this.#arm());
+    }, Math.max(1, earliest - this.#options.now()));
+    this.#timer.unref?.();
   }
 
   /** Forgets replaced or removed versions no conversation has used within the live window. */
   #dropRetired(now: number): void {
-    for (const [hash, known] of this.#local) {
-      if (this.#current.has(hash)) continue;
-      if (known.usedAt === undefined || now - known.usedAt >= this.#options.liveMs) this.#local.delete(hash);
+    for (const hash of this.#retired) {
+      const known = this.#local.get(hash);
+      if (known?.usedAt !== undefined && now - known.usedAt < this.#options.liveMs) continue;
+      this.#local.delete(hash);
+      this.#retired.delete(hash);
     }
   }
 }

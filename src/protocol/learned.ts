@@ -34,9 +34,14 @@ function sizeOf(document: ProtocolDocument): number {
 class Bounded {
   readonly entries = new Map<string, Entry>();
   bytes = 0;
+  /** Bumped when a document comes or goes (not when one is used). */
+  version = 0;
 
   add(entry: Entry): void {
-    this.delete(entry.document.hash);
+    const old = this.entries.get(entry.document.hash);
+    if (old) this.bytes -= old.bytes;
+    else this.version += 1;
+    this.entries.delete(entry.document.hash);
     this.entries.set(entry.document.hash, entry);
     this.bytes += entry.bytes;
   }
@@ -46,6 +51,7 @@ class Bounded {
     if (!entry) return undefined;
     this.entries.delete(hash);
     this.bytes -= entry.bytes;
+    this.version += 1;
     return entry;
   }
 
@@ -112,6 +118,11 @@ export class LearnedDocuments {
     this.#learned.bytes = 0;
     for (const entry of [...loaded, ...known.values()]) this.#learned.add(entry);
     await this.#evict(undefined);
+  }
+
+  /** A number that changes whenever a learned document comes or goes. */
+  get version(): number {
+    return this.#learned.version;
   }
 
   /** A learned (chosen) document by hash, without marking it used. */

@@ -61,7 +61,8 @@ export class ProtocolRegistry {
   async start(): Promise<void> {
     await Promise.all([this.#folder.scan(true), this.refreshLearned()]);
     if (this.#options.watch !== false) {
-      this.#unwatch = watchFolder(this.#options.directory, () => void this.scan());
+      // A change updates the files that changed; one of unknown name (or a lost watch) rereads the folder.
+      this.#unwatch = watchFolder(this.#options.directory, (names) => void (names ? this.#folder.changed(names) : this.scan()));
     }
   }
 
@@ -75,9 +76,19 @@ export class ProtocolRegistry {
     return this.#folder.scan();
   }
 
-  /** The documents currently in `protocols/`, with their names. */
-  local(): { name: string; document: ProtocolDocument }[] {
+  /** The documents currently in `protocols/`, with their names, by name (one array per change: do not modify it). */
+  local(): readonly { name: string; document: ProtocolDocument }[] {
     return this.#folder.list();
+  }
+
+  /** A number that changes whenever the documents in `protocols/` do. */
+  get localVersion(): number {
+    return this.#folder.version;
+  }
+
+  /** A number that changes whenever a learned document comes or goes. */
+  get learnedVersion(): number {
+    return this.#learned.version;
   }
 
   /** Documents learned from peers and chosen (stored and served), least recently used first. */

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { watchFolder } from '../_files.js';
+import { touchesSources, watchFolder } from '../_files.js';
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -46,6 +46,7 @@ export class AgentFolder {
   readonly #options: AgentFolderOptions;
   readonly #logger: Logger;
   #routines = new Map<string, LoadedRoutine>();
+  #routinesVersion = 0;
   #toolFiles = new Map<string, { file: string; digest: string; tools: Tool[] }>();
   #tools: Tool[] = [];
   #mcp: McpTools | undefined;
@@ -84,6 +85,11 @@ export class AgentFolder {
     return this.#routines;
   }
 
+  /** A number that changes whenever `routines/` is reloaded (answers built once per change read it). */
+  get routinesVersion(): number {
+    return this.#routinesVersion;
+  }
+
   /** The agent's tools (from `tools/` and the options). */
   get tools(): readonly Tool[] {
     return this.#tools;
@@ -104,8 +110,9 @@ export class AgentFolder {
     });
     await Promise.all([this.#loadRoutines(), this.#loadTools()]);
     if (watch) {
-      this.#closers.push(watchFolder(join(this.dir, 'routines'), () => void this.reloadRoutines()));
-      this.#closers.push(watchFolder(join(this.dir, 'tools'), () => void this.#queueReload(() => this.#loadTools())));
+      // An editor's swap or backup file changes nothing: only source files reload (each unchanged one is kept by digest).
+      this.#closers.push(watchFolder(join(this.dir, 'routines'), (names) => void (touchesSources(names) && this.reloadRoutines())));
+      this.#closers.push(watchFolder(join(this.dir, 'tools'), (names) => void (touchesSources(names) && this.#queueReload(() => this.#loadTools()))));
     }
   }
 
@@ -134,6 +141,7 @@ export class AgentFolder {
 
   async #loadRoutines(): Promise<void> {
     this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, this.#routines);
+    this.#routinesVersion += 1;
   }
 
   async #loadTools(): Promise<void> {

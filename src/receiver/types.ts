@@ -1,4 +1,5 @@
 import type { ZodType } from 'zod';
+import type { PreparedBody } from '../edge/prepared.js';
 import type { ConversationMessage, ConversationStore } from '../conversation/store.js';
 import type { ResponderCall } from '../llm/responders.js';
 import type { LanguageModel } from '../llm/toolformer.js';
@@ -17,6 +18,9 @@ export type { RequestContext } from './context.js';
 /** A request's signal, or how to make it when something first needs it (see RequestContext.signalWhenNeeded). */
 export type SignalSource = AbortSignal | (() => AbortSignal) | undefined;
 
+/** `/wellknown` ready to serve: the listing (shared: do not modify it), and its JSON body with ETag and encodings. */
+export type PreparedListing = { listing: Readonly<Wellknown>; prepared: PreparedBody };
+
 /** What the HTTP edge needs from a receiver. Every method throws AgoraError on failure. */
 export interface ReceiverApi {
   /** `POST /`: a new query. */
@@ -27,6 +31,11 @@ export interface ReceiverApi {
   end(id: string): Promise<void>;
   /** `GET /wellknown`: hex hash → sources. */
   wellknown(context?: RequestContext): Promise<Wellknown>;
+  /**
+   * The same listing built once per change, as a ready JSON body with its ETag and compressed encodings (optional:
+   * without it `/wellknown` is serialized per request). Cards that list protocols can serve it too.
+   */
+  wellknownPrepared?(context?: RequestContext): Promise<PreparedListing>;
   /** `GET /protocols/:hash`: the exact text of a document this agent holds (hash already normalized to hex). */
   document(hash: string): Promise<string | undefined>;
   /** `GET /metrics`: Prometheus text. */
@@ -97,6 +106,12 @@ export type ReceiverOptions = {
   tools?: Tool[];
   /** Seconds of inactivity before a conversation expires (default 300). */
   conversationTtl?: number;
+  /**
+   * Seconds an expired or ended conversation still answers "Conversation expired" rather than "not found" (default:
+   * one `conversationTtl`, the spec's minimum, which keeps the tombstones of the default store smaller than the live
+   * conversations at any steady rate; never less than one TTL).
+   */
+  tombstoneTtl?: number;
   /** Seconds a routine may run (default 10). */
   routineTimeout?: number;
   /**

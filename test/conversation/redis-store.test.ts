@@ -143,6 +143,20 @@ describeRedis(title, () => {
       expect(await shared.pttl(`${prefix}tombstone:${record.id}`)).toBeGreaterThan(tombstoneMs - 1_000);
     });
 
+    it('prunes its index as it goes: each write drops up to 32 expired ids, with no sweep', async () => {
+      const { prefix, clock, store } = await setUp();
+      for (let index = 0; index < 70; index += 1) await store.create(sampleRecord(clock.now(), `old-${index}`));
+      expect(await shared.zcard(`${prefix}conversations`)).toBe(71);
+      clock.advance(TTL_MS);
+      const fresh = sampleRecord(clock.now());
+      await store.create(fresh);
+      expect(await shared.zcard(`${prefix}conversations`)).toBe(71 + 1 - 32);
+      await store.runTurn(fresh.id, TTL_MS, (current) => incrementTurn(current));
+      await store.create(sampleRecord(clock.now()));
+      expect(await shared.zcard(`${prefix}conversations`)).toBe(2);
+      expect(await store.count()).toBe(2);
+    });
+
     it('answers CONVERSATION_NOT_FOUND once Redis has dropped the tombstone', async () => {
       const { prefix, record, store } = await setUp();
       await store.delete(record.id);

@@ -79,8 +79,9 @@ describe('agent dashboard over HTTP', () => {
     expect((await fetch(`${agent.dashboardUrl}assets/%2e%2e%2fpackage.json`)).status).toBe(404);
 
     await fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: 'b'.repeat(40), body: {} }) });
-    const protocols = (await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as { name: string; answeredBy: string }[];
-    expect(protocols).toMatchObject([{ name: 'Double', answeredBy: 'routine', origin: 'folder', file: 'protocols/double.md' }]);
+    const protocols = (await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as { rows: { name: string; answeredBy: string }[] };
+    expect(protocols).toMatchObject({ total: 1, offset: 0, rows: [{ name: 'Double', answeredBy: 'routine', origin: 'folder', file: 'protocols/double.md' }] });
+    expect(await (await fetch(`${agent.dashboardUrl}api/protocols?offset=1&limit=10`)).json()).toEqual({ total: 1, offset: 1, limit: 0, rows: [] });
     const live = (await (await fetch(`${agent.dashboardUrl}api/live`)).json()) as { failures: { reason: string; protocol: string }[] };
     expect(live.failures).toMatchObject([{ protocol: 'unknown', reason: 'Unsupported protocol' }]);
 
@@ -91,7 +92,7 @@ describe('agent dashboard over HTTP', () => {
 
   it('counts open conversations per protocol and pushes each query on the live feed', async () => {
     const agent = await agentWith();
-    const { hash } = (await (await fetch(`${agent.dashboardUrl}api/protocols`)).json() as { hash: string }[])[0]!;
+    const { hash } = ((await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as { rows: { hash: string }[] }).rows[0]!;
     const controller = new AbortController();
     const events = await fetch(`${agent.dashboardUrl}events`, { signal: controller.signal });
     expect(events.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -141,6 +142,6 @@ describe('agent dashboard over HTTP', () => {
     const bare = await fetch(`${base}/dashboard`, { redirect: 'manual' });
     expect(new URL(bare.headers.get('location')!, `${base}/dashboard`).href).toBe(`${base}/dashboard/`);
     expect((await fetch(`${base}/dashboard/`)).headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await (await fetch(`${base}/dashboard/api/protocols`)).json()).toMatchObject([{ name: 'Double', answeredBy: 'routine' }]);
+    expect(await (await fetch(`${base}/dashboard/api/protocols`)).json()).toMatchObject({ total: 1, rows: [{ name: 'Double', answeredBy: 'routine' }] });
   });
 });

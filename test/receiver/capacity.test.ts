@@ -12,7 +12,7 @@ function manualCount() {
 describe('ConversationCapacity', () => {
   it('does not make a reservation wait behind another one whose store read is stalled', async () => {
     const { count, reads } = manualCount();
-    const capacity = new ConversationCapacity(10, count);
+    const capacity = new ConversationCapacity(10, { count });
     const stalled = capacity.reserve();
     const next = capacity.reserve();
     // Both reads went to the store at once: the second does not queue behind the first.
@@ -25,7 +25,7 @@ describe('ConversationCapacity', () => {
 
   it('never lets concurrent reservations pass the cap, a place released during a read counted against it', async () => {
     const { count, reads } = manualCount();
-    const capacity = new ConversationCapacity(2, count);
+    const capacity = new ConversationCapacity(2, { count });
     const first = capacity.reserve();
     await vi.waitFor(() => expect(reads).toHaveLength(1));
     reads[0]!(0);
