@@ -55,6 +55,8 @@ export class RoutineBook {
   readonly #remembered = new Set<string>();
   readonly #exampleWrites = new KeyedQueue();
   readonly #generating = new Map<string, Promise<RoutineStatus>>();
+  // The writer claims this process holds (see #claim), by prefix.
+  readonly #claims = new Map<string, string>();
   #closed = false;
 
   constructor(options: RoutineBookOptions) {
@@ -208,8 +210,20 @@ export class RoutineBook {
     const threshold = this.#options.threshold ?? 5;
     if (threshold <= 0 || llm < threshold || this.#generating.has(prefix)) return false;
     const status = await this.#statuses.read(prefix);
-    if (!status) return true;
-    return status.status === 'generating' && this.now() - Date.parse(status.updatedAt) > STALE_GENERATION_MS;
+    if (status && !(status.status === 'generating' && this.now() - Date.parse(status.updatedAt) > STALE_GENERATION_MS)) return false;
+    return this.#claim(prefix);
+  }
+
+  /**
+   * Claims the writing of a prefix's routine among the processes sharing the memory (workers on Redis): the first to
+   * count its claim writes, the others do not. A claim is let go when its writing ends; one left by a process that
+   * died ends with its window (the stale-generation period).
+   */
+  async #claim(prefix: string): Promise<boolean> {
+    const key = `${prefix}/writer/${Math.floor(this.now() / STALE_GENERATION_MS)}`;
+    if ((await this.memory.increment(key)) !== 1) return false;
+    this.#claims.set(prefix, key);
+    return true;
   }
 
   /** Writes and records a routine, unless one is under way for the prefix: then resolves with that one's outcome. */
@@ -224,7 +238,12 @@ export class RoutineBook {
       autoApprove: this.#options.autoApprove === true,
       timestamp: () => this.timestamp(),
       closed: () => this.#closed,
-    }).finally(() => this.#generating.delete(prefix));
+    }).finally(() => {
+      this.#generating.delete(prefix);
+      const claim = this.#claims.get(prefix);
+      this.#claims.delete(prefix);
+      if (claim) void this.memory.delete(claim).catch(() => undefined);
+    });
     this.#generating.set(prefix, work);
     return this.track(work);
   }
