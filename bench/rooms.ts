@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { startAgent, type RunningAgent } from '../src/agent.js';
 import { ROOM_DOCUMENT } from '../src/hub/rooms/document.js';
-import type { RoomRecord } from '../src/hub/rooms/records.js';
+import { roomEventOfFrame, type RoomRecord } from '../src/hub/rooms/records.js';
 import { startHub } from '../src/hub/server.js';
 import { silentLogger } from '../src/log.js';
 import { Sender } from '../src/sender/sender.js';
@@ -34,7 +34,8 @@ async function watchers(url: string, id: string, count: number, delays: number[]
           const blocks = text.split('\n\n');
           text = blocks.pop()!;
           for (const block of blocks) {
-            if (block.includes('event: new_message')) delays.push(now - (JSON.parse(block.slice(block.indexOf('data: ') + 6)) as { at: number }).at);
+            // ARP's frame: the turn's record time rides in its message.
+            if (block.includes('event: new_message')) delays.push(now - Number(roomEventOfFrame(JSON.parse(block.slice(block.indexOf('data: ') + 6)) as Record<string, unknown>)?.data.at));
             if (block.includes('event: flow_completed')) return;
           }
         }
