@@ -1,14 +1,15 @@
 import { createHash } from 'node:crypto';
 import { AgoraError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
-import { normalizeHash } from '../protocol/document.js';
 import type { Catalogue } from './catalogue.js';
-import { KeywordIndex, type IndexedField, type KeywordIndexOptions, type Match } from './keywords.js';
+import type { KeywordIndex, KeywordIndexOptions } from './keywords.js';
 import { normalizeAgentUrl, readAgent, vetAgentUrl, type ReadOptions } from './read-agent.js';
 import type { AgentRecord } from './records.js';
 import type { HubStore } from './store.js';
-import { SortedListing } from './_listing.js';
+import { AgentIndex, type AgentHit, type AgentPage, type AgentQuery } from './_agent-index.js';
 import { StoreView } from './_store-view.js';
+
+export { MAX_PAGE, type AgentHit, type AgentPage, type AgentQuery } from './_agent-index.js';
 
 /** Options of {@link Directory}. */
 export type DirectoryOptions = ReadOptions & {
@@ -41,43 +42,6 @@ export function publicRecord<T extends AgentRecord>(record: T): Omit<T, 'registr
   return rest;
 }
 
-/** One agent found by {@link Directory.search}, with why it matched. */
-export type AgentHit = AgentRecord & { score?: number; matches?: Match[] };
-
-/** A query of {@link Directory.search}: `offset` skips that many results (a listing's later pages). */
-export type AgentQuery = { q?: string; protocol?: string; limit?: number; offset?: number; includeDown?: boolean };
-
-/** A page of agents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts). */
-export type AgentPage = { agents: AgentHit[]; total?: number };
-
-/** Most results a directory search returns at once (`limit`). */
-export const MAX_PAGE = 1000;
-
-function addTo(map: Map<string, Set<string>>, key: string, id: string): void {
-  let ids = map.get(key);
-  if (ids === undefined) map.set(key, (ids = new Set()));
-  ids.add(id);
-}
-
-function removeFrom(map: Map<string, Set<string>>, key: string, id: string): void {
-  const ids = map.get(key);
-  ids?.delete(id);
-  if (ids?.size === 0) map.delete(key);
-}
-
-/** What the keyword index holds of an agent: its name, description, capabilities and protocols, weighted. */
-function fieldsOf(record: AgentRecord): IndexedField[] {
-  return [
-    { field: 'name', text: record.name, weight: 2 },
-    { field: 'description', text: record.description, weight: 1 },
-    { field: 'capabilities', text: record.capabilities.join(' '), weight: 2 },
-    ...record.protocols.flatMap((protocol) => [
-      { field: `protocol "${protocol.name}"`, text: protocol.name, weight: 3 },
-      { field: `protocol "${protocol.name}"`, text: protocol.description, weight: 1.5 },
-    ]),
-  ];
-}
-
 /** The directory id of an agent URL: stable, so registering the same URL again updates its record. */
 export function agentId(url: string): string {
   return createHash('sha1').update(url).digest('hex').slice(0, 16);
@@ -101,13 +65,8 @@ export class Directory {
   readonly #maxMissed: number;
   readonly #now: () => number;
   readonly #logger: Logger;
-  readonly #index: KeywordIndex;
-  readonly #records = new Map<string, AgentRecord>();
-  readonly #byProtocol = new Map<string, Set<string>>();
-  readonly #listing = new SortedListing();
-  /** Lower-cased name → ids: names are looked up per registration and per resolve, never by a walk of every record. */
-  readonly #byName = new Map<string, Set<string>>();
-  #up = 0;
+  /** This process's copy of the agents, with their indexes (kept in step with the store by the records that change). */
+  readonly #agents: AgentIndex;
   readonly #view: StoreView;
 
   constructor(options: DirectoryOptions) {
@@ -119,7 +78,7 @@ export class Directory {
     this.#maxMissed = options.maxMissedChecks ?? 3;
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
-    this.#index = new KeywordIndex(options.index);
+    this.#agents = new AgentIndex(options.index);
     this.#view = new StoreView(this.#store, () => this.#reload(), (since) => this.#apply(since));
   }
 
@@ -130,55 +89,21 @@ export class Directory {
 
   /** Everything read again (a process's first read, or one too far behind the store's record of changes). */
   async #reload(): Promise<void> {
-    const records = await this.#store.listAgents();
-    this.#index.clear();
-    this.#records.clear();
-    this.#byProtocol.clear();
-    this.#byName.clear();
-    this.#up = 0;
-    for (const record of records) this.#hold(record);
-    this.#index.setMany(records.map((record) => [record.id, fieldsOf(record)] as const));
-    this.#listing.load(records.map((record) => [record.id, record.name] as const));
+    this.#agents.load(await this.#store.listAgents());
   }
 
   /** The records other processes wrote or removed since `since`, applied one by one. */
   async #apply(since: number): Promise<number | undefined> {
     const changes = await this.#store.agentChanges(since);
     if (changes === undefined) return undefined;
-    for (const id of changes.removed) this.#forget(id);
-    for (const record of changes.changed) this.#remember(record);
+    for (const id of changes.removed) this.#agents.forget(id);
+    for (const record of changes.changed) this.#agents.remember(record);
     return changes.version;
-  }
-
-  /** A record in the maps (not the index nor the listing). */
-  #hold(record: AgentRecord): void {
-    this.#records.set(record.id, record);
-    if (record.status === 'up') this.#up += 1;
-    addTo(this.#byName, record.name.toLowerCase(), record.id);
-    for (const protocol of record.protocols) addTo(this.#byProtocol, protocol.hash, record.id);
-  }
-
-  #remember(record: AgentRecord): void {
-    this.#forget(record.id);
-    this.#hold(record);
-    this.#index.set(record.id, fieldsOf(record));
-    this.#listing.set(record.id, record.name);
-  }
-
-  #forget(id: string): void {
-    const old = this.#records.get(id);
-    if (old === undefined) return;
-    this.#records.delete(id);
-    if (old.status === 'up') this.#up -= 1;
-    this.#index.delete(id);
-    this.#listing.delete(id);
-    removeFrom(this.#byName, old.name.toLowerCase(), id);
-    for (const protocol of old.protocols) removeFrom(this.#byProtocol, protocol.hash, id);
   }
 
   /** Agents held in this process's copy, up and down (after {@link refresh}); counted as records change, never recounted. */
   get counts(): { up: number; down: number } {
-    return { up: this.#up, down: this.#records.size - this.#up };
+    return this.#agents.counts;
   }
 
   /** Writes a record to the store (capped) and to this process's index. */
@@ -186,7 +111,7 @@ export class Directory {
     if (!(await this.#view.write(() => this.#store.putAgent(record, this.#maxAgents), (stored) => stored))) {
       throw new AgoraError('BAD_REQUEST', `The directory is full (${this.#maxAgents} agents)`);
     }
-    this.#remember(record);
+    this.#agents.remember(record);
   }
 
   /** Registers (or re-reads) an agent: refused when it answers neither `/wellknown` nor OAP `GET /`, or is private and not allowed. */
@@ -234,9 +159,8 @@ export class Directory {
       if (renames) throw new AgoraError('CONFLICT', `${previous.url} was registered with a token; only that token may change its name or description`);
     }
     await this.refresh();
-    for (const other of this.#byName.get(name.toLowerCase()) ?? []) {
-      const record = this.#records.get(other);
-      if (record === undefined || record.id === id || sameRegistrant(record)) continue;
+    for (const record of this.#agents.named(name)) {
+      if (record.id === id || sameRegistrant(record)) continue;
       throw new AgoraError('CONFLICT', `The name ${JSON.stringify(name)} is taken by ${record.url}; register under another name, or with the token that registered it`);
     }
   }
@@ -292,7 +216,7 @@ export class Directory {
   async checkDue(owner: string): Promise<number> {
     await this.refresh();
     const now = this.#now();
-    const due = [...this.#records.values()].filter((record) => record.lastChecked + this.#checkIntervalMs <= now);
+    const due = [...this.#agents.records.values()].filter((record) => record.lastChecked + this.#checkIntervalMs <= now);
     let checked = 0;
     for (const record of due) {
       if (!(await this.#store.claim(`check:${record.id}`, owner, this.#checkIntervalMs))) continue;
@@ -305,16 +229,16 @@ export class Directory {
   /** An agent by id, URL or directory name (an up agent first when several share the name). */
   async resolve(target: string): Promise<AgentRecord | undefined> {
     await this.refresh();
-    const byId = this.#records.get(target);
+    const byId = this.#agents.records.get(target);
     if (byId) return byId;
     if (/^https?:\/\//i.test(target)) {
       try {
-        return this.#records.get(agentId(normalizeAgentUrl(target)));
+        return this.#agents.records.get(agentId(normalizeAgentUrl(target)));
       } catch {
         return undefined;
       }
     }
-    const named = [...(this.#byName.get(target.trim().toLowerCase()) ?? [])].flatMap((id) => this.#records.get(id) ?? []);
+    const named = this.#agents.named(target.trim());
     return named.find((record) => record.status === 'up') ?? named[0];
   }
 
@@ -329,44 +253,18 @@ export class Directory {
    */
   async page(query: AgentQuery = {}): Promise<AgentPage> {
     await this.refresh();
-    const limit = Math.max(1, Math.min(query.limit ?? 50, MAX_PAGE));
-    const offset = Math.max(0, Math.floor(query.offset ?? 0));
-    let hash: string | undefined;
-    if (query.protocol !== undefined && query.protocol !== '') {
-      hash = normalizeHash(query.protocol);
-      if (hash === undefined) throw new AgoraError('BAD_REQUEST', `protocol is not a SHA1 in hex or base64: ${JSON.stringify(query.protocol.slice(0, 60))}`);
-    }
-    const serving = hash === undefined ? undefined : (this.#byProtocol.get(hash) ?? new Set<string>());
-    const accept = (id: string) => (serving === undefined || serving.has(id)) && (query.includeDown === true || this.#records.get(id)?.status === 'up');
-    if (query.q !== undefined && query.q.trim() !== '') {
-      // Filtered by protocol, the agents serving it are scored directly (usually few); else the index finds them.
-      const wanted = offset + limit;
-      const scored = serving === undefined ? this.#index.search(query.q, wanted, accept) : this.#index.score(query.q, serving, wanted, accept);
-      const agents = scored.slice(offset).flatMap(({ id, score, matches }) => {
-        const record = this.#records.get(id);
-        return record ? [{ ...record, score: Math.round(score * 1000) / 1000, matches }] : [];
-      });
-      return { agents };
-    }
-    if (serving !== undefined) {
-      const hits: AgentHit[] = [];
-      for (const id of serving) if (accept(id)) hits.push(this.#records.get(id)!);
-      hits.sort((a, b) => a.name.localeCompare(b.name) || a.id.localeCompare(b.id));
-      return { agents: hits.slice(offset, offset + limit), total: hits.length };
-    }
-    const { ids, total } = this.#listing.page(offset, limit, query.includeDown === true ? undefined : accept);
-    return { agents: ids.map((id) => this.#records.get(id)!), total };
+    return this.#agents.page(query);
   }
 
   /** The keyword index and records as they stand in this process (for routing, after {@link refresh}). */
   get view(): { index: KeywordIndex; records: ReadonlyMap<string, AgentRecord>; servingOf(hash: string): ReadonlySet<string> | undefined } {
-    return { index: this.#index, records: this.#records, servingOf: (hash) => this.#byProtocol.get(hash) };
+    return this.#agents.view;
   }
 
   /** Removes an agent; false when it was not registered. */
   async remove(id: string): Promise<boolean> {
     const removed = await this.#store.deleteAgent(id);
-    this.#forget(id);
+    this.#agents.forget(id);
     return removed;
   }
 }
