@@ -114,3 +114,16 @@ export function memoryLogger(): Logger & { lines: string[] } {
     error: (message, fields) => void lines.push(`error ${message}${textFields(fields)}`),
   };
 }
+
+/** A logger whose every record carries these fields too (a worker's `worker: 2`: `worker=2` in text, a field in JSON). */
+export function withFields(logger: Logger, extra: LogFields): Logger {
+  const tagged = (fields: LogFields | undefined): LogFields => ({ ...fields, ...extra });
+  const result: Logger = {
+    info: (message, fields) => logger.info(message, tagged(fields)),
+    warn: (message, fields) => logger.warn(message, tagged(fields)),
+    error: (message, fields) => logger.error(message, tagged(fields)),
+  };
+  const debug = logger.debug;
+  if (debug) result.debug = (message, fields) => debug.call(logger, message, tagged(fields));
+  return result;
+}

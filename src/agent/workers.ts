@@ -4,7 +4,7 @@
 // (Redis), so any worker may answer any turn.
 import cluster, { type Worker } from 'node:cluster';
 import { AgoraError } from '../errors.js';
-import type { LogFields, Logger } from '../log.js';
+import type { Logger } from '../log.js';
 
 /** Workers at most (`--workers`): more processes than this help no machine and cost memory each. */
 export const MAX_WORKERS = 64;
@@ -48,19 +48,6 @@ export function checkWorkers(workers: number, sharedStore: boolean, flag = '--wo
   if (workers > 1 && !sharedStore) {
     throw new AgoraError('INVALID_ARGUMENT', `${flag} ${workers} needs a shared store: pass --store redis://… (with the memory store each worker would keep its own conversations)`);
   }
-}
-
-/** A logger whose every record says which worker wrote it (`worker=2` in text, `"worker": 2` in JSON). */
-export function workerLogger(logger: Logger, id: number): Logger {
-  const tagged = (fields: LogFields | undefined): LogFields => ({ ...fields, worker: id });
-  const result: Logger = {
-    info: (message, fields) => logger.info(message, tagged(fields)),
-    warn: (message, fields) => logger.warn(message, tagged(fields)),
-    error: (message, fields) => logger.error(message, tagged(fields)),
-  };
-  const debug = logger.debug;
-  if (debug) result.debug = (message, fields) => debug.call(logger, message, tagged(fields));
-  return result;
 }
 
 /**

@@ -1,8 +1,7 @@
 // Internal: the options several commands declare, written once so their flags, environment variables and help read
 // the same everywhere, with the code that reads them.
 import type { LanguageModel } from '../llm/model.js';
-import { workerLogger } from '../agent/workers.js';
-import { consoleLogger, LOG_LEVELS, type LogFields, type Logger, type LogFormat, type LogLevel } from '../log.js';
+import { consoleLogger, withFields, LOG_LEVELS, type LogFields, type Logger, type LogFormat, type LogLevel } from '../log.js';
 import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** `--json`: print `what` as JSON for scripts instead of lines for people. */
@@ -118,7 +117,7 @@ function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
 export function commandLogger(args: ParsedArgs, name: string, banner = name, worker?: number): { logger: Logger; say: (line: string, fields?: LogFields) => void; requestLog: boolean } {
   const options = logOptions(args);
   // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
-  const logger = worker === undefined ? consoleLogger(name, options) : workerLogger(consoleLogger(`${name}[w${worker}]`, options), worker);
+  const logger = worker === undefined ? consoleLogger(name, options) : withFields(consoleLogger(`${name}[w${worker}]`, options), { worker });
   const prefix = worker === undefined ? banner : `${banner} (worker ${worker})`;
   const say = (line: string, fields?: LogFields) => (options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${prefix}: ${line}\n`));
   return { logger, say, requestLog: args.values['quiet-requests'] !== true };
