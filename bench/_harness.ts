@@ -204,6 +204,11 @@ export function table(header: string[], rows: (string | number)[][]): string {
 }
 
 /** Formats a number with thousands separators. */
+/** The table of load results side by side: rate, latencies, errors and the server's CPU per request when measured. */
+export function resultsTable(results: readonly AlternatingResult[]): string {
+  return table(['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'], results.map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1)]));
+}
+
 export function formatNumber(value: number, digits = 0): string {
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }

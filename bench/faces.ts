@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util';
 import { canonicalJson, pythonFloat, RawNumber } from '../src/protocol/roar/canonical.js';
 import { hmacSignature, signingBody } from '../src/protocol/roar/signing.js';
 import { hashText } from '../src/protocol/document.js';
-import { alternating, formatNumber, load, loadGenerator, pairedRatio, startProcess, table, type AlternatingResult } from './_harness.js';
+import { alternating, formatNumber, load, loadGenerator, pairedRatio, resultsTable, startProcess, table, type AlternatingResult } from './_harness.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const SECRET = 'bench-secret';
@@ -54,7 +54,7 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
     return [
       `${rounds} rounds of ${roundSeconds} s each, in turns; req/s is each one's best round.`,
       '',
-      table(['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'], [a, r, s].map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1)])),
+      resultsTable([a, r, s]),
       '',
       table(['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'], [ratio('ROAR / Agora', r, '≥ 0.70'), ratio('A2A / Agora', s, '—')]),
     ].join('\n');

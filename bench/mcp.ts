@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { hashText } from '../src/protocol/document.js';
-import { alternating, formatNumber, load, loadGenerator, pairedRatio, startProcess, table, type AlternatingResult } from './_harness.js';
+import { alternating, formatNumber, load, loadGenerator, pairedRatio, resultsTable, startProcess, table, type AlternatingResult } from './_harness.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const PROTOCOL_VERSION = '2025-06-18';
@@ -54,7 +54,7 @@ export async function benchMcp(duration: number, log: (line: string) => void, ro
     return [
       `${rounds} rounds of ${roundSeconds} s each, in turns; req/s is each one's best round.`,
       '',
-      table(['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'], [a, m].map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1)])),
+      resultsTable([a, m]),
       '',
       table(['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'], [['MCP / Agora', formatNumber(pairedRatio(m, a), 2), formatNumber(m.requestsPerSecond / a.requestsPerSecond, 2), formatNumber(cpu, 2), '≥ 0.50']]),
     ].join('\n');

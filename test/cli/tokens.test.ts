@@ -8,6 +8,7 @@ import { main } from '../../src/cli/main.js';
 import { startHub, type RunningHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
 import { Sender } from '../../src/sender/sender.js';
+import { captureOutput } from '../helpers/cli.js';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const cleanups: (() => Promise<void>)[] = [];
@@ -16,13 +17,6 @@ let open: RunningAgent;
 let hub: RunningHub;
 let recorder: { url: string; seen: { method: string; path: string; headers: IncomingHttpHeaders }[] };
 
-function capture() {
-  let stdout = '';
-  let stderr = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
-  return { stdout: () => stdout, stderr: () => stderr };
-}
 
 beforeAll(async () => {
   open = await startAgent({ dir: ROOT, port: 0, host: '127.0.0.1', llm: null, logger: silentLogger, watch: false, dashboard: false });
@@ -53,25 +47,25 @@ const UNIT = JSON.stringify({ value: 3, from: 'mi', to: 'km' });
 
 describe('tokens to an agent', () => {
   it('agora send --token reaches an agent that requires it, and is refused without it', async () => {
-    let output = capture();
+    let output = captureOutput();
     expect(await main(['send', agent.url, UNIT, '--protocol', `${ROOT}protocols/unit-conversion.md`, '--token', 'agent-secret'])).toBe(0);
     expect(JSON.parse(output.stdout())).toMatchObject({ value: expect.any(Number) });
     vi.restoreAllMocks();
-    output = capture();
+    output = captureOutput();
     expect(await main(['send', agent.url, UNIT, '--protocol', `${ROOT}protocols/unit-conversion.md`])).toBe(1);
     expect(output.stderr()).toMatch(/^agora send: .*401.*\n$/);
   });
 
   it('agora send reads AGORA_TOKEN', async () => {
     vi.stubEnv('AGORA_TOKEN', 'agent-secret');
-    const output = capture();
+    const output = captureOutput();
     expect(await main(['send', agent.url, UNIT, '--protocol', `${ROOT}protocols/unit-conversion.md`])).toBe(0);
     expect(JSON.parse(output.stdout())).toMatchObject({ value: expect.any(Number) });
   });
 
   it('agora check and agora wellknown send --token', async () => {
     recorder.seen.length = 0;
-    capture();
+    captureOutput();
     await main(['check', recorder.url, '--token', 'check-secret', '--timeout', '5']);
     await main(['wellknown', recorder.url, '--token', 'check-secret']);
     expect(recorder.seen.length).toBeGreaterThan(1);
@@ -101,7 +95,7 @@ describe('tokens to a hub', () => {
     ['hub register', ['hub', 'register', 'http://127.0.0.1:9/']],
   ])('agora %s sends --hub-token', async (_name, argv) => {
     recorder.seen.length = 0;
-    const output = capture();
+    const output = captureOutput();
     expect(await main([...argv, '--hub', recorder.url, '--hub-token', 'hub-secret'])).toBe(1);
     expect(recorder.seen.length).toBeGreaterThan(0);
     for (const request of recorder.seen) expect(request.headers.authorization).toBe('Bearer hub-secret');
@@ -111,17 +105,17 @@ describe('tokens to a hub', () => {
   it('agora runs reads AGORA_HUB_TOKEN', async () => {
     vi.stubEnv('AGORA_HUB_TOKEN', 'hub-secret');
     recorder.seen.length = 0;
-    capture();
+    captureOutput();
     await main(['runs', '--hub', recorder.url]);
     expect(recorder.seen.map((request) => request.headers.authorization)).toEqual(['Bearer hub-secret']);
   });
 
   it('agora hub register registers with a hub that requires a token, and refuses a server option in its place', async () => {
-    let output = capture();
+    let output = captureOutput();
     expect(await main(['hub', 'register', open.url, '--hub', hub.url, '--hub-token', 'hub-secret', '--name', 'units'])).toBe(0);
     expect(output.stdout()).toMatch(/^registered units .*: 2 protocols: /);
     vi.restoreAllMocks();
-    output = capture();
+    output = captureOutput();
     expect(await main(['hub', 'register', open.url, '--hub', hub.url, '--token', 'hub-secret'])).toBe(2);
     expect(output.stderr()).toMatch(/--hub-token/);
   });

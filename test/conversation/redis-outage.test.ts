@@ -74,85 +74,75 @@ describe('a Redis outage', () => {
   });
 });
 
-describe('a Redis that stops answering', () => {
-  let redis: Awaited<ReturnType<typeof ownRedisServer>>;
-  let agent: RunningAgent;
-  let folder: Awaited<ReturnType<typeof makeAgentFolder>>;
-  const hash = hashText(COUNTER_PD);
-
+/** A counter agent on a Redis server of its own (which its tests pause), started before the tests of a block. */
+function counterAgentOnOwnRedis(): { redis: Awaited<ReturnType<typeof ownRedisServer>>; agent: RunningAgent } {
+  const setup = {} as { redis: Awaited<ReturnType<typeof ownRedisServer>>; agent: RunningAgent };
+  let folder: Awaited<ReturnType<typeof makeAgentFolder>> | undefined;
   beforeAll(async () => {
-    redis = await ownRedisServer();
+    setup.redis = await ownRedisServer();
     folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
-    agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: redis.url, logger: watchedLogger().logger, watch: false });
+    setup.agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: setup.redis.url, logger: watchedLogger().logger, watch: false });
   });
   afterAll(async () => {
-    redis?.resume();
-    await agent?.close();
-    await redis?.stop();
+    setup.redis?.resume();
+    await setup.agent?.close();
+    await setup.redis?.stop();
     await folder?.cleanup();
   });
+  return setup;
+}
+
+describe('a Redis that stops answering', () => {
+  const setup = counterAgentOnOwnRedis();
+  const hash = hashText(COUNTER_PD);
 
   it('fails a command to a Redis that stopped answering after the command timeout, with 503', async () => {
-    const first = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
+    const first = await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
     const id = (first.json as { conversationId: string }).conversationId;
-    redis.pause();
+    setup.redis.pause();
     try {
-      const followUp = await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } });
+      const followUp = await call(setup.agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } });
       expect(followUp.status).toBe(503);
       expect(followUp.json).toEqual(failureOf('Store unavailable'));
     } finally {
-      redis.resume();
+      setup.redis.resume();
     }
     // (The timed-out lock request may still run once Redis resumes: that conversation waits out the lock's lease.)
-    expect((await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true })).json).toMatchObject({ status: 'success', body: { total: 4 } });
+    expect((await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true })).json).toMatchObject({ status: 'success', body: { total: 4 } });
   });
 });
 
 describe('a new conversation while Redis stops answering', () => {
-  let redis: Awaited<ReturnType<typeof ownRedisServer>>;
-  let agent: RunningAgent;
-  let folder: Awaited<ReturnType<typeof makeAgentFolder>>;
+  const setup = counterAgentOnOwnRedis();
   const hash = hashText(COUNTER_PD);
 
-  beforeAll(async () => {
-    redis = await ownRedisServer();
-    folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
-    agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: redis.url, logger: watchedLogger().logger, watch: false });
-  });
-  afterAll(async () => {
-    redis?.resume();
-    await agent?.close();
-    await redis?.stop();
-    await folder?.cleanup();
-  });
-
   it('fails a store call Redis never answers with STORE_UNAVAILABLE at the command timeout, whatever ioredis holds back', async () => {
-    const client = new Redis(redis.url, { lazyConnect: true });
+    const client = new Redis(setup.redis.url, { lazyConnect: true });
     await expect(storeCall(client, () => new Promise<never>(() => undefined), 50)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
     client.disconnect();
   });
 
   it('answers new multiround queries 503 Store unavailable, then opens conversations again once Redis is back', async () => {
     // Warm: the agent has talked to this Redis (its connection is up, not connecting).
-    const warm = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
+    const warm = await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 1 }, multiround: true });
     expect(warm.status).toBe(200);
-    redis.pause();
+    setup.redis.pause();
     try {
       // A burst of new conversations: each is refused on its own (with auto-pipelining, the later ones used to wait
       // for the first one's command timeout before their own began).
-      const burst = await Promise.all([2, 3, 4, 5, 6].map((add) => call(agent.url, 'POST', '/', { protocolHash: hash, body: { add }, multiround: true })));
+      const burst = await Promise.all([2, 3, 4, 5, 6].map((add) => call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add }, multiround: true })));
       for (const fresh of burst) {
         expect(fresh.status).toBe(503);
         expect(fresh.json).toEqual(failureOf('Store unavailable'));
       }
     } finally {
-      redis.resume();
+      setup.redis.resume();
     }
     await vi.waitFor(async () => {
-      const again = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true });
+      const again = await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true });
       expect(again.json).toMatchObject({ status: 'success', body: { total: 4 } });
       const id = (again.json as { conversationId: string }).conversationId;
-      expect((await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toMatchObject({ status: 'success', body: { total: 5 } });
+      expect((await call(setup.agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toMatchObject({ status: 'success', body: { total: 5 } });
     }, { timeout: 15_000, interval: 200 });
   }, 30_000);
 });

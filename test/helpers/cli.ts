@@ -1,3 +1,4 @@
+import { vi } from 'vitest';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
@@ -75,4 +76,13 @@ function startListening(command: string, args: string[], options: { cwd?: string
       reject(new Error(`agora ${command} exited with ${code}:\n${output}`));
     });
   });
+}
+
+/** Captures what `main` (the CLI in process) writes to stdout and stderr; restored by `vi.restoreAllMocks()`. */
+export function captureOutput(): { stdout(): string; stderr(): string } {
+  let stdout = '';
+  let stderr = '';
+  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
+  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
+  return { stdout: () => stdout, stderr: () => stderr };
 }

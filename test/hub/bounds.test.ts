@@ -20,6 +20,15 @@ async function hub(options: Parameters<typeof startHub>[0] = {}): Promise<Runnin
   return running;
 }
 
+/** A room's record once its first turn is in the transcript. */
+function firstTurn(url: string, id: string): Promise<{ transcript: { kind: string; text: string }[] }> {
+  return vi.waitFor(async () => {
+    const record = (await (await fetch(`${url}/rooms/${id}`)).json()) as { transcript: { kind: string; text: string }[] };
+    expect(record.transcript.length).toBeGreaterThan(0);
+    return record;
+  }, { timeout: 10_000, interval: 50 });
+}
+
 /** A server answering every request with `body` (a stand-in for an internal service, or a participant). */
 async function rawServer(body: string | Buffer, contentType = 'text/plain'): Promise<string> {
   const server: Server = createServer((_request, response) => response.writeHead(200, { 'content-type': contentType }).end(body));
@@ -46,11 +55,7 @@ describe('rooms reach only agents', () => {
     const created = await post(`${running.url}/rooms`, { topic: 't', participants: [`${internal}/admin/export`, other], maxTurns: 2 });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
-    const room = await vi.waitFor(async () => {
-      const record = (await (await fetch(`${running.url}/rooms/${id}`)).json()) as { transcript: { kind: string; text: string }[] };
-      expect(record.transcript.length).toBeGreaterThan(0);
-      return record;
-    }, { timeout: 10_000, interval: 50 });
+    const room = await firstTurn(running.url, id);
     expect(room.transcript[0]).toMatchObject({ kind: 'skipped', text: 'not JSON (HTTP 200)' });
     expect(JSON.stringify(room)).not.toContain('SECRET');
   });
@@ -62,11 +67,7 @@ describe('rooms reach only agents', () => {
     const running = await hub({ allowPrivateAgents: true });
     const created = await post(`${running.url}/rooms`, { topic: 't', participants: [participant, other], maxTurns: 2 });
     const { id } = (await created.json()) as { id: string };
-    const room = await vi.waitFor(async () => {
-      const record = (await (await fetch(`${running.url}/rooms/${id}`)).json()) as { transcript: { kind: string; text: string }[] };
-      expect(record.transcript.length).toBeGreaterThan(0);
-      return record;
-    }, { timeout: 10_000, interval: 50 });
+    const room = await firstTurn(running.url, id);
     expect(room.transcript[0]).toMatchObject({ kind: 'skipped', text: 'reply too large (HTTP 200)' });
   });
 
