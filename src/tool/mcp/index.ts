@@ -20,8 +20,9 @@ export type McpTools = {
   /** The tools listed so far (none before a server has started). */
   tools(): Tool[];
   /**
-   * Starts every server not listed yet and lists its tools; resolves when each has answered or failed (a failure is
-   * reported, never thrown). `undefined` when there is nothing to start: the hot path allocates nothing.
+   * Starts every server not listed yet and lists its tools; resolves when each started for the first time has answered
+   * or failed (a failure is reported, never thrown). A server that failed before is tried again in the background: an
+   * answer never waits on a broken server twice. `undefined` when there is nothing to wait for.
    */
   ready(): Promise<void> | undefined;
   /** The tool of this agent-tool name (`<server>_<tool>`), starting only the server it names; undefined if none. */
@@ -86,7 +87,9 @@ export async function loadMcpTools(dir: string, logger: Logger, servers?: Record
     tools: () => all,
     ready() {
       const pending = entries.filter(due);
-      return pending.length === 0 ? undefined : Promise.all(pending.map(list)).then(() => undefined);
+      for (const server of pending) if (server.failedAt !== 0) void list(server);
+      const first = pending.filter((server) => server.failedAt === 0);
+      return first.length === 0 ? undefined : Promise.all(first.map(list)).then(() => undefined);
     },
     async toolFor(name) {
       // The longest prefix wins: servers "a" and "a_b" both claim "a_b_c".
