@@ -43,8 +43,12 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
 /** One load-test result. */
 export type LoadResult = { name: string; requestsPerSecond: number; p99: number; p50: number; errors: number; non2xx: number };
 
-/** What one load test sends: a JSON body, POSTed to one path or to `paths` in turn. */
-export type LoadOptions = { url: string; path?: string; paths?: string[]; body: string; duration: number; connections?: number; headers?: Record<string, string> };
+/**
+ * What one load test sends: a JSON body, POSTed to one path or to `paths` in turn; with `pipelining`, that many
+ * requests written at once on each connection (HTTP/1.1 pipelining: the load generator's and the kernel's share of
+ * each request shrinks, so more of the machine's cores are left to the server).
+ */
+export type LoadOptions = { url: string; path?: string; paths?: string[]; body: string; duration: number; connections?: number; headers?: Record<string, string>; pipelining?: number };
 
 /** The load generator: wrk when installed (C, so the client takes less of the shared cores), else autocannon. */
 export function loadGenerator(): 'wrk' | 'autocannon' {
@@ -65,9 +69,16 @@ async function wrkLoad(name: string, options: LoadOptions): Promise<LoadResult> 
       `local body = ${luaString(options.body)}`,
       `local paths = { ${paths.map(luaString).join(', ')} }`,
       'local counter = 0',
-      'request = function()',
+      `local depth = ${Math.max(1, Math.floor(options.pipelining ?? 1))}`,
+      'local one = function()',
       '  counter = counter + 1',
       `  return wrk.format("POST", paths[(counter % #paths) + 1], { ["Content-Type"] = "application/json"${Object.entries(options.headers ?? {}).map(([name, value]) => `, [${luaString(name)}] = ${luaString(value)}`).join('')} }, body)`,
+      'end',
+      'request = function()',
+      '  if depth == 1 then return one() end',
+      '  local batch = {}',
+      '  for i = 1, depth do batch[i] = one() end',
+      '  return table.concat(batch)',
       'end',
       'done = function(summary, latency, requests)',
       '  io.write(string.format("AGORA %d %d %d %d %d %d\\n", summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.timeout, summary.errors.status))',
@@ -101,7 +112,7 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
     method: 'POST',
     headers: { 'content-type': 'application/json', ...options.headers },
     connections: options.connections ?? 50,
-    pipelining: 1,
+    pipelining: options.pipelining ?? 1,
     duration: options.duration,
     body: options.body,
     ...(paths ? { requests: [{ method: 'POST', body: options.body, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next++ % paths.length] }) }] } : {}),
@@ -119,8 +130,12 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
 /** One load of an alternating run: what {@link load} takes, a name, and the server's process id (for its CPU time). */
 export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string; pid?: number; cpuSeconds?: () => number | undefined };
 
-/** An alternating run's outcome for one load: its best round, every round, and its CPU time per request. */
-export type AlternatingResult = LoadResult & { rounds: LoadResult[]; cpuMicrosPerRequest?: number };
+/**
+ * An alternating run's outcome for one load: its best round, every round, its server's CPU time per request, and the
+ * whole machine's (every process and the kernel: the load generator and Redis included) with how busy it kept the
+ * machine's cores, both from the round with the most requests per second.
+ */
+export type AlternatingResult = LoadResult & { rounds: LoadResult[]; cpuMicrosPerRequest?: number; machineMicrosPerRequest?: number; machineBusy?: number };
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -129,6 +144,18 @@ export function processCpuSeconds(pid: number): number | undefined {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The machine's CPU seconds, busy and idle, summed over its cores, from /proc/stat on Linux; undefined elsewhere. */
+export function machineCpuSeconds(): { busy: number; idle: number } | undefined {
+  try {
+    const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is already counted in user).
+    const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
+    return { busy: (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_SECOND, idle: (idle + iowait) / CLOCK_TICKS_PER_SECOND };
   } catch {
     return undefined;
   }
@@ -163,18 +190,27 @@ export async function alternating(loads: AlternatingLoad[], rounds: number, seco
     for (const [index, { name, pid, cpuSeconds, ...options }] of order) {
       const cpuOf = cpuSeconds ?? (() => (pid === undefined ? undefined : processCpuSeconds(pid)));
       const before = cpuOf();
+      const machineBefore = machineCpuSeconds();
       const result = await load(name, { ...options, duration: seconds });
       const after = cpuOf();
+      const machineAfter = machineCpuSeconds();
       const requests = result.requestsPerSecond * seconds;
       const cpu = before !== undefined && after !== undefined && requests > 0 ? ((after - before) * 1e6) / requests : undefined;
+      const machine =
+        machineBefore && machineAfter && requests > 0
+          ? {
+              machineMicrosPerRequest: ((machineAfter.busy - machineBefore.busy) * 1e6) / requests,
+              machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.busy - machineBefore.busy + machineAfter.idle - machineBefore.idle),
+            }
+          : {};
       const kept = results[index];
       if (kept === undefined) {
-        results[index] = { ...result, rounds: [result], ...(cpu !== undefined ? { cpuMicrosPerRequest: cpu } : {}) };
+        results[index] = { ...result, rounds: [result], ...(cpu !== undefined ? { cpuMicrosPerRequest: cpu } : {}), ...machine };
         continue;
       }
       kept.rounds.push(result);
       if (cpu !== undefined && (kept.cpuMicrosPerRequest === undefined || cpu < kept.cpuMicrosPerRequest)) kept.cpuMicrosPerRequest = cpu;
-      if (result.requestsPerSecond > kept.requestsPerSecond) Object.assign(kept, result);
+      if (result.requestsPerSecond > kept.requestsPerSecond) Object.assign(kept, result, machine);
     }
   }
   return results;

@@ -157,6 +157,8 @@ async function benchHubScale(log: (line: string) => void): Promise<string> {
 // ------------------------------------------------------------------------------------------- workers
 
 const CONVERSATIONS = 200;
+/** Requests written at once on each connection in the pipelined rounds. */
+const PIPELINE = 8;
 
 async function benchWorkers(duration: number, log: (line: string) => void): Promise<string> {
   const title = `## Every core: agora serve --workers 2 vs one process, both on Redis (${duration} s per round, 3 alternating rounds, 50 connections, load from ${loadGenerator()})`;
@@ -180,6 +182,18 @@ async function benchWorkers(duration: number, log: (line: string) => void): Prom
         duration,
         log,
       );
+      // The same queries with 8 pipelined on each connection: the load generator and the kernel then take a smaller
+      // share of the two cores, which shows what the second worker gives the server itself.
+      log('  routine queries, pipelined…');
+      const pipelined = await alternating(
+        [
+          { name: 'routine query ×8 pipelined, one process', url: one.url, body: SINGLE, connections: 50, pipelining: PIPELINE, cpuSeconds: cpu(one) },
+          { name: 'routine query ×8 pipelined, 2 workers', url: two.url, body: SINGLE, connections: 50, pipelining: PIPELINE, cpuSeconds: cpu(two) },
+        ],
+        3,
+        duration,
+        log,
+      );
       log('  follow-ups…');
       const paths = async (url: string) => (await startConversations(url, CONVERSATIONS)).map((id) => `/conversations/${id}`);
       const follows = await alternating(
@@ -191,22 +205,38 @@ async function benchWorkers(duration: number, log: (line: string) => void): Prom
         duration,
         log,
       );
-      const row = (result: AlternatingResult) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest)];
+      const micros = (value: number | undefined) => (value === undefined ? '—' : formatNumber(value));
+      const row = (result: AlternatingResult) => [
+        result.name,
+        formatNumber(result.requestsPerSecond),
+        result.p50,
+        result.p99,
+        result.errors + result.non2xx,
+        micros(result.cpuMicrosPerRequest),
+        micros(result.machineMicrosPerRequest),
+        result.machineBusy === undefined ? '—' : `${Math.round(result.machineBusy * 100)}%`,
+      ];
+      // What two cores allow at all: the whole machine's CPU per request (server, load generator, kernel, Redis) of
+      // the one-process rounds, against what the one process reached.
+      const bound = (result: AlternatingResult) =>
+        result.machineMicrosPerRequest && result.machineBusy !== undefined ? formatNumber(1 / result.machineBusy, 2) : '—';
       const cpuRatio = (pair: AlternatingResult[]) => (pair[1]!.cpuMicrosPerRequest && pair[0]!.cpuMicrosPerRequest ? formatNumber(pair[1]!.cpuMicrosPerRequest / pair[0]!.cpuMicrosPerRequest, 2) : '—');
       return [
-        table(['server', 'req/s (best round)', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'], [...singles, ...follows].map(row)),
+        table(['server', 'req/s (best round)', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request', 'machine CPU µs/request', 'machine busy'], [...singles, ...pipelined, ...follows].map(row)),
         '',
         table(
           ['ratio (median of paired rounds)', 'value', 'target'],
           [
             ['2 workers / one process, routine queries', formatNumber(pairedRatio(singles[1]!, singles[0]!), 2), '≥ 1.25'],
+            ['the most any server could gain over one process here, routine queries (1 ÷ machine busy with one process)', bound(singles[0]!), '—'],
+            ['2 workers / one process, routine queries ×8 pipelined', formatNumber(pairedRatio(pipelined[1]!, pipelined[0]!), 2), '—'],
             ['2 workers / one process, follow-ups', formatNumber(pairedRatio(follows[1]!, follows[0]!), 2), '≥ 1 (no slower)'],
             ['CPU per request, 2 workers / one, routine queries', cpuRatio(singles), '~1'],
             ['CPU per request, 2 workers / one, follow-ups', cpuRatio(follows), '~1'],
           ],
         ),
         '',
-        'Server CPU counts every process of the server (the primary and its workers), not redis-server nor the load generator, which share the same cores. The machine is shared with other work: figures are noisy.',
+        'Server CPU counts every process of the server (the primary and its workers), not redis-server nor the load generator, which share the same cores. Machine CPU counts every process and the kernel (loopback TCP included) over the round: when one process already keeps the machine nearly busy, no number of workers can add more than what is left. The machine is shared with other work: figures are noisy.',
       ].join('\n');
     } finally {
       await Promise.all([one.stop(), two.stop()]);
