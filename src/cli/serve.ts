@@ -40,6 +40,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'roar-secret': { type: 'string', value: '<secret>', description: 'ROAR messages must be HMAC-signed with it; replies are signed with it', env: 'AGORA_ROAR_SECRET' },
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
+    'rescan-interval': { type: 'string', value: '<seconds>', description: 'Seconds between safety rescans of protocols/, routines/ and tools/ for changes the watcher missed (0: never)', env: 'AGORA_RESCAN_INTERVAL', default: '300' },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
     ...LOG_OPTIONS,
     workers: { type: 'string', value: '<n>', description: 'Processes serving the one port (node cluster), each on every core; over 1 needs --store redis://…', env: 'AGORA_WORKERS', default: '1' },
@@ -50,6 +51,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const dir = await folderArgument(args.positionals[0], '[dir]');
     const port = portOption(args) ?? 3000;
     const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
+    const rescanInterval = secondsOption(args, 'rescan-interval', { min: 0 }) ?? 300;
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
     const workers = workersOption(args);
     const worker = startWorker();
@@ -76,6 +78,9 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       host,
       conversationTtl,
       routineTimeout,
+      rescanInterval,
+      // Resolves once listening: the banner below waits for protocols/ itself, saying meanwhile where it answers.
+      waitForProtocols: false,
       allowPrivateSources: args.values['allow-private-sources'] === true,
       isolateRoutines: args.values['isolate-routines'] === true,
       maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
@@ -98,6 +103,10 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       throw error;
     });
     const { receiver } = agent;
+    if (receiver.loading()) {
+      say(`reading protocols/; answering meanwhile on ${agent.url}`, { event: 'loading', url: agent.url });
+      await receiver.loaded();
+    }
     const protocols = receiver.registry.local();
     const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
     say(`serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})`, {

@@ -68,9 +68,28 @@ export class ProtocolFolder {
   readonly #retired = new Set<string>();
   #closed = false;
   readonly #listeners = new Set<() => void>();
+  /** Whether a whole scan has gone through the listing; the first load, and how to end it. */
+  #scannedOnce = false;
+  #loading = true;
+  #endLoad!: () => void;
+  readonly #loaded = new Promise<void>((resolve) => (this.#endLoad = resolve));
 
   constructor(options: ProtocolFolderOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Whether the folder is still being read for the first time: its first whole scan is not done, or a file it met
+   * waits to be read again (it failed for want of resources, or was being written). A lookup that misses meanwhile
+   * should wait for {@link loaded}.
+   */
+  get loading(): boolean {
+    return this.#loading;
+  }
+
+  /** Resolves once the first load is done (or the folder is closed): every document then in the folder is listed. */
+  get loaded(): Promise<void> {
+    return this.#loaded;
   }
 
   /** Whether a hash is a document currently in the folder. */
@@ -149,10 +168,25 @@ export class ProtocolFolder {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Stops the timer of files to look at again. */
+  /** Stops the timer of files to look at again; whoever waits for the first load is let go. */
   close(): void {
     this.#closed = true;
     clearTimeout(this.#timer);
+    this.#finishLoad();
+  }
+
+  #finishLoad(): void {
+    if (!this.#loading) return;
+    this.#loading = false;
+    this.#endLoad();
+  }
+
+  /**
+   * The first load ends once a whole scan is done and no file waits to be looked at again: one that failed for want
+   * of resources, or was written to while it was read (then read once it has settled).
+   */
+  #checkLoaded(): void {
+    if (this.#loading && this.#scannedOnce && this.#later.size === 0) this.#finishLoad();
   }
 
   #work(): Promise<void> {
@@ -181,6 +215,7 @@ export class ProtocolFolder {
       this.#notifiedVersion = this.#version;
       for (const listener of this.#listeners) listener();
     }
+    this.#checkLoaded();
   }
 
   async #scanAll(initial: boolean): Promise<void> {
@@ -193,8 +228,10 @@ export class ProtocolFolder {
       names = [];
     }
     await this.#look(names, initial);
+    if (this.#closed) return;
     const present = new Set(names);
     for (const fileName of [...this.#files.keys()]) if (!present.has(fileName)) this.#set(fileName, undefined);
+    this.#scannedOnce = true;
   }
 
   /** Looks at each named file, a slice of a few ms at a time. */
