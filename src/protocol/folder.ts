@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
+import { SortedListing, type ListedDocument } from './_listing.js';
 import { isTransient, statAndReadSync, type FileRead } from './_read.js';
 
 /** A document of the folder: current, or replaced and kept while a conversation uses it. */
@@ -49,9 +50,8 @@ export class ProtocolFolder {
   readonly #files = new Map<string, FileEntry>();
   /** hash → the file names holding it (almost always one), for the documents currently in the folder. */
   readonly #current = new Map<string, string[]>();
-  /** The listing kept sorted by name (once first asked for), and the copy handed out since the last change. */
-  #sorted: { name: string; document: ProtocolDocument }[] | undefined;
-  #listing: { name: string; document: ProtocolDocument }[] | undefined;
+  /** The listing kept sorted by name (once first asked for). */
+  readonly #listing = new SortedListing();
   /** Bumped by every change of the listing. */
   #version = 0;
   #notifiedVersion = 0;
@@ -103,45 +103,23 @@ export class ProtocolFolder {
   }
 
   /**
-   * The documents currently in the folder, with their names, by name. Sorted once, then kept sorted by each change
-   * (a binary search and a splice); each change hands out a new array, so a listing already handed out never moves.
+   * The documents currently in the folder, with their names, by name. Sorted once, then kept sorted by each change;
+   * each change hands out a new array, so a listing already handed out never moves.
    */
-  list(): readonly { name: string; document: ProtocolDocument }[] {
-    if (!this.#sorted) {
-      const sorted: { name: string; document: ProtocolDocument }[] = [];
+  list(): readonly ListedDocument[] {
+    return this.#listing.get(() => {
+      const entries: ListedDocument[] = [];
       for (const [hash, [fileName]] of this.#current) {
         const known = this.#local.get(hash);
-        if (known && fileName) sorted.push({ name: fileName.slice(0, -3), document: known.document });
+        if (known && fileName) entries.push({ name: fileName.slice(0, -3), document: known.document });
       }
-      this.#sorted = sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    }
-    this.#listing ??= this.#sorted.slice();
-    return this.#listing;
+      return entries;
+    });
   }
 
-  /** Where `name` is, or would be, in the sorted listing. */
-  #position(name: string): number {
-    const sorted = this.#sorted!;
-    let low = 0;
-    let high = sorted.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (sorted[middle]!.name < name) low = middle + 1;
-      else high = middle;
-    }
-    return low;
-  }
-
-  /** Keeps the sorted listing (when built) in step: `fileName` leaves it, or enters it with `hash`'s document. */
+  /** Keeps the sorted listing in step: `fileName` leaves it, or enters it with `hash`'s document. */
   #relist(fileName: string, hash: string | undefined): void {
-    if (!this.#sorted) return;
-    const name = fileName.slice(0, -3);
-    const at = this.#position(name);
-    const present = this.#sorted[at]?.name === name;
-    const document = hash === undefined ? undefined : this.#local.get(hash)?.document;
-    if (present && document) this.#sorted[at] = { name, document };
-    else if (present) this.#sorted.splice(at, 1);
-    else if (document) this.#sorted.splice(at, 0, { name, document });
+    this.#listing.set(fileName.slice(0, -3), hash === undefined ? undefined : this.#local.get(hash)?.document);
   }
 
   /** A number that changes whenever the listing does (for answers built once per change). */
@@ -346,7 +324,7 @@ export class ProtocolFolder {
       }
       this.#retired.delete(entry.hash);
     }
-    this.#listing = undefined;
+    this.#listing.changed();
     this.#version += 1;
   }
 
