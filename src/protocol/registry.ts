@@ -190,6 +190,9 @@ export class ProtocolRegistry {
       local.usedAt = this.#now();
       return { document: local.document, origin: 'local', name: local.name, file: local.file };
     }
+    // While the folder is first read, a learned document may be one of its files not read yet (answered by its
+    // routine once it is): the lookup waits with the misses.
+    if (this.#folder.loading) return undefined;
     const learned = this.#learned.peek(hash);
     if (!learned) return undefined;
     this.#learned.use(hash);

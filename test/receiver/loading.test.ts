@@ -10,6 +10,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { startServer } from '../../src/agent.js';
 import { OfflineModel } from '../../src/llm/offline.js';
 import { silentLogger } from '../../src/log.js';
+import { InMemoryMemory } from '../../src/memory/file.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
 
@@ -55,7 +56,11 @@ describe('a receiver started without waiting for protocols/', () => {
     for (const name of [late, early]) await writeFile(join(dir, 'routines', `${name}.ts`), `export default (body: { message: string }) => ({ echo: '${name}: ' + body.message });`);
     Object.assign(gate, { file: `${late}.md`, open: false, refused: 0 });
 
-    const receiver = await Receiver.start({ dir, llm: new OfflineModel(), logger: silentLogger, watch: false, waitForProtocols: false });
+    // The late document was also learned from a peer once: until the folder has it, that must not answer for it
+    // (as a learned document it has no routine file, and the LLM would answer instead of routines/<late>.ts).
+    const memory = new InMemoryMemory();
+    await memory.set(`documents/${hashText(doc(late))}`, { text: doc(late), name: late, learnedAt: new Date().toISOString(), usedAt: new Date().toISOString() });
+    const receiver = await Receiver.start({ dir, llm: new OfflineModel(), memory, logger: silentLogger, watch: false, waitForProtocols: false });
     cleanups.push(() => receiver.close());
     const server = await startServer(receiver, { port: 0, host: '127.0.0.1', faces: false, dashboard: false, logger: silentLogger });
     cleanups.push(() => server.close());
