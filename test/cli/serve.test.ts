@@ -94,6 +94,20 @@ describe('agora serve while protocols/ loads', () => {
     expect(await agent.stop('SIGTERM')).toBe(0);
   });
 
+  it('shuts down cleanly on SIGTERM while protocols/ is still read, with no banner', async () => {
+    const folder = await makeAgentFolder({ 'protocols/a.md': echoProtocol('A') });
+    cleanups.push(folder.cleanup);
+    const gate = `${folder.dir}/gate`;
+    await writeFile(gate, '');
+    const env = withFaults({ AGORA_TEST_GATE: gate, AGORA_TEST_GATED_FILE: `${folder.dir}/protocols/a.md` });
+    const agent = await startServe([folder.dir, '--port', '0'], { env }, /answering meanwhile on (http:\/\/\S+)/);
+    cleanups.push(() => agent.stop('SIGKILL'));
+    expect(await (await fetch(`${agent.url}/health`)).json()).toEqual({ status: 'ok', protocols: 'loading' });
+    expect(await agent.stop('SIGTERM')).toBe(0);
+    expect(agent.output()).not.toMatch(/serving|listening on/);
+    expect(agent.output()).toMatch(/SIGTERM: shutting down/);
+  });
+
   it('finds a document its watcher missed with --rescan-interval, and refuses a negative interval', async () => {
     const folder = await makeAgentFolder({ 'protocols/a.md': echoProtocol('A') });
     cleanups.push(folder.cleanup);
