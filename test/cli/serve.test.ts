@@ -72,16 +72,24 @@ describe('agora serve', () => {
   });
 });
 
+/**
+ * `agora serve` on a folder whose protocols/`heldBack` cannot be opened (EMFILE) while the returned gate file exists:
+ * the first read of protocols/ is certainly under way until the test removes it. Resolves once the agent answers.
+ */
+async function serveHeldBack(files: Record<string, string>, heldBack: string) {
+  const folder = await makeAgentFolder(files);
+  cleanups.push(folder.cleanup);
+  const gate = `${folder.dir}/gate`;
+  await writeFile(gate, '');
+  const env = withFaults({ AGORA_TEST_GATE: gate, AGORA_TEST_GATED_FILE: `${folder.dir}/protocols/${heldBack}` });
+  const agent = await startServe([folder.dir, '--port', '0'], { env }, /answering meanwhile on (http:\/\/\S+)/);
+  cleanups.push(() => agent.stop('SIGKILL'));
+  return { agent, gate };
+}
+
 describe('agora serve while protocols/ loads', () => {
   it('answers /health before its banner, which says every protocol once they are read', async () => {
-    const folder = await makeAgentFolder({ 'protocols/a.md': echoProtocol('A'), 'protocols/b.md': echoProtocol('B'), 'protocols/late.md': echoProtocol('Late') });
-    cleanups.push(folder.cleanup);
-    // late.md cannot be opened (EMFILE) while the gate file exists: the load is certainly under way when asked.
-    const gate = `${folder.dir}/gate`;
-    await writeFile(gate, '');
-    const env = withFaults({ AGORA_TEST_GATE: gate, AGORA_TEST_GATED_FILE: `${folder.dir}/protocols/late.md` });
-    const agent = await startServe([folder.dir, '--port', '0'], { env }, /answering meanwhile on (http:\/\/\S+)/);
-    cleanups.push(() => agent.stop('SIGKILL'));
+    const { agent, gate } = await serveHeldBack({ 'protocols/a.md': echoProtocol('A'), 'protocols/b.md': echoProtocol('B'), 'protocols/late.md': echoProtocol('Late') }, 'late.md');
     const health = await fetch(`${agent.url}/health`);
     expect(await health.json()).toEqual({ status: 'ok', protocols: 'loading' });
     expect(agent.output()).not.toMatch(/serving|listening on/);
@@ -95,13 +103,7 @@ describe('agora serve while protocols/ loads', () => {
   });
 
   it('shuts down cleanly on SIGTERM while protocols/ is still read, with no banner', async () => {
-    const folder = await makeAgentFolder({ 'protocols/a.md': echoProtocol('A') });
-    cleanups.push(folder.cleanup);
-    const gate = `${folder.dir}/gate`;
-    await writeFile(gate, '');
-    const env = withFaults({ AGORA_TEST_GATE: gate, AGORA_TEST_GATED_FILE: `${folder.dir}/protocols/a.md` });
-    const agent = await startServe([folder.dir, '--port', '0'], { env }, /answering meanwhile on (http:\/\/\S+)/);
-    cleanups.push(() => agent.stop('SIGKILL'));
+    const { agent } = await serveHeldBack({ 'protocols/a.md': echoProtocol('A') }, 'a.md');
     expect(await (await fetch(`${agent.url}/health`)).json()).toEqual({ status: 'ok', protocols: 'loading' });
     expect(await agent.stop('SIGTERM')).toBe(0);
     expect(agent.output()).not.toMatch(/serving|listening on/);
