@@ -199,6 +199,27 @@ export function watchFolder(directory: string, onChange: (names: ReadonlySet<str
   };
 }
 
+/**
+ * What a folder holds, as one string: each entry's name, size and modification time (hidden entries left out), or
+ * `''` when it cannot be listed. Two equal signatures mean nothing in it changed that a reload would see, at the cost
+ * of a listing and a stat per entry (no file is read).
+ */
+export async function folderSignature(directory: string): Promise<string> {
+  let names: string[];
+  try {
+    names = (await readdir(directory)).filter((name) => !name.startsWith('.')).sort();
+  } catch {
+    return '';
+  }
+  const parts = await Promise.all(
+    names.map(async (name) => {
+      const info = await stat(join(directory, name)).catch(() => undefined);
+      return info ? `${name}\0${info.size}\0${info.mtimeMs}` : name;
+    }),
+  );
+  return parts.join('\n');
+}
+
 /** Whether a change concerns source files (a module, or a file a module may import): an editor's swap file does not. */
 export function touchesSources(names: ReadonlySet<string> | undefined): boolean {
   if (names === undefined) return true;

@@ -121,7 +121,8 @@ export async function openState(
 }
 
 /**
- * Starts an agent from a folder: protocols, routines, tools, the LLM fallback, served over node:http.
+ * Starts an agent from a folder: protocols, routines, tools, the LLM fallback, served over node:http. It listens
+ * before `protocols/` is fully read and resolves once it is (with `waitForProtocols: false`, once it listens).
  * @example const agent = await startAgent({ dir: '.', port: 3000 }); console.log(agent.url);
  */
 export async function startAgent(options: AgentOptions = {}): Promise<RunningAgent> {
@@ -154,7 +155,9 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
   let receiver: Receiver;
   try {
-    receiver = await Receiver.start({ ...rest, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
+    // Listening comes before protocols/ is fully read: a large folder takes seconds, and meanwhile the agent answers
+    // (what it finds at once, /health; a miss waits for the load).
+    receiver = await Receiver.start({ ...rest, waitForProtocols: false, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
   } catch (error) {
     await generator?.close();
     await state.close();
@@ -178,7 +181,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       dashboard?.close?.();
       throw error;
     });
-    return {
+    const running: RunningAgent = {
       receiver,
       url: server.url,
       port: server.port,
@@ -191,6 +194,8 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         await state.close();
       },
     };
+    if (options.waitForProtocols !== false) await receiver.loaded();
+    return running;
   } catch (error) {
     await generator?.close();
     await receiver.close();

@@ -99,9 +99,10 @@ export class Receiver implements ReceiverApi {
       // A learned document used within one conversation TTL may carry a conversation under way: never evicted.
       learned: { liveMs: this.#ttlMs, ...(options.maxLearnedDocuments ? { maxCount: options.maxLearnedDocuments } : {}), ...(options.maxLearnedBytes ? { maxBytes: options.maxLearnedBytes } : {}) },
       watch: options.watch ?? true,
+      rescanMs: this.#rescanMs,
       now: this.#now,
     });
-    this.#folder = new AgentFolder({ dir: this.dir, logger: this.logger, name: options.name, description: options.description, tools: options.tools });
+    this.#folder = new AgentFolder({ dir: this.dir, logger: this.logger, name: options.name, description: options.description, tools: options.tools, rescanMs: this.#rescanMs });
     this.#suitability = new Suitability(this.memory, this.logger);
     this.#answerer = new TurnAnswerer({
       folder: this.#folder,
@@ -138,17 +139,36 @@ export class Receiver implements ReceiverApi {
     this.#streams = new ReceiverStreams({ store: this.store, ttlMs: this.#ttlMs, logger: this.logger, counters: this.counters });
   }
 
-  /** Creates a receiver and loads its folder. */
+  /** Creates a receiver and loads its folder (`protocols/` too, unless `waitForProtocols` is false). */
   static async start(options: ReceiverOptions = {}): Promise<Receiver> {
     const receiver = new Receiver(options);
     await receiver.load();
     return receiver;
   }
 
-  /** Loads protocols, routines, tools and what was learned before; starts watching. A missing folder is an AgoraError. */
+  /** Seconds between safety rescans, in ms: by default 300 s while watching, none without. */
+  get #rescanMs(): number {
+    return (this.#options.rescanInterval ?? (this.#options.watch === false ? 0 : 300)) * 1000;
+  }
+
+  /**
+   * Loads protocols (unless `waitForProtocols` is false: then they go on loading), routines, tools and what was
+   * learned before; starts watching. A missing folder is an AgoraError.
+   */
   async load(): Promise<void> {
     await requireFolder(this.dir, 'agent folder');
-    await Promise.all([this.registry.start(), this.#folder.load(this.#options.watch !== false), this.#suitability.load()]);
+    const wait = this.#options.waitForProtocols !== false;
+    await Promise.all([this.registry.start({ wait }), this.#folder.load(this.#options.watch !== false), this.#suitability.load()]);
+  }
+
+  /** Whether `protocols/` is still being read at the start (a lookup that misses waits for it). */
+  loading(): boolean {
+    return this.registry.loading;
+  }
+
+  /** Resolves once `protocols/` has been read at the start (at once when it has). */
+  loaded(): Promise<void> {
+    return this.registry.loaded();
   }
 
   /** The `.agora/cache` folder where TypeScript modules are built for import. */

@@ -27,6 +27,8 @@ const TEXT_TYPE = 'text/plain; charset=utf-8';
 const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 const END_BODY = '{"status":"success","body":null}';
 const HEALTH_BODY = '{"status":"ok"}';
+// Alive and answering; `protocols/` still being read at the start (a lookup that misses waits for it).
+const HEALTH_LOADING_BODY = '{"status":"ok","protocols":"loading"}';
 const READY_BODY = '{"status":"ready"}';
 const DEGRADED_BODY = '{"status":"degraded","store":"unavailable"}';
 const CONVERSATION_ID = /^[A-Za-z0-9_-]{1,128}$/;
@@ -133,7 +135,7 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
           return respond(200, METRICS_TYPE, await receiver.metrics(), isHead);
         case 'health':
           if (!isRead) break;
-          return respond(200, JSON_TYPE, HEALTH_BODY, isHead);
+          return respond(200, JSON_TYPE, receiver.loading?.() ? HEALTH_LOADING_BODY : HEALTH_BODY, isHead);
         case 'ready': {
           if (!isRead) break;
           if ((await receiver.ready?.()) === false) {

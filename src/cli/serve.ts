@@ -1,4 +1,4 @@
-import { startAgent } from '../agent.js';
+import { startAgent, type RunningAgent } from '../agent.js';
 import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker } from '../agent/workers.js';
 import { urlOf } from '../edge/node.js';
 import { isAgoraError } from '../errors.js';
@@ -7,6 +7,7 @@ import { folderArgument, portOption, secondsOption, urlArgument } from './_argum
 import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
 import { readTrustFile } from '../faces/roar/trust.js';
 import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
+import type { LogFields } from '../log.js';
 import { chooseLlm, commandLogger, CORS_ORIGIN_OPTION, corsOrigins, LOG_OPTIONS, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption } from './_options.js';
 
 /** The documents of `protocols/` that `/wellknown` does not list (spec §4: no routine, no LLM), and why. */
@@ -40,6 +41,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     'roar-secret': { type: 'string', value: '<secret>', description: 'ROAR messages must be HMAC-signed with it; replies are signed with it', env: 'AGORA_ROAR_SECRET' },
     'roar-trust': { type: 'string', value: '<file>', description: 'JSON object DID → hex Ed25519 key: ROAR messages must be signed by one of them', env: 'AGORA_ROAR_TRUST' },
     'max-body': { type: 'string', value: '<bytes>', description: 'Request body limit', env: 'AGORA_MAX_BODY', default: String(1024 * 1024) },
+    'rescan-interval': { type: 'string', value: '<seconds>', description: 'Seconds between safety rescans of protocols/, routines/ and tools/ for changes the watcher missed (0: never)', env: 'AGORA_RESCAN_INTERVAL', default: '300' },
     'max-document': { type: 'string', value: '<bytes>', description: "Largest protocol document accepted from a peer's sources (data: included)", env: 'AGORA_MAX_DOCUMENT', default: String(64 * 1024) },
     ...LOG_OPTIONS,
     workers: { type: 'string', value: '<n>', description: 'Processes serving the one port (node cluster), each on every core; over 1 needs --store redis://…', env: 'AGORA_WORKERS', default: '1' },
@@ -50,6 +52,7 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
     const dir = await folderArgument(args.positionals[0], '[dir]');
     const port = portOption(args) ?? 3000;
     const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
+    const rescanInterval = secondsOption(args, 'rescan-interval', { min: 0 }) ?? 300;
     const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
     const workers = workersOption(args);
     const worker = startWorker();
@@ -76,6 +79,9 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       host,
       conversationTtl,
       routineTimeout,
+      rescanInterval,
+      // Resolves once listening: the banner below waits for protocols/ itself, saying meanwhile where it answers.
+      waitForProtocols: false,
       allowPrivateSources: args.values['allow-private-sources'] === true,
       isolateRoutines: args.values['isolate-routines'] === true,
       maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }) ?? 1024 * 1024,
@@ -98,29 +104,9 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       throw error;
     });
     const { receiver } = agent;
-    const protocols = receiver.registry.local();
-    const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
-    say(`serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})`, {
-      event: 'serving',
-      agent: receiver.name,
-      protocols: protocols.length,
-      routines: receiver.routines.size,
-      tools: receiver.tools.length,
-      llm: llmLabel(receiver.llm),
-      ...(receiver.llm?.provider === 'offline' ? { demo: true } : {}),
-    });
-    for (const line of await unservedLines(receiver)) say(line, { event: 'not-served' });
-    for (const server of receiver.mcpServers()) {
-      const state =
-        server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : server.state === 'idle' ? 'not started yet (it starts when one of its tools is first needed)' : count(server.tools, 'tool');
-      say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
-    }
-    // With workers, the primary says where all of them listen, once they do.
-    if (worker === undefined) say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
-    else say(`worker ready on ${agent.url}`, { event: 'worker-ready', url: agent.url });
-    if (agent.dashboardUrl) say(`dashboard at ${agent.dashboardUrl}${dashboardNote(host, tokens?.length ?? 0)}`, { event: 'dashboard', url: agent.dashboardUrl });
-    await new Promise<void>((done) => {
-      let stopping = false;
+    // Signals are heard from now on: the agent already answers while protocols/ is read.
+    let stopping = false;
+    const stopped = new Promise<void>((done) => {
       const stop = (signal: string) => {
         if (stopping) return;
         stopping = true;
@@ -130,12 +116,46 @@ export const command = defineCommand({ name: 'serve', summary: 'Serve an agent f
       process.once('SIGINT', () => stop('SIGINT'));
       process.once('SIGTERM', () => stop('SIGTERM'));
     });
+    if (receiver.loading()) {
+      say(`reading protocols/; answering meanwhile on ${agent.url}`, { event: 'loading', url: agent.url });
+      await receiver.loaded();
+    }
+    if (!stopping) await banner(agent, say, worker, dashboardNote(host, tokens?.length ?? 0));
+    await stopped;
     const { queries, llmCalls, inputTokens, outputTokens } = receiver.counters.snapshot();
     say(receiver.counters.summary(), { event: 'summary', routineQueries: queries.routine, llmQueries: queries.llm, failedQueries: queries.failure, llmCalls, inputTokens, outputTokens });
     leaveCluster();
     return 0;
   },
 });
+
+type Say = (line: string, fields?: LogFields) => void;
+
+/** What `agora serve` says once `protocols/` is read: what it serves, what it does not and why, where it listens. */
+async function banner(agent: RunningAgent, say: Say, worker: number | undefined, dashboardNote: string): Promise<void> {
+  const { receiver } = agent;
+  const protocols = receiver.registry.local();
+  const count = (n: number, noun: string) => `${n} ${noun}${n === 1 ? '' : 's'}`;
+  say(`serving ${receiver.name} (${count(protocols.length, 'protocol')}, ${count(receiver.routines.size, 'routine')}, ${count(receiver.tools.length, 'tool')}, LLM: ${llmLabel(receiver.llm)})`, {
+    event: 'serving',
+    agent: receiver.name,
+    protocols: protocols.length,
+    routines: receiver.routines.size,
+    tools: receiver.tools.length,
+    llm: llmLabel(receiver.llm),
+    ...(receiver.llm?.provider === 'offline' ? { demo: true } : {}),
+  });
+  for (const line of await unservedLines(receiver)) say(line, { event: 'not-served' });
+  for (const server of receiver.mcpServers()) {
+    const state =
+      server.state === 'failed' ? `FAILED (${server.error ?? 'unknown'}); serving without its tools` : server.state === 'idle' ? 'not started yet (it starts when one of its tools is first needed)' : count(server.tools, 'tool');
+    say(`MCP server ${server.name}: ${state}`, { event: 'mcp-server', server: server.name, state: server.state, tools: server.tools });
+  }
+  // With workers, the primary says where all of them listen, once they do.
+  if (worker === undefined) say(`listening on ${agent.url}`, { event: 'listening', url: agent.url });
+  else say(`worker ready on ${agent.url}`, { event: 'worker-ready', url: agent.url });
+  if (agent.dashboardUrl) say(`dashboard at ${agent.dashboardUrl}${dashboardNote}`, { event: 'dashboard', url: agent.dashboardUrl });
+}
 
 /** `--workers`: how many processes serve the port; more than one only on a shared (Redis) store. */
 function workersOption(args: ParsedArgs): number {

@@ -76,6 +76,8 @@ export class AgentData {
    * answered and its use, and how many there are: a page costs its rows, whatever the number held.
    */
   async protocols(offset = 0, limit = DEFAULT_PAGE): Promise<ProtocolPage> {
+    // Its totals are those of the whole folder: while protocols/ is first read, the page waits for it.
+    if (this.receiver.loading()) await this.receiver.loaded();
     const local = this.receiver.registry.local();
     const learned = this.receiver.registry.learned();
     const total = local.length + learned.length;

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
+import { SortedListing, type ListedDocument } from './_listing.js';
 import { isTransient, statAndReadSync, type FileRead } from './_read.js';
 
 /** A document of the folder: current, or replaced and kept while a conversation uses it. */
@@ -49,9 +50,8 @@ export class ProtocolFolder {
   readonly #files = new Map<string, FileEntry>();
   /** hash → the file names holding it (almost always one), for the documents currently in the folder. */
   readonly #current = new Map<string, string[]>();
-  /** The listing kept sorted by name (once first asked for), and the copy handed out since the last change. */
-  #sorted: { name: string; document: ProtocolDocument }[] | undefined;
-  #listing: { name: string; document: ProtocolDocument }[] | undefined;
+  /** The listing kept sorted by name (once first asked for). */
+  readonly #listing = new SortedListing();
   /** Bumped by every change of the listing. */
   #version = 0;
   #notifiedVersion = 0;
@@ -68,9 +68,28 @@ export class ProtocolFolder {
   readonly #retired = new Set<string>();
   #closed = false;
   readonly #listeners = new Set<() => void>();
+  /** Whether a whole scan has gone through the listing; the first load, and how to end it. */
+  #scannedOnce = false;
+  #loading = true;
+  #endLoad!: () => void;
+  readonly #loaded = new Promise<void>((resolve) => (this.#endLoad = resolve));
 
   constructor(options: ProtocolFolderOptions) {
     this.#options = options;
+  }
+
+  /**
+   * Whether the folder is still being read for the first time: its first whole scan is not done, or a file it met
+   * waits to be read again (it failed for want of resources, or was being written). A lookup that misses meanwhile
+   * should wait for {@link loaded}.
+   */
+  get loading(): boolean {
+    return this.#loading;
+  }
+
+  /** Resolves once the first load is done (or the folder is closed): every document then in the folder is listed. */
+  get loaded(): Promise<void> {
+    return this.#loaded;
   }
 
   /** Whether a hash is a document currently in the folder. */
@@ -84,45 +103,23 @@ export class ProtocolFolder {
   }
 
   /**
-   * The documents currently in the folder, with their names, by name. Sorted once, then kept sorted by each change
-   * (a binary search and a splice); each change hands out a new array, so a listing already handed out never moves.
+   * The documents currently in the folder, with their names, by name. Sorted once, then kept sorted by each change;
+   * each change hands out a new array, so a listing already handed out never moves.
    */
-  list(): readonly { name: string; document: ProtocolDocument }[] {
-    if (!this.#sorted) {
-      const sorted: { name: string; document: ProtocolDocument }[] = [];
+  list(): readonly ListedDocument[] {
+    return this.#listing.get(() => {
+      const entries: ListedDocument[] = [];
       for (const [hash, [fileName]] of this.#current) {
         const known = this.#local.get(hash);
-        if (known && fileName) sorted.push({ name: fileName.slice(0, -3), document: known.document });
+        if (known && fileName) entries.push({ name: fileName.slice(0, -3), document: known.document });
       }
-      this.#sorted = sorted.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-    }
-    this.#listing ??= this.#sorted.slice();
-    return this.#listing;
+      return entries;
+    });
   }
 
-  /** Where `name` is, or would be, in the sorted listing. */
-  #position(name: string): number {
-    const sorted = this.#sorted!;
-    let low = 0;
-    let high = sorted.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (sorted[middle]!.name < name) low = middle + 1;
-      else high = middle;
-    }
-    return low;
-  }
-
-  /** Keeps the sorted listing (when built) in step: `fileName` leaves it, or enters it with `hash`'s document. */
+  /** Keeps the sorted listing in step: `fileName` leaves it, or enters it with `hash`'s document. */
   #relist(fileName: string, hash: string | undefined): void {
-    if (!this.#sorted) return;
-    const name = fileName.slice(0, -3);
-    const at = this.#position(name);
-    const present = this.#sorted[at]?.name === name;
-    const document = hash === undefined ? undefined : this.#local.get(hash)?.document;
-    if (present && document) this.#sorted[at] = { name, document };
-    else if (present) this.#sorted.splice(at, 1);
-    else if (document) this.#sorted.splice(at, 0, { name, document });
+    this.#listing.set(fileName.slice(0, -3), hash === undefined ? undefined : this.#local.get(hash)?.document);
   }
 
   /** A number that changes whenever the listing does (for answers built once per change). */
@@ -149,10 +146,25 @@ export class ProtocolFolder {
     return () => this.#listeners.delete(listener);
   }
 
-  /** Stops the timer of files to look at again. */
+  /** Stops the timer of files to look at again; whoever waits for the first load is let go. */
   close(): void {
     this.#closed = true;
     clearTimeout(this.#timer);
+    this.#finishLoad();
+  }
+
+  #finishLoad(): void {
+    if (!this.#loading) return;
+    this.#loading = false;
+    this.#endLoad();
+  }
+
+  /**
+   * The first load ends once a whole scan is done and no file waits to be looked at again: one that failed for want
+   * of resources, or was written to while it was read (then read once it has settled).
+   */
+  #checkLoaded(): void {
+    if (this.#loading && this.#scannedOnce && this.#later.size === 0) this.#finishLoad();
   }
 
   #work(): Promise<void> {
@@ -181,6 +193,7 @@ export class ProtocolFolder {
       this.#notifiedVersion = this.#version;
       for (const listener of this.#listeners) listener();
     }
+    this.#checkLoaded();
   }
 
   async #scanAll(initial: boolean): Promise<void> {
@@ -193,8 +206,10 @@ export class ProtocolFolder {
       names = [];
     }
     await this.#look(names, initial);
+    if (this.#closed) return;
     const present = new Set(names);
     for (const fileName of [...this.#files.keys()]) if (!present.has(fileName)) this.#set(fileName, undefined);
+    this.#scannedOnce = true;
   }
 
   /** Looks at each named file, a slice of a few ms at a time. */
@@ -309,7 +324,7 @@ export class ProtocolFolder {
       }
       this.#retired.delete(entry.hash);
     }
-    this.#listing = undefined;
+    this.#listing.changed();
     this.#version += 1;
   }
 

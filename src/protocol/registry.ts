@@ -30,6 +30,12 @@ export type RegistryOptions = {
   learned?: LearnedLimits;
   /** Watch the folder for changes (default true). */
   watch?: boolean;
+  /**
+   * A whole scan of the folder this often (ms), the safety net for a watch event the platform lost (an overflowed
+   * inotify queue is not reported): it stats each file and reads only those whose size or time changed. Default
+   * none; 0 none.
+   */
+  rescanMs?: number;
   /** A file is read once unchanged for this long (ms): writers pause mid-file. Default 500. */
   settleMs?: number;
   /** Clock in Unix milliseconds (compared with files' modification times). */
@@ -48,6 +54,7 @@ export class ProtocolRegistry {
   readonly #learned: LearnedDocuments;
   readonly #fetching = new Map<string, Promise<ProtocolDocument | undefined>>();
   #unwatch: (() => void) | undefined;
+  #rescans: NodeJS.Timeout | undefined;
 
   constructor(options: RegistryOptions) {
     this.#options = options;
@@ -57,13 +64,35 @@ export class ProtocolRegistry {
     this.#learned = new LearnedDocuments({ ...options.learned, memory: options.memory, logger: options.logger, now: this.#now });
   }
 
-  /** Loads the folder and the learned documents, then starts watching. */
-  async start(): Promise<void> {
-    await Promise.all([this.#folder.scan(true), this.refreshLearned()]);
+  /**
+   * Starts watching, then loads the folder and the learned documents. With `wait: false` it resolves once the
+   * learned documents are loaded and the folder is being read: see {@link loading} and {@link loaded}.
+   */
+  async start(options: { wait?: boolean } = {}): Promise<void> {
     if (this.#options.watch !== false) {
-      // A change updates the files that changed; one of unknown name (or a lost watch) rereads the folder.
+      // Watched before the first scan, so a change made while it runs is not missed. A change updates the files that
+      // changed; one of unknown name (or a lost watch) rereads the folder.
       this.#unwatch = watchFolder(this.#options.directory, (names) => void (names ? this.#folder.changed(names) : this.scan()));
     }
+    const scanning = this.#folder.scan(true);
+    const rescanMs = this.#options.rescanMs ?? 0;
+    if (rescanMs > 0) {
+      // setTimeout takes at most 2^31 - 1 ms (~24.8 days); beyond, Node would fire it at once.
+      this.#rescans = setInterval(() => void (this.#folder.loading || this.scan()), Math.min(rescanMs, 2 ** 31 - 1));
+      this.#rescans.unref?.();
+    }
+    // Loaded: the scan is done and no file it met waits to be retried for want of resources.
+    await Promise.all([options.wait === false ? undefined : scanning.then(() => this.#folder.loaded), this.refreshLearned()]);
+  }
+
+  /** Whether `protocols/` is still being read for the first time (a lookup that misses waits for it). */
+  get loading(): boolean {
+    return this.#folder.loading;
+  }
+
+  /** Resolves once `protocols/` has been read for the first time (or the registry is closed). */
+  loaded(): Promise<void> {
+    return this.#folder.loaded;
   }
 
   /** Loads the documents learned since, by another process sharing the memory (Redis) or before a restart. */
@@ -101,7 +130,10 @@ export class ProtocolRegistry {
     return this.#learned.size();
   }
 
-  /** A document in the folder or learned, by hex hash (not a replaced version, not a candidate). */
+  /**
+   * A document in the folder or learned, by hex hash (not a replaced version, not a candidate), found without waiting:
+   * while the folder is first read (see {@link loading}) a miss is not final; {@link resolve} waits.
+   */
   get(hash: string): KnownDocument | undefined {
     const local = this.#folder.find(hash);
     if (local) return { document: local.document, origin: 'local', name: local.name, file: local.file };
@@ -121,6 +153,12 @@ export class ProtocolRegistry {
   async resolve(hash: string, sources: readonly string[] | null | undefined): Promise<KnownDocument | undefined> {
     const known = this.held(hash);
     if (known) return known;
+    // While the folder is first read, a miss may be a document the scan has not reached yet.
+    if (this.#folder.loading) {
+      await this.#folder.loaded;
+      const loaded = this.held(hash);
+      if (loaded) return loaded;
+    }
     const shared = await this.#options.memory.get<{ text: string }>(`documents/${hash}`);
     if (shared && typeof shared.text === 'string') {
       await this.refreshLearned().catch(() => undefined);
@@ -143,7 +181,8 @@ export class ProtocolRegistry {
 
   /**
    * A document in the folder or learned (marked used), found without waiting: {@link resolve}'s first step, which
-   * the hot path takes synchronously (each `await` on a query's way costs a turn of the microtask queue).
+   * the hot path takes synchronously (each `await` on a query's way costs a turn of the microtask queue). While the
+   * folder is first read a miss is not final: {@link resolve} waits for the load.
    */
   held(hash: string): KnownDocument | undefined {
     const local = this.#folder.find(hash);
@@ -151,6 +190,9 @@ export class ProtocolRegistry {
       local.usedAt = this.#now();
       return { document: local.document, origin: 'local', name: local.name, file: local.file };
     }
+    // While the folder is first read, a learned document may be one of its files not read yet (answered by its
+    // routine once it is): the lookup waits with the misses.
+    if (this.#folder.loading) return undefined;
     const learned = this.#learned.peek(hash);
     if (!learned) return undefined;
     this.#learned.use(hash);
@@ -181,8 +223,9 @@ export class ProtocolRegistry {
     return this.#folder.onChange(listener);
   }
 
-  /** Stops watching. */
+  /** Stops watching and rescanning. */
   close(): void {
+    clearInterval(this.#rescans);
     this.#folder.close();
     this.#unwatch?.();
   }

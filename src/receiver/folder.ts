@@ -1,8 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
-import { touchesSources, watchFolder } from '../_files.js';
+import { folderSignature, touchesSources, watchFolder } from '../_files.js';
 import { KeyedQueue } from '../_queue.js';
-import { AgoraError } from '../errors.js';
+import { AgoraError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
@@ -22,6 +22,8 @@ export type AgentFolderOptions = {
   description?: string | undefined;
   /** Tools in addition to those in `tools/`. */
   tools?: Tool[] | undefined;
+  /** Looks at `routines/` and `tools/` again this often (ms), reloading one whose signature changed (default: never). */
+  rescanMs?: number | undefined;
 };
 
 /** A tool context whose signal is made when the tool first reads it (a class: a frozen literal with a getter cost 3×). */
@@ -56,6 +58,8 @@ export class AgentFolder {
   readonly #reloads = new KeyedQueue<'reload'>();
   #lastReload: Promise<void> = Promise.resolve();
   readonly #closers: (() => void)[] = [];
+  /** The signatures of `routines/` and `tools/` as last loaded (see folderSignature). */
+  readonly #signatures = { routines: '', tools: '' };
 
   constructor(options: AgentFolderOptions) {
     this.#options = options;
@@ -114,6 +118,21 @@ export class AgentFolder {
       this.#closers.push(watchFolder(join(this.dir, 'routines'), (names) => void (touchesSources(names) && this.reloadRoutines())));
       this.#closers.push(watchFolder(join(this.dir, 'tools'), (names) => void (touchesSources(names) && this.#queueReload(() => this.#loadTools()))));
     }
+    const rescanMs = this.#options.rescanMs ?? 0;
+    if (rescanMs > 0) {
+      // The safety net for a lost watch event: a listing and a stat per file, and a reload only when they differ.
+      const rescan = () => this.#rescan().catch((error: unknown) => this.#logger.warn(`rescan of routines/ and tools/ failed: ${describeError(error)}`));
+      const timer = setInterval(() => void rescan(), Math.min(rescanMs, 2 ** 31 - 1));
+      timer.unref?.();
+      this.#closers.push(() => clearInterval(timer));
+    }
+  }
+
+  /** Reloads `routines/` or `tools/` when its signature moved since it was last loaded. */
+  async #rescan(): Promise<void> {
+    const [routines, tools] = await Promise.all([folderSignature(join(this.dir, 'routines')), folderSignature(join(this.dir, 'tools'))]);
+    if (routines !== this.#signatures.routines) await this.reloadRoutines();
+    if (tools !== this.#signatures.tools) await this.#queueReload(() => this.#loadTools());
   }
 
   async #readProfile(): Promise<void> {
@@ -139,12 +158,15 @@ export class AgentFolder {
     return this.#queueReload(() => this.#loadRoutines());
   }
 
+  // Each load signs its folder first, so a change made while it runs shows at the next rescan.
   async #loadRoutines(): Promise<void> {
+    this.#signatures.routines = await folderSignature(join(this.dir, 'routines'));
     this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, this.#routines);
     this.#routinesVersion += 1;
   }
 
   async #loadTools(): Promise<void> {
+    this.#signatures.tools = await folderSignature(join(this.dir, 'tools'));
     this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, this.#toolFiles);
     this.#composeTools();
   }

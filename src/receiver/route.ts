@@ -48,9 +48,12 @@ export class QueryRouter {
     switch (target.kind) {
       case 'natural':
         if (!hasLlm) this.refuse('NATURAL_LANGUAGE_UNSUPPORTED', NATURAL_LANGUAGE);
+        // The LLM is shown the agent's protocols: all of them, once protocols/ is first read.
+        if (registry.loading) await registry.loaded();
         return { kind: 'natural' };
       case 'negotiation':
         if (!hasLlm || !extensions.negotiate) this.refuse('UNSUPPORTED_PROTOCOL', 'negotiation');
+        if (registry.loading) await registry.loaded();
         return { kind: 'negotiation' };
       case 'malformed':
         return this.refuse('UNSUPPORTED_PROTOCOL', 'unknown');

@@ -58,6 +58,8 @@ export interface ReceiverApi {
   answersNaturalLanguage?(): boolean;
   /** `GET /ready`: whether what requests need (the conversation store) answers now; absent means always ready. */
   ready?(): Promise<boolean>;
+  /** Whether `protocols/` is still being read at the start (`GET /health` says so); absent means loaded. */
+  loading?(): boolean;
 }
 
 /** A routine supplied by an extension (e.g. LLM-written routines): throws to fall back to the LLM. */
@@ -140,6 +142,21 @@ export type ReceiverOptions = {
   maxToolSteps?: number;
   /** Watch `protocols/`, `routines/` and `tools/` for changes (default true). */
   watch?: boolean;
+  /**
+   * Seconds between safety rescans of `protocols/`, `routines/` and `tools/`, for changes a watcher missed (the
+   * platform may drop events unreported). A rescan stats each file and reads only the ones whose size or time
+   * changed; `routines/` and `tools/` reload only when their listing, sizes or times differ. Default 300 while
+   * watching, none with `watch: false`; 0 turns it off (`--rescan-interval`, AGORA_RESCAN_INTERVAL).
+   */
+  rescanInterval?: number;
+  /**
+   * Whether `Receiver.start` (and `load`) wait until `protocols/` has been read (default true). With false they
+   * resolve once routines and tools are loaded, and the folder goes on loading a slice at a time: a document found
+   * answers at once, a lookup that misses (a query, `/protocols/<hash>`) waits for the load, and `/wellknown` is
+   * answered once it is complete. `receiver.loading()` and `receiver.loaded()` tell where it is. `startAgent` always
+   * listens before the load ends; this option says whether it also resolves before.
+   */
+  waitForProtocols?: boolean;
   logger?: Logger;
   metrics?: Metrics;
   extensions?: ReceiverExtensions;

@@ -93,6 +93,8 @@ export class WellknownListing {
   /** The listing and its ready JSON body (ETag, gzip and Brotli made once). */
   async prepared(context?: RequestContext): Promise<PreparedListing> {
     const { registry, suitability, logger, now, publicUrl, folder } = this.#parts;
+    // Never a partial listing: while protocols/ is first read, the answer waits for it.
+    if (registry.loading) await registry.loaded();
     const time = now();
     if (this.#sharedReadAt === undefined || time - this.#sharedReadAt >= SHARED_READ_INTERVAL_MS) {
       this.#sharedReadAt = time;

@@ -1,6 +1,8 @@
+import { unlink, writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { hashText } from '../../src/protocol/document.js';
-import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';
+import { echoProtocol, eventually, makeAgentFolder } from '../helpers/agent-folder.js';
 import { runCli, startServe } from '../helpers/cli.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -9,6 +11,8 @@ afterEach(async () => {
 });
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
+const FS_FAULTS = fileURLToPath(new URL('../helpers/fs-faults.mjs', import.meta.url));
+const withFaults = (env: NodeJS.ProcessEnv) => ({ ...NO_KEY, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${FS_FAULTS}`.trim(), ...env });
 
 describe('agora serve', () => {
   it('serves a temporary agent folder, answers queries and shuts down cleanly on SIGTERM', async () => {
@@ -65,6 +69,60 @@ describe('agora serve', () => {
     // The banner's next line: the dashboard, read-only on loopback without a token.
     expect(agent.output()).toContain(`agora: dashboard at ${agent.url}/dashboard/ (read-only: set --token to approve routines from it)\n`);
     expect(code).toBe(0);
+  });
+});
+
+/**
+ * `agora serve` on a folder whose protocols/`heldBack` cannot be opened (EMFILE) while the returned gate file exists:
+ * the first read of protocols/ is certainly under way until the test removes it. Resolves once the agent answers.
+ */
+async function serveHeldBack(files: Record<string, string>, heldBack: string) {
+  const folder = await makeAgentFolder(files);
+  cleanups.push(folder.cleanup);
+  const gate = `${folder.dir}/gate`;
+  await writeFile(gate, '');
+  const env = withFaults({ AGORA_TEST_GATE: gate, AGORA_TEST_GATED_FILE: `${folder.dir}/protocols/${heldBack}` });
+  const agent = await startServe([folder.dir, '--port', '0'], { env }, /answering meanwhile on (http:\/\/\S+)/);
+  cleanups.push(() => agent.stop('SIGKILL'));
+  return { agent, gate };
+}
+
+describe('agora serve while protocols/ loads', () => {
+  it('answers /health before its banner, which says every protocol once they are read', async () => {
+    const { agent, gate } = await serveHeldBack({ 'protocols/a.md': echoProtocol('A'), 'protocols/b.md': echoProtocol('B'), 'protocols/late.md': echoProtocol('Late') }, 'late.md');
+    const health = await fetch(`${agent.url}/health`);
+    expect(await health.json()).toEqual({ status: 'ok', protocols: 'loading' });
+    expect(agent.output()).not.toMatch(/serving|listening on/);
+    await unlink(gate);
+    await eventually(() => agent.output().includes('listening on'), 20_000);
+    const output = agent.output();
+    expect(output).toMatch(/^agora: serving .*\(3 protocols, 0 routines/m);
+    expect(output.indexOf('agora: reading protocols/; answering meanwhile on')).toBeLessThan(output.indexOf('agora: serving'));
+    expect(await (await fetch(`${agent.url}/health`)).json()).toEqual({ status: 'ok' });
+    expect(await agent.stop('SIGTERM')).toBe(0);
+  });
+
+  it('shuts down cleanly on SIGTERM while protocols/ is still read, with no banner', async () => {
+    const { agent } = await serveHeldBack({ 'protocols/a.md': echoProtocol('A') }, 'a.md');
+    expect(await (await fetch(`${agent.url}/health`)).json()).toEqual({ status: 'ok', protocols: 'loading' });
+    expect(await agent.stop('SIGTERM')).toBe(0);
+    expect(agent.output()).not.toMatch(/serving|listening on/);
+    expect(agent.output()).toMatch(/SIGTERM: shutting down/);
+  });
+
+  it('finds a document its watcher missed with --rescan-interval, and refuses a negative interval', async () => {
+    const folder = await makeAgentFolder({ 'protocols/a.md': echoProtocol('A') });
+    cleanups.push(folder.cleanup);
+    const agent = await startServe([folder.dir, '--port', '0', '--rescan-interval', '0.2'], { env: withFaults({ AGORA_TEST_BLIND_WATCH: '1' }) });
+    cleanups.push(() => agent.stop('SIGKILL'));
+    const hash = hashText(echoProtocol('Missed'));
+    expect((await fetch(`${agent.url}/protocols/${hash}`)).status).toBe(404);
+    await folder.write('protocols/missed.md', echoProtocol('Missed'));
+    await eventually(async () => (await fetch(`${agent.url}/protocols/${hash}`)).status === 200, 20_000);
+    await agent.stop('SIGTERM');
+    const refused = await runCli(['serve', folder.dir, '--rescan-interval', '-1'], { env: NO_KEY });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toBe('agora serve: --rescan-interval must be a number of seconds of at least 0, got "-1"\n');
   });
 });
 

@@ -29,9 +29,11 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
 
 export type StartedCommand = { url: string; child: ChildProcess; output(): string; stop(signal?: NodeJS.Signals): Promise<number | null> };
 
-/** Starts `agora serve …` and resolves once it prints the URL it listens on. */
-export function startServe(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<StartedCommand> {
-  return startListening('serve', args, options);
+const LISTENING = /listening on (http:\/\/[^\s"]+)/;
+
+/** Starts `agora serve …` and resolves once it prints the URL it listens on (or the URL `printed` captures first). */
+export function startServe(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}, printed = LISTENING): Promise<StartedCommand> {
+  return startListening('serve', args, options, printed);
 }
 
 /** Starts `agora hub …` (on port 0 unless `--port` is given, no LLM key, memory store) and resolves once it listens. */
@@ -41,7 +43,7 @@ export function startHubCommand(args: string[], options: { cwd?: string; env?: N
 }
 
 /** Starts `agora <command> …` and resolves once it prints the URL it listens on. */
-function startListening(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }): Promise<StartedCommand> {
+function startListening(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }, printed = LISTENING): Promise<StartedCommand> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, cliArgs([command, ...args]), { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -52,7 +54,7 @@ function startListening(command: string, args: string[], options: { cwd?: string
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
       // In JSON logs the URL is followed by the record's closing quote.
-      const match = /listening on (http:\/\/[^\s"]+)/.exec(output);
+      const match = printed.exec(output);
       if (match) {
         clearTimeout(timer);
         resolve({
