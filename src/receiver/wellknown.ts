@@ -17,6 +17,8 @@ import type { PreparedListing, ReceiverExtensions, RequestContext } from './type
 const SHARED_READ_INTERVAL_MS = 1000;
 /** The longest stretch a build of the listing holds the event loop, ms. */
 const SLICE_MS = 4;
+/** Entries joined and encoded at a time (about 120 KB). */
+const BATCH = 1000;
 
 /** The parts of a receiver its listing reads. */
 export type WellknownParts = {
@@ -46,8 +48,33 @@ type ForBase = {
   local?: Part;
   localBuild?: { key: string; part: Promise<Part> };
   learned?: Part;
-  ready?: PreparedListing & { local: Part; learned: Part };
+  ready?: Ready;
+  /** The ready body being joined, for these parts. */
+  readyBuild?: { local: Part; learned: Part; ready: Promise<Ready> };
 };
+
+type Ready = PreparedListing & { local: Part; learned: Part };
+
+/** Bytes copied into a joined body between two turns of the event loop (a 6 MB copy at once held it ~12 ms). */
+const JOIN_SLICE_BYTES = 1 << 20;
+
+/** The chunks as one buffer, copied a slice at a time. */
+async function joinInSlices(chunks: readonly Buffer[]): Promise<Buffer> {
+  let total = 0;
+  for (const chunk of chunks) total += chunk.length;
+  if (total <= JOIN_SLICE_BYTES) return Buffer.concat(chunks, total);
+  const joined = Buffer.allocUnsafe(total);
+  let offset = 0;
+  let sliceStart = 0;
+  for (const chunk of chunks) {
+    offset += chunk.copy(joined, offset);
+    if (offset - sliceStart >= JOIN_SLICE_BYTES) {
+      sliceStart = offset;
+      await new Promise(setImmediate);
+    }
+  }
+  return joined;
+}
 
 /** The sources of a document: our own `/protocols/<hash>` first, then those its metadata names. */
 function sourcesOf(document: ProtocolDocument, base: string): string[] {
@@ -110,22 +137,33 @@ export class WellknownListing {
     const learnedKey = `${registry.learnedVersion}.${localKey}.${this.#sharedReads}`;
     if (state.learned?.key !== learnedKey) state.learned = await this.#build(learnedKey, base, this.#learnedDocuments());
     const learned = state.learned;
-    if (state.ready?.local !== local || state.ready.learned.digest !== learned.digest) {
-      const separator = local.chunks.length && learned.chunks.length ? [COMMA] : [];
-      const body = Buffer.concat([OPEN, ...local.chunks, ...separator, ...learned.chunks, CLOSE]);
-      const digest = createHash('sha256').update(local.digest).update(learned.digest).digest('base64url');
-      let listing: Wellknown | undefined;
-      state.ready = {
-        local,
-        learned,
-        // Made when first asked for (the HTTP answer needs only the body): 50,000 objects are garbage-collection work.
-        get listing() {
-          return (listing ??= JSON.parse(body.toString()) as Wellknown);
-        },
-        prepared: new PreparedBody(body, JSON_TYPE, digest),
-      };
+    if (state.ready?.local === local && state.ready.learned.digest === learned.digest) return state.ready;
+    if (state.readyBuild?.local !== local || state.readyBuild.learned.digest !== learned.digest) {
+      const ready = this.#ready(local, learned).then((built) => {
+        // A newer build may have started meanwhile: only the latest one is kept.
+        if (state.readyBuild?.ready === ready) state.ready = built;
+        return built;
+      });
+      state.readyBuild = { local, learned, ready };
     }
-    return state.ready;
+    return state.readyBuild.ready;
+  }
+
+  /** The whole body from its parts, with its ETag (from the parts' digests) and the listing made when first asked for. */
+  async #ready(local: Part, learned: Part): Promise<Ready> {
+    const separator = local.chunks.length && learned.chunks.length ? [COMMA] : [];
+    const body = await joinInSlices([OPEN, ...local.chunks, ...separator, ...learned.chunks, CLOSE]);
+    const digest = createHash('sha256').update(local.digest).update(learned.digest).digest('base64url');
+    let listing: Wellknown | undefined;
+    return {
+      local,
+      learned,
+      // Made when first asked for (the HTTP answer needs only the body): 50,000 objects are garbage-collection work.
+      get listing() {
+        return (listing ??= JSON.parse(body.toString()) as Wellknown);
+      },
+      prepared: new PreparedBody(body, JSON_TYPE, digest),
+    };
   }
 
   #forBase(base: string): ForBase {
@@ -145,7 +183,12 @@ export class WellknownListing {
   async #localPart(state: ForBase, key: string, base: string): Promise<Part> {
     if (state.local?.key === key) return state.local;
     if (state.localBuild?.key !== key) {
-      const documents = this.#parts.registry.local().map(({ name, document }): KnownDocument => ({ document, origin: 'local', name }));
+      // Each entry is made as the build reaches it (50,000 made at once held the loop and lived long enough to be
+      // copied by the garbage collector).
+      const listing = this.#parts.registry.local();
+      const documents = (function* (): Generator<KnownDocument> {
+        for (const { name, document } of listing) yield { document, origin: 'local', name };
+      })();
       const part = this.#build(key, base, documents, state.pieces).then((built) => {
         // A newer build may have started meanwhile: only the latest one is kept.
         if (state.localBuild?.part === part) state.local = built;
@@ -164,7 +207,7 @@ export class WellknownListing {
    * Builds a part. With `pieces` (the folder's part, which may hold tens of thousands) each entry's text is reused
    * from the last build, the ones gone are forgotten, and the work is done a slice of a few ms at a time.
    */
-  async #build(key: string, base: string, documents: readonly KnownDocument[], pieces?: Map<string, string>): Promise<Part> {
+  async #build(key: string, base: string, documents: Iterable<KnownDocument>, pieces?: Map<string, string>): Promise<Part> {
     const hash = createHash('sha256');
     const chunks: Buffer[] = [];
     let listed = 0;
@@ -188,6 +231,8 @@ export class WellknownListing {
       }
       listed += 1;
       batch.push(piece);
+      // A chunk is encoded every BATCH entries, so that encoding one never outlasts the slice it ends.
+      if (batch.length >= BATCH) close();
       if (pieces && performance.now() - sliceStart >= SLICE_MS) {
         close();
         await new Promise(setImmediate);
