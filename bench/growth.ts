@@ -390,7 +390,7 @@ function runChild<T>(args: string[]): Promise<T> {
 async function benchExpiry(log: Log): Promise<string> {
   log('  expiry: 500,000 conversations in a fresh process…');
   const result = await runChild<ExpiryResult>(['expiry', '500000']);
-  const mb = (value: number) => `${value.toFixed(1)} MB`;
+  const mb = (value: number) => `${(Math.abs(value) < 0.05 ? 0 : value).toFixed(1)} MB`;
   return [
     `### Expiry of ${count(result.count)} conversations at once (memory store, fresh process, its sweep warmed on 2,000 earlier expiries; heap + array buffers after a full GC)`,
     '',
