@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../src/_files.js';
 import { hashText } from '../../src/protocol/document.js';
 import { encodeDataUri } from '../../src/protocol/sources.js';
 import { eventually, makeAgentFolder } from '../helpers/agent-folder.js';
 import { startServe } from '../helpers/cli.js';
+import { useTestRedis } from '../helpers/redis.js';
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
@@ -71,24 +71,12 @@ function sendTurn(url: string, id: string, body: unknown): { sent: Promise<void>
 const SHIFTED_CLOCK = fileURLToPath(new URL('../helpers/shifted-clock.mjs', import.meta.url));
 
 describeRedis(title, () => {
-  // Each test's keys live under their own prefix below this one, removed at the end.
-  const runPrefix = `agora-test:${randomUUID()}:`;
-  let sequence = 0;
+  // Each test's keys live under their own prefix below the file's, removed at the end.
+  const { freshPrefix } = useTestRedis(redisUrl ?? '');
   const cleanups: (() => Promise<unknown>)[] = [];
 
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
-  });
-
-  afterAll(async () => {
-    const redis = new Redis(redisUrl ?? '');
-    let cursor = '0';
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', `${runPrefix}*`, 'COUNT', 1000);
-      if (keys.length > 0) await redis.del(...keys);
-      cursor = next;
-    } while (cursor !== '0');
-    await redis.quit();
   });
 
   /** Two `agora serve` processes on one agent folder and one Redis key prefix (options go in the store URL). */
@@ -96,7 +84,7 @@ describeRedis(title, () => {
     const folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
     cleanups.push(folder.cleanup);
     const store = new URL(redisUrl ?? '');
-    store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
+    store.searchParams.set('prefix', freshPrefix());
     for (const [name, value] of Object.entries(storeOptions)) store.searchParams.set(name, value);
     const args = [folder.dir, '--port', '0', '--store', store.href, ...serveArgs];
     const [a, b] = await Promise.all([startServe(args, { env: { ...NO_KEY, ...env } }), startServe(args, { env: { ...NO_KEY, ...env } })]);

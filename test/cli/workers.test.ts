@@ -1,13 +1,12 @@
-import { randomUUID } from 'node:crypto';
 import { request } from 'node:http';
-import { Redis } from 'ioredis';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { hashText } from '../../src/protocol/document.js';
 import { eventually, makeAgentFolder } from '../helpers/agent-folder.js';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { cliArgs, runCli, startServe } from '../helpers/cli.js';
+import { useTestRedis } from '../helpers/redis.js';
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '' };
 
@@ -66,24 +65,17 @@ const describeRedis = redisUrl ? describe : describe.skip;
 const title = redisUrl ? 'agora serve --workers on Redis' : 'agora serve --workers on Redis (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
 describeRedis(title, () => {
-  const runPrefix = `agora-test:${randomUUID()}:`;
-  let sequence = 0;
+  const { freshPrefix } = useTestRedis(redisUrl ?? '');
   const cleanups: (() => Promise<unknown>)[] = [];
   afterEach(async () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   }, 60_000);
-  afterAll(async () => {
-    const redis = new Redis(redisUrl ?? '');
-    const keys = await redis.keys(`${runPrefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
-    await redis.quit();
-  });
 
   async function startWorkers(workers: number) {
     const folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
     cleanups.push(folder.cleanup);
     const store = new URL(redisUrl ?? '');
-    store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
+    store.searchParams.set('prefix', freshPrefix());
     // A worker killed mid-turn holds its conversation's lock until this runs out.
     store.searchParams.set('lockTtlMs', '1500');
     const served = await startServe([folder.dir, '--port', '0', '--store', store.href, '--workers', String(workers)], { env: NO_KEY });
@@ -160,7 +152,7 @@ describeRedis(title, () => {
 
   it('runs agora hub --workers 2: a document published through one worker is listed by both, and the rate limit is counted once for all', async () => {
     const store = new URL(redisUrl ?? '');
-    store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
+    store.searchParams.set('prefix', freshPrefix());
     const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', '--store', store.href, '--workers', '2', '--rate-limit', '12']), { env: { ...process.env, ...NO_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     cleanups.push(async () => {
@@ -211,7 +203,7 @@ describeRedis(title, () => {
     await once(taken, 'listening');
     cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
     const store = new URL(redisUrl ?? '');
-    store.searchParams.set('prefix', `${runPrefix}${(sequence += 1)}:`);
+    store.searchParams.set('prefix', freshPrefix());
     const result = await runCli(['serve', '--port', String((taken.address() as AddressInfo).port), '--store', store.href, '--workers', '2'], { env: NO_KEY, timeoutMs: 60_000 });
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/agora serve: .*EADDRINUSE/);

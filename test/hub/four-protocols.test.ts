@@ -1,12 +1,12 @@
 // `agora hub` as a process on Redis: it registers an a2a-js agent and a ROAR agent, routes goals to them by their skills
 // and capabilities, and a four-hop chain Agora → OAP → ROAR → A2A completes after the hub is killed mid-chain.
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:http';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { HubClient } from '../../src/hub/client.js';
 import { startA2aServer } from '../helpers/a2a-server.js';
 import { runCli, startHubCommand } from '../helpers/cli.js';
+import { startOapPlanner } from '../helpers/oap-agent.js';
 import { oapTaskEnvelopeSent } from '../helpers/oap-schema.js';
 import { startRoarServer } from '../helpers/roar-server.js';
 import { startLoopbackAgent } from './_agents.js';
@@ -31,18 +31,8 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
     cleanups.push(async () => void hub.child.kill('SIGKILL'));
 
     const scout = await startLoopbackAgent({ 'Scout destinations': 'Finds destinations for a trip.' }, () => ({ destinations: ['Lyon'], handoff: { next_agent: 'planner' } }));
-    const envelopes: unknown[] = [];
-    const planner = createServer((request, response) => {
-      const json = (value: unknown) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-      if (request.method === 'GET') return json({ agent_id: 'planner', description: 'Plans a trip itinerary.', capabilities: ['itinerary planning'] });
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        envelopes.push(JSON.parse(body));
-        json({ ...JSON.parse(body), result: { plan: ['Lyon', 'Paris'] }, handoff: { next_agent: 'reviewer', reason: 'a plan is checked before it is sent' } });
-      });
-    });
-    await new Promise<void>((done) => planner.listen(0, '127.0.0.1', done));
+    const planner = await startOapPlanner((envelope) => ({ body: { ...envelope, result: { plan: ['Lyon', 'Paris'] }, handoff: { next_agent: 'reviewer', reason: 'a plan is checked before it is sent' } } }));
+    const { envelopes } = planner;
     // The hub dies while the ROAR hop is in flight: that hop answers, but its checkpoint cannot be written.
     let killed = false;
     const reviewer = await startRoarServer({
@@ -60,11 +50,11 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
       },
     });
     const translator = await startA2aServer({ name: 'translator', description: 'Translates text, on the A2A network.', skills: [{ name: 'Translate', description: 'Translates English text to French', tags: ['translation', 'french'] }], answer: (input) => `traduit: ${input.split('\n')[0]}` });
-    cleanups.push(scout.close, () => new Promise((done) => planner.close(done)), reviewer.close, translator.close);
+    cleanups.push(scout.close, planner.close, reviewer.close, translator.close);
 
     const client = new HubClient({ url: hub.url });
     await client.register(scout.url, { name: 'scout' });
-    expect(await client.register(`http://127.0.0.1:${(planner.address() as { port: number }).port}`)).toMatchObject({ name: 'planner', kind: 'oap' });
+    expect(await client.register(planner.url)).toMatchObject({ name: 'planner', kind: 'oap' });
     expect(await client.register(reviewer.url)).toMatchObject({ name: 'reviewer', kind: 'roar', capabilities: ['plan-review', 'code-review'] });
     expect(await client.register(translator.url)).toMatchObject({ name: 'translator', kind: 'a2a', capabilities: ['Translate', 'translation', 'french'] });
 

@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { runCli, startHubCommand } from '../helpers/cli.js';
+import { startOapPlanner } from '../helpers/oap-agent.js';
 import { document, startLoopbackAgent, type LoopbackAgent } from './_agents.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -113,27 +114,13 @@ describe('a network of agents around a hub', () => {
     const running = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger });
     cleanups.push(running.close);
     const hub = new HubClient({ url: running.url });
-    const invoked: unknown[] = [];
     let healthy = true;
     // An OAP agent: no /wellknown; its card at GET /, its work at POST /invoke, the next agent in the envelope.
-    const oap = createServer((request, response) => {
-      const json = (status: number, value: unknown) => void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-      if (request.method === 'GET' && request.url === '/') return json(200, { agent_id: 'planner', description: 'Plans a trip itinerary.', capabilities: ['itinerary planning'] });
-      if (request.method === 'POST' && request.url === '/invoke') {
-        let body = '';
-        request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-        request.on('end', () => {
-          invoked.push(JSON.parse(body));
-          if (!healthy) return json(500, { error: 'planner is down' });
-          json(200, { memory: { last_result: { plan: ['Lyon', 'Paris'] } }, handoff: { next_agent: 'publisher' } });
-        });
-        return;
-      }
-      json(404, { error: 'Not found' });
-    });
-    await new Promise<void>((resolve) => oap.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise((resolve) => oap.close(resolve)));
-    const oapUrl = `http://127.0.0.1:${(oap.address() as { port: number }).port}`;
+    const oap = await startOapPlanner(() =>
+      healthy ? { body: { memory: { last_result: { plan: ['Lyon', 'Paris'] } }, handoff: { next_agent: 'publisher' } } } : { status: 500, body: { error: 'planner is down' } },
+    );
+    cleanups.push(oap.close);
+    const { envelopes: invoked, url: oapUrl } = oap;
     const publisher = await startLoopbackAgent({ 'Publish notes': 'Publishes a note to the team wiki.' }, () => ({ published: true }));
     cleanups.push(publisher.close);
     const planner = await hub.register(oapUrl);

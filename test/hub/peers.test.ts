@@ -10,6 +10,7 @@ import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
 import { hashText } from '../../src/protocol/document.js';
 import { startA2aServer } from '../helpers/a2a-server.js';
+import { startOapPlanner } from '../helpers/oap-agent.js';
 import { oapTaskEnvelopeSent } from '../helpers/oap-schema.js';
 import { startRoarServer } from '../helpers/roar-server.js';
 import { startLoopbackAgent } from './_agents.js';
@@ -54,25 +55,14 @@ describe('the hub and the other protocols', () => {
   });
 
   it("sends OAP agents a full TaskEnvelope and takes the reply's result over memory.last_result", async () => {
-    const envelopes: unknown[] = [];
-    const oap = createServer((request, response) => {
-      const json = (value: unknown) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-      if (request.method === 'GET') return json({ agent_id: 'planner', description: 'Plans a trip itinerary.', capabilities: ['itinerary planning'] });
-      let body = '';
-      request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-      request.on('end', () => {
-        const envelope = JSON.parse(body) as { memory: Record<string, unknown> };
-        envelopes.push(envelope);
-        // Memory carried forward still holds the previous hop's result; this hop's own is `result`.
-        json({ ...envelope, result: { plan: ['Lyon', 'Paris'] }, memory: { ...envelope.memory } });
-      });
-    });
-    await new Promise<void>((resolve) => oap.listen(0, '127.0.0.1', resolve));
-    cleanups.push(() => new Promise((resolve) => oap.close(resolve)));
+    // Memory carried forward still holds the previous hop's result; this hop's own is `result`.
+    const oap = await startOapPlanner((envelope) => ({ body: { ...envelope, result: { plan: ['Lyon', 'Paris'] }, memory: { ...(envelope.memory as object) } } }));
+    const { envelopes } = oap;
+    cleanups.push(oap.close);
     const scout = await startLoopbackAgent({ 'Scout destinations': 'Finds destinations for a trip.' }, () => ({ destinations: ['Lyon'], handoff: { next_agent: 'planner' } }));
     cleanups.push(scout.close);
     const client = await hub();
-    await client.register(`http://127.0.0.1:${(oap.address() as { port: number }).port}`);
+    await client.register(oap.url);
     await client.register(scout.url, { name: 'scout' });
 
     const run = await runChain(client, 'scout destinations for a trip');
