@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
  * its own layer and the layers below; never one above. To add a folder, put its name in the layer it belongs to.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'schemas', 'log', 'metrics', '_files', '_queue', '_redis', '_redis-connection', '_slug', '_plural'],
+  ['errors', 'schemas', 'log', 'metrics', '_files', '_queue', '_slices', '_redis', '_redis-connection', '_slug', '_plural'],
   // The one HTTP toolkit: it knows no protocol.
   ['edge', 'memory'],
   ['protocol'],

@@ -1,6 +1,7 @@
 import { statSync, type Stats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { Slices } from '../_slices.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
@@ -24,8 +25,6 @@ export type ProtocolFolderOptions = {
 
 type FileEntry = { mtimeMs: number; size: number; hash?: string };
 
-/** The longest stretch a scan holds the event loop before it gives other work a turn, ms. */
-const SLICE_MS = 4;
 /** How long a file that failed for want of resources (EMFILE, EAGAIN…) waits before it is read again, ms (doubling). */
 const RETRY_MS = 100;
 const RETRY_MAX_MS = 5000;
@@ -214,14 +213,11 @@ export class ProtocolFolder {
 
   /** Looks at each named file, a slice of a few ms at a time. */
   async #look(names: readonly string[], initial: boolean): Promise<void> {
-    let sliceStart = performance.now();
+    const slices = new Slices();
     for (const fileName of names) {
       if (this.#closed) return;
       this.#lookAt(fileName, initial);
-      if (performance.now() - sliceStart >= SLICE_MS) {
-        await new Promise(setImmediate);
-        sliceStart = performance.now();
-      }
+      if (slices.due) await slices.next();
     }
   }
 

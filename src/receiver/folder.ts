@@ -158,15 +158,19 @@ export class AgentFolder {
     return this.#queueReload(() => this.#loadRoutines());
   }
 
-  // Each load signs its folder first, so a change made while it runs shows at the next rescan.
+  /** With rescans, a load signs its folder first, so a change made while it runs shows at the next rescan. */
+  async #sign(folder: 'routines' | 'tools'): Promise<void> {
+    if ((this.#options.rescanMs ?? 0) > 0) this.#signatures[folder] = await folderSignature(join(this.dir, folder));
+  }
+
   async #loadRoutines(): Promise<void> {
-    this.#signatures.routines = await folderSignature(join(this.dir, 'routines'));
+    await this.#sign('routines');
     this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, this.#routines);
     this.#routinesVersion += 1;
   }
 
   async #loadTools(): Promise<void> {
-    this.#signatures.tools = await folderSignature(join(this.dir, 'tools'));
+    await this.#sign('tools');
     this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, this.#toolFiles);
     this.#composeTools();
   }

@@ -1,6 +1,7 @@
 // What `/wellknown` lists (spec §4): every document the receiver can answer, with the sources a peer fetches it from,
 // built once per change (not per request) as a ready body with an ETag and its compressed encodings.
 import { createHash } from 'node:crypto';
+import { Slices } from '../_slices.js';
 import { describeError } from '../errors.js';
 import { PreparedBody } from '../edge/prepared.js';
 import { JSON_TYPE } from '../edge/response.js';
@@ -15,8 +16,6 @@ import type { PreparedListing, ReceiverExtensions, RequestContext } from './type
 // What other processes sharing the memory learned and judged (and what extensions answer for learned documents) is
 // looked at again at most this often.
 const SHARED_READ_INTERVAL_MS = 1000;
-/** The longest stretch a build of the listing holds the event loop, ms. */
-const SLICE_MS = 4;
 /** Entries joined and encoded at a time (about 120 KB). */
 const BATCH = 1000;
 
@@ -55,23 +54,16 @@ type ForBase = {
 
 type Ready = PreparedListing & { local: Part; learned: Part };
 
-/** Bytes copied into a joined body between two turns of the event loop (a 6 MB copy at once held it ~12 ms). */
-const JOIN_SLICE_BYTES = 1 << 20;
-
-/** The chunks as one buffer, copied a slice at a time. */
+/** The chunks as one buffer, copied a slice at a time (a 6 MB `Buffer.concat` held the loop ~12 ms). */
 async function joinInSlices(chunks: readonly Buffer[]): Promise<Buffer> {
   let total = 0;
   for (const chunk of chunks) total += chunk.length;
-  if (total <= JOIN_SLICE_BYTES) return Buffer.concat(chunks, total);
   const joined = Buffer.allocUnsafe(total);
+  const slices = new Slices();
   let offset = 0;
-  let sliceStart = 0;
   for (const chunk of chunks) {
     offset += chunk.copy(joined, offset);
-    if (offset - sliceStart >= JOIN_SLICE_BYTES) {
-      sliceStart = offset;
-      await new Promise(setImmediate);
-    }
+    if (slices.due) await slices.next();
   }
   return joined;
 }
@@ -219,7 +211,7 @@ export class WellknownListing {
       chunks.push(chunk);
       batch = [];
     };
-    let sliceStart = performance.now();
+    const slices = new Slices();
     for (const known of documents) {
       const answerable = this.#answersAtOnce(known);
       if (!(answerable ?? (await this.#canAnswer(known)))) continue;
@@ -233,10 +225,9 @@ export class WellknownListing {
       batch.push(piece);
       // A chunk is encoded every BATCH entries, so that encoding one never outlasts the slice it ends.
       if (batch.length >= BATCH) close();
-      if (pieces && performance.now() - sliceStart >= SLICE_MS) {
+      if (pieces && slices.due) {
         close();
-        await new Promise(setImmediate);
-        sliceStart = performance.now();
+        await slices.next();
       }
     }
     close();
