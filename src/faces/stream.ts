@@ -2,7 +2,8 @@
 // produces them (an LLM's text as it is written, a generator routine's yields), then the final reply.
 import type { RequestContext, ReceiverApi } from '../receiver.js';
 import type { JsonValue, SuccessResponse } from '../schemas.js';
-import { ask, type Ask, type SessionMap } from './ask.js';
+import { ask, type Ask } from './ask.js';
+import type { FaceSessions } from './sessions.js';
 
 /** One event of a streamed reply: text as it is produced, then the whole reply. */
 export type StreamEvent = { type: 'delta'; delta: string } | { type: 'done'; reply: SuccessResponse };
@@ -19,7 +20,7 @@ export function replyText(body: JsonValue): string {
  * Streams through the receiver's `onDelta` hook: each piece as it comes, then `done`. A reply that came whole (a
  * plain routine, a JSON protocol's reply, a receiver that does not stream) is `done` alone: each face shows it whole.
  */
-export function receiverStream(receiver: ReceiverApi, sessions: SessionMap): StreamAnswer {
+export function receiverStream(receiver: ReceiverApi, sessions: FaceSessions | undefined): StreamAnswer {
   return async function* stream(question, context) {
     const pieces: string[] = [];
     let wake: (() => void) | undefined;

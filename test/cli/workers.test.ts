@@ -7,18 +7,12 @@ import { once } from 'node:events';
 import { createServer, type AddressInfo } from 'node:net';
 import { cliArgs, runCli, startServe } from '../helpers/cli.js';
 import { useTestRedis } from '../helpers/redis.js';
+import { COUNTER_HASH, COUNTER_PD, COUNTER_ROUTINE } from '../helpers/counter-agent.js';
+import { closingFetch } from '../helpers/closing-fetch.js';
+import { a2aTurns, mcpTurns, roarHttpTurns, roarSocketTurns } from '../helpers/face-clients.js';
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '' };
 
-const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends JSON {"add": number}; the receiver replies JSON {"count": number}.\n';
-const COUNTER_ROUTINE = `
-export default async function (body: { add?: number }, context: any) {
-  const state = context.conversation.state;
-  state.count = (typeof state.count === 'number' ? state.count : 0) + (body.add ?? 1);
-  return { count: state.count, pid: process.pid };
-}
-`;
-const COUNTER_HASH = hashText(COUNTER_PD);
 
 type Reply = { status: string; body?: { count: number; pid: number }; error?: string; conversationId?: string };
 
@@ -71,14 +65,14 @@ describeRedis(title, () => {
     for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   }, 60_000);
 
-  async function startWorkers(workers: number) {
+  async function startWorkers(workers: number, extra: string[] = []) {
     const folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
     cleanups.push(folder.cleanup);
     const store = new URL(redisUrl ?? '');
     store.searchParams.set('prefix', freshPrefix());
     // A worker killed mid-turn holds its conversation's lock until this runs out.
     store.searchParams.set('lockTtlMs', '1500');
-    const served = await startServe([folder.dir, '--port', '0', '--store', store.href, '--workers', String(workers)], { env: NO_KEY });
+    const served = await startServe([folder.dir, '--port', '0', '--store', store.href, '--workers', String(workers), ...extra], { env: NO_KEY });
     cleanups.push(() => served.stop('SIGTERM'));
     return served;
   }
@@ -103,6 +97,23 @@ describeRedis(title, () => {
     expect(served.output()).toMatch(/agora\[w1\] info request \S+ POST \/conversations\/\S+ 200/);
     expect(served.output()).toMatch(/agora\[w2\] info request \S+ POST \/conversations\/\S+ 200/);
   }, 120_000);
+
+  for (const token of [undefined, 'w0rkers-token']) {
+    it(`keeps each face's conversation across the workers: A2A, ROAR (HTTP and WebSocket) and MCP clients count 1, 2, 3 (${token ? 'with --token' : 'tokenless'})`, async () => {
+      const served = await startWorkers(2, token ? ['--token', token] : []);
+      // Every request on a connection of its own: the primary hands each to the next worker.
+      const options = { fetch: closingFetch, ...(token ? { token } : {}) };
+      const runs = {
+        a2a: await a2aTurns(served.url, 3, options),
+        a2aChosen: await a2aTurns(served.url, 3, { ...options, contextId: 'client-context' }),
+        roarHttp: await roarHttpTurns(served.url, 3, 'client-session-http', options),
+        roarSocket: await roarSocketTurns(served.url, 3, 'client-session-ws', options),
+        mcp: await mcpTurns(served.url, 3, options),
+      };
+      for (const [face, turns] of Object.entries(runs)) expect(turns.counts, face).toEqual([1, 2, 3]);
+      expect(new Set(Object.values(runs).flatMap((turns) => turns.pids)).size).toBe(2);
+    }, 120_000);
+  }
 
   it('keeps every answered turn when a worker is killed mid-load, and the primary starts another', async () => {
     const served = await startWorkers(2);

@@ -3,9 +3,10 @@
 import type { Route } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
-import { ask, SessionMap } from '../ask.js';
+import { ask } from '../ask.js';
 import { createCatalog } from '../catalog.js';
 import type { Face, FaceDefinition } from '../face.js';
+import { FaceSessions } from '../sessions.js';
 import { receiverStream, type StreamAnswer } from '../stream.js';
 import { A2A_RPC_PATH, a2aCard } from './card.js';
 import { A2A_ERRORS, createA2aRpc, rpcError } from './jsonrpc.js';
@@ -50,10 +51,10 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
     const shared = { tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now };
     // A stream of the caller's own answers everything and keeps its own sessions. The receiver's keeps them here,
     // and a blocking call asks the receiver directly, without the stream's machinery.
-    const sessions = new SessionMap({ now: context.now });
+    const sessions = new FaceSessions('a2a', context.memory, { now: context.now });
     const rpc = options.stream
       ? createA2aRpc({ ...shared, stream: options.stream })
-      : createA2aRpc({ ...shared, sessions, stream: receiverStream(context.receiver, sessions), answer: (question, requestContext) => ask(context.receiver, sessions, question, requestContext) });
+      : createA2aRpc({ ...shared, stream: receiverStream(context.receiver, sessions), answer: (question, requestContext) => ask(context.receiver, sessions, question, requestContext) });
 
     async function answerRpc(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {
       if (request.method !== 'POST') {

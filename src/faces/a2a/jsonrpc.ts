@@ -8,7 +8,8 @@ import type { RequestContext } from '../../receiver.js';
 import type { JsonObject, JsonValue, SuccessResponse } from '../../schemas.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
-import { tokenScope, type Ask, type SessionMap } from '../ask.js';
+import type { Ask } from '../ask.js';
+import { sessionKey, tokenScope } from '../sessions.js';
 import { isTooLarge, readBodyText } from '../body.js';
 import type { StreamAnswer } from '../stream.js';
 
@@ -28,28 +29,28 @@ export const A2A_ERRORS = {
 
 type Version = '1.0' | '0.3';
 type Method = 'send' | 'stream' | 'get' | 'cancel';
-const METHODS: Record<string, [Method, Version]> = {
-  SendMessage: ['send', '1.0'],
-  SendStreamingMessage: ['stream', '1.0'],
-  GetTask: ['get', '1.0'],
-  CancelTask: ['cancel', '1.0'],
-  'message/send': ['send', '0.3'],
-  'message/stream': ['stream', '0.3'],
-  'tasks/get': ['get', '0.3'],
-  'tasks/cancel': ['cancel', '0.3'],
-};
+// A Map, not an object: a method named `constructor` or `__proto__` must not find Object.prototype's.
+const METHODS = new Map<string, [Method, Version]>([
+  ['SendMessage', ['send', '1.0']],
+  ['SendStreamingMessage', ['stream', '1.0']],
+  ['GetTask', ['get', '1.0']],
+  ['CancelTask', ['cancel', '1.0']],
+  ['message/send', ['send', '0.3']],
+  ['message/stream', ['stream', '0.3']],
+  ['tasks/get', ['get', '0.3']],
+  ['tasks/cancel', ['cancel', '0.3']],
+]);
 
 type State = 'working' | 'completed' | 'failed';
-type StoredTask = { id: string; contextId: string; state: State; input: JsonValue[]; output?: JsonValue; error?: string; timestamp: string };
+/** A task as kept for `GetTask`; `owner` is the caller's principal (a token's digest), who alone may read it. */
+type StoredTask = { id: string; contextId: string; owner: string; state: State; input: JsonValue[]; output?: JsonValue; error?: string; timestamp: string };
 
 /** What the A2A face works with. */
 export type A2aRpcDeps = {
   stream: StreamAnswer;
   /** Answers a blocking call whole (default: the last event of `stream`); the receiver's own promise skips the stream's machinery. */
   answer?: (question: Ask, context?: RequestContext) => Promise<SuccessResponse>;
-  /** The sessions `stream` keeps (unset for a stream of the caller's own): scopes a client's `contextId`. */
-  sessions?: SessionMap;
-  /** Whether requests carry a token (then a `contextId` is scoped by it; otherwise the server issues them). */
+  /** Whether requests carry a token (then a `contextId` is scoped by it: two callers' same id are two conversations). */
   tokensRequired?: boolean;
   maxBodyBytes: number;
   logger: Pick<Logger, 'error'>;
@@ -155,25 +156,21 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
   const reply = (id: JsonValue, result: JsonValue) => json(200, { jsonrpc: '2.0', id, result });
   const fail = (id: JsonValue, code: number, message: string) => rpcError(200, id, code, message);
 
+  /** The caller as its token names it (`""` without tokens): its conversations and tasks are its own. */
+  const principalOf = (request: EdgeRequest): string => (deps.tokensRequired ? (tokenScope(header(request, 'authorization')) ?? '') : '');
+
   function start(params: JsonObject, request: EdgeRequest): { task: StoredTask; ask: Ask } {
     const message = params.message;
     if (!isObject(message)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.message is required');
     const { ask, input } = questionOf(message);
     const given = message.contextId;
     if (given !== undefined && (typeof given !== 'string' || given.length === 0 || given.length > 256)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.contextId must be a string');
-    let contextId = typeof given === 'string' ? given : randomUUID();
-    // A contextId the client sent is a conversation: its first message opens it, the next ones are its turns. It is
-    // scoped by the client's token; without tokens, only ids this face issued continue, a foreign one gets a new id.
-    if (typeof given === 'string') {
-      const principal = deps.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined;
-      if (deps.sessions === undefined) ask.session = `a2a\n${principal ?? ''}\n${given}`;
-      else {
-        const scoped = deps.sessions.scope('a2a', given, principal);
-        ask.session = scoped.key;
-        contextId = scoped.id;
-      }
-    }
-    const task: StoredTask = { id: randomUUID(), contextId, state: 'working', input, timestamp: new Date(deps.now()).toISOString() };
+    // A2A's default flow: a first message without contextId gets one of ours, and the next ones send it back; a client
+    // may also choose its own. Either way the id is the conversation's, kept as given and scoped by the caller's token.
+    const contextId = typeof given === 'string' ? given : randomUUID();
+    const owner = principalOf(request);
+    ask.session = sessionKey(owner, contextId);
+    const task: StoredTask = { id: randomUUID(), contextId, owner, state: 'working', input, timestamp: new Date(deps.now()).toISOString() };
     return { task, ask };
   }
 
@@ -237,7 +234,7 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       if (Array.isArray(envelope)) return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Batch requests are not supported');
       if (!isObject(envelope) || envelope.jsonrpc !== '2.0' || typeof envelope.method !== 'string') return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Invalid JSON-RPC request');
       if (typeof envelope.id === 'string' || typeof envelope.id === 'number') id = envelope.id;
-      const known = METHODS[envelope.method];
+      const known = METHODS.get(envelope.method);
       if (!known) return fail(id, A2A_ERRORS.METHOD_NOT_FOUND, `Method not found: ${envelope.method.slice(0, 100)}`);
       const [method, version] = known;
       served.version = version;
@@ -248,7 +245,9 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       if (!isObject(params)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params must be an object');
       if (method === 'get' || method === 'cancel') {
         if (typeof params.id !== 'string') throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.id must be a task id');
-        const task = tasks.get(params.id)?.task;
+        const found = tasks.get(params.id)?.task;
+        // Another caller's task is not found: its id says nothing of whether it exists.
+        const task = found?.owner === principalOf(request) ? found : undefined;
         if (!task) throw new RpcError(A2A_ERRORS.TASK_NOT_FOUND, `Task not found: ${params.id.slice(0, 100)}`);
         // Tasks are answered before they are listed, so none is left to cancel.
         if (method === 'cancel') throw new RpcError(A2A_ERRORS.TASK_NOT_CANCELABLE, `Task ${task.id} is ${task.state} and cannot be canceled`);

@@ -1,15 +1,18 @@
 // The MCP face: the agent as an MCP server over Streamable HTTP at `/mcp`, through `@modelcontextprotocol/sdk`'s
 // server (loaded on the first request, never by the package root). One SDK server answers every POST through the
-// face's transport (transport.ts); the face keeps the sessions (`Mcp-Session-Id`) itself, in the agent's memory, so with Redis any process
-// answers any session. A GET opens the session's stream of list_changed notifications. Every failure, the edge's 401,
-// 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its HTTP status kept.
+// face's transport (transport.ts); the face keeps the sessions (`Mcp-Session-Id`) itself, as every face does (sessions.ts):
+// in the agent's memory when it is shared, so with Redis any process answers any session, and each bound to the token that
+// opened it. A GET opens the session's stream of list_changed notifications (one per session, a few per client).
+// Every failure, the edge's 401, 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its HTTP status kept.
+import { randomUUID } from 'node:crypto';
 import type { Route } from '../../edge/mount.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, type EdgeResponse } from '../../edge/response.js';
 import { FeedChannel, sseFrame, wantsEventStream } from '../../edge/events.js';
+import { clientKey } from '../../edge/guard.js';
 import { isTooLarge, readBodyText } from '../body.js';
 import type { Face, FaceDefinition } from '../face.js';
-import { McpSessions } from './sessions.js';
+import { FaceSessions, sessionKey, tokenScope } from '../sessions.js';
 import { McpToolTable } from './tools.js';
 
 /** Options of the MCP face. */
@@ -22,6 +25,8 @@ export type McpOptions = {
   mcpMaxSessions?: number;
   /** Open `GET /mcp` event streams at most (default 256). */
   mcpMaxStreams?: number;
+  /** Open `GET /mcp` event streams of one client address at most (default 8); a session has one at most. */
+  mcpMaxStreamsPerClient?: number;
 };
 
 /** The MCP endpoint's path. */
@@ -77,14 +82,20 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
   name: 'mcp',
   create(context, options): Face {
     const tools = new McpToolTable(context.receiver);
-    const sessions = new McpSessions(context.memory, {
+    const sessions = new FaceSessions('mcp', context.memory, {
       now: context.now,
-      ...(options.mcpSessionIdleMs !== undefined ? { idleMs: options.mcpSessionIdleMs } : {}),
+      idleMs: options.mcpSessionIdleMs ?? 30 * 60_000,
       ...(options.mcpMaxSessions !== undefined ? { maxSessions: options.mcpMaxSessions } : {}),
     });
     const maxStreams = options.mcpMaxStreams ?? 256;
+    const maxStreamsPerClient = options.mcpMaxStreamsPerClient ?? 8;
     const source = { receiver: context.receiver, tools, sessions, name: context.name, version: options.version ?? '1.0.0' };
     const feeds = new Set<FeedChannel>();
+    // The open GET streams by session key and by client address.
+    const streamOfSession = new Map<string, FeedChannel>();
+    const streamsOfClient = new Map<string, number>();
+    /** A request's session key: its `Mcp-Session-Id` under the caller's token, so a session answers only the token that opened it. */
+    const keyOf = (request: EdgeRequest, id: string) => sessionKey(context.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined, id);
     let answerer: ReturnType<typeof import('./transport.js')['createAnswerer']> | undefined;
 
     const stopWatching = context.receiver.onProtocolsChanged?.(() => {
@@ -104,11 +115,19 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       const initializing = isInitialize(message);
       if (initializing && !(await sessions.hasRoom())) return busy('Too many open MCP sessions: retry later');
       const session = header(request, 'mcp-session-id');
-      if (!initializing && session !== undefined && !(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
+      const key = session === undefined ? undefined : keyOf(request, session);
+      if (!initializing && key !== undefined && !(await sessions.has(key))) return mcpFailure(404, 'Session not found', -32001);
       const answer = await (answerer ??= import('./transport.js').then(({ createAnswerer }) => createAnswerer(source)));
-      const answered = await answer(message, headersOf(request), request.signal);
+      const headers = headersOf(request);
+      // The server reads the session as its key (the id under the caller's token), the conversations' owner.
+      if (key !== undefined) headers['mcp-session-id'] = key;
+      const answered = await answer(message, headers, request.signal);
       const response: EdgeResponse = answered.body === undefined ? { status: answered.status, headers: { 'content-length': '0' }, body: '' } : json(answered.status, answered.body);
-      if (initializing && response.status === 200) response.headers['mcp-session-id'] = await sessions.open();
+      if (initializing && response.status === 200) {
+        const id = randomUUID();
+        await sessions.open(keyOf(request, id));
+        response.headers['mcp-session-id'] = id;
+      }
       return response;
     }
 
@@ -116,17 +135,31 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       if (!wantsEventStream(request.headers.accept)) return mcpFailure(406, 'Not Acceptable: GET takes Accept: text/event-stream');
       const session = header(request, 'mcp-session-id');
       if (session === undefined) return mcpFailure(400, 'Bad Request: Mcp-Session-Id header is required');
-      if (!(await sessions.has(session))) return mcpFailure(404, 'Session not found', -32001);
-      if (feeds.size >= maxStreams) return busy('Too many open MCP event streams: retry later');
-      const feed: FeedChannel = new FeedChannel(undefined, () => feeds.delete(feed));
+      const key = keyOf(request, session);
+      if (!(await sessions.has(key))) return mcpFailure(404, 'Session not found', -32001);
+      // MCP needs one stream per session (as the SDK's transport, a second one is a conflict); a client's are few.
+      if (streamOfSession.has(key)) return mcpFailure(409, 'Conflict: Only one SSE stream is allowed per session');
+      const client = clientKey(request.remoteAddress);
+      if (feeds.size >= maxStreams || (streamsOfClient.get(client) ?? 0) >= maxStreamsPerClient) return busy('Too many open MCP event streams: retry later');
+      const feed: FeedChannel = new FeedChannel(undefined, () => {
+        feeds.delete(feed);
+        if (streamOfSession.get(key) === feed) streamOfSession.delete(key);
+        const left = (streamsOfClient.get(client) ?? 1) - 1;
+        if (left > 0) streamsOfClient.set(client, left);
+        else streamsOfClient.delete(client);
+      });
       feeds.add(feed);
+      streamOfSession.set(key, feed);
+      streamsOfClient.set(client, (streamsOfClient.get(client) ?? 0) + 1);
       return eventStream(feed, { 'mcp-session-id': session });
     }
 
     async function end(request: EdgeRequest): Promise<EdgeResponse> {
       const session = header(request, 'mcp-session-id');
       if (session === undefined) return mcpFailure(400, 'Bad Request: Mcp-Session-Id header is required');
-      if (!(await sessions.close(session, context.receiver))) return mcpFailure(404, 'Session not found', -32001);
+      const key = keyOf(request, session);
+      if (!(await sessions.close(key, context.receiver))) return mcpFailure(404, 'Session not found', -32001);
+      streamOfSession.get(key)?.cancel();
       return { status: 200, headers: { 'content-length': '0' }, body: '' };
     }
 

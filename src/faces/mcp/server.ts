@@ -15,7 +15,7 @@ import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/t
 import { isAgoraError } from '../../errors.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { JsonValue, SuccessResponse } from '../../schemas.js';
-import type { McpSessions } from './sessions.js';
+import type { FaceSessions } from '../sessions.js';
 import { bodyOfCall, type McpTool, type McpToolTable } from './tools.js';
 
 /** What an agent's MCP server answers from. */
@@ -26,7 +26,7 @@ export type McpServerSource = {
   name: string;
   version: string;
   /** Where sessions' conversations are kept; without it, every call is single-round. */
-  sessions?: McpSessions;
+  sessions?: FaceSessions;
 };
 
 /** The URI of a protocol document as an MCP resource. */
@@ -62,7 +62,7 @@ export async function callTool(source: McpServerSource, name: string, args: Reco
   try {
     const reply =
       session !== undefined && tool.multiround && source.sessions !== undefined
-        ? await source.sessions.turn(source.receiver, session, tool.name, query, context)
+        ? await source.sessions.turn(source.receiver, session, `tool:${tool.name}`, query, context)
         : await source.receiver.query(query, context);
     return resultOf(tool, reply);
   } catch (error) {
@@ -72,8 +72,8 @@ export async function callTool(source: McpServerSource, name: string, args: Reco
 }
 
 /**
- * A new SDK `Server` answering from `source`; `sessionOf` reads a request's session (the HTTP face's
- * `Mcp-Session-Id`, or the one session of a stdio server); `jsonSchemaValidator` shared by the servers of many requests.
+ * A new SDK `Server` answering from `source`; `sessionOf` reads a request's session key (the HTTP face's
+ * `Mcp-Session-Id` scoped by the caller's token, or the one session of a stdio server); `jsonSchemaValidator` shared by the servers of many requests.
  */
 export function createMcpServer(source: McpServerSource, sessionOf: (headers: Record<string, unknown> | undefined) => string | undefined, jsonSchemaValidator?: jsonSchemaValidator): Server {
   const server = new Server(

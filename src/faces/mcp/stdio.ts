@@ -2,10 +2,10 @@
 // MCP servers as processes (Claude Desktop, Claude Code, IDEs). The tools and resources are the MCP face's; the
 // process is one session, so a multiround protocol's calls are the turns of one conversation.
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { InMemoryMemory } from '../../memory/file.js';
+import { randomUUID } from 'node:crypto';
 import { remoteReceiver, type RemoteOptions } from './remote.js';
 import { createMcpServer } from './server.js';
-import { McpSessions } from './sessions.js';
+import { FaceSessions, sessionKey } from '../sessions.js';
 import { McpToolTable } from './tools.js';
 
 /** Options of {@link serveMcpStdio}: how the agent is reached, and the streams (default the process's). */
@@ -27,8 +27,10 @@ export async function serveMcpStdio(url: string, options: McpStdioOptions = {}):
   const receiver = remoteReceiver(url, options);
   // Whether a remote agent has an LLM cannot be seen: `ask` is offered, and the agent's refusal is a tool error.
   const tools = new McpToolTable(receiver, { naturalLanguage: true });
-  const sessions = new McpSessions(new InMemoryMemory());
-  const session = await sessions.open();
+  // The process is the session: it lives until the host closes the connection.
+  const sessions = new FaceSessions('mcp', undefined, { idleMs: 365 * 24 * 3_600_000 });
+  const session = sessionKey(undefined, randomUUID());
+  await sessions.open(session);
   const server = createMcpServer({ receiver, tools, sessions, name: new URL(url).host || 'agora-agent', version: '1.0.0' }, () => session);
   const transport = new StdioServerTransport(
     (options.input ?? process.stdin) as ConstructorParameters<typeof StdioServerTransport>[0],

@@ -2,7 +2,6 @@
 // `POST /invoke` takes a TaskEnvelope. Errors are OAP's `{error, detail}`. `POST /` stays the Agora wire's.
 import type { Route } from '../../edge/mount.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
-import { SessionMap } from '../ask.js';
 import { errorCodeOf } from '../body.js';
 import { capabilityWords, createCatalog } from '../catalog.js';
 import type { Face, FaceDefinition } from '../face.js';
@@ -32,7 +31,6 @@ export const oapFace: FaceDefinition<OapOptions, 'oap'> = {
     const catalog = createCatalog(context.receiver);
     const deps = {
       receiver: context.receiver,
-      sessions: new SessionMap({ now: context.now }),
       name: context.name,
       maxBodyBytes: context.maxBodyBytes,
       logger: context.logger,

@@ -6,13 +6,12 @@ import type { ReceiverApi } from '../../receiver.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { MountedRequest } from '../../edge/mount.js';
 import type { EdgeResponse } from '../../edge/response.js';
-import { ask, type Ask, type SessionMap } from '../ask.js';
+import { ask, type Ask } from '../ask.js';
 import { isTooLarge, readBodyText } from '../body.js';
 
 /** What `POST /invoke` works with. */
 export type OapInvokeDeps = {
   receiver: ReceiverApi;
-  sessions: SessionMap;
   name: string;
   maxBodyBytes: number;
   logger: Pick<Logger, 'error'>;
@@ -65,7 +64,7 @@ export async function invoke(deps: OapInvokeDeps, request: MountedRequest): Prom
   let result: JsonValue;
   let handoff: JsonObject | null = null;
   try {
-    result = (await ask(deps.receiver, deps.sessions, question, request.signal ? { signal: request.signal } : undefined)).body;
+    result = (await ask(deps.receiver, undefined, question, request.signal ? { signal: request.signal } : undefined)).body;
     handoff = handoffOf(result, deps.name);
   } catch (error) {
     if (!isAgoraError(error)) deps.logger.error(`OAP /invoke: ${describeError(error)}`);

@@ -4,7 +4,8 @@ import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { SuccessResponse } from '../../schemas.js';
-import { ask, tokenScope, type Ask, type SessionMap } from '../ask.js';
+import { ask, type Ask } from '../ask.js';
+import { tokenScope, type FaceSessions } from '../sessions.js';
 import type { CatalogEntry } from '../catalog.js';
 import { canonicalJson } from '../../protocol/roar/canonical.js';
 import { roarCard } from './card.js';
@@ -16,7 +17,7 @@ import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, 
 /** What the ROAR face works with. */
 export type RoarFaceDeps = {
   receiver: ReceiverApi;
-  sessions: SessionMap;
+  sessions: FaceSessions;
   catalog: () => Promise<CatalogEntry[]>;
   /** The identity; itself once loaded (no await on the hot path), a promise until then. */
   identity: () => RoarIdentity | Promise<RoarIdentity>;
@@ -54,10 +55,11 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
   const identity = known instanceof Promise ? await known : known;
   checkSender(message, identity.did, deps.security);
   if (!(await deps.security.replay.firstSeen(message.id, REPLAY_WINDOW_MS))) throw duplicate(message);
-  // A session is the verified signer's when messages are signed, else the token's; otherwise the face issues its ids.
+  // The client's `context.session_id` is kept and echoed, scoped by who sent it: the verified signer when messages
+  // are signed, else the token; two callers who pick the same id have two conversations.
   const signed = deps.security.secret !== undefined || (deps.security.trust?.size ?? 0) > 0;
   const principal = signed ? `did:${message.fromDid}` : tokenScope(token);
-  const action = roarAction(message, (given) => deps.sessions.scope('roar', given, principal));
+  const action = roarAction(message, principal);
   if (action.kind === 'discover') {
     const card = roarCard({ identity, description: deps.description, baseUrl: baseUrl(), protocols: await deps.catalog() });
     return { status: 200, text: replyText(identity, message, okPayloadText(JSON.parse(JSON.stringify(card))), deps.security), message };

@@ -4,9 +4,9 @@ import type { KeyObject } from 'node:crypto';
 import { AgoraError } from '../../errors.js';
 import type { Route } from '../../edge/mount.js';
 import { baseUrlOf } from '../../edge/request.js';
-import { SessionMap } from '../ask.js';
 import { createCatalog } from '../catalog.js';
 import type { Face, FaceDefinition } from '../face.js';
+import { FaceSessions } from '../sessions.js';
 import { receiverStream, type StreamAnswer } from '../stream.js';
 import type { RoarFaceDeps } from './answer.js';
 import { RoarEvents, type RoarEventOptions } from './events.js';
@@ -68,7 +68,7 @@ export const roarFace = {
   name: 'roar',
   create(context, options): RoarFace {
     const { now } = context;
-    const sessions = new SessionMap({ now });
+    const sessions = new FaceSessions('roar', context.memory, { now });
     let identity: Promise<RoarIdentity> | undefined;
     // Once loaded, the identity itself: every ROAR message needs it, and awaiting even a settled promise costs a tick.
     let loaded: RoarIdentity | undefined;

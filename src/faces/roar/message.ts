@@ -3,7 +3,8 @@
 import { randomUUID, type KeyObject } from 'node:crypto';
 import { isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
-import type { Ask, ScopedSession } from '../ask.js';
+import type { Ask } from '../ask.js';
+import { sessionKey } from '../sessions.js';
 import { canonicalJson, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from '../../protocol/roar/canonical.js';
 import { readRoarJson } from './read.js';
 import { identityJson, type RoarIdentity } from '../../protocol/roar/identity.js';
@@ -158,10 +159,10 @@ export type RoarAction = { kind: 'ask'; ask: Ask; sessionId?: string } | { kind:
 
 /**
  * Maps a message to an action: `payload.protocolHash` (+ `body`, `protocolSources`) is a protocol query; else
- * `task`, `text` or `message` is natural language. `context.session_id` names a conversation, scoped by `scope`
- * (the key it is kept under, and the id the reply hands back).
+ * `task`, `text` or `message` is natural language. `context.session_id` names a conversation, kept under the
+ * caller's `principal` (a verified signer, a token) and handed back as it came.
  */
-export function roarAction(message: RoarMessage, scope: (given: string) => ScopedSession): RoarAction {
+export function roarAction(message: RoarMessage, principal: string | undefined): RoarAction {
   if (message.intent === 'discover') return { kind: 'discover' };
   if (message.intent === 'notify' || message.intent === 'respond') return { kind: 'acknowledge' };
   const { payload, context } = message;
@@ -169,8 +170,7 @@ export function roarAction(message: RoarMessage, scope: (given: string) => Scope
   if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > MAX_ID)) {
     invalid(`context.session_id must be a string of 1 to ${MAX_ID} characters`);
   }
-  const scoped = typeof sessionId === 'string' ? scope(sessionId) : undefined;
-  const session = scoped?.key;
+  const session = typeof sessionId === 'string' ? sessionKey(principal, sessionId) : undefined;
   if (payload.protocolHash !== undefined && payload.protocolHash !== null) {
     if (typeof payload.protocolHash !== 'string') invalid('payload.protocolHash must be a string');
     const sources = payload.protocolSources;
@@ -181,13 +181,13 @@ export function roarAction(message: RoarMessage, scope: (given: string) => Scope
     const ask: Ask = { protocolHash: payload.protocolHash, body: payload.body };
     if (Array.isArray(sources)) ask.protocolSources = sources as string[];
     if (session !== undefined) ask.session = session;
-    return scoped === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: scoped.id };
+    return session === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: sessionId as string };
   }
   const text = payload.task ?? payload.text ?? payload.message;
   if (text === undefined || text === null || text === '') invalid('payload needs task, text or message (natural language), or protocolHash and body');
   const ask: Ask = { body: text };
   if (session !== undefined) ask.session = session;
-  return scoped === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: scoped.id };
+  return session === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: sessionId as string };
 }
 
 /** The canonical text of a reply's payload to an answered ask, its two keys written in sorted order. */
@@ -218,7 +218,7 @@ function identityTextOf(identity: RoarIdentity): { identity: string; did: string
  * A signed `respond` message from us to the sender (HMAC with the secret, else Ed25519 with our key when
  * signing is on), serialized so the bytes a Python verifier reads back give the canonical body we signed.
  * `payloadText` is the payload as canonical JSON; it and the context are shared by the signed body and the wire text.
- * `session` is the session id the reply hands back (the one the face issued), the message's own by default.
+ * `session` is the session id the reply hands back, the message's own by default.
  */
 export function replyText(identity: RoarIdentity, message: RoarMessage, payloadText: string, security: Omit<RoarSecurity, 'replay'>, session?: string): string {
   const timestamp = pythonFloat(security.now() / 1000);

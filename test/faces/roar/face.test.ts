@@ -127,23 +127,24 @@ describe('ROAR face over HTTP', () => {
     }
   });
 
-  it('maps task/text/message to natural language; an unsigned session_id is one the face issued, a foreign one starts anew', async () => {
+  it('maps task/text/message to natural language; an unsigned session_id is kept as the client chose it and echoed', async () => {
     const receiver = fakeReceiver();
     const faces = makeFaces({}, receiver);
     const me = (await faces.identity()).did;
+    // ROAR's SDK client picks `context.session_id` itself and sends it with every message of the conversation
+    // (roar_sdk client.py): the reply carries the same id, and the next message is the next turn.
     const first = await post(faces, pythonMessage(me, { text: 'hi' }, { context: { session_id: 's1' } }));
-    const issued = (first.json.context as Record<string, unknown>).session_id as string;
-    expect(issued).not.toBe('s1');
-    const second = await post(faces, pythonMessage(me, { message: 'again' }, { context: { session_id: issued } }));
-    // Anyone else naming the id the first client chose (the same claimed DID included) gets a conversation of its own.
-    const other = await post(faces, pythonMessage(me, { task: 'other' }, { context: { session_id: 's1' } }));
-    expect([first.json.payload, second.json.payload, other.json.payload]).toEqual([
+    const second = await post(faces, pythonMessage(me, { message: 'again' }, { context: { session_id: 's1' } }));
+    const third = await post(faces, pythonMessage(me, { task: 'more' }, { context: { session_id: 's1' } }));
+    const other = await post(faces, pythonMessage(me, { task: 'other' }, { context: { session_id: 's2' } }));
+    expect([first.json.payload, second.json.payload, third.json.payload, other.json.payload]).toEqual([
       { status: 'ok', result: 'turn 1: hi' },
       { status: 'ok', result: 'turn 2: again' },
+      { status: 'ok', result: 'turn 3: more' },
       { status: 'ok', result: 'turn 1: other' },
     ]);
-    expect((second.json.context as Record<string, unknown>).session_id).toBe(issued);
-    expect((other.json.context as Record<string, unknown>).session_id).not.toBe(issued);
+    for (const reply of [first, second, third]) expect((reply.json.context as Record<string, unknown>).session_id).toBe('s1');
+    expect((other.json.context as Record<string, unknown>).session_id).toBe('s2');
   });
 
   it('keeps a signed sender\'s session_id as it chose it, scoped to the verified DID', async () => {
