@@ -1,5 +1,6 @@
 // The nesting cap of `POST /` (100 levels) holds on every surface the edge serves: a 100,000-deep body never reaches
-// a face, a routine or the hub (where a walk of it overflows the stack), and each surface refuses it in its own shape.
+// a face, a routine or the hub (where a walk of it, JSON.stringify's included, overflows the stack), and each surface
+// refuses it in its own shape.
 import { afterEach, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startHub } from '../../src/hub/server.js';
