@@ -153,15 +153,23 @@ export function nestingExceeds(text: Buffer | string, max: number): boolean {
   return false;
 }
 
+/**
+ * Refuses a JSON body nested deeper than {@link MAX_BODY_DEPTH} with `AgoraError('BAD_REQUEST')`, before anything
+ * parses or walks it: every surface's body passes here (the edge's body readers, the Agora mount's parser).
+ */
+export function refuseDeepNesting(text: Buffer | string, what = 'Request body'): void {
+  // Valid JSON nested past the cap needs that many brackets opened and closed: a shorter body cannot be (and an
+  // invalid one fails JSON.parse, which does not recurse), so most bodies skip the scan.
+  if (text.length > 2 * MAX_BODY_DEPTH + 1 && nestingExceeds(text, MAX_BODY_DEPTH)) {
+    throw new AgoraError('BAD_REQUEST', `${what} is nested deeper than ${MAX_BODY_DEPTH} levels`);
+  }
+}
+
 // Synchronous on purpose: each async layer costs a microtask per request on the hot path.
 function parseObject(raw: Buffer, maxBytes: number): Record<string, unknown> {
   if (raw.length > maxBytes) throw new AgoraError('REQUEST_TOO_LARGE');
   if (raw.length === 0) throw new AgoraError('BAD_REQUEST', NOT_A_JSON_OBJECT);
-  // Valid JSON nested past the cap needs that many brackets opened and closed: a shorter body cannot be (and an
-  // invalid one fails JSON.parse, which does not recurse), so most bodies skip the scan.
-  if (raw.length > 2 * MAX_BODY_DEPTH + 1 && nestingExceeds(raw, MAX_BODY_DEPTH)) {
-    throw new AgoraError('BAD_REQUEST', `Request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
-  }
+  refuseDeepNesting(raw);
   // Refused rather than decoded with replacement characters: what the peer meant cannot be known. Only a text with
   // U+FFFD in it can hide a bad sequence, and V8 answers that search at once for an ASCII body (most of them).
   let text = raw.toString('utf8');

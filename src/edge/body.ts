@@ -1,10 +1,11 @@
-// The one body reader: a node request's body with its size cap (counted after decompression), a body parsed
-// through a zod schema into an `AgoraError`, and a node request as the edge's `EdgeRequest`.
+// The one body reader: a node request's body with its size cap (counted after decompression), a JSON body's
+// nesting cap, a body parsed through a zod schema into an `AgoraError`, and a node request as the edge's `EdgeRequest`.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Server } from 'node:net';
 import { createBrotliDecompress, createGunzip, createInflate, type Gunzip } from 'node:zlib';
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
+import { refuseDeepNesting } from '../schemas.js';
 import { bodyOf, type EdgeRequest, type RequestLogFields } from './request.js';
 
 const EMPTY = Buffer.alloc(0);
@@ -123,11 +124,24 @@ function readEncoded(request: IncomingMessage, encoding: string, maxBytes: numbe
 }
 
 /**
- * A body read (given or loaded, capped) and parsed as JSON through a schema: a body that is not JSON, or does not
- * match, is `AgoraError('BAD_REQUEST')` with a readable reason (never a raw ZodError).
+ * The body of a request that carries JSON, read for every mount that reads one (the faces, the hub): given or
+ * loaded (size-capped: past `maxBytes` too, `AgoraError('REQUEST_TOO_LARGE')`), and refused with
+ * `AgoraError('BAD_REQUEST')` when nested deeper than the cap (100 levels), so no parse or walk of it can overflow
+ * the stack. Each mount answers the refusal in its own wire's shape.
+ */
+export async function jsonBodyOf(request: EdgeRequest, maxBytes = Number.POSITIVE_INFINITY): Promise<Buffer> {
+  const body = await bodyOf(request);
+  if (body.length > maxBytes) throw new AgoraError('REQUEST_TOO_LARGE');
+  refuseDeepNesting(body);
+  return body;
+}
+
+/**
+ * A body read (given or loaded, capped) and parsed as JSON through a schema: a body that is not JSON, nested too
+ * deeply, or does not match, is `AgoraError('BAD_REQUEST')` with a readable reason (never a raw ZodError).
  */
 export async function readJson<T>(request: EdgeRequest, schema: z.ZodType<T>): Promise<T> {
-  const raw = await bodyOf(request);
+  const raw = await jsonBodyOf(request);
   let value: unknown;
   try {
     value = JSON.parse(raw.toString('utf8'));

@@ -4,6 +4,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
+import { refuseDeepNesting } from '../schemas.js';
 import { clientKey } from './guard.js';
 import type { Edge, MountedRequest } from './mount.js';
 import type { EdgeRequest } from './request.js';
@@ -106,19 +107,31 @@ export class SocketRouter {
     });
   }
 
-  // Every message counts against the rate limit, in order; a refused one is answered in the mount's shape, or the
-  // socket is closed (1008, policy violation).
+  // Every message counts against the rate limit, in order, and is a body like any other: nested past the cap (as
+  // `POST /` refuses), it never reaches the mount. A refused one is answered in the mount's shape, or the socket is
+  // closed (1008, policy violation).
   #listen(client: WebSocket, request: EdgeRequest & MountedRequest, listener: (data: Buffer, isBinary: boolean) => void): void {
     let queue: Promise<void> = Promise.resolve();
+    const refuse = (status: number, message: string) => {
+      const frame = request.mount?.socketFailure?.(status, message);
+      if (frame !== undefined) client.send(frame);
+      else client.close(1008, message.slice(0, 120));
+    };
     client.on('message', (data, isBinary) => {
       queue = queue
         .then(() => this.edge.hit(request.remoteAddress))
         .then((retryAfter) => {
           if (client.readyState !== client.OPEN) return;
-          if (retryAfter <= 0) return listener(asBuffer(data), isBinary);
-          const frame = request.mount?.socketFailure?.(429, 'Too many requests');
-          if (frame !== undefined) client.send(frame);
-          else client.close(1008, 'Too many requests');
+          if (retryAfter > 0) return refuse(429, 'Too many requests');
+          const message = asBuffer(data);
+          if (!isBinary) {
+            try {
+              refuseDeepNesting(message, 'Message');
+            } catch (error) {
+              return refuse(400, (error as Error).message);
+            }
+          }
+          return listener(message, isBinary);
         })
         .catch(() => client.terminate());
     });

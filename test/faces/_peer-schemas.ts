@@ -71,7 +71,7 @@ export const roarMessage = z.strictObject({
   timestamp: z.number(),
 });
 
-/** The last frame of every reply over ROAR's WebSocket: the reply ROARMessage itself, plus `type: "done"`. */
+/** The last frame of a reply over ROAR's WebSocket whose deltas were asked for: the reply ROARMessage, plus `type: "done"`. */
 export const roarDoneFrame = roarMessage.extend({ type: z.literal('done') });
 
 /** A delta frame before it. */

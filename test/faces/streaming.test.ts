@@ -3,6 +3,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startTestAgent, type TestAgent } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
+import { roarMessage } from './_peer-schemas.js';
+import { sdkSendRemote } from './roar/_messages.js';
 
 // The faces on a whole agent: the LLM's text reaches an A2A client as it is written, not once it is done.
 describe('streaming through the faces', () => {
@@ -39,12 +41,22 @@ describe('streaming through the faces', () => {
     expect(final.status.state).toBe(3);
   });
 
-  it('streams over ROAR’s WebSocket in pieces too', async () => {
+  it("answers ROAR's SDK over the WebSocket with one frame, the reply ROARMessage, for an LLM answer the LLM streams", async () => {
+    agent.fake.push({ text: 'One two three', stream: { chunks: ['One', ' two', ' three'] } });
+    const did = ((await (await fetch(`${agent.url}/roar/card`)).json()) as { identity: { did: string } }).identity.did;
+    const message = JSON.stringify({ roar: '1.0', id: 'msg_sdk', from: { did: 'did:roar:agent:tester-0123456789abcdef' }, to: { did }, intent: 'delegate', payload: { task: 'count' }, context: {}, auth: {}, timestamp: Date.now() / 1000 });
+    // `send_remote` takes the WebSocket (the card names it) and `ws_send` reads one frame: it must be the reply.
+    const { transport, frame } = await sdkSendRemote(agent.url, message);
+    expect(transport).toBe('websocket');
+    expect(roarMessage.parse(JSON.parse(frame))).toMatchObject({ intent: 'respond', payload: { status: 'ok', result: 'One two three' } });
+  });
+
+  it('streams over ROAR’s WebSocket in pieces when asked (?deltas=true)', async () => {
     agent.fake.push({ text: 'One two three', stream: { chunks: ['One', ' two', ' three'] } });
     const card = (await (await fetch(`${agent.url}/roar/card`)).json()) as { identity: { did: string } };
     const { did } = card.identity;
     expect(did).toMatch(/^did:roar:agent:/);
-    const socket = new WebSocket(`${agent.url.replace('http', 'ws')}/roar/ws`);
+    const socket = new WebSocket(`${agent.url.replace('http', 'ws')}/roar/ws?deltas=true`);
     const frames: { type: string; delta?: string; payload?: { result?: string } }[] = [];
     await new Promise((resolve) => socket.once('open', resolve));
     const done = new Promise<void>((resolve, reject) => {

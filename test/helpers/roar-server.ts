@@ -104,8 +104,8 @@ export async function startRoarServer(options: Options): Promise<RoarTestServer>
   sockets.on('connection', (socket) => {
     socket.on('message', (data) => {
       void handle(data.toString('utf8'), (delta) => socket.send(JSON.stringify({ type: 'delta', delta }))).then(({ status, text }) => {
-        // ROAR's router sends the reply message itself as the one frame; a refusal is an error frame.
-        socket.send(status === 200 ? text : JSON.stringify({ type: 'error', ...JSON.parse(text) }));
+        // ROAR's router (roar_sdk router.py) sends the reply message itself as the one frame; a refusal is `{"error": code}` alone.
+        socket.send(status === 200 ? text : JSON.stringify({ error: (JSON.parse(text) as { error: string }).error }));
       });
     });
   });

@@ -10,7 +10,7 @@ import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
 import type { Ask } from '../ask.js';
 import { sessionKey, tokenScope } from '../sessions.js';
-import { isTooLarge, readBodyText } from '../body.js';
+import { isBadBody, isTooLarge, readBodyText } from '../body.js';
 import type { StreamAnswer } from '../stream.js';
 
 /** A2A's error codes (JSON-RPC's own, then A2A's). */
@@ -229,6 +229,8 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
         envelope = JSON.parse(await readBodyText(request, deps.maxBodyBytes));
       } catch (error) {
         if (isTooLarge(error)) return rpcError(413, null, A2A_ERRORS.INVALID_REQUEST, 'Request too large');
+        // Refused by the edge before any parse (nested too deeply): not a request this server takes, with its HTTP status.
+        if (isBadBody(error)) return rpcError(400, null, A2A_ERRORS.INVALID_REQUEST, error.message);
         return fail(null, A2A_ERRORS.PARSE, 'Parse error');
       }
       if (Array.isArray(envelope)) return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Batch requests are not supported');

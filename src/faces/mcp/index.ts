@@ -10,7 +10,7 @@ import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, type EdgeResponse } from '../../edge/response.js';
 import { FeedChannel, sseFrame, wantsEventStream } from '../../edge/events.js';
 import { clientKey } from '../../edge/guard.js';
-import { isTooLarge, readBodyText } from '../body.js';
+import { isBadBody, isTooLarge, readBodyText } from '../body.js';
 import type { Face, FaceDefinition } from '../face.js';
 import { FaceSessions, sessionKey, tokenScope } from '../sessions.js';
 import { McpToolTable } from './tools.js';
@@ -109,6 +109,8 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
         message = JSON.parse(await readBodyText(request, context.maxBodyBytes));
       } catch (error) {
         if (isTooLarge(error)) return mcpFailure(413, 'Request body too large');
+        // Refused by the edge before any parse (nested too deeply): the SDK's transport answers a body it cannot take as a message so.
+        if (isBadBody(error)) return mcpFailure(400, `Parse error: ${error.message}`, -32700);
         if (!(error instanceof SyntaxError)) throw error;
         return mcpFailure(400, 'Parse error: Invalid JSON', -32700);
       }

@@ -7,7 +7,7 @@ import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { MountedRequest } from '../../edge/mount.js';
 import type { EdgeResponse } from '../../edge/response.js';
 import { ask, type Ask } from '../ask.js';
-import { isTooLarge, readBodyText } from '../body.js';
+import { isBadBody, isTooLarge, readBodyText } from '../body.js';
 
 /** What `POST /invoke` works with. */
 export type OapInvokeDeps = {
@@ -43,6 +43,7 @@ export async function invoke(deps: OapInvokeDeps, request: MountedRequest): Prom
     envelope = JSON.parse(await readBodyText(request, deps.maxBodyBytes));
   } catch (error) {
     if (isTooLarge(error)) return failure(413, 'request_too_large', 'Request too large');
+    if (isBadBody(error)) return failure(400, 'invalid_envelope', error.message);
     return failure(400, 'invalid_envelope', 'The body must be a JSON TaskEnvelope');
   }
   if (!isObject(envelope)) return failure(400, 'invalid_envelope', 'The body must be a JSON TaskEnvelope');

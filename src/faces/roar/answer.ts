@@ -3,7 +3,7 @@
 import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
-import type { SuccessResponse } from '../../schemas.js';
+import type { JsonValue, SuccessResponse } from '../../schemas.js';
 import { ask, type Ask } from '../ask.js';
 import { tokenScope, type FaceSessions } from '../sessions.js';
 import type { CatalogEntry } from '../catalog.js';
@@ -45,12 +45,19 @@ function sessionOf(message: RoarMessage): string {
 export type RoarOutcome = { status: number; text: string; message?: RoarMessage };
 
 /**
+ * Where a transport that can stream sends deltas: given the message's `context.deltas`, the listener for this
+ * message's deltas, or `undefined` for the whole answer alone.
+ */
+export type DeltaListeners = (asked: JsonValue | undefined) => ((delta: string) => void) | undefined;
+
+/**
  * Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. `baseUrl`
  * is asked for only by `discover` (the card's links), so other messages never build it. `token` is the bearer
  * token the message came with, when the edge asks for one (a session's scope when messages are not signed).
  */
-export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, onDelta?: (delta: string) => void, token?: string): Promise<RoarOutcome> {
+export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, deltas?: DeltaListeners, token?: string): Promise<RoarOutcome> {
   const message = parseRoarMessage(text);
+  const onDelta = deltas?.(message.context.deltas);
   const known = deps.identity();
   const identity = known instanceof Promise ? await known : known;
   checkSender(message, identity.did, deps.security);
@@ -68,9 +75,7 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
   publishTask(deps, identity, message, action.sessionId, 'working');
   try {
     const context = signal ? { signal } : undefined;
-    // `context.deltas: false` asks for the whole answer alone, even on a socket that streams.
-    const listen = onDelta !== undefined && message.context.deltas !== false;
-    const reply = !listen ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta!);
+    const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
     publishTask(deps, identity, message, action.sessionId, 'completed');
     return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security, action.sessionId), message };
   } catch (error) {

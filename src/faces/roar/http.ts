@@ -5,7 +5,7 @@ import type { Logger } from '../../log.js';
 import type { MountedRequest } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { eventStream, json, jsonText, SSE_HEADERS, type EdgeResponse } from '../../edge/response.js';
-import { errorCodeOf, isTooLarge, readBodyText } from '../body.js';
+import { errorCodeOf, isBadBody, isTooLarge, readBodyText } from '../body.js';
 import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
 import { roarCard } from './card.js';
 import { RoarRefusal } from './message.js';
@@ -17,9 +17,9 @@ export function roarFailure(status: number, message: string, code = errorCodeOf(
   return json(status, { error: code, message });
 }
 
-/** A refused WebSocket message as ROAR's socket error frame. */
+/** A refused WebSocket message as ROAR's socket error frame (a 400, such as a frame nested too deeply, is `invalid_message`). */
 export function roarSocketFailure(status: number, message: string): string {
-  return JSON.stringify({ type: 'error', error: errorCodeOf(status), message });
+  return JSON.stringify({ type: 'error', error: status === 400 ? 'invalid_message' : errorCodeOf(status), message });
 }
 
 /** A refusal or an unexpected error as a ROAR error response. */
@@ -28,6 +28,8 @@ export function roarErrorResponse(error: unknown, logger: Pick<Logger, 'error'>)
     return jsonText(error.status, error.body, error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) });
   }
   if (isTooLarge(error)) return roarFailure(413, 'Request too large');
+  // The edge's refusal of a body before any parse (nested too deeply): a message ROAR cannot take.
+  if (isBadBody(error)) return roarFailure(400, error.message, 'invalid_message');
   // The replay store (Redis) down: a message cannot be checked against replays, so it is refused for now.
   if (isAgoraError(error) && error.code === 'STORE_UNAVAILABLE') {
     const response = roarFailure(503, 'Store unavailable', 'store_unavailable');

@@ -1,14 +1,16 @@
 // ROAR over WebSocket (`/roar/ws`), accepted through the edge's socket router (which caps sockets and frame size,
-// and counts every message against the rate limit): when tokens are set, an auth frame first (browsers cannot send
-// headers on an upgrade) or the token in the upgrade's Authorization header, then each frame a bare ROAR message. Each reply ends in one frame that is the signed reply
-// ROARMessage itself plus `"type": "done"` (ROAR's SDK `ws_send` reads that one frame and ignores `type`); a
-// streamed answer (the LLM's) sends `{"type":"delta","delta":…}` frames before it, unless the socket was opened with
-// `?deltas=false` or the message says `context.deltas: false`. Auth time, messages in flight per socket and
-// heartbeats are bounded here.
+// nesting, and counts every message against the rate limit): when tokens are set, an auth frame first (browsers
+// cannot send headers on an upgrade) or the token in the upgrade's Authorization header, then each frame a bare ROAR
+// message. Each message is answered with one frame, the signed reply ROARMessage, as ROAR's own router answers it:
+// ROAR's SDK `ws_send` sends one message and reads exactly one frame as a ROARMessage. Deltas only when asked for
+// (`?deltas=true` on the upgrade, or `context.deltas: true` in the message; `context.deltas: false` turns a socket's
+// off for one message): `{"type":"delta","delta":…}` frames, then the reply with `"type": "done"` added. A refusal is
+// `{"type":"error","error":code,"message":…}`, an error frame as ROAR's router sends one (no ROARMessage: `ws_send`
+// raises on it, as `http_send` does on a 4xx). Auth time, messages in flight per socket and heartbeats are bounded here.
 import type { WebSocket } from 'ws';
 import { header } from '../../edge/request.js';
 import type { SocketSession } from '../../edge/response.js';
-import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
+import { answerRoarMessage, type DeltaListeners, type RoarFaceDeps } from './answer.js';
 import { RoarRefusal } from './message.js';
 
 /** Limits of the ROAR WebSocket beyond the edge's (open sockets, frame size: the listen options). */
@@ -45,7 +47,7 @@ export class RoarSockets {
   /** Serves one accepted socket; `baseUrl` is the card's base for `discover`. */
   accept(session: SocketSession, baseUrl: string): void {
     const socket = session.client;
-    const deltas = deltasWanted(session.request.path);
+    const socketDeltas = deltasAsked(session.request.path);
     this.#watch(socket);
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
@@ -86,11 +88,17 @@ export class RoarSockets {
         return;
       }
       inFlight += 1;
-      const onDelta = deltas ? (delta: string) => send(socket, JSON.stringify({ type: 'delta', delta })) : undefined;
-      answerRoarMessage(deps, text, () => baseUrl, undefined, onDelta, token)
+      // Whether this message's answer streams: its own `context.deltas` when it is a boolean, else the socket's.
+      let streamed = false;
+      const listeners: DeltaListeners = (asked) => {
+        if (!(typeof asked === 'boolean' ? asked : socketDeltas)) return undefined;
+        streamed = true;
+        return (delta) => send(socket, JSON.stringify({ type: 'delta', delta }));
+      };
+      answerRoarMessage(deps, text, () => baseUrl, undefined, listeners, token)
         .then(
           // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put it.
-          (outcome) => send(socket, `${outcome.text.slice(0, -1)}, "type": "done"}`),
+          (outcome) => send(socket, streamed ? `${outcome.text.slice(0, -1)}, "type": "done"}` : outcome.text),
           (error: unknown) => {
             if (error instanceof RoarRefusal) send(socket, JSON.stringify({ type: 'error', error: error.code, message: error.message }));
             else {
@@ -146,8 +154,8 @@ function queryOf(path: string): URLSearchParams {
   return new URLSearchParams(at < 0 ? '' : path.slice(at + 1));
 }
 
-/** Whether a socket's upgrade URL leaves delta frames on (`?deltas=false`, `0` or `off` turns them off). */
-function deltasWanted(path: string): boolean {
+/** Whether a socket's upgrade URL asks for delta frames (`?deltas=true`, `1`, `on` or `yes`); without it, none. */
+function deltasAsked(path: string): boolean {
   const value = queryOf(path).get('deltas');
-  return value === null || !['false', '0', 'off', 'no'].includes(value.toLowerCase());
+  return value !== null && ['true', '1', 'on', 'yes'].includes(value.toLowerCase());
 }

@@ -1,6 +1,8 @@
-// One ROAR message over the agent's WebSocket (`/roar/ws`): `delta` frames while the agent streams, then the reply
-// ROARMessage as one frame (marked `"type": "done"` by our agents, bare from ROAR's own router; an older
-// `{"type":"done","message":…}` wrapper is read too). `ws` is loaded only when a socket is opened.
+// One ROAR message over the agent's WebSocket (`/roar/ws`): `delta` frames while the agent streams (our agents send
+// them only when asked, `?deltas=true`), then the reply ROARMessage as one frame (marked `"type": "done"` by our
+// agents after deltas, bare from ROAR's own router; an older `{"type":"done","message":…}` wrapper is read too). A
+// refusal is an error frame: `{"type":"error","error":code,…}` from ours, `{"error":code}` from ROAR's router. `ws`
+// is loaded only when a socket is opened.
 import { AgoraError } from '../../errors.js';
 import type { LosslessValue } from '../../protocol/roar/canonical.js';
 import { parseRoarText } from './roar-message.js';
@@ -15,8 +17,8 @@ type Frame = { type?: unknown; delta?: unknown; error?: unknown; message?: unkno
 
 /** Sends `text` on a new socket to `base`'s `/roar/ws` and yields what comes back, ending with the reply. */
 export async function* roarSocketExchange(base: string, text: string, options: RoarSocketOptions): AsyncGenerator<RoarSocketPiece> {
-  // `?deltas=false` asks our agents for the reply frame only; other ROAR agents ignore the query.
-  const url = `${base.replace(/^http/, 'ws')}/roar/ws${options.deltas === false ? '?deltas=false' : ''}`;
+  // `?deltas=true` asks our agents for delta frames (without it they send the reply frame only); ROAR's router ignores the query.
+  const url = `${base.replace(/^http/, 'ws')}/roar/ws${options.deltas === false ? '' : '?deltas=true'}`;
   const what = `WebSocket ${url}`;
   const { WebSocket } = await import('ws');
   const socket = new WebSocket(url, { headers: options.headers, maxPayload: options.maxBytes, handshakeTimeout: options.timeoutMs });
@@ -82,7 +84,8 @@ export async function* roarSocketExchange(base: string, text: string, options: R
         if (typeof frame.delta === 'string') yield { type: 'delta', delta: frame.delta };
         continue;
       }
-      if (frame.type === 'error') {
+      // ROAR's router refuses with `{"error": code}` alone (no `type`); a reply message has an intent.
+      if (frame.type === 'error' || (frame.type === undefined && typeof frame.intent !== 'string' && typeof frame.error === 'string')) {
         const code = typeof frame.error === 'string' && /^[\w.-]{1,60}$/.test(frame.error) ? ` (${frame.error})` : '';
         throw new AgoraError('PEER_FAILURE', `${what}: the agent refused the message${code}`);
       }

@@ -26,3 +26,32 @@ export function replyVerifies(text: string, check: (body: string, signature: str
   const body = signingBody({ id: reply.id!, from: reply.from.did, to: reply.to.did, intent: reply.intent!, payload: reply.payload!, context: reply.context!, timestamp: reply.auth.timestamp });
   return check(body, reply.auth.signature);
 }
+
+/**
+ * One message sent as ROAR's Python SDK sends it (roar_sdk 0.3.2, read in its sources): `ROARClient.send_remote`
+ * takes the WebSocket whenever the card's `endpoints` names `websocket` (client.py, `_best_transport`), and `ws_send`
+ * (transports/websocket.py) opens `{endpoints.websocket}/roar/ws`, sends the message, reads exactly one frame and
+ * returns `ROARMessage.model_validate` of it, raising on anything else. Its own router (router.py) answers each message
+ * with that one frame, the reply's `model_dump`. Returns the transport it took and the frame it read.
+ */
+export async function sdkSendRemote(baseUrl: string, message: string): Promise<{ transport: 'websocket' | 'http'; frame: string }> {
+  const card = (await (await fetch(`${baseUrl}/roar/card`)).json()) as { endpoints: Record<string, string> };
+  const websocket = card.endpoints.websocket;
+  if (websocket === undefined) return { transport: 'http', frame: await (await fetch(`${card.endpoints.http}/roar/message`, { method: 'POST', body: message })).text() };
+  const { WebSocket } = await import('ws');
+  const socket = new WebSocket(`${websocket.replace(/\/$/, '')}/roar/ws`);
+  try {
+    await new Promise((resolve, reject) => {
+      socket.once('open', resolve);
+      socket.once('error', reject);
+    });
+    const frame = new Promise<string>((resolve, reject) => {
+      socket.once('message', (data) => resolve(String(data)));
+      socket.once('close', () => reject(new Error('closed before a frame')));
+    });
+    socket.send(message);
+    return { transport: 'websocket', frame: await frame };
+  } finally {
+    socket.close();
+  }
+}

@@ -189,7 +189,7 @@ describe('ROAR face over HTTP', () => {
 });
 
 describe('ROAR face on a node:http server', () => {
-  it('serves messages over HTTP and over /roar/ws: auth frame, then the reply as one done frame', async () => {
+  it('serves messages over HTTP and over /roar/ws: auth frame, then the reply ROARMessage as one frame', async () => {
     const faces = makeFaces({ tokens: ['t0k'] });
     const served = await serveFaces(faces);
     try {
@@ -204,15 +204,15 @@ describe('ROAR face on a node:http server', () => {
           const frame = JSON.parse(String(data)) as Record<string, unknown>;
           frames.push(frame);
           if (frame.type === 'auth_ok') socket.send(pythonMessage(me, { task: 'streamed' }));
-          if (frame.type === 'done') resolve();
+          if (frame.intent === 'respond') resolve();
           if (frame.type === 'error') reject(new Error(String(frame.message)));
         });
       });
       await new Promise((resolve) => socket.once('open', resolve));
       socket.send(JSON.stringify({ type: 'auth', token: 't0k' }));
       await done;
-      // The fake receiver answers whole: no delta, the reply ROARMessage itself is the one frame.
-      expect(frames.map((frame) => frame.type)).toEqual(['auth_ok', 'done']);
+      // No deltas asked for: the reply ROARMessage itself is the one frame, with no `type` of its own.
+      expect(frames.map((frame) => frame.type)).toEqual(['auth_ok', undefined]);
       const final = frames.at(-1) as { payload: { result: string }; intent: string };
       expect(final.intent).toBe('respond');
       expect(final.payload.result).toBe('turn 1: streamed');

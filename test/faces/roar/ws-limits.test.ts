@@ -89,7 +89,7 @@ describe("the edge's rate limit on ROAR's WebSocket", () => {
     }
     await sixAnswers;
     socket.close();
-    expect(answers.filter((frame) => frame.type === 'done')).toHaveLength(3);
+    expect(answers.filter((frame) => frame.intent === 'respond')).toHaveLength(3);
     expect(answers.filter((frame) => frame.type === 'error')).toEqual([
       { type: 'error', error: 'rate_limited', message: 'Too many requests' },
       { type: 'error', error: 'rate_limited', message: 'Too many requests' },

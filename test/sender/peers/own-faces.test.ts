@@ -1,6 +1,7 @@
 // Our clients against our own faces: what a ROAR, A2A or OAP peer of ours gets from us, read back by our clients.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunningServer } from '../../../src/edge/node.js';
+import type { StreamAnswer } from '../../../src/faces/stream.js';
 import { A2aClient, askPeer, detectPeerKind, OapClient, oapEnvelope, RoarClient } from '../../../src/sender/peers/index.js';
 import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces } from '../../faces/_helpers.js';
 
@@ -43,6 +44,25 @@ describe("the peer clients against our agents' faces", () => {
       await expect(new RoarClient({ token: 'wrong' }).ask(guarded.url, { body: 'x' })).rejects.toThrow(/HTTP 401/);
     } finally {
       await guarded.close();
+    }
+  });
+
+  it('asks our ROAR face for deltas (our faces send them only when asked), and gets the bare reply when it does not ask', async () => {
+    const stream: StreamAnswer = async function* () {
+      yield { type: 'delta', delta: 'One' };
+      yield { type: 'delta', delta: ' two' };
+      yield { type: 'done', reply: { status: 'success', body: 'One two' } };
+    };
+    const streaming = await serveFaces(makeFaces({ stream }, fakeReceiver()));
+    try {
+      const pieces: string[] = [];
+      for await (const piece of new RoarClient().stream(streaming.url, { body: 'count' })) pieces.push(piece.type === 'done' ? `done:${String(piece.answer.result)}` : piece.delta);
+      expect(pieces).toEqual(['One', ' two', 'done:One two']);
+      const quiet: string[] = [];
+      for await (const piece of new RoarClient().stream(streaming.url, { body: 'count', deltas: false })) quiet.push(piece.type === 'done' ? `done:${String(piece.answer.result)}` : piece.delta);
+      expect(quiet).toEqual(['done:turn 1: count']);
+    } finally {
+      await streaming.close();
     }
   });
 });

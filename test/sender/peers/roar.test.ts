@@ -75,6 +75,14 @@ describe('RoarClient', () => {
     expect(quiet).toEqual(['done']);
   });
 
+  it("reads ROAR's router's refusal frame over the WebSocket (`{\"error\": code}`, no type) as a refusal, at once", async () => {
+    const server = await start({ secret: 's' });
+    const refused = (async () => {
+      for await (const piece of new RoarClient({ secret: 'not s', timeoutMs: 60_000 }).stream(server.url, { body: 'stream' })) void piece;
+    })();
+    await expect(refused).rejects.toThrow(/WebSocket ws:\/\/127\.0\.0\.1:\d+\/roar\/ws\?deltas=true: the agent refused the message \(signature_invalid\)/);
+  });
+
   it("reads the agent's task events over SSE", async () => {
     const server = await start();
     const client = new RoarClient({ timeoutMs: 5000 });
