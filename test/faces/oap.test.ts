@@ -42,7 +42,7 @@ describe('OAP face', () => {
   it('reads the bare agent names our earlier versions wrote as steps, and writes them back as Steps', async () => {
     const reply = await call(clocked(), 'POST', '/invoke', envelopeOf('convert 10 km', { steps_taken: ['scout', { agent_id: 'planner', action: 'answered' }] }));
     // No time is known for them, so none is claimed (OAP's model fills in its default).
-    expect(oapTaskEnvelope.parse(reply.json).steps_taken).toEqual([{ agent_id: 'scout', action: 'answered', result: null }, { agent_id: 'planner', action: 'answered', result: null }, ourStep('answered', 'turn 1: convert 10 km')]);
+    expect(oapTaskEnvelope.parse(reply.json).steps_taken).toEqual([{ agent_id: 'scout', action: 'answered', result: null }, { agent_id: 'planner', action: 'answered' }, ourStep('answered', 'turn 1: convert 10 km')]);
   });
 
   it("bounds its Step's result; the whole answer is memory.last_result", async () => {

@@ -19,8 +19,8 @@ export const STEP_PREVIEW_CHARS = 500;
 /** OAP's Handoff: the agent to hand the task to next, and why. */
 export type OapHandoff = { next_agent: string; reason: string };
 
-/** OAP's Step: which agent did what (`action`), its `result`, and when (ISO 8601, absent when unknown). */
-export type OapStep = { agent_id: string; action: string; result: JsonValue; timestamp?: string };
+/** OAP's Step: which agent did what (`action`), its `result` (absent: OAP's default, null), and when (ISO 8601, absent when unknown). */
+export type OapStep = { agent_id: string; action: string; result?: JsonValue; timestamp?: string };
 
 /** OAP's TaskEnvelope, as this client sends it: every field OAP defines, none it does not. */
 export type OapEnvelope = {
@@ -53,7 +53,8 @@ export function isIsoDateTime(text: string): boolean {
 export const oapStepSchema = z.looseObject({
   agent_id: z.string(),
   action: z.string(),
-  result: z.json().optional(),
+  // Not walked: it came from JSON.parse, so it is JSON, and a deeply nested one must not exhaust the stack here.
+  result: z.unknown().optional(),
   timestamp: z.string().refine(isIsoDateTime, 'an ISO 8601 date-time').optional(),
 });
 
@@ -66,7 +67,13 @@ export const oapConstraintsSchema = z.looseObject({
 
 /** A step's result, bounded: the answer when its JSON fits {@link MAX_STEP_RESULT_CHARS}, else a preview of it. */
 export function stepResult(result: JsonValue): JsonValue {
-  const text = JSON.stringify(result) ?? 'null';
+  let text: string;
+  try {
+    text = JSON.stringify(result) ?? 'null';
+  } catch {
+    // Nested past what JSON.stringify can walk: no preview to give.
+    return { truncated: true, preview: '' };
+  }
   if (text.length <= MAX_STEP_RESULT_CHARS) return result;
   const preview = typeof result === 'string' ? result : text;
   return { truncated: true, preview: preview.slice(0, STEP_PREVIEW_CHARS) };
@@ -81,13 +88,13 @@ export function oapStep(agentId: string, action: string, result: JsonValue, at: 
 }
 
 /**
- * A step as read from an envelope: an OAP Step as it came, or a bare agent name (our earlier versions wrote those
+ * A step as read from an envelope: an OAP Step as it came (unknown fields too), or a bare agent name (our earlier versions wrote those
  * for an agent that answered) as a Step with no timestamp; undefined when it is neither.
  */
 export function readOapStep(value: unknown): OapStep | undefined {
   if (typeof value === 'string') return { agent_id: value, action: 'answered', result: null };
   const parsed = oapStepSchema.safeParse(value);
-  return parsed.success ? ({ ...parsed.data, result: parsed.data.result ?? null } as OapStep) : undefined;
+  return parsed.success ? (parsed.data as OapStep) : undefined;
 }
 
 /** What {@link oapEnvelope} builds an envelope from. */

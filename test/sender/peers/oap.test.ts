@@ -39,7 +39,11 @@ describe('OapClient', () => {
 
   it('reads steps as Steps or bare agent names, and leaves out what is neither', () => {
     const steps = readOapReply({ steps_taken: ['old-peer', { agent_id: 'x', action: 'y' }, 5, { agent_id: 'z' }, { agent_id: 'w', action: 'v', timestamp: 'yesterday' }] }, 'x').stepsTaken;
-    expect(steps).toEqual([{ agent_id: 'old-peer', action: 'answered', result: null }, { agent_id: 'x', action: 'y', result: null }]);
+    expect(steps).toEqual([{ agent_id: 'old-peer', action: 'answered', result: null }, { agent_id: 'x', action: 'y' }]);
+    // A step result nested past the stack's depth is read, not walked (a hostile peer cannot crash the reader).
+    const deep = JSON.parse(`${'['.repeat(100_000)}${']'.repeat(100_000)}`) as unknown;
+    expect(readOapReply({ steps_taken: [{ agent_id: 'x', action: 'y', result: deep }] }, 'x').stepsTaken).toHaveLength(1);
+    expect(oapStep('x', 'answered', deep as never, 0).result).toEqual({ truncated: true, preview: '' });
   });
 
   it('writes a Step with an ISO 8601 UTC timestamp, and a bounded result', () => {
