@@ -4,14 +4,15 @@
 import { AgoraError, isAgoraError } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
 import { A2aClient } from '../sender/peers/a2a.js';
-import { OapClient, oapEnvelope, readHandoff } from '../sender/peers/oap.js';
+import { OapClient, readHandoff } from '../sender/peers/oap.js';
+import { oapEnvelope, oapStep } from '../sender/peers/oap-envelope.js';
 import { RoarClient } from '../sender/peers/roar.js';
 import { PeerTransport } from '../sender/transport.js';
-import type { AgentProtocol, AgentRecord } from './records.js';
+import type { AgentProtocol, AgentRecord, Hop } from './records.js';
 import { replyShapeOf, shapeMismatch } from './reply-shape.js';
 
-/** What a hop sends: the goal, and what the previous hop answered. */
-export type HopInput = { runId: string; goal: string; input?: JsonValue; steps: string[] };
+/** What a hop sends: the goal, what the previous hop answered, and the chain's finished hops (oldest first). */
+export type HopInput = { runId: string; goal: string; input?: JsonValue; done: readonly Hop[] };
 
 /** What a hop got back: the result, and the next agent when the reply names one. */
 export type HopOutput = { result: JsonValue; handoff?: { target: string; goal?: string } };
@@ -68,9 +69,11 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
   const options = { timeoutMs: limits.timeoutMs, maxReplyBytes: limits.maxReplyBytes };
   switch (agent.kind) {
     case 'oap': {
-      // OAP's rules: a full TaskEnvelope (the chain's id, the previous result as memory, the agents so far), and the
-      // reply's `result` winning over `memory.last_result`; the chain stops when the reply sets no handoff.
-      const envelope = oapEnvelope({ id: hop.runId, goal: hop.goal, input: hop.input ?? null, stepsTaken: hop.steps });
+      // OAP's rules: a full TaskEnvelope (the chain's id, the previous result as memory, a Step per finished hop), and
+      // the reply's `result` winning over `memory.last_result`; the chain stops when the reply sets no handoff. Every
+      // finished hop before this one handed the chain on: a hop that named no next agent would have ended it.
+      const steps = hop.done.map((done) => oapStep(done.agentName, 'handed off', done.result ?? null, done.finishedAt));
+      const envelope = oapEnvelope({ id: hop.runId, goal: hop.goal, input: hop.input ?? null, stepsTaken: steps });
       const reply = await bounded(() => new OapClient(options).invoke(agent.url, envelope));
       return output(reply.result, reply.handoff ? { target: reply.handoff.next_agent, ...(reply.handoff.goal ? { goal: reply.handoff.goal } : {}) } : undefined);
     }

@@ -142,8 +142,8 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
     let handoff: { target: string; goal?: string } | undefined;
     try {
       const text = protocol === undefined || backend.protocolText === undefined ? undefined : await backend.protocolText(protocol.hash).catch(() => undefined);
-      const steps = run.hops.filter((done) => done.ok).map((done) => done.agentName);
-      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), steps }, limits, text);
+      const done = run.hops.filter((finished) => finished.ok);
+      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), done }, limits, text);
       hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
       handoff = output.handoff;
     } catch (error) {

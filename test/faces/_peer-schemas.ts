@@ -52,7 +52,7 @@ export const a2aStreamResult03 = z.discriminatedUnion('kind', [
 /** A JSON-RPC 2.0 success carrying `result`. */
 export const rpcSuccess = <T extends z.ZodType>(result: T) => z.strictObject({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number(), z.null()]), result });
 
-export { oapHandoff, oapTaskEnvelope } from '../helpers/oap-schema.js';
+export { oapHandoff, oapStep, oapStepWritten, oapTaskEnvelope, oapTaskEnvelopeSent } from '../helpers/oap-schema.js';
 
 // ROAR 1.0 (its golden fixtures message.json and stream-event.json).
 const roarIdentity = z.strictObject({ did: z.string().startsWith('did:'), display_name: z.string(), agent_type: z.string(), capabilities: z.array(z.string()), version: z.string(), public_key: z.string().nullable() });

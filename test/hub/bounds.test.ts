@@ -168,6 +168,6 @@ describe('chains', () => {
     closers.push(() => agent.close());
     const protocol = { hash: hashText(document('Convert', 'unit conversion')), name: 'Convert', description: 'unit conversion', multiround: false };
     const record = { id: 'a', url: agent.url, name: 'convert', description: '', kind: 'agora' as const, protocols: [protocol], capabilities: [], status: 'up' as const, missedChecks: 0, registeredAt: 0, lastSeen: 0, lastChecked: 0 };
-    await expect(queryAgent(record, protocol, { runId: 'r', goal: 'convert 10 km to miles', steps: [] }, { timeoutMs: 5000, maxReplyBytes: 1024 * 1024 })).rejects.toThrow(/protocol-level error/);
+    await expect(queryAgent(record, protocol, { runId: 'r', goal: 'convert 10 km to miles', done: [] }, { timeoutMs: 5000, maxReplyBytes: 1024 * 1024 })).rejects.toThrow(/protocol-level error/);
   });
 });

@@ -80,7 +80,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
     expect(run.hops[1]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
     expect(run.hops[2]!.result).toMatchObject({ verdict: 'the plan holds' });
     expect(run.hops[3]!.result).toBe('traduit: scout destinations for a trip');
-    expect(oapTaskEnvelopeSent.parse(envelopes[0])).toMatchObject({ id, steps_taken: ['scout'], memory: { last_result: { destinations: ['Lyon'] } } });
+    expect(oapTaskEnvelopeSent.parse(envelopes[0])).toMatchObject({ id, steps_taken: [{ agent_id: 'scout', action: 'handed off', result: { destinations: ['Lyon'] } }], memory: { last_result: { destinations: ['Lyon'] } } });
     // Finished hops ran once; the hop in flight at the crash ran again, as it may.
     expect(scout.calls).toHaveLength(1);
     expect(envelopes).toHaveLength(1);

@@ -69,7 +69,9 @@ describe('the hub and the other protocols', () => {
     expect(run.hops.map((hop) => hop.agentName)).toEqual(['scout', 'planner']);
     expect(run.hops[1]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
     const envelope = oapTaskEnvelopeSent.parse(envelopes[0]);
-    expect(envelope).toMatchObject({ id: run.id, version: '0.3', goal: 'scout destinations for a trip', constraints: {}, steps_taken: ['scout'], handoff: null });
+    // oap/envelope.py: `steps_taken` is a list of Step {agent_id, action, result, timestamp}; `version` defaults to "0.1".
+    const scouted = { agent_id: 'scout', action: 'handed off', result: run.hops[0]!.result, timestamp: new Date(run.hops[0]!.finishedAt).toISOString() };
+    expect(envelope).toEqual({ id: run.id, version: '0.1', goal: 'scout destinations for a trip', constraints: {}, memory: { last_result: run.hops[0]!.result }, steps_taken: [scouted], handoff: null });
     expect(envelope.memory.last_result).toMatchObject({ destinations: ['Lyon'] });
   });
 

@@ -34,6 +34,7 @@ export const oapFace: FaceDefinition<OapOptions, 'oap'> = {
       name: context.name,
       maxBodyBytes: context.maxBodyBytes,
       logger: context.logger,
+      now: context.now,
       failure: (status: number, code: string, detail: string) => oapFailure(status, detail, code),
       json,
     };

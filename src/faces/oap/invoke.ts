@@ -1,11 +1,14 @@
-// OAP's `POST /invoke`: a TaskEnvelope in, the same envelope back with the answer in `memory.last_result`, this
-// agent appended to `steps_taken`, and a `handoff {next_agent, reason}` only when the answer names a next agent.
+// OAP's `POST /invoke`: a TaskEnvelope in, the same envelope back with the answer in `memory.last_result`, a Step of
+// this agent appended to `steps_taken`, and a `handoff {next_agent, reason}` only when the answer names a next agent.
+// The reply passes OAP's `TaskEnvelope.model_validate` (`oap/envelope.py`): an envelope that model would refuse is
+// refused here (422), and the bare agent names our earlier versions wrote as steps are written back as Steps.
 import { describeError, isAgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ReceiverApi } from '../../receiver.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { MountedRequest } from '../../edge/mount.js';
 import type { EdgeResponse } from '../../edge/response.js';
+import { oapConstraintsSchema, oapStep, readOapStep, type OapStep } from '../../sender/peers/oap-envelope.js';
 import { ask, type Ask } from '../ask.js';
 import { isBadBody, isTooLarge, readBodyText } from '../body.js';
 
@@ -15,6 +18,8 @@ export type OapInvokeDeps = {
   name: string;
   maxBodyBytes: number;
   logger: Pick<Logger, 'error'>;
+  /** Clock in Unix milliseconds (the Step's timestamp). */
+  now: () => number;
   /** OAP's error body `{error, detail}`. */
   failure(status: number, error: string, detail: string): EdgeResponse;
   json(status: number, value: unknown): EdgeResponse;
@@ -32,6 +37,17 @@ function handoffOf(body: JsonValue, agent: string): JsonObject | null {
   if (typeof next !== 'string' || next.trim() === '') return null;
   const reason = typeof handoff.reason === 'string' && handoff.reason.trim() !== '' ? handoff.reason : `${agent} handed the task on`;
   return { next_agent: next, reason };
+}
+
+/** The envelope's steps as Steps, or the detail of the first that is neither a Step nor an agent's name. */
+function stepsOf(value: unknown[]): OapStep[] | string {
+  const steps: OapStep[] = [];
+  for (const [index, item] of value.entries()) {
+    const step = readOapStep(item);
+    if (step === undefined) return `steps_taken[${index}] must be a step {agent_id, action, result, timestamp} (strings; timestamp ISO 8601) or an agent's name`;
+    steps.push(step);
+  }
+  return steps;
 }
 
 /** Answers `POST /invoke` (any other method: 405 in OAP's shape). */
@@ -53,7 +69,12 @@ export async function invoke(deps: OapInvokeDeps, request: MountedRequest): Prom
   if (typeof goal !== 'string' || goal.trim() === '') return failure(422, 'invalid_envelope', 'goal must be a non-empty string');
   if (!isObject(memory)) return failure(422, 'invalid_envelope', 'memory must be an object');
   if (!Array.isArray(stepsTaken)) return failure(422, 'invalid_envelope', 'steps_taken must be an array');
-  if (envelope.constraints !== undefined && envelope.constraints !== null && !isObject(envelope.constraints)) return failure(422, 'invalid_envelope', 'constraints must be an object');
+  const steps = stepsOf(stepsTaken);
+  if (typeof steps === 'string') return failure(422, 'invalid_envelope', steps);
+  for (const field of ['id', 'version'] as const) if (envelope[field] !== undefined && typeof envelope[field] !== 'string') return failure(422, 'invalid_envelope', `${field} must be a string`);
+  const { constraints } = envelope;
+  if (constraints !== undefined && constraints !== null && !isObject(constraints)) return failure(422, 'invalid_envelope', 'constraints must be an object');
+  if (isObject(constraints) && !oapConstraintsSchema.safeParse(constraints).success) return failure(422, 'invalid_envelope', 'constraints: max_cost_usd must be a number, allowed_tools a list of strings, deadline_ms an integer');
   if (envelope.handoff !== undefined && envelope.handoff !== null && !isObject(envelope.handoff)) return failure(422, 'invalid_envelope', 'handoff must be an object');
   const agora = memory.agora;
   let question: Ask = { body: goal };
@@ -64,15 +85,25 @@ export async function invoke(deps: OapInvokeDeps, request: MountedRequest): Prom
   }
   let result: JsonValue;
   let handoff: JsonObject | null = null;
+  let action = 'answered';
   try {
     result = (await ask(deps.receiver, undefined, question, request.signal ? { signal: request.signal } : undefined)).body;
     handoff = handoffOf(result, deps.name);
+    if (handoff !== null) action = 'handed off';
   } catch (error) {
     if (!isAgoraError(error)) deps.logger.error(`OAP /invoke: ${describeError(error)}`);
     result = { error: isAgoraError(error) ? error.message : 'Internal error' };
+    action = 'failed';
   }
-  // The envelope as it came (unknown fields kept), our step appended, the answer in `memory.last_result`. The
-  // incoming handoff is spent: `null` unless our answer names a next agent, so the chain stops with us.
-  const reply: JsonObject = { ...envelope, memory: { ...memory, last_result: result }, steps_taken: [...stepsTaken, deps.name], handoff };
+  // The envelope as it came (unknown fields kept), our Step appended (its result bounded: the whole answer is in
+  // `memory.last_result`), a null `constraints` (which OAP's model refuses) written as none. The incoming handoff
+  // is spent: `null` unless our answer names a next agent, so the chain stops with us.
+  const reply: JsonObject = {
+    ...envelope,
+    memory: { ...memory, last_result: result },
+    steps_taken: [...steps, oapStep(deps.name, action, result, deps.now())],
+    ...(constraints === null ? { constraints: {} } : {}),
+    handoff,
+  };
   return deps.json(200, reply);
 }

@@ -6,11 +6,13 @@ import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { SenderStreamEvent } from '../stream.js';
 import { agentBaseUrl, getJson, PeerTransport, type QueryResult, type TransportOptions } from '../transport.js';
 import { A2aClient } from './a2a.js';
-import { OapClient, oapEnvelope } from './oap.js';
+import { OapClient } from './oap.js';
+import { oapEnvelope } from './oap-envelope.js';
 import { RoarClient, type RoarClientOptions } from './roar.js';
 
 export { A2aClient, type A2aAnswer, type A2aClientOptions, type A2aMessage, type A2aStreamPiece } from './a2a.js';
-export { OAP_ENVELOPE_VERSION, OapClient, oapEnvelope, type OapEnvelope, type OapHandoff, type OapInfo, type OapReply } from './oap.js';
+export { OapClient, type OapInfo, type OapReply } from './oap.js';
+export { OAP_ENVELOPE_VERSION, oapEnvelope, oapStep, type OapEnvelope, type OapHandoff, type OapStep } from './oap-envelope.js';
 export { RoarClient, type RoarAnswer, type RoarCard, type RoarClientOptions, type RoarReply, type RoarSelf, type RoarStreamEvent } from './roar.js';
 
 /** The protocols an agent may speak to us. */

@@ -1,34 +1,17 @@
 // A client for OAP agents (Open Agent Protocol 0.3): `GET /` tells what the agent is, `POST /invoke` takes a whole
 // TaskEnvelope and answers it. Over the sender's transport (timeouts, capped reads, errors naming method and URL);
 // replies are parsed, never trusted. The hub's chains use this client for their OAP hops.
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { AgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import { agentBaseUrl, getJson, PeerTransport, type TransportOptions } from '../transport.js';
-
-/** The envelope version this client writes (OAP 0.3). */
-export const OAP_ENVELOPE_VERSION = '0.3';
-
-/** OAP's Handoff: the agent to hand the task to next, and why. */
-export type OapHandoff = { next_agent: string; reason: string };
-
-/** OAP's TaskEnvelope, as this client sends it: every field OAP defines, none it does not. */
-export type OapEnvelope = {
-  id: string;
-  version: string;
-  goal: string;
-  constraints: JsonObject;
-  memory: JsonObject;
-  steps_taken: string[];
-  handoff: OapHandoff | null;
-};
+import { readOapStep, type OapEnvelope, type OapHandoff, type OapStep } from './oap-envelope.js';
 
 /** What an OAP agent's `GET /` says about it. */
 export type OapInfo = { agentId?: string; description?: string; capabilities: string[] };
 
 /** What an OAP agent answered: its result (OAP's adapter rule: `result` wins over `memory.last_result`), its handoff. */
-export type OapReply = { result: JsonValue; handoff?: OapHandoff & { goal?: string }; stepsTaken: string[]; memory: JsonObject };
+export type OapReply = { result: JsonValue; handoff?: OapHandoff & { goal?: string }; stepsTaken: OapStep[]; memory: JsonObject };
 
 const infoSchema = z.object({
   agent_id: z.string().max(200).optional(),
@@ -52,32 +35,6 @@ const replySchema = z.object({
   handoff: z.unknown().optional(),
 });
 
-/** What {@link oapEnvelope} builds an envelope from. */
-export type OapEnvelopeInput = {
-  goal: string;
-  /** Stable across the hops of one chain (default: a fresh UUID). */
-  id?: string;
-  /** What the previous hop answered: carried as `memory.last_result`. */
-  input?: JsonValue;
-  memory?: JsonObject;
-  constraints?: JsonObject;
-  stepsTaken?: readonly string[];
-  handoff?: OapHandoff | null;
-};
-
-/** A full TaskEnvelope (version, constraints, memory, steps_taken, handoff) for a goal. */
-export function oapEnvelope(input: OapEnvelopeInput): OapEnvelope {
-  return {
-    id: input.id ?? randomUUID(),
-    version: OAP_ENVELOPE_VERSION,
-    goal: input.goal,
-    constraints: input.constraints ?? {},
-    memory: { ...(input.memory ?? {}), ...(input.input !== undefined ? { last_result: input.input } : {}) },
-    steps_taken: [...(input.stepsTaken ?? [])],
-    handoff: input.handoff ?? null,
-  };
-}
-
 /** The handoff a value names (`handoff.next_agent`, with its reason); undefined when none or malformed. */
 export function readHandoff(value: unknown): OapReply['handoff'] {
   const parsed = handoffSchema.safeParse(value);
@@ -94,7 +51,8 @@ export function readOapReply(json: unknown, what: string): OapReply {
   const fromResult = parsed.data.result !== undefined && parsed.data.result !== null;
   const result = (fromResult ? parsed.data.result : (memory.last_result ?? null)) as JsonValue;
   const handoff = readHandoff(parsed.data.handoff);
-  const stepsTaken = (parsed.data.steps_taken ?? []).filter((step): step is string => typeof step === 'string');
+  // Steps as OAP writes them, or bare agent names (older peers); anything else is left out, not trusted.
+  const stepsTaken = (parsed.data.steps_taken ?? []).map(readOapStep).filter((step) => step !== undefined);
   return { result, memory, stepsTaken, ...(handoff ? { handoff } : {}) };
 }
 
