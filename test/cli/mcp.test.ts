@@ -77,7 +77,9 @@ describe('agora mcp (stdio) for an agent with an MCP face: a bridge to its /mcp'
   it('reads a protocol document, and refuses an unknown tool as the face does', async () => {
     const units = (await stdio.listResources()).resources.find((resource) => resource.title === 'Unit conversion')!;
     expect((await stdio.readResource({ uri: units.uri })).contents[0]).toMatchObject({ text: UNITS_PD });
-    await expect(stdio.callTool({ name: 'no_such_tool', arguments: {} })).rejects.toThrow(/Unknown tool: no_such_tool/);
+    const refusal = (client: Client) => client.callTool({ name: 'no_such_tool', arguments: {} }).then(() => undefined, (error: { code: number; message: string }) => ({ code: error.code, message: error.message }));
+    expect(await refusal(stdio)).toEqual(await refusal(http));
+    expect(await refusal(stdio)).toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: no_such_tool') });
   });
 
   it('calls ask, answered by the LLM', async () => {
