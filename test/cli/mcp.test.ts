@@ -120,9 +120,10 @@ describe('agora mcp (stdio) across changes of the agent', () => {
     await fake?.close();
   });
 
-  it('counts 1, 2, 3 without a token, and opens a new session when the restarted agent has forgotten it (404)', async () => {
+  it('counts 1, 2, 3 without a token, opens a new session when the restarted agent has forgotten it (404), and serves the generic tools once the face is gone', async () => {
     const folder = await makeAgentFolder(AGENT_FILES);
-    const start = (port: number) => startAgent({ dir: folder.dir, port, host: '127.0.0.1', llm: null, logger: silentLogger, dashboard: false, watch: false, memory: new InMemoryMemory() });
+    const start = (port: number, faces?: ['agora']) =>
+      startAgent({ dir: folder.dir, port, host: '127.0.0.1', llm: null, logger: silentLogger, dashboard: false, watch: false, memory: new InMemoryMemory(), ...(faces ? { faces: { faces } } : {}) });
     let agent = await start(0);
     const host = await startHost(agent.url, '', ['--poll', '0']);
     try {
@@ -133,6 +134,15 @@ describe('agora mcp (stdio) across changes of the agent', () => {
       agent = await start(port);
       expect(await count(host, 5)).toBe(5);
       expect(await count(host, 1)).toBe(6);
+      // Restarted without its MCP face: that call fails saying so, the host is told, and the generic tools answer.
+      await agent.close();
+      agent = await start(port, ['agora']);
+      const changed = new Promise<void>((resolve) => host.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      const failed = await host.callTool({ name: 'counter', arguments: { body: { add: 1 } } });
+      expect(textOf(failed)).toBe(`NOT_FOUND: agent at ${agent.url}/mcp serves no MCP face (answered 404: Not found)`);
+      await changed;
+      expect((await host.listTools()).tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject({ required: ['body'] });
+      expect(await count(host, 2)).toBe(2);
     } finally {
       await host.close();
       await agent.close();

@@ -40,6 +40,9 @@ export type McpBridgeOptions = {
   fetch?: typeof fetch;
 };
 
+// How long ending the session may hold up a closing host, ms.
+const CLOSE_WAIT_MS = 5000;
+
 // The remote's refusals a client should not take for "no MCP face here": a wrong token, a full agent, a timeout.
 const PASSING_STATUSES = new Set([401, 403, 408, 429]);
 
@@ -105,7 +108,9 @@ export class McpBridge {
     this.#client = undefined;
     const client = await pending?.catch(() => undefined);
     if (client === undefined) return;
-    await (client.transport as StreamableHTTPClientTransport | undefined)?.terminateSession().catch(() => undefined);
+    // A host that closes waits a few seconds at most; closing the client then aborts a DELETE still under way.
+    const transport = client.transport as StreamableHTTPClientTransport | undefined;
+    await Promise.race([transport?.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, Math.min(this.#timeoutMs, CLOSE_WAIT_MS)).unref())]);
     await client.close().catch(() => undefined);
   }
 
@@ -161,7 +166,10 @@ export class McpBridge {
       await client.connect(transport, { signal: deadline, timeout: this.#timeoutMs + 1000 });
     } catch (error) {
       await client.close().catch(() => undefined);
-      if (hasNoMcpFace(error)) throw new AgoraError('NOT_FOUND', `agent at ${this.endpoint} serves no MCP face: ${failureOf(this.endpoint, error).message}`);
+      if (hasNoMcpFace(error)) {
+        const agent = `agent at ${shownUrl(this.endpoint)}`;
+        throw new AgoraError('NOT_FOUND', `${agent} serves no MCP face (${failureOf(this.endpoint, error).message.slice(agent.length + 1)})`);
+      }
       throw failureOf(this.endpoint, error, { timedOut: deadline.aborted, timeoutMs: this.#timeoutMs });
     }
     return client;

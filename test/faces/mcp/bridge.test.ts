@@ -87,6 +87,16 @@ describe('the MCP bridge of agora mcp', () => {
     await bridge.close();
   });
 
+  it('says the face is gone when the new session is answered 404 too', async () => {
+    let gone = false;
+    const face = fakeFace({ answer: () => (gone ? new Response('{"status":"failure","error":"Not found"}', { status: 404 }) : undefined) });
+    const bridge = (await McpBridge.open(ENDPOINT, { fetch: face.fetch }))!;
+    gone = true;
+    const failure = await bridge.callTool('convert', { value: 1 }).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ code: 'NOT_FOUND', message: `agent at ${ENDPOINT} serves no MCP face (answered 404: Not found)` });
+    await bridge.close();
+  });
+
   it('passes on at most maxTools tools, and says so', async () => {
     const warnings: string[] = [];
     const face = fakeFace({ tools: Array.from({ length: 12 }, (_, index) => tool(`tool_${index}`)) });
