@@ -53,6 +53,7 @@ export class McpBridge {
   readonly #timeoutMs: number;
   #client: Promise<Client> | undefined;
   #closed = false;
+  #warned = false;
 
   private constructor(endpoint: string, options: McpBridgeOptions) {
     this.endpoint = endpoint;
@@ -82,7 +83,9 @@ export class McpBridge {
     const result = await this.#request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, signal);
     const maxTools = this.#options.maxTools ?? 1000;
     if (result.tools.length <= maxTools) return result;
-    this.#warn(`agora mcp: ${this.endpoint} listed ${result.tools.length} tools; the first ${maxTools} are passed on`);
+    // Once: the poll lists the tools again every few seconds.
+    if (!this.#warned) this.#warn(`agora mcp: ${shownUrl(this.endpoint)} listed ${result.tools.length} tools; the first ${maxTools} are passed on`);
+    this.#warned = true;
     return { ...result, tools: result.tools.slice(0, maxTools) };
   }
 
@@ -136,7 +139,7 @@ export class McpBridge {
   }
 
   #connected(): Promise<Client> {
-    if (this.#closed) return Promise.reject(new AgoraError('PEER_FAILURE', `agent at ${this.endpoint}: the bridge is closing`));
+    if (this.#closed) return Promise.reject(new AgoraError('PEER_FAILURE', `agent at ${shownUrl(this.endpoint)}: the bridge is closing`));
     this.#client ??= this.#connect().catch((error: unknown) => {
       this.#client = undefined;
       throw error;

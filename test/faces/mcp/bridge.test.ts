@@ -103,6 +103,7 @@ describe('the MCP bridge of agora mcp', () => {
     const bridge = (await McpBridge.open(ENDPOINT, { fetch: face.fetch, maxTools: 10, warn: (line) => warnings.push(line) }))!;
     const { tools } = await bridge.listTools(undefined);
     expect(tools.map((listed) => listed.name)).toEqual(Array.from({ length: 10 }, (_, index) => `tool_${index}`));
+    expect((await bridge.listTools(undefined)).tools).toHaveLength(10);
     expect(warnings).toEqual([`agora mcp: ${ENDPOINT} listed 12 tools; the first 10 are passed on`]);
     await bridge.close();
   });
