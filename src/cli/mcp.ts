@@ -2,15 +2,16 @@ import { urlArgument } from './_arguments.js';
 import { defineCommand, numberOption, requiredPositional, timeoutMs, timeoutOption, stringOption } from './_command.js';
 import { AGENT_TOKEN_OPTION } from './_options.js';
 
-/** `agora mcp <agent-url>`: the agent as an MCP server on stdio, for MCP hosts that start servers as processes. */
+/** `agora mcp <agent-url>`: the agent as an MCP server on stdio (a bridge to its `/mcp`), for hosts that start servers as processes. */
 export const command = defineCommand({ name: 'mcp', summary: 'Serve an Agora agent as an MCP server over stdio', usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>] [--poll <s>]' }, {
   options: {
     token: AGENT_TOKEN_OPTION,
     timeout: timeoutOption(60),
-    poll: { type: 'string', value: '<seconds>', description: "How often the agent's protocol list is read, to tell the host of a change (list_changed); 0: never", default: '30' },
+    poll: { type: 'string', value: '<seconds>', description: "How often the agent's tools are read, to tell the host of a change (list_changed); 0: never", default: '30' },
   },
   details:
-    'One MCP tool per protocol the agent lists (and `ask` for natural language); the documents are resources.\n' +
+    'An agent that serves /mcp is bridged: the host gets exactly its tools, schemas and answers, in one MCP session.\n' +
+    'An agent without an MCP face: one generic tool per protocol (its body as `body`) and `ask`; the documents are resources.\n' +
     'Host configuration: {"mcpServers": {"weather": {"command": "npx", "args": ["agora", "mcp", "http://localhost:3000"]}}}',
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<agent-url>'));

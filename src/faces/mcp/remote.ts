@@ -1,9 +1,13 @@
-// An Agora agent at a URL as a receiver: what `agora mcp <agent-url>` exposes over stdio. Each call is one HTTP
-// exchange (with the agent's token), bounded in time and size, and every reply is read through the wire's schemas.
+// An Agora agent at a URL as a receiver: what `agora mcp <agent-url>` exposes over stdio for an agent without an MCP
+// face. Each call is one HTTP exchange (with the agent's token), bounded in time and size, and every reply is read
+// through the wire's schemas. A failure says what failed (`agent at http://…/ answered 401: Unauthorized`, `… answered:
+// Routine failed`); an Agora refusal comes with HTTP 200, so that status is never shown.
 import { z } from 'zod';
-import { AgoraError } from '../../errors.js';
+import { AgoraError, FIXED_MESSAGES, isAgoraError, networkFailure, type AgoraErrorCode } from '../../errors.js';
 import type { ReceiverApi } from '../../receiver.js';
+import { readCapped } from '../../sender/transport.js';
 import { peerResponseSchema, wellknownSchema, type FollowUpRequest, type QueryRequest, type SuccessResponse } from '../../schemas.js';
+import { peerText, seconds, shownUrl } from './_wording.js';
 
 /** Options of {@link remoteReceiver}. */
 export type RemoteOptions = {
@@ -27,43 +31,46 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
   const maxReplyBytes = options.maxReplyBytes ?? 4 * 1024 * 1024;
   const fetcher = options.fetch ?? fetch;
 
+  // The agent's page a failure names: its URL (without credentials) and the path asked.
+  const at = (path: string) => `agent at ${shownUrl(`${base}${path}`)}`;
+
   async function exchange(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; text: string }> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(timeoutMs);
-    let response: Response;
     try {
-      response = await fetcher(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      const response = await fetcher(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      // The body is read under the same bound, and refused past the size cap whether declared or streamed.
+      return { status: response.status, text: (await readCapped(response, maxReplyBytes, at(path))).toString('utf8') };
     } catch (error) {
-      const reason = timeout.aborted ? `no answer within ${timeoutMs} ms` : error instanceof Error ? error.message : String(error);
-      throw new AgoraError('PEER_FAILURE', `${method} ${base}${path}: ${reason}`, { cause: error });
+      if (isAgoraError(error)) throw error;
+      if (timeout.aborted) throw new AgoraError('TIMEOUT', `${at(path)}: no answer within ${seconds(timeoutMs)}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `${at(path)}: ${networkFailure(error)}`, { cause: error });
     }
-    const declared = Number(response.headers.get('content-length') ?? 0);
-    const bytes = declared > maxReplyBytes ? undefined : Buffer.from(await response.arrayBuffer());
-    if (bytes === undefined || bytes.length > maxReplyBytes) throw new AgoraError('PEER_FAILURE', `${method} ${base}${path}: reply over ${maxReplyBytes} bytes`);
-    return { status: response.status, text: bytes.toString('utf8') };
   }
 
-  function parse<T>(schema: z.ZodType<T>, what: string, text: string, status: number): T {
+  function parse<T>(schema: z.ZodType<T>, path: string, text: string, status: number): T {
     let value: unknown;
     try {
       value = JSON.parse(text);
     } catch {
-      throw new AgoraError('PEER_FAILURE', `${what}: HTTP ${status}, not JSON: ${text.slice(0, 200)}`, { status });
+      throw new AgoraError('PEER_FAILURE', `${at(path)} answered ${status === 200 ? '' : `${status} `}with something that is not JSON: ${peerText(text)}`, { status });
     }
     const parsed = schema.safeParse(value);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${what}: HTTP ${status}, not an Agora reply: ${z.prettifyError(parsed.error)}`, { status });
+    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${at(path)} answered ${status === 200 ? '' : `${status} `}with something that is not an Agora reply: ${peerText(z.prettifyError(parsed.error))}`, { status });
     return parsed.data;
   }
 
   async function reply(path: string, request: QueryRequest | FollowUpRequest, signal?: AbortSignal): Promise<SuccessResponse> {
     const { status, text } = await exchange('POST', path, request, signal);
-    const answer = parse(peerResponseSchema, `POST ${base}${path}`, text, status);
+    const answer = parse(peerResponseSchema, path, text, status);
     if (answer.status === 'success') return answer as SuccessResponse;
-    const message = answer.status === 'failure' ? answer.error : answer.message;
+    const message = peerText(answer.status === 'failure' ? answer.error : answer.message);
     if (status === 404 && /conversation/i.test(message)) throw new AgoraError('CONVERSATION_NOT_FOUND', message);
-    throw new AgoraError('PEER_FAILURE', `POST ${base}${path}: HTTP ${status}: ${message}`, { status });
+    // An Agora refusal comes with 200 (its status says nothing) or with the status of an HTTP refusal (401, 429…).
+    const said = status >= 200 && status < 300 ? `answered: ${message}` : `answered ${status}: ${message}`;
+    throw new AgoraError(codeOf(message), `${at(path)} ${said}`, { status });
   }
 
   return {
@@ -74,8 +81,8 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
     },
     async wellknown() {
       const { status, text } = await exchange('GET', '/wellknown');
-      if (status !== 200) throw new AgoraError('PEER_FAILURE', `GET ${base}/wellknown: HTTP ${status}: ${text.slice(0, 200)}`, { status });
-      return parse(wellknownSchema, `GET ${base}/wellknown`, text, status);
+      if (status !== 200) throw new AgoraError('PEER_FAILURE', `${at('/wellknown')} answered ${status}: ${peerText(text)}`, { status });
+      return parse(wellknownSchema, '/wellknown', text, status);
     },
     async document(hash) {
       const { status, text } = await exchange('GET', `/protocols/${hash}`);
@@ -85,4 +92,10 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
       return '';
     },
   };
+}
+
+// The code of an Agora refusal whose text is one of the spec's fixed ones (`Routine failed`), else PEER_FAILURE.
+function codeOf(message: string): AgoraErrorCode {
+  for (const [code, text] of Object.entries(FIXED_MESSAGES)) if (text === message) return code as AgoraErrorCode;
+  return 'PEER_FAILURE';
 }

@@ -1,6 +1,7 @@
 // An agent as an MCP server, built with `@modelcontextprotocol/sdk`'s `Server`: its tools (one per protocol, `ask`),
-// its protocol documents as resources, and list_changed notifications. The HTTP face and `agora mcp` (stdio) both
-// build their server here; this module is loaded only when one of them serves.
+// its protocol documents as resources, and list_changed notifications. The HTTP face builds its server here; `agora
+// mcp` (stdio) answers with the same functions for an agent that has no MCP face. This module is loaded only when one
+// of them serves.
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
   CallToolRequestSchema,
@@ -10,6 +11,9 @@ import {
   McpError,
   ReadResourceRequestSchema,
   type CallToolResult,
+  type ListResourcesResult,
+  type ListToolsResult,
+  type ReadResourceResult,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { jsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/types.js';
 import { isAgoraError } from '../../errors.js';
@@ -71,6 +75,35 @@ export async function callTool(source: McpServerSource, name: string, args: Reco
   }
 }
 
+/** Answers `tools/list`: the tools of `source`. */
+export async function listTools(source: McpServerSource): Promise<ListToolsResult> {
+  return {
+    tools: (await source.tools.list()).map((tool) => ({
+      name: tool.name,
+      description: tool.description,
+      inputSchema: tool.inputSchema,
+      ...(tool.outputSchema !== undefined ? { outputSchema: tool.outputSchema } : {}),
+    })),
+  };
+}
+
+/** Answers `resources/list`: the protocol documents of `source`. */
+export async function listResources(source: McpServerSource): Promise<ListResourcesResult> {
+  return {
+    resources: (await source.tools.list())
+      .filter((tool) => tool.hash !== undefined)
+      .map((tool) => ({ uri: resourceUri(tool.hash!), name: tool.name, title: tool.title, description: tool.summary, mimeType: 'text/markdown' })),
+  };
+}
+
+/** Answers `resources/read`: a protocol document by its `agora://protocols/<hash>` URI. */
+export async function readResource(source: McpServerSource, uri: string): Promise<ReadResourceResult> {
+  const hash = RESOURCE_URI.exec(uri)?.[1];
+  const text = hash === undefined ? undefined : await source.receiver.document(hash);
+  if (text === undefined) throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${uri}`);
+  return { contents: [{ uri, mimeType: 'text/markdown', text }] };
+}
+
 /**
  * A new SDK `Server` answering from `source`; `sessionOf` reads a request's session key (the HTTP face's
  * `Mcp-Session-Id` scoped by the caller's token, or the one session of a stdio server); `jsonSchemaValidator` shared by the servers of many requests.
@@ -80,27 +113,11 @@ export function createMcpServer(source: McpServerSource, sessionOf: (headers: Re
     { name: source.name, version: source.version },
     { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } }, ...(jsonSchemaValidator ? { jsonSchemaValidator } : {}) },
   );
-  server.setRequestHandler(ListToolsRequestSchema, async () => ({
-    tools: (await source.tools.list()).map((tool) => ({
-      name: tool.name,
-      description: tool.description,
-      inputSchema: tool.inputSchema,
-      ...(tool.outputSchema !== undefined ? { outputSchema: tool.outputSchema } : {}),
-    })),
-  }));
+  server.setRequestHandler(ListToolsRequestSchema, () => listTools(source));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     callTool(source, request.params.name, request.params.arguments, sessionOf(extra.requestInfo?.headers), { signal: extra.signal }),
   );
-  server.setRequestHandler(ListResourcesRequestSchema, async () => ({
-    resources: (await source.tools.list())
-      .filter((tool) => tool.hash !== undefined)
-      .map((tool) => ({ uri: resourceUri(tool.hash!), name: tool.name, title: tool.title, description: tool.summary, mimeType: 'text/markdown' })),
-  }));
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
-    const hash = RESOURCE_URI.exec(request.params.uri)?.[1];
-    const text = hash === undefined ? undefined : await source.receiver.document(hash);
-    if (text === undefined) throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${request.params.uri}`);
-    return { contents: [{ uri: request.params.uri, mimeType: 'text/markdown', text }] };
-  });
+  server.setRequestHandler(ListResourcesRequestSchema, () => listResources(source));
+  server.setRequestHandler(ReadResourceRequestSchema, (request) => readResource(source, request.params.uri));
   return server;
 }
