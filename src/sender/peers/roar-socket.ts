@@ -82,7 +82,8 @@ export async function* roarSocketExchange(base: string, text: string, options: R
         if (typeof frame.delta === 'string') yield { type: 'delta', delta: frame.delta };
         continue;
       }
-      if (frame.type === 'error') {
+      // ROAR's own router refuses with a bare `{"error": "signature_invalid"}` frame (roar_sdk `router.py`); ours add `"type": "error"`.
+      if (frame.type === 'error' || (typeof frame.error === 'string' && frame.intent === undefined)) {
         const code = typeof frame.error === 'string' && /^[\w.-]{1,60}$/.test(frame.error) ? ` (${frame.error})` : '';
         throw new AgoraError('PEER_FAILURE', `${what}: the agent refused the message${code}`);
       }
