@@ -11,7 +11,7 @@ import { isRoarHealth, RoarClient, type RoarClientOptions } from './roar.js';
 
 export { A2aClient, type A2aAnswer, type A2aClientOptions, type A2aMessage, type A2aStreamPiece } from './a2a.js';
 export { OAP_ENVELOPE_VERSION, OapClient, oapEnvelope, type OapEnvelope, type OapHandoff, type OapInfo, type OapReply } from './oap.js';
-export { cardlessAddress, isRoarHealth, RoarClient, type RoarAnswer, type RoarCard, type RoarClientOptions, type RoarReply, type RoarSelf, type RoarStreamEvent } from './roar.js';
+export { cardlessAddress, RoarClient, type RoarAnswer, type RoarCard, type RoarClientOptions, type RoarReply, type RoarSelf, type RoarStreamEvent } from './roar.js';
 
 /** The protocols an agent may speak to us. */
 export type PeerKind = 'agora' | 'roar' | 'a2a' | 'oap';

@@ -1,6 +1,7 @@
 // A client for ROAR agents (ROAR 1.0, spec 0.3): card and health discovery, signed messages over `POST /roar/message`
-// with each reply verified (to agents with a card, and to card-less ones such as ROAR's own `create_roar_router`), answers streamed over the WebSocket (`/roar/ws`), and the agent's task events over SSE
-// (`/roar/events`). Over the sender's transport: timeouts, capped reads, errors naming method and URL.
+// with each reply verified (to agents with a card, and to card-less ones such as ROAR's own `create_roar_router`),
+// answers streamed over the WebSocket (`/roar/ws`), and the agent's task events over SSE (`/roar/events`). Over the
+// sender's transport: timeouts, capped reads, errors naming method and URL.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../../errors.js';
