@@ -7,7 +7,7 @@ import { hubClient, hubOption } from './_hub.js';
 import { chooseLlm, commandLogger, CORS_ORIGIN_OPTION, LOG_OPTIONS, HUB_TOKEN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
-export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--hub-token <token>] [--name <name>]' }, {
+export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--hub-token <token>] [--name <name>] [--description <text>] [--capability <word>]…' }, {
   options: {
     ...listenOptions('AGORA_HUB_PORT', 4000),
     store: storeOption('Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)', 'AGORA_HUB_STORE'),
@@ -30,9 +30,19 @@ export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directo
     hub: hubOption('`register`: the hub'),
     'hub-token': { ...HUB_TOKEN_OPTION, description: '`register`: bearer token of that hub (not the tokens this hub requires, which are --token)' },
     name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
+    description: { type: 'string', value: '<text>', description: '`register`: what the agent does (searched and routed on)' },
+    capability: { type: 'string', multiple: true, value: '<word>', description: "`register`: a capability of the agent, routed on (repeatable or comma-separated); given ones replace what the agent lists" },
     json: { ...jsonOption('`register`: print the record as JSON'), default: false },
   },
-  details: 'Examples:\n  agora hub --port 4000 --allow-private-agents\n  agora hub --store redis://127.0.0.1:6379/0 --peer https://hub.example\n  agora hub register http://127.0.0.1:3000 --hub http://127.0.0.1:4000 --name weather',
+  details: [
+    'Examples:',
+    '  agora hub --port 4000 --allow-private-agents',
+    '  agora hub --store redis://127.0.0.1:6379/0 --peer https://hub.example',
+    '  agora hub register http://127.0.0.1:3000 --hub http://127.0.0.1:4000 --name weather',
+    '  agora hub register http://127.0.0.1:8089 --name reviewer --capability code-review --capability python',
+    'An agent that says nothing of itself (a ROAR agent served by ROAR\'s own router: /roar/health, no card) is known',
+    'by what `register` gives: pass its --name, --description and --capability.',
+  ].join('\n'),
   async run(args) {
     if (args.positionals[0] === 'register') return register(args);
     if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
@@ -125,10 +135,16 @@ async function register(args: ParsedArgs): Promise<number> {
   if (args.values.token !== undefined && !process.env.AGORA_TOKENS) throw new UsageError('hub register: --token sets the tokens a served hub requires; pass the token of the hub you register with as --hub-token (AGORA_HUB_TOKEN)');
   const hub = await hubClient(args);
   const name = stringOption(args, 'name');
-  const record = await hub.register(url, name ? { name } : {});
+  const description = stringOption(args, 'description');
+  const given = args.values.capability as string[] | undefined;
+  const capabilities = given?.flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean);
+  const record = await hub.register(url, { ...(name ? { name } : {}), ...(description ? { description } : {}), ...(capabilities?.length ? { capabilities } : {}) });
   if (wantsJson(args)) printJson(record);
   else {
-    process.stdout.write(`registered ${record.name} (${record.id}) at ${record.url}: ${plural(record.protocols.length, 'protocol')}${record.protocols.length ? `: ${record.protocols.map((protocol) => protocol.name).join(', ')}` : ''}\n`);
+    const protocols = `${plural(record.protocols.length, 'protocol')}${record.protocols.length ? `: ${record.protocols.map((protocol) => protocol.name).join(', ')}` : ''}`;
+    // An agent of another protocol is reached by its kind and routed by its capabilities: say both.
+    const foreign = record.kind === 'agora' ? '' : `; ${record.kind}, capabilities: ${record.capabilities.length ? record.capabilities.join(', ') : 'none'}`;
+    process.stdout.write(`registered ${record.name} (${record.id}) at ${record.url}: ${protocols}${foreign}\n`);
     if (record.lastError) process.stdout.write(`warning: ${record.lastError}\n`);
   }
   return 0;

@@ -104,7 +104,8 @@ export const command = defineCommand({ name: 'send', summary: 'Send a query to a
     '  agora send http://localhost:8089 "Review this diff" --as roar --roar-secret "$SECRET"',
     '  agora send http://localhost:41241 "Hello" --as a2a --stream',
     'Without --as, an agent that does not answer Agora (404, 405, or not an Agora reply) is asked what it serves',
-    '(/wellknown, /roar/card, /.well-known/agent-card.json, GET /) and the query goes again in its protocol.',
+    '(/wellknown, /roar/card, /.well-known/agent-card.json, GET /, then /roar/health for a ROAR agent without a card)',
+    'and the query goes again in its protocol.',
   ].join('\n'),
   async run(args) {
     const url = urlArgument(requiredPositional(args, 0, '<url>'));

@@ -71,8 +71,8 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
     this.#token = token;
   }
 
-  /** Registers an agent by URL (the hub reads it). */
-  register(url: string, extra: { name?: string; description?: string } = {}): Promise<AgentRecord> {
+  /** Registers an agent by URL (the hub reads it); a name, description or capabilities given win over what it says of itself. */
+  register(url: string, extra: { name?: string; description?: string; capabilities?: string[] } = {}): Promise<AgentRecord> {
     return this.request('POST', '/agents', agentRecordSchema, { url, ...extra });
   }
 

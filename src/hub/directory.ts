@@ -28,8 +28,26 @@ export type DirectoryOptions = ReadOptions & {
   index?: KeywordIndexOptions;
 };
 
-/** What `POST /agents` takes; `registrant` is a digest of the caller's token (`registrantOf`), when it sent one. */
-export type Registration = { url: string; name?: string; description?: string; registrant?: string; client?: string };
+/**
+ * What `POST /agents` takes; `registrant` is a digest of the caller's token (`registrantOf`), when it sent one. A
+ * name, description or capabilities given here win over what the agent says of itself (an agent that says nothing,
+ * such as a card-less ROAR agent, is known only by them).
+ */
+export type Registration = { url: string; name?: string; description?: string; capabilities?: string[]; registrant?: string; client?: string };
+
+/** Capabilities kept per agent, and the longest one. */
+const MAX_CAPABILITIES = 100;
+const MAX_CAPABILITY_LENGTH = 100;
+
+/** A registration's capabilities, checked: undefined when not given; each trimmed, empty ones and repeats dropped. */
+function givenCapabilities(value: unknown): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw new AgoraError('BAD_REQUEST', 'capabilities must be an array of strings');
+  const capabilities = [...new Set(value.map((item) => item.trim()).filter((item) => item !== ''))];
+  if (capabilities.length > MAX_CAPABILITIES) throw new AgoraError('BAD_REQUEST', `capabilities: at most ${MAX_CAPABILITIES}`);
+  if (capabilities.some((item) => item.length > MAX_CAPABILITY_LENGTH)) throw new AgoraError('BAD_REQUEST', `capabilities: each at most ${MAX_CAPABILITY_LENGTH} characters`);
+  return capabilities;
+}
 
 /** The digest a registration keeps of the caller's bearer token: proof, later, that a registration is the same agent's. */
 export function registrantOf(token: string | undefined): string | undefined {
@@ -114,18 +132,19 @@ export class Directory {
     this.#agents.remember(record);
   }
 
-  /** Registers (or re-reads) an agent: refused when it answers neither `/wellknown` nor OAP `GET /`, or is private and not allowed. */
+  /** Registers (or re-reads) an agent: refused when it answers none of the kinds' reads (`readAgent`), or is private and not allowed. */
   async register(registration: Registration): Promise<AgentRecord> {
     if (typeof registration?.url !== 'string') throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
     const url = normalizeAgentUrl(registration.url);
     const id = agentId(url);
+    const capabilities = givenCapabilities(registration.capabilities);
     await vetAgentUrl(url, this.#options);
     const reading = await readAgent(url, this.#options, (hash) => this.#catalogue.document(hash));
     const now = this.#now();
     const previous = await this.#store.getAgent(id);
     const given = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim().slice(0, MAX_TEXT) : undefined);
     const name = given(registration.name)?.slice(0, 200) ?? reading.name?.slice(0, 200) ?? previous?.name ?? new URL(url).host;
-    await this.#checkName(id, name, previous, registration);
+    await this.#checkName(id, name, previous, registration, capabilities);
     for (const document of reading.documents) await this.#keepDocument(document, registration.client);
     const registrant = previous?.registrant ?? registration.registrant;
     const record: AgentRecord = {
@@ -135,7 +154,7 @@ export class Directory {
       description: given(registration.description) ?? reading.description?.slice(0, MAX_TEXT) ?? previous?.description ?? reading.documents.map((document) => document.metadata.name).join(', '),
       kind: reading.kind,
       protocols: reading.documents.map(({ hash, metadata }) => ({ hash, name: metadata.name.slice(0, 200), description: metadata.description.slice(0, MAX_TEXT), multiround: metadata.multiround })),
-      capabilities: reading.capabilities.slice(0, 100),
+      capabilities: capabilities ?? (reading.capabilities.length > 0 ? reading.capabilities.slice(0, MAX_CAPABILITIES) : (previous?.capabilities ?? [])),
       status: 'up',
       missedChecks: 0,
       registeredAt: previous?.registeredAt ?? now,
@@ -149,14 +168,16 @@ export class Directory {
   }
 
   /**
-   * Names are unique: the first registrant keeps one. Another URL under a taken name (any case), or a new name or
-   * description for a URL someone else registered, is refused (409) unless it comes with the first registrant's token.
+   * Names are unique: the first registrant keeps one. Another URL under a taken name (any case), or a new name,
+   * description or capabilities for a URL someone else registered, is refused (409) unless it comes with the first
+   * registrant's token.
    */
-  async #checkName(id: string, name: string, previous: AgentRecord | undefined, registration: Registration): Promise<void> {
+  async #checkName(id: string, name: string, previous: AgentRecord | undefined, registration: Registration, capabilities: string[] | undefined): Promise<void> {
     const sameRegistrant = (record: AgentRecord) => record.registrant !== undefined && record.registrant === registration.registrant;
     if (previous !== undefined && previous.registrant !== undefined && !sameRegistrant(previous)) {
       const renames = (registration.name !== undefined && name !== previous.name) || (registration.description !== undefined && registration.description.trim() !== previous.description);
-      if (renames) throw new AgoraError('CONFLICT', `${previous.url} was registered with a token; only that token may change its name or description`);
+      const recapabilities = capabilities !== undefined && capabilities.join('\u0000') !== previous.capabilities.join('\u0000');
+      if (renames || recapabilities) throw new AgoraError('CONFLICT', `${previous.url} was registered with a token; only that token may change its name, description or capabilities`);
     }
     await this.refresh();
     for (const record of this.#agents.named(name)) {

@@ -112,9 +112,9 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
     const { method } = request;
     if (id === undefined) {
       if (method === 'POST') {
-        const body = (await readJson(request, objectSchema)) as { url: string; name?: string; description?: string };
+        const body = (await readJson(request, objectSchema)) as { url: string; name?: string; description?: string; capabilities?: string[] };
         const registrant = registrantOf(bearerOf(request));
-        const record = await hub.register({ url: body.url, name: body.name, description: body.description, client: clientKey(request.remoteAddress), ...(registrant ? { registrant } : {}) });
+        const record = await hub.register({ url: body.url, name: body.name, description: body.description, capabilities: body.capabilities, client: clientKey(request.remoteAddress), ...(registrant ? { registrant } : {}) });
         return json(201, publicRecord(record));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');

@@ -1,5 +1,7 @@
 // Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), its ROAR card, its
-// A2A card and its OAP `GET /` where it has them; what it serves tells its kind (Agora, ROAR, A2A, OAP, that order). Every read goes through the SSRF guard, size cap and time limit of
+// A2A card and its OAP `GET /` where it has them, else ROAR's `/roar/health` (a card-less ROAR agent, which says
+// nothing of itself: its name and capabilities come with its registration); what it serves tells its kind (Agora,
+// ROAR, A2A, OAP, that order). Every read goes through the SSRF guard, size cap and time limit of
 // protocol sources (src/protocol/sources.ts): the hub fetches URLs strangers give it.
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
@@ -7,6 +9,7 @@ import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '.
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { decodeDataUri, fetchSource, isForbiddenAddress, type SourceOptions } from '../protocol/sources.js';
+import { isRoarHealth } from '../sender/peers/roar.js';
 
 /** How the hub reads agents: the source options (private networks, time, size), and caps. */
 export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs' | 'lookup' | 'headers'> & {
@@ -109,6 +112,11 @@ async function getJson(url: string, options: ReadOptions): Promise<unknown> {
   }
 }
 
+/** A JSON value as an object's fields (none when it is not an object). */
+function objectOf(json: unknown): Record<string, unknown> {
+  return typeof json === 'object' && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : {};
+}
+
 async function optional<T>(read: () => Promise<T>): Promise<T | undefined> {
   try {
     return await read();
@@ -149,8 +157,8 @@ async function readDocument(base: string, hash: string, sources: string[], optio
 }
 
 /**
- * Reads an agent at `base`: `/wellknown`, documents, ROAR card, A2A card, OAP `GET /`; throws SOURCE_FAILED when
- * the agent answers none of them. `known(hash)` gives documents the hub already holds, so they are not fetched again.
+ * Reads an agent at `base`: `/wellknown`, documents, ROAR card, A2A card, OAP `GET /`, else ROAR's `/roar/health`;
+ * throws SOURCE_FAILED when the agent answers none of them. `known(hash)` gives documents the hub already holds, so they are not fetched again.
  */
 export async function readAgent(base: string, options: ReadOptions, known: (hash: string) => Promise<ProtocolDocument | undefined>, withProfile = true): Promise<AgentReading> {
   const maxProtocols = options.maxProtocols ?? 100;
@@ -173,8 +181,12 @@ export async function readAgent(base: string, options: ReadOptions, known: (hash
     : [undefined, undefined, undefined];
   // A ROAR card counts only with the DID messages are addressed to.
   const roar = card?.identity !== undefined ? card : undefined;
-  if (listing === undefined && roar === undefined && a2a === undefined && oap === undefined) {
-    throw new AgoraError('SOURCE_FAILED', `${base} answers none of /wellknown (Agora), /roar/card (ROAR), /.well-known/agent-card.json (A2A) and GET / (OAP): ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`);
+  // ROAR's own router serves no card, only `/roar/health`: read last, and only when nothing else answered, so the
+  // agents of the other kinds cost no more requests than before.
+  const unread = listing === undefined && roar === undefined && a2a === undefined && oap === undefined;
+  const cardless = unread && (await optional(async () => isRoarHealth(objectOf(await getJson(`${base}/roar/health`, options))))) === true;
+  if (unread && !cardless) {
+    throw new AgoraError('SOURCE_FAILED', `${base} answers none of /wellknown (Agora), /roar/card or /roar/health (ROAR), /.well-known/agent-card.json (A2A) and GET / (OAP): ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`);
   }
   const documents: ProtocolDocument[] = [];
   const problems: string[] = [];
@@ -195,7 +207,7 @@ export async function readAgent(base: string, options: ReadOptions, known: (hash
   }
   const name = card?.identity?.display_name || card?.display_name || card?.name || a2a?.name || oap?.agent_id;
   const description = card?.description || a2a?.description || oap?.description;
-  const kind: AgentReading['kind'] = listing !== undefined ? 'agora' : roar !== undefined ? 'roar' : a2a !== undefined ? 'a2a' : 'oap';
+  const kind: AgentReading['kind'] = listing !== undefined ? 'agora' : roar !== undefined || cardless ? 'roar' : a2a !== undefined ? 'a2a' : 'oap';
   return {
     kind,
     ...(name ? { name } : {}),

@@ -52,7 +52,7 @@ describe('hub directory', () => {
     const fake = await startFakeAgent(document('Echo', 'Echoes.'));
     cleanups.push(fake.close);
     fake.state.healthy = false;
-    await expect(hub.register({ url: fake.url })).rejects.toThrow(/answers none of \/wellknown \(Agora\), \/roar\/card \(ROAR\), \/.well-known\/agent-card.json \(A2A\) and GET \/ \(OAP\)/);
+    await expect(hub.register({ url: fake.url })).rejects.toThrow(/answers none of \/wellknown \(Agora\), \/roar\/card or \/roar\/health \(ROAR\), \/.well-known\/agent-card.json \(A2A\) and GET \/ \(OAP\)/);
     expect(await hub.agents({ includeDown: true })).toEqual([]);
   });
 

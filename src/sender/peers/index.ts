@@ -8,12 +8,12 @@ import { agentBaseUrl, getJson, PeerTransport, type QueryResult, type TransportO
 import { A2aClient } from './a2a.js';
 import { OapClient } from './oap.js';
 import { oapEnvelope } from './oap-envelope.js';
-import { RoarClient, type RoarClientOptions } from './roar.js';
+import { isRoarHealth, RoarClient, type RoarClientOptions } from './roar.js';
 
 export { A2aClient, type A2aAnswer, type A2aClientOptions, type A2aMessage, type A2aStreamPiece } from './a2a.js';
 export { OapClient, type OapInfo, type OapReply } from './oap.js';
 export { OAP_ENVELOPE_VERSION, oapEnvelope, oapStep, type OapEnvelope, type OapHandoff, type OapStep } from './oap-envelope.js';
-export { RoarClient, type RoarAnswer, type RoarCard, type RoarClientOptions, type RoarReply, type RoarSelf, type RoarStreamEvent } from './roar.js';
+export { cardlessAddress, RoarClient, type RoarAnswer, type RoarCard, type RoarClientOptions, type RoarReply, type RoarSelf, type RoarStreamEvent } from './roar.js';
 
 /** The protocols an agent may speak to us. */
 export type PeerKind = 'agora' | 'roar' | 'a2a' | 'oap';
@@ -29,7 +29,9 @@ export type PeerOptions = TransportOptions & Pick<RoarClientOptions, 'secret'>;
 
 /**
  * Which protocol an agent speaks, from what it serves: `/wellknown` (Agora), `/roar/card` (ROAR),
- * `/.well-known/agent-card.json` (A2A), then `GET /` (OAP); undefined when it serves none of them.
+ * `/.well-known/agent-card.json` (A2A), `GET /` (OAP), then `/roar/health` answering `protocol: "roar/…"` (a ROAR
+ * agent without a card, as ROAR's own router serves); undefined when it serves none of them. The probes go one after
+ * another, the card-less ROAR one last: the kinds found before it cost no more than before.
  */
 export async function detectPeerKind(url: string, options: PeerOptions = {}): Promise<PeerKind | undefined> {
   const base = agentBaseUrl(url);
@@ -47,6 +49,7 @@ export async function detectPeerKind(url: string, options: PeerOptions = {}): Pr
   if (await probe('/roar/card', (json) => typeof (json.identity as { did?: unknown } | undefined)?.did === 'string')) return 'roar';
   if (await probe('/.well-known/agent-card.json', (json) => typeof json.name === 'string')) return 'a2a';
   if (await probe('/', (json) => typeof json.agent_id === 'string' || Array.isArray(json.capabilities))) return 'oap';
+  if (await probe('/roar/health', isRoarHealth)) return 'roar';
   return undefined;
 }
 

@@ -104,7 +104,7 @@ export function readRoarReply(value: LosslessValue, sentId: string, self: RoarSe
     const signature = auth?.signature;
     const timestamp = auth?.timestamp;
     const seconds = numberOf(timestamp);
-    if (typeof signature !== 'string' || seconds === undefined || timestamp === undefined) return refuse('the reply is not signed');
+    if (typeof signature !== 'string' || seconds === undefined || timestamp === undefined) return refuse('the reply is not signed (an agent sharing our secret must sign its replies with it)');
     const body = signingBody({ id, from, to: to ?? '', intent, payload, context, timestamp });
     if (signature.startsWith('hmac-sha256:') && signing.secret !== undefined) {
       if (!verifyHmac(body, signature, signing.secret)) return refuse('the reply\'s HMAC signature does not verify');

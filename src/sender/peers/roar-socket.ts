@@ -84,8 +84,8 @@ export async function* roarSocketExchange(base: string, text: string, options: R
         if (typeof frame.delta === 'string') yield { type: 'delta', delta: frame.delta };
         continue;
       }
-      // ROAR's router refuses with `{"error": code}` alone (no `type`); a reply message has an intent.
-      if (frame.type === 'error' || (frame.type === undefined && typeof frame.intent !== 'string' && typeof frame.error === 'string')) {
+      // ROAR's own router refuses with a bare `{"error": "signature_invalid"}` frame (roar_sdk `router.py`); ours add `"type": "error"`.
+      if (frame.type === 'error' || (typeof frame.error === 'string' && frame.intent === undefined)) {
         const code = typeof frame.error === 'string' && /^[\w.-]{1,60}$/.test(frame.error) ? ` (${frame.error})` : '';
         throw new AgoraError('PEER_FAILURE', `${what}: the agent refused the message${code}`);
       }

@@ -1,9 +1,10 @@
 // A client for ROAR agents (ROAR 1.0, spec 0.3): card and health discovery, signed messages over `POST /roar/message`
-// with each reply verified, answers streamed over the WebSocket (`/roar/ws`), and the agent's task events over SSE
-// (`/roar/events`). Over the sender's transport: timeouts, capped reads, errors naming method and URL.
+// with each reply verified (to agents with a card, and to card-less ones such as ROAR's own `create_roar_router`),
+// answers streamed over the WebSocket (`/roar/ws`), and the agent's task events over SSE (`/roar/events`). Over the
+// sender's transport: timeouts, capped reads, errors naming method and URL.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { AgoraError } from '../../errors.js';
+import { AgoraError, isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import { rawKeyHex } from '../../protocol/roar/signing.js';
 import { readEvents } from '../stream.js';
@@ -59,6 +60,23 @@ function freshSelf(): RoarSelf {
   return { did: `did:roar:agent:agora-client-${randomBytes(8).toString('hex')}`, displayName: 'agora-client', publicKeyHex: rawKeyHex(publicKey), privateKey };
 }
 
+/**
+ * Whom a message to a card-less agent is addressed to: `did:web` of its URL (host, port, path), the one identity
+ * we know it by. ROAR's own router (roar_sdk `router.py`, 0.3.2) reads no `to`; the signature covers the DID we send,
+ * so it must not be empty (the SDK would make up a random DID in its place and the HMAC would not verify).
+ */
+export function cardlessAddress(url: string): JsonObject {
+  const parsed = new URL(agentBaseUrl(url));
+  const path = parsed.pathname.split('/').filter(Boolean).map(encodeURIComponent);
+  const did = ['did:web', encodeURIComponent(parsed.host), ...path].join(':');
+  return { did, display_name: '', agent_type: 'agent', capabilities: [], version: '1.0', public_key: null };
+}
+
+/** Whether a `/roar/health` answer is ROAR's: `{"status": "ok", "protocol": "roar/1.0"}` (roar_sdk `router.py`). */
+export function isRoarHealth(json: Record<string, unknown>): boolean {
+  return (json.status === 'ok' || json.status === 'healthy') && typeof json.protocol === 'string' && /^roar\/\d/i.test(json.protocol);
+}
+
 /** The payload of an ask: `{protocolHash, body}` under a protocol, else `{task: text}`. */
 function payloadOf(ask: RoarAsk): JsonObject {
   if (ask.protocolHash !== undefined) return { protocolHash: ask.protocolHash, body: ask.body, ...(ask.protocolSources ? { protocolSources: ask.protocolSources } : {}) };
@@ -66,16 +84,18 @@ function payloadOf(ask: RoarAsk): JsonObject {
 }
 
 /**
- * A client for ROAR agents. The agent's DID comes from its card (read once per URL); messages are signed when a
- * secret is given (HMAC) or, without one, with this client's Ed25519 key; replies are verified whenever a secret or
- * a trusted key for the replying DID is configured.
+ * A client for ROAR agents. The agent's DID comes from its card (read once per URL); an agent that serves no card
+ * (404) is addressed by {@link cardlessAddress}. Messages are signed when a secret is given (HMAC) or, without one,
+ * with this client's Ed25519 key; replies are verified whenever a secret or a trusted key for the replying DID is
+ * configured.
  * @example const { result } = await new RoarClient({ secret }).ask('http://localhost:8089', { body: 'review this code' });
  */
 export class RoarClient {
   readonly self: RoarSelf;
   readonly #transport: PeerTransport;
   readonly #options: RoarClientOptions;
-  readonly #cards = new Map<string, Promise<RoarCard>>();
+  /** Per agent URL: its card, or undefined when it serves none (read once). */
+  readonly #cards = new Map<string, Promise<RoarCard | undefined>>();
 
   constructor(options: RoarClientOptions = {}) {
     this.#options = options;
@@ -84,20 +104,39 @@ export class RoarClient {
   }
 
   /** The agent's card (`GET /roar/card`), read once per URL; a GET, tried again when a connection fails. */
-  card(url: string, signal?: AbortSignal): Promise<RoarCard> {
+  async card(url: string, signal?: AbortSignal): Promise<RoarCard> {
     const base = agentBaseUrl(url);
+    const card = await this.#cardOf(base, signal);
+    if (card === undefined) throw new AgoraError('PEER_FAILURE', `GET ${base}/roar/card: HTTP 404 (the agent serves no ROAR card)`, { status: 404 });
+    return card;
+  }
+
+  /** The card at `base`, or undefined when `/roar/card` answers 404 (ROAR's own router serves none); kept once read. */
+  #cardOf(base: string, signal: AbortSignal | undefined): Promise<RoarCard | undefined> {
     let card = this.#cards.get(base);
     if (card === undefined) {
       const target = `${base}/roar/card`;
-      card = getJson(this.#transport, target, signal ? { signal } : {}).then((json) => {
-        const parsed = roarCardSchema.safeParse(json);
-        if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${target}: not a ROAR agent card`);
-        return parsed.data;
-      });
+      card = getJson(this.#transport, target, signal ? { signal } : {}).then(
+        (json) => {
+          const parsed = roarCardSchema.safeParse(json);
+          if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${target}: not a ROAR agent card`);
+          return parsed.data;
+        },
+        (error: unknown) => {
+          if (isAgoraError(error) && error.status === 404) return undefined;
+          throw error;
+        },
+      );
       card.catch(() => this.#cards.delete(base));
       this.#cards.set(base, card);
     }
     return card;
+  }
+
+  /** Whom messages to `base` are addressed to: its card's identity, or {@link cardlessAddress} when it has no card. */
+  async #recipient(base: string, signal: AbortSignal | undefined): Promise<JsonObject> {
+    const card = await this.#cardOf(base, signal);
+    return card === undefined ? cardlessAddress(base) : (card.identity as JsonObject);
   }
 
   /** The agent's `GET /roar/health` (`{status: "ok", …}`); a PEER_FAILURE when it is not healthy. */
@@ -112,8 +151,7 @@ export class RoarClient {
   /** Sends one message (`POST /roar/message`, never retried) and returns the verified reply. */
   async send(url: string, message: { intent: RoarIntent; payload: JsonObject; context?: JsonObject }, signal?: AbortSignal): Promise<RoarReply> {
     const base = agentBaseUrl(url);
-    const card = await this.card(base, signal);
-    const { id, text } = writeRoarMessage({ self: this.self, to: card.identity as JsonObject, ...message }, this.#options);
+    const { id, text } = writeRoarMessage({ self: this.self, to: await this.#recipient(base, signal), ...message }, this.#options);
     const target = `${base}/roar/message`;
     const response = await this.#transport.exchange('POST', target, new JsonText(text), signal);
     const what = `POST ${target}`;
@@ -143,9 +181,8 @@ export class RoarClient {
    */
   async *stream(url: string, ask: RoarAsk & { deltas?: boolean }, signal?: AbortSignal): AsyncGenerator<RoarStreamPiece> {
     const base = agentBaseUrl(url);
-    const card = await this.card(base, signal);
     const context: JsonObject = ask.sessionId ? { session_id: ask.sessionId } : {};
-    const { id, text } = writeRoarMessage({ self: this.self, to: card.identity as JsonObject, intent: ask.intent ?? 'delegate', payload: payloadOf(ask), context }, this.#options);
+    const { id, text } = writeRoarMessage({ self: this.self, to: await this.#recipient(base, signal), intent: ask.intent ?? 'delegate', payload: payloadOf(ask), context }, this.#options);
     const what = `WebSocket ${base.replace(/^http/, 'ws')}/roar/ws`;
     for await (const piece of roarSocketExchange(base, text, { ...this.#socketOptions(signal), ...(ask.deltas === false ? { deltas: false } : {}) })) {
       if (piece.type === 'delta') {
