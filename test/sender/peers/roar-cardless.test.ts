@@ -55,7 +55,7 @@ describe('RoarClient and a ROAR agent without a card', () => {
     const refused = (async () => {
       for await (const _piece of new RoarClient({ secret: 'wrong', timeoutMs: 60_000 }).stream(router.url, { body: 'x' })) void _piece;
     })();
-    await expect(refused).rejects.toThrow(/WebSocket ws:\/\/127\.0\.0\.1:\d+\/roar\/ws: the agent refused the message \(signature_invalid\)/);
+    await expect(refused).rejects.toThrow(/WebSocket ws:\/\/127\.0\.0\.1:\d+\/roar\/ws(?:\?deltas=true)?: the agent refused the message \(signature_invalid\)/);
   });
 
   it('is detected as ROAR from /roar/health, probed after every other kind', async () => {
