@@ -2,6 +2,7 @@
 // session (ROAR `context.session_id`, A2A `contextId`) stands for.
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import type { JsonValue, QueryRequest, SuccessResponse } from '../schemas.js';
+import { normalizeHash } from '../protocol/document.js';
 import type { FaceSessions } from './sessions.js';
 
 /** A question as the faces put it. */
@@ -21,9 +22,14 @@ export type Ask = {
 export function ask(receiver: ReceiverApi, sessions: FaceSessions | undefined, question: Ask, context?: RequestContext): Promise<SuccessResponse> {
   // Without a session, the receiver's own promise: no async layer of ours on the faces' hot path.
   if (question.session === undefined || sessions === undefined) return receiver.query(queryOf(question), context);
-  // One conversation per protocol in a session: a client that changes protocol opens a second one beside the first.
-  const lane = question.protocolHash === undefined ? 'text' : `protocol:${question.protocolHash}`;
-  return sessions.turn(receiver, question.session, lane, queryOf(question), context);
+  const session = question.session;
+  if (question.protocolHash === undefined) return sessions.turn(receiver, session, 'text', queryOf(question), context);
+  // One conversation per protocol in a session (a client that changes protocol opens a second one beside the
+  // first); a single-round protocol's query keeps none.
+  const hash = question.protocolHash;
+  const turn = (keeps: boolean) => (keeps ? sessions.turn(receiver, session, `protocol:${normalizeHash(hash) ?? hash}`, queryOf(question), context) : receiver.query(queryOf(question), context));
+  const keeps = sessions.keepsConversation(receiver, hash);
+  return typeof keeps === 'boolean' ? turn(keeps) : keeps.then(turn);
 }
 
 /** The Agora query an ask stands for (a session's first turn adds `multiround`). */

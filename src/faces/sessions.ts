@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { InMemoryMemory, type AgentMemory } from '../memory/file.js';
+import { normalizeHash, parseDocument } from '../protocol/document.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import type { JsonValue, QueryRequest, SuccessResponse } from '../schemas.js';
 
@@ -35,6 +36,8 @@ export const SESSIONS_PREFIX = 'sessions/';
 const SWEEP_BATCH = 16;
 // A full table is swept again at most this often: a stranger knocking at the cap does not make every request a sweep.
 const FULL_SWEEP_MS = 1000;
+// Protocols whose kind (multiround or not) is remembered.
+const MAX_KNOWN_PROTOCOLS = 1024;
 
 /**
  * A session's key: the caller's principal (`""` for an anonymous caller) and the id the client holds.
@@ -65,6 +68,8 @@ export class FaceSessions {
   #count: number | undefined;
   #sweptAt = -Infinity;
   #sweeping: Promise<void> | undefined;
+  // Whether each protocol seen keeps conversations (its document's `multiround`), by hex hash; bounded.
+  readonly #multiround = new Map<string, boolean>();
 
   /** Sessions over `memory` when other processes share it, else over this process's own map. */
   constructor(face: string, memory: AgentMemory | undefined, options: FaceSessionOptions = {}) {
@@ -88,6 +93,34 @@ export class FaceSessions {
     if (this.#sweeping !== undefined) await this.#sweeping;
     else if (this.#now() - this.#sweptAt >= FULL_SWEEP_MS) await this.#sweep();
     return (this.#count ?? 0) < this.#maxSessions;
+  }
+
+  /**
+   * Whether a protocol's queries in a session are turns of one conversation: its document says `multiround: true`.
+   * A single-round protocol's query stands alone (nothing to keep, so nothing a stranger's flood of one-shot
+   * messages could fill the table with); a document not known here is the receiver's to judge, as a turn. Each
+   * document is read once; the answer is synchronous once known.
+   */
+  keepsConversation(receiver: Pick<ReceiverApi, 'document'>, hash: string): boolean | Promise<boolean> {
+    const hex = normalizeHash(hash);
+    if (hex === undefined) return true;
+    const known = this.#multiround.get(hex);
+    if (known !== undefined) return known;
+    return receiver.document(hex).then(
+      (text) => {
+        if (text === undefined) return true;
+        let multiround = true;
+        try {
+          multiround = parseDocument(text).metadata.multiround;
+        } catch {
+          // A document that does not parse is the receiver's to refuse.
+        }
+        if (this.#multiround.size >= MAX_KNOWN_PROTOCOLS) this.#multiround.delete(this.#multiround.keys().next().value as string);
+        this.#multiround.set(hex, multiround);
+        return multiround;
+      },
+      () => true,
+    );
   }
 
   /** Opens a session under `key` (a server-issued id: MCP's `initialize`); it lives `idleMs` unless used. */

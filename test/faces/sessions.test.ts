@@ -5,7 +5,7 @@ import { ask } from '../../src/faces/ask.js';
 import { FaceSessions, sessionKey, tokenScope } from '../../src/faces/sessions.js';
 import { InMemoryMemory } from '../../src/memory/file.js';
 import type { Logger } from '../../src/log.js';
-import { fakeReceiver, makeFaces, serveFaces } from './_helpers.js';
+import { fakeReceiver, makeFaces, PROTOCOL_HASH, serveFaces } from './_helpers.js';
 
 /** A memory other processes would share (as Redis is): sessions are kept in it, not in the process. */
 class SharedMemory extends InMemoryMemory {
@@ -35,6 +35,15 @@ describe('FaceSessions', () => {
     await ask(receiver, sessions, { protocolHash: 'p1', body: {}, session });
     expect((await ask(receiver, sessions, { body: 'again', session })).body).toBe('turn 2: again');
     await expect(ask(receiver, sessions, { protocolHash: 'p2', body: {}, session })).rejects.toMatchObject({ code: 'TOO_MANY_CONVERSATIONS' });
+  });
+
+  it("keeps no conversation for a single-round protocol's query: a flood of one-shot messages fills no table", async () => {
+    const receiver = fakeReceiver();
+    const sessions = new FaceSessions('a2a', undefined, { maxSessions: 1 });
+    // PROTOCOL_TEXT says `multiround: false`.
+    for (const id of ['one', 'two', 'three']) await ask(receiver, sessions, { protocolHash: PROTOCOL_HASH, body: { value: 1 }, session: sessionKey(undefined, id) });
+    expect(receiver.queries.map((query) => query.multiround)).toEqual([undefined, undefined, undefined]);
+    expect(await sessions.hasRoom()).toBe(true);
   });
 
   it('serves two turns of a new session one after the other: the second continues the conversation the first opened', async () => {
