@@ -2,7 +2,6 @@
 // session (ROAR `context.session_id`, A2A `contextId`) stands for.
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import type { JsonValue, QueryRequest, SuccessResponse } from '../schemas.js';
-import { normalizeHash } from '../protocol/document.js';
 import type { FaceSessions } from './sessions.js';
 
 /** A question as the faces put it. */
@@ -23,13 +22,11 @@ export function ask(receiver: ReceiverApi, sessions: FaceSessions | undefined, q
   // Without a session, the receiver's own promise: no async layer of ours on the faces' hot path.
   if (question.session === undefined || sessions === undefined) return receiver.query(queryOf(question), context);
   const session = question.session;
-  if (question.protocolHash === undefined) return sessions.turn(receiver, session, 'text', queryOf(question), context);
   // One conversation per protocol in a session (a client that changes protocol opens a second one beside the
   // first); a single-round protocol's query keeps none.
-  const hash = question.protocolHash;
-  const turn = (keeps: boolean) => (keeps ? sessions.turn(receiver, session, `protocol:${normalizeHash(hash) ?? hash}`, queryOf(question), context) : receiver.query(queryOf(question), context));
-  const keeps = sessions.keepsConversation(receiver, hash);
-  return typeof keeps === 'boolean' ? turn(keeps) : keeps.then(turn);
+  const turn = (lane: string | undefined) => (lane === undefined ? receiver.query(queryOf(question), context) : sessions.turn(receiver, session, lane, queryOf(question), context));
+  const lane = sessions.laneOf(receiver, question.protocolHash);
+  return lane instanceof Promise ? lane.then(turn) : turn(lane);
 }
 
 /** The Agora query an ask stands for (a session's first turn adds `multiround`). */

@@ -96,19 +96,21 @@ export class FaceSessions {
   }
 
   /**
-   * Whether a protocol's queries in a session are turns of one conversation: its document says `multiround: true`.
-   * A single-round protocol's query stands alone (nothing to keep, so nothing a stranger's flood of one-shot
-   * messages could fill the table with); a document not known here is the receiver's to judge, as a turn. Each
-   * document is read once; the answer is synchronous once known.
+   * The lane of a question in a session: `text` for natural language, one per protocol whose document says
+   * `multiround: true`, or `undefined` for a single-round protocol, whose query stands alone (nothing to keep, so
+   * nothing a stranger's flood of one-shot messages could fill the table with). A document not known here is the
+   * receiver's to judge, as a turn. Each document is read once; the answer is synchronous once known.
    */
-  keepsConversation(receiver: Pick<ReceiverApi, 'document'>, hash: string): boolean | Promise<boolean> {
-    const hex = normalizeHash(hash);
-    if (hex === undefined) return true;
+  laneOf(receiver: Pick<ReceiverApi, 'document'>, protocolHash: string | undefined): string | undefined | Promise<string | undefined> {
+    if (protocolHash === undefined) return 'text';
+    const hex = normalizeHash(protocolHash);
+    if (hex === undefined) return `protocol:${protocolHash}`;
+    const lane = `protocol:${hex}`;
     const known = this.#multiround.get(hex);
-    if (known !== undefined) return known;
+    if (known !== undefined) return known ? lane : undefined;
     return receiver.document(hex).then(
       (text) => {
-        if (text === undefined) return true;
+        if (text === undefined) return lane;
         let multiround = true;
         try {
           multiround = parseDocument(text).metadata.multiround;
@@ -117,9 +119,9 @@ export class FaceSessions {
         }
         if (this.#multiround.size >= MAX_KNOWN_PROTOCOLS) this.#multiround.delete(this.#multiround.keys().next().value as string);
         this.#multiround.set(hex, multiround);
-        return multiround;
+        return multiround ? lane : undefined;
       },
-      () => true,
+      () => lane,
     );
   }
 
