@@ -8,9 +8,27 @@ import { OfflineModel } from '../dist/llm/offline.js';
 import { silentLogger } from '../dist/log.js';
 import { Receiver } from '../dist/receiver.js';
 
-const receiver = await Receiver.start({ dir: process.argv[2], llm: new OfflineModel(), logger: silentLogger, waitForProtocols: false });
-const server = await startServer(receiver, { port: 0, host: '127.0.0.1', faces: false, dashboard: false, logger: silentLogger });
+const receiver = await Receiver.start({
+  dir: process.argv[2],
+  llm: new OfflineModel(),
+  logger: silentLogger,
+  waitForProtocols: false,
+});
+const server = await startServer(receiver, {
+  port: 0,
+  host: '127.0.0.1',
+  faces: false,
+  dashboard: false,
+  logger: silentLogger,
+});
 process.on('SIGUSR2', () => void receiver.registry.scan().then(() => process.stdout.write('SCANNED\n')));
-process.on('SIGTERM', () => void server.close().then(() => receiver.close()).finally(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void server
+      .close()
+      .then(() => receiver.close())
+      .finally(() => process.exit(0)),
+);
 process.stdout.write(`PORT ${server.port}\n`);
 void receiver.loaded().then(() => process.stdout.write('LOADED\n'));

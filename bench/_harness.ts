@@ -15,7 +15,11 @@ export type BenchServer = { url: string; port: number; child: ChildProcess; stop
 export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
     const loader = /\.[cm]?js$/.test(script) ? [] : ['--import', 'tsx'];
-    const child = spawn(process.execPath, [...loader, `${root}${script}`, ...args], { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...loader, `${root}${script}`, ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();
@@ -41,14 +45,30 @@ export function startProcess(script: string, args: string[], env: NodeJS.Process
 }
 
 /** One load-test result. */
-export type LoadResult = { name: string; requestsPerSecond: number; p99: number; p50: number; errors: number; non2xx: number };
+export type LoadResult = {
+  name: string;
+  requestsPerSecond: number;
+  p99: number;
+  p50: number;
+  errors: number;
+  non2xx: number;
+};
 
 /**
  * What one load test sends: a JSON body, POSTed to one path or to `paths` in turn; with `pipelining`, that many
  * requests written at once on each connection (HTTP/1.1 pipelining: the load generator's and the kernel's share of
  * each request shrinks, so more of the machine's cores are left to the server).
  */
-export type LoadOptions = { url: string; path?: string; paths?: string[]; body: string; duration: number; connections?: number; headers?: Record<string, string>; pipelining?: number };
+export type LoadOptions = {
+  url: string;
+  path?: string;
+  paths?: string[];
+  body: string;
+  duration: number;
+  connections?: number;
+  headers?: Record<string, string>;
+  pipelining?: number;
+};
 
 /** The load generator: wrk when installed (C, so the client takes less of the shared cores), else autocannon. */
 export function loadGenerator(): 'wrk' | 'autocannon' {
@@ -72,7 +92,11 @@ async function wrkLoad(name: string, options: LoadOptions): Promise<LoadResult> 
       `local depth = ${Math.max(1, Math.floor(options.pipelining ?? 1))}`,
       'local one = function()',
       '  counter = counter + 1',
-      `  return wrk.format("POST", paths[(counter % #paths) + 1], { ["Content-Type"] = "application/json"${Object.entries(options.headers ?? {}).map(([name, value]) => `, [${luaString(name)}] = ${luaString(value)}`).join('')} }, body)`,
+      `  return wrk.format("POST", paths[(counter % #paths) + 1], { ["Content-Type"] = "application/json"${Object.entries(
+        options.headers ?? {},
+      )
+        .map(([name, value]) => `, [${luaString(name)}] = ${luaString(value)}`)
+        .join('')} }, body)`,
       'end',
       'request = function()',
       '  if depth == 1 then return one() end',
@@ -87,7 +111,11 @@ async function wrkLoad(name: string, options: LoadOptions): Promise<LoadResult> 
   );
   try {
     const output = await new Promise<string>((resolve, reject) => {
-      const child = spawn('wrk', ['-t1', `-c${options.connections ?? 50}`, `-d${options.duration}s`, '--latency', '-s', script, options.url], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = spawn(
+        'wrk',
+        ['-t1', `-c${options.connections ?? 50}`, `-d${options.duration}s`, '--latency', '-s', script, options.url],
+        { stdio: ['ignore', 'pipe', 'inherit'] },
+      );
       let text = '';
       child.stdout.on('data', (chunk: Buffer) => (text += chunk.toString()));
       child.on('error', reject);
@@ -95,8 +123,22 @@ async function wrkLoad(name: string, options: LoadOptions): Promise<LoadResult> 
     });
     const match = /AGORA (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)/.exec(output);
     if (!match) throw new Error(`wrk printed no summary: ${output}`);
-    const [requests, durationUs, p50Us, p99Us, errors, non2xx] = match.slice(1).map(Number) as [number, number, number, number, number, number];
-    return { name, requestsPerSecond: requests / (durationUs / 1e6), p50: Math.round(p50Us / 100) / 10, p99: Math.round(p99Us / 100) / 10, errors, non2xx };
+    const [requests, durationUs, p50Us, p99Us, errors, non2xx] = match.slice(1).map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
+    return {
+      name,
+      requestsPerSecond: requests / (durationUs / 1e6),
+      p50: Math.round(p50Us / 100) / 10,
+      p99: Math.round(p99Us / 100) / 10,
+      errors,
+      non2xx,
+    };
   } finally {
     await rm(script, { force: true });
   }
@@ -115,7 +157,17 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
     pipelining: options.pipelining ?? 1,
     duration: options.duration,
     body: options.body,
-    ...(paths ? { requests: [{ method: 'POST', body: options.body, setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next++ % paths.length] }) }] } : {}),
+    ...(paths
+      ? {
+          requests: [
+            {
+              method: 'POST',
+              body: options.body,
+              setupRequest: (request: autocannon.Request) => ({ ...request, path: paths[next++ % paths.length] }),
+            },
+          ],
+        }
+      : {}),
   });
   return {
     name,
@@ -128,21 +180,32 @@ export async function load(name: string, options: LoadOptions): Promise<LoadResu
 }
 
 /** One load of an alternating run: what {@link load} takes, a name, and the server's process id (for its CPU time). */
-export type AlternatingLoad = Omit<LoadOptions, 'duration'> & { name: string; pid?: number; cpuSeconds?: () => number | undefined };
+export type AlternatingLoad = Omit<LoadOptions, 'duration'> & {
+  name: string;
+  pid?: number;
+  cpuSeconds?: () => number | undefined;
+};
 
 /**
  * An alternating run's outcome for one load: its best round, every round, its server's CPU time per request, and the
  * whole machine's (every process and the kernel: the load generator and Redis included) with how busy it kept the
  * machine's cores, both from the round with the most requests per second.
  */
-export type AlternatingResult = LoadResult & { rounds: LoadResult[]; cpuMicrosPerRequest?: number; machineMicrosPerRequest?: number; machineBusy?: number };
+export type AlternatingResult = LoadResult & {
+  rounds: LoadResult[];
+  cpuMicrosPerRequest?: number;
+  machineMicrosPerRequest?: number;
+  machineBusy?: number;
+};
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** CPU seconds a process has used (user + system), from /proc on Linux; undefined elsewhere. */
 export function processCpuSeconds(pid: number): number | undefined {
   try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ');
     return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_SECOND;
   } catch {
     return undefined;
@@ -155,7 +218,10 @@ export function machineCpuSeconds(): { busy: number; idle: number } | undefined 
     const fields = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest time is already counted in user).
     const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = fields;
-    return { busy: (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_SECOND, idle: (idle + iowait) / CLOCK_TICKS_PER_SECOND };
+    return {
+      busy: (user + nice + system + irq + softirq + steal) / CLOCK_TICKS_PER_SECOND,
+      idle: (idle + iowait) / CLOCK_TICKS_PER_SECOND,
+    };
   } catch {
     return undefined;
   }
@@ -180,7 +246,12 @@ export function treeCpuSeconds(pid: number): number | undefined {
  * nearest to what the server can do when the machine lets it), every round (to compare neighbours, see
  * {@link pairedRatio}) and the CPU time its server process spent per request, lowest of its rounds.
  */
-export async function alternating(loads: AlternatingLoad[], rounds: number, seconds: number, log: (line: string) => void = () => {}): Promise<AlternatingResult[]> {
+export async function alternating(
+  loads: AlternatingLoad[],
+  rounds: number,
+  seconds: number,
+  log: (line: string) => void = () => {},
+): Promise<AlternatingResult[]> {
   const results: AlternatingResult[] = [];
   for (let round = 1; round <= rounds; round++) {
     log(`  round ${round} of ${rounds}…`);
@@ -195,21 +266,30 @@ export async function alternating(loads: AlternatingLoad[], rounds: number, seco
       const after = cpuOf();
       const machineAfter = machineCpuSeconds();
       const requests = result.requestsPerSecond * seconds;
-      const cpu = before !== undefined && after !== undefined && requests > 0 ? ((after - before) * 1e6) / requests : undefined;
+      const cpu =
+        before !== undefined && after !== undefined && requests > 0 ? ((after - before) * 1e6) / requests : undefined;
       const machine =
         machineBefore && machineAfter && requests > 0
           ? {
               machineMicrosPerRequest: ((machineAfter.busy - machineBefore.busy) * 1e6) / requests,
-              machineBusy: (machineAfter.busy - machineBefore.busy) / (machineAfter.busy - machineBefore.busy + machineAfter.idle - machineBefore.idle),
+              machineBusy:
+                (machineAfter.busy - machineBefore.busy) /
+                (machineAfter.busy - machineBefore.busy + machineAfter.idle - machineBefore.idle),
             }
           : {};
       const kept = results[index];
       if (kept === undefined) {
-        results[index] = { ...result, rounds: [result], ...(cpu !== undefined ? { cpuMicrosPerRequest: cpu } : {}), ...machine };
+        results[index] = {
+          ...result,
+          rounds: [result],
+          ...(cpu !== undefined ? { cpuMicrosPerRequest: cpu } : {}),
+          ...machine,
+        };
         continue;
       }
       kept.rounds.push(result);
-      if (cpu !== undefined && (kept.cpuMicrosPerRequest === undefined || cpu < kept.cpuMicrosPerRequest)) kept.cpuMicrosPerRequest = cpu;
+      if (cpu !== undefined && (kept.cpuMicrosPerRequest === undefined || cpu < kept.cpuMicrosPerRequest))
+        kept.cpuMicrosPerRequest = cpu;
       if (result.requestsPerSecond > kept.requestsPerSecond) Object.assign(kept, result, machine);
     }
   }
@@ -221,7 +301,9 @@ export async function alternating(loads: AlternatingLoad[], rounds: number, seco
  * turn order): steadier than a ratio of two bests, which can pair a baseline's quiet moment with a busy one.
  */
 export function pairedRatio(subject: AlternatingResult, baseline: AlternatingResult): number {
-  return median(subject.rounds.map((round, index) => round.requestsPerSecond / baseline.rounds[index]!.requestsPerSecond));
+  return median(
+    subject.rounds.map((round, index) => round.requestsPerSecond / baseline.rounds[index]!.requestsPerSecond),
+  );
 }
 
 /** The median of some numbers. */
@@ -236,13 +318,27 @@ export function table(header: string[], rows: (string | number)[][]): string {
   const cells = [header, ...rows.map((row) => row.map(String))];
   const widths = header.map((_, column) => Math.max(...cells.map((row) => (row[column] ?? '').length)));
   const line = (row: string[]) => `| ${row.map((cell, column) => cell.padEnd(widths[column]!)).join(' | ')} |`;
-  return [line(cells[0]!), `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`, ...cells.slice(1).map(line)].join('\n');
+  return [
+    line(cells[0]!),
+    `|${widths.map((width) => '-'.repeat(width + 2)).join('|')}|`,
+    ...cells.slice(1).map(line),
+  ].join('\n');
 }
 
 /** Formats a number with thousands separators. */
 /** The table of load results side by side: rate, latencies, errors and the server's CPU per request when measured. */
 export function resultsTable(results: readonly AlternatingResult[]): string {
-  return table(['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'], results.map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1)]));
+  return table(
+    ['endpoint', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'],
+    results.map((result) => [
+      result.name,
+      formatNumber(result.requestsPerSecond),
+      result.p50,
+      result.p99,
+      result.errors + result.non2xx,
+      result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1),
+    ]),
+  );
 }
 
 export function formatNumber(value: number, digits = 0): string {

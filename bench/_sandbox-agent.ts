@@ -27,14 +27,23 @@ export async function writeAgent(mode: 'hand' | 'generated', dir: string): Promi
     await mkdir(join(dir, 'routines/generated'), { recursive: true });
     await writeFile(join(dir, file), GENERATED);
     const at = new Date().toISOString();
-    await new FileMemory(join(dir, '.agora')).set(`${protocolPrefix(hash)}/status`, { status: 'approved', kind: 'protocol', protocol: 'Unit conversion', hash, file, createdAt: at, updatedAt: at });
+    await new FileMemory(join(dir, '.agora')).set(`${protocolPrefix(hash)}/status`, {
+      status: 'approved',
+      kind: 'protocol',
+      protocol: 'Unit conversion',
+      hash,
+      file,
+      createdAt: at,
+      updatedAt: at,
+    });
   }
   return JSON.stringify({ protocolHash: hash, body });
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const [mode, dir] = process.argv.slice(2);
-  if ((mode !== 'hand' && mode !== 'generated') || !dir) throw new Error('usage: tsx bench/_sandbox-agent.ts hand|generated <dir>');
+  if ((mode !== 'hand' && mode !== 'generated') || !dir)
+    throw new Error('usage: tsx bench/_sandbox-agent.ts hand|generated <dir>');
   await mkdir(dir, { recursive: true });
   console.log(await writeAgent(mode, dir));
 }

@@ -45,7 +45,11 @@ const metadata = { name: 'Unit conversion' } as ProtocolDocument['metadata'];
 /** The protocol document the receiver would pass. */
 export const document = { metadata, content: '' } as unknown as ProtocolDocument;
 /** The routine context of a single-round query. */
-export const context = (): SandboxContext => ({ conversation: { id: null, turn: 1, state: {} }, protocol: { name: 'Unit conversion', hash: 'h', metadata }, tools, logger: silentLogger });
+export const context = (): SandboxContext => ({
+  conversation: { id: null, turn: 1, state: {} },
+  protocol: { name: 'Unit conversion', hash: 'h', metadata },
+  tools,
+  logger: silentLogger,
+});
 /** The query body. */
 export const body = { value: 10, from: 'km', to: 'mi' };
-

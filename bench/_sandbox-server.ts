@@ -8,7 +8,8 @@ import { runRoutine } from '../src/routine/run.js';
 import { context, document, GENERATED, handWritten } from './_sandbox-routine.js';
 
 const mode = process.argv[2] ?? 'bare';
-const sandbox = mode === 'quickjs' ? new QuickJSSandbox(await bundleForQuickJS(GENERATED), { name: 'bench' }) : undefined;
+const sandbox =
+  mode === 'quickjs' ? new QuickJSSandbox(await bundleForQuickJS(GENERATED), { name: 'bench' }) : undefined;
 
 const seen = new Set<string>();
 const server = createServer((request, response) => {

@@ -62,12 +62,21 @@ async function main() {
   if (kind === 'agora-generated') {
     // An agent whose routine for the protocol is a generated one, approved (bench/sandbox.ts wrote the folder):
     // served from the QuickJS sandbox through the RoutineGenerator, as `agora serve` does. No LLM is ever called.
-    const [{ FileMemory }, { RoutineGenerator }] = await Promise.all([import('../dist/memory/file.js'), import('../dist/generation/generate.js')]);
+    const [{ FileMemory }, { RoutineGenerator }] = await Promise.all([
+      import('../dist/memory/file.js'),
+      import('../dist/generation/generate.js'),
+    ]);
     const memory = new FileMemory(join(dir, '.agora'));
     const llm = { model: 'none', complete: async () => Promise.reject(new Error('no LLM in this benchmark')) };
     let generated;
     const generator = new RoutineGenerator({ dir, memory, llm, tools: () => generated.tools, logger: silentLogger });
-    generated = await Receiver.start({ dir, memory, logger: silentLogger, watch: false, extensions: generator.extensions() });
+    generated = await Receiver.start({
+      dir,
+      memory,
+      logger: silentLogger,
+      watch: false,
+      extensions: generator.extensions(),
+    });
     return (await startServer(generated, { port: 0, host: '127.0.0.1', logger: silentLogger })).port;
   }
   const receiver = await Receiver.start({ dir, logger: silentLogger, watch: false });
@@ -76,7 +85,14 @@ async function main() {
   }
   if (kind === 'agora-dashboard') {
     // As `agora serve` runs it: the dashboard mounted and recording every query.
-    return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger, routes: createAgentDashboard(receiver, { logger: silentLogger }) })).port;
+    return (
+      await startServer(receiver, {
+        port: 0,
+        host: '127.0.0.1',
+        logger: silentLogger,
+        routes: createAgentDashboard(receiver, { logger: silentLogger }),
+      })
+    ).port;
   }
   if (kind === 'agora-faces') {
     // The faces as `agora serve` mounts them, ROAR HMAC-signed; the load repeats one signed message, so ids are

@@ -27,21 +27,37 @@ import { silentLogger, type Logger } from '../src/log.js';
 import { startAgent } from '../src/agent.js';
 import { z } from 'zod';
 import { FakeAnthropic } from '../src/testing/fake-anthropic.js';
-import { agentCost, approvedRoutines, pathOf, routineAnswers, startAssistant, temporaryCopy } from '../examples/_shared.js';
+import {
+  agentCost,
+  approvedRoutines,
+  pathOf,
+  routineAnswers,
+  startAssistant,
+  temporaryCopy,
+} from '../examples/_shared.js';
 import { brain } from '../examples/weather/brain.js';
 import { forecast, weatherQuery } from '../examples/weather/data.js';
 import { formatNumber, table } from './_harness.js';
 import { runNetwork } from './_cost-network.js';
 
 const { values } = parseArgs({
-  options: { queries: { type: 'string', default: '1000' }, window: { type: 'string', default: '100' }, pairs: { type: 'string', default: '3' }, 'pair-queries': { type: 'string', default: '30' } },
+  options: {
+    queries: { type: 'string', default: '1000' },
+    window: { type: 'string', default: '100' },
+    pairs: { type: 'string', default: '3' },
+    'pair-queries': { type: 'string', default: '30' },
+  },
 });
 const queries = Number(values.queries);
 const windowSize = Number(values.window);
 const progress = (line: string) => process.stderr.write(`${line}\n`);
 
 // Warnings would mean the lifecycle went off its path: show them.
-const logger: Logger = { ...silentLogger, warn: (message) => progress(`warn: ${message}`), error: (message) => progress(`error: ${message}`) };
+const logger: Logger = {
+  ...silentLogger,
+  warn: (message) => progress(`warn: ${message}`),
+  error: (message) => progress(`error: ${message}`),
+};
 
 const GetWeather = {
   name: 'get_weather',
@@ -52,13 +68,26 @@ const GetWeather = {
 
 /** One task call: what both agents' LLMs cost for it, and how it was served. */
 type QueryCost = { calls: number; tokens: number; path: string };
-type Run = { costs: QueryCost[]; markers: string[]; mismatches: string[]; metered: { fake: number; agents: number }; seconds: number };
+type Run = {
+  costs: QueryCost[];
+  markers: string[];
+  mismatches: string[];
+  metered: { fake: number; agents: number };
+  seconds: number;
+};
 
 async function run(lifecycle: boolean): Promise<Run> {
   const started = performance.now();
-  const folder = await temporaryCopy('agora-bench-cost-', { 'agent/tools': 'weather/agent/tools', 'data.ts': 'weather/data.ts' });
-  const fakes = { weather: await FakeAnthropic.start({ fallback: brain, tokenModel: 'chars' }), assistant: await FakeAnthropic.start({ fallback: brain, tokenModel: 'chars' }) };
-  const model = (fake: FakeAnthropic) => new AnthropicModel({ baseURL: fake.url, apiKey: 'fake', maxRetries: 0, model: 'fake-brain' });
+  const folder = await temporaryCopy('agora-bench-cost-', {
+    'agent/tools': 'weather/agent/tools',
+    'data.ts': 'weather/data.ts',
+  });
+  const fakes = {
+    weather: await FakeAnthropic.start({ fallback: brain, tokenModel: 'chars' }),
+    assistant: await FakeAnthropic.start({ fallback: brain, tokenModel: 'chars' }),
+  };
+  const model = (fake: FakeAnthropic) =>
+    new AnthropicModel({ baseURL: fake.url, apiKey: 'fake', maxRetries: 0, model: 'fake-brain' });
   const weather = await startAgent({
     dir: join(folder.dir, 'agent'),
     name: 'weather',
@@ -79,7 +108,14 @@ async function run(lifecycle: boolean): Promise<Run> {
     ...(lifecycle ? {} : { thresholds: { lookForProtocolFrom: Infinity, negotiateFrom: Infinity } }),
   });
   const getWeather = assistant.sender.task(GetWeather);
-  const billed = () => [fakes.weather.totals(), fakes.assistant.totals()].reduce((sum, totals) => ({ calls: sum.calls + totals.calls, tokens: sum.tokens + totals.inputTokens + totals.outputTokens }), { calls: 0, tokens: 0 });
+  const billed = () =>
+    [fakes.weather.totals(), fakes.assistant.totals()].reduce(
+      (sum, totals) => ({
+        calls: sum.calls + totals.calls,
+        tokens: sum.tokens + totals.inputTokens + totals.outputTokens,
+      }),
+      { calls: 0, tokens: 0 },
+    );
 
   const costs: QueryCost[] = [];
   const markers: string[] = [];
@@ -96,14 +132,22 @@ async function run(lifecycle: boolean): Promise<Run> {
       costs.push({ calls: after.calls - before.billed.calls, tokens: after.tokens - before.billed.tokens, path });
 
       const expected = forecast(input.city, input.date);
-      if (!isDeepStrictEqual(output, expected)) mismatches.push(`query ${index}: ${JSON.stringify(input)} → ${JSON.stringify(output)}, expected ${JSON.stringify(expected)}`);
+      if (!isDeepStrictEqual(output, expected))
+        mismatches.push(
+          `query ${index}: ${JSON.stringify(input)} → ${JSON.stringify(output)}, expected ${JSON.stringify(expected)}`,
+        );
       if (!lifecycle) continue;
-      if (index === 6) markers.push(`query 6: looked for a fitting protocol: the weather agent lists ${Object.keys(await assistant.sender.wellknown(weather.url)).length} (the look repeats up to query 10)`);
+      if (index === 6)
+        markers.push(
+          `query 6: looked for a fitting protocol: the weather agent lists ${Object.keys(await assistant.sender.wellknown(weather.url)).length} (the look repeats up to query 10)`,
+        );
       const previous = costs.at(-2)?.path;
       if (path !== 'NL' && previous === 'NL') {
         const state = await assistant.sender.taskState(GetWeather.name, weather.url);
         const negotiation = state.negotiation?.outcome === 'agreed' ? ` in ${state.negotiation.rounds} round(s)` : '';
-        markers.push(`query ${index}: protocol negotiated${negotiation} (sha1 ${state.protocolHash}); first query under it`);
+        markers.push(
+          `query ${index}: protocol negotiated${negotiation} (sha1 ${state.protocolHash}); first query under it`,
+        );
       }
       if (approved.size < 2) {
         for (const [side, names] of [
@@ -113,11 +157,14 @@ async function run(lifecycle: boolean): Promise<Run> {
           for (const name of names) {
             if (approved.has(`${side}/${name}`)) continue;
             approved.add(`${side}/${name}`);
-            markers.push(`query ${index}: routine approved on the ${side} side ("${name}"), written and checked during this query`);
+            markers.push(
+              `query ${index}: routine approved on the ${side} side ("${name}"), written and checked during this query`,
+            );
           }
         }
       }
-      if (path === 'routines' && previous !== 'routines') markers.push(`query ${index}: first query with no LLM call on either side`);
+      if (path === 'routines' && previous !== 'routines')
+        markers.push(`query ${index}: first query with no LLM call on either side`);
       if (index % 100 === 0) progress(`  (b) ${index}/${queries}`);
     }
   } finally {
@@ -137,7 +184,12 @@ const a = await run(false);
 progress(`bench:cost: ${queries} queries, (b) the full lifecycle`);
 const b = await run(true);
 progress(`bench:cost: (c) a network with a hub`);
-const c = await runNetwork(GetWeather, { pairs: Number(values.pairs), queries: Number(values['pair-queries']), logger, progress });
+const c = await runNetwork(GetWeather, {
+  pairs: Number(values.pairs),
+  queries: Number(values['pair-queries']),
+  logger,
+  progress,
+});
 
 const sum = (costs: QueryCost[], field: 'calls' | 'tokens') => costs.reduce((total, cost) => total + cost[field], 0);
 const share = (costs: QueryCost[], path: string) => costs.filter((cost) => cost.path === path).length;
@@ -155,11 +207,26 @@ for (let start = 0; start < queries; start += windowSize) {
   ]);
 }
 const tokens = { a: sum(a.costs, 'tokens'), b: sum(b.costs, 'tokens') };
-rows.push(['**total**', formatNumber(sum(a.costs, 'calls')), formatNumber(tokens.a), formatNumber(sum(b.costs, 'calls')), formatNumber(tokens.b), `${share(b.costs, 'NL')} / ${queries - share(b.costs, 'NL') - share(b.costs, 'routines')} / ${share(b.costs, 'routines')}`]);
+rows.push([
+  '**total**',
+  formatNumber(sum(a.costs, 'calls')),
+  formatNumber(tokens.a),
+  formatNumber(sum(b.costs, 'calls')),
+  formatNumber(tokens.b),
+  `${share(b.costs, 'NL')} / ${queries - share(b.costs, 'NL') - share(b.costs, 'routines')} / ${share(b.costs, 'routines')}`,
+]);
 // Where (b)'s tokens go, by path; the protocol stage carries the negotiation and the writing of both routines.
 const stages = ['NL', 'PD+LLM', 'routines'].map((path) => {
-  const costs = b.costs.filter((cost) => (path === 'PD+LLM' ? cost.path !== 'NL' && cost.path !== 'routines' : cost.path === path));
-  return [path, costs.length, formatNumber(sum(costs, 'calls')), formatNumber(sum(costs, 'tokens')), formatNumber(sum(costs, 'tokens') / Math.max(1, costs.length))];
+  const costs = b.costs.filter((cost) =>
+    path === 'PD+LLM' ? cost.path !== 'NL' && cost.path !== 'routines' : cost.path === path,
+  );
+  return [
+    path,
+    costs.length,
+    formatNumber(sum(costs, 'calls')),
+    formatNumber(sum(costs, 'tokens')),
+    formatNumber(sum(costs, 'tokens') / Math.max(1, costs.length)),
+  ];
 });
 const lastWindowCalls = sum(b.costs.slice(-windowSize), 'calls');
 const ratio = tokens.a / Math.max(1, tokens.b);
@@ -185,5 +252,10 @@ const lines = [
 ];
 lines.push('', c.markdown);
 process.stdout.write(`${lines.join('\n')}\n`);
-for (const mismatch of [...a.mismatches.map((line) => `(a) ${line}`), ...b.mismatches.map((line) => `(b) ${line}`), ...c.mismatches]) process.stderr.write(`mismatch: ${mismatch}\n`);
+for (const mismatch of [
+  ...a.mismatches.map((line) => `(a) ${line}`),
+  ...b.mismatches.map((line) => `(b) ${line}`),
+  ...c.mismatches,
+])
+  process.stderr.write(`mismatch: ${mismatch}\n`);
 if (a.mismatches.length || b.mismatches.length || c.mismatches.length) process.exitCode = 1;

@@ -53,7 +53,10 @@ process.stdout.write(
 // Over HTTP: the repository's unit-conversion routine, alternating servers so drift on the shared machine hits both.
 const root = fileURLToPath(new URL('..', import.meta.url));
 const duration = Number(process.env.AGORA_BENCH_DURATION ?? 5);
-const body = JSON.stringify({ protocolHash: hashText(readFileSync(`${root}protocols/unit-conversion.md`)), body: { value: 10, from: 'km', to: 'mi' } });
+const body = JSON.stringify({
+  protocolHash: hashText(readFileSync(`${root}protocols/unit-conversion.md`)),
+  body: { value: 10, from: 'km', to: 'mi' },
+});
 const rates: Record<'agora' | 'agora-dashboard', number[]> = { agora: [], 'agora-dashboard': [] };
 for (let round = 0; round < 2; round++) {
   for (const kind of ['agora', 'agora-dashboard'] as const) {

@@ -18,7 +18,17 @@ import { startHub, type RunningHub } from '../src/hub/server.js';
 import type { HubStore } from '../src/hub/store.js';
 import { silentLogger } from '../src/log.js';
 import { hashText } from '../src/protocol/document.js';
-import { alternating, formatNumber, loadGenerator, median, pairedRatio, startProcess, table, treeCpuSeconds, type AlternatingResult } from './_harness.js';
+import {
+  alternating,
+  formatNumber,
+  loadGenerator,
+  median,
+  pairedRatio,
+  startProcess,
+  table,
+  treeCpuSeconds,
+  type AlternatingResult,
+} from './_harness.js';
 import { FOLLOW_UP, NO_LLM, SINGLE, startConversations, withRedis } from './scale.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -35,7 +45,8 @@ export function sections(duration: number, log: (line: string) => void): [string
 
 // ------------------------------------------------------------------------------------------- hub-scale
 
-const documentOf = (index: number) => `---\nname: Forecast ${index}\ndescription: Weather forecast number ${index} for a city.\nmultiround: false\n---\nThe sender sends JSON {"city": string}.\n`;
+const documentOf = (index: number) =>
+  `---\nname: Forecast ${index}\ndescription: Weather forecast number ${index} for a city.\nmultiround: false\n---\nThe sender sends JSON {"city": string}.\n`;
 
 /** One server answering as agent `/a<n>` for every n: its /wellknown lists one document of its own. */
 async function fakeAgents(): Promise<{ url: string; close(): Promise<void> }> {
@@ -46,11 +57,15 @@ async function fakeAgents(): Promise<{ url: string; close(): Promise<void> }> {
       return;
     }
     const text = documentOf(Number(match[1]));
-    if (match[2] === 'wellknown') response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ [hashText(text)]: [] }));
+    if (match[2] === 'wellknown')
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ [hashText(text)]: [] }));
     else response.writeHead(200, { 'content-type': 'text/markdown' }).end(text);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }
 
 /** `count` agents written straight to a hub's directory (what registrations leave), each with a protocol. */
@@ -58,9 +73,25 @@ async function fill(hub: RunningHub, count: number): Promise<void> {
   for (let index = 0; index < count; index++) {
     const url = `https://agent${index}.example`;
     const record: AgentRecord = {
-      id: agentId(url), url, name: `agent-${index}`, kind: 'agora', description: `Handles topic${index} and skill${index % 500} reports.`,
-      protocols: [{ hash: index.toString(16).padStart(40, '0'), name: `topic${index} service`, description: `Answers skill${index % 500} queries.`, multiround: false }],
-      capabilities: [], status: 'up', missedChecks: 0, registeredAt: 0, lastSeen: 0, lastChecked: 0,
+      id: agentId(url),
+      url,
+      name: `agent-${index}`,
+      kind: 'agora',
+      description: `Handles topic${index} and skill${index % 500} reports.`,
+      protocols: [
+        {
+          hash: index.toString(16).padStart(40, '0'),
+          name: `topic${index} service`,
+          description: `Answers skill${index % 500} queries.`,
+          multiround: false,
+        },
+      ],
+      capabilities: [],
+      status: 'up',
+      missedChecks: 0,
+      registeredAt: 0,
+      lastSeen: 0,
+      lastChecked: 0,
     };
     await hub.hub.directory.put(record);
   }
@@ -84,7 +115,9 @@ async function measureHub(writer: RunningHub, reader: RunningHub, agents: string
   const register: number[] = [];
   for (let index = 0; index < REGISTRATIONS + 2; index++) {
     const body = JSON.stringify({ url: `${agents}/a${offset + index}`, name: `fake-${offset + index}` });
-    const registered = await timed(() => fetch(`${writer.url}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }));
+    const registered = await timed(() =>
+      fetch(`${writer.url}/agents`, { method: 'POST', headers: { 'content-type': 'application/json' }, body }),
+    );
     const firstRoute = await timed(() => fetch(`${reader.url}/route?goal=${goal}`));
     let again = 0;
     for (let round = 0; round < 5; round++) again += await timed(() => fetch(`${reader.url}/route?goal=${goal}`));
@@ -98,7 +131,14 @@ async function measureHub(writer: RunningHub, reader: RunningHub, agents: string
 }
 
 async function hubPair(store: () => HubStore | undefined): Promise<[RunningHub, RunningHub]> {
-  const options = { port: 0, tickMs: 0, rooms: false as const, allowPrivateAgents: true, logger: silentLogger, maxAgents: 20_000 };
+  const options = {
+    port: 0,
+    tickMs: 0,
+    rooms: false as const,
+    allowPrivateAgents: true,
+    logger: silentLogger,
+    maxAgents: 20_000,
+  };
   const first = store();
   const a = await startHub({ ...options, ...(first ? { store: first } : {}) });
   const second = store();
@@ -121,13 +161,23 @@ async function benchHubScale(log: (line: string) => void): Promise<string> {
           await fill(a, size);
           const measured = await measureHub(a, b, agents.url, size * 10);
           figures.push(measured);
-          rows.push([label, formatNumber(size), formatNumber(measured.register, 2), formatNumber(measured.firstRoute, 2), formatNumber(measured.route, 2)]);
+          rows.push([
+            label,
+            formatNumber(size),
+            formatNumber(measured.register, 2),
+            formatNumber(measured.firstRoute, 2),
+            formatNumber(measured.route, 2),
+          ]);
         } finally {
           await a.close();
           if (b !== a) await b.close();
         }
       }
-      ratios.push([`first /route, ${label}: ${formatNumber(SIZES[1])}/${SIZES[0]}`, formatNumber(figures[1]!.firstRoute / figures[0]!.firstRoute, 2), '≤ 2']);
+      ratios.push([
+        `first /route, ${label}: ${formatNumber(SIZES[1])}/${SIZES[0]}`,
+        formatNumber(figures[1]!.firstRoute / figures[0]!.firstRoute, 2),
+        '≤ 2',
+      ]);
     };
     await run('one hub, memory store', () => undefined);
     const withStore = await withRedis('', log, async (storeUrl) => {
@@ -136,7 +186,10 @@ async function benchHubScale(log: (line: string) => void): Promise<string> {
       url.searchParams.delete('prefix');
       let sequence = 0;
       // Two hub processes' stores on one prefix per size: a registration on one, the first /route on the other.
-      await run('two hubs on Redis (route on the other)', () => new RedisHubStore(url.href, { prefix: `${prefix}${Math.floor(sequence++ / 2)}:`, logger: silentLogger }));
+      await run(
+        'two hubs on Redis (route on the other)',
+        () => new RedisHubStore(url.href, { prefix: `${prefix}${Math.floor(sequence++ / 2)}:`, logger: silentLogger }),
+      );
       return 'done';
     });
     if (!withStore.includes('done')) rows.push(['two hubs on Redis', '—', '—', 'skipped: no Redis', '—']);
@@ -168,8 +221,16 @@ async function benchWorkers(duration: number, log: (line: string) => void): Prom
       url.searchParams.set('prefix', `${url.searchParams.get('prefix')}${name}:`);
       return url.href;
     };
-    const one = await startProcess('bin/agora.js', ['serve', root, '--port', '0', '--quiet-requests', '--store', storeOf('one')], NO_LLM);
-    const two = await startProcess('bin/agora.js', ['serve', root, '--port', '0', '--quiet-requests', '--store', storeOf('two'), '--workers', '2'], NO_LLM);
+    const one = await startProcess(
+      'bin/agora.js',
+      ['serve', root, '--port', '0', '--quiet-requests', '--store', storeOf('one')],
+      NO_LLM,
+    );
+    const two = await startProcess(
+      'bin/agora.js',
+      ['serve', root, '--port', '0', '--quiet-requests', '--store', storeOf('two'), '--workers', '2'],
+      NO_LLM,
+    );
     try {
       const cpu = (server: typeof one) => () => treeCpuSeconds(server.child.pid!);
       log('  routine queries…');
@@ -187,19 +248,48 @@ async function benchWorkers(duration: number, log: (line: string) => void): Prom
       log('  routine queries, pipelined…');
       const pipelined = await alternating(
         [
-          { name: 'routine query ×8 pipelined, one process', url: one.url, body: SINGLE, connections: 50, pipelining: PIPELINE, cpuSeconds: cpu(one) },
-          { name: 'routine query ×8 pipelined, 2 workers', url: two.url, body: SINGLE, connections: 50, pipelining: PIPELINE, cpuSeconds: cpu(two) },
+          {
+            name: 'routine query ×8 pipelined, one process',
+            url: one.url,
+            body: SINGLE,
+            connections: 50,
+            pipelining: PIPELINE,
+            cpuSeconds: cpu(one),
+          },
+          {
+            name: 'routine query ×8 pipelined, 2 workers',
+            url: two.url,
+            body: SINGLE,
+            connections: 50,
+            pipelining: PIPELINE,
+            cpuSeconds: cpu(two),
+          },
         ],
         3,
         duration,
         log,
       );
       log('  follow-ups…');
-      const paths = async (url: string) => (await startConversations(url, CONVERSATIONS)).map((id) => `/conversations/${id}`);
+      const paths = async (url: string) =>
+        (await startConversations(url, CONVERSATIONS)).map((id) => `/conversations/${id}`);
       const follows = await alternating(
         [
-          { name: 'follow-up, one process', url: one.url, body: FOLLOW_UP, paths: await paths(one.url), connections: 50, cpuSeconds: cpu(one) },
-          { name: 'follow-up, 2 workers', url: two.url, body: FOLLOW_UP, paths: await paths(two.url), connections: 50, cpuSeconds: cpu(two) },
+          {
+            name: 'follow-up, one process',
+            url: one.url,
+            body: FOLLOW_UP,
+            paths: await paths(one.url),
+            connections: 50,
+            cpuSeconds: cpu(one),
+          },
+          {
+            name: 'follow-up, 2 workers',
+            url: two.url,
+            body: FOLLOW_UP,
+            paths: await paths(two.url),
+            connections: 50,
+            cpuSeconds: cpu(two),
+          },
         ],
         3,
         duration,
@@ -219,18 +309,51 @@ async function benchWorkers(duration: number, log: (line: string) => void): Prom
       // What two cores allow at all: the whole machine's CPU per request (server, load generator, kernel, Redis) of
       // the one-process rounds, against what the one process reached.
       const bound = (result: AlternatingResult) =>
-        result.machineMicrosPerRequest && result.machineBusy !== undefined ? formatNumber(1 / result.machineBusy, 2) : '—';
-      const cpuRatio = (pair: AlternatingResult[]) => (pair[1]!.cpuMicrosPerRequest && pair[0]!.cpuMicrosPerRequest ? formatNumber(pair[1]!.cpuMicrosPerRequest / pair[0]!.cpuMicrosPerRequest, 2) : '—');
+        result.machineMicrosPerRequest && result.machineBusy !== undefined
+          ? formatNumber(1 / result.machineBusy, 2)
+          : '—';
+      const cpuRatio = (pair: AlternatingResult[]) =>
+        pair[1]!.cpuMicrosPerRequest && pair[0]!.cpuMicrosPerRequest
+          ? formatNumber(pair[1]!.cpuMicrosPerRequest / pair[0]!.cpuMicrosPerRequest, 2)
+          : '—';
       return [
-        table(['server', 'req/s (best round)', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request', 'machine CPU µs/request', 'machine busy'], [...singles, ...pipelined, ...follows].map(row)),
+        table(
+          [
+            'server',
+            'req/s (best round)',
+            'p50 ms',
+            'p99 ms',
+            'errors',
+            'server CPU µs/request',
+            'machine CPU µs/request',
+            'machine busy',
+          ],
+          [...singles, ...pipelined, ...follows].map(row),
+        ),
         '',
         table(
           ['ratio (median of paired rounds)', 'value', 'target'],
           [
-            ['2 workers / one process, routine queries', formatNumber(pairedRatio(singles[1]!, singles[0]!), 2), '≥ 1.25'],
-            ['the most any server could gain over one process here, routine queries (1 ÷ machine busy with one process)', bound(singles[0]!), '—'],
-            ['2 workers / one process, routine queries ×8 pipelined', formatNumber(pairedRatio(pipelined[1]!, pipelined[0]!), 2), '—'],
-            ['2 workers / one process, follow-ups', formatNumber(pairedRatio(follows[1]!, follows[0]!), 2), '≥ 1 (no slower)'],
+            [
+              '2 workers / one process, routine queries',
+              formatNumber(pairedRatio(singles[1]!, singles[0]!), 2),
+              '≥ 1.25',
+            ],
+            [
+              'the most any server could gain over one process here, routine queries (1 ÷ machine busy with one process)',
+              bound(singles[0]!),
+              '—',
+            ],
+            [
+              '2 workers / one process, routine queries ×8 pipelined',
+              formatNumber(pairedRatio(pipelined[1]!, pipelined[0]!), 2),
+              '—',
+            ],
+            [
+              '2 workers / one process, follow-ups',
+              formatNumber(pairedRatio(follows[1]!, follows[0]!), 2),
+              '≥ 1 (no slower)',
+            ],
             ['CPU per request, 2 workers / one, routine queries', cpuRatio(singles), '~1'],
             ['CPU per request, 2 workers / one, follow-ups', cpuRatio(follows), '~1'],
           ],

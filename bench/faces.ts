@@ -8,7 +8,17 @@ import { parseArgs } from 'node:util';
 import { canonicalJson, pythonFloat, RawNumber } from '../src/protocol/roar/canonical.js';
 import { hmacSignature, signingBody } from '../src/protocol/roar/signing.js';
 import { hashText } from '../src/protocol/document.js';
-import { alternating, formatNumber, load, loadGenerator, pairedRatio, resultsTable, startProcess, table, type AlternatingResult } from './_harness.js';
+import {
+  alternating,
+  formatNumber,
+  load,
+  loadGenerator,
+  pairedRatio,
+  resultsTable,
+  startProcess,
+  table,
+  type AlternatingResult,
+} from './_harness.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const SECRET = 'bench-secret';
@@ -22,15 +32,44 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
   try {
     const card = (await (await fetch(`${server.url}/roar/card`)).json()) as { identity: { did: string } };
     const timestamp = new RawNumber(pythonFloat(Date.now() / 1000));
-    const fields = { id: 'msg_bench', from: 'did:roar:agent:bench-0123456789abcdef', to: card.identity.did, intent: 'execute', payload: { protocolHash: hash, body }, context: {}, timestamp };
-    const roar = canonicalJson({ roar: '1.0', ...fields, from: { did: fields.from }, to: { did: fields.to }, auth: { signature: hmacSignature(signingBody(fields), SECRET), timestamp } });
+    const fields = {
+      id: 'msg_bench',
+      from: 'did:roar:agent:bench-0123456789abcdef',
+      to: card.identity.did,
+      intent: 'execute',
+      payload: { protocolHash: hash, body },
+      context: {},
+      timestamp,
+    };
+    const roar = canonicalJson({
+      roar: '1.0',
+      ...fields,
+      from: { did: fields.from },
+      to: { did: fields.to },
+      auth: { signature: hmacSignature(signingBody(fields), SECRET), timestamp },
+    });
     const agora = JSON.stringify({ protocolHash: hash, body });
-    const a2a = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm-bench', role: 'ROLE_USER', parts: [{ data: { protocolHash: hash, body } }] } } });
+    const a2a = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: 'm-bench', role: 'ROLE_USER', parts: [{ data: { protocolHash: hash, body } }] } },
+    });
     const a2aHeaders = { 'a2a-version': '1.0' };
-    const check = (await (await fetch(`${server.url}/roar/message`, { method: 'POST', body: roar })).json()) as { payload: unknown };
-    if ((check.payload as { status?: string }).status !== 'ok') throw new Error(`ROAR bench message refused: ${JSON.stringify(check)}`);
-    const a2aCheck = (await (await fetch(`${server.url}/a2a`, { method: 'POST', headers: { 'content-type': 'application/json', ...a2aHeaders }, body: a2a })).json()) as { result?: { task?: { status?: { state?: string } } } };
-    if (a2aCheck.result?.task?.status?.state !== 'TASK_STATE_COMPLETED') throw new Error(`A2A bench message refused: ${JSON.stringify(a2aCheck)}`);
+    const check = (await (await fetch(`${server.url}/roar/message`, { method: 'POST', body: roar })).json()) as {
+      payload: unknown;
+    };
+    if ((check.payload as { status?: string }).status !== 'ok')
+      throw new Error(`ROAR bench message refused: ${JSON.stringify(check)}`);
+    const a2aCheck = (await (
+      await fetch(`${server.url}/a2a`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...a2aHeaders },
+        body: a2a,
+      })
+    ).json()) as { result?: { task?: { status?: { state?: string } } } };
+    if (a2aCheck.result?.task?.status?.state !== 'TASK_STATE_COMPLETED')
+      throw new Error(`A2A bench message refused: ${JSON.stringify(a2aCheck)}`);
     await load('warm-up', { url: server.url, body: agora, duration: 1 });
     await load('warm-up', { url: server.url, path: '/roar/message', body: roar, duration: 1 });
     await load('warm-up', { url: server.url, path: '/a2a', body: a2a, headers: a2aHeaders, duration: 1 });
@@ -40,23 +79,46 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
     const [a, r, s] = (await alternating(
       [
         { name: 'Agora POST /, routine', url: server.url, body: agora, pid },
-        { name: 'ROAR POST /roar/message, HMAC-signed, routine', url: server.url, path: '/roar/message', body: roar, pid },
-        { name: 'A2A 1.0 SendMessage, data part, routine', url: server.url, path: '/a2a', body: a2a, headers: a2aHeaders, pid },
+        {
+          name: 'ROAR POST /roar/message, HMAC-signed, routine',
+          url: server.url,
+          path: '/roar/message',
+          body: roar,
+          pid,
+        },
+        {
+          name: 'A2A 1.0 SendMessage, data part, routine',
+          url: server.url,
+          path: '/a2a',
+          body: a2a,
+          headers: a2aHeaders,
+          pid,
+        },
       ],
       rounds,
       roundSeconds,
       log,
     )) as [AlternatingResult, AlternatingResult, AlternatingResult];
     const ratio = (name: string, face: AlternatingResult, target: string) => {
-      const cpu = a.cpuMicrosPerRequest && face.cpuMicrosPerRequest ? a.cpuMicrosPerRequest / face.cpuMicrosPerRequest : NaN;
-      return [name, formatNumber(pairedRatio(face, a), 2), formatNumber(face.requestsPerSecond / a.requestsPerSecond, 2), formatNumber(cpu, 2), target];
+      const cpu =
+        a.cpuMicrosPerRequest && face.cpuMicrosPerRequest ? a.cpuMicrosPerRequest / face.cpuMicrosPerRequest : NaN;
+      return [
+        name,
+        formatNumber(pairedRatio(face, a), 2),
+        formatNumber(face.requestsPerSecond / a.requestsPerSecond, 2),
+        formatNumber(cpu, 2),
+        target,
+      ];
     };
     return [
       `${rounds} rounds of ${roundSeconds} s each, in turns; req/s is each one's best round.`,
       '',
       resultsTable([a, r, s]),
       '',
-      table(['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'], [ratio('ROAR / Agora', r, '≥ 0.70'), ratio('A2A / Agora', s, '—')]),
+      table(
+        ['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'],
+        [ratio('ROAR / Agora', r, '≥ 0.70'), ratio('A2A / Agora', s, '—')],
+      ),
     ].join('\n');
   } finally {
     await server.stop();
@@ -66,5 +128,7 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
   const { values } = parseArgs({ options: { duration: { type: 'string', default: '5' } } });
   const duration = Number(values.duration);
-  process.stdout.write(`## Faces: ROAR and A2A vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, (line) => process.stderr.write(`${line}\n`))}\n`);
+  process.stdout.write(
+    `## Faces: ROAR and A2A vs Agora (${duration} s each, 50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, (line) => process.stderr.write(`${line}\n`))}\n`,
+  );
 }

@@ -22,7 +22,8 @@ import { hashText } from '../src/protocol/document.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const self = fileURLToPath(import.meta.url);
-const doc = (name: string) => `---\nname: ${name}\ndescription: The ${name} protocol, one of many.\nmultiround: false\n---\nSend a JSON object with a field "q"; the reply is {"a": "…"}. (${name})\n`;
+const doc = (name: string) =>
+  `---\nname: ${name}\ndescription: The ${name} protocol, one of many.\nmultiround: false\n---\nSend a JSON object with a field "q"; the reply is {"a": "…"}. (${name})\n`;
 
 type Log = (line: string) => void;
 
@@ -34,7 +35,11 @@ const agent = new Agent({ keepAlive: true, maxSockets: 4 });
  * A GET: status, bytes, ETag, and the time to its last byte (ms). A timed sample (`timed`) counts the bytes and drops
  * them: joining 6 MB in this client (and collecting it) would be timed as the server's.
  */
-function get(url: string, headers: Record<string, string> = {}, timed = false): Promise<{ status: number; body: Buffer; length: number; etag?: string; ms: number }> {
+function get(
+  url: string,
+  headers: Record<string, string> = {},
+  timed = false,
+): Promise<{ status: number; body: Buffer; length: number; etag?: string; ms: number }> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const request = httpRequest(url, { agent, headers }, (response) => {
@@ -46,7 +51,13 @@ function get(url: string, headers: Record<string, string> = {}, timed = false): 
       });
       response.on('end', () => {
         const ms = performance.now() - started;
-        resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks), length, ...(response.headers.etag ? { etag: response.headers.etag } : {}), ms });
+        resolve({
+          status: response.statusCode ?? 0,
+          body: Buffer.concat(chunks),
+          length,
+          ...(response.headers.etag ? { etag: response.headers.etag } : {}),
+          ms,
+        });
       });
       response.on('error', reject);
     });
@@ -99,11 +110,17 @@ async function probe(url: string): Promise<{ stop(): Promise<{ worstMs: number; 
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
-const ms = (value: number) => (value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(value < 10 ? 1 : 0)} ms`);
-const bytes = (value: number) => (value >= 1024 * 1024 ? `${(value / 1024 / 1024).toFixed(1)} MB` : `${(value / 1024).toFixed(1)} KB`);
+const ms = (value: number) =>
+  value >= 1000 ? `${(value / 1000).toFixed(2)} s` : `${value.toFixed(value < 10 ? 1 : 0)} ms`;
+const bytes = (value: number) =>
+  value >= 1024 * 1024 ? `${(value / 1024 / 1024).toFixed(1)} MB` : `${(value / 1024).toFixed(1)} KB`;
 const count = (value: number) => value.toLocaleString('en-US');
 const table = (header: string[], rows: string[][]) =>
-  [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`, ...rows.map((row) => `| ${row.join(' | ')} |`)].join('\n');
+  [
+    `| ${header.join(' | ')} |`,
+    `|${header.map(() => '---').join('|')}|`,
+    ...rows.map((row) => `| ${row.join(' | ')} |`),
+  ].join('\n');
 
 // The baseline of /wellknown: a bare node:http server in its own process answering every request with a ready
 // buffer of the same size, read by the same client in the same run (what moving those bytes over loopback costs).
@@ -142,10 +159,15 @@ async function bareP50(size: number, rounds: number): Promise<number> {
 // ------------------------------------------------------------------------------------------------ protocols
 
 /** Starts the agent child under `ulimit -n 4096`; resolves once it printed its port, with the time since spawn. */
-function startAgentChild(dir: string): Promise<{ child: ChildProcess; url: string; lines: string[]; spawnedAt: number }> {
+function startAgentChild(
+  dir: string,
+): Promise<{ child: ChildProcess; url: string; lines: string[]; spawnedAt: number }> {
   const spawnedAt = performance.now();
   const agentScript = join(root, 'bench/_growth-agent.mjs');
-  const child = spawn('bash', ['-c', `ulimit -n 4096 && exec "${process.execPath}" "${agentScript}" "${dir}"`], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('bash', ['-c', `ulimit -n 4096 && exec "${process.execPath}" "${agentScript}" "${dir}"`], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines: string[] = [];
   return new Promise((resolve, reject) => {
     let buffered = '';
@@ -173,14 +195,32 @@ async function until<T>(check: () => Promise<T | undefined>, timeoutMs: number):
   return undefined;
 }
 
-type ProtocolRow = { size: number; startMs: number; loadedMs: number; newServedMs: number | undefined; worstChangeMs: number; worstRescanMs: number; listedAfter: number; wellknownBytes: number; wellknownP50: number; bareP50: number; wellknownGzip: number; gzipP50: number; notModifiedP50: number };
+type ProtocolRow = {
+  size: number;
+  startMs: number;
+  loadedMs: number;
+  newServedMs: number | undefined;
+  worstChangeMs: number;
+  worstRescanMs: number;
+  listedAfter: number;
+  wellknownBytes: number;
+  wellknownP50: number;
+  bareP50: number;
+  wellknownGzip: number;
+  gzipP50: number;
+  notModifiedP50: number;
+};
 
 async function measureProtocols(size: number, log: Log): Promise<ProtocolRow> {
   const dir = await mkdtemp(join(tmpdir(), `agora-growth-${size}-`));
   try {
     await mkdir(join(dir, 'protocols'));
     for (let index = 0; index < size; index += 500) {
-      await Promise.all(Array.from({ length: Math.min(500, size - index) }, (_, offset) => writeFile(join(dir, 'protocols', `p${index + offset}.md`), doc(`p${index + offset}`))));
+      await Promise.all(
+        Array.from({ length: Math.min(500, size - index) }, (_, offset) =>
+          writeFile(join(dir, 'protocols', `p${index + offset}.md`), doc(`p${index + offset}`)),
+        ),
+      );
     }
     await writeFile(join(dir, 'package.json'), JSON.stringify({ name: `growth-${size}` }));
     log(`  ${count(size)} documents: starting…`);
@@ -197,10 +237,12 @@ async function measureProtocols(size: number, log: Log): Promise<ProtocolRow> {
       for (let round = 0; round < rounds; round += 1) samples.push((await get(`${url}/wellknown`, {}, true)).ms);
       const bare = await bareP50(first.body.length, rounds);
       const notModified: number[] = [];
-      for (let round = 0; round < rounds; round += 1) notModified.push((await get(`${url}/wellknown`, { 'if-none-match': first.etag ?? '' }, true)).ms);
+      for (let round = 0; round < rounds; round += 1)
+        notModified.push((await get(`${url}/wellknown`, { 'if-none-match': first.etag ?? '' }, true)).ms);
       const gzip = await get(`${url}/wellknown`, { 'accept-encoding': 'gzip' });
       const gzipped: number[] = [];
-      for (let round = 0; round < rounds; round += 1) gzipped.push((await get(`${url}/wellknown`, { 'accept-encoding': 'gzip' }, true)).ms);
+      for (let round = 0; round < rounds; round += 1)
+        gzipped.push((await get(`${url}/wellknown`, { 'accept-encoding': 'gzip' }, true)).ms);
       // A new document: from its write to its hash in /wellknown, /health probed all along.
       log(`  ${count(size)} documents: a new .md…`);
       const added = doc(`added-${size}`);
@@ -226,7 +268,21 @@ async function measureProtocols(size: number, log: Log): Promise<ProtocolRow> {
       await get(`${url}/wellknown`);
       const rescan = await rescanProbe.stop();
       const listedAfter = Object.keys(JSON.parse((await get(`${url}/wellknown`)).body.toString()) as object).length;
-      return { size, startMs, loadedMs, newServedMs: served, worstChangeMs: change.worstMs, worstRescanMs: rescan.worstMs, listedAfter, wellknownBytes: first.body.length, wellknownP50: median(samples), bareP50: bare, wellknownGzip: gzip.body.length, gzipP50: median(gzipped), notModifiedP50: median(notModified) };
+      return {
+        size,
+        startMs,
+        loadedMs,
+        newServedMs: served,
+        worstChangeMs: change.worstMs,
+        worstRescanMs: rescan.worstMs,
+        listedAfter,
+        wellknownBytes: first.body.length,
+        wellknownP50: median(samples),
+        bareP50: bare,
+        wellknownGzip: gzip.body.length,
+        gzipP50: median(gzipped),
+        notModifiedP50: median(notModified),
+      };
     } finally {
       child.kill('SIGTERM');
     }
@@ -242,7 +298,19 @@ async function benchProtocols(log: Log): Promise<string> {
     '### protocols/ at 10 to 50,000 documents (agent child on the build under `ulimit -n 4096`, offline LLM: every document listed)',
     '',
     table(
-      ['documents', 'start to /health', 'start to every document read', 'new .md in /wellknown', 'worst /health during it', 'worst /health during a whole rescan', 'listed after', '/wellknown whole (p50)', 'bare node:http, same bytes (p50; ours ÷ bare)', 'gzip (p50)', 'revalidated: 304 (p50)'],
+      [
+        'documents',
+        'start to /health',
+        'start to every document read',
+        'new .md in /wellknown',
+        'worst /health during it',
+        'worst /health during a whole rescan',
+        'listed after',
+        '/wellknown whole (p50)',
+        'bare node:http, same bytes (p50; ours ÷ bare)',
+        'gzip (p50)',
+        'revalidated: 304 (p50)',
+      ],
       rows.map((row) => [
         count(row.size),
         ms(row.startMs),
@@ -268,12 +336,29 @@ export async function benchCapacity(log: Log): Promise<string> {
   const { Receiver } = await import('../src/receiver.js');
   const { InMemoryMemory } = await import('../src/memory/file.js');
   const live = 200_000;
-  const shopping = hashText(await import('node:fs/promises').then(({ readFile }) => readFile(join(root, 'protocols/shopping-list.md'))));
+  const shopping = hashText(
+    await import('node:fs/promises').then(({ readFile }) => readFile(join(root, 'protocols/shopping-list.md'))),
+  );
   const make = async (maxConversations: number | undefined) => {
-    const receiver = await Receiver.start({ dir: root, llm: null, watch: false, logger: silentLogger, memory: new InMemoryMemory(), ...(maxConversations ? { maxConversations } : {}) });
+    const receiver = await Receiver.start({
+      dir: root,
+      llm: null,
+      watch: false,
+      logger: silentLogger,
+      memory: new InMemoryMemory(),
+      ...(maxConversations ? { maxConversations } : {}),
+    });
     const now = Date.now();
     for (let index = 0; index < live; index += 1) {
-      await receiver.store.create({ id: `live-${index}`, protocolHash: shopping, createdAt: now, expiresAt: now + 300_000, turn: 1, state: { items: ['tea'] }, history: [] });
+      await receiver.store.create({
+        id: `live-${index}`,
+        protocolHash: shopping,
+        createdAt: now,
+        expiresAt: now + 300_000,
+        turn: 1,
+        state: { items: ['tea'] },
+        history: [],
+      });
     }
     return receiver;
   };
@@ -315,7 +400,11 @@ export async function benchCapacity(log: Log): Promise<string> {
       ['', 'new conversations/s', 'vs without the cap'],
       [
         ['without --max-conversations', count(Math.round(median(rates.uncapped))), '1.00×'],
-        ['with --max-conversations (reserved against the counter)', count(Math.round(median(rates.capped))), `${ratio.toFixed(2)}×`],
+        [
+          'with --max-conversations (reserved against the counter)',
+          count(Math.round(median(rates.capped))),
+          `${ratio.toFixed(2)}×`,
+        ],
       ],
     ),
     '',
@@ -325,7 +414,18 @@ export async function benchCapacity(log: Log): Promise<string> {
 
 // ------------------------------------------------------------------------------------------------ expiry
 
-type ExpiryResult = { count: number; baseMb: number; liveMb: number; afterExpiryMb: number; afterTombstonesMb: number; sweepMs: number; longestPauseMs: number; p99PauseMs: number; slices: number; tombstoneBytes: number };
+type ExpiryResult = {
+  count: number;
+  baseMb: number;
+  liveMb: number;
+  afterExpiryMb: number;
+  afterTombstonesMb: number;
+  sweepMs: number;
+  longestPauseMs: number;
+  p99PauseMs: number;
+  slices: number;
+  tombstoneBytes: number;
+};
 
 /** In a fresh process (child `expiry`): 500,000 conversations created, expired at once, swept while a timer watches the loop. */
 async function expiryChild(total: number): Promise<ExpiryResult> {
@@ -338,14 +438,31 @@ async function expiryChild(total: number): Promise<ExpiryResult> {
   const ttl = 300_000;
   const store = new MemoryConversationStore({ now: () => time, tombstoneMs: ttl, sweepIntervalMs: 0 });
   // A running agent's sweeper has run before a burst comes (once a second): warm it on 2,000 earlier expiries.
-  for (let index = 0; index < 2000; index += 1) await store.create({ id: `warm-${index}`, protocolHash: null, createdAt: time, expiresAt: time + 1, turn: 1, state: {}, history: [] });
+  for (let index = 0; index < 2000; index += 1)
+    await store.create({
+      id: `warm-${index}`,
+      protocolHash: null,
+      createdAt: time,
+      expiresAt: time + 1,
+      turn: 1,
+      state: {},
+      history: [],
+    });
   time += 2;
   await store.sweep();
   time += ttl + ttl / 8;
   await store.sweep();
   const baseMb = collect();
   for (let index = 0; index < total; index += 1) {
-    await store.create({ id: `${index.toString(36).padStart(8, '0')}abcdefghijklmnop`, protocolHash: 'ab'.repeat(20), createdAt: time, expiresAt: time + ttl - (index % 1000), turn: 1, state: { items: ['tea'] }, history: [] });
+    await store.create({
+      id: `${index.toString(36).padStart(8, '0')}abcdefghijklmnop`,
+      protocolHash: 'ab'.repeat(20),
+      createdAt: time,
+      expiresAt: time + ttl - (index % 1000),
+      turn: 1,
+      state: { items: ['tea'] },
+      history: [],
+    });
   }
   const liveMb = collect();
   time += ttl;
@@ -375,15 +492,31 @@ async function expiryChild(total: number): Promise<ExpiryResult> {
   await store.sweep();
   const afterTombstonesMb = collect();
   const p99PauseMs = [...gaps].sort((a, b) => a - b)[Math.floor(gaps.length * 0.99)] ?? 0;
-  return { count: total, baseMb, liveMb, afterExpiryMb, afterTombstonesMb, sweepMs, longestPauseMs, p99PauseMs, slices, tombstoneBytes };
+  return {
+    count: total,
+    baseMb,
+    liveMb,
+    afterExpiryMb,
+    afterTombstonesMb,
+    sweepMs,
+    longestPauseMs,
+    p99PauseMs,
+    slices,
+    tombstoneBytes,
+  };
 }
 
 function runChild<T>(args: string[]): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', self, 'child', ...args], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', self, 'child', ...args], {
+      cwd: root,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(output) as T) : reject(new Error(`child ${args.join(' ')} exited with ${code}`))));
+    child.on('close', (code) =>
+      code === 0 ? resolve(JSON.parse(output) as T) : reject(new Error(`child ${args.join(' ')} exited with ${code}`)),
+    );
   });
 }
 
@@ -395,8 +528,28 @@ async function benchExpiry(log: Log): Promise<string> {
     `### Expiry of ${count(result.count)} conversations at once (memory store, fresh process, its sweep warmed on 2,000 earlier expiries; heap + array buffers after a full GC)`,
     '',
     table(
-      ['sweep (all)', 'longest pause', 'p99 pause', 'loop turns during it', 'memory: empty store', `${count(result.count)} live`, 'after expiry (tombstones held)', 'after the tombstone period'],
-      [[ms(result.sweepMs), ms(result.longestPauseMs), ms(result.p99PauseMs), count(result.slices), mb(result.baseMb), mb(result.liveMb), `${mb(result.afterExpiryMb)} (tables ${bytes(result.tombstoneBytes)})`, mb(result.afterTombstonesMb)]],
+      [
+        'sweep (all)',
+        'longest pause',
+        'p99 pause',
+        'loop turns during it',
+        'memory: empty store',
+        `${count(result.count)} live`,
+        'after expiry (tombstones held)',
+        'after the tombstone period',
+      ],
+      [
+        [
+          ms(result.sweepMs),
+          ms(result.longestPauseMs),
+          ms(result.p99PauseMs),
+          count(result.slices),
+          mb(result.baseMb),
+          mb(result.liveMb),
+          `${mb(result.afterExpiryMb)} (tables ${bytes(result.tombstoneBytes)})`,
+          mb(result.afterTombstonesMb),
+        ],
+      ],
     ),
     '',
     `Targets: no pause over 50 ms; memory after expiry within 20% of before. Live conversations took ${mb(result.liveMb - result.baseMb)}; after expiry ${mb(result.afterExpiryMb - result.baseMb)} above the empty store is held (${(((result.afterExpiryMb - result.baseMb) / (result.liveMb - result.baseMb)) * 100).toFixed(0)}% of the live set), ${mb(result.afterTombstonesMb - result.baseMb)} once the tombstones went.`,

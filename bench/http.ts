@@ -3,7 +3,17 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { hashText } from '../src/protocol/document.js';
-import { alternating, formatNumber, load, pairedRatio, startProcess, table, type AlternatingResult, type BenchServer, type LoadResult } from './_harness.js';
+import {
+  alternating,
+  formatNumber,
+  load,
+  pairedRatio,
+  startProcess,
+  table,
+  type AlternatingResult,
+  type BenchServer,
+  type LoadResult,
+} from './_harness.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -11,7 +21,11 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 export const HTTP_ROUNDS = 6;
 
 /** Runs (a)–(e) in alternating rounds of `Math.ceil(duration / 3)` s and returns the table and ratios. */
-export async function benchHttp(duration: number, log: (line: string) => void, rounds = HTTP_ROUNDS): Promise<{ markdown: string; ratios: Record<string, number>; results: LoadResult[]; roundSeconds: number }> {
+export async function benchHttp(
+  duration: number,
+  log: (line: string) => void,
+  rounds = HTTP_ROUNDS,
+): Promise<{ markdown: string; ratios: Record<string, number>; results: LoadResult[]; roundSeconds: number }> {
   const hash = hashText(readFileSync(`${root}protocols/unit-conversion.md`));
   const single = JSON.stringify({ protocolHash: hash, body: { value: 10, from: 'km', to: 'mi' } });
   const roundSeconds = Math.max(1, Math.ceil(duration / 3));
@@ -32,44 +46,89 @@ export async function benchHttp(duration: number, log: (line: string) => void, r
     const shoppingHash = hashText(readFileSync(`${root}protocols/shopping-list.md`));
     const ids: string[] = [];
     for (let index = 0; index < 200; index++) {
-      const response = await fetch(`${agora.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: shoppingHash, multiround: true, body: { action: 'add', item: 'tea' } }) });
+      const response = await fetch(`${agora.url}/`, {
+        method: 'POST',
+        body: JSON.stringify({ protocolHash: shoppingHash, multiround: true, body: { action: 'add', item: 'tea' } }),
+      });
       ids.push(((await response.json()) as { conversationId: string }).conversationId);
     }
     // In turns a, c, a′, e, b, d: each ratio's two loads are neighbours, seconds apart.
     const loads = [
       { name: '(a) bare node:http JSON echo', url: nodeEcho.url, body: single, pid: nodeEcho.child.pid },
-      { name: '(c) agora serve (as it runs: faces and dashboard mounted), routine, single-round', url: agora.url, body: single, pid: agora.child.pid },
-      { name: "(a′) the same echo, writes batched per event-loop turn as agora serve's are", url: batchedEcho.url, body: single, pid: batchedEcho.child.pid },
-      { name: '(e) agora serve (as it runs), multiround follow-up', url: agora.url, body: JSON.stringify({ body: { action: 'list' } }), paths: ids.map((id) => `/conversations/${id}`), pid: agora.child.pid },
+      {
+        name: '(c) agora serve (as it runs: faces and dashboard mounted), routine, single-round',
+        url: agora.url,
+        body: single,
+        pid: agora.child.pid,
+      },
+      {
+        name: "(a′) the same echo, writes batched per event-loop turn as agora serve's are",
+        url: batchedEcho.url,
+        body: single,
+        pid: batchedEcho.child.pid,
+      },
+      {
+        name: '(e) agora serve (as it runs), multiround follow-up',
+        url: agora.url,
+        body: JSON.stringify({ body: { action: 'list' } }),
+        paths: ids.map((id) => `/conversations/${id}`),
+        pid: agora.child.pid,
+      },
       { name: '(b) bare Express 5 res.json(req.body)', url: expressEcho.url, body: single, pid: expressEcho.child.pid },
       { name: '(d) agoraRouter in Express, routine', url: router.url, body: single, pid: router.child.pid },
     ];
     // Warm up (JIT, routine modules) before measuring.
     for (const { name, pid: _pid, ...options } of loads) await load(`${name} warm-up`, { ...options, duration: 1 });
-    const [a, c, a2, e, b, d] = (await alternating(loads, rounds, roundSeconds, log)) as [AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult];
+    const [a, c, a2, e, b, d] = (await alternating(loads, rounds, roundSeconds, log)) as [
+      AlternatingResult,
+      AlternatingResult,
+      AlternatingResult,
+      AlternatingResult,
+      AlternatingResult,
+      AlternatingResult,
+    ];
     const results = [a, a2, b, c, d, e];
     const best = (x: LoadResult, y: LoadResult) => x.requestsPerSecond / y.requestsPerSecond;
-    const cpu = (x: AlternatingResult, y: AlternatingResult) => (x.cpuMicrosPerRequest && y.cpuMicrosPerRequest ? y.cpuMicrosPerRequest / x.cpuMicrosPerRequest : NaN);
-    const ratios = { 'c/a': pairedRatio(c, a), 'c/a′': pairedRatio(c, a2), 'd/b': pairedRatio(d, b), 'e/a': pairedRatio(e, a) };
-    const row = (label: string, x: AlternatingResult, y: AlternatingResult, target: string) => [label, formatNumber(pairedRatio(x, y), 2), formatNumber(best(x, y), 2), formatNumber(cpu(x, y), 2), target];
+    const cpu = (x: AlternatingResult, y: AlternatingResult) =>
+      x.cpuMicrosPerRequest && y.cpuMicrosPerRequest ? y.cpuMicrosPerRequest / x.cpuMicrosPerRequest : NaN;
+    const ratios = {
+      'c/a': pairedRatio(c, a),
+      'c/a′': pairedRatio(c, a2),
+      'd/b': pairedRatio(d, b),
+      'e/a': pairedRatio(e, a),
+    };
+    const row = (label: string, x: AlternatingResult, y: AlternatingResult, target: string) => [
+      label,
+      formatNumber(pairedRatio(x, y), 2),
+      formatNumber(best(x, y), 2),
+      formatNumber(cpu(x, y), 2),
+      target,
+    ];
     const markdown = [
       `${rounds} rounds of ${roundSeconds} s per server, the servers loaded in turns; req/s is each one's best round.`,
       '',
       table(
         ['server', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'server CPU µs/request'],
-        results.map((result) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx, result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1)]),
+        results.map((result) => [
+          result.name,
+          formatNumber(result.requestsPerSecond),
+          result.p50,
+          result.p99,
+          result.errors + result.non2xx,
+          result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1),
+        ]),
       ),
       '',
       'Ratios: the median over rounds of the two loads measured seconds apart (the tracked value); the ratio of their',
-      'best rounds; and the inverse ratio of their servers\' CPU time per request (what each could serve with a core to itself).',
-      '`agora serve` writes a busy turn\'s responses together (src/edge/_write-batch.ts), which a plain echo does not: (a′)',
+      "best rounds; and the inverse ratio of their servers' CPU time per request (what each could serve with a core to itself).",
+      "`agora serve` writes a busy turn's responses together (src/edge/_write-batch.ts), which a plain echo does not: (a′)",
       'is the echo with that one technique added, so c/a′ shows what the framework itself costs per request.',
       '',
       table(
         ['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'],
         [
           row('c/a (agora serve vs bare node:http)', c, a, '≥ 0.80'),
-          row("c/a′ (agora serve vs the echo batching its writes too)", c, a2, '—'),
+          row('c/a′ (agora serve vs the echo batching its writes too)', c, a2, '—'),
           row('d/b (agoraRouter vs bare Express)', d, b, '≥ 0.85'),
           row('e/a (multiround follow-up vs bare node:http)', e, a, '—'),
         ],

@@ -7,7 +7,28 @@ import { agentId } from '../src/hub/directory.js';
 import { Hub } from '../src/hub/hub.js';
 import type { AgentRecord } from '../src/hub/records.js';
 
-const GENERIC = ['data', 'service', 'fast', 'report', 'city', 'text', 'price', 'team', 'daily', 'secure', 'cloud', 'api', 'query', 'result', 'list', 'file', 'user', 'order', 'account', 'update'];
+const GENERIC = [
+  'data',
+  'service',
+  'fast',
+  'report',
+  'city',
+  'text',
+  'price',
+  'team',
+  'daily',
+  'secure',
+  'cloud',
+  'api',
+  'query',
+  'result',
+  'list',
+  'file',
+  'user',
+  'order',
+  'account',
+  'update',
+];
 
 function topic(index: number): string[] {
   return [`topic${index}`, `skill${index}`, `area${index % 997}x${Math.floor(index / 997)}`];
@@ -19,10 +40,25 @@ async function directoryOf(count: number): Promise<Hub> {
     const [a, b, c] = topic(Math.floor(index / 3));
     const url = `https://agent${index}.example`;
     const record: AgentRecord = {
-      id: agentId(url), url, name: `agent-${index}`, kind: 'agora',
+      id: agentId(url),
+      url,
+      name: `agent-${index}`,
+      kind: 'agora',
       description: `Handles ${a} and ${b} ${GENERIC[index % GENERIC.length]} ${GENERIC[(index * 7) % GENERIC.length]}.`,
-      protocols: [{ hash: index.toString(16).padStart(40, '0'), name: `${a} ${c}`, description: `Answers ${b} queries with ${GENERIC[(index * 3) % GENERIC.length]}.`, multiround: false }],
-      capabilities: [], status: 'up', missedChecks: 0, registeredAt: 0, lastSeen: 0, lastChecked: 0,
+      protocols: [
+        {
+          hash: index.toString(16).padStart(40, '0'),
+          name: `${a} ${c}`,
+          description: `Answers ${b} queries with ${GENERIC[(index * 3) % GENERIC.length]}.`,
+          multiround: false,
+        },
+      ],
+      capabilities: [],
+      status: 'up',
+      missedChecks: 0,
+      registeredAt: 0,
+      lastSeen: 0,
+      lastChecked: 0,
     };
     await hub.directory.put(record);
   }
@@ -43,7 +79,13 @@ function goalsFor(count: number): string[] {
 }
 
 /** Times `iterations` calls, appending each call's time (ms) to `times`; returns the total. */
-async function timeCalls(hub: Hub, goals: string[], iterations: number, run: Operation, times: number[]): Promise<number> {
+async function timeCalls(
+  hub: Hub,
+  goals: string[],
+  iterations: number,
+  run: Operation,
+  times: number[],
+): Promise<number> {
   const started = performance.now();
   for (let index = 0; index < iterations; index++) {
     const before = performance.now();
@@ -59,7 +101,12 @@ type Result = { mean: number; p50: number; p99: number; perSecond: number };
  * Both directory sizes measured in alternating rounds, so the machine's noise (2 shared cores) falls on both
  * alike; each after a warm-up of its own.
  */
-async function compare(hubs: Map<number, Hub>, run: Operation, rounds = 10, perRound = 500): Promise<Map<number, Result>> {
+async function compare(
+  hubs: Map<number, Hub>,
+  run: Operation,
+  rounds = 10,
+  perRound = 500,
+): Promise<Map<number, Result>> {
   const samples = new Map<number, { times: number[]; total: number }>();
   for (const [count, hub] of hubs) {
     await timeCalls(hub, goalsFor(count), 2000, run, []);
@@ -74,7 +121,12 @@ async function compare(hubs: Map<number, Hub>, run: Operation, rounds = 10, perR
   const results = new Map<number, Result>();
   for (const [count, { times, total }] of samples) {
     times.sort((x, y) => x - y);
-    results.set(count, { mean: (total / times.length) * 1000, p50: percentile(times, 0.5) * 1000, p99: percentile(times, 0.99) * 1000, perSecond: times.length / (total / 1000) });
+    results.set(count, {
+      mean: (total / times.length) * 1000,
+      p50: percentile(times, 0.5) * 1000,
+      p99: percentile(times, 0.99) * 1000,
+      perSecond: times.length / (total / 1000),
+    });
   }
   return results;
 }
@@ -96,7 +148,9 @@ export async function benchHub(log: (line: string) => void = () => {}): Promise<
     const results = await compare(hubs, run);
     const base = results.get(100)!;
     for (const [count, result] of results) {
-      rows.push(`| ${name} | ${count.toLocaleString('en')} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${Math.round(result.perSecond).toLocaleString('en')} | ${(result.mean / base.mean).toFixed(2)}× | ${(result.p50 / base.p50).toFixed(2)}× | ${(result.p99 / base.p99).toFixed(2)}× |`);
+      rows.push(
+        `| ${name} | ${count.toLocaleString('en')} | ${result.p50.toFixed(1)} | ${result.p99.toFixed(1)} | ${Math.round(result.perSecond).toLocaleString('en')} | ${(result.mean / base.mean).toFixed(2)}× | ${(result.p50 / base.p50).toFixed(2)}× | ${(result.p99 / base.p99).toFixed(2)}× |`,
+      );
     }
   }
   for (const hub of hubs.values()) await hub.close();
@@ -110,5 +164,7 @@ export async function benchHub(log: (line: string) => void = () => {}): Promise<
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  process.stdout.write(`## Hub: routing and search against directory size\n\n${await benchHub((line) => process.stderr.write(`${line}\n`))}\n`);
+  process.stdout.write(
+    `## Hub: routing and search against directory size\n\n${await benchHub((line) => process.stderr.write(`${line}\n`))}\n`,
+  );
 }

@@ -22,28 +22,50 @@ async function rate(seconds: number, call: () => Promise<unknown>): Promise<numb
 }
 
 /** Runs the three and returns the table and the ratios. */
-export async function benchIsolate(seconds: number, log: (line: string) => void): Promise<{ markdown: string; ratios: Record<string, number> }> {
+export async function benchIsolate(
+  seconds: number,
+  log: (line: string) => void,
+): Promise<{ markdown: string; ratios: Record<string, number> }> {
   const limit = new SyncTimeLimit();
   log('  plain call…');
   const plain = await rate(seconds, () => runRoutine(handWritten, body, context(), document, 2000));
   log('  node:vm timeout…');
-  const timed = await rate(seconds, () => limit.run(() => runRoutine(handWritten, body, context(), document, 2000), 2000));
+  const timed = await rate(seconds, () =>
+    limit.run(() => runRoutine(handWritten, body, context(), document, 2000), 2000),
+  );
   log('  worker round trip…');
-  const worker = new Worker('const { parentPort } = require("node:worker_threads"); parentPort.on("message", (m) => parentPort.postMessage(m));', { eval: true });
+  const worker = new Worker(
+    'const { parentPort } = require("node:worker_threads"); parentPort.on("message", (m) => parentPort.postMessage(m));',
+    { eval: true },
+  );
   const pending: ((value: unknown) => void)[] = [];
   worker.on('message', (message) => pending.shift()?.(message));
-  const roundTrip = await rate(seconds, () => new Promise((resolve) => {
-    pending.push(resolve);
-    worker.postMessage({ body, conversation: { id: null, turn: 1, state: {} } });
-  }));
+  const roundTrip = await rate(
+    seconds,
+    () =>
+      new Promise((resolve) => {
+        pending.push(resolve);
+        worker.postMessage({ body, conversation: { id: null, turn: 1, state: {} } });
+      }),
+  );
   await worker.terminate();
   const ratios = { 'vm/plain': timed / plain, 'worker/plain': roundTrip / plain };
   const markdown = table(
     ['hand-written unit-conversion routine', 'calls/s', 'µs/call', 'added µs/call'],
     [
       ['(a) plain runRoutine', formatNumber(plain), formatNumber(1e6 / plain, 1), '—'],
-      ['(b) under node:vm timeout (SyncTimeLimit)', formatNumber(timed), formatNumber(1e6 / timed, 1), formatNumber(1e6 / timed - 1e6 / plain, 1)],
-      ['(c) worker message round trip only (pool floor)', formatNumber(roundTrip), formatNumber(1e6 / roundTrip, 1), formatNumber(1e6 / roundTrip, 1)],
+      [
+        '(b) under node:vm timeout (SyncTimeLimit)',
+        formatNumber(timed),
+        formatNumber(1e6 / timed, 1),
+        formatNumber(1e6 / timed - 1e6 / plain, 1),
+      ],
+      [
+        '(c) worker message round trip only (pool floor)',
+        formatNumber(roundTrip),
+        formatNumber(1e6 / roundTrip, 1),
+        formatNumber(1e6 / roundTrip, 1),
+      ],
     ],
   );
   return { markdown, ratios };
@@ -51,6 +73,8 @@ export async function benchIsolate(seconds: number, log: (line: string) => void)
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const durationFlag = process.argv.indexOf('--duration');
-  const { markdown } = await benchIsolate(durationFlag > 0 ? Number(process.argv[durationFlag + 1]) : 2, (line) => console.error(line));
+  const { markdown } = await benchIsolate(durationFlag > 0 ? Number(process.argv[durationFlag + 1]) : 2, (line) =>
+    console.error(line),
+  );
   console.log(markdown);
 }

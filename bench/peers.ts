@@ -39,14 +39,35 @@ export async function benchPeers(calls: number, log: (line: string) => void, rou
     const oap = new OapClient();
     const clients: Client[] = [
       { name: 'Agora Sender.query', call: () => sender.query(url, { body, protocol: document }) },
-      { name: 'RoarClient.ask (HMAC, reply verified)', call: () => roar.ask(url, { body, protocolHash: document.hash }) },
-      { name: 'A2aClient.send (@a2a-js/sdk)', call: () => a2a.send(url, { body: { protocolHash: document.hash, body } }) },
-      { name: 'OapClient.invoke (TaskEnvelope)', call: () => oap.invoke(url, oapEnvelope({ goal: 'convert', memory: { agora: { protocolHash: document.hash, body } } })) },
+      {
+        name: 'RoarClient.ask (HMAC, reply verified)',
+        call: () => roar.ask(url, { body, protocolHash: document.hash }),
+      },
+      {
+        name: 'A2aClient.send (@a2a-js/sdk)',
+        call: () => a2a.send(url, { body: { protocolHash: document.hash, body } }),
+      },
+      {
+        name: 'OapClient.invoke (TaskEnvelope)',
+        call: () =>
+          oap.invoke(url, oapEnvelope({ goal: 'convert', memory: { agora: { protocolHash: document.hash, body } } })),
+      },
     ];
     // Each answers the routine's reply, or the bench measures nothing.
     const expected = (await sender.query(url, { body, protocol: document })).body;
-    const answers = [(await roar.ask(url, { body, protocolHash: document.hash })).result, (await a2a.send(url, { body: { protocolHash: document.hash, body } })).result, (await oap.invoke(url, oapEnvelope({ goal: 'convert', memory: { agora: { protocolHash: document.hash, body } } }))).result];
-    for (const answer of answers) if (!isDeepStrictEqual(answer, expected)) throw new Error(`a client answered ${JSON.stringify(answer)}, not ${JSON.stringify(expected)}`);
+    const answers = [
+      (await roar.ask(url, { body, protocolHash: document.hash })).result,
+      (await a2a.send(url, { body: { protocolHash: document.hash, body } })).result,
+      (
+        await oap.invoke(
+          url,
+          oapEnvelope({ goal: 'convert', memory: { agora: { protocolHash: document.hash, body } } }),
+        )
+      ).result,
+    ];
+    for (const answer of answers)
+      if (!isDeepStrictEqual(answer, expected))
+        throw new Error(`a client answered ${JSON.stringify(answer)}, not ${JSON.stringify(expected)}`);
     for (const client of clients) await timeCalls(client, Math.min(100, calls));
     const best = clients.map(() => Infinity);
     for (let round = 0; round < rounds; round++) {
@@ -60,7 +81,15 @@ export async function benchPeers(calls: number, log: (line: string) => void, rou
     return [
       `${calls} calls one at a time per client and round, ${rounds} rounds in turns; each client's best round.`,
       '',
-      table(['client', 'µs per call', 'overhead vs Agora µs', 'ratio vs Agora'], clients.map((client, index) => [client.name, formatNumber(best[index]!), formatNumber(best[index]! - baseline), formatNumber(best[index]! / baseline, 2)])),
+      table(
+        ['client', 'µs per call', 'overhead vs Agora µs', 'ratio vs Agora'],
+        clients.map((client, index) => [
+          client.name,
+          formatNumber(best[index]!),
+          formatNumber(best[index]! - baseline),
+          formatNumber(best[index]! / baseline, 2),
+        ]),
+      ),
     ].join('\n');
   } finally {
     await server.stop();

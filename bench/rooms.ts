@@ -35,7 +35,14 @@ async function watchers(url: string, id: string, count: number, delays: number[]
           text = blocks.pop()!;
           for (const block of blocks) {
             // ARP's frame: the turn's record time rides in its message.
-            if (block.includes('event: new_message')) delays.push(now - Number(roomEventOfFrame(JSON.parse(block.slice(block.indexOf('data: ') + 6)) as Record<string, unknown>)?.data.at));
+            if (block.includes('event: new_message'))
+              delays.push(
+                now -
+                  Number(
+                    roomEventOfFrame(JSON.parse(block.slice(block.indexOf('data: ') + 6)) as Record<string, unknown>)
+                      ?.data.at,
+                  ),
+              );
             if (block.includes('event: flow_completed')) return;
           }
         }
@@ -57,7 +64,17 @@ export async function benchRooms(log: (line: string) => void, seconds = 3): Prom
       await mkdir(join(dir, 'routines'), { recursive: true });
       await writeFile(join(dir, 'protocols', 'room.md'), ROOM_DOCUMENT);
       await writeFile(join(dir, 'routines', 'room.ts'), ROUTINE);
-      agents.push(await startAgent({ dir, port: 0, host: '127.0.0.1', llm: null, watch: false, logger: silentLogger, dashboard: false }));
+      agents.push(
+        await startAgent({
+          dir,
+          port: 0,
+          host: '127.0.0.1',
+          llm: null,
+          watch: false,
+          logger: silentLogger,
+          dashboard: false,
+        }),
+      );
     }
     const urls = agents.map((agent) => agent.url);
 
@@ -69,8 +86,20 @@ export async function benchRooms(log: (line: string) => void, seconds = 3): Prom
     const directStart = performance.now();
     while (performance.now() - directStart < seconds * 1000) {
       const you = `agent${direct % 3}`;
-      const reply = await conversations[direct % 3]!.send({ topic: 'bench', you, turn: direct + 1, why: 'your turn', pattern: 'round-robin', participants: ['agent0', 'agent1', 'agent2'], transcript: transcript.slice(-20) });
-      transcript.push({ speaker: you, kind: 'agent', text: String((reply.body as { message?: string }).message ?? '') });
+      const reply = await conversations[direct % 3]!.send({
+        topic: 'bench',
+        you,
+        turn: direct + 1,
+        why: 'your turn',
+        pattern: 'round-robin',
+        participants: ['agent0', 'agent1', 'agent2'],
+        transcript: transcript.slice(-20),
+      });
+      transcript.push({
+        speaker: you,
+        kind: 'agent',
+        text: String((reply.body as { message?: string }).message ?? ''),
+      });
       direct += 1;
     }
     const directRate = direct / ((performance.now() - directStart) / 1000);
@@ -78,12 +107,22 @@ export async function benchRooms(log: (line: string) => void, seconds = 3): Prom
     log('  room turns…');
     const turns = 200;
     const roomStart = performance.now();
-    const bare = await hub.rooms!.create({ topic: 'bench', participants: urls, pattern: 'round-robin', maxTurns: turns, turnTimeoutMs: 30_000 });
-    for await (const event of hub.rooms!.watch(bare.id, 0, new AbortController().signal)) if (event.type === 'flow_completed') break;
+    const bare = await hub.rooms!.create({
+      topic: 'bench',
+      participants: urls,
+      pattern: 'round-robin',
+      maxTurns: turns,
+      turnTimeoutMs: 30_000,
+    });
+    for await (const event of hub.rooms!.watch(bare.id, 0, new AbortController().signal))
+      if (event.type === 'flow_completed') break;
     const roomRate = turns / ((performance.now() - roomStart) / 1000);
 
     log('  fan-out to 100 watchers…');
-    const created = await fetch(`${hub.url}/rooms`, { method: 'POST', body: JSON.stringify({ topic: 'bench', participants: urls, maxTurns: 60 }) });
+    const created = await fetch(`${hub.url}/rooms`, {
+      method: 'POST',
+      body: JSON.stringify({ topic: 'bench', participants: urls, maxTurns: 60 }),
+    });
     const room = (await created.json()) as RoomRecord;
     const delays: number[] = [];
     await Promise.all(await watchers(hub.url, room.id, 100, delays));
@@ -92,13 +131,19 @@ export async function benchRooms(log: (line: string) => void, seconds = 3): Prom
         ['measure', 'value'],
         [
           ['direct Agora turns (room document, one at a time), per second', formatNumber(directRate)],
-          ['room turns through the hub (200 turns, round-robin over the same 3 agents), per second', formatNumber(roomRate)],
+          [
+            'room turns through the hub (200 turns, round-robin over the same 3 agents), per second',
+            formatNumber(roomRate),
+          ],
           ['fan-out of a 60-turn room to 100 SSE watchers, delivery p50 ms', formatNumber(percentile(delays, 50), 1)],
           ['fan-out of a 60-turn room to 100 SSE watchers, delivery p99 ms', formatNumber(percentile(delays, 99), 1)],
         ],
       ),
       '',
-      table(['ratio', 'value', 'target'], [['room turns / direct turns', formatNumber(roomRate / directRate, 2), '≥ 0.50']]),
+      table(
+        ['ratio', 'value', 'target'],
+        [['room turns / direct turns', formatNumber(roomRate / directRate, 2), '≥ 0.50']],
+      ),
     ].join('\n');
   } finally {
     await hub.close();
@@ -107,4 +152,5 @@ export async function benchRooms(log: (line: string) => void, seconds = 3): Prom
   }
 }
 
-if (import.meta.url === `file://${process.argv[1]}`) process.stdout.write(`${await benchRooms((line) => process.stderr.write(`${line}\n`))}\n`);
+if (import.meta.url === `file://${process.argv[1]}`)
+  process.stdout.write(`${await benchRooms((line) => process.stderr.write(`${line}\n`))}\n`);

@@ -17,17 +17,56 @@ const duration = Number(values.duration);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 
 const sections: [string, () => Promise<string>][] = [
-  ['http', async () => `## HTTP hot path (50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`],
-  ['sandbox', async () => `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`],
-  ['streaming', async () => `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`],
-  ['faces', async () => `## Faces: ROAR and A2A vs Agora (50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`],
-  ['peers', async () => `## Peer clients: ROAR, A2A and OAP calls against a plain Agora Sender call (one at a time, one agent serving all four)\n\n${await benchPeers(Math.max(100, duration * 60), log)}`],
-  ['mcp', async () => `## MCP: tools/call vs Agora POST / (50 connections, load from ${loadGenerator()})\n\n${await benchMcp(duration, log)}`],
-  ['rooms', async () => `## Rooms: turns through the hub vs direct Agora turns, and live fan-out to 100 watchers\n\n${await benchRooms(log)}`],
-  ['growth', async () => `## Growth: protocols/ from 10 to 50,000 documents, the conversation cap at 200,000 live, expiry of 500,000\n\n${await benchGrowth(log)}`],
-  ['hub', async () => `## Hub: keyword routing and directory search, 10,000 agents against 100\n\n${await benchHub(log)}`],
+  [
+    'http',
+    async () =>
+      `## HTTP hot path (50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`,
+  ],
+  [
+    'sandbox',
+    async () =>
+      `## Generated routines: QuickJS sandbox vs hand-written (${duration} s per server, 50 connections, load from ${loadGenerator()})\n\n${(await benchSandbox(duration, log)).markdown}`,
+  ],
+  [
+    'streaming',
+    async () =>
+      `## Streaming (SSE): first-delta latency, and streamed vs non-streamed replies (${duration} s, load from ${loadGenerator()})\n\n${await benchStreaming(duration, log)}`,
+  ],
+  [
+    'faces',
+    async () =>
+      `## Faces: ROAR and A2A vs Agora (50 connections, load from ${loadGenerator()})\n\n${await benchFaces(duration, log)}`,
+  ],
+  [
+    'peers',
+    async () =>
+      `## Peer clients: ROAR, A2A and OAP calls against a plain Agora Sender call (one at a time, one agent serving all four)\n\n${await benchPeers(Math.max(100, duration * 60), log)}`,
+  ],
+  [
+    'mcp',
+    async () =>
+      `## MCP: tools/call vs Agora POST / (50 connections, load from ${loadGenerator()})\n\n${await benchMcp(duration, log)}`,
+  ],
+  [
+    'rooms',
+    async () =>
+      `## Rooms: turns through the hub vs direct Agora turns, and live fan-out to 100 watchers\n\n${await benchRooms(log)}`,
+  ],
+  [
+    'growth',
+    async () =>
+      `## Growth: protocols/ from 10 to 50,000 documents, the conversation cap at 200,000 live, expiry of 500,000\n\n${await benchGrowth(log)}`,
+  ],
+  [
+    'hub',
+    async () => `## Hub: keyword routing and directory search, 10,000 agents against 100\n\n${await benchHub(log)}`,
+  ],
 ];
-const extra = await import('./scale.js').then((module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) => module.sections?.(duration, log) ?? [], () => []);
+const extra = await import('./scale.js').then(
+  (module: { sections?: (duration: number, log: (line: string) => void) => [string, () => Promise<string>][] }) =>
+    module.sections?.(duration, log) ?? [],
+  () => [],
+);
 sections.push(...extra);
 sections.push(...(await import('./every-core.js')).sections(duration, log));
 

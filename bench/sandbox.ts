@@ -10,7 +10,17 @@ import { newQuickJSAsyncWASMModule, newQuickJSWASMModule } from 'quickjs-emscrip
 import { runRoutine } from '../src/routine/run.js';
 import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox } from '../src/generation/quickjs.js';
-import { alternating, formatNumber, load, pairedRatio, startProcess, table, type AlternatingLoad, type AlternatingResult, type BenchServer } from './_harness.js';
+import {
+  alternating,
+  formatNumber,
+  load,
+  pairedRatio,
+  startProcess,
+  table,
+  type AlternatingLoad,
+  type AlternatingResult,
+  type BenchServer,
+} from './_harness.js';
 import { writeAgent } from './_sandbox-agent.js';
 import { body, context, document, GENERATED, handWritten } from './_sandbox-routine.js';
 
@@ -37,18 +47,22 @@ async function rate(seconds: number, call: () => Promise<unknown>): Promise<numb
 async function toolBridges(calls: number): Promise<{ bridge: number; asyncify: number }> {
   const loop = `(async () => { let sum = 0; for (let i = 0; i < ${calls}; i++) sum += await tool(i); return sum; })()`;
   const sync = (await newQuickJSWASMModule()).newContext();
-  sync.setProp(sync.global, 'tool', sync.newFunction('tool', (value) => {
-    const deferred = sync.newPromise();
-    const number = sync.getNumber(value);
-    void Promise.resolve(number + 1).then((result) => {
-      const handle = sync.newNumber(result);
-      deferred.resolve(handle);
-      handle.dispose();
-      deferred.dispose();
-      sync.runtime.executePendingJobs();
-    });
-    return deferred.handle;
-  }));
+  sync.setProp(
+    sync.global,
+    'tool',
+    sync.newFunction('tool', (value) => {
+      const deferred = sync.newPromise();
+      const number = sync.getNumber(value);
+      void Promise.resolve(number + 1).then((result) => {
+        const handle = sync.newNumber(result);
+        deferred.resolve(handle);
+        handle.dispose();
+        deferred.dispose();
+        sync.runtime.executePendingJobs();
+      });
+      return deferred.handle;
+    }),
+  );
   let start = performance.now();
   const promise = sync.unwrapResult(sync.evalCode(loop));
   sync.runtime.executePendingJobs();
@@ -56,16 +70,27 @@ async function toolBridges(calls: number): Promise<{ bridge: number; asyncify: n
   promise.dispose();
   const bridge = calls / ((performance.now() - start) / 1000);
   const asyncContext = (await newQuickJSAsyncWASMModule()).newContext();
-  asyncContext.setProp(asyncContext.global, 'tool', asyncContext.newAsyncifiedFunction('tool', async (value) => asyncContext.newNumber(await Promise.resolve(asyncContext.getNumber(value) + 1))));
+  asyncContext.setProp(
+    asyncContext.global,
+    'tool',
+    asyncContext.newAsyncifiedFunction('tool', async (value) =>
+      asyncContext.newNumber(await Promise.resolve(asyncContext.getNumber(value) + 1)),
+    ),
+  );
   start = performance.now();
-  const result = await asyncContext.evalCodeAsync(`let sum = 0; for (let i = 0; i < ${calls}; i++) sum += tool(i); sum`);
+  const result = await asyncContext.evalCodeAsync(
+    `let sum = 0; for (let i = 0; i < ${calls}; i++) sum += tool(i); sum`,
+  );
   asyncContext.unwrapResult(result).dispose();
   const asyncify = calls / ((performance.now() - start) / 1000);
   return { bridge, asyncify };
 }
 
 /** Requests per second of a minimal node:http server (bench/_sandbox-server.ts) in each mode, load from wrk or autocannon. */
-async function overHttp(seconds: number, log: (line: string) => void): Promise<{ bare: number; hand: number; quickjs: number }> {
+async function overHttp(
+  seconds: number,
+  log: (line: string) => void,
+): Promise<{ bare: number; hand: number; quickjs: number }> {
   const rates: Record<string, number> = {};
   const payload = JSON.stringify({ body });
   for (const mode of ['bare', 'hand', 'quickjs']) {
@@ -77,7 +102,8 @@ async function overHttp(seconds: number, log: (line: string) => void): Promise<{
       // A 5xx is a routine that failed: then the figure means nothing. Socket timeouts (wrk's 2 s) are reported.
       if (result.non2xx > 0) throw new Error(`${mode}: ${result.non2xx} failed requests`);
       rates[mode] = result.requestsPerSecond;
-      if (result.errors) log(`  ${mode}: ${result.errors} requests timed out or failed at the socket (p99 ${result.p99} ms)`);
+      if (result.errors)
+        log(`  ${mode}: ${result.errors} requests timed out or failed at the socket (p99 ${result.p99} ms)`);
     } finally {
       await server.stop();
     }
@@ -92,12 +118,19 @@ async function overHttp(seconds: number, log: (line: string) => void): Promise<{
  * cores are shared and its speed drifts by 2× from one minute to the next: both servers run side by side and the load
  * alternates between them `rounds` times (see alternating); the server's CPU time per request is measured too.
  */
-async function throughAgent(seconds: number, rounds: number, log: (line: string) => void): Promise<{ hand: AlternatingResult; generated: AlternatingResult }> {
+async function throughAgent(
+  seconds: number,
+  rounds: number,
+  log: (line: string) => void,
+): Promise<{ hand: AlternatingResult; generated: AlternatingResult }> {
   const dirs: string[] = [];
   const servers: BenchServer[] = [];
   try {
     const loads: AlternatingLoad[] = [];
-    for (const [mode, kind] of [['hand', 'agora'], ['generated', 'agora-generated']] as const) {
+    for (const [mode, kind] of [
+      ['hand', 'agora'],
+      ['generated', 'agora-generated'],
+    ] as const) {
       const dir = await mkdtemp(join(tmpdir(), `agora-bench-${mode}-`));
       dirs.push(dir);
       const body = await writeAgent(mode, dir);
@@ -106,15 +139,24 @@ async function throughAgent(seconds: number, rounds: number, log: (line: string)
       await load(`${mode} warm-up`, { url: server.url, body, duration: WARM_UP_SECONDS });
       loads.push({ name: mode, url: server.url, body, pid: server.child.pid });
     }
-    const [hand, generated] = (await alternating(loads, rounds, seconds, (line) => log(`  through the agent: ${line.trim()}`))) as [AlternatingResult, AlternatingResult];
-    for (const [mode, result] of [['hand', hand], ['generated', generated]] as const) {
+    const [hand, generated] = (await alternating(loads, rounds, seconds, (line) =>
+      log(`  through the agent: ${line.trim()}`),
+    )) as [AlternatingResult, AlternatingResult];
+    for (const [mode, result] of [
+      ['hand', hand],
+      ['generated', generated],
+    ] as const) {
       // A 5xx is a routine that failed: then the figure means nothing. Socket timeouts (wrk's 2 s) are reported.
       const failed = result.rounds.reduce((sum, round) => sum + round.non2xx, 0);
       if (failed > 0) throw new Error(`agent, ${mode}: ${failed} failed requests`);
       const timedOut = result.rounds.reduce((sum, round) => sum + round.errors, 0);
       if (timedOut) log(`  agent, ${mode}: ${timedOut} requests timed out or failed at the socket`);
     }
-    hand.rounds.forEach((round, index) => log(`  round ${index + 1}: hand ${formatNumber(round.requestsPerSecond)} req/s, generated ${formatNumber(generated.rounds[index]!.requestsPerSecond)} req/s, ratio ${formatNumber(generated.rounds[index]!.requestsPerSecond / round.requestsPerSecond, 2)}`));
+    hand.rounds.forEach((round, index) =>
+      log(
+        `  round ${index + 1}: hand ${formatNumber(round.requestsPerSecond)} req/s, generated ${formatNumber(generated.rounds[index]!.requestsPerSecond)} req/s, ratio ${formatNumber(generated.rounds[index]!.requestsPerSecond / round.requestsPerSecond, 2)}`,
+      ),
+    );
     return { hand, generated };
   } finally {
     await Promise.all(servers.map((server) => server.stop()));
@@ -122,10 +164,15 @@ async function throughAgent(seconds: number, rounds: number, log: (line: string)
   }
 }
 
-const cpuText = (result: AlternatingResult) => (result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1));
+const cpuText = (result: AlternatingResult) =>
+  result.cpuMicrosPerRequest === undefined ? '—' : formatNumber(result.cpuMicrosPerRequest, 1);
 
 /** Runs the sandbox benchmarks and returns the table and the ratio the issue tracks. */
-export async function benchSandbox(seconds: number, log: (line: string) => void, rounds = 5): Promise<{ markdown: string; ratios: Record<string, number> }> {
+export async function benchSandbox(
+  seconds: number,
+  log: (line: string) => void,
+  rounds = 5,
+): Promise<{ markdown: string; ratios: Record<string, number> }> {
   const quickjs = new QuickJSSandbox(await bundleForQuickJS(GENERATED));
   try {
     log('  hand-written on the main thread…');
@@ -136,8 +183,19 @@ export async function benchSandbox(seconds: number, log: (line: string) => void,
     const http = await overHttp(seconds, log);
     log('  tool bridges…');
     const bridges = await toolBridges(20_000);
-    const cpu = agent.hand.cpuMicrosPerRequest && agent.generated.cpuMicrosPerRequest ? agent.hand.cpuMicrosPerRequest / agent.generated.cpuMicrosPerRequest : NaN;
-    const ratios = { 'agent generated/hand median': pairedRatio(agent.generated, agent.hand), 'agent generated/hand': agent.generated.requestsPerSecond / agent.hand.requestsPerSecond, 'agent generated/hand by CPU': cpu, 'http quickjs/hand': http.quickjs / http.hand, 'http hand/bare': http.hand / http.bare, 'quickjs/hand': sandboxed / hand, 'asyncify/bridge': bridges.asyncify / bridges.bridge };
+    const cpu =
+      agent.hand.cpuMicrosPerRequest && agent.generated.cpuMicrosPerRequest
+        ? agent.hand.cpuMicrosPerRequest / agent.generated.cpuMicrosPerRequest
+        : NaN;
+    const ratios = {
+      'agent generated/hand median': pairedRatio(agent.generated, agent.hand),
+      'agent generated/hand': agent.generated.requestsPerSecond / agent.hand.requestsPerSecond,
+      'agent generated/hand by CPU': cpu,
+      'http quickjs/hand': http.quickjs / http.hand,
+      'http hand/bare': http.hand / http.bare,
+      'quickjs/hand': sandboxed / hand,
+      'asyncify/bridge': bridges.asyncify / bridges.bridge,
+    };
     const markdown = [
       table(
         ['unit-conversion routine (zod in and out, one tool call)', 'calls/s', 'µs/call'],
@@ -148,10 +206,22 @@ export async function benchSandbox(seconds: number, log: (line: string) => void,
       ),
       '',
       table(
-        [`unit conversion through the agent (agora serve), best of ${rounds} alternating rounds`, 'req/s', 'server CPU µs/request'],
         [
-          ['hand-written routine (routines/unit-conversion.ts)', formatNumber(agent.hand.requestsPerSecond), cpuText(agent.hand)],
-          ['same source, approved generated routine (QuickJS sandbox)', formatNumber(agent.generated.requestsPerSecond), cpuText(agent.generated)],
+          `unit conversion through the agent (agora serve), best of ${rounds} alternating rounds`,
+          'req/s',
+          'server CPU µs/request',
+        ],
+        [
+          [
+            'hand-written routine (routines/unit-conversion.ts)',
+            formatNumber(agent.hand.requestsPerSecond),
+            cpuText(agent.hand),
+          ],
+          [
+            'same source, approved generated routine (QuickJS sandbox)',
+            formatNumber(agent.generated.requestsPerSecond),
+            cpuText(agent.generated),
+          ],
         ],
       ),
       '',
@@ -168,10 +238,28 @@ export async function benchSandbox(seconds: number, log: (line: string) => void,
       table(
         ['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'],
         [
-          ['generated / hand-written, through the agent', formatNumber(ratios['agent generated/hand median'], 2), formatNumber(ratios['agent generated/hand'], 2), formatNumber(cpu, 2), '≥ 0.30'],
-          ['QuickJS generated / hand-written, minimal node:http server', '—', formatNumber(ratios['http quickjs/hand'], 2), '—', '—'],
+          [
+            'generated / hand-written, through the agent',
+            formatNumber(ratios['agent generated/hand median'], 2),
+            formatNumber(ratios['agent generated/hand'], 2),
+            formatNumber(cpu, 2),
+            '≥ 0.30',
+          ],
+          [
+            'QuickJS generated / hand-written, minimal node:http server',
+            '—',
+            formatNumber(ratios['http quickjs/hand'], 2),
+            '—',
+            '—',
+          ],
           ['QuickJS generated / hand-written, per call', '—', formatNumber(ratios['quickjs/hand'], 3), '—', '—'],
-          [`tool round trips/s: promise bridge ${formatNumber(bridges.bridge)}, asyncify ${formatNumber(bridges.asyncify)}`, '—', formatNumber(ratios['asyncify/bridge'], 2), '—', 'bridge chosen if ≥ 1'],
+          [
+            `tool round trips/s: promise bridge ${formatNumber(bridges.bridge)}, asyncify ${formatNumber(bridges.asyncify)}`,
+            '—',
+            formatNumber(ratios['asyncify/bridge'], 2),
+            '—',
+            'bridge chosen if ≥ 1',
+          ],
         ],
       ),
     ].join('\n');

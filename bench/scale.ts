@@ -59,7 +59,8 @@ const loaded = () => {
 const formatNumber = (value: number, digits?: number) => loaded().formatNumber(value, digits);
 const table = (header: string[], rows: (string | number)[][]) => loaded().table(header, rows);
 const load = (...args: Parameters<typeof import('./_harness.js').load>) => loaded().load(...args);
-const startProcess = (...args: Parameters<typeof import('./_harness.js').startProcess>) => loaded().startProcess(...args);
+const startProcess = (...args: Parameters<typeof import('./_harness.js').startProcess>) =>
+  loaded().startProcess(...args);
 const loadGenerator = () => loaded().loadGenerator();
 
 // ---------------------------------------------------------------------------------------------- Redis
@@ -93,7 +94,11 @@ async function openRedis(log: (line: string) => void): Promise<{ url: string; cl
   if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) return undefined;
   const port = await freePort();
   const dir = await mkdtemp(join(tmpdir(), 'agora-bench-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}/0`;
   const close = async () => {
     if (child.exitCode === null && child.signalCode === null) {
@@ -115,7 +120,11 @@ async function openRedis(log: (line: string) => void): Promise<{ url: string; cl
 }
 
 /** Runs `work` against a Redis under a fresh key prefix, removing the prefix's keys afterwards. */
-export async function withRedis(title: string, log: (line: string) => void, work: (storeUrl: string) => Promise<string>): Promise<string> {
+export async function withRedis(
+  title: string,
+  log: (line: string) => void,
+  work: (storeUrl: string) => Promise<string>,
+): Promise<string> {
   const redis = await openRedis(log);
   if (!redis) return `${title}\n\nSkipped: no Redis (set AGORA_BENCH_REDIS_URL, or install redis-server).`;
   const prefix = `agora-bench:${randomUUID()}:`;
@@ -138,7 +147,8 @@ export async function withRedis(title: string, log: (line: string) => void, work
 
 // ------------------------------------------------------------------------------------------ HTTP load
 
-const serve = (store: string): Promise<BenchServer> => startProcess('bin/agora.js', ['serve', root, '--port', '0', '--store', store], NO_LLM);
+const serve = (store: string): Promise<BenchServer> =>
+  startProcess('bin/agora.js', ['serve', root, '--port', '0', '--store', store], NO_LLM);
 
 /** Stops servers once the requests the load generator abandoned at its deadline are done, so none meets a closed store. */
 async function stopServers(...servers: BenchServer[]): Promise<void> {
@@ -150,7 +160,11 @@ async function stopServers(...servers: BenchServer[]): Promise<void> {
 export async function startConversations(url: string, count: number): Promise<string[]> {
   const ids: string[] = [];
   for (let index = 0; index < count; index++) {
-    const response = await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: SHOPPING_HASH, multiround: true, body: FIRST_TURN }) });
+    const response = await fetch(`${url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ protocolHash: SHOPPING_HASH, multiround: true, body: FIRST_TURN }),
+    });
     const reply = (await response.json()) as { conversationId?: string };
     if (!reply.conversationId) throw new Error(`no conversation started on ${url}: ${JSON.stringify(reply)}`);
     ids.push(reply.conversationId);
@@ -161,9 +175,21 @@ export async function startConversations(url: string, count: number): Promise<st
 type Workload = { kind: 'single' } | { kind: 'follow-up'; ids: string[] };
 
 /** Load of one workload against one server; follow-ups go round the conversations, one turn each in turn. */
-function loadWorkload(name: string, url: string, workload: Workload, duration: number, connections = 50): Promise<LoadResult> {
+function loadWorkload(
+  name: string,
+  url: string,
+  workload: Workload,
+  duration: number,
+  connections = 50,
+): Promise<LoadResult> {
   if (workload.kind === 'single') return load(name, { url, body: SINGLE, duration, connections });
-  return load(name, { url, duration, connections, body: FOLLOW_UP, paths: workload.ids.map((id) => `/conversations/${id}`) });
+  return load(name, {
+    url,
+    duration,
+    connections,
+    body: FOLLOW_UP,
+    paths: workload.ids.map((id) => `/conversations/${id}`),
+  });
 }
 
 /** Two loads at once, as one result: requests per second summed, latencies the worse of the two. */
@@ -178,7 +204,13 @@ function combine(name: string, results: LoadResult[]): LoadResult {
   };
 }
 
-const loadRow = (result: LoadResult) => [result.name, formatNumber(result.requestsPerSecond), result.p50, result.p99, result.errors + result.non2xx];
+const loadRow = (result: LoadResult) => [
+  result.name,
+  formatNumber(result.requestsPerSecond),
+  result.p50,
+  result.p99,
+  result.errors + result.non2xx,
+];
 const LOAD_HEADER = ['server', 'req/s', 'p50 ms', 'p99 ms', 'errors'];
 
 // ------------------------------------------------------------------------------------------- sections
@@ -188,22 +220,39 @@ async function benchStore(duration: number, log: (line: string) => void): Promis
   const title = `## Redis store vs memory store (agora serve, ${duration} s per run, 50 connections, follow-ups over ${CONVERSATIONS} conversations)`;
   return withRedis(title, log, async (storeUrl) => {
     const results: Record<string, LoadResult> = {};
-    for (const [label, store] of [['memory', 'memory'], ['redis', storeUrl]] as const) {
+    for (const [label, store] of [
+      ['memory', 'memory'],
+      ['redis', storeUrl],
+    ] as const) {
       log(`  ${label} store…`);
       const server = await serve(store);
       try {
         await loadWorkload('warm-up', server.url, { kind: 'single' }, 1);
-        results[`single ${label}`] = await loadWorkload(`single-round, ${label} store`, server.url, { kind: 'single' }, duration);
+        results[`single ${label}`] = await loadWorkload(
+          `single-round, ${label} store`,
+          server.url,
+          { kind: 'single' },
+          duration,
+        );
         const followUp: Workload = { kind: 'follow-up', ids: await startConversations(server.url, CONVERSATIONS) };
         await loadWorkload('warm-up', server.url, followUp, 1);
-        results[`follow ${label}`] = await loadWorkload(`multiround follow-up, ${label} store`, server.url, followUp, duration);
+        results[`follow ${label}`] = await loadWorkload(
+          `multiround follow-up, ${label} store`,
+          server.url,
+          followUp,
+          duration,
+        );
       } finally {
         await stopServers(server);
       }
     }
-    const ratio = (workload: string) => results[`${workload} redis`]!.requestsPerSecond / results[`${workload} memory`]!.requestsPerSecond;
+    const ratio = (workload: string) =>
+      results[`${workload} redis`]!.requestsPerSecond / results[`${workload} memory`]!.requestsPerSecond;
     return [
-      table(LOAD_HEADER, ['single memory', 'single redis', 'follow memory', 'follow redis'].map((key) => loadRow(results[key]!))),
+      table(
+        LOAD_HEADER,
+        ['single memory', 'single redis', 'follow memory', 'follow redis'].map((key) => loadRow(results[key]!)),
+      ),
       '',
       table(
         ['ratio', 'value', 'target'],
@@ -227,17 +276,35 @@ async function benchProcesses(duration: number, log: (line: string) => void): Pr
       const workloads: [string, Workload, Workload, Workload][] = [
         ['single-round', { kind: 'single' }, { kind: 'single' }, { kind: 'single' }],
         // Each process gets its own half of the conversations, so the two never wait on each other's locks.
-        ['multiround follow-up', { kind: 'follow-up', ids }, { kind: 'follow-up', ids: ids.slice(0, half) }, { kind: 'follow-up', ids: ids.slice(half) }],
+        [
+          'multiround follow-up',
+          { kind: 'follow-up', ids },
+          { kind: 'follow-up', ids: ids.slice(0, half) },
+          { kind: 'follow-up', ids: ids.slice(half) },
+        ],
       ];
       const rows: LoadResult[] = [];
       const ratios: (string | number)[][] = [];
       for (const [name, both, first, second] of workloads) {
         log(`  ${name}…`);
-        await Promise.all([loadWorkload('warm-up', a.url, first, 1, 25), loadWorkload('warm-up', b.url, second, 1, 25)]);
+        await Promise.all([
+          loadWorkload('warm-up', a.url, first, 1, 25),
+          loadWorkload('warm-up', b.url, second, 1, 25),
+        ]);
         const one = await loadWorkload(`${name}, one process`, a.url, both, duration, 50);
-        const two = combine(`${name}, two processes`, await Promise.all([loadWorkload('a', a.url, first, duration, 25), loadWorkload('b', b.url, second, duration, 25)]));
+        const two = combine(
+          `${name}, two processes`,
+          await Promise.all([
+            loadWorkload('a', a.url, first, duration, 25),
+            loadWorkload('b', b.url, second, duration, 25),
+          ]),
+        );
         rows.push(one, two);
-        ratios.push([`two/one, ${name}`, formatNumber(two.requestsPerSecond / one.requestsPerSecond, 2), '> 1 with spare cores; ~1 expected here']);
+        ratios.push([
+          `two/one, ${name}`,
+          formatNumber(two.requestsPerSecond / one.requestsPerSecond, 2),
+          '> 1 with spare cores; ~1 expected here',
+        ]);
       }
       return [
         table(LOAD_HEADER, rows.map(loadRow)),
@@ -256,11 +323,14 @@ function cores(): number {
   return availableParallelism();
 }
 
-
 /** Runs `bench/scale.ts child …` in a fresh Node process and parses the JSON line it prints. */
 function runChild<T>(args: string[], nodeFlags: string[] = []): Promise<T> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', self, 'child', ...args], { cwd: root, env: { ...process.env, ...NO_LLM }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, [...nodeFlags, '--import', 'tsx', self, 'child', ...args], {
+      cwd: root,
+      env: { ...process.env, ...NO_LLM },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.on('error', fail);
@@ -277,7 +347,14 @@ function runChild<T>(args: string[], nodeFlags: string[] = []): Promise<T> {
 }
 
 const IDLE_CONVERSATIONS = 100_000;
-type IdleResult = { mode: string; conversations: number; heapBefore: number; heapAfter: number; bytesPerConversation: number; seconds: number };
+type IdleResult = {
+  mode: string;
+  conversations: number;
+  heapBefore: number;
+  heapAfter: number;
+  bytesPerConversation: number;
+  seconds: number;
+};
 
 /** Heap per idle conversation: the bare store's record alone, then whole first turns through a Receiver. */
 async function benchIdleMemory(log: (line: string) => void): Promise<string> {
@@ -298,7 +375,13 @@ async function benchIdleMemory(log: (line: string) => void): Promise<string> {
         ['Receiver.query(multiround: true), memory store', receiver],
       ].map(([name, result]) => {
         const value = result as IdleResult;
-        return [name as string, formatNumber(value.heapBefore / 2 ** 20, 1), formatNumber(value.heapAfter / 2 ** 20, 1), formatNumber(value.bytesPerConversation), formatNumber(value.seconds, 1)];
+        return [
+          name as string,
+          formatNumber(value.heapBefore / 2 ** 20, 1),
+          formatNumber(value.heapAfter / 2 ** 20, 1),
+          formatNumber(value.bytesPerConversation),
+          formatNumber(value.seconds, 1),
+        ];
       }),
     ),
     '',
@@ -306,7 +389,11 @@ async function benchIdleMemory(log: (line: string) => void): Promise<string> {
       ['figure', 'value', 'target'],
       [
         ['KB per conversation through the Receiver', kb(receiver.bytesPerConversation), '≤ 2 KB'],
-        ['receiver/store (what a turn keeps beyond the record)', formatNumber(receiver.bytesPerConversation / store.bytesPerConversation, 2), '—'],
+        [
+          'receiver/store (what a turn keeps beyond the record)',
+          formatNumber(receiver.bytesPerConversation / store.bytesPerConversation, 2),
+          '—',
+        ],
       ],
     ),
   ].join('\n');
@@ -336,7 +423,11 @@ function generatedDocument(index: number): string {
 async function documentFolder(count: number): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), `agora-bench-startup-${count}-`));
   await mkdir(join(dir, 'protocols'));
-  await Promise.all(Array.from({ length: count }, (_, index) => writeFile(join(dir, 'protocols', `generated-${String(index).padStart(4, '0')}.md`), generatedDocument(index))));
+  await Promise.all(
+    Array.from({ length: count }, (_, index) =>
+      writeFile(join(dir, 'protocols', `generated-${String(index).padStart(4, '0')}.md`), generatedDocument(index)),
+    ),
+  );
   return dir;
 }
 
@@ -360,7 +451,11 @@ async function benchStartup(log: (line: string) => void): Promise<string> {
         results.get(size)!.push(await runChild<StartupResult>(['startup', folders[index]!, String(size)]));
       }
     }
-    const medians = sizes.map((size) => ({ size, start: median(results.get(size)!.map((result) => result.startMs)), ready: median(results.get(size)!.map((result) => result.readyMs)) }));
+    const medians = sizes.map((size) => ({
+      size,
+      start: median(results.get(size)!.map((result) => result.startMs)),
+      ready: median(results.get(size)!.map((result) => result.readyMs)),
+    }));
     const [small, large] = medians as [(typeof medians)[0], (typeof medians)[0]];
     return [
       `## Receiver start-up with 1,000 documents in protocols/ vs 10 (median of ${runs} fresh processes each)`,
@@ -411,7 +506,8 @@ function firstTurnRecord(now: number): ConversationRecord {
 
 async function childIdleMemory(mode: string, count: number): Promise<IdleResult> {
   const store = new MemoryConversationStore({ sweepIntervalMs: 0 });
-  const receiver = mode === 'receiver' ? await Receiver.start({ dir: root, logger: silentLogger, watch: false, store }) : undefined;
+  const receiver =
+    mode === 'receiver' ? await Receiver.start({ dir: root, logger: silentLogger, watch: false, store }) : undefined;
   const query = { protocolHash: SHOPPING_HASH, multiround: true, body: FIRST_TURN };
   // Warm up (routine loaded, code compiled), then drop what the warm-up kept.
   if (receiver) {
@@ -433,7 +529,14 @@ async function childIdleMemory(mode: string, count: number): Promise<IdleResult>
   if (live !== count) throw new Error(`expected ${count} live conversations, found ${live}`);
   await receiver?.close();
   await store.close();
-  return { mode, conversations: count, heapBefore, heapAfter, bytesPerConversation: (heapAfter - heapBefore) / count, seconds };
+  return {
+    mode,
+    conversations: count,
+    heapBefore,
+    heapAfter,
+    bytesPerConversation: (heapAfter - heapBefore) / count,
+    seconds,
+  };
 }
 
 async function childStartup(dir: string, expected: number): Promise<StartupResult> {
@@ -441,7 +544,8 @@ async function childStartup(dir: string, expected: number): Promise<StartupResul
   const receiver = await Receiver.start({ dir, logger: silentLogger });
   const documents = receiver.registry.local().length;
   const ended = performance.now();
-  if (documents !== expected) throw new Error(`expected ${expected} documents in ${dir}, the registry holds ${documents}`);
+  if (documents !== expected)
+    throw new Error(`expected ${expected} documents in ${dir}, the registry holds ${documents}`);
   await receiver.close();
   // performance.now() counts from the process's start, so `ended` is the whole time to a ready receiver.
   return { documents, startMs: ended - started, readyMs: ended };
@@ -449,7 +553,12 @@ async function childStartup(dir: string, expected: number): Promise<StartupResul
 
 if (process.argv[1] && resolve(process.argv[1]) === self && process.argv[2] === 'child') {
   const [kind, first, second] = process.argv.slice(3);
-  const work = kind === 'idle-memory' ? childIdleMemory(first ?? 'store', Number(second ?? IDLE_CONVERSATIONS)) : kind === 'startup' ? childStartup(first ?? '.', Number(second)) : Promise.reject(new Error(`unknown child ${kind}`));
+  const work =
+    kind === 'idle-memory'
+      ? childIdleMemory(first ?? 'store', Number(second ?? IDLE_CONVERSATIONS))
+      : kind === 'startup'
+        ? childStartup(first ?? '.', Number(second))
+        : Promise.reject(new Error(`unknown child ${kind}`));
   work.then(
     (result) => process.stdout.write(`${JSON.stringify(result)}\n`),
     (error: unknown) => {

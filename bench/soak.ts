@@ -15,8 +15,10 @@ import { encodeDataUri } from '../src/protocol/sources.js';
 const { values } = parseArgs({ options: { seconds: { type: 'string', default: '180' } } });
 const seconds = Number(values.seconds);
 const root = fileURLToPath(new URL('..', import.meta.url));
-const COUNTER = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
-const ROUTINE = 'export default (body: { add: number }, context: any) => { context.conversation.state.total = ((context.conversation.state.total as number) ?? 0) + Number(body.add); return { total: context.conversation.state.total }; };\n';
+const COUNTER =
+  '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
+const ROUTINE =
+  'export default (body: { add: number }, context: any) => { context.conversation.state.total = ((context.conversation.state.total as number) ?? 0) + Number(body.add); return { total: context.conversation.state.total }; };\n';
 
 async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1');
@@ -27,10 +29,17 @@ async function freePort(): Promise<number> {
 }
 
 async function startRedis(port: number): Promise<ChildProcess | undefined> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'ignore'] },
+  );
   const started = await new Promise<boolean>((resolve) => {
     let output = '';
-    child.stdout!.on('data', (chunk: Buffer) => (output += chunk) && output.includes('Ready to accept') && resolve(true));
+    child.stdout!.on(
+      'data',
+      (chunk: Buffer) => (output += chunk) && output.includes('Ready to accept') && resolve(true),
+    );
     child.once('error', () => resolve(false));
     child.once('exit', () => resolve(false));
   });
@@ -56,12 +65,32 @@ const store = redis ? `redis://127.0.0.1:${redisPort}/0` : 'memory';
 let crashes = 0;
 let agent: ChildProcess;
 const startAgent = async () => {
-  agent = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/cli/main.ts'), 'serve', dir, '--port', String(port), '--store', store, '--max-conversations', '2000', '--log-level', 'error'], {
-    env: { ...process.env, ANTHROPIC_API_KEY: '' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+  agent = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      join(root, 'src/cli/main.ts'),
+      'serve',
+      dir,
+      '--port',
+      String(port),
+      '--store',
+      store,
+      '--max-conversations',
+      '2000',
+      '--log-level',
+      'error',
+    ],
+    {
+      env: { ...process.env, ANTHROPIC_API_KEY: '' },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
   let output = '';
-  await new Promise<void>((resolve) => agent.stdout!.on('data', (chunk: Buffer) => (output += chunk) && output.includes('listening on') && resolve()));
+  await new Promise<void>((resolve) =>
+    agent.stdout!.on('data', (chunk: Buffer) => (output += chunk) && output.includes('listening on') && resolve()),
+  );
   agent.stdout!.resume();
   agent.once('exit', (code, signal) => {
     if (!stopping) {
@@ -82,7 +111,10 @@ const statuses = new Map<number, number>();
 async function request(path: string, init: RequestInit = {}): Promise<unknown> {
   const began = performance.now();
   try {
-    const response = await fetch(base + path, { ...init, headers: { 'content-type': 'application/json', ...init.headers } });
+    const response = await fetch(base + path, {
+      ...init,
+      headers: { 'content-type': 'application/json', ...init.headers },
+    });
     const text = await response.text();
     statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
     latencies.push(performance.now() - began);
@@ -92,27 +124,47 @@ async function request(path: string, init: RequestInit = {}): Promise<unknown> {
     return undefined;
   }
 }
-const post = (path: string, body: unknown) => request(path, { method: 'POST', body: typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body) });
+const post = (path: string, body: unknown) =>
+  request(path, {
+    method: 'POST',
+    body: typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body),
+  });
 
 // Each kind of traffic, weighted: mostly normal use, a steady trickle of every attack.
 let sequence = 0;
 const traffic: [number, () => Promise<unknown>][] = [
   [40, () => post('/', { protocolHash: hash, body: { add: 1 } })],
-  [20, async () => {
-    const first = (await post('/', { protocolHash: hash, body: { add: 1 }, multiround: true })) as { conversationId?: string } | undefined;
-    if (!first?.conversationId) return;
-    for (let turn = 0; turn < 3; turn++) await post(`/conversations/${first.conversationId}`, { body: { add: turn } });
-    await request(`/conversations/${first.conversationId}`, { method: 'DELETE' });
-  }],
+  [
+    20,
+    async () => {
+      const first = (await post('/', { protocolHash: hash, body: { add: 1 }, multiround: true })) as
+        { conversationId?: string } | undefined;
+      if (!first?.conversationId) return;
+      for (let turn = 0; turn < 3; turn++)
+        await post(`/conversations/${first.conversationId}`, { body: { add: turn } });
+      await request(`/conversations/${first.conversationId}`, { method: 'DELETE' });
+    },
+  ],
   [5, () => request('/wellknown')],
   [3, () => post('/', 'x'.repeat(2 * 1024 * 1024))],
   [3, () => post('/', Buffer.from([0x7b, 0x22, 0x62, 0x22, 0x3a, 0x22, 0xc3, 0x28, 0x22, 0x7d]))],
-  [3, () => {
-    // A YAML double-quoted name carrying a real newline and a forged log line, 2 KB long.
-    const text = `---\nname: "Legit\\n${new Date().toISOString()} agora error FORGED ${sequence++}${'N'.repeat(2000)}"\ndescription: x\nmultiround: false\n---\nx\n`;
-    return post('/', { protocolHash: hashText(text), protocolSources: [encodeDataUri(text)], body: {} });
-  }],
-  [2, () => post('/', { protocolHash: 'a'.repeat(40), protocolSources: Array.from({ length: 1000 }, (_, index) => `http://10.0.0.${index % 250}/d`), body: {} })],
+  [
+    3,
+    () => {
+      // A YAML double-quoted name carrying a real newline and a forged log line, 2 KB long.
+      const text = `---\nname: "Legit\\n${new Date().toISOString()} agora error FORGED ${sequence++}${'N'.repeat(2000)}"\ndescription: x\nmultiround: false\n---\nx\n`;
+      return post('/', { protocolHash: hashText(text), protocolSources: [encodeDataUri(text)], body: {} });
+    },
+  ],
+  [
+    2,
+    () =>
+      post('/', {
+        protocolHash: 'a'.repeat(40),
+        protocolSources: Array.from({ length: 1000 }, (_, index) => `http://10.0.0.${index % 250}/d`),
+        body: {},
+      }),
+  ],
   [2, () => post('/', { body: 'natural language without an LLM' })],
   [2, () => post('/conversations/does-not-exist', { body: 1 })],
 ];
@@ -162,7 +214,10 @@ process.stdout.write(
     `| agent open fds | ${start.fds} | ${end.fds} |`,
     '',
     `requests: ${latencies.length}; p50 ${p(0.5)} ms, p99 ${p(0.99)} ms; 5xx: ${fivexx}; crashes: ${crashes}`,
-    `statuses: ${[...statuses].sort(([a], [b]) => a - b).map(([status, count]) => `${status}×${count}`).join(', ')}`,
+    `statuses: ${[...statuses]
+      .sort(([a], [b]) => a - b)
+      .map(([status, count]) => `${status}×${count}`)
+      .join(', ')}`,
     '',
   ].join('\n'),
 );

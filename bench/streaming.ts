@@ -12,7 +12,16 @@ import { silentLogger } from '../src/log.js';
 import { hashText } from '../src/protocol/document.js';
 import { Receiver } from '../src/receiver.js';
 import { FakeAnthropic } from '../src/testing/index.js';
-import { alternating, formatNumber, load, median, pairedRatio, startProcess, table, type AlternatingResult } from './_harness.js';
+import {
+  alternating,
+  formatNumber,
+  load,
+  median,
+  pairedRatio,
+  startProcess,
+  table,
+  type AlternatingResult,
+} from './_harness.js';
 
 // Rounds of the streamed / non-streamed comparison (see alternating).
 const ROUNDS = 6;
@@ -43,7 +52,10 @@ function heldReplies(fake: FakeAnthropic, onRelease: (at: number) => void) {
   return () => new Promise<() => void>((resolve) => (ready = () => resolve(release!)));
 }
 
-async function firstDeltaLatency(samples: number, log: (line: string) => void): Promise<{ direct: number; agent: number }> {
+async function firstDeltaLatency(
+  samples: number,
+  log: (line: string) => void,
+): Promise<{ direct: number; agent: number }> {
   const fake = await FakeAnthropic.start();
   const dir = await mkdtemp(join(tmpdir(), 'agora-bench-stream-'));
   const model = new AnthropicModel({ baseURL: fake.url, apiKey: 'bench', maxRetries: 0 });
@@ -58,14 +70,21 @@ async function firstDeltaLatency(samples: number, log: (line: string) => void): 
       // Straight off the fake: the SDK's first text event.
       const holding = held();
       let firstAt = 0;
-      const call = model.stream({ system: 'bench', messages: [{ role: 'user', content: 'Hi' }] }, () => (firstAt ||= performance.now()));
+      const call = model.stream(
+        { system: 'bench', messages: [{ role: 'user', content: 'Hi' }] },
+        () => (firstAt ||= performance.now()),
+      );
       (await holding)();
       await call;
       if (index >= 20) direct.push(firstAt - releasedAt);
 
       // Through the agent: our first `delta` event read by an HTTP client.
       const holdingAgain = held();
-      const response = await fetch(`${server.url}/`, { method: 'POST', headers: { accept: 'text/event-stream' }, body: '{"body":"Hi"}' });
+      const response = await fetch(`${server.url}/`, {
+        method: 'POST',
+        headers: { accept: 'text/event-stream' },
+        body: '{"body":"Hi"}',
+      });
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
       (await holdingAgain)();
       let text = '';
@@ -115,7 +134,10 @@ export async function benchStreaming(duration: number, log: (line: string) => vo
     await server.stop();
   }
   const ratio = pairedRatio(streamed, plain);
-  const cpu = plain.cpuMicrosPerRequest && streamed.cpuMicrosPerRequest ? plain.cpuMicrosPerRequest / streamed.cpuMicrosPerRequest : NaN;
+  const cpu =
+    plain.cpuMicrosPerRequest && streamed.cpuMicrosPerRequest
+      ? plain.cpuMicrosPerRequest / streamed.cpuMicrosPerRequest
+      : NaN;
   const added = latency.agent - latency.direct;
   return [
     table(

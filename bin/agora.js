@@ -23,11 +23,18 @@ try {
   ({ main } = await load());
 } catch (error) {
   if (!error || typeof error !== 'object' || error.code !== 'ERR_MODULE_NOT_FOUND') throw error;
-  console.error(`agora: agora-agents is not installed in ${root.pathname} yet (${error.message.split('\n')[0]}): run \`npm ci\` there first, then try again`);
+  console.error(
+    `agora: agora-agents is not installed in ${root.pathname} yet (${error.message.split('\n')[0]}): run \`npm ci\` there first, then try again`,
+  );
   process.exit(1);
 }
 
 main(process.argv.slice(2)).then(
-  (code) => { process.exitCode = code; },
-  (error) => { console.error(`agora: ${error instanceof Error ? error.message : String(error)}`); process.exitCode = 1; },
+  (code) => {
+    process.exitCode = code;
+  },
+  (error) => {
+    console.error(`agora: ${error instanceof Error ? error.message : String(error)}`);
+    process.exitCode = 1;
+  },
 );

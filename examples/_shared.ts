@@ -4,7 +4,15 @@ import { cp, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AnthropicModel, FileMemory, hasAnthropicKey, Sender, type LanguageModel, type Logger, type RunningAgent } from 'agora-agents';
+import {
+  AnthropicModel,
+  FileMemory,
+  hasAnthropicKey,
+  Sender,
+  type LanguageModel,
+  type Logger,
+  type RunningAgent,
+} from 'agora-agents';
 import { listGeneratedRoutines, TaskRoutineStore } from 'agora-agents/generation';
 import type { SenderThresholds, TaskServedEvent } from 'agora-agents/protocol';
 import { FakeAnthropic } from 'agora-agents/testing';
@@ -21,11 +29,20 @@ export async function exampleLlm(): Promise<ExampleLlm> {
   }
   const fake = await FakeAnthropic.start({ fallback: brain, tokenModel: 'chars' });
   const llm = new AnthropicModel({ baseURL: fake.url, apiKey: 'fake', maxRetries: 0, model: 'fake-brain' });
-  return { llm, name: 'the fake brain of examples/weather/brain.ts (set ANTHROPIC_API_KEY to use Claude)', offline: true, close: () => fake.close() };
+  return {
+    llm,
+    name: 'the fake brain of examples/weather/brain.ts (set ANTHROPIC_API_KEY to use Claude)',
+    offline: true,
+    close: () => fake.close(),
+  };
 }
 
 /** Warnings and errors on stderr; the framework's progress lines stay quiet. */
-export const quietLogger: Logger = { info() {}, warn: (message) => console.error(`warn: ${message}`), error: (message) => console.error(`error: ${message}`) };
+export const quietLogger: Logger = {
+  info() {},
+  warn: (message) => console.error(`warn: ${message}`),
+  error: (message) => console.error(`error: ${message}`),
+};
 
 /** How long an operation runs before its progress is shown, and between two progress lines. */
 const PROGRESS_EVERY_MS = 2000;
@@ -59,10 +76,14 @@ export function progressLogger(): Logger & { during<T>(label: string, work: () =
 }
 
 /** A temporary folder holding copies of files and folders of `examples/` (`target → source`), removed by `remove`. */
-export async function temporaryCopy(prefix: string, copies: Record<string, string> = {}): Promise<{ dir: string; remove(): Promise<void> }> {
+export async function temporaryCopy(
+  prefix: string,
+  copies: Record<string, string> = {},
+): Promise<{ dir: string; remove(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const examples = fileURLToPath(new URL('.', import.meta.url));
-  for (const [target, source] of Object.entries(copies)) await cp(join(examples, source), join(dir, target), { recursive: true });
+  for (const [target, source] of Object.entries(copies))
+    await cp(join(examples, source), join(dir, target), { recursive: true });
   return { dir, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
@@ -77,7 +98,9 @@ export function agentCost(agent: RunningAgent): Cost {
 
 /** Names of the protocols whose LLM-written routine a service agent has approved. */
 export async function approvedRoutines(agent: RunningAgent): Promise<string[]> {
-  return (await listGeneratedRoutines(agent.receiver.memory)).filter((entry) => entry.status === 'approved').map((entry) => entry.protocol);
+  return (await listGeneratedRoutines(agent.receiver.memory))
+    .filter((entry) => entry.status === 'approved')
+    .map((entry) => entry.protocol);
 }
 
 /** The queries a service agent answered with a routine so far. */
@@ -103,7 +126,14 @@ export type Assistant = {
 };
 
 /** Starts a user agent in `dir`: tasks go from natural language to a protocol, then to a routine after `threshold` LLM-made calls. */
-export async function startAssistant(options: { dir: string; llm: LanguageModel; logger: Logger; threshold?: number; thresholds?: SenderThresholds; hub?: string }): Promise<Assistant> {
+export async function startAssistant(options: {
+  dir: string;
+  llm: LanguageModel;
+  logger: Logger;
+  threshold?: number;
+  thresholds?: SenderThresholds;
+  hub?: string;
+}): Promise<Assistant> {
   await mkdir(options.dir, { recursive: true });
   const memory = new FileMemory(join(options.dir, '.agora'));
   const cost: Cost = { calls: 0, tokens: 0 };
@@ -112,7 +142,15 @@ export async function startAssistant(options: { dir: string; llm: LanguageModel;
     cost.tokens += usage.inputTokens + usage.outputTokens;
   };
   // autoApprove: the examples run unattended; an owner would review with `agora routines` instead.
-  const routines = new TaskRoutineStore({ dir: options.dir, memory, llm: options.llm, logger: options.logger, threshold: options.threshold ?? 5, autoApprove: true, onUsage: count });
+  const routines = new TaskRoutineStore({
+    dir: options.dir,
+    memory,
+    llm: options.llm,
+    logger: options.logger,
+    threshold: options.threshold ?? 5,
+    autoApprove: true,
+    onUsage: count,
+  });
   let last: TaskServedEvent | undefined;
   const sender = new Sender({
     llm: options.llm,
@@ -138,7 +176,10 @@ export async function startAssistant(options: { dir: string; llm: LanguageModel;
       return last;
     },
     idle: () => routines.idle(),
-    approved: async () => (await listGeneratedRoutines(memory)).filter((entry) => entry.status === 'approved').map((entry) => entry.task ?? entry.protocol),
+    approved: async () =>
+      (await listGeneratedRoutines(memory))
+        .filter((entry) => entry.status === 'approved')
+        .map((entry) => entry.task ?? entry.protocol),
     close: async () => {
       await routines.close();
       await sender.close();
@@ -157,5 +198,8 @@ export function pathOf(event: TaskServedEvent | undefined, receiverRoutine: bool
 
 /** A line of left-aligned columns. */
 export function columns(cells: (string | number)[], widths: number[]): string {
-  return cells.map((cell, index) => String(cell).padEnd(widths[index] ?? 0)).join('  ').trimEnd();
+  return cells
+    .map((cell, index) => String(cell).padEnd(widths[index] ?? 0))
+    .join('  ')
+    .trimEnd();
 }

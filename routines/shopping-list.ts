@@ -1,7 +1,11 @@
 import { defineRoutine, z } from 'agora-agents';
 
 const input = z.discriminatedUnion('action', [
-  z.object({ action: z.literal('add'), item: z.string().trim().min(1).max(200), quantity: z.number().int().positive().max(1_000_000).default(1) }),
+  z.object({
+    action: z.literal('add'),
+    item: z.string().trim().min(1).max(200),
+    quantity: z.number().int().positive().max(1_000_000).default(1),
+  }),
   z.object({ action: z.literal('remove'), item: z.string().trim().min(1) }),
   z.object({ action: z.literal('clear') }),
   z.object({ action: z.literal('list') }),

@@ -15,7 +15,12 @@ export async function declaredRoutes(dir: string): Promise<DeclaredRoute[]> {
   const receiver = await Receiver.start({ dir, llm: null, logger: silentLogger, watch: false });
   const dashboard = createAgentDashboard(receiver, { logger: silentLogger });
   const agent = agentEdge(receiver, { dashboard });
-  const hub = await startHub({ port: 0, tickMs: 0, logger: silentLogger, mounts: (core, rooms) => [createHubDashboard(core, { ...(rooms ? { rooms: roomsSource(rooms) } : {}) })] });
+  const hub = await startHub({
+    port: 0,
+    tickMs: 0,
+    logger: silentLogger,
+    mounts: (core, rooms) => [createHubDashboard(core, { ...(rooms ? { rooms: roomsSource(rooms) } : {}) })],
+  });
   try {
     return [...agent.mounts, ...hub.edge.mounts].flatMap((mount) =>
       mount.routes.map((route) => ({
@@ -36,6 +41,8 @@ export async function declaredRoutes(dir: string): Promise<DeclaredRoute[]> {
 
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {
   for (const route of await declaredRoutes(new URL('..', import.meta.url).pathname)) {
-    process.stdout.write(`| ${route.mount} | \`${route.path}\`${route.prefix ? ' (and below)' : ''} | ${route.allow} | ${route.access} |\n`);
+    process.stdout.write(
+      `| ${route.mount} | \`${route.path}\`${route.prefix ? ' (and below)' : ''} | ${route.allow} | ${route.access} |\n`,
+    );
   }
 }

@@ -18,18 +18,30 @@ const freePort = () =>
 
 async function startRedis() {
   if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status !== 0) {
-    console.error('test: redis-server is not installed: the Redis tests are skipped (apt-get install -y redis-server to run them)');
+    console.error(
+      'test: redis-server is not installed: the Redis tests are skipped (apt-get install -y redis-server to run them)',
+    );
     return undefined;
   }
   const dir = mkdtempSync(join(tmpdir(), 'agora-redis-'));
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
   const url = `redis://127.0.0.1:${port}/0`;
   for (let attempt = 0; attempt < 100; attempt++) {
     const ping = spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' });
     if (ping.stdout?.trim() === 'PONG') {
       console.error(`test: redis-server ready at ${url}`);
-      return { url, stop: () => { child.kill('SIGTERM'); rmSync(dir, { recursive: true, force: true }); } };
+      return {
+        url,
+        stop: () => {
+          child.kill('SIGTERM');
+          rmSync(dir, { recursive: true, force: true });
+        },
+      };
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
@@ -59,7 +71,9 @@ function builtAt() {
 
 if (builtAt() < newestSource('src')) {
   console.error('test: building dist/ (npm run build), which agora init scaffolds from…');
-  const build = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], { stdio: 'inherit' });
+  const build = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
+    stdio: 'inherit',
+  });
   if (build.status !== 0) {
     console.error('test: the build failed');
     process.exit(build.status ?? 1);
@@ -68,9 +82,15 @@ if (builtAt() < newestSource('src')) {
 
 const redis = process.env.AGORA_TEST_REDIS_URL ? undefined : await startRedis();
 const env = { ...process.env, ...(redis ? { AGORA_TEST_REDIS_URL: redis.url } : {}) };
-const vitest = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)], { stdio: 'inherit', env });
+const vitest = spawn(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', ...process.argv.slice(2)], {
+  stdio: 'inherit',
+  env,
+});
 const stop = () => redis?.stop();
-for (const signal of ['SIGINT', 'SIGTERM']) process.on(signal, () => { vitest.kill(signal); });
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.on(signal, () => {
+    vitest.kill(signal);
+  });
 vitest.on('exit', (code, signal) => {
   stop();
   process.exit(code ?? (signal ? 1 : 0));

@@ -28,8 +28,11 @@ export async function requireFolder(path: string, what: string): Promise<void> {
     isFolder = (await stat(path)).isDirectory();
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: no such folder`);
-    throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: cannot be read (${code ?? describeError(error)})`, { cause: error });
+    if (code === 'ENOENT' || code === 'ENOTDIR')
+      throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: no such folder`);
+    throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: cannot be read (${code ?? describeError(error)})`, {
+      cause: error,
+    });
   }
   if (!isFolder) throw new AgoraError('INVALID_ARGUMENT', `${what} ${path}: is a file, not a folder`);
 }
@@ -122,14 +125,23 @@ const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.js', '.mjs']);
 
 /** Whether a file name is a loadable module (not a declaration, test or hidden file). */
 export function isModuleFile(name: string): boolean {
-  return MODULE_EXTENSIONS.has(extname(name)) && !name.endsWith('.d.ts') && !/\.test\.[mc]?[jt]s$/.test(name) && !name.startsWith('.') && !name.startsWith('_');
+  return (
+    MODULE_EXTENSIONS.has(extname(name)) &&
+    !name.endsWith('.d.ts') &&
+    !/\.test\.[mc]?[jt]s$/.test(name) &&
+    !name.startsWith('.') &&
+    !name.startsWith('_')
+  );
 }
 
 /** Lists the module files of a folder (empty when it does not exist). */
 export async function listModules(directory: string): Promise<string[]> {
   try {
     const entries = await readdir(directory, { withFileTypes: true });
-    return entries.filter((entry) => entry.isFile() && isModuleFile(entry.name)).map((entry) => join(directory, entry.name)).sort();
+    return entries
+      .filter((entry) => entry.isFile() && isModuleFile(entry.name))
+      .map((entry) => join(directory, entry.name))
+      .sort();
   } catch {
     return [];
   }
@@ -141,7 +153,11 @@ export async function listModules(directory: string): Promise<string[]> {
  * again): then the whole folder must be looked at. Returns a function that stops watching. A missing folder is
  * watched from its parent until it appears.
  */
-export function watchFolder(directory: string, onChange: (names: ReadonlySet<string> | undefined) => void, debounceMs = 80): () => void {
+export function watchFolder(
+  directory: string,
+  onChange: (names: ReadonlySet<string> | undefined) => void,
+  debounceMs = 80,
+): () => void {
   let timer: NodeJS.Timeout | undefined;
   let watcher: FSWatcher | undefined;
   let parentWatcher: FSWatcher | undefined;
@@ -223,6 +239,7 @@ export async function folderSignature(directory: string): Promise<string> {
 /** Whether a change concerns source files (a module, or a file a module may import): an editor's swap file does not. */
 export function touchesSources(names: ReadonlySet<string> | undefined): boolean {
   if (names === undefined) return true;
-  for (const name of names) if (!name.startsWith('.') && (MODULE_EXTENSIONS.has(extname(name)) || name.endsWith('.json'))) return true;
+  for (const name of names)
+    if (!name.startsWith('.') && (MODULE_EXTENSIONS.has(extname(name)) || name.endsWith('.json'))) return true;
   return false;
 }

@@ -52,7 +52,9 @@ export function watchRedis(redis: Redis, log: RedisLog | undefined): void {
     if (down || !started) return;
     down = true;
     DOWN.add(redis);
-    log?.warn(`Redis at ${redisAddress(redis)} unavailable (${error.message}); retrying, requests that need it answer 503`);
+    log?.warn(
+      `Redis at ${redisAddress(redis)} unavailable (${error.message}); retrying, requests that need it answer 503`,
+    );
   });
   // A connection closed by the server may raise no error: requests fail fast from the moment it is gone.
   redis.on('close', () => {
@@ -83,7 +85,11 @@ export function redisReady(redis: Redis, timeoutMs = REDIS_STARTUP_TIMEOUT_MS): 
       redis.off('ready', onReady);
       redis.off('error', onError);
       if (!error) return resolve();
-      reject(new AgoraError('STORE_UNAVAILABLE', `Redis unreachable at ${redisAddress(redis)}: ${error.message}`, { cause: error }));
+      reject(
+        new AgoraError('STORE_UNAVAILABLE', `Redis unreachable at ${redisAddress(redis)}: ${error.message}`, {
+          cause: error,
+        }),
+      );
     };
     const onReady = () => done();
     const onError = (error: Error) => done(error);
@@ -110,7 +116,11 @@ export function isUnavailable(error: unknown): boolean {
  * an earlier pipeline is stalled wait for that one's timeout before their own starts (a stalled Redis answered a
  * burst of new conversations in twice the timeout).
  */
-export async function storeCall<T>(redis: Redis, call: () => Promise<T>, timeoutMs = REDIS_COMMAND_TIMEOUT_MS): Promise<T> {
+export async function storeCall<T>(
+  redis: Redis,
+  call: () => Promise<T>,
+  timeoutMs = REDIS_COMMAND_TIMEOUT_MS,
+): Promise<T> {
   if (DOWN.has(redis)) throw new AgoraError('STORE_UNAVAILABLE');
   let timer: NodeJS.Timeout | undefined;
   try {

@@ -13,7 +13,12 @@ export function script(source: string): Script {
 }
 
 /** Runs a Lua script by its SHA, sending the source only when the server does not know it yet. */
-export async function runScript(redis: Redis, lua: Script, keys: string[], args: (string | number)[]): Promise<unknown> {
+export async function runScript(
+  redis: Redis,
+  lua: Script,
+  keys: string[],
+  args: (string | number)[],
+): Promise<unknown> {
   try {
     return await redis.evalsha(lua.sha, keys.length, ...keys, ...args);
   } catch (error) {

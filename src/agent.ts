@@ -89,7 +89,11 @@ export function parseRedisStoreUrl(text: string): { url: string; options: RedisS
       continue;
     }
     const number = Number(value);
-    if (!Number.isSafeInteger(number) || number < 1) throw new AgoraError('INVALID_ARGUMENT', `store: ${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}`);
+    if (!Number.isSafeInteger(number) || number < 1)
+      throw new AgoraError(
+        'INVALID_ARGUMENT',
+        `store: ${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}`,
+      );
     options[name] = number;
   }
   // Other parameters (family, tls…) stay for ioredis; a bare `?` left behind would be harmless but untidy.
@@ -104,7 +108,12 @@ export async function openState(
   memory: AgentMemory | undefined,
   defaults: RedisStoreOptions = {},
   logger?: Logger,
-): Promise<{ store?: ConversationStore; memory: AgentMemory; redis?: { client: Redis; prefix: string }; close(): Promise<void> }> {
+): Promise<{
+  store?: ConversationStore;
+  memory: AgentMemory;
+  redis?: { client: Redis; prefix: string };
+  close(): Promise<void>;
+}> {
   if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
     const { url, options } = parseRedisStoreUrl(store);
     const { connectRedis } = await import('./conversation/redis.js');
@@ -114,10 +123,20 @@ export async function openState(
       await redis.close();
       throw error;
     });
-    return { store: redis.store, memory: memory ?? redis.memory, redis: { client: redis.redis, prefix: options.prefix ?? defaults.prefix ?? 'agora:' }, close: () => redis.close() };
+    return {
+      store: redis.store,
+      memory: memory ?? redis.memory,
+      redis: { client: redis.redis, prefix: options.prefix ?? defaults.prefix ?? 'agora:' },
+      close: () => redis.close(),
+    };
   }
-  if (typeof store === 'string' && store !== 'memory') throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
-  return { ...(typeof store === 'object' ? { store } : {}), memory: memory ?? new FileMemory(join(dir, '.agora')), close: async () => {} };
+  if (typeof store === 'string' && store !== 'memory')
+    throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
+  return {
+    ...(typeof store === 'object' ? { store } : {}),
+    memory: memory ?? new FileMemory(join(dir, '.agora')),
+    close: async () => {},
+  };
 }
 
 /**
@@ -128,10 +147,26 @@ export async function openState(
 export async function startAgent(options: AgentOptions = {}): Promise<RunningAgent> {
   const dir = resolve(options.dir ?? '.');
   const logger: Logger = options.logger ?? consoleLogger();
-  const llm = options.llm === null ? undefined : options.llm === undefined || options.llm === 'auto' ? chooseModel(options.model ? { model: options.model } : {}) : options.llm;
+  const llm =
+    options.llm === null
+      ? undefined
+      : options.llm === undefined || options.llm === 'auto'
+        ? chooseModel(options.model ? { model: options.model } : {})
+        : options.llm;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const state = await openState(dir, options.store, options.memory, { tombstoneMs: tombstoneMsOf(options) }, logger);
-  const { port, host, store: _store, memory: _memory, llm: _llm, model: _model, routineThreshold, autoApprove, dashboard: dashboardOption, ...rest } = options;
+  const {
+    port,
+    host,
+    store: _store,
+    memory: _memory,
+    llm: _llm,
+    model: _model,
+    routineThreshold,
+    autoApprove,
+    dashboard: dashboardOption,
+    ...rest
+  } = options;
   // Made once the receiver exists; the generator tells it of each routine status it writes.
   let dashboard: AgentDashboard | undefined;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
@@ -145,7 +180,8 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         logger,
         tools: () => receiver.tools,
         profile: () => receiver.profile(),
-        onUsage: (usage, protocol) => receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
+        onUsage: (usage, protocol) =>
+          receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
         ...(routineThreshold !== undefined ? { threshold: routineThreshold } : {}),
         ...(autoApprove !== undefined ? { autoApprove } : {}),
         onStatus: () => dashboard?.routinesChanged(),
@@ -157,7 +193,16 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   try {
     // Listening comes before protocols/ is fully read: a large folder takes seconds, and meanwhile the agent answers
     // (what it finds at once, /health; a miss waits for the load).
-    receiver = await Receiver.start({ ...rest, waitForProtocols: false, dir, logger, extensions, llm: llm ?? null, ...(state.store ? { store: state.store } : {}), memory: state.memory });
+    receiver = await Receiver.start({
+      ...rest,
+      waitForProtocols: false,
+      dir,
+      logger,
+      extensions,
+      llm: llm ?? null,
+      ...(state.store ? { store: state.store } : {}),
+      memory: state.memory,
+    });
   } catch (error) {
     await generator?.close();
     await state.close();
@@ -166,7 +211,10 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   try {
     const faces = await facesWithState(options.faces, state.redis?.client);
     // With a Redis store, every process of the agent counts each client in one place.
-    const rateLimit = options.rateLimit && state.redis && !options.rateLimit.redis ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix } : options.rateLimit;
+    const rateLimit =
+      options.rateLimit && state.redis && !options.rateLimit.redis
+        ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix }
+        : options.rateLimit;
     const { createAgentDashboard } = await import('./dashboard/agent-dashboard.js');
     dashboard =
       dashboardOption === false
@@ -175,9 +223,19 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
             logger,
             ...(options.tokens ? { tokens: options.tokens } : {}),
             ...(generator ? { onReviewed: () => generator.forgetStatuses() } : {}),
-            ...(typeof dashboardOption === 'object' && dashboardOption.recorder ? { recorder: dashboardOption.recorder } : {}),
+            ...(typeof dashboardOption === 'object' && dashboardOption.recorder
+              ? { recorder: dashboardOption.recorder }
+              : {}),
           });
-    const server = await startServer(receiver, { ...rest, faces, logger, port: port ?? 3000, ...(host ? { host } : {}), ...(rateLimit ? { rateLimit } : {}), dashboard: dashboard ?? false }).catch((error: unknown) => {
+    const server = await startServer(receiver, {
+      ...rest,
+      faces,
+      logger,
+      port: port ?? 3000,
+      ...(host ? { host } : {}),
+      ...(rateLimit ? { rateLimit } : {}),
+      dashboard: dashboard ?? false,
+    }).catch((error: unknown) => {
       dashboard?.close?.();
       throw error;
     });
@@ -205,7 +263,10 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
 }
 
 // With a Redis store, ROAR message ids are remembered there, so every process of the agent refuses a replay.
-async function facesWithState(faces: FacesConfig | false | undefined, redis: Redis | undefined): Promise<FacesConfig | false | undefined> {
+async function facesWithState(
+  faces: FacesConfig | false | undefined,
+  redis: Redis | undefined,
+): Promise<FacesConfig | false | undefined> {
   if (faces === false || redis === undefined || faces?.replay !== undefined) return faces;
   const { RedisReplayGuard } = await import('./faces/roar/replay-redis.js');
   return { ...faces, replay: new RedisReplayGuard(redis) };

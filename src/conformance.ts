@@ -58,10 +58,17 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     let response: Response;
     try {
-      response = await doFetch(`${base}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), redirect: 'manual', signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+      response = await doFetch(`${base}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body } : {}),
+        redirect: 'manual',
+        signal: AbortSignal.timeout(options.timeoutMs ?? 10_000),
+      });
     } catch (error) {
       // An agent that cannot be reached fails every case the same way: one error, not one line per case.
-      if (error instanceof Error && error.name === 'TimeoutError') throw new CaseFailure(`no reply within ${options.timeoutMs ?? 10_000} ms`);
+      if (error instanceof Error && error.name === 'TimeoutError')
+        throw new CaseFailure(`no reply within ${options.timeoutMs ?? 10_000} ms`);
       throw new AgoraError('PEER_FAILURE', `${method} ${base}${path}: ${networkFailure(error)}`, { cause: error });
     }
     // Read up to a cap, never whole: the agent checked may be anyone's.
@@ -88,7 +95,12 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
       if (error instanceof CaseSkip) result = { name, status: 'skip', detail: error.message };
       else if (error instanceof CaseFailure) result = { name, status: 'fail', detail: error.message };
       else if (isAgoraError(error) && error.code === 'PEER_FAILURE' && error.cause !== undefined) throw error;
-      else result = { name, status: 'fail', detail: `request failed: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}` };
+      else
+        result = {
+          name,
+          status: 'fail',
+          detail: `request failed: ${error instanceof Error ? (error.cause instanceof Error ? error.cause.message : error.message) : String(error)}`,
+        };
     }
     results.push(result);
     options.onCase?.(result);
@@ -100,7 +112,8 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     if (reply.status !== status) fail(`expected HTTP ${status}, got ${reply.status}: ${reply.text.slice(0, 120)}`);
     if (!reply.type.includes('application/json')) fail(`expected a JSON reply, got ${reply.type || 'no content type'}`);
     if (got === undefined) return fail(`expected {"status":"failure","error":…}, got ${show(reply.json)}`);
-    if (typeof text === 'string' ? got !== text : !text.test(got)) fail(`expected the error ${typeof text === 'string' ? JSON.stringify(text) : text}, got ${JSON.stringify(got)}`);
+    if (typeof text === 'string' ? got !== text : !text.test(got))
+      fail(`expected the error ${typeof text === 'string' ? JSON.stringify(text) : text}, got ${JSON.stringify(got)}`);
   };
 
   await run('GET /wellknown lists hash → sources', async () => {
@@ -115,8 +128,10 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     const json = reply.json;
     if (!json || typeof json !== 'object' || Array.isArray(json)) fail(`expected a JSON object, got ${show(json)}`);
     for (const [key, sources] of Object.entries(json as object)) {
-      if (!/^[0-9a-fA-F]{40}$/.test(key) && !/^[A-Za-z0-9+/]{27}=$/.test(key)) fail(`${JSON.stringify(key)} is not a hash (hex or base64)`);
-      if (!Array.isArray(sources) || !sources.length || !sources.every((source) => typeof source === 'string')) fail(`${key}: expected a non-empty array of sources`);
+      if (!/^[0-9a-fA-F]{40}$/.test(key) && !/^[A-Za-z0-9+/]{27}=$/.test(key))
+        fail(`${JSON.stringify(key)} is not a hash (hex or base64)`);
+      if (!Array.isArray(sources) || !sources.length || !sources.every((source) => typeof source === 'string'))
+        fail(`${key}: expected a non-empty array of sources`);
     }
     listing = json as Record<string, string[]>;
     return `${plural(Object.keys(listing).length, 'protocol')} listed`;
@@ -128,7 +143,8 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     const hex = first.length === 40 ? first.toLowerCase() : Buffer.from(first, 'base64').toString('hex');
     const reply = await request('GET', `/protocols/${hex}`);
     if (reply.status !== 200) fail(`expected HTTP 200, got ${reply.status}`);
-    if (!/^text\/plain/.test(reply.type) || !/charset=utf-8/i.test(reply.type)) fail(`expected text/plain; charset=utf-8, got ${reply.type}`);
+    if (!/^text\/plain/.test(reply.type) || !/charset=utf-8/i.test(reply.type))
+      fail(`expected text/plain; charset=utf-8, got ${reply.type}`);
     if (hashText(reply.text) !== hex) fail(`the text does not hash to ${hex}`);
   });
 
@@ -144,7 +160,12 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
 
   await run('POST / under an unknown hash with no source: Unsupported protocol', async () => {
     const hash = encodeHash(hashText(`agora check ${randomBytes(8).toString('hex')}`), python ? 'base64' : 'hex');
-    expectFailure(await post('/', { protocolHash: hash, protocolSources: [], body: {} }), 200, FIXED_MESSAGES.UNSUPPORTED_PROTOCOL, 'Failed to download protocol');
+    expectFailure(
+      await post('/', { protocolHash: hash, protocolSources: [], body: {} }),
+      200,
+      FIXED_MESSAGES.UNSUPPORTED_PROTOCOL,
+      'Failed to download protocol',
+    );
   });
 
   await run('POST / under a listed hash, in base64, is not refused as unknown', async () => {
@@ -153,7 +174,8 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     const hex = first.length === 40 ? first.toLowerCase() : Buffer.from(first, 'base64').toString('hex');
     const reply = await post('/', { protocolHash: encodeHash(hex, 'base64'), protocolSources: [], body: {} });
     if (reply.status !== 200) fail(`expected HTTP 200, got ${reply.status}`);
-    if (failureText(reply.json) === FIXED_MESSAGES.UNSUPPORTED_PROTOCOL) fail('the base64 form of a listed hash was refused as unknown');
+    if (failureText(reply.json) === FIXED_MESSAGES.UNSUPPORTED_PROTOCOL)
+      fail('the base64 form of a listed hash was refused as unknown');
   });
 
   await run('POST / in natural language: an answer, or the fixed refusal', async () => {
@@ -162,25 +184,39 @@ export async function checkAgent(url: string, options: CheckOptions = {}): Promi
     const json = reply.json as Record<string, unknown> | undefined;
     if (json?.status === 'success' && 'body' in json) return 'answered';
     const text = failureText(json);
-    if (text === FIXED_MESSAGES.NATURAL_LANGUAGE_UNSUPPORTED || text === FIXED_MESSAGES.LLM_UNAVAILABLE) return `refused: ${text}`;
+    if (text === FIXED_MESSAGES.NATURAL_LANGUAGE_UNSUPPORTED || text === FIXED_MESSAGES.LLM_UNAVAILABLE)
+      return `refused: ${text}`;
     fail(`expected a success or a fixed failure, got ${show(json)}`);
   });
 
   await run('a conversation: id, expiry, DELETE, then Conversation expired', async () => {
     const started = await post('/', { protocolHash: null, protocolSources: [], body: 'Hello!', multiround: true });
     const json = started.json as Record<string, unknown> | undefined;
-    if (json?.status !== 'success') return skip(`natural language is not answered here (${failureText(json) ?? show(json)})`);
+    if (json?.status !== 'success')
+      return skip(`natural language is not answered here (${failureText(json) ?? show(json)})`);
     const id = json.conversationId;
     if (typeof id !== 'string' || id.length < 16) fail(`expected a conversationId of 16+ characters, got ${show(id)}`);
-    if (!python && !Number.isInteger(json.conversationExpires)) fail(`expected an integer conversationExpires, got ${show(json.conversationExpires)}`);
+    if (!python && !Number.isInteger(json.conversationExpires))
+      fail(`expected an integer conversationExpires, got ${show(json.conversationExpires)}`);
     const path = `/conversations/${encodeURIComponent(String(id))}`;
     const ended = await request('DELETE', path);
-    if (ended.status !== 200 || (ended.json as Record<string, unknown> | undefined)?.status !== 'success') fail(`DELETE: expected HTTP 200 success, got ${ended.status} ${ended.text.slice(0, 120)}`);
-    expectFailure(await post(path, { body: 'Still there?' }), 200, FIXED_MESSAGES.CONVERSATION_EXPIRED, 'Conversation not found.');
+    if (ended.status !== 200 || (ended.json as Record<string, unknown> | undefined)?.status !== 'success')
+      fail(`DELETE: expected HTTP 200 success, got ${ended.status} ${ended.text.slice(0, 120)}`);
+    expectFailure(
+      await post(path, { body: 'Still there?' }),
+      200,
+      FIXED_MESSAGES.CONVERSATION_EXPIRED,
+      'Conversation not found.',
+    );
   });
 
   await run('POST /conversations/:id never known: 404 Conversation not found', async () => {
-    expectFailure(await post(`/conversations/${randomBytes(12).toString('hex')}`, { body: 'hi' }), 404, FIXED_MESSAGES.CONVERSATION_NOT_FOUND, 'Conversation not found.');
+    expectFailure(
+      await post(`/conversations/${randomBytes(12).toString('hex')}`, { body: 'hi' }),
+      404,
+      FIXED_MESSAGES.CONVERSATION_NOT_FOUND,
+      'Conversation not found.',
+    );
   });
 
   await run('an unknown path answers a JSON 404, not HTML', async () => {

@@ -56,7 +56,9 @@ export class AgoraError extends Error {
   readonly status?: number;
 
   constructor(code: AgoraErrorCode, message?: string, options?: { cause?: unknown; status?: number }) {
-    super(message ?? (FIXED_MESSAGES as Partial<Record<AgoraErrorCode, string>>)[code] ?? code, { cause: options?.cause });
+    super(message ?? (FIXED_MESSAGES as Partial<Record<AgoraErrorCode, string>>)[code] ?? code, {
+      cause: options?.cause,
+    });
     this.name = 'AgoraError';
     this.code = code;
     if (options?.status !== undefined) this.status = options.status;

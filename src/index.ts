@@ -5,15 +5,40 @@
 /** zod, re-exported so routines and tools need no dependency of their own. */
 export { z } from 'zod';
 export { AgoraError, isAgoraError, FIXED_MESSAGES, type AgoraErrorCode } from './errors.js';
-export type { JsonValue, JsonObject, QueryRequest, FollowUpRequest, QueryResponse, SuccessResponse, FailureResponse, Wellknown } from './schemas.js';
+export type {
+  JsonValue,
+  JsonObject,
+  QueryRequest,
+  FollowUpRequest,
+  QueryResponse,
+  SuccessResponse,
+  FailureResponse,
+  Wellknown,
+} from './schemas.js';
 export { hashText, parseDocument, type ProtocolDocument, type ProtocolMetadata } from './protocol/document.js';
-export { defineRoutine, type Routine, type RoutineContext, type RoutineDefinition, type RoutineFunction } from './routine/define.js';
+export {
+  defineRoutine,
+  type Routine,
+  type RoutineContext,
+  type RoutineDefinition,
+  type RoutineFunction,
+} from './routine/define.js';
 export { defineTool, type Tool, type ToolContext } from './tool/define.js';
 /** Where conversations and what an agent learns are kept: interfaces with their in-process defaults. */
 export { MemoryConversationStore, type ConversationStore, type ConversationRecord } from './conversation/store.js';
 export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
 /** The LLM seam: any model behind `LanguageModel`, chosen in one place (`chooseModel`); each SDK loads at its first call. */
-export type { LanguageModel, LlmRequest, LlmResponse, LlmMessage, LlmUsage, LlmContentBlock, LlmToolSpec, LlmStopReason, LlmToolCall } from './llm/model.js';
+export type {
+  LanguageModel,
+  LlmRequest,
+  LlmResponse,
+  LlmMessage,
+  LlmUsage,
+  LlmContentBlock,
+  LlmToolSpec,
+  LlmStopReason,
+  LlmToolCall,
+} from './llm/model.js';
 export { AnthropicModel, type AnthropicModelOptions } from './llm/anthropic/model.js';
 export { OpenAIModel, type OpenAIModelOptions } from './llm/openai/model.js';
 export { chooseModel, hasAnthropicKey, type ChooseModelOptions, type LlmProvider } from './llm/choose.js';
@@ -22,7 +47,30 @@ export { consoleLogger, silentLogger, type Logger } from './log.js';
 /** The receiving side: an agent's folder answered by routines, then the LLM. */
 export { Receiver, type ReceiverOptions, type ReceiverApi, type RequestContext } from './receiver.js';
 /** The sending side: queries, conversations, discovery, negotiation and typed tasks. */
-export { Sender, type SenderOptions, type SenderConversation, type QueryOptions, type QueryResult } from './sender/sender.js';
-export { A2aClient, askPeer, detectPeerKind, OapClient, oapEnvelope, RoarClient, type A2aClientOptions, type PeerKind, type RoarClientOptions } from './sender/peers/index.js';
+export {
+  Sender,
+  type SenderOptions,
+  type SenderConversation,
+  type QueryOptions,
+  type QueryResult,
+} from './sender/sender.js';
+export {
+  A2aClient,
+  askPeer,
+  detectPeerKind,
+  OapClient,
+  oapEnvelope,
+  RoarClient,
+  type A2aClientOptions,
+  type PeerKind,
+  type RoarClientOptions,
+} from './sender/peers/index.js';
 /** A whole agent from a folder, or a receiver, served over node:http (the server machinery loads on first use). */
-export { startAgent, startServer, type AgentOptions, type RunningAgent, type ServerOptions, type RunningServer } from './agent.js';
+export {
+  startAgent,
+  startServer,
+  type AgentOptions,
+  type RunningAgent,
+  type ServerOptions,
+  type RunningServer,
+} from './agent.js';

@@ -134,11 +134,16 @@ async function scaffold(directory: string, options: InitOptions): Promise<string
   if (existsSync(directory)) {
     if (!statSync(directory).isDirectory()) throw new AgoraError('BAD_REQUEST', `${directory} is a file, not a folder`);
     const entries = (await readdir(directory)).filter((entry) => entry !== '.git');
-    if (entries.length && !options.force) throw new AgoraError('BAD_REQUEST', `${directory} is not empty (use --force to write into it anyway)`);
+    if (entries.length && !options.force)
+      throw new AgoraError('BAD_REQUEST', `${directory} is not empty (use --force to write into it anyway)`);
   }
   options.onDependency?.(dependency);
   await mkdir(directory, { recursive: true });
-  const name = basename(directory).toLowerCase().replace(/[^a-z0-9._-]+/g, '-').replace(/^[._-]+/, '') || 'my-agent';
+  const name =
+    basename(directory)
+      .toLowerCase()
+      .replace(/[^a-z0-9._-]+/g, '-')
+      .replace(/^[._-]+/, '') || 'my-agent';
   const written: string[] = [];
   const write = async (path: string, content: string) => {
     await mkdir(dirname(join(directory, path)), { recursive: true });
@@ -154,7 +159,9 @@ async function scaffold(directory: string, options: InitOptions): Promise<string
       // Only what the owner wrote: not routines the LLM generated for the framework's own agent.
       filter: (path) => !relative(source, path).split(/[\\/]/).includes('generated'),
     });
-    for (const file of (await readdir(join(directory, folder), { recursive: true, withFileTypes: true })).filter((entry) => entry.isFile())) {
+    for (const file of (await readdir(join(directory, folder), { recursive: true, withFileTypes: true })).filter(
+      (entry) => entry.isFile(),
+    )) {
       const path = relative(directory, join(file.parentPath, file.name)).split(/[\\/]/).join('/');
       written.push(path);
       options.onFile?.(path);
@@ -169,7 +176,12 @@ async function scaffold(directory: string, options: InitOptions): Promise<string
         private: true,
         type: 'module',
         description: 'An Agora agent.',
-        scripts: { start: 'agora serve .', test: 'node --test', typecheck: 'tsc --noEmit', validate: 'agora validate .' },
+        scripts: {
+          start: 'agora serve .',
+          test: 'node --test',
+          typecheck: 'tsc --noEmit',
+          validate: 'agora validate .',
+        },
         dependencies: { 'agora-agents': dependency.spec },
         // The framework's own versions: what its routines and tools were checked against.
         devDependencies: {
@@ -187,7 +199,15 @@ async function scaffold(directory: string, options: InitOptions): Promise<string
     'tsconfig.json',
     `${JSON.stringify(
       {
-        compilerOptions: { target: 'ES2022', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: ['node'] },
+        compilerOptions: {
+          target: 'ES2022',
+          module: 'NodeNext',
+          moduleResolution: 'NodeNext',
+          strict: true,
+          noEmit: true,
+          skipLibCheck: true,
+          types: ['node'],
+        },
         include: ['routines', 'tools'],
       },
       null,

@@ -48,7 +48,10 @@ const NAMED: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
  */
 export function inert(message: string, max = MAX_LOG_MESSAGE): string {
   const capped = message.length > max ? `${message.slice(0, max)}… (${message.length - max} more characters)` : message;
-  return capped.replace(CONTROL, (character) => NAMED[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return capped.replace(
+    CONTROL,
+    (character) => NAMED[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 const RANK: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40, silent: 50 };
@@ -62,7 +65,8 @@ function textFields(fields: LogFields | undefined, message = ''): string {
   let text = '';
   for (const [key, value] of Object.entries(fields)) {
     if (value === undefined || (message !== '' && message.includes(String(value)))) continue;
-    const shown = typeof value === 'string' && (value === '' || /[\s"=]/.test(value)) ? JSON.stringify(value) : String(value);
+    const shown =
+      typeof value === 'string' && (value === '' || /[\s"=]/.test(value)) ? JSON.stringify(value) : String(value);
     text += ` ${key}=${inert(shown, 500)}`;
   }
   return text;
@@ -84,13 +88,20 @@ export function consoleLogger(prefix = 'agora', options: ConsoleLoggerOptions = 
     const pino = createRequire(import.meta.url)('pino') as typeof import('pino');
     const stream = { write: (line: string) => write(line) };
     const instance = pino.pino(
-      { level, base: { name: prefix }, timestamp: pino.stdTimeFunctions.isoTime, formatters: { level: (label) => ({ level: label }) } },
+      {
+        level,
+        base: { name: prefix },
+        timestamp: pino.stdTimeFunctions.isoTime,
+        formatters: { level: (label) => ({ level: label }) },
+      },
       stream,
     ) as unknown as PinoLike;
     // JSON escapes control characters itself: only the length is capped.
-    emit = (severity, message, fields) => instance[severity](fields ?? {}, message.length > MAX_LOG_MESSAGE ? inert(message) : message);
+    emit = (severity, message, fields) =>
+      instance[severity](fields ?? {}, message.length > MAX_LOG_MESSAGE ? inert(message) : message);
   } else {
-    emit = (severity, message, fields) => write(`${new Date().toISOString()} ${prefix} ${severity} ${inert(message)}${textFields(fields, message)}\n`);
+    emit = (severity, message, fields) =>
+      write(`${new Date().toISOString()} ${prefix} ${severity} ${inert(message)}${textFields(fields, message)}\n`);
   }
   const logger: Logger = {
     info: RANK.info >= RANK[level] ? (message, fields) => emit('info', message, fields) : () => {},

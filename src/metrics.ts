@@ -78,7 +78,15 @@ export class Metrics {
   readonly #llmCalls = new Map<string, number>();
   readonly #tokens = new Map<string, number>();
   readonly #latency = new Map<string, Histogram>();
-  readonly #totals: MetricsSnapshot = { queries: { routine: 0, llm: 0, failure: 0 }, llmCalls: 0, inputTokens: 0, outputTokens: 0, streams: 0, deltas: 0, abortedCalls: 0 };
+  readonly #totals: MetricsSnapshot = {
+    queries: { routine: 0, llm: 0, failure: 0 },
+    llmCalls: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    streams: 0,
+    deltas: 0,
+    abortedCalls: 0,
+  };
   readonly #streams: Record<StreamKind, number> = { query: 0, follow_up: 0, resume: 0 };
 
   #observers: MetricsObserver[] = [];
@@ -118,7 +126,9 @@ export class Metrics {
   /** Counts one answered query; `reason` is the failure's fixed text (never peer data), for observers. */
   query(path: QueryPath, label: string, reason?: string): void {
     const cells = this.#cellsOf(label);
-    (cells.queries[path] ??= this.#entry(this.#queries, { path, protocol: cells.protocol }, () => ({ value: 0 }))).value += 1;
+    (cells.queries[path] ??= this.#entry(this.#queries, { path, protocol: cells.protocol }, () => ({
+      value: 0,
+    }))).value += 1;
     this.#totals.queries[path] += 1;
     for (const observer of this.#observers) observer.query?.(path, cells.protocol, reason);
   }
@@ -128,7 +138,10 @@ export class Metrics {
     const labels = bounded(this.#llmCalls, { protocol: capLabel(protocol), purpose: capLabel(purpose) });
     const key = labelKey(labels);
     this.#llmCalls.set(key, (this.#llmCalls.get(key) ?? 0) + 1);
-    for (const [direction, count] of [['input', inputTokens], ['output', outputTokens]] as const) {
+    for (const [direction, count] of [
+      ['input', inputTokens],
+      ['output', outputTokens],
+    ] as const) {
       // Keyed like the call count, so the token series stay bounded with it.
       const tokenKey = labelKey({ ...labels, direction });
       this.#tokens.set(tokenKey, (this.#tokens.get(tokenKey) ?? 0) + count);
@@ -136,13 +149,18 @@ export class Metrics {
     this.#totals.llmCalls += 1;
     this.#totals.inputTokens += inputTokens;
     this.#totals.outputTokens += outputTokens;
-    for (const observer of this.#observers) observer.llmCall?.(labels.protocol!, labels.purpose!, inputTokens, outputTokens);
+    for (const observer of this.#observers)
+      observer.llmCall?.(labels.protocol!, labels.purpose!, inputTokens, outputTokens);
   }
 
   /** Records how long a routine ran. */
   routineLatency(label: string, seconds: number): void {
     const cells = this.#cellsOf(label);
-    const histogram = (cells.latency ??= this.#entry(this.#latency, { protocol: cells.protocol }, () => ({ buckets: LATENCY_BUCKETS.map(() => 0), sum: 0, count: 0 })));
+    const histogram = (cells.latency ??= this.#entry(this.#latency, { protocol: cells.protocol }, () => ({
+      buckets: LATENCY_BUCKETS.map(() => 0),
+      sum: 0,
+      count: 0,
+    })));
     // One count, in the first bucket that holds the value (none past the last bound: only +Inf, the count, has it);
     // rendering sums them into Prometheus' cumulative buckets. Counting into every bucket above cost 14 writes a query.
     let index = 0;
@@ -185,16 +203,32 @@ export class Metrics {
     const lines: string[] = [];
     const counter = (name: string, help: string, values: Map<string, number | Cell>) => {
       lines.push(`# HELP ${name} ${help}`, `# TYPE ${name} counter`);
-      for (const [labels, value] of values) lines.push(`${name}{${labels}} ${typeof value === 'number' ? value : value.value}`);
+      for (const [labels, value] of values)
+        lines.push(`${name}{${labels}} ${typeof value === 'number' ? value : value.value}`);
     };
     counter('agora_queries_total', 'Queries answered, by path (routine, llm, failure) and protocol.', this.#queries);
     counter('agora_llm_calls_total', 'LLM calls, by protocol and purpose.', this.#llmCalls);
     counter('agora_llm_tokens_total', 'LLM tokens, by protocol, purpose and direction (input, output).', this.#tokens);
-    lines.push('# HELP agora_streams_total Streamed replies and resumptions, by kind.', '# TYPE agora_streams_total counter');
-    for (const [kind, value] of Object.entries(this.#streams)) lines.push(`agora_streams_total{kind="${kind}"} ${value}`);
-    lines.push('# HELP agora_stream_deltas_total Pieces of replies streamed.', '# TYPE agora_stream_deltas_total counter', `agora_stream_deltas_total ${this.#totals.deltas}`);
-    lines.push('# HELP agora_stream_aborted_total Turns aborted because their streaming client went away.', '# TYPE agora_stream_aborted_total counter', `agora_stream_aborted_total ${this.#totals.abortedCalls}`);
-    lines.push('# HELP agora_routine_duration_seconds Routine run time.', '# TYPE agora_routine_duration_seconds histogram');
+    lines.push(
+      '# HELP agora_streams_total Streamed replies and resumptions, by kind.',
+      '# TYPE agora_streams_total counter',
+    );
+    for (const [kind, value] of Object.entries(this.#streams))
+      lines.push(`agora_streams_total{kind="${kind}"} ${value}`);
+    lines.push(
+      '# HELP agora_stream_deltas_total Pieces of replies streamed.',
+      '# TYPE agora_stream_deltas_total counter',
+      `agora_stream_deltas_total ${this.#totals.deltas}`,
+    );
+    lines.push(
+      '# HELP agora_stream_aborted_total Turns aborted because their streaming client went away.',
+      '# TYPE agora_stream_aborted_total counter',
+      `agora_stream_aborted_total ${this.#totals.abortedCalls}`,
+    );
+    lines.push(
+      '# HELP agora_routine_duration_seconds Routine run time.',
+      '# TYPE agora_routine_duration_seconds histogram',
+    );
     for (const [labels, histogram] of this.#latency) {
       let cumulative = 0;
       LATENCY_BUCKETS.forEach((bound, index) => {

@@ -25,12 +25,26 @@ import { AgentFolder } from './receiver/folder.js';
 import { Suitability } from './receiver/suitability.js';
 import { QueryRouter } from './receiver/route.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './receiver/target.js';
-import type { PreparedListing, ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext } from './receiver/types.js';
+import type {
+  PreparedListing,
+  ReceiverApi,
+  ReceiverExtensions,
+  ReceiverOptions,
+  RequestContext,
+} from './receiver/types.js';
 import type { EventChannel, ReplyEvent } from './receiver/stream.js';
 import { ReceiverStreams } from './receiver/streaming.js';
 import { WellknownListing } from './receiver/wellknown.js';
 
-export type { PreparedListing, ReceiverApi, ReceiverExtensions, ReceiverOptions, RequestContext, RoutineRunner, ServedEvent } from './receiver/types.js';
+export type {
+  PreparedListing,
+  ReceiverApi,
+  ReceiverExtensions,
+  ReceiverOptions,
+  RequestContext,
+  RoutineRunner,
+  ServedEvent,
+} from './receiver/types.js';
 export type { QueryTarget } from './receiver/target.js';
 export { EventChannel, type ReplyEvent } from './receiver/stream.js';
 
@@ -95,14 +109,28 @@ export class Receiver implements ReceiverApi {
       directory: join(this.dir, 'protocols'),
       memory: this.memory,
       logger: this.logger,
-      sources: { allowPrivateSources: options.allowPrivateSources ?? false, ...(options.maxDocumentBytes ? { maxBytes: options.maxDocumentBytes } : {}) },
+      sources: {
+        allowPrivateSources: options.allowPrivateSources ?? false,
+        ...(options.maxDocumentBytes ? { maxBytes: options.maxDocumentBytes } : {}),
+      },
       // A learned document used within one conversation TTL may carry a conversation under way: never evicted.
-      learned: { liveMs: this.#ttlMs, ...(options.maxLearnedDocuments ? { maxCount: options.maxLearnedDocuments } : {}), ...(options.maxLearnedBytes ? { maxBytes: options.maxLearnedBytes } : {}) },
+      learned: {
+        liveMs: this.#ttlMs,
+        ...(options.maxLearnedDocuments ? { maxCount: options.maxLearnedDocuments } : {}),
+        ...(options.maxLearnedBytes ? { maxBytes: options.maxLearnedBytes } : {}),
+      },
       watch: options.watch ?? true,
       rescanMs: this.#rescanMs,
       now: this.#now,
     });
-    this.#folder = new AgentFolder({ dir: this.dir, logger: this.logger, name: options.name, description: options.description, tools: options.tools, rescanMs: this.#rescanMs });
+    this.#folder = new AgentFolder({
+      dir: this.dir,
+      logger: this.logger,
+      name: options.name,
+      description: options.description,
+      tools: options.tools,
+      rescanMs: this.#rescanMs,
+    });
     this.#suitability = new Suitability(this.memory, this.logger);
     this.#answerer = new TurnAnswerer({
       folder: this.#folder,
@@ -112,11 +140,21 @@ export class Receiver implements ReceiverApi {
       hasLlm: this.llm !== undefined,
       responderCall: (protocol, purpose, signal) => this.responderCall(protocol, purpose, signal),
       routineTimeoutMs: (options.routineTimeout ?? 10) * 1000,
-      ...(options.isolateRoutines ? { isolation: { limit: new SyncTimeLimit(), syncMs: Math.min(ISOLATED_SYNC_LIMIT_MS, (options.routineTimeout ?? 10) * 1000) } } : {}),
+      ...(options.isolateRoutines
+        ? {
+            isolation: {
+              limit: new SyncTimeLimit(),
+              syncMs: Math.min(ISOLATED_SYNC_LIMIT_MS, (options.routineTimeout ?? 10) * 1000),
+            },
+          }
+        : {}),
       maxHistory: Math.max(2, options.maxHistory ?? 40),
       maxHistoryChars: options.maxLlmChars ?? DEFAULT_MAX_LLM_CHARS,
     });
-    this.#capacity = options.maxConversations === undefined ? undefined : new ConversationCapacity(options.maxConversations, this.store);
+    this.#capacity =
+      options.maxConversations === undefined
+        ? undefined
+        : new ConversationCapacity(options.maxConversations, this.store);
     this.#router = new QueryRouter({
       registry: this.registry,
       answerer: this.#answerer,
@@ -136,7 +174,12 @@ export class Receiver implements ReceiverApi {
       now: this.#now,
       publicUrl: options.publicUrl,
     });
-    this.#streams = new ReceiverStreams({ store: this.store, ttlMs: this.#ttlMs, logger: this.logger, counters: this.counters });
+    this.#streams = new ReceiverStreams({
+      store: this.store,
+      ttlMs: this.#ttlMs,
+      logger: this.logger,
+      counters: this.counters,
+    });
   }
 
   /** Creates a receiver and loads its folder (`protocols/` too, unless `waitForProtocols` is false). */
@@ -158,7 +201,11 @@ export class Receiver implements ReceiverApi {
   async load(): Promise<void> {
     await requireFolder(this.dir, 'agent folder');
     const wait = this.#options.waitForProtocols !== false;
-    await Promise.all([this.registry.start({ wait }), this.#folder.load(this.#options.watch !== false), this.#suitability.load()]);
+    await Promise.all([
+      this.registry.start({ wait }),
+      this.#folder.load(this.#options.watch !== false),
+      this.#suitability.load(),
+    ]);
   }
 
   /** Whether `protocols/` is still being read at the start (a lookup that misses waits for it). */
@@ -214,7 +261,10 @@ export class Receiver implements ReceiverApi {
     const known = this.registry.get(hash);
     const routine = known ? this.routineFor(known)?.routine : undefined;
     if (routine === undefined) return undefined;
-    return { ...(routine.input ? { input: routine.input } : {}), ...(routine.output ? { output: routine.output } : {}) };
+    return {
+      ...(routine.input ? { input: routine.input } : {}),
+      ...(routine.output ? { output: routine.output } : {}),
+    };
   }
 
   answersNaturalLanguage(): boolean {
@@ -226,7 +276,9 @@ export class Receiver implements ReceiverApi {
     return {
       name: this.#folder.name,
       description: this.#folder.description,
-      protocols: this.registry.local().map(({ document }) => ({ name: document.metadata.name, description: document.metadata.description })),
+      protocols: this.registry
+        .local()
+        .map(({ document }) => ({ name: document.metadata.name, description: document.metadata.description })),
       tools: this.#folder.tools,
     };
   }
@@ -277,14 +329,20 @@ export class Receiver implements ReceiverApi {
     try {
       const target = targetOf(request.protocolHash);
       const route = this.#router.routeNow(target);
-      if (route === undefined || opensConversation(request, target)) return this.#routedQuery(route, target, request, context);
+      if (route === undefined || opensConversation(request, target))
+        return this.#routedQuery(route, target, request, context);
       return this.#singleRound(route, request, context).then(success);
     } catch (error) {
       return Promise.reject(error);
     }
   }
 
-  async #routedQuery(known: Route | undefined, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
+  async #routedQuery(
+    known: Route | undefined,
+    target: QueryTarget,
+    request: QueryRequest,
+    context: RequestContext | undefined,
+  ): Promise<SuccessResponse> {
     const route = known ?? (await this.#router.ofQuery(target, request.protocolSources));
     if (opensConversation(request, target)) return this.#firstTurn(route, target, request, context);
     return success(await this.#singleRound(route, request, context));
@@ -293,10 +351,22 @@ export class Receiver implements ReceiverApi {
   /** A query's one turn, with no conversation kept. */
   #singleRound(route: Route, request: QueryRequest, context: RequestContext | undefined): Promise<JsonValue> {
     context?.onTurn?.(null, true);
-    return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, signalOf(context), context?.onDelta, context?.outcome);
+    return this.#answerer.answer(
+      route,
+      { id: null, turn: 1, state: {}, history: [] },
+      request.body,
+      signalOf(context),
+      context?.onDelta,
+      context?.outcome,
+    );
   }
 
-  async #firstTurn(route: Route, target: QueryTarget, request: QueryRequest, context: RequestContext | undefined): Promise<SuccessResponse> {
+  async #firstTurn(
+    route: Route,
+    target: QueryTarget,
+    request: QueryRequest,
+    context: RequestContext | undefined,
+  ): Promise<SuccessResponse> {
     // The place is taken before the first turn runs, so concurrent first turns cannot together pass the cap.
     const release = this.#capacity ? await this.#capacity.reserve() : undefined;
     if (release === false) this.#router.refuse('TOO_MANY_CONVERSATIONS', labelOf(route));
@@ -304,10 +374,25 @@ export class Receiver implements ReceiverApi {
       const id = nanoid(24);
       const turn: Turn = { id, turn: 1, state: {}, history: [] };
       context?.onTurn?.(id, true);
-      const reply = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta, context?.outcome);
+      const reply = await this.#answerer.answer(
+        route,
+        turn,
+        request.body,
+        signalOf(context),
+        context?.onDelta,
+        context?.outcome,
+      );
       const now = this.#now();
       const expiresAt = now + this.#ttlMs;
-      await this.store.create({ id, protocolHash: recordHashOf(target), createdAt: now, expiresAt, turn: 1, state: turn.state, history: turn.history });
+      await this.store.create({
+        id,
+        protocolHash: recordHashOf(target),
+        createdAt: now,
+        expiresAt,
+        turn: 1,
+        state: turn.state,
+        history: turn.history,
+      });
       return { status: 'success', body: reply, conversationId: id, conversationExpires: Math.floor(expiresAt / 1000) };
     } finally {
       release?.();
@@ -315,14 +400,24 @@ export class Receiver implements ReceiverApi {
   }
 
   async followUp(id: string, request: FollowUpRequest, context?: RequestContext): Promise<SuccessResponse> {
-    const named = request.protocolHash === undefined || request.protocolHash === null ? undefined : recordHashOf(targetOf(request.protocolHash));
+    const named =
+      request.protocolHash === undefined || request.protocolHash === null
+        ? undefined
+        : recordHashOf(targetOf(request.protocolHash));
     // Everything happens inside the turn: one read of the record, under the conversation's lock.
     const reply = await this.store.runTurn(id, this.#ttlMs, async (current) => {
       if (named !== undefined && named !== current.protocolHash) throw new AgoraError('PROTOCOL_CHANGED');
       const route = await this.#router.ofRecord(targetOfRecord(current.protocolHash), request.protocolSources);
       const turn: Turn = { id, turn: current.turn + 1, state: current.state, history: current.history };
       context?.onTurn?.(id, false);
-      const body = await this.#answerer.answer(route, turn, request.body, signalOf(context), context?.onDelta, context?.outcome);
+      const body = await this.#answerer.answer(
+        route,
+        turn,
+        request.body,
+        signalOf(context),
+        context?.onDelta,
+        context?.outcome,
+      );
       return { result: body, state: turn.state, history: turn.history };
     });
     const expires = Math.floor((this.#now() + this.#ttlMs) / 1000);

@@ -29,7 +29,9 @@ const nullish = <T extends z.ZodType>(schema: T) => schema.nullable().optional()
 // Values come from JSON.parse, so a body is JSON by construction: no walk of it is needed (the hot path).
 const protocolHashField = nullish(z.string({ error: 'protocolHash must be a string or null' }));
 const protocolSourcesField = nullish(
-  z.array(z.string({ error: 'protocolSources must hold strings' }), { error: 'protocolSources must be an array of strings or null' }),
+  z.array(z.string({ error: 'protocolSources must hold strings' }), {
+    error: 'protocolSources must be an array of strings or null',
+  }),
 );
 const bodyField = z.custom<JsonValue>((value) => value !== undefined, { message: 'body is required' });
 const multiroundField = nullish(z.boolean({ error: 'multiround must be a boolean' }));
@@ -79,7 +81,11 @@ export type FailureResponse = z.infer<typeof failureResponseSchema>;
 export type QueryResponse = SuccessResponse | FailureResponse;
 
 /** A reply as read by a sender: liberal, both failure shapes (ours and the Python SDK's `error`+`message`). */
-export const peerResponseSchema = z.union([successResponseSchema, failureResponseSchema, z.object({ status: z.literal('error'), message: z.string() })]);
+export const peerResponseSchema = z.union([
+  successResponseSchema,
+  failureResponseSchema,
+  z.object({ status: z.literal('error'), message: z.string() }),
+]);
 
 /** `GET /wellknown`: hash → sources. */
 export const wellknownSchema = z.record(z.string(), z.array(z.string()));
@@ -127,7 +133,9 @@ const BRACKET_BYTES = [0x7b, 0x5b];
 
 // A Buffer is searched for a byte value: given a string, Buffer#indexOf encodes it on every call (5 times slower).
 function indexOfBracket(text: Buffer | string, which: number, from: number): number {
-  return typeof text === 'string' ? text.indexOf(BRACKET_CHARS[which]!, from) : text.indexOf(BRACKET_BYTES[which]!, from);
+  return typeof text === 'string'
+    ? text.indexOf(BRACKET_CHARS[which]!, from)
+    : text.indexOf(BRACKET_BYTES[which]!, from);
 }
 
 /**
@@ -181,7 +189,8 @@ function parseObject(raw: Buffer, maxBytes: number): Record<string, unknown> {
   } catch {
     throw new AgoraError('BAD_REQUEST', NOT_A_JSON_OBJECT);
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new AgoraError('BAD_REQUEST', NOT_A_JSON_OBJECT);
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw new AgoraError('BAD_REQUEST', NOT_A_JSON_OBJECT);
   return value as Record<string, unknown>;
 }
 
@@ -192,7 +201,9 @@ function requestError(error: z.ZodError): AgoraError {
   const text = error.issues
     .map((issue) => {
       const field = issue.path.map(String).join('.');
-      return field === '' || issue.message.startsWith(String(issue.path[0])) ? issue.message : `${field}: ${issue.message}`;
+      return field === '' || issue.message.startsWith(String(issue.path[0]))
+        ? issue.message
+        : `${field}: ${issue.message}`;
     })
     .join('; ');
   return new AgoraError('BAD_REQUEST', text);

@@ -2,7 +2,14 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { describeLoadError, importTypeScript, isModuleFile, listModules, watchFolder, writeFileAtomic } from '../src/_files.js';
+import {
+  describeLoadError,
+  importTypeScript,
+  isModuleFile,
+  listModules,
+  watchFolder,
+  writeFileAtomic,
+} from '../src/_files.js';
 
 let root: string;
 afterEach(async () => {
@@ -48,7 +55,10 @@ describe('importTypeScript', () => {
   it('bundles a TypeScript file with its relative imports and imports it', async () => {
     const dir = await fresh();
     await writeFile(join(dir, 'helper.ts'), 'export const twice = (n: number): number => n * 2;\n');
-    await writeFile(join(dir, 'main.ts'), "import { twice } from './helper';\nimport { z } from 'zod';\nexport default twice(z.number().parse(21));\n");
+    await writeFile(
+      join(dir, 'main.ts'),
+      "import { twice } from './helper';\nimport { z } from 'zod';\nexport default twice(z.number().parse(21));\n",
+    );
     const module = await importTypeScript(join(dir, 'main.ts'), join(dir, 'cache'));
     expect(module.default).toBe(42);
   });

@@ -7,7 +7,8 @@ import { silentLogger } from '../src/log.js';
 import { Receiver } from '../src/receiver.js';
 import { makeAgentFolder } from './helpers/agent-folder.js';
 
-const DOUBLE = '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}; the receiver replies {"doubled": number}.\n';
+const DOUBLE =
+  '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}; the receiver replies {"doubled": number}.\n';
 const ROUTINE = 'export default { async handle(body) { return { doubled: body.n * 2 }; } };\n';
 
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -19,7 +20,11 @@ async function hostApp(options: { tokens?: string[]; faces?: false; wellKnown?: 
   const folder = await makeAgentFolder({ 'protocols/double.md': DOUBLE, 'routines/double.ts': ROUTINE });
   const receiver = await Receiver.start({ dir: folder.dir, llm: null, watch: false, logger: silentLogger });
   const app = express();
-  const agora = agoraRouter(receiver, { logger: silentLogger, ...(options.tokens ? { tokens: options.tokens } : {}), ...(options.faces === false ? { faces: false } : {}) });
+  const agora = agoraRouter(receiver, {
+    logger: silentLogger,
+    ...(options.tokens ? { tokens: options.tokens } : {}),
+    ...(options.faces === false ? { faces: false } : {}),
+  });
   app.use('/agora', agora);
   if (options.wellKnown !== false) app.use(wellKnownRouter(agora, '/agora'));
   app.get('/', (_request, response) => void response.send('host home'));
@@ -44,7 +49,9 @@ describe('agoraRouter in a host app', () => {
     expect(error).not.toContain('--token');
 
     const signed = await hostApp({ tokens: ['s3cret'] });
-    expect((await fetch(`${signed}/agora/dashboard/api/overview`, { headers: { authorization: 'Bearer s3cret' } })).status).toBe(200);
+    expect(
+      (await fetch(`${signed}/agora/dashboard/api/overview`, { headers: { authorization: 'Bearer s3cret' } })).status,
+    ).toBe(200);
   });
 
   it('serves the A2A card at the host root with wellKnownRouter, its endpoint under the prefix', async () => {
@@ -55,7 +62,9 @@ describe('agoraRouter in a host app', () => {
       const card = (await response.json()) as { name: string; supportedInterfaces: { url: string }[] };
       expect(card.supportedInterfaces[0]!.url).toBe(`${root}/agora/a2a`);
     }
-    const underPrefix = (await (await fetch(`${root}/agora/.well-known/agent-card.json`)).json()) as { supportedInterfaces: { url: string }[] };
+    const underPrefix = (await (await fetch(`${root}/agora/.well-known/agent-card.json`)).json()) as {
+      supportedInterfaces: { url: string }[];
+    };
     expect(underPrefix.supportedInterfaces[0]!.url).toBe(`${root}/agora/a2a`);
     expect(await (await fetch(`${root}/`)).text()).toBe('host home');
   });

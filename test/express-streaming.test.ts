@@ -44,7 +44,11 @@ describe('agoraRouter streams', () => {
 
   it('answers without the header as before', async () => {
     llm.push('Hello');
-    const response = await fetch(`${base}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ body: 'Hi' }) });
+    const response = await fetch(`${base}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ body: 'Hi' }),
+    });
     expect(response.headers.get('content-type')).toBe('application/json; charset=utf-8');
     expect(await response.json()).toEqual({ status: 'success', body: 'Hello' });
   });

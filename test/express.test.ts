@@ -17,7 +17,8 @@ function fakeReceiver() {
     async query(query, context) {
       if (context) contexts.push(context);
       const body = query.body;
-      if (typeof body === 'object' && body !== null && 'fail' in body) throw new AgoraError(body.fail as AgoraErrorCode);
+      if (typeof body === 'object' && body !== null && 'fail' in body)
+        throw new AgoraError(body.fail as AgoraErrorCode);
       return { status: 'success', body };
     },
     async followUp(id, followUp) {
@@ -54,7 +55,9 @@ describe.each([
 ])('agoraRouter %s', (_name, jsonFirst) => {
   it('answers a query under the prefix', async () => {
     const app = appWith(fakeReceiver().receiver, jsonFirst);
-    const response = await request(app).post('/agora').send({ protocolHash: null, protocolSources: [], body: { city: 'Paris' } });
+    const response = await request(app)
+      .post('/agora')
+      .send({ protocolHash: null, protocolSources: [], body: { city: 'Paris' } });
     expect(response.status).toBe(200);
     expect(response.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(response.body).toEqual({ status: 'success', body: { city: 'Paris' } });
@@ -64,12 +67,21 @@ describe.each([
   it('routes on the prefix-relative path', async () => {
     const fake = fakeReceiver();
     const app = appWith(fake.receiver, jsonFirst);
-    const followUp = await request(app).post('/agora/conversations/abc_1').send({ body: 2, protocolHash: METEO_BASE64 });
-    expect(followUp.body).toEqual({ status: 'success', body: 2, conversationId: 'abc_1', conversationExpires: 1_900_000_000 });
+    const followUp = await request(app)
+      .post('/agora/conversations/abc_1')
+      .send({ body: 2, protocolHash: METEO_BASE64 });
+    expect(followUp.body).toEqual({
+      status: 'success',
+      body: 2,
+      conversationId: 'abc_1',
+      conversationExpires: 1_900_000_000,
+    });
     expect(fake.followUps).toEqual(['abc_1']);
     expect((await request(app).delete('/agora/conversations/abc_1')).text).toBe('{"status":"success","body":null}');
     expect((await request(app).get('/agora/health')).body).toEqual({ status: 'ok' });
-    expect((await request(app).get('/agora/metrics')).headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
+    expect((await request(app).get('/agora/metrics')).headers['content-type']).toBe(
+      'text/plain; version=0.0.4; charset=utf-8',
+    );
     expect((await request(app).get('/other')).text).toBe('host route');
   });
 
@@ -98,7 +110,9 @@ describe.each([
 
   it('answers Agora failures, 404 and 405 as JSON', async () => {
     const app = appWith(fakeReceiver().receiver, jsonFirst);
-    const unsupported = await request(app).post('/agora').send({ body: { fail: 'UNSUPPORTED_PROTOCOL' } });
+    const unsupported = await request(app)
+      .post('/agora')
+      .send({ body: { fail: 'UNSUPPORTED_PROTOCOL' } });
     expect(unsupported.status).toBe(200);
     expect(unsupported.body).toEqual({ status: 'failure', error: 'Unsupported protocol' });
     const unknown = await request(app).post('/agora/conversations/unknown').send({ body: 1 });
@@ -118,11 +132,16 @@ describe.each([
     const response = await request(app).post('/agora').send({ body: 1, multiround: 'yes' });
     expect(response.status).toBe(400);
     expect(response.body).toEqual({ status: 'failure', error: 'multiround must be a boolean' });
-    expect((await request(app).post('/agora').send({ protocolHash: 1 })).body.error).toContain('protocolHash must be a string or null');
+    expect((await request(app).post('/agora').send({ protocolHash: 1 })).body.error).toContain(
+      'protocolHash must be a string or null',
+    );
   });
 
   it('accepts a JSON body sent as text/plain', async () => {
-    const response = await request(appWith(fakeReceiver().receiver, jsonFirst)).post('/agora').set('content-type', 'text/plain').send('{"body": "plain"}');
+    const response = await request(appWith(fakeReceiver().receiver, jsonFirst))
+      .post('/agora')
+      .set('content-type', 'text/plain')
+      .send('{"body": "plain"}');
     expect(response.body).toEqual({ status: 'success', body: 'plain' });
   });
 });
@@ -154,7 +173,9 @@ describe('agoraRouter after a host body parser with a larger limit', () => {
     const host = express();
     host.use(express.json({ limit: '10mb' }));
     host.use('/agora', agoraRouter(fakeReceiver().receiver, { maxBodyBytes: 1024 }));
-    const response = await request(host).post('/agora').send({ body: 'x'.repeat(4096) });
+    const response = await request(host)
+      .post('/agora')
+      .send({ body: 'x'.repeat(4096) });
     expect(response.status).toBe(413);
     expect(response.body).toEqual({ status: 'failure', error: 'Request too large' });
   });

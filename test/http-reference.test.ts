@@ -8,7 +8,10 @@ describe('docs/http-api.md', () => {
     const routes = await declaredRoutes(new URL('..', import.meta.url).pathname);
     expect(routes.length).toBeGreaterThan(20);
     for (const route of routes) {
-      const row = new RegExp(`^\\| ${route.mount} \\| \`${route.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\`[^|]*\\| ${route.allow} \\|`, 'm');
+      const row = new RegExp(
+        `^\\| ${route.mount} \\| \`${route.path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}\`[^|]*\\| ${route.allow} \\|`,
+        'm',
+      );
       expect(page, `${route.mount} ${route.path}`).toMatch(row);
     }
   }, 60_000);

@@ -8,7 +8,19 @@ import { describe, expect, it } from 'vitest';
  * its own layer and the layers below; never one above. To add a folder, put its name in the layer it belongs to.
  */
 const LAYERS: readonly (readonly string[])[] = [
-  ['errors', 'schemas', 'log', 'metrics', '_files', '_queue', '_slices', '_redis', '_redis-connection', '_slug', '_plural'],
+  [
+    'errors',
+    'schemas',
+    'log',
+    'metrics',
+    '_files',
+    '_queue',
+    '_slices',
+    '_redis',
+    '_redis-connection',
+    '_slug',
+    '_plural',
+  ],
   // The one HTTP toolkit: it knows no protocol.
   ['edge', 'memory'],
   ['protocol'],
@@ -51,10 +63,19 @@ function partOf(file: string): string {
 /** Every relative import of a source: `import … from`, `export … from`, `import '…'` and `import('…')`. */
 function importsOf(file: string): Import[] {
   const text = readFileSync(file, 'utf8');
-  const specifiers = [...text.matchAll(/(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/gm)]
+  const specifiers = [
+    ...text.matchAll(
+      /(?:^|[\s;])(?:import|export)\s[^'"`;]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|\bimport\s*\(\s*['"]([^'"]+)['"]\s*\)/gm,
+    ),
+  ]
     .map((match) => match[1] ?? match[2] ?? match[3]!)
     .filter((specifier) => specifier.startsWith('.'));
-  return specifiers.map((specifier) => ({ from: partOf(file), to: partOf(resolve(dirname(file), specifier)), file: relative(SRC, file), specifier }));
+  return specifiers.map((specifier) => ({
+    from: partOf(file),
+    to: partOf(resolve(dirname(file), specifier)),
+    file: relative(SRC, file),
+    specifier,
+  }));
 }
 
 const layerOf = new Map(LAYERS.flatMap((parts, layer) => parts.map((part) => [part, layer] as const)));
@@ -101,19 +122,28 @@ describe('the layers of src/', () => {
 
   it('places every part of src/ in a layer', () => {
     const unknown = [...new Set(files.map(partOf))].filter((part) => !layerOf.has(part));
-    expect(unknown, `src/${unknown[0]} is in no layer: add it to LAYERS in test/layers.test.ts and to the README's "How the code is laid out"`).toEqual([]);
+    expect(
+      unknown,
+      `src/${unknown[0]} is in no layer: add it to LAYERS in test/layers.test.ts and to the README's "How the code is laid out"`,
+    ).toEqual([]);
   });
 
   it('imports nothing from a layer above', () => {
     const upward = imports
-      .filter((edge) => layerOf.has(edge.from) && layerOf.has(edge.to) && layerOf.get(edge.to)! > layerOf.get(edge.from)!)
+      .filter(
+        (edge) => layerOf.has(edge.from) && layerOf.has(edge.to) && layerOf.get(edge.to)! > layerOf.get(edge.from)!,
+      )
       .map((edge) => `src/${edge.file} imports '${edge.specifier}': ${edge.to} sits above ${edge.from}`);
     expect(upward).toEqual([]);
   });
 
   it('keeps apart the parts that must not know each other', () => {
     const crossing = imports
-      .filter((edge) => APART.some(([one, other]) => (edge.from === one && edge.to === other) || (edge.from === other && edge.to === one)))
+      .filter((edge) =>
+        APART.some(
+          ([one, other]) => (edge.from === one && edge.to === other) || (edge.from === other && edge.to === one),
+        ),
+      )
       .map((edge) => `src/${edge.file} imports '${edge.specifier}'`);
     expect(crossing).toEqual([]);
   });
@@ -123,7 +153,13 @@ describe('the layers of src/', () => {
   });
 
   it('has no circle between files', () => {
-    const fileEdges = files.flatMap((file) => importsOf(file).map((edge) => ({ ...edge, from: relative(SRC, file), to: relative(SRC, resolve(dirname(file), edge.specifier)).replace(/\.js$/, '.ts') })));
+    const fileEdges = files.flatMap((file) =>
+      importsOf(file).map((edge) => ({
+        ...edge,
+        from: relative(SRC, file),
+        to: relative(SRC, resolve(dirname(file), edge.specifier)).replace(/\.js$/, '.ts'),
+      })),
+    );
     expect(circles(fileEdges).map((component) => component.join(' ↔ '))).toEqual([]);
   });
 
@@ -131,7 +167,11 @@ describe('the layers of src/', () => {
     const reaching = files.flatMap((file) =>
       importsOf(file)
         // The package's own utilities sit directly in src/ (`_files.ts`, `_queue.ts`…) and serve every folder.
-        .filter((edge) => /(^|\/)_[^/]+$/.test(edge.specifier) && ![dirname(file), SRC].includes(dirname(resolve(dirname(file), edge.specifier))))
+        .filter(
+          (edge) =>
+            /(^|\/)_[^/]+$/.test(edge.specifier) &&
+            ![dirname(file), SRC].includes(dirname(resolve(dirname(file), edge.specifier))),
+        )
         .map((edge) => `src/${edge.file} imports '${edge.specifier}'`),
     );
     expect(reaching).toEqual([]);

@@ -13,7 +13,10 @@ describe('log lines carrying peer text', () => {
     const { logger, lines } = captured();
     logger.warn('could not serve Legit\n2026-01-01T00:00:00.000Z agora error FORGED: keys leaked\r\u001b[2J\u2028');
     expect(lines).toHaveLength(1);
-    expect(lines[0]!.split('\n')).toEqual([expect.stringContaining('Legit\\n2026-01-01T00:00:00.000Z agora error FORGED: keys leaked\\r\\u001b[2J\\u2028'), '']);
+    expect(lines[0]!.split('\n')).toEqual([
+      expect.stringContaining('Legit\\n2026-01-01T00:00:00.000Z agora error FORGED: keys leaked\\r\\u001b[2J\\u2028'),
+      '',
+    ]);
   });
 
   it('caps a 900 KB name', () => {
@@ -58,7 +61,8 @@ describe('metric labels carrying peer text', () => {
     }
     const page = metrics.render();
     expect(page.length).toBeLessThan(20_000);
-    for (const match of page.matchAll(/protocol="([^"]*)"/g)) expect(match[1]!.length).toBeLessThanOrEqual(MAX_LABEL_LENGTH);
+    for (const match of page.matchAll(/protocol="([^"]*)"/g))
+      expect(match[1]!.length).toBeLessThanOrEqual(MAX_LABEL_LENGTH);
     expect(page).toContain(`protocol="0${'n'.repeat(MAX_LABEL_LENGTH - 2)}…"`);
   });
 });

@@ -39,8 +39,22 @@ describe('Metrics.render', () => {
     const metrics = new Metrics();
     for (const seconds of [0.0001, 0.001, 0.0011, 0.3, 10, 11]) metrics.routineLatency('echo', seconds);
     const text = metrics.render();
-    const bucket = (bound: string) => Number(new RegExp(`agora_routine_duration_seconds_bucket\\{protocol="echo",le="${bound.replace('+', '\\+')}"\\} (\\d+)`).exec(text)?.[1]);
-    expect([bucket('0.0005'), bucket('0.001'), bucket('0.0025'), bucket('0.25'), bucket('0.5'), bucket('5'), bucket('10'), bucket('+Inf')]).toEqual([1, 2, 3, 3, 4, 4, 5, 6]);
+    const bucket = (bound: string) =>
+      Number(
+        new RegExp(
+          `agora_routine_duration_seconds_bucket\\{protocol="echo",le="${bound.replace('+', '\\+')}"\\} (\\d+)`,
+        ).exec(text)?.[1],
+      );
+    expect([
+      bucket('0.0005'),
+      bucket('0.001'),
+      bucket('0.0025'),
+      bucket('0.25'),
+      bucket('0.5'),
+      bucket('5'),
+      bucket('10'),
+      bucket('+Inf'),
+    ]).toEqual([1, 2, 3, 3, 4, 4, 5, 6]);
     expect(text).toContain('agora_routine_duration_seconds_count{protocol="echo"} 6');
   });
 });

@@ -6,7 +6,12 @@ import { z } from 'zod';
 import { startAgent, type RunningAgent } from '../src/agent.js';
 import { AnthropicModel } from '../src/llm/anthropic/model.js';
 import { silentLogger } from '../src/log.js';
-import { extractFinalProtocol, negotiateProtocol, normaliseNegotiatedDocument, writeProtocolFile } from '../src/negotiation.js';
+import {
+  extractFinalProtocol,
+  negotiateProtocol,
+  normaliseNegotiatedDocument,
+  writeProtocolFile,
+} from '../src/negotiation.js';
 import { hashText, parseDocument } from '../src/protocol/document.js';
 import { Sender } from '../src/sender/sender.js';
 import { FakeAnthropic, type FakeReply, type FakeRequest } from '../src/testing/fake-anthropic.js';
@@ -23,7 +28,12 @@ const AGREED = [
 ].join('\n');
 const PROPOSAL = `Here is my proposal:\n---\nname: Distance conversion\ndescription: Miles to km.\nmultiround: false\n---\nThe sender sends JSON {"miles": number}. The receiver replies JSON {"km": number}.`;
 
-const Convert = { name: 'Convert miles', description: 'Convert a distance in miles to kilometres.', input: z.object({ miles: z.number() }), output: z.object({ km: z.number() }) };
+const Convert = {
+  name: 'Convert miles',
+  description: 'Convert a distance in miles to kilometres.',
+  input: z.object({ miles: z.number() }),
+  output: z.object({ km: z.number() }),
+};
 
 const cleanup = cleanupStack();
 
@@ -33,10 +43,13 @@ afterAll(() => cleanup.run());
 function receiverBrain(request: FakeRequest): FakeReply {
   const system = request.system;
   if (system.includes('negotiates a protocol document (PD) with you')) {
-    return request.body.messages.length === 1 ? 'Please round km to 3 decimals and name the PD "Distance conversion".' : 'I accept this protocol.';
+    return request.body.messages.length === 1
+      ? 'Please round km to 3 decimals and name the PD "Distance conversion".'
+      : 'I accept this protocol.';
   }
   if (system.includes('Decide whether you can honour it')) return 'I can convert units.\nYES';
-  if (system.includes('queries you under this protocol document')) return JSON.stringify({ km: km(JSON.parse(request.lastUserText).miles) });
+  if (system.includes('queries you under this protocol document'))
+    return JSON.stringify({ km: km(JSON.parse(request.lastUserText).miles) });
   if (system.includes('in natural language')) return `${km(Number(/\d+/.exec(request.lastUserText)?.[0]))} km.`;
   return { status: 500 };
 }
@@ -54,17 +67,28 @@ function senderBrain(final: string) {
     }
     if (system.includes('one message in natural language')) return `How many km are ${JSON.parse(input!).miles} miles?`;
     if (system.includes('Write the body of the query')) return JSON.stringify({ miles: JSON.parse(input!).miles });
-    if (system.includes('turn its reply into the JSON value')) return JSON.stringify({ km: Number(/([\d.]+)/.exec(request.lastUserText.split('replied:\n')[1] ?? '')?.[1]) });
+    if (system.includes('turn its reply into the JSON value'))
+      return JSON.stringify({ km: Number(/([\d.]+)/.exec(request.lastUserText.split('replied:\n')[1] ?? '')?.[1]) });
     return { status: 500 };
   };
 }
 
-type Pair = { peer: RunningAgent; peerFake: FakeAnthropic; senderFake: FakeAnthropic; dir: string; sender: Sender; calls: Call[] };
+type Pair = {
+  peer: RunningAgent;
+  peerFake: FakeAnthropic;
+  senderFake: FakeAnthropic;
+  dir: string;
+  sender: Sender;
+  calls: Call[];
+};
 
 async function pair(final = AGREED): Promise<Pair> {
   const peerFake = await FakeAnthropic.start({ fallback: receiverBrain });
   const senderFake = await FakeAnthropic.start({ fallback: senderBrain(final) });
-  cleanup.push(() => peerFake.close(), () => senderFake.close());
+  cleanup.push(
+    () => peerFake.close(),
+    () => senderFake.close(),
+  );
   const peer = await startAgent({
     dir: await cleanup.tempDir('agora-peer-'),
     port: 0,
@@ -86,7 +110,6 @@ async function pair(final = AGREED): Promise<Pair> {
   return { peer, peerFake, senderFake, dir, sender, calls };
 }
 
-
 describe('negotiation between two of our agents', () => {
   let agents: Pair;
 
@@ -101,13 +124,21 @@ describe('negotiation between two of our agents', () => {
 
     const hash = hashText(DISTANCE);
     const state = await sender.taskState('Convert miles', peer.url);
-    expect(state).toMatchObject({ uses: 1, protocolHash: hash, verdicts: { [hash]: true }, negotiation: { outcome: 'agreed', hash, rounds: 2 } });
+    expect(state).toMatchObject({
+      uses: 1,
+      protocolHash: hash,
+      verdicts: { [hash]: true },
+      negotiation: { outcome: 'agreed', hash, rounds: 2 },
+    });
     const path = join(dir, 'protocols', 'distance-conversion.md');
     expect(state.negotiation).toMatchObject({ path });
     expect(await readFile(path, 'utf8')).toBe(DISTANCE);
 
     // On the wire: a "negotiation" conversation (opened, continued, closed), then the query under the new hash.
-    const id = calls.find((call) => call.method === 'DELETE')?.url.split('/').pop();
+    const id = calls
+      .find((call) => call.method === 'DELETE')
+      ?.url.split('/')
+      .pop();
     expect(calls.map((call) => `${call.method} ${call.url.replace(peer.url, '')}`)).toEqual([
       'GET /wellknown',
       'POST /',
@@ -115,35 +146,66 @@ describe('negotiation between two of our agents', () => {
       `DELETE /conversations/${id}`,
       'POST /',
     ]);
-    expect(calls[1]!.json).toEqual({ protocolHash: 'negotiation', protocolSources: [], body: PROPOSAL, multiround: true });
-    expect(calls[2]!.json).toMatchObject({ protocolHash: 'negotiation', body: `Revised, with 3 decimals:\n${DISTANCE.trim()}` });
+    expect(calls[1]!.json).toEqual({
+      protocolHash: 'negotiation',
+      protocolSources: [],
+      body: PROPOSAL,
+      multiround: true,
+    });
+    expect(calls[2]!.json).toMatchObject({
+      protocolHash: 'negotiation',
+      body: `Revised, with 3 decimals:\n${DISTANCE.trim()}`,
+    });
     expect(calls[4]!.json).toMatchObject({ protocolHash: hash, body: { miles: 5 } });
 
     // The peer's LLM saw the whole negotiation; the peer stored the PD when the query brought it.
-    const negotiating = peerFake.requests.filter((request) => request.system.includes('negotiates a protocol document'));
+    const negotiating = peerFake.requests.filter((request) =>
+      request.system.includes('negotiates a protocol document'),
+    );
     expect(negotiating).toHaveLength(2);
     expect(negotiating[1]!.body.messages).toHaveLength(3);
-    expect(await peer.receiver.memory.get(`documents/${hash}`)).toMatchObject({ text: DISTANCE, name: 'Distance conversion' });
+    expect(await peer.receiver.memory.get(`documents/${hash}`)).toMatchObject({
+      text: DISTANCE,
+      name: 'Distance conversion',
+    });
     expect(Object.keys(await peer.receiver.wellknown())).toEqual([hash]);
 
     // The second use goes straight to the protocol: no negotiation, no judging.
     senderFake.reset();
     expect(await convert({ miles: 10 }, { target: peer.url })).toEqual({ km: 16.093 });
-    expect(senderFake.requests.map((request) => (request.system.includes('Write the body') ? 'write-body' : request.system.includes('turn its reply') ? 'read' : 'other'))).toEqual(['write-body', 'read']);
+    expect(
+      senderFake.requests.map((request) =>
+        request.system.includes('Write the body')
+          ? 'write-body'
+          : request.system.includes('turn its reply')
+            ? 'read'
+            : 'other',
+      ),
+    ).toEqual(['write-body', 'read']);
     expect(await readdir(join(dir, 'protocols'))).toEqual(['distance-conversion.md']);
   });
 
   it('negotiates directly, reporting each round, and reuses an identical file', async () => {
     const { peer, sender, dir } = agents;
     const rounds: [number, string, string][] = [];
-    const result = await sender.negotiate(peer.url, { name: 'Distance', description: 'miles to km' }, { onRound: (...round) => void rounds.push(round) });
+    const result = await sender.negotiate(
+      peer.url,
+      { name: 'Distance', description: 'miles to km' },
+      { onRound: (...round) => void rounds.push(round) },
+    );
     expect(result.document.text).toBe(DISTANCE);
     expect(result.path).toBe(join(dir, 'protocols', 'distance-conversion.md'));
     expect(rounds.map(([round, , answer]) => [round, answer])).toEqual([
       [1, 'Please round km to 3 decimals and name the PD "Distance conversion".'],
       [2, 'I accept this protocol.'],
     ]);
-    expect(result.transcript.map((message) => message.role)).toEqual(['sender', 'receiver', 'sender', 'receiver', 'sender']);
+    expect(result.transcript.map((message) => message.role)).toEqual([
+      'sender',
+      'receiver',
+      'sender',
+      'receiver',
+      'sender',
+    ]);
   });
 });
 
@@ -151,8 +213,12 @@ describe('negotiations that fail', () => {
   it('gives up after 10 rounds without agreement, writing nothing and closing the conversation', async () => {
     const agents = await pair();
     agents.senderFake.setFallback((request) => (request.system.includes('You negotiate') ? PROPOSAL : { status: 500 }));
-    agents.peerFake.setFallback((request) => (request.system.includes('negotiates a protocol') ? 'I cannot accept; change the field names.' : { status: 500 }));
-    const error = await failureOf(agents.sender.negotiate(agents.peer.url, { name: 'Distance', description: 'miles to km' }));
+    agents.peerFake.setFallback((request) =>
+      request.system.includes('negotiates a protocol') ? 'I cannot accept; change the field names.' : { status: 500 },
+    );
+    const error = await failureOf(
+      agents.sender.negotiate(agents.peer.url, { name: 'Distance', description: 'miles to km' }),
+    );
     expect(error).toMatchObject({ code: 'NEGOTIATION_FAILED', message: 'no agreement after 10 rounds' });
     expect(agents.senderFake.requests).toHaveLength(11);
     expect(agents.peerFake.requests).toHaveLength(10);
@@ -161,15 +227,25 @@ describe('negotiations that fail', () => {
   });
 
   it('refuses an invalid final document, writing nothing; the task goes on in natural language', async () => {
-    const agents = await pair('---\nname: Distance conversion\ndescription: Miles to km.\n---\nThe sender sends JSON {"miles": number}.');
-    const error = await failureOf(agents.sender.negotiate(agents.peer.url, { name: 'Distance', description: 'miles to km' }));
+    const agents = await pair(
+      '---\nname: Distance conversion\ndescription: Miles to km.\n---\nThe sender sends JSON {"miles": number}.',
+    );
+    const error = await failureOf(
+      agents.sender.negotiate(agents.peer.url, { name: 'Distance', description: 'miles to km' }),
+    );
     expect(error.code).toBe('NEGOTIATION_FAILED');
-    expect(error.message).toBe('the negotiated document is invalid: invalid metadata: ✖ multiround is missing (true or false required)\n  → at multiround');
+    expect(error.message).toBe(
+      'the negotiated document is invalid: invalid metadata: ✖ multiround is missing (true or false required)\n  → at multiround',
+    );
     await expect(readdir(join(agents.dir, 'protocols'))).rejects.toThrow(/ENOENT/);
 
     expect(await agents.sender.task(Convert)({ miles: 2 }, { target: agents.peer.url })).toEqual({ km: 3.219 });
     const state = await agents.sender.taskState('Convert miles', agents.peer.url);
-    expect(state).toMatchObject({ uses: 1, protocolHash: null, negotiation: { outcome: 'failed', error: error.message } });
+    expect(state).toMatchObject({
+      uses: 1,
+      protocolHash: null,
+      negotiation: { outcome: 'failed', error: error.message },
+    });
     await expect(readdir(join(agents.dir, 'protocols'))).rejects.toThrow(/ENOENT/);
   });
 });
@@ -183,7 +259,9 @@ describe('negotiation helpers', () => {
 
   it('reads the final document between the markers, whitespace and fences stripped', () => {
     expect(extractFinalProtocol(`Agreed.\n<FINALPROTOCOL>\n\n ${AGREED} \n</FINALPROTOCOL>`)).toBe(AGREED);
-    expect(extractFinalProtocol(`<FINALPROTOCOL>\n\`\`\`markdown\n${DISTANCE}\`\`\`\n</FINALPROTOCOL>`)).toBe(DISTANCE.trim());
+    expect(extractFinalProtocol(`<FINALPROTOCOL>\n\`\`\`markdown\n${DISTANCE}\`\`\`\n</FINALPROTOCOL>`)).toBe(
+      DISTANCE.trim(),
+    );
     expect(extractFinalProtocol('no markers here')).toBeUndefined();
     expect(normaliseNegotiatedDocument(AGREED).text).toBe(DISTANCE);
   });
@@ -195,7 +273,11 @@ describe('negotiation helpers', () => {
     const usage: number[] = [];
     const result = await negotiateProtocol({
       llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }),
-      task: { name: 'Distance', description: 'miles to km', inputSchema: z.toJSONSchema(Convert.input) as Record<string, unknown> },
+      task: {
+        name: 'Distance',
+        description: 'miles to km',
+        inputSchema: z.toJSONSchema(Convert.input) as Record<string, unknown>,
+      },
       send: async (message) => {
         sent.push(message);
         return 'Accepted.';
@@ -222,6 +304,11 @@ describe('negotiation helpers', () => {
     const third = parseDocument(DISTANCE.replace('3 decimals', '4 decimals'));
     expect(await writeProtocolFile(dir, third)).toBe(join(dir, 'protocols', 'distance-conversion-4.md'));
     expect(await readFile(join(dir, 'protocols', 'distance-conversion-2.md'), 'utf8')).toBe(other.text);
-    expect((await readdir(join(dir, 'protocols'))).sort()).toEqual(['distance-conversion-2.md', 'distance-conversion-3.md', 'distance-conversion-4.md', 'distance-conversion.md']);
+    expect((await readdir(join(dir, 'protocols'))).sort()).toEqual([
+      'distance-conversion-2.md',
+      'distance-conversion-3.md',
+      'distance-conversion-4.md',
+      'distance-conversion.md',
+    ]);
   });
 });

@@ -30,7 +30,9 @@ function firstQueryCommands(readme: string): { command: string; expected: unknow
 beforeAll(async () => {
   commands = firstQueryCommands(await readFile(`${root}README.md`, 'utf8'));
   // `npm start` is `node bin/agora.js serve .`: the same, on a free port, with no LLM key in its environment.
-  server = await startServe(['.', '--port', '0'], { env: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', AGORA_LLM: '' } });
+  server = await startServe(['.', '--port', '0'], {
+    env: { ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '', AGORA_LLM: '' },
+  });
 });
 afterAll(async () => {
   await server?.stop();
@@ -44,7 +46,10 @@ describe("the README's first query", () => {
   it('answers each command, without any key, with the reply the README shows', async () => {
     const port = new URL(server.url).port;
     for (const { command, expected } of commands) {
-      const { stdout } = await run(command.replace(/(localhost|127\.0\.0\.1):3000/g, `127.0.0.1:${port}`), { cwd: root, env: { ...process.env, ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '' } });
+      const { stdout } = await run(command.replace(/(localhost|127\.0\.0\.1):3000/g, `127.0.0.1:${port}`), {
+        cwd: root,
+        env: { ...process.env, ANTHROPIC_API_KEY: '', OPENAI_API_KEY: '' },
+      });
       // The README shows agora send's pretty JSON on one line: compare values, not spacing.
       expect(JSON.parse(stdout), command).toEqual(expected);
     }

@@ -15,7 +15,12 @@ function blocksOf(markdown: string): Block[] {
   const blocks: Block[] = [];
   const pattern = /^```ts( runnable)?\n([\s\S]*?)^```$/gm;
   for (let match = pattern.exec(markdown); match; match = pattern.exec(markdown)) {
-    blocks.push({ index: blocks.length, line: markdown.slice(0, match.index).split('\n').length, runnable: Boolean(match[1]), code: match[2]! });
+    blocks.push({
+      index: blocks.length,
+      line: markdown.slice(0, match.index).split('\n').length,
+      runnable: Boolean(match[1]),
+      code: match[2]!,
+    });
   }
   return blocks;
 }
@@ -27,12 +32,19 @@ let blocks: Block[];
 let folder: string;
 
 // The docs pages' blocks are held to the same rules as the README's.
-const PAGES = ['README.md', ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => `docs/${name}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `docs/${name}`),
+];
 let pages: Record<string, string>;
 
 beforeAll(async () => {
   readme = await readFile(join(root, 'README.md'), 'utf8');
-  pages = Object.fromEntries(await Promise.all(PAGES.map(async (page) => [page, await readFile(join(root, page), 'utf8')] as const)));
+  pages = Object.fromEntries(
+    await Promise.all(PAGES.map(async (page) => [page, await readFile(join(root, page), 'utf8')] as const)),
+  );
   blocks = PAGES.flatMap((page) => blocksOf(pages[page]!).map((block) => ({ ...block, page })));
   blocks.forEach((block, index) => (block.index = index));
   folder = await mkdtemp(join(root, '.readme-blocks-'));
@@ -94,7 +106,11 @@ function runBlock(file: string): Promise<{ code: number | null; stdout: string; 
   delete env.ANTHROPIC_API_KEY;
   delete env.ANTHROPIC_AUTH_TOKEN;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', file], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', file], {
+      cwd: root,
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));

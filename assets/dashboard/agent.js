@@ -26,7 +26,17 @@
     else {
       if (charts[id]) charts[id].plot.destroy();
       const [, ...yAxes] = (options && options.axes) || [{}, {}];
-      const plot = new window.uPlot({ width, height: 200, scales: { x: { time: true }, ...(options && options.scales) }, axes: [TIME_AXIS, ...yAxes], series: [{}, ...series] }, data, node);
+      const plot = new window.uPlot(
+        {
+          width,
+          height: 200,
+          scales: { x: { time: true }, ...(options && options.scales) },
+          axes: [TIME_AXIS, ...yAxes],
+          series: [{}, ...series],
+        },
+        data,
+        node,
+      );
       charts[id] = { key, plot };
     }
     // The first series' points, for tests and for anyone reading the DOM: the chart itself is a canvas.
@@ -34,9 +44,27 @@
   }
 
   // Time labels as HH:MM:SS, at least a label's width apart (uPlot's default spacing lets them overlap).
-  const TIME_AXIS = { space: 80, values: (plot, ticks) => ticks.map((tick) => new Date(tick * 1000).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false })) };
+  const TIME_AXIS = {
+    space: 80,
+    values: (plot, ticks) =>
+      ticks.map((tick) =>
+        new Date(tick * 1000).toLocaleTimeString([], {
+          hour: '2-digit',
+          minute: '2-digit',
+          second: '2-digit',
+          hour12: false,
+        }),
+      ),
+  };
 
-  const line = (label, stroke, scale) => ({ label, stroke, width: 2, spanGaps: true, points: { show: true, size: 5 }, ...(scale ? { scale } : {}) });
+  const line = (label, stroke, scale) => ({
+    label,
+    stroke,
+    width: 2,
+    spanGaps: true,
+    points: { show: true, size: 5 },
+    ...(scale ? { scale } : {}),
+  });
 
   // The protocols come a page at a time (an agent may hold tens of thousands).
   const PAGE = 100;
@@ -45,7 +73,12 @@
   async function loadProtocols() {
     const page = await request(`api/protocols?offset=${protocolOffset}&limit=${PAGE}`);
     const rows = page.rows;
-    replace($('protocol-rows'), ...(rows.length ? rows.map(protocolRow) : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: 'No protocol yet' }))]));
+    replace(
+      $('protocol-rows'),
+      ...(rows.length
+        ? rows.map(protocolRow)
+        : [el('tr', {}, el('td', { colspan: 6, class: 'empty', text: 'No protocol yet' }))]),
+    );
     const pager = $('protocol-pages');
     pager.hidden = page.total <= PAGE;
     const move = (offset) => () => {
@@ -54,21 +87,54 @@
     };
     replace(
       pager,
-      el('button', { type: 'button', class: 'link', disabled: page.offset === 0 ? true : undefined, onclick: move(Math.max(0, page.offset - PAGE)) }, 'Previous'),
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'link',
+          disabled: page.offset === 0 ? true : undefined,
+          onclick: move(Math.max(0, page.offset - PAGE)),
+        },
+        'Previous',
+      ),
       ` ${page.offset + 1}–${page.offset + rows.length} of ${page.total} `,
-      el('button', { type: 'button', class: 'link', disabled: page.offset + rows.length >= page.total ? true : undefined, onclick: move(page.offset + PAGE) }, 'Next'),
+      el(
+        'button',
+        {
+          type: 'button',
+          class: 'link',
+          disabled: page.offset + rows.length >= page.total ? true : undefined,
+          onclick: move(page.offset + PAGE),
+        },
+        'Next',
+      ),
     );
   }
 
   function protocolRow(row) {
-    const show = el('button', { type: 'button', class: 'link', onclick: () => showText(row), 'aria-label': `Show the text of ${row.name}` }, row.name);
+    const show = el(
+      'button',
+      { type: 'button', class: 'link', onclick: () => showText(row), 'aria-label': `Show the text of ${row.name}` },
+      row.name,
+    );
     return el(
       'tr',
       { 'data-hash': row.hash },
       el('td', {}, show),
       el('td', { class: 'hash', title: row.hash }, short(row.hash)),
       el('td', {}, row.origin === 'folder' ? row.file || 'folder' : 'a peer'),
-      el('td', {}, el('span', { class: `answered path-${row.answeredBy === 'LLM' ? 'llm' : row.answeredBy === 'not served' ? 'failure' : 'routine'}` }, row.answeredBy), row.note ? el('div', { class: 'hint' }, row.note) : null),
+      el(
+        'td',
+        {},
+        el(
+          'span',
+          {
+            class: `answered path-${row.answeredBy === 'LLM' ? 'llm' : row.answeredBy === 'not served' ? 'failure' : 'routine'}`,
+          },
+          row.answeredBy,
+        ),
+        row.note ? el('div', { class: 'hint' }, row.note) : null,
+      ),
       el('td', {}, `${row.queries.routine} / ${row.queries.llm} / ${row.queries.failure}`),
       el('td', {}, time(row.lastUsedAt)),
     );
@@ -85,19 +151,44 @@
 
   function renderLive(live) {
     $('open-count').textContent = String(live.open);
-    replace($('open-by-protocol'), ...(live.openByProtocol || []).map((entry) => el('li', {}, `${entry.name}: ${entry.count}`)));
+    replace(
+      $('open-by-protocol'),
+      ...(live.openByProtocol || []).map((entry) => el('li', {}, `${entry.name}: ${entry.count}`)),
+    );
     const xs = live.rates.map((bucket) => bucket.at / 1000);
-    chart('rate-chart', PATHS.map((path) => line(pathLabel(path), COLORS[path])), [xs, ...PATHS.map((path) => live.rates.map((bucket) => bucket[path]))]);
+    chart(
+      'rate-chart',
+      PATHS.map((path) => line(pathLabel(path), COLORS[path])),
+      [xs, ...PATHS.map((path) => live.rates.map((bucket) => bucket[path]))],
+    );
     replace(
       $('recent-failures'),
-      ...(live.failures.length ? live.failures.map((failure) => el('li', {}, `${time(failure.at)} · ${failure.protocol}: `, el('span', { class: 'path-failure' }, failure.reason))) : [el('li', { class: 'empty' }, 'None')]),
+      ...(live.failures.length
+        ? live.failures.map((failure) =>
+            el(
+              'li',
+              {},
+              `${time(failure.at)} · ${failure.protocol}: `,
+              el('span', { class: 'path-failure' }, failure.reason),
+            ),
+          )
+        : [el('li', { class: 'empty' }, 'None')]),
     );
   }
 
   function renderRecent() {
     replace(
       $('recent-queries'),
-      ...(recent.length ? recent.map((event) => el('li', { 'data-path': event.path, 'data-protocol': event.protocol }, `${time(event.at)} · ${event.protocol} · `, el('span', { class: `path-${event.path}` }, pathLabel(event.path)))) : [el('li', { class: 'empty' }, 'None yet')]),
+      ...(recent.length
+        ? recent.map((event) =>
+            el(
+              'li',
+              { 'data-path': event.path, 'data-protocol': event.protocol },
+              `${time(event.at)} · ${event.protocol} · `,
+              el('span', { class: `path-${event.path}` }, pathLabel(event.path)),
+            ),
+          )
+        : [el('li', { class: 'empty' }, 'None yet')]),
     );
   }
 
@@ -115,8 +206,14 @@
       ['Tokens (in + out)', `${totals.inputTokens} + ${totals.outputTokens}`],
       ['Tokens per query', queries ? fmt(tokens / queries) : '—'],
     ];
-    replace($('cost-totals'), ...facts.map(([label, value]) => el('div', {}, el('dt', {}, label), el('dd', {}, String(value)))));
-    const names = Object.entries(cost.protocols).sort((a, b) => b[1].tokens - a[1].tokens).slice(0, PALETTE.length).map(([name]) => name);
+    replace(
+      $('cost-totals'),
+      ...facts.map(([label, value]) => el('div', {}, el('dt', {}, label), el('dd', {}, String(value)))),
+    );
+    const names = Object.entries(cost.protocols)
+      .sort((a, b) => b[1].tokens - a[1].tokens)
+      .slice(0, PALETTE.length)
+      .map(([name]) => name);
     const xs = cost.buckets.map((bucket) => bucket.at / 1000);
     const perQuery = (cells, field) => {
       let spent = 0;
@@ -128,7 +225,9 @@
       return count ? spent / count : null;
     };
     const allTokens = cost.buckets.map((bucket) => perQuery(Object.values(bucket.protocols), 'tokens'));
-    const byName = names.map((name) => cost.buckets.map((bucket) => (bucket.protocols[name] ? perQuery([bucket.protocols[name]], 'tokens') : null)));
+    const byName = names.map((name) =>
+      cost.buckets.map((bucket) => (bucket.protocols[name] ? perQuery([bucket.protocols[name]], 'tokens') : null)),
+    );
     // By path: what a query answered by the LLM costs (a routine's costs nothing but the writing of it).
     const llmTokens = cost.buckets.map((bucket) => {
       const cells = Object.values(bucket.protocols);
@@ -137,7 +236,11 @@
     });
     chart(
       'cost-chart',
-      [line('All protocols', COLORS.all), { ...line('Per LLM-answered query', COLORS.llm), dash: [6, 4] }, ...names.map((name, index) => line(name, PALETTE[index]))],
+      [
+        line('All protocols', COLORS.all),
+        { ...line('Per LLM-answered query', COLORS.llm), dash: [6, 4] },
+        ...names.map((name, index) => line(name, PALETTE[index])),
+      ],
       [xs, allTokens, llmTokens, ...byName],
     );
     const calls = cost.buckets.map((bucket) => perQuery(Object.values(bucket.protocols), 'llmCalls'));
@@ -146,23 +249,45 @@
       const count = cells.reduce((sum, cell) => sum + cell.routine + cell.llm + cell.failure, 0);
       return count ? (100 * cells.reduce((sum, cell) => sum + cell.routine, 0)) / count : null;
     });
-    chart('path-chart', [line('LLM calls per query', COLORS.llm), line('% by routine', COLORS.routine, '%')], [xs, calls, share], {
-      scales: { '%': { range: [0, 100] } },
-      axes: [{}, {}, { scale: '%', side: 1, grid: { show: false } }],
-    });
+    chart(
+      'path-chart',
+      [line('LLM calls per query', COLORS.llm), line('% by routine', COLORS.routine, '%')],
+      [xs, calls, share],
+      {
+        scales: { '%': { range: [0, 100] } },
+        axes: [{}, {}, { scale: '%', side: 1, grid: { show: false } }],
+      },
+    );
     replace(
       $('cost-rows'),
       ...Object.entries(cost.protocols).map(([name, row]) => {
         const count = row.routine + row.llm + row.failure;
-        return el('tr', {}, el('th', { scope: 'row' }, name), el('td', {}, row.routine), el('td', {}, row.llm), el('td', {}, row.failure), el('td', {}, row.llmCalls), el('td', {}, row.tokens), el('td', {}, count ? fmt(row.tokens / count) : '—'));
+        return el(
+          'tr',
+          {},
+          el('th', { scope: 'row' }, name),
+          el('td', {}, row.routine),
+          el('td', {}, row.llm),
+          el('td', {}, row.failure),
+          el('td', {}, row.llmCalls),
+          el('td', {}, row.tokens),
+          el('td', {}, count ? fmt(row.tokens / count) : '—'),
+        );
       }),
     );
   }
 
   async function loadRoutines() {
     const routines = await request('api/routines');
-    $('review-note').textContent = overview.tokens ? 'Approve or reject each routine after reading its code and checks.' : 'Read-only: approving or rejecting needs the agent to require a token (--token, or the tokens option).';
-    replace($('routine-list'), ...(routines.length ? routines.map(routineCard) : [el('p', { class: 'empty' }, 'None yet: the LLM writes one after a protocol has been served enough times.')]));
+    $('review-note').textContent = overview.tokens
+      ? 'Approve or reject each routine after reading its code and checks.'
+      : 'Read-only: approving or rejecting needs the agent to require a token (--token, or the tokens option).';
+    replace(
+      $('routine-list'),
+      ...(routines.length
+        ? routines.map(routineCard)
+        : [el('p', { class: 'empty' }, 'None yet: the LLM writes one after a protocol has been served enough times.')]),
+    );
   }
 
   function routineCard(routine) {
@@ -179,8 +304,22 @@
     };
     // A button only where its decision applies: none in read-only mode, none on a routine already approved.
     const reviewable = overview.tokens && routine.status !== 'approved';
-    const approve = reviewable && ['pending', 'rejected', 'disabled'].includes(routine.status) ? el('button', { type: 'button', class: 'approve', onclick: () => act('approve'), 'aria-describedby': 'review-note' }, 'Approve') : null;
-    const reject = reviewable && ['pending', 'disabled'].includes(routine.status) ? el('button', { type: 'button', class: 'reject', onclick: () => act('reject'), 'aria-describedby': 'review-note' }, 'Reject') : null;
+    const approve =
+      reviewable && ['pending', 'rejected', 'disabled'].includes(routine.status)
+        ? el(
+            'button',
+            { type: 'button', class: 'approve', onclick: () => act('approve'), 'aria-describedby': 'review-note' },
+            'Approve',
+          )
+        : null;
+    const reject =
+      reviewable && ['pending', 'disabled'].includes(routine.status)
+        ? el(
+            'button',
+            { type: 'button', class: 'reject', onclick: () => act('reject'), 'aria-describedby': 'review-note' },
+            'Reject',
+          )
+        : null;
     const cases = routine.cases.length
       ? el(
           'div',
@@ -189,21 +328,68 @@
             'table',
             {},
             el('caption', {}, 'Checks passed, with the expected and the actual reply'),
-            el('thead', {}, el('tr', {}, ...['Check', 'Compared by', 'Body', 'Expected', 'Actual'].map((name) => el('th', { scope: 'col' }, name)))),
-            el('tbody', {}, ...routine.cases.map((entry) => el('tr', {}, el('td', {}, entry.label), el('td', {}, entry.by), el('td', {}, el('code', {}, entry.body)), el('td', {}, el('code', {}, entry.expected)), el('td', {}, el('code', {}, entry.actual))))),
+            el(
+              'thead',
+              {},
+              el(
+                'tr',
+                {},
+                ...['Check', 'Compared by', 'Body', 'Expected', 'Actual'].map((name) =>
+                  el('th', { scope: 'col' }, name),
+                ),
+              ),
+            ),
+            el(
+              'tbody',
+              {},
+              ...routine.cases.map((entry) =>
+                el(
+                  'tr',
+                  {},
+                  el('td', {}, entry.label),
+                  el('td', {}, entry.by),
+                  el('td', {}, el('code', {}, entry.body)),
+                  el('td', {}, el('code', {}, entry.expected)),
+                  el('td', {}, el('code', {}, entry.actual)),
+                ),
+              ),
+            ),
           ),
         )
       : null;
     return el(
       'article',
       { class: 'routine', 'aria-labelledby': titleId, 'data-id': routine.id, 'data-status': routine.status },
-      el('h3', { id: titleId }, routine.task ? `${routine.protocol} · task ${routine.task}` : routine.protocol, ' ', el('span', { class: `status-${routine.status}` }, routine.status)),
-      el('p', { class: 'hint' }, `${routine.id} · ${routine.model || 'model unknown'} · written ${routine.createdAt || '—'}${routine.reviewedAt ? ` · reviewed ${routine.reviewedAt}` : ''}${routine.reason ? ` · ${routine.reason}` : ''}`),
-      el('p', {}, `Uses: ${routine.uses.uses} (${routine.uses.llm} by the LLM, ${routine.uses.routine} by the routine, ${routine.uses.failures} routine failures)`),
+      el(
+        'h3',
+        { id: titleId },
+        routine.task ? `${routine.protocol} · task ${routine.task}` : routine.protocol,
+        ' ',
+        el('span', { class: `status-${routine.status}` }, routine.status),
+      ),
+      el(
+        'p',
+        { class: 'hint' },
+        `${routine.id} · ${routine.model || 'model unknown'} · written ${routine.createdAt || '—'}${routine.reviewedAt ? ` · reviewed ${routine.reviewedAt}` : ''}${routine.reason ? ` · ${routine.reason}` : ''}`,
+      ),
+      el(
+        'p',
+        {},
+        `Uses: ${routine.uses.uses} (${routine.uses.llm} by the LLM, ${routine.uses.routine} by the routine, ${routine.uses.failures} routine failures)`,
+      ),
       routine.checks.length ? el('ul', {}, ...routine.checks.map((check) => el('li', {}, check))) : null,
       cases,
-      routine.errors.length ? el('ul', { class: 'error' }, ...routine.errors.map((error) => el('li', {}, error))) : null,
-      routine.code !== undefined ? el('details', {}, el('summary', {}, `Code (${routine.file})`), el('pre', { tabindex: 0, 'aria-label': `Code of ${routine.id}` }, el('code', {}, routine.code))) : null,
+      routine.errors.length
+        ? el('ul', { class: 'error' }, ...routine.errors.map((error) => el('li', {}, error)))
+        : null,
+      routine.code !== undefined
+        ? el(
+            'details',
+            {},
+            el('summary', {}, `Code (${routine.file})`),
+            el('pre', { tabindex: 0, 'aria-label': `Code of ${routine.id}` }, el('code', {}, routine.code)),
+          )
+        : null,
       approve || reject ? el('div', { class: 'actions' }, approve, reject) : null,
       message,
     );
@@ -245,8 +431,13 @@
     }
     $('agent-name').textContent = overview.name;
     document.title = `${overview.name} · Agora dashboard`;
-    const mcp = (overview.mcpServers || []).map((server) => `${server.name} ${server.state === 'failed' ? `failed (${server.error || 'unknown'})` : `${server.tools} tools`}`);
-    status(`LLM: ${overview.llm || 'none'}${mcp.length ? ` · MCP servers: ${mcp.join(', ')}` : ''} · since ${time(overview.startedAt)}`);
+    const mcp = (overview.mcpServers || []).map(
+      (server) =>
+        `${server.name} ${server.state === 'failed' ? `failed (${server.error || 'unknown'})` : `${server.tools} tools`}`,
+    );
+    status(
+      `LLM: ${overview.llm || 'none'}${mcp.length ? ` · MCP servers: ${mcp.join(', ')}` : ''} · since ${time(overview.startedAt)}`,
+    );
     await Promise.all([loadProtocols(), loadCost(), loadRoutines()]).catch(report);
     if (stopFeed) stopFeed();
     stopFeed = feed(onMessage);

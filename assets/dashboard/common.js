@@ -17,7 +17,8 @@
       else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
       else node.setAttribute(key, value === true ? '' : String(value));
     }
-    for (const child of children) if (child !== undefined && child !== null) node.append(child instanceof Node ? child : String(child));
+    for (const child of children)
+      if (child !== undefined && child !== null) node.append(child instanceof Node ? child : String(child));
     return node;
   }
 
@@ -54,7 +55,10 @@
 
   /** A JSON request relative to the dashboard; a 401 shows the sign-in form. */
   async function request(path, options) {
-    const response = await fetch(path, { ...(options || {}), headers: { ...headers(), ...((options && options.headers) || {}) } });
+    const response = await fetch(path, {
+      ...(options || {}),
+      headers: { ...headers(), ...((options && options.headers) || {}) },
+    });
     let body;
     try {
       body = await response.json();
@@ -165,5 +169,15 @@
     };
   }
 
-  window.AgoraDashboard = { el, request, feed, setup, status, time, replace, throttle, hasToken: () => token() !== null };
+  window.AgoraDashboard = {
+    el,
+    request,
+    feed,
+    setup,
+    status,
+    time,
+    replace,
+    throttle,
+    hasToken: () => token() !== null,
+  };
 })();

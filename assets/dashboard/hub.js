@@ -4,7 +4,8 @@
 (function () {
   const { el, request, feed, setup, status, time, replace } = window.AgoraDashboard;
   const $ = (id) => document.getElementById(id);
-  const none = (text, columns) => (columns ? el('tr', {}, el('td', { colspan: columns, class: 'empty' }, text)) : el('p', { class: 'empty' }, text));
+  const none = (text, columns) =>
+    columns ? el('tr', {}, el('td', { colspan: columns, class: 'empty' }, text)) : el('p', { class: 'empty' }, text);
   let stopFeed;
 
   function render(state) {
@@ -17,7 +18,12 @@
               { 'data-id': agent.id, 'data-status': agent.status },
               el('th', { scope: 'row' }, agent.name),
               el('td', { class: 'hash' }, agent.url),
-              el('td', {}, el('span', { class: `state-${agent.status}` }, agent.status), agent.lastError ? el('div', { class: 'hint' }, agent.lastError) : null),
+              el(
+                'td',
+                {},
+                el('span', { class: `state-${agent.status}` }, agent.status),
+                agent.lastError ? el('div', { class: 'hint' }, agent.lastError) : null,
+              ),
               el('td', {}, agent.protocols.map((protocol) => protocol.name).join(', ') || '—'),
               el('td', {}, time(agent.lastSeen)),
             ),
@@ -27,7 +33,16 @@
     replace(
       $('catalogue-rows'),
       ...(state.catalogue.length
-        ? state.catalogue.map((entry) => el('tr', {}, el('th', { scope: 'row' }, entry.name), el('td', { class: 'hash', title: entry.hash }, entry.hash.slice(0, 10)), el('td', {}, entry.description), el('td', {}, entry.servedBy.join(', ') || '—')))
+        ? state.catalogue.map((entry) =>
+            el(
+              'tr',
+              {},
+              el('th', { scope: 'row' }, entry.name),
+              el('td', { class: 'hash', title: entry.hash }, entry.hash.slice(0, 10)),
+              el('td', {}, entry.description),
+              el('td', {}, entry.servedBy.join(', ') || '—'),
+            ),
+          )
         : [none('No protocol published yet', 4)]),
     );
     replace(
@@ -37,13 +52,41 @@
             el(
               'article',
               { class: 'chain', 'aria-label': `Chain ${chain.id}` },
-              el('h3', {}, chain.goal || chain.id, ' ', el('span', { class: chain.status === 'done' ? 'state-up' : chain.status === 'running' ? 'status-pending' : 'state-down' }, chain.status)),
-              el('p', { class: 'hint' }, `${chain.id} · started ${time(chain.createdAt)} · updated ${time(chain.updatedAt)}${chain.error ? ` · ${chain.error}` : ''}`),
+              el(
+                'h3',
+                {},
+                chain.goal || chain.id,
+                ' ',
+                el(
+                  'span',
+                  {
+                    class:
+                      chain.status === 'done'
+                        ? 'state-up'
+                        : chain.status === 'running'
+                          ? 'status-pending'
+                          : 'state-down',
+                  },
+                  chain.status,
+                ),
+              ),
+              el(
+                'p',
+                { class: 'hint' },
+                `${chain.id} · started ${time(chain.createdAt)} · updated ${time(chain.updatedAt)}${chain.error ? ` · ${chain.error}` : ''}`,
+              ),
               el(
                 'ol',
                 {},
                 ...chain.hops.map((hop) =>
-                  el('li', {}, `${hop.agentName} (${hop.by}: ${hop.reason || '—'}) · ${hop.ms} ms · `, el('span', { class: hop.ok ? 'state-up' : 'state-down' }, hop.ok ? 'ok' : 'failed'), hop.result ? el('div', {}, el('code', {}, hop.result)) : null, hop.error ? el('div', { class: 'error' }, hop.error) : null),
+                  el(
+                    'li',
+                    {},
+                    `${hop.agentName} (${hop.by}: ${hop.reason || '—'}) · ${hop.ms} ms · `,
+                    el('span', { class: hop.ok ? 'state-up' : 'state-down' }, hop.ok ? 'ok' : 'failed'),
+                    hop.result ? el('div', {}, el('code', {}, hop.result)) : null,
+                    hop.error ? el('div', { class: 'error' }, hop.error) : null,
+                  ),
                 ),
               ),
             ),
@@ -63,7 +106,11 @@
               { class: 'room', 'aria-label': `Room ${room.name}` },
               el('h3', {}, room.name),
               el('p', { class: 'hint' }, `Members: ${room.members.join(', ') || '—'}`),
-              el('ol', { class: 'feed', tabindex: 0, 'aria-label': `Transcript of ${room.name}` }, ...room.transcript.map((entry) => el('li', {}, `${time(entry.at)} · ${entry.from}: ${entry.text}`))),
+              el(
+                'ol',
+                { class: 'feed', tabindex: 0, 'aria-label': `Transcript of ${room.name}` },
+                ...room.transcript.map((entry) => el('li', {}, `${time(entry.at)} · ${entry.from}: ${entry.text}`)),
+              ),
             ),
           )
         : [none('No room open')]),

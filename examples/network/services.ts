@@ -30,7 +30,8 @@ export function convertCurrency(amount: number, from: string, to: string): { con
 // --- trains ----------------------------------------------------------------------------------------------------
 
 const STATIONS = ['Paris', 'Lyon', 'Marseille', 'Lille', 'Bordeaux', 'Nantes'];
-const clock = (minutes: number) => `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
+const clock = (minutes: number) =>
+  `${String(Math.floor(minutes / 60)).padStart(2, '0')}:${String(minutes % 60).padStart(2, '0')}`;
 
 /** The first train from a station to another at or after a time (HH:MM); throws "Unsupported route" or "Invalid time". */
 export function nextTrain(from: string, to: string, after: string): { departure: string; platform: number } {
@@ -57,10 +58,11 @@ export const SERVICES: Service[] = [
   { name: 'weather', description: 'Weather forecasts for cities.', tool: getForecast },
   {
     name: 'currency',
-    description: 'Currency conversion at the day\'s rates.',
+    description: "Currency conversion at the day's rates.",
     tool: defineTool({
       name: 'convert_currency',
-      description: 'Converts an amount from one currency to another (ISO codes: EUR USD GBP JPY CHF INR): {"converted": number, "rate": number}. Fails with "Unsupported currency".',
+      description:
+        'Converts an amount from one currency to another (ISO codes: EUR USD GBP JPY CHF INR): {"converted": number, "rate": number}. Fails with "Unsupported currency".',
       input: z.object({ amount: z.number(), from: z.string(), to: z.string() }),
       run: ({ amount, from, to }) => convertCurrency(amount, from, to),
     }),
@@ -70,14 +72,19 @@ export const SERVICES: Service[] = [
     description: 'Train timetables between French cities.',
     tool: defineTool({
       name: 'next_train',
-      description: 'The next train from a station to another at or after a time (HH:MM): {"departure": "HH:MM", "platform": number}. Fails with "Unsupported route".',
+      description:
+        'The next train from a station to another at or after a time (HH:MM): {"departure": "HH:MM", "platform": number}. Fails with "Unsupported route".',
       input: z.object({ from: z.string(), to: z.string(), after: z.string().describe('HH:MM') }),
       run: ({ from, to, after }) => nextTrain(from, to, after),
     }),
   },
 ];
 
-const Money = z.object({ amount: z.number(), from: z.string().describe('ISO code'), to: z.string().describe('ISO code') });
+const Money = z.object({
+  amount: z.number(),
+  from: z.string().describe('ISO code'),
+  to: z.string().describe('ISO code'),
+});
 const Trip = z.object({ from: z.string(), to: z.string(), after: z.string().describe('HH:MM') });
 const Place = z.object({ city: z.string(), date: z.string().describe('YYYY-MM-DD') });
 
@@ -94,12 +101,20 @@ export type NetworkTask = {
 // Every pair of different currencies (or stations) in turn: the offset runs over 1..5, never 0.
 function moneyQuery(index: number) {
   const offset = 1 + (Math.floor(index / CURRENCIES.length) % (CURRENCIES.length - 1));
-  return { amount: [10, 25, 100, 250, 1000][index % 5]!, from: CURRENCIES[index % CURRENCIES.length]!, to: CURRENCIES[(index + offset) % CURRENCIES.length]! };
+  return {
+    amount: [10, 25, 100, 250, 1000][index % 5]!,
+    from: CURRENCIES[index % CURRENCIES.length]!,
+    to: CURRENCIES[(index + offset) % CURRENCIES.length]!,
+  };
 }
 
 function tripQuery(index: number) {
   const offset = 1 + (Math.floor(index / STATIONS.length) % (STATIONS.length - 1));
-  return { from: STATIONS[index % STATIONS.length]!, to: STATIONS[(index + offset) % STATIONS.length]!, after: clock(6 * 60 + ((index * 97) % (14 * 60))) };
+  return {
+    from: STATIONS[index % STATIONS.length]!,
+    to: STATIONS[(index + offset) % STATIONS.length]!,
+    after: clock(6 * 60 + ((index * 97) % (14 * 60))),
+  };
 }
 
 /** Projects a full answer onto the fields a task asks for. */
@@ -107,26 +122,96 @@ function only(output: z.ZodObject, answer: Record<string, unknown>): Record<stri
   return Object.fromEntries(Object.keys(output.shape).map((key) => [key, answer[key]]));
 }
 
-function task(service: string, goal: string, name: string, description: string, input: z.ZodObject, output: z.ZodObject, query: (index: number) => Record<string, string | number>, answer: (input: any) => Record<string, unknown>): NetworkTask {
-  return { service, goal, spec: { name, description, input, output }, input: query, expected: (value) => only(output, answer(value)) };
+function task(
+  service: string,
+  goal: string,
+  name: string,
+  description: string,
+  input: z.ZodObject,
+  output: z.ZodObject,
+  query: (index: number) => Record<string, string | number>,
+  answer: (input: any) => Record<string, unknown>,
+): NetworkTask {
+  return {
+    service,
+    goal,
+    spec: { name, description, input, output },
+    input: query,
+    expected: (value) => only(output, answer(value)),
+  };
 }
 
 const weatherAnswer = ({ city, date }: { city: string; date: string }) => forecast(city, date);
-const moneyAnswer = ({ amount, from, to }: { amount: number; from: string; to: string }) => convertCurrency(amount, from, to);
+const moneyAnswer = ({ amount, from, to }: { amount: number; from: string; to: string }) =>
+  convertCurrency(amount, from, to);
 const tripAnswer = ({ from, to, after }: { from: string; to: string; after: string }) => nextTrain(from, to, after);
 
 /** The users and their tasks. Bob's rain check fits Alice's weather protocol, Carol's tasks fit the others'. */
 export const USERS: Record<string, NetworkTask[]> = {
   alice: [
-    task('weather', 'weather forecast for a city', 'get_weather', 'The weather forecast for a city on a date.', Place, z.object({ weather: z.string(), precipitation: z.number() }), weatherQuery, weatherAnswer),
-    task('currency', 'convert money to another currency', 'convert_money', 'Convert an amount of money to another currency.', Money, z.object({ converted: z.number(), rate: z.number() }), moneyQuery, moneyAnswer),
+    task(
+      'weather',
+      'weather forecast for a city',
+      'get_weather',
+      'The weather forecast for a city on a date.',
+      Place,
+      z.object({ weather: z.string(), precipitation: z.number() }),
+      weatherQuery,
+      weatherAnswer,
+    ),
+    task(
+      'currency',
+      'convert money to another currency',
+      'convert_money',
+      'Convert an amount of money to another currency.',
+      Money,
+      z.object({ converted: z.number(), rate: z.number() }),
+      moneyQuery,
+      moneyAnswer,
+    ),
   ],
   bob: [
-    task('weather', 'will it rain: the weather in a city', 'rain_check', 'Will it rain? The chance of precipitation in a city on a date.', Place, z.object({ precipitation: z.number() }), (index) => weatherQuery(index + 37), weatherAnswer),
-    task('trains', 'the next train between two cities', 'next_train', 'The next train between two cities after a time.', Trip, z.object({ departure: z.string(), platform: z.number() }), tripQuery, tripAnswer),
+    task(
+      'weather',
+      'will it rain: the weather in a city',
+      'rain_check',
+      'Will it rain? The chance of precipitation in a city on a date.',
+      Place,
+      z.object({ precipitation: z.number() }),
+      (index) => weatherQuery(index + 37),
+      weatherAnswer,
+    ),
+    task(
+      'trains',
+      'the next train between two cities',
+      'next_train',
+      'The next train between two cities after a time.',
+      Trip,
+      z.object({ departure: z.string(), platform: z.number() }),
+      tripQuery,
+      tripAnswer,
+    ),
   ],
   carol: [
-    task('trains', 'catch a train', 'catch_train', 'When the next train leaves, from a city to another after a time.', Trip, z.object({ departure: z.string() }), (index) => tripQuery(index + 11), tripAnswer),
-    task('currency', 'a price in another currency', 'price_in', 'A price in another currency.', Money, z.object({ converted: z.number() }), (index) => moneyQuery(index + 7), moneyAnswer),
+    task(
+      'trains',
+      'catch a train',
+      'catch_train',
+      'When the next train leaves, from a city to another after a time.',
+      Trip,
+      z.object({ departure: z.string() }),
+      (index) => tripQuery(index + 11),
+      tripAnswer,
+    ),
+    task(
+      'currency',
+      'a price in another currency',
+      'price_in',
+      'A price in another currency.',
+      Money,
+      z.object({ converted: z.number() }),
+      (index) => moneyQuery(index + 7),
+      moneyAnswer,
+    ),
   ],
 };

@@ -38,20 +38,36 @@ try {
     await mkdir(join(dir, 'routines'), { recursive: true });
     await writeFile(join(dir, 'protocols', 'room.md'), ROOM_DOCUMENT);
     await writeFile(join(dir, 'routines', 'room.ts'), routine);
-    const agent = await startAgent({ dir, port: 0, host: '127.0.0.1', llm: null, watch: false, logger: quietLogger, dashboard: false });
+    const agent = await startAgent({
+      dir,
+      port: 0,
+      host: '127.0.0.1',
+      llm: null,
+      watch: false,
+      logger: quietLogger,
+      dashboard: false,
+    });
     agents.push(agent);
     await hub.hub.register({ url: agent.url, name });
   }
   // The hub's client: rooms created, watched live (the hub's frames read back as room events) and spoken in.
   const client = new HubClient({ url: hub.url });
-  const room = await client.createRoom({ topic: 'Replace the parser with a generated one', participants: Object.keys(ROUTINES), pattern: 'moderated', lead: 'architect', maxTurns: 8 });
+  const room = await client.createRoom({
+    topic: 'Replace the parser with a generated one',
+    participants: Object.keys(ROUTINES),
+    pattern: 'moderated',
+    lead: 'architect',
+    maxTurns: 8,
+  });
   console.log(`room ${room.id}: "${room.topic}", moderated by architect\n`);
 
   // The person speaks once the discussion has started; everyone after sees it.
   let spoke = false;
   for await (const event of client.watch(room.id)) {
-    if (event.type === 'turn_notification') console.log(`  turn ${String(event.data.turn)} → ${String(event.data.speaker)}`);
-    if (event.type === 'new_message') console.log(`${String(event.data.speaker).padStart(10)}: ${String(event.data.text)}`);
+    if (event.type === 'turn_notification')
+      console.log(`  turn ${String(event.data.turn)} → ${String(event.data.speaker)}`);
+    if (event.type === 'new_message')
+      console.log(`${String(event.data.speaker).padStart(10)}: ${String(event.data.text)}`);
     if (event.type === 'flow_completed') {
       console.log(`\nroom ended: ${String(event.data.reason)}`);
       break;
@@ -66,10 +82,20 @@ try {
   assert.equal(final.state, 'completed');
   assert.equal(final.transcript.at(-1)?.kind, 'synthesis', 'the lead writes the synthesis');
   assert.match(final.transcript.at(-1)!.text, /public API stays as it is/, "the synthesis heard the person's message");
-  assert.ok(final.transcript.some((line) => line.speaker === 'reviewer' && line.text.startsWith('Agreed with ana')), 'a later turn saw the message');
+  assert.ok(
+    final.transcript.some((line) => line.speaker === 'reviewer' && line.text.startsWith('Agreed with ana')),
+    'a later turn saw the message',
+  );
   const speakers = final.transcript.filter((line) => line.kind === 'agent').map((line) => line.speaker);
-  assert.ok(speakers.every((speaker, index) => index === 0 || (speaker === 'architect') !== (speakers[index - 1] === 'architect')), 'the lead speaks between speakers');
-  console.log(`\nchecked: ${final.turns} turns, the lead between speakers, the person heard, the synthesis last (${final.tokens} tokens)`);
+  assert.ok(
+    speakers.every(
+      (speaker, index) => index === 0 || (speaker === 'architect') !== (speakers[index - 1] === 'architect'),
+    ),
+    'the lead speaks between speakers',
+  );
+  console.log(
+    `\nchecked: ${final.turns} turns, the lead between speakers, the person heard, the synthesis last (${final.tokens} tokens)`,
+  );
 } finally {
   await hub.close();
   for (const agent of agents) await agent.close();

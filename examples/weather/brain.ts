@@ -84,18 +84,36 @@ export function brain(request: FakeRequest): FakeReply {
 // --- what the brain reads ------------------------------------------------------------------------------------
 
 type Message = { role: 'user' | 'assistant'; content: string | Block[] };
-type Block = { type: string; text?: string; id?: string; name?: string; input?: unknown; tool_use_id?: string; content?: unknown; is_error?: boolean };
+type Block = {
+  type: string;
+  text?: string;
+  id?: string;
+  name?: string;
+  input?: unknown;
+  tool_use_id?: string;
+  content?: unknown;
+  is_error?: boolean;
+};
 type Json = string | number | boolean | null | Json[] | { [key: string]: Json };
 type JsonObject = { [key: string]: Json };
 
 /** A field of a JSON body: from a JSON Schema property, or from a PD's `{"key": type}` shape. */
-type Field = { name: string; type: 'string' | 'number' | 'boolean' | 'unknown'; values?: string[]; description?: string; required: boolean };
+type Field = {
+  name: string;
+  type: 'string' | 'number' | 'boolean' | 'unknown';
+  values?: string[];
+  description?: string;
+  required: boolean;
+};
 /** What the brain understands of a protocol document. */
 type Protocol = { name: string; sends: Field[]; replies: Field[]; invalidReply: string };
 type ToolSpec = { name: string; description: string; inputs: Field[] };
 
 function refuse(message: string): FakeReply {
-  return { status: 400, body: { type: 'error', error: { type: 'invalid_request_error', message: `brain: ${message}` } } };
+  return {
+    status: 400,
+    body: { type: 'error', error: { type: 'invalid_request_error', message: `brain: ${message}` } },
+  };
 }
 
 function textOf(content: Message['content'] | undefined): string {
@@ -119,7 +137,10 @@ function parseJson(text: string): Json | undefined {
 function jsonAfter(text: string, label: string): JsonObject | undefined {
   const at = text.indexOf(label);
   if (at < 0) return undefined;
-  const line = text.slice(at + label.length).split('\n', 1)[0]!.trim();
+  const line = text
+    .slice(at + label.length)
+    .split('\n', 1)[0]!
+    .trim();
   const value = parseJson(line);
   return isObject(value) ? value : undefined;
 }
@@ -129,11 +150,22 @@ function fieldsOfSchema(schema: JsonObject | undefined): Field[] {
   const required = Array.isArray(schema?.required) ? schema.required : [];
   return Object.entries(properties).map(([name, property]) => {
     const type = isObject(property) ? property.type : undefined;
-    const values = isObject(property) && Array.isArray(property.enum) ? property.enum.filter((value): value is string => typeof value === 'string') : undefined;
-    const description = isObject(property) && typeof property.description === 'string' ? property.description : undefined;
+    const values =
+      isObject(property) && Array.isArray(property.enum)
+        ? property.enum.filter((value): value is string => typeof value === 'string')
+        : undefined;
+    const description =
+      isObject(property) && typeof property.description === 'string' ? property.description : undefined;
     return {
       name,
-      type: type === 'number' || type === 'integer' ? 'number' : type === 'string' || type === 'boolean' ? type : values ? 'string' : 'unknown',
+      type:
+        type === 'number' || type === 'integer'
+          ? 'number'
+          : type === 'string' || type === 'boolean'
+            ? type
+            : values
+              ? 'string'
+              : 'unknown',
       ...(values?.length ? { values } : {}),
       ...(description ? { description } : {}),
       required: required.includes(name),
@@ -158,7 +190,11 @@ function shapeAfter(text: string, phrase: RegExp): Field[] | undefined {
           if (!field) return [];
           const type = field[2]!;
           const values = [...type.matchAll(/"([^"]*)"/g)].map((value) => value[1]!);
-          const kind = /\b(number|integer|float)\b/.test(type) ? 'number' : /\bboolean\b/.test(type) ? 'boolean' : 'string';
+          const kind = /\b(number|integer|float)\b/.test(type)
+            ? 'number'
+            : /\bboolean\b/.test(type)
+              ? 'boolean'
+              : 'string';
           // `"sunny"|"windy"` is a closed list; `"sunny"|"windy"|...` an open one, read as any string.
           const closed = values.length > 1 && !type.includes('...');
           return [{ name: field[1]!, type: kind, ...(closed ? { values } : {}), required: true } satisfies Field];
@@ -173,7 +209,11 @@ function parseProtocol(text: string): Protocol | undefined {
   const sends = shapeAfter(document, /sender sends/i);
   const replies = shapeAfter(document, /receiver replies/i);
   if (!sends || !replies) return undefined;
-  const name = /^name:\s*(.+)$/m.exec(document)?.[1]?.trim().replace(/^"(.*)"$/, '$1') ?? 'the protocol';
+  const name =
+    /^name:\s*(.+)$/m
+      .exec(document)?.[1]
+      ?.trim()
+      .replace(/^"(.*)"$/, '$1') ?? 'the protocol';
   const errors = [...document.matchAll(/\{\s*"error"\s*:\s*"([^"]+)"\s*\}/g)].map((match) => match[1]!);
   return { name, sends, replies, invalidReply: errors.find((error) => /invalid/i.test(error)) ?? 'Invalid format' };
 }
@@ -181,18 +221,29 @@ function parseProtocol(text: string): Protocol | undefined {
 /** The tools declared in the request (answers in natural language or under a PD). */
 function toolsOf(request: FakeRequest): ToolSpec[] {
   const tools = (request.body.tools ?? []) as { name: string; description?: string; input_schema?: JsonObject }[];
-  return tools.map((tool) => ({ name: tool.name, description: tool.description ?? '', inputs: fieldsOfSchema(tool.input_schema) }));
+  return tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description ?? '',
+    inputs: fieldsOfSchema(tool.input_schema),
+  }));
 }
 
 /** The tools a system prompt lists as `- name: description` under its "Tools …:" heading (no schemas there). */
 function toolsListed(system: string): ToolSpec[] {
   const section = /\nTools [^\n]*:\n((?:- [^\n]*\n?)*)/.exec(system)?.[1] ?? '';
-  return [...section.matchAll(/^- ([\w-]+): (.*)$/gm)].map((match) => ({ name: match[1]!, description: match[2]!, inputs: [] }));
+  return [...section.matchAll(/^- ([\w-]+): (.*)$/gm)].map((match) => ({
+    name: match[1]!,
+    description: match[2]!,
+    inputs: [],
+  }));
 }
 
 /** The value written after a key: `city "Paris"`, `precipitation is 20`. */
 function valueAfter(text: string, key: string): Json | undefined {
-  const pattern = new RegExp(`\\b${key.replace(/[^\w]/g, '\\$&')}\\s+(?:is\\s+)?("(?:[^"\\\\]|\\\\.)*"|-?\\d+(?:\\.\\d+)?(?:e[+-]?\\d+)?|true|false)`, 'i');
+  const pattern = new RegExp(
+    `\\b${key.replace(/[^\w]/g, '\\$&')}\\s+(?:is\\s+)?("(?:[^"\\\\]|\\\\.)*"|-?\\d+(?:\\.\\d+)?(?:e[+-]?\\d+)?|true|false)`,
+    'i',
+  );
   const match = pattern.exec(text);
   return match ? parseJson(match[1]!) : undefined;
 }
@@ -212,11 +263,18 @@ function fits(field: Field, value: Json | undefined): boolean {
 }
 
 function pick(values: JsonObject, fields: Field[]): JsonObject {
-  return Object.fromEntries(fields.filter((field) => values[field.name] !== undefined).map((field) => [field.name, values[field.name]!]));
+  return Object.fromEntries(
+    fields.filter((field) => values[field.name] !== undefined).map((field) => [field.name, values[field.name]!]),
+  );
 }
 
 function errorText(content: unknown): string {
-  const text = typeof content === 'string' ? content : Array.isArray(content) ? content.map((block: Block) => block.text ?? '').join('') : String(content);
+  const text =
+    typeof content === 'string'
+      ? content
+      : Array.isArray(content)
+        ? content.map((block: Block) => block.text ?? '').join('')
+        : String(content);
   return text.replace(/^\w*Error: /, '');
 }
 
@@ -224,7 +282,9 @@ function errorText(content: unknown): string {
 
 function writeNaturalLanguageQuery(prompt: string): FakeReply {
   const input = jsonAfter(prompt, 'Input (JSON): ');
-  const wanted = fieldsOfSchema(jsonAfter(prompt, 'What the task needs back (JSON Schema): ')).map((field) => field.name);
+  const wanted = fieldsOfSchema(jsonAfter(prompt, 'What the task needs back (JSON Schema): ')).map(
+    (field) => field.name,
+  );
   if (!input) return refuse('no task input in the prompt');
   return `Please give me the ${list(wanted) || 'answer'} for ${pairs(input)}.`;
 }
@@ -246,7 +306,8 @@ function readReply(system: string, prompt: string): FakeReply {
     const value = isObject(json) ? json[field.name] : valueAfter(reply, field.name);
     if (value !== undefined) output[field.name] = value;
   }
-  if (wanted.some((field) => field.required && output[field.name] === undefined)) return `The reply does not say: ${reply.slice(0, 200)}`;
+  if (wanted.some((field) => field.required && output[field.name] === undefined))
+    return `The reply does not say: ${reply.slice(0, 200)}`;
   return JSON.stringify(output);
 }
 
@@ -256,16 +317,28 @@ function judgeFit(prompt: string): FakeReply {
   const outputs = fieldsOfSchema(jsonAfter(prompt, 'What the task needs back (JSON Schema): '));
   const protocol = parseProtocol(prompt);
   if (!protocol) return 'I cannot read the shapes of this protocol.\nNO';
-  const unknown = protocol.sends.filter((field) => field.required && !inputs.some((input) => input.name === field.name && (input.type === field.type || input.type === 'unknown')));
-  const missing = outputs.filter((output) => output.required && !protocol.replies.some((field) => field.name === output.name));
-  if (unknown.length) return `The protocol asks for ${list(unknown.map((field) => field.name))}, which the task's input does not have.\nNO`;
-  if (missing.length) return `The reply of "${protocol.name}" lacks ${list(missing.map((field) => field.name))}, which the task needs.\nNO`;
+  const unknown = protocol.sends.filter(
+    (field) =>
+      field.required &&
+      !inputs.some((input) => input.name === field.name && (input.type === field.type || input.type === 'unknown')),
+  );
+  const missing = outputs.filter(
+    (output) => output.required && !protocol.replies.some((field) => field.name === output.name),
+  );
+  if (unknown.length)
+    return `The protocol asks for ${list(unknown.map((field) => field.name))}, which the task's input does not have.\nNO`;
+  if (missing.length)
+    return `The reply of "${protocol.name}" lacks ${list(missing.map((field) => field.name))}, which the task needs.\nNO`;
   return `"${protocol.name}" takes ${list(protocol.sends.map((field) => field.name))} and replies with ${list(outputs.map((field) => field.name))}: everything the task needs.\nYES`;
 }
 
 function shapeText(fields: Field[]): string {
   const type = (field: Field) => {
-    const base = field.values ? field.values.map((value) => JSON.stringify(value)).join('|') : field.type === 'unknown' ? 'any' : field.type;
+    const base = field.values
+      ? field.values.map((value) => JSON.stringify(value)).join('|')
+      : field.type === 'unknown'
+        ? 'any'
+        : field.type;
     // A description that cannot be mistaken for the shape's syntax goes along: `"date": string (YYYY-MM-DD)`.
     return field.description && !/["{},]/.test(field.description) ? `${base} (${field.description})` : base;
   };
@@ -304,7 +377,8 @@ function negotiateAsSender(system: string, messages: Message[]): FakeReply {
   const document = proposal(system);
   if (!document) return refuse('no task schemas to propose a protocol from');
   const answer = textOf(messages.at(-1)?.content);
-  if (messages.length > 1 && /\baccept/i.test(answer) && !/\b(cannot|not accept)\b/i.test(answer)) return `<FINALPROTOCOL>\n${document}</FINALPROTOCOL>`;
+  if (messages.length > 1 && /\baccept/i.test(answer) && !/\b(cannot|not accept)\b/i.test(answer))
+    return `<FINALPROTOCOL>\n${document}</FINALPROTOCOL>`;
   return `I propose this protocol document:\n\n${document}`;
 }
 
@@ -312,16 +386,26 @@ function negotiateAsSender(system: string, messages: Message[]): FakeReply {
 
 /** Suitability and negotiation alike: a PD is served when one tool covers every field of its body and reply. */
 function verdict(tools: ToolSpec[], protocol: Protocol | undefined, purpose: 'suitability' | 'negotiation'): FakeReply {
-  if (!protocol) return purpose === 'negotiation' ? 'Please send a complete protocol document, with the JSON shapes of the query and of the reply.' : 'I cannot read this protocol.\nNO';
+  if (!protocol)
+    return purpose === 'negotiation'
+      ? 'Please send a complete protocol document, with the JSON shapes of the query and of the reply.'
+      : 'I cannot read this protocol.\nNO';
   const fields = [...protocol.sends, ...protocol.replies].map((field) => field.name);
-  const covered = (tool: ToolSpec) => fields.filter((field) => !new RegExp(`\\b${field}\\b`, 'i').test(`${tool.name} ${tool.description}`));
-  const best = tools.map((tool) => ({ tool, missing: covered(tool) })).sort((a, b) => a.missing.length - b.missing.length)[0];
+  const covered = (tool: ToolSpec) =>
+    fields.filter((field) => !new RegExp(`\\b${field}\\b`, 'i').test(`${tool.name} ${tool.description}`));
+  const best = tools
+    .map((tool) => ({ tool, missing: covered(tool) }))
+    .sort((a, b) => a.missing.length - b.missing.length)[0];
   if (!best || best.missing.length) {
     const reason = best ? `my tools do not provide ${list(best.missing)}` : 'I have no tools';
-    return purpose === 'negotiation' ? `I cannot serve this protocol: ${reason}.` : `I cannot honour "${protocol.name}": ${reason}.\nNO`;
+    return purpose === 'negotiation'
+      ? `I cannot serve this protocol: ${reason}.`
+      : `I cannot honour "${protocol.name}": ${reason}.\nNO`;
   }
   const reason = `${best.tool.name} takes ${list(protocol.sends.map((field) => field.name))} and gives ${list(protocol.replies.map((field) => field.name))}`;
-  return purpose === 'negotiation' ? `I accept this protocol: ${reason}.` : `I can honour "${protocol.name}": ${reason}.\nYES`;
+  return purpose === 'negotiation'
+    ? `I accept this protocol: ${reason}.`
+    : `I can honour "${protocol.name}": ${reason}.\nYES`;
 }
 
 /** The tool call and its result, when the last message carries the result. */
@@ -330,19 +414,25 @@ function toolExchange(messages: Message[]): { input: JsonObject; result: unknown
   const result = Array.isArray(last) ? last.find((block) => block.type === 'tool_result') : undefined;
   if (!result) return undefined;
   const previous = messages.at(-2)?.content;
-  const call = Array.isArray(previous) ? previous.find((block) => block.type === 'tool_use' && block.id === result.tool_use_id) : undefined;
+  const call = Array.isArray(previous)
+    ? previous.find((block) => block.type === 'tool_use' && block.id === result.tool_use_id)
+    : undefined;
   return { input: isObject(call?.input) ? call.input : {}, result: result.content, failed: result.is_error === true };
 }
 
 /** The tool whose required inputs are all available, with its input. */
-function chooseTool(tools: ToolSpec[], valueOf: (key: string) => Json | undefined): { name: string; input: JsonObject } | undefined {
+function chooseTool(
+  tools: ToolSpec[],
+  valueOf: (key: string) => Json | undefined,
+): { name: string; input: JsonObject } | undefined {
   for (const tool of tools) {
     const input: JsonObject = {};
     for (const field of tool.inputs) {
       const value = valueOf(field.name);
       if (value !== undefined) input[field.name] = value;
     }
-    if (tool.inputs.length && tool.inputs.every((field) => fits(field, input[field.name]))) return { name: tool.name, input };
+    if (tool.inputs.length && tool.inputs.every((field) => fits(field, input[field.name])))
+      return { name: tool.name, input };
   }
   return undefined;
 }
@@ -350,14 +440,16 @@ function chooseTool(tools: ToolSpec[], valueOf: (key: string) => Json | undefine
 function answerNaturalLanguage(messages: Message[], tools: ToolSpec[]): FakeReply {
   const exchange = toolExchange(messages);
   if (exchange) {
-    if (exchange.failed) return `Sorry, I could not get that for ${pairs(exchange.input)}: ${errorText(exchange.result)}.`;
+    if (exchange.failed)
+      return `Sorry, I could not get that for ${pairs(exchange.input)}: ${errorText(exchange.result)}.`;
     const result = parseJson(errorText(exchange.result));
     if (!isObject(result)) return `For ${pairs(exchange.input)}: ${errorText(exchange.result)}.`;
     return `For ${pairs(exchange.input)}, ${list(Object.entries(result).map(([key, value]) => `the ${key} is ${JSON.stringify(value)}`))}.`;
   }
   const question = textOf(messages.at(-1)?.content);
   const call = chooseTool(tools, (key) => valueAfter(question, key));
-  if (!call) return `I can help with: ${tools.map((tool) => tool.description).join(' ') || 'nothing, I have no tools'}. Please say which values to use.`;
+  if (!call)
+    return `I can help with: ${tools.map((tool) => tool.description).join(' ') || 'nothing, I have no tools'}. Please say which values to use.`;
   return { toolUse: [call] };
 }
 
@@ -371,7 +463,8 @@ function answerUnderProtocol(system: string, messages: Message[], tools: ToolSpe
     return JSON.stringify(isObject(result) ? pick(result, protocol.replies) : { error: 'The query cannot be served' });
   }
   const body = parseJson(textOf(messages.findLast((message) => typeof message.content === 'string')?.content));
-  if (!isObject(body) || !protocol.sends.every((field) => fits(field, body[field.name]))) return JSON.stringify({ error: protocol.invalidReply });
+  if (!isObject(body) || !protocol.sends.every((field) => fits(field, body[field.name])))
+    return JSON.stringify({ error: protocol.invalidReply });
   const call = chooseTool(tools, (key) => body[key]);
   return call ? { toolUse: [call] } : JSON.stringify({ error: 'The query cannot be served' });
 }
@@ -379,7 +472,11 @@ function answerUnderProtocol(system: string, messages: Message[], tools: ToolSpe
 // --- code --------------------------------------------------------------------------------------------------------
 
 function zodOf(field: Field): string {
-  const base = field.values ? `z.enum(${JSON.stringify(field.values)})` : field.type === 'unknown' ? 'z.unknown()' : `z.${field.type}()`;
+  const base = field.values
+    ? `z.enum(${JSON.stringify(field.values)})`
+    : field.type === 'unknown'
+      ? 'z.unknown()'
+      : `z.${field.type}()`;
   return field.required ? base : `${base}.optional()`;
 }
 
@@ -388,7 +485,8 @@ function zodObject(fields: Field[]): string {
 }
 
 function tsType(fields: Field[]): string {
-  const type = (field: Field) => (field.values ? field.values.map((value) => JSON.stringify(value)).join(' | ') : field.type);
+  const type = (field: Field) =>
+    field.values ? field.values.map((value) => JSON.stringify(value)).join(' | ') : field.type;
   return `{ ${fields.map((field) => `${field.name}${field.required ? '' : '?'}: ${type(field)}`).join('; ')} }`;
 }
 
@@ -409,7 +507,9 @@ function writeRoutine(prompt: string): FakeReply {
     inputs: fieldsOfSchema(parseJson(match[2]!) as JsonObject),
   }));
   if (!protocol) return refuse('no protocol to write a routine for');
-  const tool = tools.find((candidate) => candidate.inputs.every((field) => !field.required || protocol.sends.some((send) => send.name === field.name)));
+  const tool = tools.find((candidate) =>
+    candidate.inputs.every((field) => !field.required || protocol.sends.some((send) => send.name === field.name)),
+  );
   if (!tool) return 'None of the tools can serve this protocol, so I cannot write a routine for it.';
   const input = tool.inputs.filter((field) => protocol.sends.some((send) => send.name === field.name));
   return fence(
@@ -473,7 +573,15 @@ function writeCheckQueries(prompt: string): FakeReply {
   const count = Number(/Write (\d+) different bodies/.exec(prompt)?.[1] ?? 3);
   if (!protocol) return '[]';
   const sample = (field: Field, variant: number): Json =>
-    field.values ? field.values[variant % field.values.length]! : field.type === 'number' ? variant + 1 : field.type === 'boolean' ? variant % 2 === 0 : `example ${variant + 1}`;
-  const bodies: Json[] = Array.from({ length: Math.max(0, count - 1) }, (_, variant) => Object.fromEntries(protocol.sends.map((field) => [field.name, sample(field, variant)])));
+    field.values
+      ? field.values[variant % field.values.length]!
+      : field.type === 'number'
+        ? variant + 1
+        : field.type === 'boolean'
+          ? variant % 2 === 0
+          : `example ${variant + 1}`;
+  const bodies: Json[] = Array.from({ length: Math.max(0, count - 1) }, (_, variant) =>
+    Object.fromEntries(protocol.sends.map((field) => [field.name, sample(field, variant)])),
+  );
   return JSON.stringify([...bodies, {}].slice(0, count));
 }

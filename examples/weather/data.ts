@@ -11,7 +11,15 @@ export const DATES = Array.from({ length: 10 }, (_, day) => `2025-06-${String(da
 
 const WEATHER = ['sunny', 'cloudy', 'windy', 'foggy', 'rainy', 'stormy', 'snowy'] as const;
 // Where the chance of precipitation starts for each kind of weather.
-const BASE: Record<(typeof WEATHER)[number], number> = { sunny: 0, cloudy: 20, windy: 10, foggy: 15, rainy: 60, stormy: 70, snowy: 50 };
+const BASE: Record<(typeof WEATHER)[number], number> = {
+  sunny: 0,
+  cloudy: 20,
+  windy: 10,
+  foggy: 15,
+  rainy: 60,
+  stormy: 70,
+  snowy: 50,
+};
 
 /** A forecast: the weather, and the chance of precipitation in % (0..100). */
 export type Forecast = { weather: string; precipitation: number };

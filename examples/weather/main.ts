@@ -10,7 +10,18 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { startAgent, z } from 'agora-agents';
-import { agentCost, approvedRoutines, columns, exampleLlm, minus, pathOf, quietLogger, routineAnswers, startAssistant, temporaryCopy } from '../_shared.js';
+import {
+  agentCost,
+  approvedRoutines,
+  columns,
+  exampleLlm,
+  minus,
+  pathOf,
+  quietLogger,
+  routineAnswers,
+  startAssistant,
+  temporaryCopy,
+} from '../_shared.js';
 import { forecast, weatherQuery } from './data.js';
 
 const { values } = parseArgs({ options: { queries: { type: 'string', default: '20' } } });
@@ -39,10 +50,15 @@ console.log(`Weather agent at ${weather.url}; both agents think with ${name}.\n`
 // 1. The weather agent's own protocol has a hand-written routine: a query under it costs no LLM call.
 const chanceOfRain = await readFile(join(folder.dir, 'agent/protocols/chance-of-rain.md'), 'utf8');
 const before = agentCost(weather);
-const { body } = await assistant.sender.query(weather.url, { protocol: chanceOfRain, body: { city: 'Paris', date: '2025-06-01' } });
+const { body } = await assistant.sender.query(weather.url, {
+  protocol: chanceOfRain,
+  body: { city: 'Paris', date: '2025-06-01' },
+});
 const expected = { precipitation: forecast('Paris', '2025-06-01').precipitation };
 if (!isDeepStrictEqual(body, expected)) mismatches++;
-console.log(`"Chance of rain" in Paris on 2025-06-01: ${JSON.stringify(body)}, by the hand-written routine, ${minus(agentCost(weather), before).calls} LLM calls.\n`);
+console.log(
+  `"Chance of rain" in Paris on 2025-06-01: ${JSON.stringify(body)}, by the hand-written routine, ${minus(agentCost(weather), before).calls} LLM calls.\n`,
+);
 
 // 2. A typed task. It fits no protocol the weather agent lists ("Chance of rain" lacks the weather), so the
 // assistant negotiates one at its 11th call; then each side writes a routine after 5 calls under it.
@@ -67,7 +83,10 @@ for (let index = 1; index <= queries; index++) {
   const correct = isDeepStrictEqual(output, forecast(input.city, input.date));
   if (!correct) mismatches++;
   if (assistant.last?.hash && negotiatedAt === undefined) negotiatedAt = index;
-  const spent = { assistant: minus(assistant.cost(), start.assistant), weather: minus(agentCost(weather), start.weather) };
+  const spent = {
+    assistant: minus(assistant.cost(), start.assistant),
+    weather: minus(agentCost(weather), start.weather),
+  };
   const cost = (value: { calls: number; tokens: number }) => `${value.calls} calls, ${value.tokens} tokens`;
   console.log(
     columns(
@@ -93,17 +112,25 @@ for (let index = 1; index <= queries; index++) {
 console.log('');
 const negotiation = (await assistant.sender.taskState('get_weather', weather.url)).negotiation;
 if (negotiation?.outcome === 'agreed') {
-  console.log(`Protocol negotiated at query ${negotiatedAt}, in ${negotiation.rounds} round${negotiation.rounds === 1 ? '' : 's'}, sha1 ${negotiation.hash}:`);
-  if (negotiation.path) console.log(`${(await readFile(negotiation.path, 'utf8')).trim().replace(/^(?=.)/gm, '    ')}\n`);
+  console.log(
+    `Protocol negotiated at query ${negotiatedAt}, in ${negotiation.rounds} round${negotiation.rounds === 1 ? '' : 's'}, sha1 ${negotiation.hash}:`,
+  );
+  if (negotiation.path)
+    console.log(`${(await readFile(negotiation.path, 'utf8')).trim().replace(/^(?=.)/gm, '    ')}\n`);
 }
 for (const [routine, index] of approved) console.log(`Routine approved after query ${index}: ${routine}`);
 const total = { assistant: assistant.cost(), weather: agentCost(weather) };
-console.log(`Total: assistant ${total.assistant.calls} LLM calls, ${total.assistant.tokens} tokens; weather agent ${total.weather.calls} LLM calls, ${total.weather.tokens} tokens.`);
-console.log(mismatches ? `${mismatches} answer(s) differ from the hidden table.` : `All ${queries + 1} answers match the hidden table.`);
+console.log(
+  `Total: assistant ${total.assistant.calls} LLM calls, ${total.assistant.tokens} tokens; weather agent ${total.weather.calls} LLM calls, ${total.weather.tokens} tokens.`,
+);
+console.log(
+  mismatches
+    ? `${mismatches} answer(s) differ from the hidden table.`
+    : `All ${queries + 1} answers match the hidden table.`,
+);
 
 await assistant.close();
 await weather.close();
 await closeLlm();
 await folder.remove();
 process.exitCode = mismatches ? 1 : 0;
-

@@ -38,7 +38,14 @@ export function agentEdge(receiver: ReceiverApi, options: AgentMountOptions = {}
   const dashboard =
     options.dashboard === false
       ? undefined
-      : (options.dashboard ?? (receiver instanceof Receiver ? createAgentDashboard(receiver, { logger, ...(options.tokens ? { tokens: options.tokens } : {}), ...(tokenAdvice !== undefined ? { tokenAdvice } : {}) }) : undefined));
+      : (options.dashboard ??
+        (receiver instanceof Receiver
+          ? createAgentDashboard(receiver, {
+              logger,
+              ...(options.tokens ? { tokens: options.tokens } : {}),
+              ...(tokenAdvice !== undefined ? { tokenAdvice } : {}),
+            })
+          : undefined));
   const mounts: Mount[] = [];
   // Without the Agora wire the first mount still answers what nobody takes (its 404 in its own shape).
   if (agoraEnabled(options.faces) || faces.length === 0) mounts.push(agoraMount(receiver, { ...options, logger }));

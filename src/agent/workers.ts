@@ -44,9 +44,13 @@ export function leaveCluster(): void {
 
 /** `--workers`: 1 (one process) to {@link MAX_WORKERS}; more than one needs a shared store. */
 export function checkWorkers(workers: number, sharedStore: boolean, flag = '--workers'): void {
-  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS) throw new AgoraError('INVALID_ARGUMENT', `${flag} must be an integer from 1 to ${MAX_WORKERS}, got ${workers}`);
+  if (!Number.isInteger(workers) || workers < 1 || workers > MAX_WORKERS)
+    throw new AgoraError('INVALID_ARGUMENT', `${flag} must be an integer from 1 to ${MAX_WORKERS}, got ${workers}`);
   if (workers > 1 && !sharedStore) {
-    throw new AgoraError('INVALID_ARGUMENT', `${flag} ${workers} needs a shared store: pass --store redis://… (with the memory store each worker would keep its own conversations)`);
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      `${flag} ${workers} needs a shared store: pass --store redis://… (with the memory store each worker would keep its own conversations)`,
+    );
   }
 }
 
@@ -97,16 +101,23 @@ export function runPrimary(options: PrimaryOptions): Promise<number> {
       const how = signal ? `signal ${signal}` : `code ${code}`;
       // Before all have listened once, a worker that cannot start says the command cannot (the worker said why).
       if (!announced && !started) {
-        logger.error(`worker ${worker.id} stopped with ${how} before it listened; stopping`, { event: 'workers-failed' });
+        logger.error(`worker ${worker.id} stopped with ${how} before it listened; stopping`, {
+          event: 'workers-failed',
+        });
         stop(1);
         return;
       }
       if (!started && (failedStarts += 1) >= maxFailedStarts) {
-        logger.error(`${failedStarts} workers in a row stopped before they listened (the last with ${how}); stopping`, { event: 'workers-failed' });
+        logger.error(`${failedStarts} workers in a row stopped before they listened (the last with ${how}); stopping`, {
+          event: 'workers-failed',
+        });
         stop(1);
         return;
       }
-      logger.warn(`worker ${worker.id} (pid ${worker.process.pid}) stopped with ${how}; starting another`, { event: 'worker-restart', worker: worker.id });
+      logger.warn(`worker ${worker.id} (pid ${worker.process.pid}) stopped with ${how}; starting another`, {
+        event: 'worker-restart',
+        worker: worker.id,
+      });
       // A worker that dies at start is started again after a pause that grows, not in a tight loop.
       setTimeout(() => (stopping ? undefined : fork()), started ? 0 : Math.min(5000, 100 * 2 ** failedStarts));
     });

@@ -58,7 +58,12 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
       }
       baseUrl = lastBaseUrl;
     }
-    return { baseUrl, remoteAddress: request.remoteAddress, signal: request.signal, ...(request.log ? { outcome: request.log } : {}) };
+    return {
+      baseUrl,
+      remoteAddress: request.remoteAddress,
+      signal: request.signal,
+      ...(request.log ? { outcome: request.log } : {}),
+    };
   }
 
   const wire = { status: (error: AgoraError) => agoraStatus(error.code), shape: failure, logger };
@@ -68,8 +73,12 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
   // each time it suspends, and one function for every route had many.
   async function answerQuery(request: EdgeRequest): Promise<EdgeResponse> {
     try {
-      const query = parseQueryRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
-      if (receiver.queryStream && wantsEventStream(request.headers.accept)) return await openReplyStream(receiver.queryStream(query, contextOf(request)));
+      const query = parseQueryRequest(
+        request.body ?? (request.loadBody ? await request.loadBody() : EMPTY),
+        maxBodyBytes,
+      );
+      if (receiver.queryStream && wantsEventStream(request.headers.accept))
+        return await openReplyStream(receiver.queryStream(query, contextOf(request)));
       return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
     } catch (error) {
       // Refused before any answer (unknown protocol, bad body): the request log still says how it ended.
@@ -97,8 +106,12 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
             await receiver.end(id);
             return respond(200, JSON_TYPE, END_BODY);
           }
-          const followUp = parseFollowUpRequest(request.body ?? (request.loadBody ? await request.loadBody() : EMPTY), maxBodyBytes);
-          if (receiver.followUpStream && wantsEventStream(request.headers.accept)) return await openReplyStream(receiver.followUpStream(id, followUp, contextOf(request)));
+          const followUp = parseFollowUpRequest(
+            request.body ?? (request.loadBody ? await request.loadBody() : EMPTY),
+            maxBodyBytes,
+          );
+          if (receiver.followUpStream && wantsEventStream(request.headers.accept))
+            return await openReplyStream(receiver.followUpStream(id, followUp, contextOf(request)));
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.followUp(id, followUp, contextOf(request))));
         }
         case 'events': {
@@ -106,13 +119,17 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
           if (!CONVERSATION_ID.test(route.param) || !receiver.events) return failure(404, 'Conversation not found');
           const lastEventId = parseLastEventId(request.headers['last-event-id']);
           const controller = new AbortController();
-          const events = await receiver.events(route.param, lastEventId, { ...contextOf(request), signal: controller.signal });
+          const events = await receiver.events(route.param, lastEventId, {
+            ...contextOf(request),
+            signal: controller.signal,
+          });
           return resumedStream(events, controller);
         }
         case 'wellknown':
           if (!isRead) break;
           // Built once per change: an ETag (If-None-Match → 304) and gzip/Brotli made once.
-          if (receiver.wellknownPrepared) return await (await receiver.wellknownPrepared(contextOf(request))).prepared.respond(request);
+          if (receiver.wellknownPrepared)
+            return await (await receiver.wellknownPrepared(contextOf(request))).prepared.respond(request);
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.wellknown(contextOf(request))), isHead);
         case 'protocol': {
           if (!isRead) break;
@@ -167,13 +184,17 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
 }
 
 /** Options of {@link createHandler}: the Agora mount's and the edge's guard. */
-export type HttpOptions = AgoraOptions & Omit<EdgeOptions, 'logger'> & { logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>> };
+export type HttpOptions = AgoraOptions &
+  Omit<EdgeOptions, 'logger'> & { logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>> };
 
 /**
  * The whole of spec §2 as a framework-free function (the Agora mount behind its own guard); adapters only translate.
  * @example const handle = createHandler(receiver); const response = await handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined });
  */
-export function createHandler(receiver: ReceiverApi, options: HttpOptions = {}): (request: EdgeRequest) => Promise<EdgeResponse> {
+export function createHandler(
+  receiver: ReceiverApi,
+  options: HttpOptions = {},
+): (request: EdgeRequest) => Promise<EdgeResponse> {
   const edge = compose([agoraMount(receiver, options)], { ...options, logger: options.logger ?? consoleLogger() });
   return edge.handle;
 }

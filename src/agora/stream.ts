@@ -12,7 +12,12 @@ export function formatEvent(event: ReplyEvent): string {
 // The reply events of an iterator as SSE frames.
 function framesOf(events: AsyncIterator<ReplyEvent>): AsyncIterator<string> {
   return {
-    next: () => events.next().then((next) => (next.done ? { value: undefined, done: true } : { value: formatEvent(next.value), done: false })),
+    next: () =>
+      events
+        .next()
+        .then((next) =>
+          next.done ? { value: undefined, done: true } : { value: formatEvent(next.value), done: false },
+        ),
   };
 }
 
@@ -69,7 +74,10 @@ function wholeStream(all: ReplyEvent[], events: EventChannel): EdgeResponse {
     if (body.length > WHOLE_MAX_BYTES) {
       let next = 0;
       const frames: AsyncIterator<string> = {
-        next: () => Promise.resolve(next < all.length ? { value: formatEvent(all[next++]!), done: false } : { value: undefined, done: true }),
+        next: () =>
+          Promise.resolve(
+            next < all.length ? { value: formatEvent(all[next++]!), done: false } : { value: undefined, done: true },
+          ),
       };
       return eventStream({ frames, cancel: () => void events.return() });
     }

@@ -63,8 +63,15 @@ export function secondsOption(args: ParsedArgs, name: string, { min }: { min?: n
   const raw = args.values[name];
   if (raw === undefined) return undefined;
   const value = Number(raw);
-  const ok = typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(value) && (min === undefined ? value > 0 : value >= min);
-  if (!ok) throw new UsageError(`--${name} must be a number of seconds ${min === undefined ? 'above 0' : `of at least ${min}`}, got ${JSON.stringify(raw)}`);
+  const ok =
+    typeof raw === 'string' &&
+    raw.trim() !== '' &&
+    Number.isFinite(value) &&
+    (min === undefined ? value > 0 : value >= min);
+  if (!ok)
+    throw new UsageError(
+      `--${name} must be a number of seconds ${min === undefined ? 'above 0' : `of at least ${min}`}, got ${JSON.stringify(raw)}`,
+    );
   return value;
 }
 

@@ -7,7 +7,11 @@ import { chainLimits, hubClient } from './_hub.js';
 import { wantsJson } from './_options.js';
 
 /** What starts or continues the chain: the chain functions (loaded lazily), the hub, and the checked limits. */
-export type ChainStart = (chains: typeof import('../hub/chains.js'), hub: HubClient, limits: ReturnType<typeof chainLimits>) => Promise<ChainRun>;
+export type ChainStart = (
+  chains: typeof import('../hub/chains.js'),
+  hub: HubClient,
+  limits: ReturnType<typeof chainLimits>,
+) => Promise<ChainRun>;
 
 /** Runs a chain command: `start` with the hub `--hub` names and the limits, then its outcome printed (the exit code). */
 export async function followChain(args: ParsedArgs, start: ChainStart): Promise<number> {
@@ -30,10 +34,15 @@ export function printOutcome(run: ChainRun, json: boolean): number {
     // The hops that ran, in order; a failed attempt a resume repeated is counted apart, not as a hop.
     const done = run.hops.filter((hop) => hop.ok);
     const failed = run.hops.length - done.length;
-    process.stderr.write(`chain ${run.id}: ${run.status}, ${plural(done.length, 'hop')}: ${done.map((hop) => hop.agentName).join(' → ') || 'none'}${failed ? ` (${plural(failed, 'failed attempt')})` : ''}\n`);
-    if (last) process.stdout.write(`${typeof last.result === 'string' ? last.result : JSON.stringify(last.result, null, 2)}\n`);
+    process.stderr.write(
+      `chain ${run.id}: ${run.status}, ${plural(done.length, 'hop')}: ${done.map((hop) => hop.agentName).join(' → ') || 'none'}${failed ? ` (${plural(failed, 'failed attempt')})` : ''}\n`,
+    );
+    if (last)
+      process.stdout.write(`${typeof last.result === 'string' ? last.result : JSON.stringify(last.result, null, 2)}\n`);
   }
   if (run.status === 'done') return 0;
-  process.stderr.write(`chain ${run.id} is unfinished (${run.error ?? run.status}); continue it with: agora resume ${run.id}\n`);
+  process.stderr.write(
+    `chain ${run.id} is unfinished (${run.error ?? run.status}); continue it with: agora resume ${run.id}\n`,
+  );
   return 1;
 }

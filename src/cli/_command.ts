@@ -57,7 +57,11 @@ export class UsageError extends Error {
 export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.ProcessEnv = process.env): ParsedArgs {
   const options: Record<string, { type: 'string' | 'boolean'; short?: string; multiple?: boolean }> = {};
   for (const [name, spec] of Object.entries(command.options)) {
-    options[name] = { type: spec.type, ...(spec.short ? { short: spec.short } : {}), ...(spec.multiple ? { multiple: true } : {}) };
+    options[name] = {
+      type: spec.type,
+      ...(spec.short ? { short: spec.short } : {}),
+      ...(spec.multiple ? { multiple: true } : {}),
+    };
   }
   let parsed;
   try {
@@ -70,7 +74,15 @@ export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.P
     if (values[name] !== undefined) continue;
     const fromEnv = spec.env ? env[spec.env] : undefined;
     if (fromEnv !== undefined && fromEnv !== '') {
-      values[name] = spec.type === 'boolean' ? /^(1|true|yes|on)$/i.test(fromEnv) : spec.multiple ? fromEnv.split(',').map((item) => item.trim()).filter(Boolean) : fromEnv;
+      values[name] =
+        spec.type === 'boolean'
+          ? /^(1|true|yes|on)$/i.test(fromEnv)
+          : spec.multiple
+            ? fromEnv
+                .split(',')
+                .map((item) => item.trim())
+                .filter(Boolean)
+            : fromEnv;
     } else if (spec.default !== undefined) {
       values[name] = spec.default;
     }
@@ -82,7 +94,10 @@ export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.P
  * `--ttl -5` as `--ttl=-5`: parseArgs takes a value starting with `-` for a flag ("argument is ambiguous"), but a
  * negative number after a string option is its value, which the option's own check then judges.
  */
-function joinNegativeValues(argv: string[], options: Record<string, { type: 'string' | 'boolean'; short?: string }>): string[] {
+function joinNegativeValues(
+  argv: string[],
+  options: Record<string, { type: 'string' | 'boolean'; short?: string }>,
+): string[] {
   const stringFlags = new Set<string>();
   for (const [name, spec] of Object.entries(options)) {
     if (spec.type !== 'string') continue;
@@ -111,10 +126,18 @@ export function commandHelp(command: Command): string {
   const entries = Object.entries(command.options);
   if (entries.length) {
     lines.push('', 'Options:');
-    const flags = entries.map(([name, spec]) => `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.type === 'string' ? ` ${spec.value ?? '<value>'}` : ''}`);
+    const flags = entries.map(
+      ([name, spec]) =>
+        `${spec.short ? `-${spec.short}, ` : '    '}--${name}${spec.type === 'string' ? ` ${spec.value ?? '<value>'}` : ''}`,
+    );
     const width = Math.max(...flags.map((flag) => flag.length)) + 2;
     entries.forEach(([, spec], index) => {
-      const extra = [spec.env ? `env ${spec.env}` : '', spec.default !== undefined && spec.default !== false ? `default ${String(spec.default)}` : ''].filter(Boolean).join(', ');
+      const extra = [
+        spec.env ? `env ${spec.env}` : '',
+        spec.default !== undefined && spec.default !== false ? `default ${String(spec.default)}` : '',
+      ]
+        .filter(Boolean)
+        .join(', ');
       lines.push(`  ${flags[index]!.padEnd(width)}${spec.description}${extra ? ` (${extra})` : ''}`);
     });
   }
@@ -128,7 +151,9 @@ export function numberOption(args: ParsedArgs, name: string, { min = 0, integer 
   if (raw === undefined) return undefined;
   const value = Number(raw);
   if (!Number.isFinite(value) || value < min || (integer && !Number.isInteger(value))) {
-    throw new UsageError(`--${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${JSON.stringify(raw)}`);
+    throw new UsageError(
+      `--${name} must be ${integer ? 'an integer' : 'a number'} ≥ ${min}, got ${JSON.stringify(raw)}`,
+    );
   }
   return value;
 }
@@ -142,7 +167,13 @@ export function requiredPositional(args: ParsedArgs, index: number, name: string
 
 /** The `--timeout <seconds>` option of the commands that talk to an agent. */
 export function timeoutOption(defaultSeconds: number): OptionSpec {
-  return { type: 'string', value: '<seconds>', description: 'Bound on each exchange with the agent', env: 'AGORA_TIMEOUT', default: String(defaultSeconds) };
+  return {
+    type: 'string',
+    value: '<seconds>',
+    description: 'Bound on each exchange with the agent',
+    env: 'AGORA_TIMEOUT',
+    default: String(defaultSeconds),
+  };
 }
 
 /** `--timeout` (declared by {@link timeoutOption}) in milliseconds, checked. */

@@ -1,7 +1,16 @@
 // Internal: what the commands that talk to a hub share (`chain`, `resume`, `route`, `runs`, `hub register`): the
 // `--hub` option and its client, `--json`, and the options of a chain.
 import type { HubClient } from '../hub/client.js';
-import { defineCommand, numberOption, stringOption, type Command, type CommandBody, type CommandMeta, type OptionSpec, type ParsedArgs } from './_command.js';
+import {
+  defineCommand,
+  numberOption,
+  stringOption,
+  type Command,
+  type CommandBody,
+  type CommandMeta,
+  type OptionSpec,
+  type ParsedArgs,
+} from './_command.js';
 import { HUB_TOKEN_OPTION, jsonOption } from './_options.js';
 
 /** `--hub <url>`: the hub a command talks to (`AGORA_HUB`; the client's default otherwise). */
@@ -22,20 +31,58 @@ export type HubCommandBody = CommandBody & { json: string };
 
 /** A command that talks to a hub: `--hub` and `--hub-token` first, its own options, `--json` last (so every hub command's help reads alike). */
 export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCommandBody): Command {
-  return defineCommand(meta, { ...body, options: { hub: hubOption(), 'hub-token': HUB_TOKEN_OPTION, ...options, json: { ...jsonOption(json), default: false } } });
+  return defineCommand(meta, {
+    ...body,
+    options: {
+      hub: hubOption(),
+      'hub-token': HUB_TOKEN_OPTION,
+      ...options,
+      json: { ...jsonOption(json), default: false },
+    },
+  });
 }
 
 /** `--max-hops`, `--timeout` and `--roar-secret` of the commands that run a chain (`chain`, `resume`). */
-export function chainOptions(maxHopsDescription: string, defaultHops?: number): Record<'max-hops' | 'timeout' | 'roar-secret', OptionSpec> {
+export function chainOptions(
+  maxHopsDescription: string,
+  defaultHops?: number,
+): Record<'max-hops' | 'timeout' | 'roar-secret', OptionSpec> {
   return {
-    'roar-secret': { type: 'string', value: '<secret>', description: 'HMAC secret shared with ROAR agents of the chain (default: sign with a fresh Ed25519 key)', env: 'AGORA_ROAR_SECRET' },
-    'max-hops': { type: 'string', value: '<n>', description: maxHopsDescription, ...(defaultHops === undefined ? {} : { default: String(defaultHops) }) },
-    timeout: { type: 'string', value: '<seconds>', description: 'Time each agent has to answer', env: 'AGORA_TIMEOUT', default: '60' },
+    'roar-secret': {
+      type: 'string',
+      value: '<secret>',
+      description: 'HMAC secret shared with ROAR agents of the chain (default: sign with a fresh Ed25519 key)',
+      env: 'AGORA_ROAR_SECRET',
+    },
+    'max-hops': {
+      type: 'string',
+      value: '<n>',
+      description: maxHopsDescription,
+      ...(defaultHops === undefined ? {} : { default: String(defaultHops) }),
+    },
+    timeout: {
+      type: 'string',
+      value: '<seconds>',
+      description: 'Time each agent has to answer',
+      env: 'AGORA_TIMEOUT',
+      default: '60',
+    },
   };
 }
 
 /** `--max-hops` and `--timeout` (declared by {@link chainOptions}), checked: the hop cap, and each hop's time in ms. */
-export function chainLimits(args: ParsedArgs): { maxHops: number | undefined; hopTimeoutMs: number; roarSecret?: string } {
-  const roarSecret = typeof args.values['roar-secret'] === 'string' && args.values['roar-secret'] !== '' ? args.values['roar-secret'] : undefined;
-  return { maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }), hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000, ...(roarSecret ? { roarSecret } : {}) };
+export function chainLimits(args: ParsedArgs): {
+  maxHops: number | undefined;
+  hopTimeoutMs: number;
+  roarSecret?: string;
+} {
+  const roarSecret =
+    typeof args.values['roar-secret'] === 'string' && args.values['roar-secret'] !== ''
+      ? args.values['roar-secret']
+      : undefined;
+  return {
+    maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }),
+    hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000,
+    ...(roarSecret ? { roarSecret } : {}),
+  };
 }

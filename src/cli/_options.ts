@@ -1,7 +1,15 @@
 // Internal: the options several commands declare, written once so their flags, environment variables and help read
 // the same everywhere, with the code that reads them.
 import type { LanguageModel } from '../llm/model.js';
-import { consoleLogger, withFields, LOG_LEVELS, type LogFields, type Logger, type LogFormat, type LogLevel } from '../log.js';
+import {
+  consoleLogger,
+  withFields,
+  LOG_LEVELS,
+  type LogFields,
+  type Logger,
+  type LogFormat,
+  type LogLevel,
+} from '../log.js';
 import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** `--json`: print `what` as JSON for scripts instead of lines for people. */
@@ -15,10 +23,20 @@ export function wantsJson(args: ParsedArgs): boolean {
 }
 
 /** `--token <token>`: the bearer token sent to an agent that requires one. */
-export const AGENT_TOKEN_OPTION: OptionSpec = { type: 'string', value: '<token>', description: 'Bearer token, for an agent that requires one', env: 'AGORA_TOKEN' };
+export const AGENT_TOKEN_OPTION: OptionSpec = {
+  type: 'string',
+  value: '<token>',
+  description: 'Bearer token, for an agent that requires one',
+  env: 'AGORA_TOKEN',
+};
 
 /** `--hub-token <token>`: the bearer token sent to a hub that requires one (never a server's own tokens). */
-export const HUB_TOKEN_OPTION: OptionSpec = { type: 'string', value: '<token>', description: 'Bearer token, for a hub that requires one', env: 'AGORA_HUB_TOKEN' };
+export const HUB_TOKEN_OPTION: OptionSpec = {
+  type: 'string',
+  value: '<token>',
+  description: 'Bearer token, for a hub that requires one',
+  env: 'AGORA_HUB_TOKEN',
+};
 
 /** The headers of `--token` (declared by {@link AGENT_TOKEN_OPTION}), for a Sender or a check. */
 export function agentToken(args: ParsedArgs): { token?: string } {
@@ -28,7 +46,13 @@ export function agentToken(args: ParsedArgs): { token?: string } {
 
 /** `--token <token>` (repeatable): the bearer tokens a server requires; `what` says for which routes. */
 export function requiredTokensOption(what: string): OptionSpec {
-  return { type: 'string', multiple: true, value: '<token>', description: `Require this bearer token ${what}`, env: 'AGORA_TOKENS' };
+  return {
+    type: 'string',
+    multiple: true,
+    value: '<token>',
+    description: `Require this bearer token ${what}`,
+    env: 'AGORA_TOKENS',
+  };
 }
 
 /** `--model <model>`: the model id (`AGORA_MODEL`); `what` says what it does in this command. */
@@ -39,9 +63,20 @@ export function modelOption(what: string): OptionSpec {
 /** `--llm`, `--model` and `--llm-base-url`: which provider and model answer; `what` says what the model does here. */
 export function llmOptions(what: string): Record<'llm' | 'model' | 'llm-base-url', OptionSpec> {
   return {
-    llm: { type: 'string', value: '<anthropic|openai|offline>', description: 'LLM provider (default: the one whose API key is set, Anthropic first; offline: a scripted demo model, no key)', env: 'AGORA_LLM' },
+    llm: {
+      type: 'string',
+      value: '<anthropic|openai|offline>',
+      description:
+        'LLM provider (default: the one whose API key is set, Anthropic first; offline: a scripted demo model, no key)',
+      env: 'AGORA_LLM',
+    },
     model: modelOption(what),
-    'llm-base-url': { type: 'string', value: '<url>', description: 'Base URL of the LLM API, e.g. http://localhost:11434/v1 for Ollama (ANTHROPIC_BASE_URL or OPENAI_BASE_URL)' },
+    'llm-base-url': {
+      type: 'string',
+      value: '<url>',
+      description:
+        'Base URL of the LLM API, e.g. http://localhost:11434/v1 for Ollama (ANTHROPIC_BASE_URL or OPENAI_BASE_URL)',
+    },
   };
 }
 
@@ -50,10 +85,15 @@ export async function chooseLlm(args: ParsedArgs): Promise<LanguageModel | undef
   // Loaded here, not at the top: `agora hash` and the other commands without an LLM never load the providers.
   const { chooseModel, isLlmProvider, LLM_PROVIDERS } = await import('../llm/choose.js');
   const provider = stringOption(args, 'llm')?.trim().toLowerCase();
-  if (provider !== undefined && !isLlmProvider(provider)) throw new UsageError(`--llm must be one of ${LLM_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`);
+  if (provider !== undefined && !isLlmProvider(provider))
+    throw new UsageError(`--llm must be one of ${LLM_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`);
   const model = stringOption(args, 'model');
   const baseUrl = stringOption(args, 'llm-base-url');
-  return chooseModel({ ...(provider ? { provider } : {}), ...(model ? { model } : {}), ...(baseUrl ? { baseUrl } : {}) });
+  return chooseModel({
+    ...(provider ? { provider } : {}),
+    ...(model ? { model } : {}),
+    ...(baseUrl ? { baseUrl } : {}),
+  });
 }
 
 /** How a banner names the LLM: `openai gpt-4.1-mini`, `offline offline-demo (demo: …)`, or `none`. */
@@ -66,8 +106,21 @@ export function llmLabel(llm: LanguageModel | undefined): string {
 /** `--port` and `--host` of a command that listens (`AGORA_HOST`, loopback by default). */
 export function listenOptions(portEnv: string, defaultPort: number): { port: OptionSpec; host: OptionSpec } {
   return {
-    port: { type: 'string', short: 'p', value: '<port>', description: 'Port to listen on (0: any free port)', env: portEnv, default: String(defaultPort) },
-    host: { type: 'string', value: '<host>', description: 'Address to listen on', env: 'AGORA_HOST', default: '127.0.0.1' },
+    port: {
+      type: 'string',
+      short: 'p',
+      value: '<port>',
+      description: 'Port to listen on (0: any free port)',
+      env: portEnv,
+      default: String(defaultPort),
+    },
+    host: {
+      type: 'string',
+      value: '<host>',
+      description: 'Address to listen on',
+      env: 'AGORA_HOST',
+      default: '127.0.0.1',
+    },
   };
 }
 
@@ -77,36 +130,65 @@ export function storeOption(description: string, env: string): OptionSpec {
 }
 
 /** `--rate-limit <requests/minute>` of a server. */
-export const RATE_LIMIT_OPTION: OptionSpec = { type: 'string', value: '<requests/minute>', description: 'Per-client request limit', env: 'AGORA_RATE_LIMIT' };
+export const RATE_LIMIT_OPTION: OptionSpec = {
+  type: 'string',
+  value: '<requests/minute>',
+  description: 'Per-client request limit',
+  env: 'AGORA_RATE_LIMIT',
+};
 
 /** `--cors-origin <origin>` (repeatable or comma-separated): web origins allowed to call a server from a browser. */
 export const CORS_ORIGIN_OPTION: OptionSpec = {
   type: 'string',
   multiple: true,
   value: '<origin>',
-  description: 'Let web pages of this origin (https://app.example) make state-changing requests from a browser; without it, cross-site requests are refused',
+  description:
+    'Let web pages of this origin (https://app.example) make state-changing requests from a browser; without it, cross-site requests are refused',
   env: 'AGORA_CORS_ORIGINS',
 };
 
 /** The origins of `--cors-origin` (declared by {@link CORS_ORIGIN_OPTION}), split at commas. */
 export function corsOrigins(args: ParsedArgs): string[] {
   const values = (args.values['cors-origin'] as string[] | undefined) ?? [];
-  return values.flatMap((value) => value.split(',')).map((value) => value.trim().replace(/\/+$/, '')).filter((value) => value !== '');
+  return values
+    .flatMap((value) => value.split(','))
+    .map((value) => value.trim().replace(/\/+$/, ''))
+    .filter((value) => value !== '');
 }
 
 /** `--log-level`, `--log-format` and `--quiet-requests`, for a command that serves. */
 export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', OptionSpec> = {
-  'log-level': { type: 'string', value: '<debug|info|warn|error|silent>', description: 'Least severe log record written', env: 'AGORA_LOG_LEVEL', default: 'info' },
-  'log-format': { type: 'string', value: '<text|json>', description: 'Log records as text lines, or JSON lines (pino) with fields; in JSON the banner and the summary are records too', env: 'AGORA_LOG_FORMAT', default: 'text' },
-  'quiet-requests': { type: 'boolean', description: 'No record per request (method, path, status, ms, protocol, path taken) at info', env: 'AGORA_QUIET_REQUESTS', default: false },
+  'log-level': {
+    type: 'string',
+    value: '<debug|info|warn|error|silent>',
+    description: 'Least severe log record written',
+    env: 'AGORA_LOG_LEVEL',
+    default: 'info',
+  },
+  'log-format': {
+    type: 'string',
+    value: '<text|json>',
+    description:
+      'Log records as text lines, or JSON lines (pino) with fields; in JSON the banner and the summary are records too',
+    env: 'AGORA_LOG_FORMAT',
+    default: 'text',
+  },
+  'quiet-requests': {
+    type: 'boolean',
+    description: 'No record per request (method, path, status, ms, protocol, path taken) at info',
+    env: 'AGORA_QUIET_REQUESTS',
+    default: false,
+  },
 };
 
 /** `--log-level` and `--log-format`, checked (`pretty` is accepted for `text`). */
 function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
   const level = (stringOption(args, 'log-level') ?? 'info').toLowerCase();
-  if (!(LOG_LEVELS as readonly string[]).includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
+  if (!(LOG_LEVELS as readonly string[]).includes(level))
+    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}, got ${JSON.stringify(level)}`);
   const format = (stringOption(args, 'log-format') ?? 'text').toLowerCase();
-  if (format !== 'text' && format !== 'pretty' && format !== 'json') throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
+  if (format !== 'text' && format !== 'pretty' && format !== 'json')
+    throw new UsageError(`--log-format must be text or json, got ${JSON.stringify(format)}`);
   return { level: level as LogLevel, format: format === 'json' ? 'json' : 'text' };
 }
 
@@ -114,11 +196,20 @@ function logOptions(args: ParsedArgs): { level: LogLevel; format: LogFormat } {
  * The logger of a serving command, from {@link LOG_OPTIONS}, and `say` for its banner: in JSON the banner is records
  * (stdout stays free of text a log collector would have to parse); in text, lines on stdout after `banner: `.
  */
-export function commandLogger(args: ParsedArgs, name: string, banner = name, worker?: number): { logger: Logger; say: (line: string, fields?: LogFields) => void; requestLog: boolean } {
+export function commandLogger(
+  args: ParsedArgs,
+  name: string,
+  banner = name,
+  worker?: number,
+): { logger: Logger; say: (line: string, fields?: LogFields) => void; requestLog: boolean } {
   const options = logOptions(args);
   // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
-  const logger = worker === undefined ? consoleLogger(name, options) : withFields(consoleLogger(`${name}[w${worker}]`, options), { worker });
+  const logger =
+    worker === undefined
+      ? consoleLogger(name, options)
+      : withFields(consoleLogger(`${name}[w${worker}]`, options), { worker });
   const prefix = worker === undefined ? banner : `${banner} (worker ${worker})`;
-  const say = (line: string, fields?: LogFields) => (options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${prefix}: ${line}\n`));
+  const say = (line: string, fields?: LogFields) =>
+    options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${prefix}: ${line}\n`);
   return { logger, say, requestLog: args.values['quiet-requests'] !== true };
 }

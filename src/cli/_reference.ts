@@ -10,7 +10,7 @@ export async function cliReference(): Promise<string> {
     '',
     '<!-- Generated from src/cli/*.ts by `npm run docs:cli`: do not edit by hand. -->',
     '',
-    'Every command prints one clear line and exits non-zero on a failure: 0 success, 1 failure (the peer\'s error, an',
+    "Every command prints one clear line and exits non-zero on a failure: 0 success, 1 failure (the peer's error, an",
     'invalid document…), 2 usage error. Options also read the environment variable shown; a flag wins over it.',
     '',
     ...Object.keys(COMMANDS).map((name) => `- [\`agora ${name}\`](#agora-${name})`),

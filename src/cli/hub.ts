@@ -2,148 +2,302 @@ import type { Redis } from '../_redis.js';
 import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker } from '../agent/workers.js';
 import type { RoomStore } from '../hub/rooms/store.js';
 import { plural } from '../_plural.js';
-import { defineCommand, numberOption, printJson, requiredPositional, stringOption, UsageError, type ParsedArgs } from './_command.js';
+import {
+  defineCommand,
+  numberOption,
+  printJson,
+  requiredPositional,
+  stringOption,
+  UsageError,
+  type ParsedArgs,
+} from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
-import { chooseLlm, commandLogger, CORS_ORIGIN_OPTION, LOG_OPTIONS, HUB_TOKEN_OPTION, corsOrigins as corsOriginsOf, jsonOption, listenOptions, llmLabel, llmOptions, RATE_LIMIT_OPTION, requiredTokensOption, storeOption, wantsJson } from './_options.js';
+import {
+  chooseLlm,
+  commandLogger,
+  CORS_ORIGIN_OPTION,
+  LOG_OPTIONS,
+  HUB_TOKEN_OPTION,
+  corsOrigins as corsOriginsOf,
+  jsonOption,
+  listenOptions,
+  llmLabel,
+  llmOptions,
+  RATE_LIMIT_OPTION,
+  requiredTokensOption,
+  storeOption,
+  wantsJson,
+} from './_options.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
-export const command = defineCommand({ name: 'hub', summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one', usage: 'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--hub-token <token>] [--name <name>] [--description <text>] [--capability <word>]…' }, {
-  options: {
-    ...listenOptions('AGORA_HUB_PORT', 4000),
-    store: storeOption('Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)', 'AGORA_HUB_STORE'),
-    peer: { type: 'string', multiple: true, value: '<url>', description: "Pull this hub's catalogue, verifying every document by hash (repeatable)", env: 'AGORA_HUB_PEERS' },
-    token: requiredTokensOption('for writes, /runs and /metrics (repeatable)'),
-    'allow-private-agents': { type: 'boolean', description: 'Accept agents (and peers) on loopback and private networks', env: 'AGORA_ALLOW_PRIVATE_SOURCES', default: false },
-    'check-interval': { type: 'string', value: '<seconds>', description: 'Seconds between two checks of an agent', default: '60' },
-    'rate-limit': RATE_LIMIT_OPTION,
-    ...llmOptions('Model that routes goals keywords leave tied'),
-    'cors-origin': CORS_ORIGIN_OPTION,
-    ...LOG_OPTIONS,
-    'max-turn-reply-bytes': { type: 'string', value: '<bytes>', description: "Largest room turn reply read from a participant, after decompression (65536 to 1048576)", default: '262144' },
-    'max-run-bytes': { type: 'string', value: '<bytes>', description: 'Largest chain checkpoint accepted', default: '262144' },
-    'max-runs-bytes': { type: 'string', value: '<bytes>', description: 'All chain checkpoints together; the oldest finished ones make room', default: '67108864' },
-    'max-documents-per-client': { type: 'string', value: '<n>', description: 'New protocol documents one client may add (publishing or registering)', default: '500' },
-    'remove-down-after': { type: 'string', value: '<hours>', description: 'Remove an agent down and unseen this long', default: '168' },
-    workers: { type: 'string', value: '<n>', description: 'Processes serving the one port (node cluster); over 1 needs --store redis://…', env: 'AGORA_HUB_WORKERS', default: '1' },
-    'max-room-watchers': { type: 'string', value: '<n>', description: 'Open SSE watchers of one room at most', default: '256' },
-    'max-room-watchers-per-client': { type: 'string', value: '<n>', description: 'Open SSE watchers of rooms per client at most', default: '64' },
-    hub: hubOption('`register`: the hub'),
-    'hub-token': { ...HUB_TOKEN_OPTION, description: '`register`: bearer token of that hub (not the tokens this hub requires, which are --token)' },
-    name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
-    description: { type: 'string', value: '<text>', description: '`register`: what the agent does (searched and routed on)' },
-    capability: { type: 'string', multiple: true, value: '<word>', description: "`register`: a capability of the agent, routed on (repeatable or comma-separated); given ones replace what the agent lists" },
-    json: { ...jsonOption('`register`: print the record as JSON'), default: false },
+export const command = defineCommand(
+  {
+    name: 'hub',
+    summary: 'Run a hub (directory, protocol database, routing, chains), or register an agent with one',
+    usage:
+      'agora hub [options]  |  agora hub register <agent-url> [--hub <url>] [--hub-token <token>] [--name <name>] [--description <text>] [--capability <word>]…',
   },
-  details: [
-    'Examples:',
-    '  agora hub --port 4000 --allow-private-agents',
-    '  agora hub --store redis://127.0.0.1:6379/0 --peer https://hub.example',
-    '  agora hub register http://127.0.0.1:3000 --hub http://127.0.0.1:4000 --name weather',
-    '  agora hub register http://127.0.0.1:8089 --name reviewer --capability code-review --capability python',
-    'An agent that says nothing of itself (a ROAR agent served by ROAR\'s own router: /roar/health, no card) is known',
-    'by what `register` gives: pass its --name, --description and --capability.',
-  ].join('\n'),
-  async run(args) {
-    if (args.positionals[0] === 'register') return register(args);
-    if (args.positionals.length > 0) throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
-    const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([import('../hub/server.js'), import('../dashboard/hub-dashboard.js')]);
-    const worker = startWorker();
-    const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub', worker);
-    const storeOption = stringOption(args, 'store') ?? 'memory';
-    if (storeOption !== 'memory' && !/^rediss?:\/\//.test(storeOption)) throw new UsageError('--store must be memory or a redis:// URL');
-    const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
-    try {
-      checkWorkers(workers, storeOption !== 'memory');
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
-    if (workers > 1 && !isWorker()) {
-      const host = stringOption(args, 'host') ?? '127.0.0.1';
-      const { urlOf } = await import('../edge/node.js');
-      return runPrimary({ workers, logger, onListening: (port) => say(`${workers} workers listening on ${urlOf(host, port)}`, { event: 'listening', url: urlOf(host, port), workers }) });
-    }
-    let store;
-    let roomStore: RoomStore | undefined;
-    let shared: { redis: Redis; prefix: string; quit(redis: Redis): Promise<void> } | undefined;
-    if (storeOption !== 'memory') {
-      const { RedisHubStore } = await import('../hub/redis-store.js');
-      const { openRedis } = await import('../_redis-connection.js');
-      const url = new URL(storeOption);
-      const prefix = url.searchParams.get('prefix') ?? undefined;
-      url.searchParams.delete('prefix');
-      store = new RedisHubStore(url.href, { logger, ...(prefix ? { prefix } : {}) });
-      const { RedisRoomStore } = await import('../hub/rooms/redis-store.js');
-      roomStore = new RedisRoomStore({ url: url.href, logger, ...(prefix ? { prefix } : {}) });
-      // Every process of the hub counts each client in one place (a request may land on any worker).
-      shared = { redis: openRedis(url.href), prefix: prefix ?? 'agora-hub:', quit: (await import('../_redis.js')).quit };
-    }
-    const llm = await chooseLlm(args);
-    const tokens = args.values.token as string[] | undefined;
-    const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
-    const corsOrigins = corsOriginsOf(args);
-    const watchers = { maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256, maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64 };
-    const running = await startHub({
-      port: numberOption(args, 'port', { integer: true }) ?? 4000,
-      host: stringOption(args, 'host') ?? '127.0.0.1',
-      allowPrivateAgents: args.values['allow-private-agents'] === true,
-      checkIntervalMs: (numberOption(args, 'check-interval', { min: 1 }) ?? 60) * 1000,
-      maxRunBytes: numberOption(args, 'max-run-bytes', { min: 1024, integer: true }) ?? 262_144,
-      maxRunsBytes: numberOption(args, 'max-runs-bytes', { min: 1024, integer: true }) ?? 67_108_864,
-      maxDocumentsPerClient: numberOption(args, 'max-documents-per-client', { min: 1, integer: true }) ?? 500,
-      removeDownAfterMs: (numberOption(args, 'remove-down-after', { min: 0.01 }) ?? 168) * 3_600_000,
-      peers: (args.values.peer as string[] | undefined) ?? [],
-      logger,
-      ...(store ? { store } : {}),
-      rooms: { ...watchers, maxReplyBytes: numberOption(args, 'max-turn-reply-bytes', { min: 65_536, integer: true }) ?? 262_144, ...(roomStore ? { store: roomStore } : {}) },
-      ...(llm ? { llm } : {}),
-      ...(tokens?.length ? { tokens } : {}),
-      ...(rate ? { rateLimit: { windowMs: 60_000, max: rate, ...(shared ? { redis: shared.redis, prefix: shared.prefix } : {}) } } : {}),
-      ...(corsOrigins.length ? { corsOrigins } : {}),
-      server: { requestLog },
-      mounts: (hub, rooms) => [
-        createHubDashboard(hub, {
+  {
+    options: {
+      ...listenOptions('AGORA_HUB_PORT', 4000),
+      store: storeOption(
+        'Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)',
+        'AGORA_HUB_STORE',
+      ),
+      peer: {
+        type: 'string',
+        multiple: true,
+        value: '<url>',
+        description: "Pull this hub's catalogue, verifying every document by hash (repeatable)",
+        env: 'AGORA_HUB_PEERS',
+      },
+      token: requiredTokensOption('for writes, /runs and /metrics (repeatable)'),
+      'allow-private-agents': {
+        type: 'boolean',
+        description: 'Accept agents (and peers) on loopback and private networks',
+        env: 'AGORA_ALLOW_PRIVATE_SOURCES',
+        default: false,
+      },
+      'check-interval': {
+        type: 'string',
+        value: '<seconds>',
+        description: 'Seconds between two checks of an agent',
+        default: '60',
+      },
+      'rate-limit': RATE_LIMIT_OPTION,
+      ...llmOptions('Model that routes goals keywords leave tied'),
+      'cors-origin': CORS_ORIGIN_OPTION,
+      ...LOG_OPTIONS,
+      'max-turn-reply-bytes': {
+        type: 'string',
+        value: '<bytes>',
+        description: 'Largest room turn reply read from a participant, after decompression (65536 to 1048576)',
+        default: '262144',
+      },
+      'max-run-bytes': {
+        type: 'string',
+        value: '<bytes>',
+        description: 'Largest chain checkpoint accepted',
+        default: '262144',
+      },
+      'max-runs-bytes': {
+        type: 'string',
+        value: '<bytes>',
+        description: 'All chain checkpoints together; the oldest finished ones make room',
+        default: '67108864',
+      },
+      'max-documents-per-client': {
+        type: 'string',
+        value: '<n>',
+        description: 'New protocol documents one client may add (publishing or registering)',
+        default: '500',
+      },
+      'remove-down-after': {
+        type: 'string',
+        value: '<hours>',
+        description: 'Remove an agent down and unseen this long',
+        default: '168',
+      },
+      workers: {
+        type: 'string',
+        value: '<n>',
+        description: 'Processes serving the one port (node cluster); over 1 needs --store redis://…',
+        env: 'AGORA_HUB_WORKERS',
+        default: '1',
+      },
+      'max-room-watchers': {
+        type: 'string',
+        value: '<n>',
+        description: 'Open SSE watchers of one room at most',
+        default: '256',
+      },
+      'max-room-watchers-per-client': {
+        type: 'string',
+        value: '<n>',
+        description: 'Open SSE watchers of rooms per client at most',
+        default: '64',
+      },
+      hub: hubOption('`register`: the hub'),
+      'hub-token': {
+        ...HUB_TOKEN_OPTION,
+        description: '`register`: bearer token of that hub (not the tokens this hub requires, which are --token)',
+      },
+      name: { type: 'string', value: '<name>', description: "`register`: the agent's directory name" },
+      description: {
+        type: 'string',
+        value: '<text>',
+        description: '`register`: what the agent does (searched and routed on)',
+      },
+      capability: {
+        type: 'string',
+        multiple: true,
+        value: '<word>',
+        description:
+          '`register`: a capability of the agent, routed on (repeatable or comma-separated); given ones replace what the agent lists',
+      },
+      json: { ...jsonOption('`register`: print the record as JSON'), default: false },
+    },
+    details: [
+      'Examples:',
+      '  agora hub --port 4000 --allow-private-agents',
+      '  agora hub --store redis://127.0.0.1:6379/0 --peer https://hub.example',
+      '  agora hub register http://127.0.0.1:3000 --hub http://127.0.0.1:4000 --name weather',
+      '  agora hub register http://127.0.0.1:8089 --name reviewer --capability code-review --capability python',
+      "An agent that says nothing of itself (a ROAR agent served by ROAR's own router: /roar/health, no card) is known",
+      'by what `register` gives: pass its --name, --description and --capability.',
+    ].join('\n'),
+    async run(args) {
+      if (args.positionals[0] === 'register') return register(args);
+      if (args.positionals.length > 0)
+        throw new UsageError(`unknown subcommand ${JSON.stringify(args.positionals[0])} (expected register)`);
+      const [{ startHub }, { createHubDashboard, roomsSource }] = await Promise.all([
+        import('../hub/server.js'),
+        import('../dashboard/hub-dashboard.js'),
+      ]);
+      const worker = startWorker();
+      const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub', worker);
+      const storeOption = stringOption(args, 'store') ?? 'memory';
+      if (storeOption !== 'memory' && !/^rediss?:\/\//.test(storeOption))
+        throw new UsageError('--store must be memory or a redis:// URL');
+      const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
+      try {
+        checkWorkers(workers, storeOption !== 'memory');
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+      if (workers > 1 && !isWorker()) {
+        const host = stringOption(args, 'host') ?? '127.0.0.1';
+        const { urlOf } = await import('../edge/node.js');
+        return runPrimary({
+          workers,
           logger,
-          ...(tokens?.length ? { tokens } : {}),
-          ...(rooms ? { rooms: roomsSource(rooms) } : {}),
-        }),
-      ],
-    });
-    say(`store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}`, { event: 'hub', store: store ? 'redis' : 'memory', llm: llmLabel(llm) });
-    if (worker === undefined) say(`listening on ${running.url}`, { event: 'listening', url: running.url });
-    else say(`worker ready on ${running.url}`, { event: 'worker-ready', url: running.url });
-    say(`dashboard at ${running.url}/dashboard/`, { event: 'dashboard', url: `${running.url}/dashboard/` });
-    await new Promise<void>((done) => {
-      const stop = () =>
-        void running
-          .close()
-          .then(() => roomStore?.close())
-          .then(() => shared?.quit(shared.redis))
-          .finally(() => {
-            leaveCluster();
-            done();
-          });
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    });
-    return 0;
+          onListening: (port) =>
+            say(`${workers} workers listening on ${urlOf(host, port)}`, {
+              event: 'listening',
+              url: urlOf(host, port),
+              workers,
+            }),
+        });
+      }
+      let store;
+      let roomStore: RoomStore | undefined;
+      let shared: { redis: Redis; prefix: string; quit(redis: Redis): Promise<void> } | undefined;
+      if (storeOption !== 'memory') {
+        const { RedisHubStore } = await import('../hub/redis-store.js');
+        const { openRedis } = await import('../_redis-connection.js');
+        const url = new URL(storeOption);
+        const prefix = url.searchParams.get('prefix') ?? undefined;
+        url.searchParams.delete('prefix');
+        store = new RedisHubStore(url.href, { logger, ...(prefix ? { prefix } : {}) });
+        const { RedisRoomStore } = await import('../hub/rooms/redis-store.js');
+        roomStore = new RedisRoomStore({ url: url.href, logger, ...(prefix ? { prefix } : {}) });
+        // Every process of the hub counts each client in one place (a request may land on any worker).
+        shared = {
+          redis: openRedis(url.href),
+          prefix: prefix ?? 'agora-hub:',
+          quit: (await import('../_redis.js')).quit,
+        };
+      }
+      const llm = await chooseLlm(args);
+      const tokens = args.values.token as string[] | undefined;
+      const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
+      const corsOrigins = corsOriginsOf(args);
+      const watchers = {
+        maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256,
+        maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64,
+      };
+      const running = await startHub({
+        port: numberOption(args, 'port', { integer: true }) ?? 4000,
+        host: stringOption(args, 'host') ?? '127.0.0.1',
+        allowPrivateAgents: args.values['allow-private-agents'] === true,
+        checkIntervalMs: (numberOption(args, 'check-interval', { min: 1 }) ?? 60) * 1000,
+        maxRunBytes: numberOption(args, 'max-run-bytes', { min: 1024, integer: true }) ?? 262_144,
+        maxRunsBytes: numberOption(args, 'max-runs-bytes', { min: 1024, integer: true }) ?? 67_108_864,
+        maxDocumentsPerClient: numberOption(args, 'max-documents-per-client', { min: 1, integer: true }) ?? 500,
+        removeDownAfterMs: (numberOption(args, 'remove-down-after', { min: 0.01 }) ?? 168) * 3_600_000,
+        peers: (args.values.peer as string[] | undefined) ?? [],
+        logger,
+        ...(store ? { store } : {}),
+        rooms: {
+          ...watchers,
+          maxReplyBytes: numberOption(args, 'max-turn-reply-bytes', { min: 65_536, integer: true }) ?? 262_144,
+          ...(roomStore ? { store: roomStore } : {}),
+        },
+        ...(llm ? { llm } : {}),
+        ...(tokens?.length ? { tokens } : {}),
+        ...(rate
+          ? {
+              rateLimit: {
+                windowMs: 60_000,
+                max: rate,
+                ...(shared ? { redis: shared.redis, prefix: shared.prefix } : {}),
+              },
+            }
+          : {}),
+        ...(corsOrigins.length ? { corsOrigins } : {}),
+        server: { requestLog },
+        mounts: (hub, rooms) => [
+          createHubDashboard(hub, {
+            logger,
+            ...(tokens?.length ? { tokens } : {}),
+            ...(rooms ? { rooms: roomsSource(rooms) } : {}),
+          }),
+        ],
+      });
+      say(`store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}`, {
+        event: 'hub',
+        store: store ? 'redis' : 'memory',
+        llm: llmLabel(llm),
+      });
+      if (worker === undefined) say(`listening on ${running.url}`, { event: 'listening', url: running.url });
+      else say(`worker ready on ${running.url}`, { event: 'worker-ready', url: running.url });
+      say(`dashboard at ${running.url}/dashboard/`, { event: 'dashboard', url: `${running.url}/dashboard/` });
+      await new Promise<void>((done) => {
+        const stop = () =>
+          void running
+            .close()
+            .then(() => roomStore?.close())
+            .then(() => shared?.quit(shared.redis))
+            .finally(() => {
+              leaveCluster();
+              done();
+            });
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      return 0;
+    },
   },
-});
+);
 
 async function register(args: ParsedArgs): Promise<number> {
   const url = requiredPositional(args, 1, '<agent-url>');
   // `--token` is what a hub being served requires; taken silently here it would be sent nowhere.
-  if (args.values.token !== undefined && !process.env.AGORA_TOKENS) throw new UsageError('hub register: --token sets the tokens a served hub requires; pass the token of the hub you register with as --hub-token (AGORA_HUB_TOKEN)');
+  if (args.values.token !== undefined && !process.env.AGORA_TOKENS)
+    throw new UsageError(
+      'hub register: --token sets the tokens a served hub requires; pass the token of the hub you register with as --hub-token (AGORA_HUB_TOKEN)',
+    );
   const hub = await hubClient(args);
   const name = stringOption(args, 'name');
   const description = stringOption(args, 'description');
   const given = args.values.capability as string[] | undefined;
-  const capabilities = given?.flatMap((value) => value.split(',')).map((value) => value.trim()).filter(Boolean);
-  const record = await hub.register(url, { ...(name ? { name } : {}), ...(description ? { description } : {}), ...(capabilities?.length ? { capabilities } : {}) });
+  const capabilities = given
+    ?.flatMap((value) => value.split(','))
+    .map((value) => value.trim())
+    .filter(Boolean);
+  const record = await hub.register(url, {
+    ...(name ? { name } : {}),
+    ...(description ? { description } : {}),
+    ...(capabilities?.length ? { capabilities } : {}),
+  });
   if (wantsJson(args)) printJson(record);
   else {
     const protocols = `${plural(record.protocols.length, 'protocol')}${record.protocols.length ? `: ${record.protocols.map((protocol) => protocol.name).join(', ')}` : ''}`;
     // An agent of another protocol is reached by its kind and routed by its capabilities: say both.
-    const foreign = record.kind === 'agora' ? '' : `; ${record.kind}, capabilities: ${record.capabilities.length ? record.capabilities.join(', ') : 'none'}`;
+    const foreign =
+      record.kind === 'agora'
+        ? ''
+        : `; ${record.kind}, capabilities: ${record.capabilities.length ? record.capabilities.join(', ') : 'none'}`;
     process.stdout.write(`registered ${record.name} (${record.id}) at ${record.url}: ${protocols}${foreign}\n`);
     if (record.lastError) process.stdout.write(`warning: ${record.lastError}\n`);
   }

@@ -9,8 +9,14 @@ export const COMMANDS: Record<string, { summary: string; load: () => Promise<{ c
   send: { summary: 'Send a query to an agent and print the reply', load: () => import('./send.js') },
   wellknown: { summary: "List an agent's protocols", load: () => import('./wellknown.js') },
   negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
-  routines: { summary: 'List, show, approve or reject routines written by the LLM', load: () => import('./routines.js') },
-  protocols: { summary: "List the LLM's verdicts on learned protocols, or forget one (reset)", load: () => import('./protocols.js') },
+  routines: {
+    summary: 'List, show, approve or reject routines written by the LLM',
+    load: () => import('./routines.js'),
+  },
+  protocols: {
+    summary: "List the LLM's verdicts on learned protocols, or forget one (reset)",
+    load: () => import('./protocols.js'),
+  },
   init: { summary: 'Scaffold a new agent folder', load: () => import('./init.js') },
   check: { summary: "Run the wire profile's conformance cases against an agent", load: () => import('./check.js') },
   hub: { summary: 'Run a hub, or register an agent with one (hub register <url>)', load: () => import('./hub.js') },

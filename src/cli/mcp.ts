@@ -3,22 +3,34 @@ import { defineCommand, numberOption, requiredPositional, timeoutMs, timeoutOpti
 import { AGENT_TOKEN_OPTION } from './_options.js';
 
 /** `agora mcp <agent-url>`: the agent as an MCP server on stdio (a bridge to its `/mcp`), for hosts that start servers as processes. */
-export const command = defineCommand({ name: 'mcp', summary: 'Serve an Agora agent as an MCP server over stdio', usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>] [--poll <s>]' }, {
-  options: {
-    token: AGENT_TOKEN_OPTION,
-    timeout: timeoutOption(60),
-    poll: { type: 'string', value: '<seconds>', description: "How often the agent's tools are read, to tell the host of a change (list_changed); 0: never", default: '30' },
+export const command = defineCommand(
+  {
+    name: 'mcp',
+    summary: 'Serve an Agora agent as an MCP server over stdio',
+    usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>] [--poll <s>]',
   },
-  details:
-    'An agent that serves /mcp is bridged: the host gets exactly its tools, schemas and answers, in one MCP session.\n' +
-    'An agent without an MCP face: one generic tool per protocol (its body as `body`) and `ask`; the documents are resources.\n' +
-    'Host configuration: {"mcpServers": {"weather": {"command": "npx", "args": ["agora", "mcp", "http://localhost:3000"]}}}',
-  async run(args) {
-    const url = urlArgument(requiredPositional(args, 0, '<agent-url>'));
-    const { serveMcpStdio } = await import('../faces/mcp/stdio.js');
-    const token = stringOption(args, 'token');
-    const poll = numberOption(args, 'poll', { min: 0 }) ?? 30;
-    await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, ...(token ? { token } : {}) });
-    return 0;
+  {
+    options: {
+      token: AGENT_TOKEN_OPTION,
+      timeout: timeoutOption(60),
+      poll: {
+        type: 'string',
+        value: '<seconds>',
+        description: "How often the agent's tools are read, to tell the host of a change (list_changed); 0: never",
+        default: '30',
+      },
+    },
+    details:
+      'An agent that serves /mcp is bridged: the host gets exactly its tools, schemas and answers, in one MCP session.\n' +
+      'An agent without an MCP face: one generic tool per protocol (its body as `body`) and `ask`; the documents are resources.\n' +
+      'Host configuration: {"mcpServers": {"weather": {"command": "npx", "args": ["agora", "mcp", "http://localhost:3000"]}}}',
+    async run(args) {
+      const url = urlArgument(requiredPositional(args, 0, '<agent-url>'));
+      const { serveMcpStdio } = await import('../faces/mcp/stdio.js');
+      const token = stringOption(args, 'token');
+      const poll = numberOption(args, 'poll', { min: 0 }) ?? 30;
+      await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, ...(token ? { token } : {}) });
+      return 0;
+    },
   },
-});
+);

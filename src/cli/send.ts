@@ -5,11 +5,26 @@ import { parseDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import { isAgoraError } from '../errors.js';
 import type { ProtocolDocument } from '../protocol/document.js';
-import { askPeer, detectPeerKind, peerConversation, streamPeer, type ForeignKind, type PeerKind } from '../sender/peers/index.js';
+import {
+  askPeer,
+  detectPeerKind,
+  peerConversation,
+  streamPeer,
+  type ForeignKind,
+  type PeerKind,
+} from '../sender/peers/index.js';
 import { Sender, type QueryResult, type StreamQueryOptions } from '../sender/sender.js';
 import type { SenderStreamEvent } from '../sender/stream.js';
 import { fileArgument, urlArgument } from './_arguments.js';
-import { defineCommand, printJson, requiredPositional, stringOption, timeoutMs, timeoutOption, UsageError } from './_command.js';
+import {
+  defineCommand,
+  printJson,
+  requiredPositional,
+  stringOption,
+  timeoutMs,
+  timeoutOption,
+  UsageError,
+} from './_command.js';
 import { AGENT_TOKEN_OPTION, agentToken, jsonOption, wantsJson } from './_options.js';
 
 /** A body as typed: JSON when it parses, else the text itself. */
@@ -24,7 +39,9 @@ export function parseBody(text: string): JsonValue {
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 function printReply(result: QueryResult, json: boolean): void {
@@ -34,9 +51,16 @@ function printReply(result: QueryResult, json: boolean): void {
 }
 
 /** One turn per line until an empty line or end of input; a prompt when stdin is a terminal. */
-async function converseLines(conversation: { send(body: JsonValue): Promise<QueryResult> }, json: boolean): Promise<void> {
+async function converseLines(
+  conversation: { send(body: JsonValue): Promise<QueryResult> },
+  json: boolean,
+): Promise<void> {
   const interactive = process.stdin.isTTY === true;
-  const lines = createInterface({ input: process.stdin, ...(interactive ? { output: process.stderr, prompt: '> ' } : {}), terminal: interactive });
+  const lines = createInterface({
+    input: process.stdin,
+    ...(interactive ? { output: process.stderr, prompt: '> ' } : {}),
+    terminal: interactive,
+  });
   try {
     if (interactive) lines.prompt();
     for await (const line of lines) {
@@ -72,87 +96,135 @@ const KINDS: readonly PeerKind[] = ['agora', 'roar', 'a2a', 'oap'];
 
 /** Whether an Agora query failed because the agent does not speak Agora there (nothing was done): worth asking what it speaks. */
 function notAgora(error: unknown): boolean {
-  return isAgoraError(error) && error.code === 'PEER_FAILURE' && (error.status === 404 || error.status === 405 || /not an Agora reply|not JSON/.test(error.message));
+  return (
+    isAgoraError(error) &&
+    error.code === 'PEER_FAILURE' &&
+    (error.status === 404 || error.status === 405 || /not an Agora reply|not JSON/.test(error.message))
+  );
 }
 
 /** One query to a ROAR, A2A or OAP agent, streamed or not. */
-async function sendForeign(kind: ForeignKind, url: string, body: JsonValue, protocol: ProtocolDocument | undefined, stream: boolean, json: boolean, options: { timeoutMs: number; token?: string; secret?: string }): Promise<void> {
+async function sendForeign(
+  kind: ForeignKind,
+  url: string,
+  body: JsonValue,
+  protocol: ProtocolDocument | undefined,
+  stream: boolean,
+  json: boolean,
+  options: { timeoutMs: number; token?: string; secret?: string },
+): Promise<void> {
   const query = { body, ...(protocol ? { protocol } : {}) };
   if (stream) await printStream(streamPeer(kind, url, query, options), json);
   else printReply(await askPeer(kind, url, query, options), json);
 }
 
 /** `agora send <url> [body]`: one query, or a conversation with `--multiround`. */
-export const command = defineCommand({ name: 'send', summary: 'Send a query to an agent and print the reply body', usage: 'agora send <url> [body|-] [--as agora|roar|a2a|oap] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--roar-secret <secret>] [--json] [--timeout <s>]' }, {
-  options: {
-    as: { type: 'string', value: '<protocol>', description: 'Speak agora, roar, a2a or oap to the agent (default: Agora, or what the agent serves when it does not answer Agora)' },
-    'roar-secret': { type: 'string', value: '<secret>', description: 'HMAC secret shared with a ROAR agent: messages are signed with it and replies must be (default: sign with a fresh Ed25519 key; env AGORA_ROAR_SECRET)' },
-    protocol: { type: 'string', value: '<file>', description: 'Query under this protocol document (default: natural language)' },
-    multiround: { type: 'boolean', description: 'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it' },
-    json: jsonOption('Print the whole reply {body, conversationId?, conversationExpires?} as JSON'),
-    stream: { type: 'boolean', description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)' },
-    token: AGENT_TOKEN_OPTION,
-    timeout: timeoutOption(30),
+export const command = defineCommand(
+  {
+    name: 'send',
+    summary: 'Send a query to an agent and print the reply body',
+    usage:
+      'agora send <url> [body|-] [--as agora|roar|a2a|oap] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--roar-secret <secret>] [--json] [--timeout <s>]',
   },
-  details: [
-    'The body is sent as JSON when it parses as JSON, else as a string; `-` reads it from stdin.',
-    'Examples:',
-    '  agora send http://localhost:3000 "What is 3 miles in km?"',
-    '  agora send http://localhost:3000 \'{"value": 3, "from": "mi", "to": "km"}\' --protocol protocols/unit-conversion.md',
-    '  agora send http://localhost:3000 --multiround',
-    '  agora send http://localhost:3000 "Tell me a story" --stream',
-    '  agora send http://localhost:8089 "Review this diff" --as roar --roar-secret "$SECRET"',
-    '  agora send http://localhost:41241 "Hello" --as a2a --stream',
-    'Without --as, an agent that does not answer Agora (404, 405, or not an Agora reply) is asked what it serves',
-    '(/wellknown, /roar/card, /.well-known/agent-card.json, GET /, then /roar/health for a ROAR agent without a card)',
-    'and the query goes again in its protocol.',
-  ].join('\n'),
-  async run(args) {
-    const url = urlArgument(requiredPositional(args, 0, '<url>'));
-    const bodyArgument = args.positionals[1];
-    if (args.positionals.length > 2) throw new UsageError('too many arguments: quote the body');
-    const multiround = args.values.multiround === true;
-    const stream = args.values.stream === true;
-    if (stream && multiround) throw new UsageError('--stream streams one query: it does not combine with --multiround');
-    const json = wantsJson(args);
-    if (bodyArgument === undefined && !multiround) throw new UsageError('missing [body] (or `-` to read it from stdin)');
-    const timeout = timeoutMs(args, 30);
-    const file = stringOption(args, 'protocol');
-    const protocol = file ? parseDocument(await readFile(await fileArgument(file, '--protocol')), file) : undefined;
-    const as = stringOption(args, 'as');
-    if (as !== undefined && !KINDS.includes(as as PeerKind)) throw new UsageError(`--as takes one of ${KINDS.join(', ')}`);
-    const secret = stringOption(args, 'roar-secret') ?? process.env.AGORA_ROAR_SECRET;
-    const peerOptions = { timeoutMs: timeout, ...agentToken(args), ...(secret ? { secret } : {}) };
-    const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null, ...agentToken(args) });
-    if (!multiround) {
-      const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
-      if (as !== undefined && as !== 'agora') {
-        await sendForeign(as as ForeignKind, url, body, protocol, stream, json, peerOptions);
+  {
+    options: {
+      as: {
+        type: 'string',
+        value: '<protocol>',
+        description:
+          'Speak agora, roar, a2a or oap to the agent (default: Agora, or what the agent serves when it does not answer Agora)',
+      },
+      'roar-secret': {
+        type: 'string',
+        value: '<secret>',
+        description:
+          'HMAC secret shared with a ROAR agent: messages are signed with it and replies must be (default: sign with a fresh Ed25519 key; env AGORA_ROAR_SECRET)',
+      },
+      protocol: {
+        type: 'string',
+        value: '<file>',
+        description: 'Query under this protocol document (default: natural language)',
+      },
+      multiround: {
+        type: 'boolean',
+        description:
+          'Hold a conversation: each line typed (or read from stdin) is a turn; an empty line or Ctrl-D ends it',
+      },
+      json: jsonOption('Print the whole reply {body, conversationId?, conversationExpires?} as JSON'),
+      stream: {
+        type: 'boolean',
+        description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)',
+      },
+      token: AGENT_TOKEN_OPTION,
+      timeout: timeoutOption(30),
+    },
+    details: [
+      'The body is sent as JSON when it parses as JSON, else as a string; `-` reads it from stdin.',
+      'Examples:',
+      '  agora send http://localhost:3000 "What is 3 miles in km?"',
+      '  agora send http://localhost:3000 \'{"value": 3, "from": "mi", "to": "km"}\' --protocol protocols/unit-conversion.md',
+      '  agora send http://localhost:3000 --multiround',
+      '  agora send http://localhost:3000 "Tell me a story" --stream',
+      '  agora send http://localhost:8089 "Review this diff" --as roar --roar-secret "$SECRET"',
+      '  agora send http://localhost:41241 "Hello" --as a2a --stream',
+      'Without --as, an agent that does not answer Agora (404, 405, or not an Agora reply) is asked what it serves',
+      '(/wellknown, /roar/card, /.well-known/agent-card.json, GET /, then /roar/health for a ROAR agent without a card)',
+      'and the query goes again in its protocol.',
+    ].join('\n'),
+    async run(args) {
+      const url = urlArgument(requiredPositional(args, 0, '<url>'));
+      const bodyArgument = args.positionals[1];
+      if (args.positionals.length > 2) throw new UsageError('too many arguments: quote the body');
+      const multiround = args.values.multiround === true;
+      const stream = args.values.stream === true;
+      if (stream && multiround)
+        throw new UsageError('--stream streams one query: it does not combine with --multiround');
+      const json = wantsJson(args);
+      if (bodyArgument === undefined && !multiround)
+        throw new UsageError('missing [body] (or `-` to read it from stdin)');
+      const timeout = timeoutMs(args, 30);
+      const file = stringOption(args, 'protocol');
+      const protocol = file ? parseDocument(await readFile(await fileArgument(file, '--protocol')), file) : undefined;
+      const as = stringOption(args, 'as');
+      if (as !== undefined && !KINDS.includes(as as PeerKind))
+        throw new UsageError(`--as takes one of ${KINDS.join(', ')}`);
+      const secret = stringOption(args, 'roar-secret') ?? process.env.AGORA_ROAR_SECRET;
+      const peerOptions = { timeoutMs: timeout, ...agentToken(args), ...(secret ? { secret } : {}) };
+      const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null, ...agentToken(args) });
+      if (!multiround) {
+        const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
+        if (as !== undefined && as !== 'agora') {
+          await sendForeign(as as ForeignKind, url, body, protocol, stream, json, peerOptions);
+          return 0;
+        }
+        const query: StreamQueryOptions = { body, ...(protocol ? { protocol } : {}) };
+        try {
+          if (stream) await printStream(sender.stream(url, query), json);
+          else printReply(await sender.query(url, query), json);
+        } catch (error) {
+          // Not an Agora agent: ask it what it speaks, and send again in that protocol (nothing was done the first time).
+          const kind = as === undefined && notAgora(error) ? await detectPeerKind(url, peerOptions) : undefined;
+          if (kind === undefined || kind === 'agora') throw error;
+          await sendForeign(kind, url, body, protocol, stream, json, peerOptions);
+        }
         return 0;
       }
-      const query: StreamQueryOptions = { body, ...(protocol ? { protocol } : {}) };
+      const kind = as ?? (await detectPeerKind(url, peerOptions)) ?? 'agora';
+      const conversation =
+        kind === 'agora'
+          ? sender.conversation(url, protocol)
+          : peerConversation(kind as ForeignKind, url, protocol, peerOptions);
       try {
-        if (stream) await printStream(sender.stream(url, query), json);
-        else printReply(await sender.query(url, query), json);
+        if (bodyArgument !== undefined && bodyArgument !== '-')
+          printReply(await conversation.send(parseBody(bodyArgument)), json);
+        await converseLines(conversation, json);
       } catch (error) {
-        // Not an Agora agent: ask it what it speaks, and send again in that protocol (nothing was done the first time).
-        const kind = as === undefined && notAgora(error) ? await detectPeerKind(url, peerOptions) : undefined;
-        if (kind === undefined || kind === 'agora') throw error;
-        await sendForeign(kind, url, body, protocol, stream, json, peerOptions);
+        // The turn's failure is what the user needs to see, not a failure to close after it.
+        await conversation.close().catch(() => undefined);
+        throw error;
       }
+      await conversation.close();
       return 0;
-    }
-    const kind = as ?? (await detectPeerKind(url, peerOptions)) ?? 'agora';
-    const conversation = kind === 'agora' ? sender.conversation(url, protocol) : peerConversation(kind as ForeignKind, url, protocol, peerOptions);
-    try {
-      if (bodyArgument !== undefined && bodyArgument !== '-') printReply(await conversation.send(parseBody(bodyArgument)), json);
-      await converseLines(conversation, json);
-    } catch (error) {
-      // The turn's failure is what the user needs to see, not a failure to close after it.
-      await conversation.close().catch(() => undefined);
-      throw error;
-    }
-    await conversation.close();
-    return 0;
+    },
   },
-});
+);

@@ -21,30 +21,49 @@ async function documentsOf(target: string): Promise<{ directory: string; names: 
 }
 
 /** `agora validate [dir|file]`: every document of `<dir>/protocols` (or the one file given) with its hash, or why it is invalid. */
-export const command = defineCommand({ name: 'validate', summary: 'Check the protocol documents of an agent folder, or one document', usage: 'agora validate [dir|file] [--json]' }, {
-  options: { json: jsonOption('Print the results as JSON') },
-  details: 'A folder: every .md file of its protocols/ folder. A file: that document. Exits 1 when any document is invalid.',
-  async run(args) {
-    if (args.positionals.length > 1) throw new UsageError(`too many arguments: validate takes one folder or file, got ${args.positionals.length}`);
-    const { directory, names } = await documentsOf(args.positionals[0] ?? '.');
-    const results = await Promise.all(
-      names.map(async (name) => {
-        const file = join(directory, name);
-        try {
-          const document = parseDocument(await readFile(file), name);
-          return { file: name, valid: true as const, hash: document.hash, name: document.metadata.name, multiround: document.metadata.multiround };
-        } catch (error) {
-          return { file: name, valid: false as const, error: (error as Error).message.replace(`${name}: `, '') };
-        }
-      }),
-    );
-    if (wantsJson(args)) printJson(results);
-    else {
-      if (!results.length) process.stdout.write(`no documents in ${directory}\n`);
-      for (const result of results) {
-        process.stdout.write(result.valid ? `ok       ${result.hash}  ${result.file}  (${result.name})\n` : `invalid  ${result.file}: ${result.error}\n`);
-      }
-    }
-    return results.every((result) => result.valid) ? 0 : 1;
+export const command = defineCommand(
+  {
+    name: 'validate',
+    summary: 'Check the protocol documents of an agent folder, or one document',
+    usage: 'agora validate [dir|file] [--json]',
   },
-});
+  {
+    options: { json: jsonOption('Print the results as JSON') },
+    details:
+      'A folder: every .md file of its protocols/ folder. A file: that document. Exits 1 when any document is invalid.',
+    async run(args) {
+      if (args.positionals.length > 1)
+        throw new UsageError(`too many arguments: validate takes one folder or file, got ${args.positionals.length}`);
+      const { directory, names } = await documentsOf(args.positionals[0] ?? '.');
+      const results = await Promise.all(
+        names.map(async (name) => {
+          const file = join(directory, name);
+          try {
+            const document = parseDocument(await readFile(file), name);
+            return {
+              file: name,
+              valid: true as const,
+              hash: document.hash,
+              name: document.metadata.name,
+              multiround: document.metadata.multiround,
+            };
+          } catch (error) {
+            return { file: name, valid: false as const, error: (error as Error).message.replace(`${name}: `, '') };
+          }
+        }),
+      );
+      if (wantsJson(args)) printJson(results);
+      else {
+        if (!results.length) process.stdout.write(`no documents in ${directory}\n`);
+        for (const result of results) {
+          process.stdout.write(
+            result.valid
+              ? `ok       ${result.hash}  ${result.file}  (${result.name})\n`
+              : `invalid  ${result.file}: ${result.error}\n`,
+          );
+        }
+      }
+      return results.every((result) => result.valid) ? 0 : 1;
+    },
+  },
+);

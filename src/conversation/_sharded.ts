@@ -10,7 +10,8 @@ function shardOf(id: string): number {
   let hash = 0x811c9dc5;
   const ends = Math.min(8, length);
   for (let index = 0; index < ends; index += 1) hash = Math.imul(hash ^ id.charCodeAt(index), 0x01000193);
-  for (let index = Math.max(ends, length - 8); index < length; index += 1) hash = Math.imul(hash ^ id.charCodeAt(index), 0x01000193);
+  for (let index = Math.max(ends, length - 8); index < length; index += 1)
+    hash = Math.imul(hash ^ id.charCodeAt(index), 0x01000193);
   return (hash ^ (hash >>> 15)) & (SHARDS - 1);
 }
 

@@ -92,7 +92,8 @@ export class MemoryEventLog implements ConversationEventLog {
     log.bytes += stored.data.length;
     log.expiresAt = this.#now() + ttlMs;
     // The oldest go first; the newest event is always kept, however large.
-    while (log.events.length > 1 && (log.events.length > this.#maxEvents || log.bytes > this.#maxBytes)) log.bytes -= log.events.shift()!.data.length;
+    while (log.events.length > 1 && (log.events.length > this.#maxEvents || log.bytes > this.#maxBytes))
+      log.bytes -= log.events.shift()!.data.length;
     for (const wake of log.waiters) wake();
     log.waiters.clear();
     return stored.id;

@@ -1,6 +1,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { quit, runScript, script, type Redis } from '../_redis.js';
-import { DEFAULT_MAX_EVENTS, type ConversationEventLog, type EventKind, type NewEvent, type StoredEvent } from './events.js';
+import {
+  DEFAULT_MAX_EVENTS,
+  type ConversationEventLog,
+  type EventKind,
+  type NewEvent,
+  type StoredEvent,
+} from './events.js';
 
 /** Options of {@link RedisEventLog}. */
 export type RedisEventLogOptions = {
@@ -32,7 +38,12 @@ type Entry = [id: string, fields: string[]];
 function toEvent([id, fields]: Entry): StoredEvent {
   const values: Record<string, string> = {};
   for (let index = 0; index + 1 < fields.length; index += 2) values[fields[index]!] = fields[index + 1]!;
-  return { id: Number.parseInt(id, 10), turn: values.t ?? '', kind: (values.k ?? 'delta') as EventKind, data: values.d ?? '' };
+  return {
+    id: Number.parseInt(id, 10),
+    turn: values.t ?? '',
+    kind: (values.k ?? 'delta') as EventKind,
+    data: values.d ?? '',
+  };
 }
 
 /**
@@ -65,14 +76,12 @@ export class RedisEventLog implements ConversationEventLog {
 
   async append(conversationId: string, event: NewEvent, ttlMs: number): Promise<number> {
     const px = Math.max(1, Math.ceil(ttlMs));
-    const id = await runScript(this.#redis, APPEND, [this.#stream(conversationId), `${this.#prefix}events-last:${conversationId}`], [
-      event.turn,
-      event.kind,
-      event.data,
-      this.#maxEvents,
-      px,
-      px + this.#counterMs,
-    ]);
+    const id = await runScript(
+      this.#redis,
+      APPEND,
+      [this.#stream(conversationId), `${this.#prefix}events-last:${conversationId}`],
+      [event.turn, event.kind, event.data, this.#maxEvents, px, px + this.#counterMs],
+    );
     return Number(id);
   }
 
@@ -95,7 +104,15 @@ export class RedisEventLog implements ConversationEventLog {
     signal.addEventListener('abort', onAbort, { once: true });
     let healthy = true;
     try {
-      await connection.xread('COUNT', 1, 'BLOCK', Math.max(1, Math.ceil(timeoutMs)), 'STREAMS', this.#stream(conversationId), `${afterId}-0`);
+      await connection.xread(
+        'COUNT',
+        1,
+        'BLOCK',
+        Math.max(1, Math.ceil(timeoutMs)),
+        'STREAMS',
+        this.#stream(conversationId),
+        `${afterId}-0`,
+      );
     } catch {
       healthy = false;
     } finally {
@@ -108,7 +125,8 @@ export class RedisEventLog implements ConversationEventLog {
 
   #take(): Redis | undefined {
     let connection = this.#idle.pop();
-    if (!connection && this.#busy.size < this.#maxBlocking) connection = this.#redis.duplicate({ enableAutoPipelining: false });
+    if (!connection && this.#busy.size < this.#maxBlocking)
+      connection = this.#redis.duplicate({ enableAutoPipelining: false });
     if (connection) this.#busy.add(connection);
     return connection;
   }

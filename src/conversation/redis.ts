@@ -46,7 +46,6 @@ const REAL_TIMERS: LockTimers = {
   },
 };
 
-
 /**
  * Conversations in Redis, so any process sharing the server can take any turn; turns of one conversation are
  * serialized across processes by a fenced lease lock.
@@ -81,7 +80,11 @@ export class RedisConversationStore implements ConversationStore {
     this.#lockWaitMs = options.lockWaitMs ?? 60_000;
     this.#now = options.now ?? Date.now;
     this.#timers = options.timers ?? REAL_TIMERS;
-    this.events = new RedisEventLog(this.#redis, { prefix: this.#prefix, counterMs: this.#tombstoneMs, ...options.events });
+    this.events = new RedisEventLog(this.#redis, {
+      prefix: this.#prefix,
+      counterMs: this.#tombstoneMs,
+      ...options.events,
+    });
   }
 
   #keys(id: string) {
@@ -124,7 +127,12 @@ export class RedisConversationStore implements ConversationStore {
     const keys = this.#keys(record.id);
     // Each write also drops a few expired ids from the index, so it stays near the live set with no sweep.
     await storeCall(this.#redis, () =>
-      runScript(this.#redis, CREATE, [keys.record, keys.tombstone, keys.index], [JSON.stringify(record), this.#px(record.expiresAt), record.id, record.expiresAt, this.#now()]),
+      runScript(
+        this.#redis,
+        CREATE,
+        [keys.record, keys.tombstone, keys.index],
+        [JSON.stringify(record), this.#px(record.expiresAt), record.id, record.expiresAt, this.#now()],
+      ),
     );
   }
 
@@ -132,12 +140,20 @@ export class RedisConversationStore implements ConversationStore {
     return this.#read(id);
   }
 
-  async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
+  async runTurn<T>(
+    id: string,
+    ttlMs: number,
+    turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>,
+  ): Promise<T> {
     return this.#turns.run(id, () => this.#lockedTurn(id, ttlMs, turn));
   }
 
   // Two round trips a turn: lock and read in one script, save and release in another.
-  async #lockedTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
+  async #lockedTurn<T>(
+    id: string,
+    ttlMs: number,
+    turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>,
+  ): Promise<T> {
     const keys = this.#keys(id);
     const token = randomBytes(16).toString('base64url');
     const raw = await this.#acquireAndRead(keys, token);
@@ -162,9 +178,22 @@ export class RedisConversationStore implements ConversationStore {
       const { id: recordId, protocolHash, createdAt, turn: turns } = current;
       const update = await turn(current);
       const expiresAt = this.#now() + ttlMs;
-      const record: ConversationRecord = { id: recordId, protocolHash, createdAt, expiresAt, turn: turns + 1, state: update.state, history: update.history };
+      const record: ConversationRecord = {
+        id: recordId,
+        protocolHash,
+        createdAt,
+        expiresAt,
+        turn: turns + 1,
+        state: update.state,
+        history: update.history,
+      };
       const saved = await storeCall(this.#redis, () =>
-        runScript(this.#redis, SAVE_AND_RELEASE, [keys.record, keys.tombstone, keys.index, keys.lock], [token, JSON.stringify(record), this.#px(expiresAt), id, expiresAt, this.#now()]),
+        runScript(
+          this.#redis,
+          SAVE_AND_RELEASE,
+          [keys.record, keys.tombstone, keys.index, keys.lock],
+          [token, JSON.stringify(record), this.#px(expiresAt), id, expiresAt, this.#now()],
+        ),
       );
       released = true;
       // Our lease expired and someone else may have taken a turn: saving now would overwrite theirs.
@@ -188,7 +217,9 @@ export class RedisConversationStore implements ConversationStore {
     const deadline = this.#timers.now() + this.#lockWaitMs;
     let pause = 5;
     for (;;) {
-      const [status, value] = (await storeCall(this.#redis, () => runScript(this.#redis, ACQUIRE, [keys.lock, keys.record, keys.tombstone], [token, this.#lockTtlMs]))) as [number, string | number | undefined];
+      const [status, value] = (await storeCall(this.#redis, () =>
+        runScript(this.#redis, ACQUIRE, [keys.lock, keys.record, keys.tombstone], [token, this.#lockTtlMs]),
+      )) as [number, string | number | undefined];
       if (status === 1) return value as string;
       if (status === 2) throw new AgoraError(value === 1 ? 'CONVERSATION_EXPIRED' : 'CONVERSATION_NOT_FOUND');
       const left = deadline - this.#timers.now();
@@ -200,7 +231,14 @@ export class RedisConversationStore implements ConversationStore {
 
   async delete(id: string): Promise<boolean> {
     const keys = this.#keys(id);
-    const live = await storeCall(this.#redis, () => runScript(this.#redis, DELETE, [keys.record, keys.tombstone, keys.index], [id, Math.max(1, this.#tombstoneMs), this.#now()]));
+    const live = await storeCall(this.#redis, () =>
+      runScript(
+        this.#redis,
+        DELETE,
+        [keys.record, keys.tombstone, keys.index],
+        [id, Math.max(1, this.#tombstoneMs), this.#now()],
+      ),
+    );
     return live === 1;
   }
 
@@ -240,7 +278,13 @@ export class RedisConversationStore implements ConversationStore {
 export function connectRedis(
   url: string,
   options: RedisStoreOptions & { memoryPrefix?: string; logger?: RedisLog } = {},
-): { store: RedisConversationStore; memory: RedisMemory; redis: Redis; ready(timeoutMs?: number): Promise<void>; close(): Promise<void> } {
+): {
+  store: RedisConversationStore;
+  memory: RedisMemory;
+  redis: Redis;
+  ready(timeoutMs?: number): Promise<void>;
+  close(): Promise<void>;
+} {
   // Commands time out and fail while disconnected, errors are listened to, reconnection is automatic.
   const redis = openRedis(url, options.logger);
   const store = new RedisConversationStore(redis, options);

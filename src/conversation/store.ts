@@ -123,7 +123,11 @@ export class MemoryConversationStore implements ConversationStore {
   async create(record: ConversationRecord): Promise<void> {
     const previous = this.#live.get(record.id);
     if (previous) this.#forget(previous);
-    this.#live.set(record.id, { json: JSON.stringify(record), expiresAt: record.expiresAt, protocolHash: record.protocolHash });
+    this.#live.set(record.id, {
+      json: JSON.stringify(record),
+      expiresAt: record.expiresAt,
+      protocolHash: record.protocolHash,
+    });
     this.#expiry.add(record.id, record.expiresAt);
     this.#byProtocol.set(record.protocolHash, (this.#byProtocol.get(record.protocolHash) ?? 0) + 1);
   }
@@ -175,7 +179,11 @@ export class MemoryConversationStore implements ConversationStore {
     return JSON.parse(this.#entry(id).json) as ConversationRecord;
   }
 
-  async runTurn<T>(id: string, ttlMs: number, turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>): Promise<T> {
+  async runTurn<T>(
+    id: string,
+    ttlMs: number,
+    turn: (record: ConversationRecord) => Promise<TurnUpdate<T>>,
+  ): Promise<T> {
     // Fails at once for an ended conversation, rather than after the turns queued before it.
     this.#entry(id);
     return this.#turns.run(id, async () => {

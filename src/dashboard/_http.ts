@@ -13,13 +13,28 @@ import type { AccessKind, Refusal } from './access.js';
 const ASSETS_DIR = fileURLToPath(new URL('../../assets/dashboard/', import.meta.url));
 
 /** The page's Content-Security-Policy: its own scripts and styles only, no inline script, no frames, no forms posting away. */
-export const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
+export const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
-const SECURITY_HEADERS = { 'x-content-type-options': 'nosniff', 'referrer-policy': 'no-referrer', 'x-frame-options': 'DENY' };
+const SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+  'x-frame-options': 'DENY',
+};
 
 function jsonResponse(status: number, value: unknown, extra: Record<string, string> = {}): EdgeResponse {
   const body = JSON.stringify(value);
-  return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(Buffer.byteLength(body)), 'cache-control': 'no-store', ...SECURITY_HEADERS, ...extra }, body };
+  return {
+    status,
+    headers: {
+      'content-type': JSON_TYPE,
+      'content-length': String(Buffer.byteLength(body)),
+      'cache-control': 'no-store',
+      ...SECURITY_HEADERS,
+      ...extra,
+    },
+    body,
+  };
 }
 
 /** A JSON value with no caching. */
@@ -34,9 +49,20 @@ export function sendFailure(status: number, message: string, extra: Record<strin
 
 /** A refusal: JSON for the API, a short page for the page itself. */
 export function sendRefusal(refusal: NonNullable<Refusal>, kind: AccessKind): EdgeResponse {
-  if (kind !== 'page') return sendFailure(refusal.status, refusal.message, refusal.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
+  if (kind !== 'page')
+    return sendFailure(refusal.status, refusal.message, refusal.status === 401 ? { 'www-authenticate': 'Bearer' } : {});
   const body = `<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Agora dashboard</title></head><body><main><h1>Agora dashboard</h1><p>${escapeHtml(refusal.message)}</p></main></body></html>`;
-  return { status: refusal.status, headers: { 'content-type': 'text/html; charset=utf-8', 'content-length': String(Buffer.byteLength(body)), 'content-security-policy': CSP, 'cache-control': 'no-store', ...SECURITY_HEADERS }, body };
+  return {
+    status: refusal.status,
+    headers: {
+      'content-type': 'text/html; charset=utf-8',
+      'content-length': String(Buffer.byteLength(body)),
+      'content-security-policy': CSP,
+      'cache-control': 'no-store',
+      ...SECURITY_HEADERS,
+    },
+    body,
+  };
 }
 
 function escapeHtml(text: string): string {
@@ -76,7 +102,12 @@ export class AssetServer {
       body = await readFile(asset.path);
       this.#cache.set(name, body);
     }
-    const headers: Record<string, string> = { 'content-type': asset.type, 'content-length': String(body.length), 'cache-control': 'no-cache', ...SECURITY_HEADERS };
+    const headers: Record<string, string> = {
+      'content-type': asset.type,
+      'content-length': String(body.length),
+      'cache-control': 'no-cache',
+      ...SECURITY_HEADERS,
+    };
     if (asset.type.startsWith('text/html')) headers['content-security-policy'] = CSP;
     return { status: 200, headers, body };
   }

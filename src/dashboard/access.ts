@@ -26,7 +26,8 @@ export function needsToken(advice: string = CLI_TOKEN_ADVICE): string {
 export const NEEDS_TOKEN = needsToken();
 
 /** The message of a request without a token whose Host is not loopback (a DNS-rebinding page, say). */
-export const LOOPBACK_HOST_ONLY = 'Dashboard without a token: only requests addressed to localhost, 127.0.0.1 or [::1] are answered.';
+export const LOOPBACK_HOST_ONLY =
+  'Dashboard without a token: only requests addressed to localhost, 127.0.0.1 or [::1] are answered.';
 
 /** The message of an approval or rejection on a server without a token, with the advice of how to set one. */
 export function reviewNeedsToken(advice: string = CLI_TOKEN_ADVICE): string {
@@ -84,6 +85,8 @@ export class DashboardAccess {
       return kind === 'write' ? { status: 403, message: reviewNeedsToken(this.#advice) } : undefined;
     }
     if (kind === 'page') return undefined;
-    return this.#tokens.accepts(request.headers.authorization) ? undefined : { status: 401, message: "Unauthorized: sign in with the agent's token" };
+    return this.#tokens.accepts(request.headers.authorization)
+      ? undefined
+      : { status: 401, message: "Unauthorized: sign in with the agent's token" };
   }
 }

@@ -16,7 +16,9 @@ import { DashboardRecorder, type RecorderEvent, type RecorderOptions } from './r
 export const DASHBOARD_PATH = '/dashboard';
 
 /** The dashboard's route: public to the edge, which leaves the access rule to the dashboard. */
-export const DASHBOARD_ROUTES: readonly Route[] = [{ path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, POST, OPTIONS' }];
+export const DASHBOARD_ROUTES: readonly Route[] = [
+  { path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, POST, OPTIONS' },
+];
 
 /** Options of {@link createAgentDashboard}. */
 export type AgentDashboardOptions = {
@@ -68,7 +70,13 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     const events = pending;
     pending = [];
     try {
-      feeds.send('changed', { events, live: await data.live(), totals: receiver.counters.snapshot(), protocols: recorder.totals(), at: Date.now() });
+      feeds.send('changed', {
+        events,
+        live: await data.live(),
+        totals: receiver.counters.snapshot(),
+        protocols: recorder.totals(),
+        at: Date.now(),
+      });
     } catch (error) {
       logger.error(`dashboard: live update failed: ${describeError(error)}`);
     }
@@ -97,7 +105,8 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
         case '/api/protocols': {
           // Paged: ?offset=&limit= (at most 1,000 rows; 100 by default), with the total.
           const query = new URLSearchParams(url.includes('?') ? url.slice(url.indexOf('?') + 1) : '');
-          const number = (name: string) => (/^\d{1,9}$/.test(query.get(name) ?? '') ? Number(query.get(name)) : undefined);
+          const number = (name: string) =>
+            /^\d{1,9}$/.test(query.get(name) ?? '') ? Number(query.get(name)) : undefined;
           return sendJson(200, await data.protocols(number('offset'), number('limit')));
         }
         case '/api/live':
@@ -110,11 +119,14 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
       const text = PROTOCOL_TEXT.exec(path);
       if (text) {
         const body = await data.protocolText(text[1]!);
-        return body === undefined ? sendFailure(404, 'Protocol not found') : sendJson(200, { hash: text[1], text: body });
+        return body === undefined
+          ? sendFailure(404, 'Protocol not found')
+          : sendJson(200, { hash: text[1], text: body });
       }
     }
     const action = ROUTINE_ACTION.exec(path);
-    if (action && method === 'POST') return sendJson(200, await data.review(action[1]!, action[2] === 'approve' ? 'approve' : 'reject'));
+    if (action && method === 'POST')
+      return sendJson(200, await data.review(action[1]!, action[2] === 'approve' ? 'approve' : 'reject'));
     return undefined;
   }
 
@@ -124,7 +136,16 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     const { method } = request;
     // The page links its assets relatively (`assets/…`, `api/…`), so it must be read at `…/dashboard/`, under any prefix.
     if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder();
-    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') ? (method === 'POST' ? 'write' : 'read') : path === '/events' ? 'read' : 'page';
+    const kind: AccessKind =
+      path === '/api/access'
+        ? 'page'
+        : path.startsWith('/api/')
+          ? method === 'POST'
+            ? 'write'
+            : 'read'
+          : path === '/events'
+            ? 'read'
+            : 'page';
     const refusal = access.check(request, kind);
     if (refusal) return sendRefusal(refusal, kind);
     if (path === '/api/access') return sendJson(200, { tokens: access.tokensEnabled });
@@ -135,7 +156,19 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     }
     if (path === '/events') {
       if (method !== 'GET') return sendFailure(405, 'Method not allowed', { allow: 'GET' });
-      const opened = feeds.open([sseFrame('hello', JSON.stringify({ live: await data.live(), recent: recorder.recent(), totals: receiver.counters.snapshot() }))], feedClosed);
+      const opened = feeds.open(
+        [
+          sseFrame(
+            'hello',
+            JSON.stringify({
+              live: await data.live(),
+              recent: recorder.recent(),
+              totals: receiver.counters.snapshot(),
+            }),
+          ),
+        ],
+        feedClosed,
+      );
       if (feeds.size > 0) listen();
       return opened;
     }

@@ -67,8 +67,20 @@ export class AgentData {
   ) {}
 
   /** Name, LLM, start time and totals since start. */
-  overview(): { name: string; llm: string | null; startedAt: number; totals: MetricsSnapshot; mcpServers: McpServerStatus[] } {
-    return { name: this.receiver.name, llm: this.receiver.llm?.model ?? null, startedAt: this.recorder.startedAt, totals: this.receiver.counters.snapshot(), mcpServers: this.receiver.mcpServers() };
+  overview(): {
+    name: string;
+    llm: string | null;
+    startedAt: number;
+    totals: MetricsSnapshot;
+    mcpServers: McpServerStatus[];
+  } {
+    return {
+      name: this.receiver.name,
+      llm: this.receiver.llm?.model ?? null,
+      startedAt: this.recorder.startedAt,
+      totals: this.receiver.counters.snapshot(),
+      mcpServers: this.receiver.mcpServers(),
+    };
   }
 
   /**
@@ -86,11 +98,22 @@ export class AgentData {
     const [listed, generated] = await Promise.all([this.receiver.wellknown(), this.#generatedByHash()]);
     const totals = this.recorder.totals();
     const rows: ProtocolRow[] = [];
-    const add = (document: ProtocolDocument, origin: ProtocolRow['origin'], file: string | undefined, routine: boolean) => {
+    const add = (
+      document: ProtocolDocument,
+      origin: ProtocolRow['origin'],
+      file: string | undefined,
+      routine: boolean,
+    ) => {
       const name = document.metadata.name;
       const used: ProtocolTotals | undefined = totals[name];
       const status = generated.get(document.hash)?.status;
-      let answeredBy: AnsweredBy = routine ? 'routine' : status === 'approved' ? 'generated routine' : this.receiver.llm ? 'LLM' : 'not served';
+      let answeredBy: AnsweredBy = routine
+        ? 'routine'
+        : status === 'approved'
+          ? 'generated routine'
+          : this.receiver.llm
+            ? 'LLM'
+            : 'not served';
       let note: string | undefined;
       if (!(document.hash in listed)) {
         answeredBy = 'not served';
@@ -111,7 +134,12 @@ export class AgentData {
     for (let index = start; index < end; index += 1) {
       if (index < local.length) {
         const { name, document } = local[index]!;
-        add(document, 'folder', `protocols/${name}.md`, this.receiver.routineFor({ document, origin: 'local', name }) !== undefined);
+        add(
+          document,
+          'folder',
+          `protocols/${name}.md`,
+          this.receiver.routineFor({ document, origin: 'local', name }) !== undefined,
+        );
       } else {
         const document = learned[index - local.length]!;
         add(document, 'peer', undefined, this.receiver.routineFor({ document, origin: 'learned' }) !== undefined);
@@ -126,18 +154,40 @@ export class AgentData {
   }
 
   /** Conversations open now (per protocol when the store can tell), the last two minutes' rates, the latest failures. */
-  async live(): Promise<{ open: number; openByProtocol: { name: string; hash: string | null; count: number }[] | null; rates: RateBucket[]; failures: FailureRecord[] }> {
+  async live(): Promise<{
+    open: number;
+    openByProtocol: { name: string; hash: string | null; count: number }[] | null;
+    rates: RateBucket[];
+    failures: FailureRecord[];
+  }> {
     const store = this.receiver.store;
     const [open, byHash] = await Promise.all([store.count(), store.countByProtocol?.()]);
     const openByProtocol = byHash
-      ? [...byHash].map(([hash, count]) => ({ name: hash === null ? NATURAL_LANGUAGE : (this.receiver.registry.get(hash)?.document.metadata.name ?? hash.slice(0, 8)), hash, count }))
+      ? [...byHash].map(([hash, count]) => ({
+          name:
+            hash === null
+              ? NATURAL_LANGUAGE
+              : (this.receiver.registry.get(hash)?.document.metadata.name ?? hash.slice(0, 8)),
+          hash,
+          count,
+        }))
       : null;
     return { open, openByProtocol, rates: this.recorder.rates(), failures: this.recorder.failures() };
   }
 
   /** Cost buckets over time and the totals since start. */
-  cost(): { bucketMs: number; buckets: CostBucket[]; totals: MetricsSnapshot; protocols: Record<string, ProtocolTotals> } {
-    return { bucketMs: this.recorder.costBucketMs, buckets: this.recorder.costs(), totals: this.receiver.counters.snapshot(), protocols: this.recorder.totals() };
+  cost(): {
+    bucketMs: number;
+    buckets: CostBucket[];
+    totals: MetricsSnapshot;
+    protocols: Record<string, ProtocolTotals>;
+  } {
+    return {
+      bucketMs: this.recorder.costBucketMs,
+      buckets: this.recorder.costs(),
+      totals: this.receiver.counters.snapshot(),
+      protocols: this.recorder.totals(),
+    };
   }
 
   /** The routines the LLM wrote (and protocols counted for one), with their code and checks. */
@@ -148,7 +198,12 @@ export class AgentData {
 
   /** Approves or rejects a routine, as `agora routines approve|reject` does; the agent uses the decision at once. */
   async review(id: string, decision: 'approve' | 'reject'): Promise<RoutineRow> {
-    const entry = await reviewGeneratedRoutine({ dir: this.receiver.dir, memory: this.receiver.memory, reference: id, decision });
+    const entry = await reviewGeneratedRoutine({
+      dir: this.receiver.dir,
+      memory: this.receiver.memory,
+      reference: id,
+      decision,
+    });
     this.onReviewed();
     return this.#row(entry);
   }
@@ -186,6 +241,8 @@ export class AgentData {
     const path = resolve(this.receiver.dir, file);
     if (!path.startsWith(this.receiver.dir + sep)) return `// not shown: ${file} is outside the agent folder`;
     const text = await readFile(path, 'utf8').catch(() => undefined);
-    return text !== undefined && text.length > MAX_CODE_CHARS ? `${text.slice(0, MAX_CODE_CHARS)}\n… (cut: the file is ${text.length} characters)` : text;
+    return text !== undefined && text.length > MAX_CODE_CHARS
+      ? `${text.slice(0, MAX_CODE_CHARS)}\n… (cut: the file is ${text.length} characters)`
+      : text;
   }
 }

@@ -14,10 +14,17 @@ import type { Rooms } from '../hub/rooms/rooms.js';
 import { DASHBOARD_PATH } from './agent-dashboard.js';
 
 /** The hub dashboard's route: read-only, public to the edge, which leaves the access rule to the dashboard. */
-export const HUB_DASHBOARD_ROUTES: readonly Route[] = [{ path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, OPTIONS' }];
+export const HUB_DASHBOARD_ROUTES: readonly Route[] = [
+  { path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, OPTIONS' },
+];
 
 /** One room as the hub dashboard shows it: who is in it, and the latest lines of its transcript. */
-export type RoomView = { id: string; name: string; members: string[]; transcript: { at: number; from: string; text: string }[] };
+export type RoomView = {
+  id: string;
+  name: string;
+  members: string[];
+  transcript: { at: number; from: string; text: string }[];
+};
 
 /**
  * Where the hub dashboard's rooms come from ({@link roomsSource} for the hub's own): it lists what this returns and
@@ -32,8 +39,20 @@ export function roomsSource(rooms: Rooms): RoomsSource {
       (await rooms.open()).map((room) => ({
         id: room.id,
         name: `${room.topic} (${room.state}, turn ${room.turns}/${room.maxTurns})`,
-        members: room.participants.map((participant) => (participant.dropped ? `${participant.name} (dropped)` : participant.name)),
-        transcript: room.transcript.map((entry) => ({ at: entry.at, from: entry.kind === 'skipped' ? `${entry.speaker} (skipped)` : entry.kind === 'person' ? `${entry.speaker} (person)` : entry.speaker, kind: entry.kind, text: entry.text })),
+        members: room.participants.map((participant) =>
+          participant.dropped ? `${participant.name} (dropped)` : participant.name,
+        ),
+        transcript: room.transcript.map((entry) => ({
+          at: entry.at,
+          from:
+            entry.kind === 'skipped'
+              ? `${entry.speaker} (skipped)`
+              : entry.kind === 'person'
+                ? `${entry.speaker} (person)`
+                : entry.speaker,
+          kind: entry.kind,
+          text: entry.text,
+        })),
       })),
   };
 }
@@ -70,7 +89,16 @@ function chainView(run: ChainRun) {
     createdAt: run.createdAt,
     updatedAt: run.updatedAt,
     error: run.error,
-    hops: run.hops.map((hop) => ({ agentName: hop.agentName, url: hop.url, by: hop.by, reason: preview(hop.reason), ok: hop.ok, result: preview(hop.result), error: preview(hop.error), ms: hop.finishedAt - hop.startedAt })),
+    hops: run.hops.map((hop) => ({
+      agentName: hop.agentName,
+      url: hop.url,
+      by: hop.by,
+      reason: preview(hop.reason),
+      ok: hop.ok,
+      result: preview(hop.result),
+      error: preview(hop.error),
+      ms: hop.finishedAt - hop.startedAt,
+    })),
   };
 }
 
@@ -95,10 +123,33 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
       options.rooms ? options.rooms.rooms() : Promise.resolve(null),
     ]);
     return {
-      agents: agents.map((agent) => ({ id: agent.id, name: agent.name, url: agent.url, kind: agent.kind, status: agent.status, lastSeen: agent.lastSeen, lastError: agent.lastError, protocols: agent.protocols.map((protocol) => ({ name: protocol.name, hash: protocol.hash })) })),
-      catalogue: catalogue.map((entry) => ({ name: entry.name, hash: entry.hash, description: entry.description, servedBy: entry.servedBy.map((agent) => agent.name) })),
-      chains: runs.sort((a, b) => b.updatedAt - a.updatedAt).slice(0, MAX_CHAINS).map(chainView),
-      rooms: rooms?.map((room) => ({ ...room, transcript: room.transcript.slice(-MAX_TRANSCRIPT).map((line) => ({ ...line, text: preview(line.text) ?? '' })) })) ?? null,
+      agents: agents.map((agent) => ({
+        id: agent.id,
+        name: agent.name,
+        url: agent.url,
+        kind: agent.kind,
+        status: agent.status,
+        lastSeen: agent.lastSeen,
+        lastError: agent.lastError,
+        protocols: agent.protocols.map((protocol) => ({ name: protocol.name, hash: protocol.hash })),
+      })),
+      catalogue: catalogue.map((entry) => ({
+        name: entry.name,
+        hash: entry.hash,
+        description: entry.description,
+        servedBy: entry.servedBy.map((agent) => agent.name),
+      })),
+      chains: runs
+        .sort((a, b) => b.updatedAt - a.updatedAt)
+        .slice(0, MAX_CHAINS)
+        .map(chainView),
+      rooms:
+        rooms?.map((room) => ({
+          ...room,
+          transcript: room.transcript
+            .slice(-MAX_TRANSCRIPT)
+            .map((line) => ({ ...line, text: preview(line.text) ?? '' })),
+        })) ?? null,
     };
   }
 
@@ -137,7 +188,8 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
     if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder();
     const path = subPath(url, DASHBOARD_PATH);
     const { method } = request;
-    const kind: AccessKind = path === '/api/access' ? 'page' : path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
+    const kind: AccessKind =
+      path === '/api/access' ? 'page' : path.startsWith('/api/') || path === '/events' ? 'read' : 'page';
     const refusal = access.check(request, kind);
     if (refusal) return sendRefusal(refusal, kind);
     if (method !== 'GET' && method !== 'HEAD') return sendFailure(405, 'Method not allowed', { allow: 'GET, HEAD' });

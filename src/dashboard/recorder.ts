@@ -29,13 +29,22 @@ export type CostCell = { routine: number; llm: number; failure: number; llmCalls
 export type CostBucket = { at: number; protocols: Record<string, CostCell> };
 
 /** A protocol's totals since start (by its label: the document's name). */
-export type ProtocolTotals = { routine: number; llm: number; failure: number; llmCalls: number; tokens: number; lastUsedAt: number | null };
+export type ProtocolTotals = {
+  routine: number;
+  llm: number;
+  failure: number;
+  llmCalls: number;
+  tokens: number;
+  lastUsedAt: number | null;
+};
 
 /** One failure: when, under which protocol label, and the fixed text of the error. */
 export type FailureRecord = { at: number; protocol: string; reason: string };
 
 /** A change pushed to live subscribers. */
-export type RecorderEvent = { kind: 'query'; at: number; protocol: string; path: QueryPath } | { kind: 'llm'; at: number; protocol: string; tokens: number };
+export type RecorderEvent =
+  | { kind: 'query'; at: number; protocol: string; path: QueryPath }
+  | { kind: 'llm'; at: number; protocol: string; tokens: number };
 
 const OTHER = '_other';
 const MAX_REASON = 200;
@@ -154,7 +163,8 @@ export class DashboardRecorder {
     const now = Math.floor(this.#readNow() / 1000) * 1000;
     const byTime = new Map(this.#rates.map((bucket) => [bucket.at, bucket]));
     const result: RateBucket[] = [];
-    for (let at = now - (this.#rateCount - 1) * 1000; at <= now; at += 1000) result.push({ ...(byTime.get(at) ?? { at, routine: 0, llm: 0, failure: 0 }) });
+    for (let at = now - (this.#rateCount - 1) * 1000; at <= now; at += 1000)
+      result.push({ ...(byTime.get(at) ?? { at, routine: 0, llm: 0, failure: 0 }) });
     return result;
   }
 
@@ -177,7 +187,10 @@ export class DashboardRecorder {
 
   /** The latest queries (label, path, time), newest first. */
   recent(): RecorderEvent[] {
-    const oldestFirst = this.#recent.length < RECENT ? this.#recent : [...this.#recent.slice(this.#recentNext), ...this.#recent.slice(0, this.#recentNext)];
+    const oldestFirst =
+      this.#recent.length < RECENT
+        ? this.#recent
+        : [...this.#recent.slice(this.#recentNext), ...this.#recent.slice(0, this.#recentNext)];
     return oldestFirst.map((entry): RecorderEvent => ({ kind: 'query', ...entry })).reverse();
   }
 
@@ -202,7 +215,12 @@ export class DashboardRecorder {
       const name = this.#labels.size < this.#maxProtocols ? label : OTHER;
       state = this.#labels.get(name);
       if (state === undefined) {
-        state = { label: name, totals: { routine: 0, llm: 0, failure: 0, llmCalls: 0, tokens: 0, lastUsedAt: null }, cell: undefined, cellAt: -1 };
+        state = {
+          label: name,
+          totals: { routine: 0, llm: 0, failure: 0, llmCalls: 0, tokens: 0, lastUsedAt: null },
+          cell: undefined,
+          cellAt: -1,
+        };
         this.#labels.set(name, state);
       }
     }

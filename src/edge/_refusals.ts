@@ -22,7 +22,11 @@ export function onClientError(error: Error & { code?: string }, socket: Duplex):
   const inFlight = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
   if (error.code !== 'ECONNRESET' && socket.writable && !inFlight?.headersSent) {
     socket.write(
-      error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? TIMEOUT_RAW : error.code === 'HPE_HEADER_OVERFLOW' ? HEADERS_TOO_LARGE_RAW : BAD_REQUEST_RAW,
+      error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? TIMEOUT_RAW
+        : error.code === 'HPE_HEADER_OVERFLOW'
+          ? HEADERS_TOO_LARGE_RAW
+          : BAD_REQUEST_RAW,
     );
   }
   socket.destroy();

@@ -16,7 +16,8 @@ const EMPTY = Buffer.alloc(0);
  */
 export function readBody(request: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const encoding = request.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== '' && encoding !== 'identity') return readEncoded(request, encoding, maxBytes);
+  if (encoding !== undefined && encoding !== '' && encoding !== 'identity')
+    return readEncoded(request, encoding, maxBytes);
   const declared = request.headers['content-length'];
   if (declared !== undefined) {
     const length = Number(declared);
@@ -87,8 +88,21 @@ function onBodyClose(this: BodyReading): void {
  */
 function readEncoded(request: IncomingMessage, encoding: string, maxBytes: number): Promise<Buffer> {
   const name = encoding.trim().toLowerCase();
-  const inflater: Gunzip | undefined = name === 'gzip' || name === 'x-gzip' ? createGunzip() : name === 'deflate' ? createInflate() : name === 'br' ? (createBrotliDecompress() as unknown as Gunzip) : undefined;
-  if (inflater === undefined) return Promise.reject(new AgoraError('BAD_REQUEST', `Unsupported Content-Encoding ${JSON.stringify(encoding.slice(0, 20))} (gzip, deflate, br)`));
+  const inflater: Gunzip | undefined =
+    name === 'gzip' || name === 'x-gzip'
+      ? createGunzip()
+      : name === 'deflate'
+        ? createInflate()
+        : name === 'br'
+          ? (createBrotliDecompress() as unknown as Gunzip)
+          : undefined;
+  if (inflater === undefined)
+    return Promise.reject(
+      new AgoraError(
+        'BAD_REQUEST',
+        `Unsupported Content-Encoding ${JSON.stringify(encoding.slice(0, 20))} (gzip, deflate, br)`,
+      ),
+    );
   // Compressed bytes are capped too (a stream of nothing but padding would never decompress past the cap).
   const declared = Number(request.headers['content-length']);
   if (declared > maxBytes) return Promise.reject(new AgoraError('REQUEST_TOO_LARGE'));

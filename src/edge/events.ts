@@ -37,7 +37,8 @@ export function wantsEventStream(accept: string | string[] | undefined): boolean
 export function parseLastEventId(header: string | string[] | null | undefined): number | undefined {
   const value = Array.isArray(header) ? header[0] : header;
   if (value === undefined || value === null || value.trim() === '') return undefined;
-  if (!LAST_EVENT_ID.test(value.trim())) throw new AgoraError('BAD_REQUEST', 'Last-Event-ID must be an event id (a non-negative integer)');
+  if (!LAST_EVENT_ID.test(value.trim()))
+    throw new AgoraError('BAD_REQUEST', 'Last-Event-ID must be an event id (a non-negative integer)');
   return Number(value.trim());
 }
 
@@ -63,7 +64,13 @@ function drained(response: ServerResponse, ms: number): Promise<boolean> {
  * more than `maxBufferedBytes` behind is waited for (a replay's burst); one that does not catch up within `stallMs`
  * loses its connection. A client that goes away cancels the stream.
  */
-export async function writeEvents(response: ServerResponse, status: number, headers: Record<string, string>, stream: EventStream, options: StreamingOptions = {}): Promise<void> {
+export async function writeEvents(
+  response: ServerResponse,
+  status: number,
+  headers: Record<string, string>,
+  stream: EventStream,
+  options: StreamingOptions = {},
+): Promise<void> {
   const maxBuffered = options.maxBufferedBytes ?? DEFAULT_MAX_BUFFERED_BYTES;
   const stallMs = options.stallMs ?? 5000;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
@@ -79,7 +86,10 @@ export async function writeEvents(response: ServerResponse, status: number, head
   // Headers go out now: the client learns at once that its stream is open.
   response.flushHeaders();
   // A heartbeat is skipped for a reader already behind: it would only add to what it has not read.
-  const heartbeat = heartbeatMs > 0 ? setInterval(() => response.writableLength <= maxBuffered && response.write(': ping\n\n'), heartbeatMs) : undefined;
+  const heartbeat =
+    heartbeatMs > 0
+      ? setInterval(() => response.writableLength <= maxBuffered && response.write(': ping\n\n'), heartbeatMs)
+      : undefined;
   heartbeat?.unref();
   try {
     for (;;) {

@@ -18,7 +18,10 @@ export type EdgeMiddlewareOptions = {
  * claims go on to the host's own routes; under a prefix the whole subtree is the edge's (JSON 404s).
  * @example app.use('/agora', edgeMiddleware(compose([agoraMount(receiver)])));
  */
-export function edgeMiddleware(edge: Edge, options: StreamingOptions & EdgeMiddlewareOptions = {}): (request: Request, response: Response, next: NextFunction) => void {
+export function edgeMiddleware(
+  edge: Edge,
+  options: StreamingOptions & EdgeMiddlewareOptions = {},
+): (request: Request, response: Response, next: NextFunction) => void {
   return (request, response, next) => {
     if (request.baseUrl === '' && !edge.claims(request.method, request.path)) return next();
     const edgeRequest: EdgeRequest = {
@@ -36,7 +39,8 @@ export function edgeMiddleware(edge: Edge, options: StreamingOptions & EdgeMiddl
       .handle(edgeRequest)
       .catch((error: unknown) => edge.failure(edgeRequest, error))
       .then((result) => {
-        if (result.events !== undefined) return writeEvents(response, result.status, result.headers, result.events, options);
+        if (result.events !== undefined)
+          return writeEvents(response, result.status, result.headers, result.events, options);
         response.writeHead(result.status, result.headers).end(result.body);
       })
       .catch(next);

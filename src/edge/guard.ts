@@ -118,7 +118,12 @@ export class RateLimiter {
  * carries an `Origin` that is not this server's, unless the operator allowed that origin. Requests with no `Origin`
  * (curl, SDKs, agents) pass: only browsers send one, and a page cannot leave it out.
  */
-export function isCrossSite(method: string, headers: Record<string, string | string[] | undefined>, allowed: ReadonlySet<string>, upgrade = false): boolean {
+export function isCrossSite(
+  method: string,
+  headers: Record<string, string | string[] | undefined>,
+  allowed: ReadonlySet<string>,
+  upgrade = false,
+): boolean {
   if (!upgrade && (method === 'GET' || method === 'HEAD' || method === 'OPTIONS')) return false;
   const origin = first(headers.origin);
   if (origin !== undefined) {
@@ -144,5 +149,9 @@ function sameOrigin(origin: string, host: string | undefined, allowed: ReadonlyS
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
   const wanted = host.toLowerCase();
-  return url.host === wanted || (url.port === '' && wanted === `${url.hostname}:${url.protocol === 'https:' ? 443 : 80}`) || allowed.has(url.origin);
+  return (
+    url.host === wanted ||
+    (url.port === '' && wanted === `${url.hostname}:${url.protocol === 'https:' ? 443 : 80}`) ||
+    allowed.has(url.origin)
+  );
 }

@@ -43,7 +43,7 @@ export interface Mount {
   socketFailure?(status: number, message: string): string;
   /** Stops what the mount keeps running (feeds, timers); called when the server closes. */
   close?(): void | Promise<void>;
-};
+}
 
 /** The edge's settings: one guard for every mount. */
 export type EdgeOptions = {
@@ -91,7 +91,8 @@ function byMethod(all: Entry[], method: string): Entry[] {
   return taking.length > 0 ? taking : [all[0]!];
 }
 
-const PREFLIGHT_HEADERS = 'authorization, content-type, accept, last-event-id, a2a-version, mcp-session-id, mcp-protocol-version';
+const PREFLIGHT_HEADERS =
+  'authorization, content-type, accept, last-event-id, a2a-version, mcp-session-id, mcp-protocol-version';
 
 /**
  * Puts mounts behind one guard: the rate limit (every request), then routing by path, then OPTIONS (with CORS
@@ -126,7 +127,8 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
     const clean = cleanPath(path);
     let under: Entry[] | undefined;
     for (const entry of prefixes) {
-      if (clean === entry.stem || (clean.startsWith(entry.stem) && clean.charCodeAt(entry.stem.length) === 47)) (under ??= []).push(entry);
+      if (clean === entry.stem || (clean.startsWith(entry.stem) && clean.charCodeAt(entry.stem.length) === 47))
+        (under ??= []).push(entry);
     }
     const found = exact.get(clean);
     if (under !== undefined) return byMethod(found === undefined ? under : [...found, ...under], method);
@@ -167,26 +169,40 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   }
 
   // The guard and the route's answer, for one routed request; a refusal is in the mount's own shape.
-  function guarded(request: MountedRequest, entries: readonly Entry[], upgrade: boolean): Promise<EdgeResponse> | EdgeResponse {
+  function guarded(
+    request: MountedRequest,
+    entries: readonly Entry[],
+    upgrade: boolean,
+  ): Promise<EdgeResponse> | EdgeResponse {
     const { method } = request;
     for (const { route, mount } of entries) {
       if (method === 'OPTIONS' && !upgrade) return preflight(request, route);
       if (isCrossSite(method, request.headers, corsOrigins, upgrade)) {
-        logger?.warn(`refused a cross-site ${method} ${cleanPath(request.path)} (Origin ${String(request.headers.origin ?? 'none').slice(0, 100)})`);
+        logger?.warn(
+          `refused a cross-site ${method} ${cleanPath(request.path)} (Origin ${String(request.headers.origin ?? 'none').slice(0, 100)})`,
+        );
         return refusal(mount, 403, 'Cross-site request refused');
       }
       const open = route.public === true || (route.public === 'read' && (method === 'GET' || method === 'HEAD'));
-      if (tokens.enabled && !open && !tokens.accepts(request.headers.authorization)) return refusal(mount, 401, 'Unauthorized', { 'www-authenticate': 'Bearer' });
+      if (tokens.enabled && !open && !tokens.accepts(request.headers.authorization))
+        return refusal(mount, 401, 'Unauthorized', { 'www-authenticate': 'Bearer' });
       request.route = route;
       request.mount = mount;
-      const answer = upgrade ? (route.socket && mount.upgrade ? mount.upgrade(request) : refusal(mount, 404, 'Not found')) : mount.handle(request);
+      const answer = upgrade
+        ? route.socket && mount.upgrade
+          ? mount.upgrade(request)
+          : refusal(mount, 404, 'Not found')
+        : mount.handle(request);
       if (answer !== undefined) return withCors(request, answer);
     }
     return notFound();
   }
 
   // An allowed origin may read what it asked for.
-  function withCors(request: EdgeRequest, answer: Promise<EdgeResponse> | EdgeResponse): Promise<EdgeResponse> | EdgeResponse {
+  function withCors(
+    request: EdgeRequest,
+    answer: Promise<EdgeResponse> | EdgeResponse,
+  ): Promise<EdgeResponse> | EdgeResponse {
     if (corsOrigins.size === 0) return answer;
     const origin = request.headers.origin;
     if (typeof origin !== 'string' || !(corsOrigins.has(origin) || corsOrigins.has('*'))) return answer;
@@ -200,7 +216,8 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
 
   async function limited(request: MountedRequest, entries: readonly Entry[], upgrade: boolean): Promise<EdgeResponse> {
     const retryAfter = await hit(request.remoteAddress);
-    if (retryAfter > 0) return refusal(entries[0]?.mount ?? fallback!, 429, 'Too many requests', { 'retry-after': String(retryAfter) });
+    if (retryAfter > 0)
+      return refusal(entries[0]?.mount ?? fallback!, 429, 'Too many requests', { 'retry-after': String(retryAfter) });
     return guarded(request, entries, upgrade);
   }
 
@@ -213,7 +230,8 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
       const entries = lookup(request.method, request.path);
       if (entries.length > 0 && entries[0]!.mount.maxBodyBytes !== undefined) {
         const capped = request as MountedRequest & { maxBodyBytes?: number };
-        if (capped.maxBodyBytes !== undefined) capped.maxBodyBytes = Math.min(capped.maxBodyBytes, entries[0]!.mount.maxBodyBytes);
+        if (capped.maxBodyBytes !== undefined)
+          capped.maxBodyBytes = Math.min(capped.maxBodyBytes, entries[0]!.mount.maxBodyBytes);
       }
       if (limiter) return limited(request, entries, upgrade).catch((error: unknown) => toFailure(request, error));
       if (entries.length === 0) return Promise.resolve(notFound());
@@ -226,7 +244,11 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
 
   function toFailure(request: MountedRequest, error: unknown): EdgeResponse {
     const mount = request.mount ?? fallback;
-    return failureResponse(request, error, { status: statusOf, shape: mount ? (status, message) => mount.failure(status, message) : failure, logger });
+    return failureResponse(request, error, {
+      status: statusOf,
+      shape: mount ? (status, message) => mount.failure(status, message) : failure,
+      logger,
+    });
   }
 
   return {

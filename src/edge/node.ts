@@ -82,7 +82,10 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
       return closing;
     },
     written(response, error) {
-      if (error !== undefined) logger.error(`${response.req.method} ${response.req.url}: could not write the response: ${describeError(error)}`);
+      if (error !== undefined)
+        logger.error(
+          `${response.req.method} ${response.req.url}: could not write the response: ${describeError(error)}`,
+        );
       settled();
     },
   };
@@ -105,7 +108,8 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
         result = edge.failure(request, error);
       }
       // A stream is logged when it ends: its protocol and path taken are known only once its answer has run.
-      if (record && result.events === undefined) logRequest(record, incoming, request, result.status, performance.now() - started);
+      if (record && result.events === undefined)
+        logRequest(record, incoming, request, result.status, performance.now() - started);
       if (result.status === 413) {
         // The connection is not kept for another request: the rest of an oversize body is not worth reading.
         result.headers.connection = 'close';
@@ -139,7 +143,12 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
     return true;
   }
 
-  function stream(incoming: IncomingMessage, response: ServerResponse, result: EdgeResponse, events: EventStream): Promise<void> {
+  function stream(
+    incoming: IncomingMessage,
+    response: ServerResponse,
+    result: EdgeResponse,
+    events: EventStream,
+  ): Promise<void> {
     // Never kept alive past a close().
     if (closing) response.shouldKeepAlive = false;
     return writeEvents(response, result.status, result.headers, events, options).catch((error: unknown) => {
@@ -168,7 +177,10 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
       requestTimeout,
       headersTimeout,
       // Node checks the two timeouts on this interval (30 s by default), far too coarse for a 10 s limit.
-      connectionsCheckingInterval: Math.max(25, Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout || Infinity) / 4))),
+      connectionsCheckingInterval: Math.max(
+        25,
+        Math.min(1000, Math.floor(Math.min(headersTimeout, requestTimeout || Infinity) / 4)),
+      ),
       // Liberal: a request without Host is answered (Node would send a bare 400 without a JSON body).
       requireHostHeader: false,
     },
@@ -219,7 +231,13 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
 }
 
 // One record per request: a line a person reads, and the same facts as fields for a machine (`--log-format json`).
-function logRequest(record: (message: string, fields?: LogFields) => void, incoming: IncomingMessage, request: NodeRequest, status: number, ms: number): void {
+function logRequest(
+  record: (message: string, fields?: LogFields) => void,
+  incoming: IncomingMessage,
+  request: NodeRequest,
+  status: number,
+  ms: number,
+): void {
   const { protocol, protocolName, taken } = request.log ?? {};
   const how = taken ? ` ${taken}${protocolName ? ` "${protocolName}"` : ''}` : '';
   record(`request ${request.id}: ${incoming.method} ${incoming.url} ${status} ${ms.toFixed(1)}ms${how}`, {

@@ -36,7 +36,12 @@ export class PreparedBody {
   encoded(encoding: Encoding): Promise<Buffer> {
     let encoded = this.#encoded.get(encoding);
     if (!encoded) {
-      encoded = encoding === 'gzip' ? gzipAsync(this.body) : brotliAsync(this.body, { params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: this.body.length } });
+      encoded =
+        encoding === 'gzip'
+          ? gzipAsync(this.body)
+          : brotliAsync(this.body, {
+              params: { [constants.BROTLI_PARAM_QUALITY]: 5, [constants.BROTLI_PARAM_SIZE_HINT]: this.body.length },
+            });
       // A failed encoding is not kept: the next request tries again (or gets the plain body).
       encoded.catch(() => this.#encoded.delete(encoding));
       this.#encoded.set(encoding, encoded);

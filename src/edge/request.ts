@@ -38,7 +38,8 @@ export type RequestLogFields = { protocol?: string; protocolName?: string; taken
 
 const EMPTY = Buffer.alloc(0);
 const SAFE_HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/;
-const SAFE_BASE_URL = /^https?:\/\/(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
+const SAFE_BASE_URL =
+  /^https?:\/\/(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?(?:\/[A-Za-z0-9._~!$&'()*+,;=:@%/-]*)?$/;
 
 /** A new request id: 12 random base64url characters. */
 export function requestId(): string {
@@ -72,7 +73,10 @@ export function cleanPath(path: string): string {
  */
 export function requestTarget(target: string | undefined): URL | undefined {
   try {
-    return new URL(target === undefined || target.startsWith('/') ? `http://target.invalid${target ?? '/'}` : target, 'http://target.invalid/');
+    return new URL(
+      target === undefined || target.startsWith('/') ? `http://target.invalid${target ?? '/'}` : target,
+      'http://target.invalid/',
+    );
   } catch {
     return undefined;
   }
@@ -87,9 +91,13 @@ export function isSafeHost(host: string | undefined): host is string {
  * The base URL links are built from: the public URL, else the adapter's, else `http://<Host>` when it is a plain
  * host; `undefined` when none is safe.
  */
-export function baseUrlOf(request: Pick<EdgeRequest, 'headers' | 'baseUrl'>, publicUrl: string | undefined): string | undefined {
+export function baseUrlOf(
+  request: Pick<EdgeRequest, 'headers' | 'baseUrl'>,
+  publicUrl: string | undefined,
+): string | undefined {
   if (publicUrl) return publicUrl.replace(/\/+$/, '');
-  if (request.baseUrl !== undefined) return SAFE_BASE_URL.test(request.baseUrl) ? request.baseUrl.replace(/\/+$/, '') : undefined;
+  if (request.baseUrl !== undefined)
+    return SAFE_BASE_URL.test(request.baseUrl) ? request.baseUrl.replace(/\/+$/, '') : undefined;
   const host = header(request, 'host');
   return isSafeHost(host) ? `http://${host}` : undefined;
 }

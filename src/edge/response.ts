@@ -28,7 +28,10 @@ export type EdgeResponse = {
   headers: Record<string, string>;
   body: string | Buffer;
   events?: EventStream;
-  upgrade?: { accept(session: SocketSession): void; /** Counted against the per-resource socket cap (a room id). */ resource?: string };
+  upgrade?: {
+    accept(session: SocketSession): void;
+    /** Counted against the per-resource socket cap (a room id). */ resource?: string;
+  };
 };
 
 /** The content type of every JSON answer. */
@@ -52,8 +55,17 @@ export function respond(status: number, contentType: string, body: string, headO
 }
 
 /** A JSON response whose text is already serialized; `byteLength` when the caller knows it. */
-export function jsonText(status: number, text: string, headers: Record<string, string> = {}, byteLength = Buffer.byteLength(text)): EdgeResponse {
-  return { status, headers: { 'content-type': JSON_TYPE, 'content-length': String(byteLength), ...headers }, body: text };
+export function jsonText(
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+  byteLength = Buffer.byteLength(text),
+): EdgeResponse {
+  return {
+    status,
+    headers: { 'content-type': JSON_TYPE, 'content-length': String(byteLength), ...headers },
+    body: text,
+  };
 }
 
 /** A JSON response from a value. */

@@ -22,7 +22,16 @@ export type SocketLimits = {
   maxMessageBytes?: number;
 };
 
-const REASONS: Record<number, string> = { 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 405: 'Method Not Allowed', 429: 'Too Many Requests', 500: 'Internal Server Error', 503: 'Service Unavailable' };
+const REASONS: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  429: 'Too Many Requests',
+  500: 'Internal Server Error',
+  503: 'Service Unavailable',
+};
 
 /**
  * Gives an upgrade's socket an `error` listener, first thing in an `upgrade` listener: node:http takes its own off
@@ -36,12 +45,18 @@ export function guardUpgradeSocket(socket: Duplex): void {
 /** Answers an upgrade with a plain HTTP response and closes the socket. */
 export function refuseUpgrade(socket: Duplex, response: EdgeResponse): void {
   const body = typeof response.body === 'string' ? response.body : response.body.toString('utf8');
-  const headers = Object.entries({ ...response.headers, 'content-length': String(Buffer.byteLength(body)), connection: 'close' })
+  const headers = Object.entries({
+    ...response.headers,
+    'content-length': String(Buffer.byteLength(body)),
+    connection: 'close',
+  })
     .filter(([name]) => /^[a-z0-9-]+$/.test(name))
     .map(([name, value]) => `${name}: ${String(value).replace(/[\r\n]/g, '')}\r\n`)
     .join('');
   if (!socket.writable) return void socket.destroy();
-  socket.end(`HTTP/1.1 ${response.status} ${REASONS[response.status] ?? 'Error'}\r\n${headers}\r\n${body}`, () => socket.destroy());
+  socket.end(`HTTP/1.1 ${response.status} ${REASONS[response.status] ?? 'Error'}\r\n${headers}\r\n${body}`, () =>
+    socket.destroy(),
+  );
 }
 
 function asBuffer(data: RawData): Buffer {
@@ -76,19 +91,34 @@ export class SocketRouter {
   /** The server's `upgrade` listener. */
   readonly upgrade = (incoming: IncomingMessage, socket: Duplex, head: Buffer): void => {
     guardUpgradeSocket(socket);
-    const request: MountedRequest = { method: incoming.method ?? 'GET', path: incoming.url ?? '/', headers: incoming.headers, body: undefined, remoteAddress: incoming.socket.remoteAddress };
+    const request: MountedRequest = {
+      method: incoming.method ?? 'GET',
+      path: incoming.url ?? '/',
+      headers: incoming.headers,
+      body: undefined,
+      remoteAddress: incoming.socket.remoteAddress,
+    };
     this.edge.upgrade(request).then(
       (response) => this.#accept(incoming, socket, head, request, response),
       (error: unknown) => refuseUpgrade(socket, this.edge.failure(request, error)),
     );
   };
 
-  #accept(incoming: IncomingMessage, socket: Duplex, head: Buffer, request: MountedRequest, response: EdgeResponse): void {
+  #accept(
+    incoming: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    request: MountedRequest,
+    response: EdgeResponse,
+  ): void {
     const accept = response.upgrade;
     if (accept === undefined) return refuseUpgrade(socket, response);
     const client = clientKey(request.remoteAddress);
     const resource = accept.resource;
-    const busy = this.size >= this.#maxSockets || (this.#perClient.get(client) ?? 0) >= this.#maxPerClient || (resource !== undefined && (this.#perResource.get(resource) ?? 0) >= this.#maxPerResource);
+    const busy =
+      this.size >= this.#maxSockets ||
+      (this.#perClient.get(client) ?? 0) >= this.#maxPerClient ||
+      (resource !== undefined && (this.#perResource.get(resource) ?? 0) >= this.#maxPerResource);
     if (busy) {
       const refusal = (request.mount ?? this.edge.mounts[0])?.failure(503, 'Too many open sockets') ?? response;
       refusal.headers['retry-after'] = '5';
@@ -103,14 +133,23 @@ export class SocketRouter {
         count(this.#perClient, client, -1);
         if (resource !== undefined) count(this.#perResource, resource, -1);
       });
-      accept.accept({ client: opened, request, onMessage: (listener) => this.#listen(opened, request, listener), acceptsToken: this.#acceptsToken });
+      accept.accept({
+        client: opened,
+        request,
+        onMessage: (listener) => this.#listen(opened, request, listener),
+        acceptsToken: this.#acceptsToken,
+      });
     });
   }
 
   // Every message counts against the rate limit, in order, and is a body like any other: nested past the cap (as
   // `POST /` refuses), it never reaches the mount. A refused one is answered in the mount's shape, or the socket is
   // closed (1008, policy violation).
-  #listen(client: WebSocket, request: EdgeRequest & MountedRequest, listener: (data: Buffer, isBinary: boolean) => void): void {
+  #listen(
+    client: WebSocket,
+    request: EdgeRequest & MountedRequest,
+    listener: (data: Buffer, isBinary: boolean) => void,
+  ): void {
     let queue: Promise<void> = Promise.resolve();
     const refuse = (status: number, message: string) => {
       const frame = request.mount?.socketFailure?.(status, message);
@@ -138,7 +177,8 @@ export class SocketRouter {
   }
 
   // One token check for every surface: a socket's own auth frame is checked against the edge's tokens too.
-  readonly #acceptsToken = (token: string | undefined): boolean => !this.edge.tokens.enabled || this.edge.tokens.acceptsToken(token);
+  readonly #acceptsToken = (token: string | undefined): boolean =>
+    !this.edge.tokens.enabled || this.edge.tokens.acceptsToken(token);
 
   /** Ends every open socket. */
   close(): void {

@@ -62,7 +62,11 @@ export type FailureWire = {
  * Retry-After (its connection reports the outage once, not per request); anything else a 500 whose details stay in
  * the log, found by the request id the client is given.
  */
-export function failureResponse(request: Pick<EdgeRequest, 'method' | 'path' | 'signal' | 'id'>, error: unknown, wire: FailureWire): EdgeResponse {
+export function failureResponse(
+  request: Pick<EdgeRequest, 'method' | 'path' | 'signal' | 'id'>,
+  error: unknown,
+  wire: FailureWire,
+): EdgeResponse {
   if (isAgoraError(error)) {
     if (error.code === 'STORE_UNAVAILABLE') {
       const response = wire.shape(503, 'Store unavailable');

@@ -4,7 +4,13 @@ export { Hub, type HubOptions, type ProtocolListing } from '../hub/hub.js';
 export { startHub, type StartHubOptions, type RunningHub } from '../hub/server.js';
 export { hubMount, type HubMountOptions } from '../hub/http.js';
 export { roomsMount, type RoomsMountOptions } from '../hub/rooms/http.js';
-export { createHubDashboard, roomsSource, type HubDashboardOptions, type RoomsSource, type RoomView } from '../dashboard/hub-dashboard.js';
+export {
+  createHubDashboard,
+  roomsSource,
+  type HubDashboardOptions,
+  type RoomsSource,
+  type RoomView,
+} from '../dashboard/hub-dashboard.js';
 export { HubClient, type HubClientOptions, type HubAgent, type HubProtocol } from '../hub/client.js';
 export { runChain, resumeChain, type ChainOptions } from '../hub/chains.js';
 export type { RouteDecision } from '../hub/routing.js';

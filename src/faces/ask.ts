@@ -18,13 +18,21 @@ export type Ask = {
  * Answers an ask with the receiver: a single query, or the next turn of the session's conversation under the ask's
  * protocol (a new one when there is none yet, or it has expired). Throws the receiver's AgoraError.
  */
-export function ask(receiver: ReceiverApi, sessions: FaceSessions | undefined, question: Ask, context?: RequestContext): Promise<SuccessResponse> {
+export function ask(
+  receiver: ReceiverApi,
+  sessions: FaceSessions | undefined,
+  question: Ask,
+  context?: RequestContext,
+): Promise<SuccessResponse> {
   // Without a session, the receiver's own promise: no async layer of ours on the faces' hot path.
   if (question.session === undefined || sessions === undefined) return receiver.query(queryOf(question), context);
   const session = question.session;
   // One conversation per protocol in a session (a client that changes protocol opens a second one beside the
   // first); a single-round protocol's query keeps none.
-  const turn = (lane: string | undefined) => (lane === undefined ? receiver.query(queryOf(question), context) : sessions.turn(receiver, session, lane, queryOf(question), context));
+  const turn = (lane: string | undefined) =>
+    lane === undefined
+      ? receiver.query(queryOf(question), context)
+      : sessions.turn(receiver, session, lane, queryOf(question), context);
   const lane = sessions.laneOf(receiver, question.protocolHash);
   return lane instanceof Promise ? lane.then(turn) : turn(lane);
 }

@@ -20,7 +20,14 @@ export function createCatalog(receiver: ReceiverApi): () => Promise<CatalogEntry
         const text = await receiver.document(hash);
         try {
           const document = text === undefined ? undefined : parseDocument(text);
-          entry = document ? { hash, name: document.metadata.name, description: document.metadata.description, multiround: document.metadata.multiround } : null;
+          entry = document
+            ? {
+                hash,
+                name: document.metadata.name,
+                description: document.metadata.description,
+                multiround: document.metadata.multiround,
+              }
+            : null;
         } catch {
           entry = null;
         }
@@ -36,7 +43,28 @@ export function createCatalog(receiver: ReceiverApi): () => Promise<CatalogEntry
 
 /** Lower-case words of the served protocols' names and descriptions (OAP's keyword routing reads them). */
 export function capabilityWords(entries: readonly CatalogEntry[], max = 64): string[] {
-  const stop = new Set(['a', 'an', 'and', 'the', 'of', 'to', 'in', 'on', 'for', 'or', 'with', 'by', 'is', 'it', 'its', 'one', 'at', 'as', 'from', 'into']);
+  const stop = new Set([
+    'a',
+    'an',
+    'and',
+    'the',
+    'of',
+    'to',
+    'in',
+    'on',
+    'for',
+    'or',
+    'with',
+    'by',
+    'is',
+    'it',
+    'its',
+    'one',
+    'at',
+    'as',
+    'from',
+    'into',
+  ]);
   const words = new Set<string>();
   for (const entry of entries) {
     for (const word of `${entry.name} ${entry.description}`.toLowerCase().split(/[^\p{L}\p{N}]+/u)) {

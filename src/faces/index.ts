@@ -34,7 +34,9 @@ export type FaceName = 'agora' | Listed['name'];
 export const FACE_NAMES: readonly FaceName[] = ['agora', ...FACES.map((face) => face.name)];
 
 type OptionsOf<Definition> = Definition extends FaceDefinition<infer Options, string> ? Options : never;
-type Intersection<Union> = (Union extends unknown ? (value: Union) => void : never) extends (value: infer Both) => void ? Both : never;
+type Intersection<Union> = (Union extends unknown ? (value: Union) => void : never) extends (value: infer Both) => void
+  ? Both
+  : never;
 
 /** The options of every face in `FACES` together (`roarSecret`, `version`, `stream`…). */
 export type FaceOptions = Intersection<OptionsOf<Listed>>;
@@ -103,9 +105,13 @@ export function agoraEnabled(config: FacesConfig | false | undefined): boolean {
  * @example parseFaceList('agora,a2a') // ['agora', 'a2a']
  */
 export function parseFaceList(text: string): FaceName[] {
-  const names = text.split(',').map((name) => name.trim().toLowerCase()).filter((name) => name !== '');
+  const names = text
+    .split(',')
+    .map((name) => name.trim().toLowerCase())
+    .filter((name) => name !== '');
   for (const name of names) {
-    if (!(FACE_NAMES as readonly string[]).includes(name)) throw new Error(`faces: unknown face ${JSON.stringify(name)} (known: ${FACE_NAMES.join(', ')})`);
+    if (!(FACE_NAMES as readonly string[]).includes(name))
+      throw new Error(`faces: unknown face ${JSON.stringify(name)} (known: ${FACE_NAMES.join(', ')})`);
   }
   return [...new Set(names)] as FaceName[];
 }
@@ -123,7 +129,8 @@ export function facesFor(receiver: ReceiverApi, config: FacesConfig | false | un
   const faces = (config?.faces ?? FACE_NAMES).filter((name) => name !== 'agora');
   if (faces.length === 0) return [];
   const named = receiver as NamedReceiver;
-  const description = config?.description ?? (typeof named.profile === 'function' ? named.profile().description : undefined);
+  const description =
+    config?.description ?? (typeof named.profile === 'function' ? named.profile().description : undefined);
   return createFaces(receiver, {
     ...config,
     faces,

@@ -101,7 +101,10 @@ export class FaceSessions {
    * nothing a stranger's flood of one-shot messages could fill the table with). A document not known here is the
    * receiver's to judge, as a turn. Each document is read once; the answer is synchronous once known.
    */
-  laneOf(receiver: Pick<ReceiverApi, 'document'>, protocolHash: string | undefined): string | undefined | Promise<string | undefined> {
+  laneOf(
+    receiver: Pick<ReceiverApi, 'document'>,
+    protocolHash: string | undefined,
+  ): string | undefined | Promise<string | undefined> {
     if (protocolHash === undefined) return 'text';
     const hex = normalizeHash(protocolHash);
     if (hex === undefined) return `protocol:${protocolHash}`;
@@ -117,7 +120,8 @@ export class FaceSessions {
         } catch {
           // A document that does not parse is the receiver's to refuse.
         }
-        if (this.#multiround.size >= MAX_KNOWN_PROTOCOLS) this.#multiround.delete(this.#multiround.keys().next().value as string);
+        if (this.#multiround.size >= MAX_KNOWN_PROTOCOLS)
+          this.#multiround.delete(this.#multiround.keys().next().value as string);
         this.#multiround.set(hex, multiround);
         return multiround ? lane : undefined;
       },
@@ -152,7 +156,13 @@ export class FaceSessions {
    * opened there, else (none yet, or expired) a new multiround query whose conversation the session keeps. A session
    * not seen before is opened, unless the table is full (`TOO_MANY_CONVERSATIONS`: no live session is ever dropped).
    */
-  turn(receiver: ReceiverApi, key: string, lane: string, query: QueryRequest, context?: RequestContext): Promise<SuccessResponse> {
+  turn(
+    receiver: ReceiverApi,
+    key: string,
+    lane: string,
+    query: QueryRequest,
+    context?: RequestContext,
+  ): Promise<SuccessResponse> {
     return this.#turns.run(key, async () => {
       const memoryKey = this.#keyOf(key);
       const found = await this.#read(memoryKey);
@@ -163,10 +173,15 @@ export class FaceSessions {
           const reply = await receiver.followUp(open.id, { body: query.body }, context);
           return await this.#keep(memoryKey, record, lane, reply, open.id);
         } catch (error) {
-          if (!isAgoraError(error) || (error.code !== 'CONVERSATION_EXPIRED' && error.code !== 'CONVERSATION_NOT_FOUND')) throw error;
+          if (
+            !isAgoraError(error) ||
+            (error.code !== 'CONVERSATION_EXPIRED' && error.code !== 'CONVERSATION_NOT_FOUND')
+          )
+            throw error;
         }
       }
-      if (found === undefined && !(await this.hasRoom())) throw new AgoraError('TOO_MANY_CONVERSATIONS', 'Too many open sessions: try again when one has ended');
+      if (found === undefined && !(await this.hasRoom()))
+        throw new AgoraError('TOO_MANY_CONVERSATIONS', 'Too many open sessions: try again when one has ended');
       this.#makeRoomForLane(record, lane);
       const reply = await receiver.query({ ...query, multiround: true }, context);
       if (found === undefined && this.#count !== undefined) this.#count += 1;
@@ -179,13 +194,23 @@ export class FaceSessions {
     const lanes = Object.keys(record.conversations);
     if (lanes.length < this.#maxConversations || lanes.includes(lane)) return;
     const now = this.#now();
-    for (const [name, open] of Object.entries(record.conversations)) if (open.expiresAt <= now) delete record.conversations[name];
+    for (const [name, open] of Object.entries(record.conversations))
+      if (open.expiresAt <= now) delete record.conversations[name];
     if (Object.keys(record.conversations).length >= this.#maxConversations) {
-      throw new AgoraError('TOO_MANY_CONVERSATIONS', `Too many conversations in one session (at most ${this.#maxConversations}): end one, or use another session`);
+      throw new AgoraError(
+        'TOO_MANY_CONVERSATIONS',
+        `Too many conversations in one session (at most ${this.#maxConversations}): end one, or use another session`,
+      );
     }
   }
 
-  async #keep(memoryKey: string, record: SessionRecord, lane: string, reply: SuccessResponse, conversation: string | undefined): Promise<SuccessResponse> {
+  async #keep(
+    memoryKey: string,
+    record: SessionRecord,
+    lane: string,
+    reply: SuccessResponse,
+    conversation: string | undefined,
+  ): Promise<SuccessResponse> {
     const now = this.#now();
     if (conversation === undefined || reply.conversationExpires === undefined) delete record.conversations[lane];
     else record.conversations[lane] = { id: conversation, expiresAt: reply.conversationExpires * 1000 };
@@ -237,9 +262,10 @@ export class FaceSessions {
   }
 }
 
-
 function isRecord(value: unknown): value is SessionRecord {
   if (typeof value !== 'object' || value === null) return false;
   const record = value as Partial<SessionRecord>;
-  return typeof record.expiresAt === 'number' && typeof record.conversations === 'object' && record.conversations !== null;
+  return (
+    typeof record.expiresAt === 'number' && typeof record.conversations === 'object' && record.conversations !== null
+  );
 }

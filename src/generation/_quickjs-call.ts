@@ -67,11 +67,16 @@ export type GuestCaller = {
 };
 
 /** A caller for `context`, whose guest memory is `memory`. */
-export function guestCaller(wasm: QuickJSWASMModule, context: QuickJSContext, memory: { readonly buffer: ArrayBuffer }): GuestCaller {
+export function guestCaller(
+  wasm: QuickJSWASMModule,
+  context: QuickJSContext,
+  memory: { readonly buffer: ArrayBuffer },
+): GuestCaller {
   const ffi = wasm.getFFI() as unknown as Ffi;
   const ctx = (context as unknown as { ctx?: { value?: unknown } }).ctx?.value;
   const rt = (context.runtime as unknown as { rt?: { value?: unknown } }).rt?.value;
-  if (typeof ctx !== 'number' || ctx === 0 || typeof rt !== 'number' || rt === 0) throw new Error('quickjs-emscripten no longer has the context and runtime pointers where the sandbox reads them');
+  if (typeof ctx !== 'number' || ctx === 0 || typeof rt !== 'number' || rt === 0)
+    throw new Error('quickjs-emscripten no longer has the context and runtime pointers where the sandbox reads them');
   // The reserved buffer: an ArrayBuffer of the guest's heap that no guest code can reach (only this handle holds it).
   const buffer = context.newArrayBuffer(new ArrayBuffer(BUFFER_BYTES));
   const slot = ffi.QTS_GetArrayBuffer(ctx, buffer.value as unknown as number);
@@ -112,7 +117,10 @@ export function guestCaller(wasm: QuickJSWASMModule, context: QuickJSContext, me
   };
   // The value layout runJobs reads, checked on known values.
   const probes = [context.newNumber(1.5), context.newObject()];
-  const layoutKnown = isNumberTag(tagOf(probes[0]!.value as unknown as number)) && tagOf(probes[1]!.value as unknown as number) === TAG_OBJECT && tagOf(undefinedValue) === TAG_UNDEFINED;
+  const layoutKnown =
+    isNumberTag(tagOf(probes[0]!.value as unknown as number)) &&
+    tagOf(probes[1]!.value as unknown as number) === TAG_OBJECT &&
+    tagOf(undefinedValue) === TAG_UNDEFINED;
   for (const probe of probes) probe.dispose();
   if (!layoutKnown) throw new Error('quickjs-emscripten no longer lays values out as the sandbox reads them');
   return {

@@ -32,15 +32,27 @@ export type GuestStatics = {
  * tool names rarely change between calls: sent again only when they do (remembered on the instance). A document is
  * named by the hash of its text (its metadata with it), and the toolbox object changes when the tools do.
  */
-export function callText(instance: GuestStatics, id: number, method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): string {
+export function callText(
+  instance: GuestStatics,
+  id: number,
+  method: SandboxMethod,
+  payload: unknown,
+  context: SandboxContext | undefined,
+): string {
   let text = `[${id},"${method}",${JSON.stringify(payload ?? null)}`;
   if (context) {
     const { conversation, protocol } = context;
     // A single-round query's conversation is always the same text.
-    text += conversation.id === null && conversation.turn === 1 && isEmpty(conversation.state) ? SINGLE_ROUND : `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
+    text +=
+      conversation.id === null && conversation.turn === 1 && isEmpty(conversation.state)
+        ? SINGLE_ROUND
+        : `,${JSON.stringify({ id: conversation.id, turn: conversation.turn, state: conversation.state })}`;
     if (protocol.hash !== instance.staticsHash || context.tools !== instance.staticsTools) {
       const toolNames = Object.keys(context.tools);
-      const statics = JSON.stringify({ protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata }, tools: toolNames });
+      const statics = JSON.stringify({
+        protocol: { name: protocol.name, hash: protocol.hash, metadata: protocol.metadata },
+        tools: toolNames,
+      });
       if (statics !== instance.statics) text += `,${statics}`;
       Object.assign(instance, { statics, toolNames, staticsHash: protocol.hash, staticsTools: context.tools });
     }
@@ -56,16 +68,25 @@ function isEmpty(object: object): boolean {
 }
 
 /** A tool request from the outbox, "<runId>:<callId>:<tool index>:<input JSON>" (the index into the tool names last sent). */
-export function toolRequestOf(request: string): { runId: number; callId: string; index: number; input: unknown } | undefined {
+export function toolRequestOf(
+  request: string,
+): { runId: number; callId: string; index: number; input: unknown } | undefined {
   const first = request.indexOf(':');
   const second = request.indexOf(':', first + 1);
   const third = request.indexOf(':', second + 1);
   if (first < 0 || second < 0 || third < 0) return undefined;
-  return { runId: Number(request.slice(0, first)), callId: request.slice(first + 1, second), index: Number(request.slice(second + 1, third)), input: safeJson(request.slice(third + 1)) };
+  return {
+    runId: Number(request.slice(0, first)),
+    callId: request.slice(first + 1, second),
+    index: Number(request.slice(second + 1, third)),
+    input: safeJson(request.slice(third + 1)),
+  };
 }
 
 /** A log line from the outbox, '[runId, level, message]', its level one a logger has. */
-export function logLineOf(line: string): { runId: unknown; level: 'info' | 'warn' | 'error'; message: string } | undefined {
+export function logLineOf(
+  line: string,
+): { runId: unknown; level: 'info' | 'warn' | 'error'; message: string } | undefined {
   const [runId, level, message] = (safeJson(line) ?? []) as [unknown, unknown, unknown];
   if (typeof message !== 'string') return undefined;
   return { runId, level: level === 'warn' || level === 'error' ? level : 'info', message };
@@ -86,7 +107,10 @@ export function sandboxResult(report: unknown): SandboxResult | string {
   }
   if (invalid !== undefined) {
     if (!isObject(invalid) || typeof invalid.issues !== 'string') return 'invalid: not { issues: string }';
-    result.invalid = invalid.reply === undefined ? { issues: invalid.issues } : { issues: invalid.issues, reply: invalid.reply as JsonValue };
+    result.invalid =
+      invalid.reply === undefined
+        ? { issues: invalid.issues }
+        : { issues: invalid.issues, reply: invalid.reply as JsonValue };
   }
   return result;
 }

@@ -23,9 +23,14 @@ import { GUEST_PRELUDE, wrapBundle, type GuestStatics } from './_quickjs-guest.j
 // The WebAssembly API as far as we use it (the project's lib settings do not declare it).
 type WasmMemory = { readonly buffer: ArrayBuffer };
 type WasmModule = object;
-const wasmApi = (globalThis as unknown as {
-  WebAssembly: { compile(bytes: Uint8Array): Promise<WasmModule>; Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory };
-}).WebAssembly;
+const wasmApi = (
+  globalThis as unknown as {
+    WebAssembly: {
+      compile(bytes: Uint8Array): Promise<WasmModule>;
+      Memory: new (descriptor: { initial: number; maximum: number }) => WasmMemory;
+    };
+  }
+).WebAssembly;
 
 /** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`/`flush`, and the running slice. */
 export type Instance = GuestStatics & {
@@ -44,7 +49,13 @@ export type Instance = GuestStatics & {
 };
 
 /** The limits an instance is built with. */
-export type InstanceLimits = { memoryBytes: number; loadTimeoutMs: number; cpuLimitMs: number; name: string; cpuClock: CpuClock };
+export type InstanceLimits = {
+  memoryBytes: number;
+  loadTimeoutMs: number;
+  cpuLimitMs: number;
+  name: string;
+  cpuClock: CpuClock;
+};
 
 /** A context that grew past this share of its memory is dropped after a successful call, to start the next clean. */
 export const HIGH_WATER = 0.75;
@@ -89,7 +100,11 @@ export function guestErrorText(instance: Instance, error: QuickJSHandle): string
 export function breachError(instance: Instance, text: string, limits: InstanceLimits, reported: boolean): Error {
   const breach = instance.slice?.breach;
   if (breach && (!reported || text === 'InternalError: interrupted')) {
-    return new Error(breach === 'cpu' ? `exceeded its CPU time limit of ${limits.cpuLimitMs} ms` : `timed out after ${Math.round(instance.slice!.wallMs)} ms of computation`);
+    return new Error(
+      breach === 'cpu'
+        ? `exceeded its CPU time limit of ${limits.cpuLimitMs} ms`
+        : `timed out after ${Math.round(instance.slice!.wallMs)} ms of computation`,
+    );
   }
   if (/out of memory/i.test(text) || instance.memory.buffer.byteLength > limits.memoryBytes * HIGH_WATER) {
     return new Error(`exceeded its memory limit of ${Math.round(limits.memoryBytes / 1048576)} MB (out of memory)`);
@@ -120,18 +135,33 @@ export async function instantiate(
   limits: InstanceLimits,
   describeLoadFailure: (instance: Instance, error: QuickJSHandle) => Error,
 ): Promise<Instance> {
-  const memory = new wasmApi.Memory({ initial: INITIAL_PAGES, maximum: Math.max(INITIAL_PAGES, Math.floor(limits.memoryBytes / PAGE)) });
+  const memory = new wasmApi.Memory({
+    initial: INITIAL_PAGES,
+    maximum: Math.max(INITIAL_PAGES, Math.floor(limits.memoryBytes / PAGE)),
+  });
   const module = await compiledQuickJS();
-  const wasm = await newQuickJSWASMModuleFromVariant(newVariant(RELEASE_SYNC, { wasmModule: module, wasmMemory: memory } as Parameters<typeof newVariant>[1]));
+  const wasm = await newQuickJSWASMModuleFromVariant(
+    newVariant(RELEASE_SYNC, { wasmModule: module, wasmMemory: memory } as Parameters<typeof newVariant>[1]),
+  );
   const runtime = wasm.newRuntime();
   // The malloc limit catches single huge allocations with a clean error; the memory's maximum catches the rest.
   runtime.setMemoryLimit(limits.memoryBytes);
   runtime.setMaxStackSize(MAX_STACK_BYTES);
   const context = runtime.newContext();
   const caller = guestCaller(wasm, context, memory);
-  const instance = { runtime, context, memory, caller, slice: undefined, meter: cpuMeter(limits.cpuClock), statics: undefined, toolNames: [] as readonly string[] } as Instance;
+  const instance = {
+    runtime,
+    context,
+    memory,
+    caller,
+    slice: undefined,
+    meter: cpuMeter(limits.cpuClock),
+    statics: undefined,
+    toolNames: [] as readonly string[],
+  } as Instance;
   runtime.setInterruptHandler(() => shouldInterrupt(instance.slice, instance.meter));
-  const failLoad = (what: string, error: QuickJSHandle) => new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
+  const failLoad = (what: string, error: QuickJSHandle) =>
+    new Error(`${limits.name}: the module failed to load (${what}): ${describeLoadFailure(instance, error).message}`);
   // Loading is computation only: its CPU budget, and a wall-clock backstop for a machine under heavy load.
   instance.slice = beginSlice(limits.loadTimeoutMs, limits.loadTimeoutMs * LOAD_WALL_FACTOR, instance.meter);
   try {
@@ -150,7 +180,9 @@ export async function instantiate(
     if (loaded.error) throw failLoad('default export', loaded.error);
     loaded.value.dispose();
   } catch (error) {
-    throw error instanceof Error && error.message.startsWith(limits.name) ? error : new Error(`${limits.name}: the module failed to load: ${describeError(error)}`);
+    throw error instanceof Error && error.message.startsWith(limits.name)
+      ? error
+      : new Error(`${limits.name}: the module failed to load: ${describeError(error)}`);
   } finally {
     instance.slice = undefined;
   }

@@ -10,7 +10,13 @@ import type { SandboxContext } from './quickjs-types.js';
  * toolFunction) or failed at once; else returns undefined and hands the text to `later` once the tool's promise
  * settles.
  */
-export function answerTool(tools: SandboxContext['tools'], name: string | undefined, callId: string, input: unknown, later: (text: string) => void): string | undefined {
+export function answerTool(
+  tools: SandboxContext['tools'],
+  name: string | undefined,
+  callId: string,
+  input: unknown,
+  later: (text: string) => void,
+): string | undefined {
   if (name === undefined || !Object.hasOwn(tools, name)) return `-${callId}:no tool named "${name}"`;
   const tool = tools[name]!;
   let output: unknown;

@@ -66,6 +66,10 @@ port?.on('message', ({ id, files, report }: CheckMessage) => {
     }
     port.postMessage({ id, errors: diagnostics.slice(0, 20).map(format), ms: performance.now() - started });
   } catch (error) {
-    port.postMessage({ id, errors: [`the type-check crashed: ${(error as Error | null)?.message}`], ms: performance.now() - started });
+    port.postMessage({
+      id,
+      errors: [`the type-check crashed: ${(error as Error | null)?.message}`],
+      ms: performance.now() - started,
+    });
   }
 });

@@ -25,8 +25,19 @@ export function workerModule(stem: string): URL {
   let url = compiled.get(stem);
   if (!url) {
     const esbuild = createRequire(import.meta.url)('esbuild') as typeof import('esbuild');
-    const result = esbuild.buildSync({ entryPoints: [fileURLToPath(module)], bundle: true, format: 'esm', platform: 'node', target: 'node20', packages: 'external', write: false, logLevel: 'silent' });
-    url = new URL(`data:text/javascript;base64,${Buffer.from(result.outputFiles[0]?.text ?? '', 'utf8').toString('base64')}`);
+    const result = esbuild.buildSync({
+      entryPoints: [fileURLToPath(module)],
+      bundle: true,
+      format: 'esm',
+      platform: 'node',
+      target: 'node20',
+      packages: 'external',
+      write: false,
+      logLevel: 'silent',
+    });
+    url = new URL(
+      `data:text/javascript;base64,${Buffer.from(result.outputFiles[0]?.text ?? '', 'utf8').toString('base64')}`,
+    );
     compiled.set(stem, url);
   }
   return url;

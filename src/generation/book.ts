@@ -106,7 +106,10 @@ export class RoutineBook {
   }
 
   /** Writes what the CLI needs to name a protocol or task that has counters but no routine yet, once per process. */
-  async remember(prefix: string, meta: { kind: 'protocol' | 'task'; protocol: string; hash: string; task?: string }): Promise<void> {
+  async remember(
+    prefix: string,
+    meta: { kind: 'protocol' | 'task'; protocol: string; hash: string; task?: string },
+  ): Promise<void> {
     if (this.#remembered.has(prefix)) return;
     this.#remembered.add(prefix);
     await this.memory.set(`${prefix}/meta`, meta);
@@ -123,7 +126,10 @@ export class RoutineBook {
     const status = entry.status?.status;
     // A review happens in another process (`agora routines`, the dashboard): the running agent says when it sees it.
     if (status !== undefined && this.#seenStatus.get(prefix) !== status) {
-      if (status === 'approved' || status === 'rejected') this.logger.info(`${entry.status?.protocol ? `"${entry.status.protocol}"` : prefix}: routine ${status}${entry.status?.reviewedAt ? ` at ${entry.status.reviewedAt}` : ''}: ${status === 'approved' ? 'it answers from now on, without the LLM' : 'the LLM keeps serving it'}`);
+      if (status === 'approved' || status === 'rejected')
+        this.logger.info(
+          `${entry.status?.protocol ? `"${entry.status.protocol}"` : prefix}: routine ${status}${entry.status?.reviewedAt ? ` at ${entry.status.reviewedAt}` : ''}: ${status === 'approved' ? 'it answers from now on, without the LLM' : 'the LLM keeps serving it'}`,
+        );
       this.#seenStatus.set(prefix, status);
     }
     const usable = status === 'approved' && entry.stamp !== undefined;
@@ -160,7 +166,9 @@ export class RoutineBook {
     // The peer reads "Routine failed"; the operator reads why, with the routine's own stack (its file and line).
     const stack = error instanceof Error && error.stack ? `\n${error.stack.split('\n').slice(0, 8).join('\n')}` : '';
     this.logger.warn(`${label}: routine failed: ${describeError(error)}${stack}`);
-    await this.#failed(prefix, label, error).catch((failure: unknown) => this.logger.error(`${label}: routine failure not recorded: ${describeError(failure)}`));
+    await this.#failed(prefix, label, error).catch((failure: unknown) =>
+      this.logger.error(`${label}: routine failure not recorded: ${describeError(failure)}`),
+    );
     throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
   }
 
@@ -174,7 +182,9 @@ export class RoutineBook {
     if (status?.status === 'approved') {
       const reason = `${consecutive} failures in a row, the last: ${describeError(error)}`;
       await this.#statuses.write(prefix, { ...status, status: 'disabled', reason, updatedAt: this.timestamp() });
-      this.logger.error(`${label}: generated routine disabled after ${reason}; the LLM serves it again (agora routines approve re-enables it)`);
+      this.logger.error(
+        `${label}: generated routine disabled after ${reason}; the LLM serves it again (agora routines approve re-enables it)`,
+      );
     }
     this.#sandboxes.retire(prefix);
   }
@@ -198,7 +208,9 @@ export class RoutineBook {
   /** The examples kept under a key, objects only. */
   async examples(key: string): Promise<JsonObject[]> {
     const current = await this.memory.get(key);
-    return Array.isArray(current) ? current.filter((item): item is JsonObject => !!item && typeof item === 'object' && !Array.isArray(item)) : [];
+    return Array.isArray(current)
+      ? current.filter((item): item is JsonObject => !!item && typeof item === 'object' && !Array.isArray(item))
+      : [];
   }
 
   /**
@@ -210,7 +222,8 @@ export class RoutineBook {
     const threshold = this.#options.threshold ?? 5;
     if (threshold <= 0 || llm < threshold || this.#generating.has(prefix)) return false;
     const status = await this.#statuses.read(prefix);
-    if (status && !(status.status === 'generating' && this.now() - Date.parse(status.updatedAt) > STALE_GENERATION_MS)) return false;
+    if (status && !(status.status === 'generating' && this.now() - Date.parse(status.updatedAt) > STALE_GENERATION_MS))
+      return false;
     return this.#claim(prefix);
   }
 

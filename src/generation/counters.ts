@@ -24,7 +24,13 @@ export class CounterBatch {
     const key = `${prefix}/counters/${field}`;
     this.#pending.set(key, (this.#pending.get(key) ?? 0) + by);
     if (!this.#flushTimer) {
-      this.#flushTimer = setTimeout(() => void this.flush().catch((error: unknown) => this.#logger.error(`routine counters not saved: ${describeError(error)}`)), COUNTER_FLUSH_MS);
+      this.#flushTimer = setTimeout(
+        () =>
+          void this.flush().catch((error: unknown) =>
+            this.#logger.error(`routine counters not saved: ${describeError(error)}`),
+          ),
+        COUNTER_FLUSH_MS,
+      );
       this.#flushTimer.unref();
     }
   }

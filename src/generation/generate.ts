@@ -105,11 +105,19 @@ export class RoutineGenerator extends RoutineKeeper {
     if (event.path === 'routine') return this.#countRoutine(prefix, event);
     if (event.firstTurn) this.book.count(prefix, 'uses');
     if (event.reply !== undefined) {
-      await this.book.addExample(`examples/${document.hash}`, { conversationId: event.conversationId, turn: event.turn, body: event.body, reply: event.reply, at: this.book.timestamp() });
+      await this.book.addExample(`examples/${document.hash}`, {
+        conversationId: event.conversationId,
+        turn: event.turn,
+        body: event.body,
+        reply: event.reply,
+        at: this.book.timestamp(),
+      });
     }
     if (!event.firstTurn) return;
     if (!(await this.book.due(prefix))) return;
-    this.generate(document).catch((error: unknown) => this.book.logger.error(`"${document.metadata.name}": writing a routine failed: ${describeError(error)}`));
+    this.generate(document).catch((error: unknown) =>
+      this.book.logger.error(`"${document.metadata.name}": writing a routine failed: ${describeError(error)}`),
+    );
   }
 
   /**
@@ -166,7 +174,9 @@ export class RoutineGenerator extends RoutineKeeper {
       fallback: 'the LLM keeps serving it',
       started: () => this.book.logger.info(`"${name}": writing a routine with ${this.#options.llm.model}`),
       write: async () => {
-        const examples = (await this.book.examples(`examples/${document.hash}`)).map(parseStoredExample).filter((example): example is StoredExample => example !== undefined);
+        const examples = (await this.book.examples(`examples/${document.hash}`))
+          .map(parseStoredExample)
+          .filter((example): example is StoredExample => example !== undefined);
         let probes: Promise<Probe[]> | undefined;
         return writeCheckedModule({
           llm: this.#options.llm,
@@ -181,7 +191,8 @@ export class RoutineGenerator extends RoutineKeeper {
           logger: this.book.logger,
           ...(this.#options.onUsage ? { onUsage: this.#options.onUsage } : {}),
           // The reference answers do not depend on the module: asked once, on the first attempt that builds.
-          check: async (module) => checkRoutine(module, document, examples, await (probes ??= this.#probes(document)), this.#options.tools()),
+          check: async (module) =>
+            checkRoutine(module, document, examples, await (probes ??= this.#probes(document)), this.#options.tools()),
         });
       },
     });
@@ -192,7 +203,9 @@ export class RoutineGenerator extends RoutineKeeper {
     const count = this.#options.checkQueries ?? 3;
     if (count <= 0) return [];
     const json = prescribesJson(document);
-    const onUsage = this.#options.onUsage ? (usage: LlmUsage & { model: string }) => this.#options.onUsage?.(usage, document.metadata.name) : undefined;
+    const onUsage = this.#options.onUsage
+      ? (usage: LlmUsage & { model: string }) => this.#options.onUsage?.(usage, document.metadata.name)
+      : undefined;
     let bodies: JsonValue[] = [];
     try {
       const prompt = [
@@ -201,7 +214,14 @@ export class RoutineGenerator extends RoutineKeeper {
         `Write ${count} different bodies a sender could send as the first query under this protocol: typical ones, and one edge case the protocol covers (such as one of its error replies).`,
         `Reply with only a JSON array of the ${count} bodies${json ? '' : ' (strings)'}.`,
       ].join('\n');
-      const result = await converse(this.#options.llm, { intent: { purpose: 'test-queries', protocol: { name: document.metadata.name, hash: document.hash } }, system: QUERIES_SYSTEM, messages: [{ role: 'user', content: prompt }], maxSteps: 1, temperature: 0, ...(onUsage ? { onUsage } : {}) });
+      const result = await converse(this.#options.llm, {
+        intent: { purpose: 'test-queries', protocol: { name: document.metadata.name, hash: document.hash } },
+        system: QUERIES_SYSTEM,
+        messages: [{ role: 'user', content: prompt }],
+        maxSteps: 1,
+        temperature: 0,
+        ...(onUsage ? { onUsage } : {}),
+      });
       const parsed = extractJson(result.text);
       const list = parsed.ok ? z.array(z.unknown()).safeParse(parsed.value) : undefined;
       if (list?.success) bodies = (list.data as JsonValue[]).slice(0, count);
@@ -214,8 +234,12 @@ export class RoutineGenerator extends RoutineKeeper {
     // Each body asked twice, each time afresh: where both answers agree, the routine must give that value.
     return askTwice(
       bodies,
-      (body) => answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body),
-      (body, error) => this.book.logger.warn(`"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`),
+      (body) =>
+        answerUnderProtocol({ model: this.#options.llm, profile, ...(onUsage ? { onUsage } : {}) }, document, [], body),
+      (body, error) =>
+        this.book.logger.warn(
+          `"${document.metadata.name}": no reference answer for ${preview(body, 80)}: ${describeError(error)}`,
+        ),
     );
   }
 

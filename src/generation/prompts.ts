@@ -13,7 +13,19 @@ const PEER_TEXT_IS_DATA =
 
 /** A system prompt for writing a module: what it is for, its contract as code, and the rules it must follow. */
 function moduleSystem(intro: string, contract: readonly string[], rules: readonly string[]): string {
-  return [intro, `Reply with the whole module in one ${FENCE}ts code block and nothing else.`, '', 'The module must follow this contract exactly:', `${FENCE}ts`, ...contract, FENCE, '', 'Rules:', ...rules, PEER_TEXT_IS_DATA].join('\n');
+  return [
+    intro,
+    `Reply with the whole module in one ${FENCE}ts code block and nothing else.`,
+    '',
+    'The module must follow this contract exactly:',
+    `${FENCE}ts`,
+    ...contract,
+    FENCE,
+    '',
+    'Rules:',
+    ...rules,
+    PEER_TEXT_IS_DATA,
+  ].join('\n');
 }
 
 /** A protocol document as the generation prompts show it: inside `<protocol>` tags it cannot close, as data. */
@@ -43,9 +55,9 @@ export const ROUTINE_SYSTEM = moduleSystem(
   ],
   [
     "- Import only 'agora-agents' (defineRoutine and its types) and 'zod' (zod 4). No other import, no require(), no import(), no fetch, no file system, no process, no environment variables: the module runs in a QuickJS sandbox where none of these exist.",
-    '- Data comes only from the agent\'s tools: `await context.tools.<name>(input)` validates the input, runs the tool and resolves to its output (typed unknown: check it with zod before use); it rejects when the tool fails.',
+    "- Data comes only from the agent's tools: `await context.tools.<name>(input)` validates the input, runs the tool and resolves to its output (typed unknown: check it with zod before use); it rejects when the tool fails.",
     '- For a multiround protocol, keep what later turns need in `context.conversation.state`, a JSON object you mutate; `context.conversation.turn` is 1 on the first turn.',
-    '- Reply exactly as the protocol prescribes: the same JSON keys and value types as the recorded replies, and the protocol\'s own error replies where the body or the data calls for one.',
+    "- Reply exactly as the protocol prescribes: the same JSON keys and value types as the recorded replies, and the protocol's own error replies where the body or the data calls for one.",
     '- When the body does not match the input schema, the protocol\'s "invalid" error reply is sent for you if the protocol prescribes one: do not make the input schema stricter than the protocol.',
     '- Be deterministic: the same body and tool outputs must give the same reply. No timers, no randomness.',
     '- The module is compiled with strict TypeScript. `context` is a RoutineContext: { conversation: { id: string | null; turn: number; state: JsonObject }; protocol: { name: string; hash: string; metadata: Record<string, unknown> }; logger: { info(message: string): void; warn(message: string): void; error(message: string): void }; tools: Record<string, (input: unknown) => Promise<unknown>>; signal: AbortSignal }.',
@@ -54,15 +66,15 @@ export const ROUTINE_SYSTEM = moduleSystem(
 
 /** The system prompt for writing a sender (task) routine. */
 export const TASK_SYSTEM = moduleSystem(
-  'You write task routines for an agent on the Agora network. The agent performs a task by querying another agent under a protocol document; a task routine does the two LLM steps of that call in code: it builds the query body from the task\'s input, and reads the task\'s output from the reply.',
+  "You write task routines for an agent on the Agora network. The agent performs a task by querying another agent under a protocol document; a task routine does the two LLM steps of that call in code: it builds the query body from the task's input, and reads the task's output from the reply.",
   [
     "import { z } from 'zod';",
     '',
     'export default {',
-    '  buildBody(input: /* the task\'s input type */): unknown {',
+    "  buildBody(input: /* the task's input type */): unknown {",
     '    // the body to send, exactly as the protocol prescribes',
     '  },',
-    '  parseReply(body: unknown): /* the task\'s output type */ {',
+    "  parseReply(body: unknown): /* the task's output type */ {",
     "    // the task's output read from the reply; throw an Error when the reply is not what the protocol promises",
     '  },',
     '};',
@@ -83,8 +95,11 @@ export const QUERIES_SYSTEM =
 export function describeTools(tools: readonly Tool[]): string {
   if (!tools.length) return 'The agent has no tools: compute the reply from the body alone.';
   return [
-    'The agent\'s tools (call them as `await context.tools.<name>(input)`):',
-    ...tools.map((tool) => `- ${tool.name}: ${tool.description}\n  input (JSON Schema): ${JSON.stringify(toolInputJsonSchema(tool))}`),
+    "The agent's tools (call them as `await context.tools.<name>(input)`):",
+    ...tools.map(
+      (tool) =>
+        `- ${tool.name}: ${tool.description}\n  input (JSON Schema): ${JSON.stringify(toolInputJsonSchema(tool))}`,
+    ),
   ].join('\n');
 }
 
@@ -92,7 +107,12 @@ export function describeTools(tools: readonly Tool[]): string {
 export type StoredExample = { conversationId: string | null; turn: number; body: JsonValue; reply: JsonValue };
 
 /** The user prompt for writing a routine: the protocol, the tools, the recorded exchanges. */
-export function routinePrompt(document: ProtocolDocument, examples: readonly StoredExample[], tools: readonly Tool[], json: boolean): string {
+export function routinePrompt(
+  document: ProtocolDocument,
+  examples: readonly StoredExample[],
+  tools: readonly Tool[],
+  json: boolean,
+): string {
   const lines = ['The protocol document:', protocolBlock(document), ''];
   if (!json) lines.push("This protocol's bodies are text: use z.string() for the input and the output.", '');
   lines.push(describeTools(tools), '');
@@ -101,7 +121,9 @@ export function routinePrompt(document: ProtocolDocument, examples: readonly Sto
     lines.push(
       exchangesBlock(
         examples.map((example, index) => {
-          const where = example.conversationId ? `conversation ${example.conversationId.slice(0, 6)}, turn ${example.turn}` : 'single query';
+          const where = example.conversationId
+            ? `conversation ${example.conversationId.slice(0, 6)}, turn ${example.turn}`
+            : 'single query';
           return `${index + 1}. ${where}: body ${JSON.stringify(example.body)} → reply ${JSON.stringify(example.reply)}`;
         }),
       ),

@@ -67,7 +67,11 @@ export async function bundleForQuickJS(code: string): Promise<string> {
               if (args.path === 'zod' || args.path.startsWith('zod/')) return undefined;
               return { errors: [{ text: `${IMPORT_POLICY_ERROR}, not "${args.path}"` }] };
             });
-            build.onLoad({ filter: /.*/, namespace: 'agora-shim' }, () => ({ contents: AGORA_SHIM, loader: 'js', resolveDir: frameworkRoot }));
+            build.onLoad({ filter: /.*/, namespace: 'agora-shim' }, () => ({
+              contents: AGORA_SHIM,
+              loader: 'js',
+              resolveDir: frameworkRoot,
+            }));
           },
         },
       ],

@@ -12,7 +12,15 @@ import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { TurnGate } from './_turn-gate.js';
 import { answerTool } from './_quickjs-tools.js';
 import { callText, logLineOf, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
-import { breachError, disposeInstance, guestErrorText, HIGH_WATER, instantiate, type Instance, type InstanceLimits } from './_quickjs-instance.js';
+import {
+  breachError,
+  disposeInstance,
+  guestErrorText,
+  HIGH_WATER,
+  instantiate,
+  type Instance,
+  type InstanceLimits,
+} from './_quickjs-instance.js';
 
 export type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 
@@ -66,7 +74,13 @@ export class QuickJSSandbox {
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
     this.#name = options.name ?? 'generated routine';
     this.#idleMs = options.idleMs ?? 5 * 60_000;
-    this.#limits = { memoryBytes: this.#memoryBytes, loadTimeoutMs: this.#loadTimeoutMs, cpuLimitMs: this.#cpuLimitMs, name: this.#name, cpuClock: options.cpuClock ?? processCpuClock };
+    this.#limits = {
+      memoryBytes: this.#memoryBytes,
+      loadTimeoutMs: this.#loadTimeoutMs,
+      cpuLimitMs: this.#cpuLimitMs,
+      name: this.#name,
+      cpuClock: options.cpuClock ?? processCpuClock,
+    };
   }
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
@@ -98,12 +112,23 @@ export class QuickJSSandbox {
     const id = ++this.#ids;
     const text = callText(instance, id, method, payload, context);
     return new Promise<SandboxResult>((resolve, reject) => {
-      const call: Call = { id, instance, context, cpuLeft: this.#cpuLimitMs, ends: performance.now() + this.#timeoutMs, resolve, reject, timer: undefined, log: undefined };
+      const call: Call = {
+        id,
+        instance,
+        context,
+        cpuLeft: this.#cpuLimitMs,
+        ends: performance.now() + this.#timeoutMs,
+        resolve,
+        reject,
+        timer: undefined,
+        log: undefined,
+      };
       this.#current = call;
       this.#enter(call, instance.run, text);
       // Most routines answer within that first slice; a timer only for those that wait on a tool.
       // (Set for what is left of the call's time: tools that answered at once may have used some.)
-      if (this.#current === call) call.timer = setTimeout(() => this.#fail(this.#timedOut()), Math.max(0, call.ends - performance.now()));
+      if (this.#current === call)
+        call.timer = setTimeout(() => this.#fail(this.#timedOut()), Math.max(0, call.ends - performance.now()));
     });
   }
 
@@ -181,7 +206,7 @@ export class QuickJSSandbox {
   #deliver(instance: Instance, outbox: string, toolRequests: string[]): void {
     // Its messages are separated by newlines (see GUEST_PRELUDE): every part of a message that could hold one is JSON
     // text, whose strings never hold a raw newline. Read in place: no array of them, no object each.
-    for (let start = 0; start < outbox.length; ) {
+    for (let start = 0; start < outbox.length;) {
       let end = outbox.indexOf('\n', start);
       if (end === -1) end = outbox.length;
       const kind = outbox.charCodeAt(start);
@@ -198,7 +223,11 @@ export class QuickJSSandbox {
 
   /** #describeBreach for an error a prelude call threw (see ./_quickjs-call.ts), which it frees. */
   #thrown(instance: Instance, error: number): Error {
-    return this.#breach(instance, () => instance.caller.errorText(error), () => instance.caller.free(error));
+    return this.#breach(
+      instance,
+      () => instance.caller.errorText(error),
+      () => instance.caller.free(error),
+    );
   }
 
   // Checked before reading the error: its getters are guest code, interrupted like any other.
@@ -278,7 +307,9 @@ export class QuickJSSandbox {
   }
 
   async #load(): Promise<Instance> {
-    const instance = await instantiate(this.#code, this.#limits, (loading, error) => this.#describeBreach(loading, error));
+    const instance = await instantiate(this.#code, this.#limits, (loading, error) =>
+      this.#describeBreach(loading, error),
+    );
     if (this.#closed) {
       disposeInstance(instance);
       throw new Error('the routine was unloaded');
@@ -301,10 +332,16 @@ export class QuickJSSandbox {
     const request = toolRequestOf(text);
     const call = request && this.#callOf(instance, request.runId);
     if (!request || !call) return undefined;
-    return answerTool(call.context?.tools ?? {}, instance.toolNames[request.index], request.callId, request.input, (answer) => {
-      // A late answer, after the call failed or timed out, has nobody to go to.
-      if (this.#current === call && this.#instance === instance) this.#enter(call, instance.settle, answer);
-    });
+    return answerTool(
+      call.context?.tools ?? {},
+      instance.toolNames[request.index],
+      request.callId,
+      request.input,
+      (answer) => {
+        // A late answer, after the call failed or timed out, has nobody to go to.
+        if (this.#current === call && this.#instance === instance) this.#enter(call, instance.settle, answer);
+      },
+    );
   }
 
   /** A log line from the guest (see logLineOf). */
@@ -318,7 +355,9 @@ export class QuickJSSandbox {
     const bytes = Buffer.byteLength(message);
     if (log.lines + 1 > this.#maxLogLines || log.bytes + bytes > this.#maxLogBytes) {
       log.cut = true;
-      call.context.logger.warn(`${this.#name}: log cut after ${log.lines} lines (${log.bytes} bytes) in one call; at most ${this.#maxLogLines} lines and ${this.#maxLogBytes} bytes`);
+      call.context.logger.warn(
+        `${this.#name}: log cut after ${log.lines} lines (${log.bytes} bytes) in one call; at most ${this.#maxLogLines} lines and ${this.#maxLogBytes} bytes`,
+      );
       return;
     }
     log.lines += 1;

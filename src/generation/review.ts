@@ -6,7 +6,15 @@ import { AgoraError } from '../errors.js';
 import type { AgentMemory } from '../memory/file.js';
 import { normalizeHash } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
-import { COUNTER_FIELDS, protocolStem, routineSlug, taskStem, type RoutineCounters, type RoutineStatus, type RoutineStatusName } from './status.js';
+import {
+  COUNTER_FIELDS,
+  protocolStem,
+  routineSlug,
+  taskStem,
+  type RoutineCounters,
+  type RoutineStatus,
+  type RoutineStatusName,
+} from './status.js';
 
 /** One protocol (or task) with counters or a generated routine, as `agora routines list` shows it. */
 export type GeneratedRoutineEntry = {
@@ -45,7 +53,8 @@ export async function listGeneratedRoutines(memory: AgentMemory): Promise<Genera
   }
   for (const key of await memory.keys('task-routines/')) {
     const match = /^task-routines\/([A-Za-z0-9._-]+)\/([0-9a-f]{40})\//.exec(key);
-    if (match?.[1] && match[2]) prefixes.set(`task-routines/${match[1]}/${match[2]}`, { kind: 'task', hash: match[2], taskSlug: match[1] });
+    if (match?.[1] && match[2])
+      prefixes.set(`task-routines/${match[1]}/${match[2]}`, { kind: 'task', hash: match[2], taskSlug: match[1] });
   }
   const entries: GeneratedRoutineEntry[] = [];
   for (const [prefix, found] of prefixes) {
@@ -57,7 +66,8 @@ export async function listGeneratedRoutines(memory: AgentMemory): Promise<Genera
     const protocol = record?.protocol || meta?.protocol || '';
     const task = found.kind === 'task' ? (record?.task ?? meta?.task ?? found.taskSlug ?? '') : undefined;
     const stemFromFile = record?.file ? record.file.replace(/^.*\//, '').replace(/\.ts$/, '') : undefined;
-    const id = stemFromFile ?? (found.kind === 'task' ? taskStem(task ?? '', found.hash) : protocolStem(protocol, found.hash));
+    const id =
+      stemFromFile ?? (found.kind === 'task' ? taskStem(task ?? '', found.hash) : protocolStem(protocol, found.hash));
     entries.push({
       kind: found.kind,
       id,
@@ -84,7 +94,11 @@ export async function findGeneratedRoutine(memory: AgentMemory, reference: strin
   const slug = routineSlug(reference);
   const tests: ((entry: GeneratedRoutineEntry) => boolean)[] = [
     (entry) => entry.id.toLowerCase() === wanted,
-    (entry) => (entry.kind === 'task' ? [entry.task ?? '', `task-${routineSlug(entry.task ?? '')}`] : [entry.protocol]).some((name) => name.toLowerCase() === reference.trim().toLowerCase() || routineSlug(name) === slug || name === wanted),
+    (entry) =>
+      (entry.kind === 'task' ? [entry.task ?? '', `task-${routineSlug(entry.task ?? '')}`] : [entry.protocol]).some(
+        (name) =>
+          name.toLowerCase() === reference.trim().toLowerCase() || routineSlug(name) === slug || name === wanted,
+      ),
     (entry) => /^[0-9a-f]{4,40}$/.test(wanted) && entry.hash.startsWith(wanted),
     // A whole hash in base64 (the Python SDK's encoding), as accepted everywhere else a hash is received.
     (entry) => entry.hash === normalizeHash(reference.trim()),
@@ -92,13 +106,23 @@ export async function findGeneratedRoutine(memory: AgentMemory, reference: strin
   for (const test of tests) {
     const matches = entries.filter(test);
     if (matches.length === 1) return matches[0]!;
-    if (matches.length > 1) throw new AgoraError('NOT_FOUND', `"${reference}" matches several routines: ${matches.map((entry) => entry.id).join(', ')}`);
+    if (matches.length > 1)
+      throw new AgoraError(
+        'NOT_FOUND',
+        `"${reference}" matches several routines: ${matches.map((entry) => entry.id).join(', ')}`,
+      );
   }
   throw new AgoraError('NOT_FOUND', `no generated routine or protocol matches "${reference}"`);
 }
 
 /** Options of {@link reviewGeneratedRoutine}. */
-export type ReviewOptions = { dir: string; memory: AgentMemory; reference: string; decision: 'approve' | 'reject'; now?: () => number };
+export type ReviewOptions = {
+  dir: string;
+  memory: AgentMemory;
+  reference: string;
+  decision: 'approve' | 'reject';
+  now?: () => number;
+};
 
 /**
  * Approves or rejects a generated routine (what `agora routines approve|reject` calls). Rejecting deletes nothing:
@@ -118,7 +142,12 @@ export async function reviewGeneratedRoutine(options: ReviewOptions): Promise<Ge
     }
   }
   const at = new Date((options.now ?? Date.now)()).toISOString();
-  const status: RoutineStatus = { ...record, status: options.decision === 'approve' ? 'approved' : 'rejected', updatedAt: at, reviewedAt: at };
+  const status: RoutineStatus = {
+    ...record,
+    status: options.decision === 'approve' ? 'approved' : 'rejected',
+    updatedAt: at,
+    reviewedAt: at,
+  };
   if (options.decision === 'approve') {
     delete status.reason;
     // A re-enabled routine starts with a clean slate, or its next failure would disable it again at once.

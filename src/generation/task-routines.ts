@@ -13,11 +13,24 @@ import type { RoutineGeneratorOptions } from './generate.js';
 import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './prompts.js';
 import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
 import { RoutineTypeChecker } from './typecheck.js';
-import { FENCE, preview, sameValue, writeCheckedModule, type GenerationUsageSink, type ModuleChecks, type WrittenModule } from './write.js';
+import {
+  FENCE,
+  preview,
+  sameValue,
+  writeCheckedModule,
+  type GenerationUsageSink,
+  type ModuleChecks,
+  type WrittenModule,
+} from './write.js';
 import { plural } from '../_plural.js';
 
 /** A task as the sender's LLM-written routines see it: its schemas as JSON Schema. */
-export type TaskRoutineSpec = { name: string; description: string; inputJsonSchema: unknown; outputJsonSchema: unknown };
+export type TaskRoutineSpec = {
+  name: string;
+  description: string;
+  inputJsonSchema: unknown;
+  outputJsonSchema: unknown;
+};
 
 /** A recorded task call: the task's input, the body sent, the reply received, the task's output. */
 export type TaskExample = { input: unknown; body: unknown; reply: unknown; output: unknown };
@@ -55,8 +68,13 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
     'The protocol document:',
     protocolBlock(document),
     '',
-    'Recorded calls, made by the agent\'s LLM:',
-    exchangesBlock(examples.map((example, index) => `${index + 1}. input ${JSON.stringify(example.input)} → body ${JSON.stringify(example.body)}; reply ${JSON.stringify(example.reply)} → output ${JSON.stringify(example.output)}`)),
+    "Recorded calls, made by the agent's LLM:",
+    exchangesBlock(
+      examples.map(
+        (example, index) =>
+          `${index + 1}. input ${JSON.stringify(example.input)} → body ${JSON.stringify(example.body)}; reply ${JSON.stringify(example.reply)} → output ${JSON.stringify(example.output)}`,
+      ),
+    ),
   ].join('\n');
   const check: ModuleChecks = async (module) => {
     const errors: string[] = [];
@@ -66,10 +84,15 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
       try {
         const body = (await module.run('buildBody', example.input)).value;
         if (json ? !sameValue(body, example.body) : typeof body !== typeof example.body) {
-          errors.push(`${label}: buildBody(${preview(example.input)}) returned ${preview(body)} but the recorded body is ${preview(example.body)}`);
+          errors.push(
+            `${label}: buildBody(${preview(example.input)}) returned ${preview(body)} but the recorded body is ${preview(example.body)}`,
+          );
         }
         const output = (await module.run('parseReply', example.reply)).value;
-        if (!sameValue(output, example.output)) errors.push(`${label}: parseReply(${preview(example.reply)}) returned ${preview(output)} but the recorded output is ${preview(example.output)}`);
+        if (!sameValue(output, example.output))
+          errors.push(
+            `${label}: parseReply(${preview(example.reply)}) returned ${preview(output)} but the recorded output is ${preview(example.output)}`,
+          );
         const invalid = options.validateOutput?.(output);
         if (invalid) errors.push(`${label}: parseReply's output does not match the task's output schema: ${invalid}`);
         checked++;
@@ -104,10 +127,22 @@ export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): 
 export type TaskDefinition = { name: string; description: string; input: ZodType; output: ZodType };
 
 /** A sender routine, run in the QuickJS sandbox: what `SenderExtensions.taskRoutine` returns. */
-export type TaskRoutineRunner = { buildBody(input: unknown): Promise<unknown>; parseReply(body: unknown): Promise<unknown> };
+export type TaskRoutineRunner = {
+  buildBody(input: unknown): Promise<unknown>;
+  parseReply(body: unknown): Promise<unknown>;
+};
 
 /** What the sender reports after each task call (the shape of `SenderExtensions.served`'s argument). */
-export type TaskCallEvent = { task: string; target: string; hash: string | null; input: unknown; body: unknown; reply: unknown; output: unknown; llmCalls: number };
+export type TaskCallEvent = {
+  task: string;
+  target: string;
+  hash: string | null;
+  input: unknown;
+  body: unknown;
+  reply: unknown;
+  output: unknown;
+  llmCalls: number;
+};
 
 /** Options of {@link TaskRoutineStore}: as {@link RoutineGeneratorOptions}, without tools (sender routines are pure). */
 export type TaskRoutineStoreOptions = Omit<RoutineGeneratorOptions, 'tools' | 'profile' | 'checkQueries'>;
@@ -144,7 +179,10 @@ export class TaskRoutineStore extends RoutineKeeper {
   }
 
   /** The sender hooks: `taskRoutine` and `served`. */
-  extensions(): { taskRoutine(task: TaskDefinition, document: ProtocolDocument): Promise<TaskRoutineRunner | undefined>; served(event: TaskCallEvent): Promise<void> } {
+  extensions(): {
+    taskRoutine(task: TaskDefinition, document: ProtocolDocument): Promise<TaskRoutineRunner | undefined>;
+    served(event: TaskCallEvent): Promise<void>;
+  } {
     return { taskRoutine: (task, document) => this.taskRoutine(task, document), served: (event) => this.served(event) };
   }
 
@@ -160,7 +198,8 @@ export class TaskRoutineStore extends RoutineKeeper {
         const value: unknown = (await module.run(method, jsonCopy(payload))).value;
         if (method !== 'parseReply') return value;
         const parsed = task.output.safeParse(value);
-        if (!parsed.success) throw new Error(`the output does not match the task's schema: ${z.prettifyError(parsed.error)}`);
+        if (!parsed.success)
+          throw new Error(`the output does not match the task's schema: ${z.prettifyError(parsed.error)}`);
         return parsed.data;
       });
     return { buildBody: (input) => call('buildBody', input), parseReply: (body) => call('parseReply', body) };
@@ -176,13 +215,24 @@ export class TaskRoutineStore extends RoutineKeeper {
     if (!hash) return;
     const prefix = taskPrefix(event.task, hash);
     const known = this.#tasks.get(prefix);
-    await this.book.remember(prefix, { kind: 'task', task: event.task, protocol: known?.document.metadata.name ?? '', hash });
+    await this.book.remember(prefix, {
+      kind: 'task',
+      task: event.task,
+      protocol: known?.document.metadata.name ?? '',
+      hash,
+    });
     this.book.count(prefix, 'uses');
     if (event.llmCalls === 0) {
       this.book.count(prefix, 'routine');
       return;
     }
-    await this.book.addExample(`${prefix}/examples`, { input: jsonCopy(event.input), body: jsonCopy(event.body), reply: jsonCopy(event.reply), output: jsonCopy(event.output), at: this.book.timestamp() });
+    await this.book.addExample(`${prefix}/examples`, {
+      input: jsonCopy(event.input),
+      body: jsonCopy(event.body),
+      reply: jsonCopy(event.reply),
+      output: jsonCopy(event.output),
+      at: this.book.timestamp(),
+    });
     if (!(await this.book.due(prefix))) return;
     if (known) this.#start(prefix);
     else this.#due.add(prefix);
@@ -191,7 +241,9 @@ export class TaskRoutineStore extends RoutineKeeper {
   #start(prefix: string): void {
     const known = this.#tasks.get(prefix);
     if (!known) return;
-    this.generate(known.task, known.document).catch((error: unknown) => this.book.logger.error(`task "${known.task.name}": writing a routine failed: ${describeError(error)}`));
+    this.generate(known.task, known.document).catch((error: unknown) =>
+      this.book.logger.error(`task "${known.task.name}": writing a routine failed: ${describeError(error)}`),
+    );
   }
 
   /** Writes and checks a sender routine for a task under a PD now, from the recorded calls. */
@@ -208,12 +260,23 @@ export class TaskRoutineStore extends RoutineKeeper {
       noun: 'sender routine',
       fallback: 'the LLM keeps doing it',
       // What `served` remembered may lack the protocol's name (the task was not known yet), or be missing.
-      started: () => this.book.memory.set(`${prefix}/meta`, { kind: 'task', task: task.name, protocol, hash: document.hash }),
+      started: () =>
+        this.book.memory.set(`${prefix}/meta`, { kind: 'task', task: task.name, protocol, hash: document.hash }),
       write: async () => {
-        const examples = (await this.book.examples(`${prefix}/examples`)).map((example) => ({ input: example.input, body: example.body, reply: example.reply, output: example.output }));
+        const examples = (await this.book.examples(`${prefix}/examples`)).map((example) => ({
+          input: example.input,
+          body: example.body,
+          reply: example.reply,
+          output: example.output,
+        }));
         return generateTaskRoutine({
           llm: this.#options.llm,
-          task: { name: task.name, description: task.description, inputJsonSchema: jsonSchemaOf(task.input, 'input'), outputJsonSchema: jsonSchemaOf(task.output, 'output') },
+          task: {
+            name: task.name,
+            description: task.description,
+            inputJsonSchema: jsonSchemaOf(task.input, 'input'),
+            outputJsonSchema: jsonSchemaOf(task.output, 'output'),
+          },
           document,
           examples,
           typeChecker: this.book.typeChecker,

@@ -55,7 +55,10 @@ export type TypeCheckResult = { errors: string[]; ms: number };
  */
 export class RoutineTypeChecker {
   #worker: Worker | undefined;
-  readonly #pending = new Map<number, { resolve(result: TypeCheckResult): void; reject(error: Error): void; timer: NodeJS.Timeout }>();
+  readonly #pending = new Map<
+    number,
+    { resolve(result: TypeCheckResult): void; reject(error: Error): void; timer: NodeJS.Timeout }
+  >();
   #ids = 0;
   #idleTimer: NodeJS.Timeout | undefined;
   readonly #idleMs: number;
@@ -68,9 +71,22 @@ export class RoutineTypeChecker {
 
   /** Type-checks a routine module (`kind: 'routine'`) or a task module (`'task'`) in strict mode. */
   check(code: string, kind: 'routine' | 'task'): Promise<TypeCheckResult> {
-    return this.#send({ 'routine.ts': code, 'check.ts': CHECK_MODULES[kind], 'agora-agents.d.ts': ROUTINE_DECLARATION, 'globals.d.ts': GLOBALS_DECLARATION }, ['routine.ts', 'check.ts']).then(
-      (result) => ({ ...result, errors: result.errors.map((error) => (error.startsWith('check.ts') ? `the default export is not ${kind === 'routine' ? 'defineRoutine({ input, output, handle })' : '{ buildBody, parseReply }'}: ${error.replace(/^check\.ts\(\d+,\d+\): /, '')}` : error)) }),
-    );
+    return this.#send(
+      {
+        'routine.ts': code,
+        'check.ts': CHECK_MODULES[kind],
+        'agora-agents.d.ts': ROUTINE_DECLARATION,
+        'globals.d.ts': GLOBALS_DECLARATION,
+      },
+      ['routine.ts', 'check.ts'],
+    ).then((result) => ({
+      ...result,
+      errors: result.errors.map((error) =>
+        error.startsWith('check.ts')
+          ? `the default export is not ${kind === 'routine' ? 'defineRoutine({ input, output, handle })' : '{ buildBody, parseReply }'}: ${error.replace(/^check\.ts\(\d+,\d+\): /, '')}`
+          : error,
+      ),
+    }));
   }
 
   /**

@@ -54,11 +54,17 @@ export function checkProbeValues(probes: readonly ValueProbe[], outcomes: readon
     const [first, second] = probe.answers;
     if (matches(first, second) && matches(second, first)) {
       if (matches(outcome.reply, first)) report.byValue++;
-      else report.mismatches.push(`${label}: the routine replied ${preview(outcome.reply)} but the LLM answered ${preview(first)} both times it was asked`);
+      else
+        report.mismatches.push(
+          `${label}: the routine replied ${preview(outcome.reply)} but the LLM answered ${preview(first)} both times it was asked`,
+        );
       return;
     }
     const mismatch = shapeMismatch(outcome.reply, first);
-    if (mismatch) report.mismatches.push(`${label}: ${mismatch} (the LLM's answers differ between two asks, so only the shape is compared)`);
+    if (mismatch)
+      report.mismatches.push(
+        `${label}: ${mismatch} (the LLM's answers differ between two asks, so only the shape is compared)`,
+      );
     else report.byShape++;
   });
   return report;
@@ -69,10 +75,18 @@ function matches(value: JsonValue, reference: JsonValue): boolean {
   if (typeof reference === 'number') return typeof value === 'number' && sameNumber(value, reference);
   if (typeof reference === 'string') return typeof value === 'string' && collapse(value) === collapse(reference);
   if (reference === null || typeof reference !== 'object') return value === reference;
-  if (Array.isArray(reference)) return Array.isArray(value) && value.length === reference.length && reference.every((item, index) => matches(value[index]!, item));
+  if (Array.isArray(reference))
+    return (
+      Array.isArray(value) &&
+      value.length === reference.length &&
+      reference.every((item, index) => matches(value[index]!, item))
+    );
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return false;
   const keys = Object.keys(reference);
-  return keys.length === Object.keys(value).length && keys.every((key) => Object.hasOwn(value, key) && matches((value as JsonObject)[key]!, reference[key]!));
+  return (
+    keys.length === Object.keys(value).length &&
+    keys.every((key) => Object.hasOwn(value, key) && matches((value as JsonObject)[key]!, reference[key]!))
+  );
 }
 
 // An LLM writes numbers rounded (6.21371 for 6.2137119…): a reference with decimals matches a value that rounds to
@@ -96,7 +110,8 @@ function jsonType(value: JsonValue): string {
 
 function shapeMismatch(value: JsonValue, reference: JsonValue): string | undefined {
   const [actual, expected] = [jsonType(value), jsonType(reference)];
-  if (actual !== expected) return `the routine replied a ${actual} ${preview(value)} where a ${expected} like ${preview(reference)} was expected`;
+  if (actual !== expected)
+    return `the routine replied a ${actual} ${preview(value)} where a ${expected} like ${preview(reference)} was expected`;
   if (actual !== 'object') return undefined;
   const keysA = Object.keys(value as JsonObject).sort();
   const keysB = Object.keys(reference as JsonObject).sort();

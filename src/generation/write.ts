@@ -12,11 +12,21 @@ export type GenerationUsageSink = (usage: LlmUsage & { model: string }, label: s
 
 /** The outcome of writing a checked module. */
 export type WrittenModule =
-  | { ok: true; code: string; checks: string[]; cases: CheckCase[]; attempts: number; model: string; typeCheckMs: number }
+  | {
+      ok: true;
+      code: string;
+      checks: string[];
+      cases: CheckCase[];
+      attempts: number;
+      model: string;
+      typeCheckMs: number;
+    }
   | { ok: false; errors: string[]; attempts: number; model: string };
 
 /** The checks a built, type-checked module must pass: the errors found, and the checks passed. */
-export type ModuleChecks = (module: QuickJSSandbox) => Promise<{ errors: string[]; passed: string[]; cases?: CheckCase[] }>;
+export type ModuleChecks = (
+  module: QuickJSSandbox,
+) => Promise<{ errors: string[]; passed: string[]; cases?: CheckCase[] }>;
 
 type WriteOptions = {
   llm: LanguageModel;
@@ -63,12 +73,16 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
       maxSteps: 1,
       temperature: 0,
       maxTokens: 8192,
-      ...(options.onUsage ? { onUsage: (usage: LlmUsage & { model: string }) => options.onUsage?.(usage, options.usageLabel) } : {}),
+      ...(options.onUsage
+        ? { onUsage: (usage: LlmUsage & { model: string }) => options.onUsage?.(usage, options.usageLabel) }
+        : {}),
     });
     messages = result.messages;
     const code = extractCode(result.text);
     // Building, type-checking and checking take seconds: said as it happens, not only at the end.
-    options.logger.info(`${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: reply received, building and type-checking`);
+    options.logger.info(
+      `${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: reply received, building and type-checking`,
+    );
     let typeCheckMs = 0;
     if (code === undefined) {
       errors = [`the reply holds no ${FENCE}ts code block`];
@@ -78,29 +92,52 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
           (bundle) => ({ bundle, error: undefined }),
           (error: unknown) => ({ bundle: undefined, error: error instanceof Error ? error.message : String(error) }),
         ),
-        options.typeChecker.check(code, options.kind).catch((error: unknown) => ({ errors: [describeError(error)], ms: 0 })),
+        options.typeChecker
+          .check(code, options.kind)
+          .catch((error: unknown) => ({ errors: [describeError(error)], ms: 0 })),
       ]);
       typeCheckMs = typed.ms;
-      errors = [...(built.error ? [`build: ${built.error}`] : []), ...typed.errors.map((error) => `type-check: ${error}`)];
+      errors = [
+        ...(built.error ? [`build: ${built.error}`] : []),
+        ...typed.errors.map((error) => `type-check: ${error}`),
+      ];
       if (!errors.length && built.bundle) {
         const module = new QuickJSSandbox(built.bundle, { ...options.sandbox, name: `agora check ${options.label}` });
         try {
-          options.logger.info(`${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: type-checked in ${typeCheckMs} ms, running its checks`);
+          options.logger.info(
+            `${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: type-checked in ${typeCheckMs} ms, running its checks`,
+          );
           const checked = await options.check(module);
           errors = checked.errors;
-          if (!errors.length) return { ok: true, code, checks: [`type-check (${typeCheckMs} ms)`, ...checked.passed], cases: checked.cases ?? [], attempts: attempt, model, typeCheckMs };
+          if (!errors.length)
+            return {
+              ok: true,
+              code,
+              checks: [`type-check (${typeCheckMs} ms)`, ...checked.passed],
+              cases: checked.cases ?? [],
+              attempts: attempt,
+              model,
+              typeCheckMs,
+            };
         } finally {
           await module.close();
         }
       }
     }
-    options.logger.info(`${options.label}: routine attempt ${attempt}/${options.maxAttempts} failed: ${errors[0] ?? 'unknown error'}${errors.length > 1 ? ` (+${errors.length - 1} more)` : ''}`);
+    options.logger.info(
+      `${options.label}: routine attempt ${attempt}/${options.maxAttempts} failed: ${errors[0] ?? 'unknown error'}${errors.length > 1 ? ` (+${errors.length - 1} more)` : ''}`,
+    );
     if (attempt < options.maxAttempts) {
       messages = [
         ...messages,
         {
           role: 'user',
-          content: [`Your module failed these checks:`, ...errors.slice(0, 20).map((error) => `- ${error}`), '', `Fix every problem and reply with the whole corrected module in one ${FENCE}ts code block.`].join('\n'),
+          content: [
+            `Your module failed these checks:`,
+            ...errors.slice(0, 20).map((error) => `- ${error}`),
+            '',
+            `Fix every problem and reply with the whole corrected module in one ${FENCE}ts code block.`,
+          ].join('\n'),
         },
       ];
     }
@@ -132,4 +169,3 @@ export function preview(value: unknown, max = 240): string {
   const text = typeof value === 'string' ? JSON.stringify(value) : (JSON.stringify(value) ?? String(value));
   return text.length > max ? `${text.slice(0, max)}…` : text;
 }
-

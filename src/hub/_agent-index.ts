@@ -107,7 +107,11 @@ export class AgentIndex {
   }
 
   /** The keyword index and records as they stand (for routing). */
-  get view(): { index: KeywordIndex; records: ReadonlyMap<string, AgentRecord>; servingOf(hash: string): ReadonlySet<string> | undefined } {
+  get view(): {
+    index: KeywordIndex;
+    records: ReadonlyMap<string, AgentRecord>;
+    servingOf(hash: string): ReadonlySet<string> | undefined;
+  } {
     return { index: this.#index, records: this.records, servingOf: (hash) => this.#byProtocol.get(hash) };
   }
 
@@ -121,14 +125,23 @@ export class AgentIndex {
     let hash: string | undefined;
     if (query.protocol !== undefined && query.protocol !== '') {
       hash = normalizeHash(query.protocol);
-      if (hash === undefined) throw new AgoraError('BAD_REQUEST', `protocol is not a SHA1 in hex or base64: ${JSON.stringify(query.protocol.slice(0, 60))}`);
+      if (hash === undefined)
+        throw new AgoraError(
+          'BAD_REQUEST',
+          `protocol is not a SHA1 in hex or base64: ${JSON.stringify(query.protocol.slice(0, 60))}`,
+        );
     }
     const serving = hash === undefined ? undefined : (this.#byProtocol.get(hash) ?? new Set<string>());
-    const accept = (id: string) => (serving === undefined || serving.has(id)) && (query.includeDown === true || this.records.get(id)?.status === 'up');
+    const accept = (id: string) =>
+      (serving === undefined || serving.has(id)) &&
+      (query.includeDown === true || this.records.get(id)?.status === 'up');
     if (query.q !== undefined && query.q.trim() !== '') {
       // Filtered by protocol, the agents serving it are scored directly (usually few); else the index finds them.
       const wanted = offset + limit;
-      const scored = serving === undefined ? this.#index.search(query.q, wanted, accept) : this.#index.score(query.q, serving, wanted, accept);
+      const scored =
+        serving === undefined
+          ? this.#index.search(query.q, wanted, accept)
+          : this.#index.score(query.q, serving, wanted, accept);
       const agents = scored.slice(offset).flatMap(({ id, score, matches }) => {
         const record = this.records.get(id);
         return record ? [{ ...record, score: Math.round(score * 1000) / 1000, matches }] : [];
@@ -144,5 +157,4 @@ export class AgentIndex {
     const { ids, total } = this.#listing.page(offset, limit, query.includeDown === true ? undefined : accept);
     return { agents: ids.map((id) => this.records.get(id)!), total };
   }
-
 }

@@ -68,7 +68,8 @@ export class StoreView {
   async write<Result>(put: () => Promise<Result>, changed: (result: Result) => boolean): Promise<Result> {
     const before = await this.#store.version();
     const result = await put();
-    if (changed(result) && this.#version === before && (await this.#store.version()) === before + 1) this.#version = before + 1;
+    if (changed(result) && this.#version === before && (await this.#store.version()) === before + 1)
+      this.#version = before + 1;
     return result;
   }
 }

@@ -24,7 +24,9 @@ export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?:
 export function handoffOf(body: unknown): HopOutput['handoff'] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
   const handoff = readHandoff((body as Record<string, unknown>).handoff);
-  return handoff === undefined ? undefined : { target: handoff.next_agent, ...(handoff.goal ? { goal: handoff.goal } : {}) };
+  return handoff === undefined
+    ? undefined
+    : { target: handoff.next_agent, ...(handoff.goal ? { goal: handoff.goal } : {}) };
 }
 
 /** Whether a reply body is a protocol-level error: an object whose `error` is a non-empty string, beside no result. */
@@ -39,7 +41,8 @@ async function bounded<T>(run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (error) {
-    if (isAgoraError(error) && error.code === 'TIMEOUT') throw new AgoraError('PEER_FAILURE', error.message, { cause: error });
+    if (isAgoraError(error) && error.code === 'TIMEOUT')
+      throw new AgoraError('PEER_FAILURE', error.message, { cause: error });
     throw error;
   }
 }
@@ -65,7 +68,13 @@ function output(result: JsonValue, handoff = handoffOf(result)): HopOutput {
  * Queries one agent for one hop through the client of its kind; throws AgoraError('PEER_FAILURE') when it is
  * unreachable, slow, answers garbage, a failure, or (under a protocol) a reply its document does not allow.
  */
-export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits, documentText?: string): Promise<HopOutput> {
+export async function queryAgent(
+  agent: AgentRecord,
+  protocol: AgentProtocol | undefined,
+  hop: HopInput,
+  limits: HopLimits,
+  documentText?: string,
+): Promise<HopOutput> {
   const options = { timeoutMs: limits.timeoutMs, maxReplyBytes: limits.maxReplyBytes };
   switch (agent.kind) {
     case 'oap': {
@@ -75,17 +84,32 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
       const steps = hop.done.map((done) => oapStep(done.agentName, 'handed off', done.result ?? null, done.finishedAt));
       const envelope = oapEnvelope({ id: hop.runId, goal: hop.goal, input: hop.input ?? null, stepsTaken: steps });
       const reply = await bounded(() => new OapClient(options).invoke(agent.url, envelope));
-      return output(reply.result, reply.handoff ? { target: reply.handoff.next_agent, ...(reply.handoff.goal ? { goal: reply.handoff.goal } : {}) } : undefined);
+      return output(
+        reply.result,
+        reply.handoff
+          ? { target: reply.handoff.next_agent, ...(reply.handoff.goal ? { goal: reply.handoff.goal } : {}) }
+          : undefined,
+      );
     }
     case 'roar': {
       // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it in the payload.
-      const answer = await bounded(() => new RoarClient({ ...options, ...(limits.roarSecret ? { secret: limits.roarSecret } : {}) }).ask(agent.url, { body: naturalLanguage(hop) }));
+      const answer = await bounded(() =>
+        new RoarClient({ ...options, ...(limits.roarSecret ? { secret: limits.roarSecret } : {}) }).ask(agent.url, {
+          body: naturalLanguage(hop),
+        }),
+      );
       return output(answer.result, handoffOf(answer.result) ?? handoffOf(answer.reply.payload));
     }
     case 'a2a': {
       // A2A's answer is the completed task's artifacts (or the agent's message); any other end state failed the hop.
-      const answer = await bounded(() => new A2aClient({ ...options, sameOrigin: true }).send(agent.url, { body: naturalLanguage(hop) }));
-      if (answer.state !== 'completed') throw new AgoraError('PEER_FAILURE', `A2A task ${answer.taskId ?? ''} at ${agent.url}: ${answer.state}, not completed`);
+      const answer = await bounded(() =>
+        new A2aClient({ ...options, sameOrigin: true }).send(agent.url, { body: naturalLanguage(hop) }),
+      );
+      if (answer.state !== 'completed')
+        throw new AgoraError(
+          'PEER_FAILURE',
+          `A2A task ${answer.taskId ?? ''} at ${agent.url}: ${answer.state}, not completed`,
+        );
       return output(answer.result);
     }
     default:
@@ -93,7 +117,13 @@ export async function queryAgent(agent: AgentRecord, protocol: AgentProtocol | u
   }
 }
 
-async function agoraHop(agent: AgentRecord, protocol: AgentProtocol | undefined, hop: HopInput, limits: HopLimits, documentText: string | undefined): Promise<HopOutput> {
+async function agoraHop(
+  agent: AgentRecord,
+  protocol: AgentProtocol | undefined,
+  hop: HopInput,
+  limits: HopLimits,
+  documentText: string | undefined,
+): Promise<HopOutput> {
   const request: Record<string, JsonValue> = { body: agoraBody(hop, protocol) };
   if (protocol !== undefined) {
     request.protocolHash = protocol.hash;
@@ -106,15 +136,24 @@ async function agoraHop(agent: AgentRecord, protocol: AgentProtocol | undefined,
     const response = await transport.exchange('POST', url, request, undefined, limits.maxReplyBytes);
     const json = transport.parseJson('POST', url, response);
     const parsed = peerResponseSchema.safeParse(json);
-    if (!parsed.success || parsed.data.status !== 'success') throw transport.peerError('POST', url, response.status, json);
+    if (!parsed.success || parsed.data.status !== 'success')
+      throw transport.peerError('POST', url, response.status, json);
     return { body: (parsed.data.body ?? null) as JsonValue };
   });
   // Under a protocol, `{"error": …}` is the protocol's own way to refuse (the spec's documents define it so): a failed
   // hop, recorded in fixed words (the agent's text is not copied into the checkpoint others read).
-  if (protocol !== undefined && isProtocolError(reply.body)) throw new AgoraError('PEER_FAILURE', `POST ${url}: the agent refused the query under ${JSON.stringify(protocol.name.slice(0, 100))} (a protocol-level error)`);
+  if (protocol !== undefined && isProtocolError(reply.body))
+    throw new AgoraError(
+      'PEER_FAILURE',
+      `POST ${url}: the agent refused the query under ${JSON.stringify(protocol.name.slice(0, 100))} (a protocol-level error)`,
+    );
   // A reply the document's reply shape does not allow is no answer either (issue 28: chains tell the truth).
   const shape = documentText === undefined ? undefined : replyShapeOf(documentText);
   const mismatch = shape === undefined ? undefined : shapeMismatch(shape, reply.body);
-  if (protocol !== undefined && mismatch !== undefined) throw new AgoraError('PEER_FAILURE', `POST ${url}: the reply does not match ${JSON.stringify(protocol.name.slice(0, 100))}'s reply (${mismatch})`);
+  if (protocol !== undefined && mismatch !== undefined)
+    throw new AgoraError(
+      'PEER_FAILURE',
+      `POST ${url}: the reply does not match ${JSON.stringify(protocol.name.slice(0, 100))}'s reply (${mismatch})`,
+    );
   return output(reply.body);
 }

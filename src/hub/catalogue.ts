@@ -32,7 +32,10 @@ export type CataloguePage = { protocols: CatalogueHit[]; total?: number };
 /** What a sync with a peer hub did. */
 export type SyncReport = { peer: string; added: number; known: number; refused: { hash: string; reason: string }[] };
 
-const peerListingSchema = z.object({ protocols: z.array(z.object({ hash: z.string() }).loose()).max(100_000), total: z.number().int().nonnegative().optional() });
+const peerListingSchema = z.object({
+  protocols: z.array(z.object({ hash: z.string() }).loose()).max(100_000),
+  total: z.number().int().nonnegative().optional(),
+});
 
 /** Documents asked of a peer per page of its listing. */
 const PEER_PAGE = 1000;
@@ -115,25 +118,40 @@ export class Catalogue {
     if (typeof rawHash !== 'string') throw new AgoraError('BAD_REQUEST', 'hash must be a string (hex or base64 SHA1)');
     if (typeof text !== 'string') throw new AgoraError('BAD_REQUEST', 'text must be a string (the exact document)');
     const hash = normalizeHash(rawHash);
-    if (hash === undefined) throw new AgoraError('BAD_REQUEST', `hash is not a SHA1 in hex or base64: ${JSON.stringify(rawHash.slice(0, 60))}`);
+    if (hash === undefined)
+      throw new AgoraError(
+        'BAD_REQUEST',
+        `hash is not a SHA1 in hex or base64: ${JSON.stringify(rawHash.slice(0, 60))}`,
+      );
     const bytes = Buffer.byteLength(text);
-    if (bytes > this.#maxDocumentBytes) throw new AgoraError('REQUEST_TOO_LARGE', `Protocol document is ${bytes} bytes, over the ${this.#maxDocumentBytes}-byte limit`);
+    if (bytes > this.#maxDocumentBytes)
+      throw new AgoraError(
+        'REQUEST_TOO_LARGE',
+        `Protocol document is ${bytes} bytes, over the ${this.#maxDocumentBytes}-byte limit`,
+      );
     const actual = hashText(text);
-    if (actual !== hash) throw new AgoraError('BAD_REQUEST', `Hash mismatch: the text hashes to ${actual}, not ${hash}`);
+    if (actual !== hash)
+      throw new AgoraError('BAD_REQUEST', `Hash mismatch: the text hashes to ${actual}, not ${hash}`);
     return this.add(parseDocument(text, `protocol ${hash}`), client);
   }
 
   /** Adds a document already parsed and hashed (read from an agent, or published), counted against `client`'s quota when given. */
   async add(document: ProtocolDocument, client?: string): Promise<CatalogueEntry> {
     if (Buffer.byteLength(document.text) > this.#maxDocumentBytes) {
-      throw new AgoraError('REQUEST_TOO_LARGE', `Protocol document ${document.hash} is over the ${this.#maxDocumentBytes}-byte limit`);
+      throw new AgoraError(
+        'REQUEST_TOO_LARGE',
+        `Protocol document ${document.hash} is over the ${this.#maxDocumentBytes}-byte limit`,
+      );
     }
     const known = this.#entries.get(document.hash);
     if (known !== undefined) return known;
     // Counted in the store: every process (hub or worker) sharing it counts against one quota.
     const added = client === undefined ? 0 : await this.#store.clientAdds(client);
     if (client !== undefined && added >= this.#maxPerClient) {
-      throw new AgoraError('RATE_LIMITED', `This client has added ${added} protocol documents, its quota (--max-documents-per-client)`);
+      throw new AgoraError(
+        'RATE_LIMITED',
+        `This client has added ${added} protocol documents, its quota (--max-documents-per-client)`,
+      );
     }
     const entry: CatalogueEntry = {
       hash: document.hash,
@@ -142,8 +160,12 @@ export class Catalogue {
       multiround: document.metadata.multiround,
       publishedAt: this.#now(),
     };
-    const result = await this.#view.write(() => this.#store.putDocument(entry, document.text, this.#maxDocuments), (put) => put === 'added');
-    if (result === 'full') throw new AgoraError('BAD_REQUEST', `The protocol database is full (${this.#maxDocuments} documents)`);
+    const result = await this.#view.write(
+      () => this.#store.putDocument(entry, document.text, this.#maxDocuments),
+      (put) => put === 'added',
+    );
+    if (result === 'full')
+      throw new AgoraError('BAD_REQUEST', `The protocol database is full (${this.#maxDocuments} documents)`);
     if (result === 'exists') return this.#entries.get(entry.hash) ?? entry;
     if (client !== undefined) await this.#store.clientAdds(client, true);
     this.#remember(entry);
@@ -199,9 +221,16 @@ export class Catalogue {
     for (let page = 0; page <= Math.ceil(this.#maxDocuments / PEER_PAGE); page++) {
       let listing: unknown;
       try {
-        listing = JSON.parse((await fetchSource(`${peer}/protocols?limit=${PEER_PAGE}&offset=${hashes.length}`, { ...options, maxBytes })).toString('utf8'));
+        listing = JSON.parse(
+          (
+            await fetchSource(`${peer}/protocols?limit=${PEER_PAGE}&offset=${hashes.length}`, { ...options, maxBytes })
+          ).toString('utf8'),
+        );
       } catch (error) {
-        throw new AgoraError('PEER_FAILURE', `Cannot read the catalogue of ${peer}: ${error instanceof Error ? error.message : String(error)}`);
+        throw new AgoraError(
+          'PEER_FAILURE',
+          `Cannot read the catalogue of ${peer}: ${error instanceof Error ? error.message : String(error)}`,
+        );
       }
       const parsed = peerListingSchema.safeParse(listing);
       if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${peer}/protocols is not a catalogue listing`);
@@ -217,7 +246,10 @@ export class Catalogue {
    * Pulls a peer hub's catalogue: every document it lists that this one lacks is fetched from the peer's
    * `/protocols/:hash` and kept only when its exact bytes hash to that hash (a mismatch is refused and reported).
    */
-  async syncFrom(peerUrl: string, options: ReadOptions & { logger?: Logger; maxNew?: number } = {}): Promise<SyncReport> {
+  async syncFrom(
+    peerUrl: string,
+    options: ReadOptions & { logger?: Logger; maxNew?: number } = {},
+  ): Promise<SyncReport> {
     const peer = peerUrl.replace(/\/+$/, '');
     const report: SyncReport = { peer, added: 0, known: 0, refused: [] };
     const listed = await this.#peerListing(peer, options);

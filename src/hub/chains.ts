@@ -65,7 +65,8 @@ function bounded(result: JsonValue): JsonValue {
  * @example const run = await runChain(new HubClient({ url }), 'research vector databases, then summarise');
  */
 export async function runChain(backend: ChainBackend, goal: string, options: ChainOptions = {}): Promise<ChainRun> {
-  if (typeof goal !== 'string' || goal.trim() === '') throw new AgoraError('BAD_REQUEST', 'goal must be a non-empty string');
+  if (typeof goal !== 'string' || goal.trim() === '')
+    throw new AgoraError('BAD_REQUEST', 'goal must be a non-empty string');
   const now = options.now ?? Date.now;
   const run: ChainRun = {
     id: randomUUID(),
@@ -89,16 +90,34 @@ export async function runChain(backend: ChainBackend, goal: string, options: Cha
 export async function resumeChain(backend: ChainBackend, id: string, options: ChainOptions = {}): Promise<ChainRun> {
   const run = await backend.getRun(id);
   if (run === undefined) throw new AgoraError('NOT_FOUND', `No chain ${id} at the hub`);
-  if (run.status === 'done' || run.next === null) throw new AgoraError('BAD_REQUEST', `Chain ${id} is finished (${run.hops.length} hops)`);
+  if (run.status === 'done' || run.next === null)
+    throw new AgoraError('BAD_REQUEST', `Chain ${id} is finished (${run.hops.length} hops)`);
   const now = (options.now ?? Date.now)();
   const force = options.force === true || run.leaseUntil <= now || ownerIsGone(run.owner);
-  if (!force) throw new AgoraError('BAD_REQUEST', `Chain ${id} is being run by ${run.owner} until ${new Date(run.leaseUntil).toISOString()}; wait, or resume with --force`);
-  return drive(backend, { ...run, status: 'running', owner: processOwner(), ...(options.maxHops !== undefined ? { maxHops: options.maxHops } : {}) }, { ...options, force: true });
+  if (!force)
+    throw new AgoraError(
+      'BAD_REQUEST',
+      `Chain ${id} is being run by ${run.owner} until ${new Date(run.leaseUntil).toISOString()}; wait, or resume with --force`,
+    );
+  return drive(
+    backend,
+    {
+      ...run,
+      status: 'running',
+      owner: processOwner(),
+      ...(options.maxHops !== undefined ? { maxHops: options.maxHops } : {}),
+    },
+    { ...options, force: true },
+  );
 }
 
 async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions): Promise<ChainRun> {
   const now = options.now ?? Date.now;
-  const limits: HopLimits = { timeoutMs: options.hopTimeoutMs ?? 60_000, maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024, ...(options.roarSecret ? { roarSecret: options.roarSecret } : {}) };
+  const limits: HopLimits = {
+    timeoutMs: options.hopTimeoutMs ?? 60_000,
+    maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024,
+    ...(options.roarSecret ? { roarSecret: options.roarSecret } : {}),
+  };
   // Long enough for one hop and its checkpoint; a crashed owner's lease lapses after this.
   const leaseMs = limits.timeoutMs + 30_000;
   const maxHops = options.maxHops ?? run.maxHops;
@@ -111,7 +130,11 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
       await backend.saveRun(run, leaseMs, force);
     } catch (error) {
       if (error instanceof AgoraError && error.code === 'BAD_REQUEST') throw error;
-      throw new AgoraError('PEER_FAILURE', `Chain ${run.id}: the checkpoint could not be written (${error instanceof Error ? error.message : String(error)}); resume it with \`agora resume ${run.id}\``, { cause: error });
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `Chain ${run.id}: the checkpoint could not be written (${error instanceof Error ? error.message : String(error)}); resume it with \`agora resume ${run.id}\``,
+        { cause: error },
+      );
     }
     force = false;
   };
@@ -137,17 +160,39 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
       return run;
     }
     const { agent, protocol } = decision;
-    const base = { agentId: agent.id, agentName: agent.name, url: agent.url, by: decision.by, reason: decision.reason, ...(protocol ? { protocolHash: protocol.hash } : {}), startedAt };
+    const base = {
+      agentId: agent.id,
+      agentName: agent.name,
+      url: agent.url,
+      by: decision.by,
+      reason: decision.reason,
+      ...(protocol ? { protocolHash: protocol.hash } : {}),
+      startedAt,
+    };
     let hop: Hop;
     let handoff: { target: string; goal?: string } | undefined;
     try {
-      const text = protocol === undefined || backend.protocolText === undefined ? undefined : await backend.protocolText(protocol.hash).catch(() => undefined);
+      const text =
+        protocol === undefined || backend.protocolText === undefined
+          ? undefined
+          : await backend.protocolText(protocol.hash).catch(() => undefined);
       const done = run.hops.filter((finished) => finished.ok);
-      const output = await queryAgent(agent, protocol, { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), done }, limits, text);
+      const output = await queryAgent(
+        agent,
+        protocol,
+        { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), done },
+        limits,
+        text,
+      );
       hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
       handoff = output.handoff;
     } catch (error) {
-      hop = { ...base, ok: false, error: error instanceof Error ? error.message : describeError(error), finishedAt: now() };
+      hop = {
+        ...base,
+        ok: false,
+        error: error instanceof Error ? error.message : describeError(error),
+        finishedAt: now(),
+      };
     }
     run.hops.push(hop);
     if (hop.ok) {

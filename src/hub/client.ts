@@ -4,7 +4,15 @@ import { hashText } from '../protocol/document.js';
 import { HubProtocols, type ProtocolHub } from '../sender/hub.js';
 import { MAX_REPLY_BYTES } from '../sender/transport.js';
 import type { ChainBackend } from './chains.js';
-import { agentProtocolSchema, agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
+import {
+  agentProtocolSchema,
+  agentRecordSchema,
+  catalogueEntrySchema,
+  chainRunSchema,
+  type AgentRecord,
+  type CatalogueEntry,
+  type ChainRun,
+} from './records.js';
 import { roomEventOfFrame, type RoomEvent, type RoomRecord, type RoomRequest } from './rooms/records.js';
 import type { RoomAction } from './rooms/rooms.js';
 import type { RouteDecision } from './routing.js';
@@ -35,8 +43,19 @@ const listingSchema = catalogueEntrySchema.extend({
   servedBy: z.array(z.object({ id: z.string(), name: z.string(), url: z.string() })),
 });
 
-const roomSchema = z.object({ id: z.string(), topic: z.string(), state: z.enum(['active', 'paused', 'completed', 'cancelled']), turns: z.number() }).loose();
-const roomEventSchema = z.object({ id: z.number().int(), type: z.enum(['turn_notification', 'new_message', 'flow_completed', 'state']), data: z.record(z.string(), z.unknown()) });
+const roomSchema = z
+  .object({
+    id: z.string(),
+    topic: z.string(),
+    state: z.enum(['active', 'paused', 'completed', 'cancelled']),
+    turns: z.number(),
+  })
+  .loose();
+const roomEventSchema = z.object({
+  id: z.number().int(),
+  type: z.enum(['turn_notification', 'new_message', 'flow_completed', 'state']),
+  data: z.record(z.string(), z.unknown()),
+});
 
 /** Options of {@link HubClient.watch}. */
 export type RoomWatchOptions = {
@@ -66,13 +85,22 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
     // The environment (AGORA_HUB, AGORA_HUB_TOKEN) is the CLI's to read, through its options.
     const { url, token } = options;
     if (!url) throw new AgoraError('BAD_REQUEST', 'No hub: pass --hub <url> or set AGORA_HUB');
-    super({ url, token, timeoutMs: options.timeoutMs ?? 30_000, maxReplyBytes: MAX_REPLY_BYTES, ...(options.fetch ? { fetch: options.fetch } : {}) });
+    super({
+      url,
+      token,
+      timeoutMs: options.timeoutMs ?? 30_000,
+      maxReplyBytes: MAX_REPLY_BYTES,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+    });
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#token = token;
   }
 
   /** Registers an agent by URL (the hub reads it); a name, description or capabilities given win over what it says of itself. */
-  register(url: string, extra: { name?: string; description?: string; capabilities?: string[] } = {}): Promise<AgentRecord> {
+  register(
+    url: string,
+    extra: { name?: string; description?: string; capabilities?: string[] } = {},
+  ): Promise<AgentRecord> {
     return this.request('POST', '/agents', agentRecordSchema, { url, ...extra });
   }
 
@@ -101,7 +129,8 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
     const params = new URLSearchParams();
     if (query) params.set('q', query);
     if (limit) params.set('limit', String(limit));
-    return (await this.request('GET', `/protocols?${params}`, z.object({ protocols: z.array(listingSchema) }))).protocols;
+    return (await this.request('GET', `/protocols?${params}`, z.object({ protocols: z.array(listingSchema) })))
+      .protocols;
   }
 
   /** Routes a goal (an explicit handoff wins). */
@@ -113,7 +142,8 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
 
   /** Unfinished chains; all with `all`. */
   async runs(all = false): Promise<ChainRun[]> {
-    return (await this.request('GET', `/runs${all ? '?all=true' : ''}`, z.object({ runs: z.array(chainRunSchema) }))).runs;
+    return (await this.request('GET', `/runs${all ? '?all=true' : ''}`, z.object({ runs: z.array(chainRunSchema) })))
+      .runs;
   }
 
   /** A chain's last checkpoint. */
@@ -148,12 +178,17 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
 
   /** Pauses, resumes or cancels a room (token). */
   async control(id: string, action: RoomAction): Promise<RoomRecord> {
-    return (await this.request('POST', `/rooms/${encodeURIComponent(id)}/control`, roomSchema, { action })) as RoomRecord;
+    return (await this.request('POST', `/rooms/${encodeURIComponent(id)}/control`, roomSchema, {
+      action,
+    })) as RoomRecord;
   }
 
   /** A person's message to a room, seen by every next turn (token). */
   async say(id: string, text: string, from?: string): Promise<RoomRecord> {
-    return (await this.request('POST', `/rooms/${encodeURIComponent(id)}/messages`, roomSchema, { text, ...(from ? { from } : {}) })) as RoomRecord;
+    return (await this.request('POST', `/rooms/${encodeURIComponent(id)}/messages`, roomSchema, {
+      text,
+      ...(from ? { from } : {}),
+    })) as RoomRecord;
   }
 
   /**
@@ -165,7 +200,11 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
     const url = `${this.url}/rooms/${encodeURIComponent(id)}/events`;
     for (let attempt = 0; attempt <= (options.maxResumes ?? 5); attempt++) {
       if (attempt > 0) options.onResume?.(last);
-      const headers: Record<string, string> = { accept: 'text/event-stream', ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}), ...(last ? { 'last-event-id': String(last) } : {}) };
+      const headers: Record<string, string> = {
+        accept: 'text/event-stream',
+        ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}),
+        ...(last ? { 'last-event-id': String(last) } : {}),
+      };
       let response: Response;
       try {
         response = await this.#fetch(url, { headers, ...(options.signal ? { signal: options.signal } : {}) });
@@ -176,12 +215,19 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
       if (!response.ok || !response.body) {
         const text = await response.text().catch(() => '');
         const message = /"error":"([^"]*)"/.exec(text)?.[1] ?? 'no detail';
-        throw new AgoraError(response.status === 401 ? 'UNAUTHORIZED' : response.status === 404 ? 'NOT_FOUND' : 'PEER_FAILURE', `GET ${url}: HTTP ${response.status}: ${message}`, { status: response.status });
+        throw new AgoraError(
+          response.status === 401 ? 'UNAUTHORIZED' : response.status === 404 ? 'NOT_FOUND' : 'PEER_FAILURE',
+          `GET ${url}: HTTP ${response.status}: ${message}`,
+          { status: response.status },
+        );
       }
       try {
         for await (const event of sseEvents(response.body)) {
           // The hub sends ARP's frames (`hello` and heartbeats carry no id and are left out).
-          const room = typeof event.data === 'object' && event.data !== null ? roomEventOfFrame(event.data as Record<string, unknown>) : undefined;
+          const room =
+            typeof event.data === 'object' && event.data !== null
+              ? roomEventOfFrame(event.data as Record<string, unknown>)
+              : undefined;
           const parsed = roomEventSchema.safeParse(room ?? event);
           if (!parsed.success) continue;
           last = parsed.data.id;
@@ -198,7 +244,9 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
 }
 
 /** The events of an SSE body (comments and events without an id left out), each with its JSON data parsed. */
-async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<{ id: number; type: string; data: unknown }> {
+async function* sseEvents(
+  body: ReadableStream<Uint8Array>,
+): AsyncGenerator<{ id: number; type: string; data: unknown }> {
   let text = '';
   for await (const chunk of body.pipeThrough(new TextDecoderStream())) {
     text += chunk;

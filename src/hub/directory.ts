@@ -33,7 +33,14 @@ export type DirectoryOptions = ReadOptions & {
  * name, description or capabilities given here win over what the agent says of itself (an agent that says nothing,
  * such as a card-less ROAR agent, is known only by them).
  */
-export type Registration = { url: string; name?: string; description?: string; capabilities?: string[]; registrant?: string; client?: string };
+export type Registration = {
+  url: string;
+  name?: string;
+  description?: string;
+  capabilities?: string[];
+  registrant?: string;
+  client?: string;
+};
 
 /** Capabilities kept per agent, and the longest one. */
 const MAX_CAPABILITIES = 100;
@@ -42,16 +49,21 @@ const MAX_CAPABILITY_LENGTH = 100;
 /** A registration's capabilities, checked: undefined when not given; each trimmed, empty ones and repeats dropped. */
 function givenCapabilities(value: unknown): string[] | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) throw new AgoraError('BAD_REQUEST', 'capabilities must be an array of strings');
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string'))
+    throw new AgoraError('BAD_REQUEST', 'capabilities must be an array of strings');
   const capabilities = [...new Set(value.map((item) => item.trim()).filter((item) => item !== ''))];
-  if (capabilities.length > MAX_CAPABILITIES) throw new AgoraError('BAD_REQUEST', `capabilities: at most ${MAX_CAPABILITIES}`);
-  if (capabilities.some((item) => item.length > MAX_CAPABILITY_LENGTH)) throw new AgoraError('BAD_REQUEST', `capabilities: each at most ${MAX_CAPABILITY_LENGTH} characters`);
+  if (capabilities.length > MAX_CAPABILITIES)
+    throw new AgoraError('BAD_REQUEST', `capabilities: at most ${MAX_CAPABILITIES}`);
+  if (capabilities.some((item) => item.length > MAX_CAPABILITY_LENGTH))
+    throw new AgoraError('BAD_REQUEST', `capabilities: each at most ${MAX_CAPABILITY_LENGTH} characters`);
   return capabilities;
 }
 
 /** The digest a registration keeps of the caller's bearer token: proof, later, that a registration is the same agent's. */
 export function registrantOf(token: string | undefined): string | undefined {
-  return token === undefined || token === '' ? undefined : createHash('sha256').update(`agora-registrant\u0000${token}`).digest('hex').slice(0, 32);
+  return token === undefined || token === ''
+    ? undefined
+    : createHash('sha256').update(`agora-registrant\u0000${token}`).digest('hex').slice(0, 32);
 }
 
 /** A record as the hub serves it: without its registrant digest. */
@@ -97,7 +109,11 @@ export class Directory {
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#agents = new AgentIndex(options.index);
-    this.#view = new StoreView(this.#store, () => this.#reload(), (since) => this.#apply(since));
+    this.#view = new StoreView(
+      this.#store,
+      () => this.#reload(),
+      (since) => this.#apply(since),
+    );
   }
 
   /** Brings the index in step when the store changed under another process (by the records that changed); cheap (one read) when it did not. */
@@ -126,7 +142,12 @@ export class Directory {
 
   /** Writes a record to the store (capped) and to this process's index. */
   async put(record: AgentRecord): Promise<void> {
-    if (!(await this.#view.write(() => this.#store.putAgent(record, this.#maxAgents), (stored) => stored))) {
+    if (
+      !(await this.#view.write(
+        () => this.#store.putAgent(record, this.#maxAgents),
+        (stored) => stored,
+      ))
+    ) {
       throw new AgoraError('BAD_REQUEST', `The directory is full (${this.#maxAgents} agents)`);
     }
     this.#agents.remember(record);
@@ -134,7 +155,8 @@ export class Directory {
 
   /** Registers (or re-reads) an agent: refused when it answers none of the kinds' reads (`readAgent`), or is private and not allowed. */
   async register(registration: Registration): Promise<AgentRecord> {
-    if (typeof registration?.url !== 'string') throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
+    if (typeof registration?.url !== 'string')
+      throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
     const url = normalizeAgentUrl(registration.url);
     const id = agentId(url);
     const capabilities = givenCapabilities(registration.capabilities);
@@ -142,8 +164,10 @@ export class Directory {
     const reading = await readAgent(url, this.#options, (hash) => this.#catalogue.document(hash));
     const now = this.#now();
     const previous = await this.#store.getAgent(id);
-    const given = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim().slice(0, MAX_TEXT) : undefined);
-    const name = given(registration.name)?.slice(0, 200) ?? reading.name?.slice(0, 200) ?? previous?.name ?? new URL(url).host;
+    const given = (value: unknown) =>
+      typeof value === 'string' && value.trim() !== '' ? value.trim().slice(0, MAX_TEXT) : undefined;
+    const name =
+      given(registration.name)?.slice(0, 200) ?? reading.name?.slice(0, 200) ?? previous?.name ?? new URL(url).host;
     await this.#checkName(id, name, previous, registration, capabilities);
     for (const document of reading.documents) await this.#keepDocument(document, registration.client);
     const registrant = previous?.registrant ?? registration.registrant;
@@ -151,10 +175,23 @@ export class Directory {
       id,
       url,
       name,
-      description: given(registration.description) ?? reading.description?.slice(0, MAX_TEXT) ?? previous?.description ?? reading.documents.map((document) => document.metadata.name).join(', '),
+      description:
+        given(registration.description) ??
+        reading.description?.slice(0, MAX_TEXT) ??
+        previous?.description ??
+        reading.documents.map((document) => document.metadata.name).join(', '),
       kind: reading.kind,
-      protocols: reading.documents.map(({ hash, metadata }) => ({ hash, name: metadata.name.slice(0, 200), description: metadata.description.slice(0, MAX_TEXT), multiround: metadata.multiround })),
-      capabilities: capabilities ?? (reading.capabilities.length > 0 ? reading.capabilities.slice(0, MAX_CAPABILITIES) : (previous?.capabilities ?? [])),
+      protocols: reading.documents.map(({ hash, metadata }) => ({
+        hash,
+        name: metadata.name.slice(0, 200),
+        description: metadata.description.slice(0, MAX_TEXT),
+        multiround: metadata.multiround,
+      })),
+      capabilities:
+        capabilities ??
+        (reading.capabilities.length > 0
+          ? reading.capabilities.slice(0, MAX_CAPABILITIES)
+          : (previous?.capabilities ?? [])),
       status: 'up',
       missedChecks: 0,
       registeredAt: previous?.registeredAt ?? now,
@@ -172,17 +209,34 @@ export class Directory {
    * description or capabilities for a URL someone else registered, is refused (409) unless it comes with the first
    * registrant's token.
    */
-  async #checkName(id: string, name: string, previous: AgentRecord | undefined, registration: Registration, capabilities: string[] | undefined): Promise<void> {
-    const sameRegistrant = (record: AgentRecord) => record.registrant !== undefined && record.registrant === registration.registrant;
+  async #checkName(
+    id: string,
+    name: string,
+    previous: AgentRecord | undefined,
+    registration: Registration,
+    capabilities: string[] | undefined,
+  ): Promise<void> {
+    const sameRegistrant = (record: AgentRecord) =>
+      record.registrant !== undefined && record.registrant === registration.registrant;
     if (previous !== undefined && previous.registrant !== undefined && !sameRegistrant(previous)) {
-      const renames = (registration.name !== undefined && name !== previous.name) || (registration.description !== undefined && registration.description.trim() !== previous.description);
-      const recapabilities = capabilities !== undefined && capabilities.join('\u0000') !== previous.capabilities.join('\u0000');
-      if (renames || recapabilities) throw new AgoraError('CONFLICT', `${previous.url} was registered with a token; only that token may change its name, description or capabilities`);
+      const renames =
+        (registration.name !== undefined && name !== previous.name) ||
+        (registration.description !== undefined && registration.description.trim() !== previous.description);
+      const recapabilities =
+        capabilities !== undefined && capabilities.join('\u0000') !== previous.capabilities.join('\u0000');
+      if (renames || recapabilities)
+        throw new AgoraError(
+          'CONFLICT',
+          `${previous.url} was registered with a token; only that token may change its name, description or capabilities`,
+        );
     }
     await this.refresh();
     for (const record of this.#agents.named(name)) {
       if (record.id === id || sameRegistrant(record)) continue;
-      throw new AgoraError('CONFLICT', `The name ${JSON.stringify(name)} is taken by ${record.url}; register under another name, or with the token that registered it`);
+      throw new AgoraError(
+        'CONFLICT',
+        `The name ${JSON.stringify(name)} is taken by ${record.url}; register under another name, or with the token that registered it`,
+      );
     }
   }
 
@@ -208,7 +262,12 @@ export class Directory {
       next = {
         ...rest,
         kind: reading.kind,
-        protocols: reading.documents.map(({ hash, metadata }) => ({ hash, name: metadata.name.slice(0, 200), description: metadata.description.slice(0, MAX_TEXT), multiround: metadata.multiround })),
+        protocols: reading.documents.map(({ hash, metadata }) => ({
+          hash,
+          name: metadata.name.slice(0, 200),
+          description: metadata.description.slice(0, MAX_TEXT),
+          multiround: metadata.multiround,
+        })),
         status: 'up',
         missedChecks: 0,
         lastSeen: now,
@@ -219,13 +278,25 @@ export class Directory {
     } catch (error) {
       const missedChecks = record.missedChecks + 1;
       const status = missedChecks >= this.#maxMissed ? 'down' : record.status;
-      if (status === 'down' && record.status === 'up') this.#logger.warn(`hub: ${record.name} (${record.url}) is down after ${missedChecks} missed checks`);
-      if (status === 'down' && now - record.lastSeen >= (this.#options.removeDownAfterMs ?? DEFAULT_REMOVE_DOWN_AFTER_MS)) {
-        this.#logger.info(`hub: removing ${record.name} (${record.url}), down and unseen since ${new Date(record.lastSeen).toISOString()}`);
+      if (status === 'down' && record.status === 'up')
+        this.#logger.warn(`hub: ${record.name} (${record.url}) is down after ${missedChecks} missed checks`);
+      if (
+        status === 'down' &&
+        now - record.lastSeen >= (this.#options.removeDownAfterMs ?? DEFAULT_REMOVE_DOWN_AFTER_MS)
+      ) {
+        this.#logger.info(
+          `hub: removing ${record.name} (${record.url}), down and unseen since ${new Date(record.lastSeen).toISOString()}`,
+        );
         await this.remove(id);
         return undefined;
       }
-      next = { ...record, missedChecks, status, lastChecked: now, lastError: error instanceof Error ? error.message.slice(0, 500) : String(error) };
+      next = {
+        ...record,
+        missedChecks,
+        status,
+        lastChecked: now,
+        lastError: error instanceof Error ? error.message.slice(0, 500) : String(error),
+      };
     }
     // Removed while we read it: do not bring it back.
     if ((await this.#store.getAgent(id)) === undefined) return undefined;
@@ -237,7 +308,9 @@ export class Directory {
   async checkDue(owner: string): Promise<number> {
     await this.refresh();
     const now = this.#now();
-    const due = [...this.#agents.records.values()].filter((record) => record.lastChecked + this.#checkIntervalMs <= now);
+    const due = [...this.#agents.records.values()].filter(
+      (record) => record.lastChecked + this.#checkIntervalMs <= now,
+    );
     let checked = 0;
     for (const record of due) {
       if (!(await this.#store.claim(`check:${record.id}`, owner, this.#checkIntervalMs))) continue;
@@ -278,7 +351,11 @@ export class Directory {
   }
 
   /** The keyword index and records as they stand in this process (for routing, after {@link refresh}). */
-  get view(): { index: KeywordIndex; records: ReadonlyMap<string, AgentRecord>; servingOf(hash: string): ReadonlySet<string> | undefined } {
+  get view(): {
+    index: KeywordIndex;
+    records: ReadonlyMap<string, AgentRecord>;
+    servingOf(hash: string): ReadonlySet<string> | undefined;
+  } {
     return this.#agents.view;
   }
 

@@ -53,12 +53,19 @@ function offsetOf(params: URLSearchParams): number {
   const raw = params.get('offset');
   if (raw === null) return 0;
   const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < 0) throw new AgoraError('BAD_REQUEST', 'offset must be a non-negative integer');
+  if (!Number.isSafeInteger(value) || value < 0)
+    throw new AgoraError('BAD_REQUEST', 'offset must be a non-negative integer');
   return value;
 }
 
 /** A listing page's body: its items, and (for listings, not word searches) the total with the page's place in it. */
-function pageBody(name: string, items: unknown[], total: number | undefined, offset: number, limit: number): Record<string, unknown> {
+function pageBody(
+  name: string,
+  items: unknown[],
+  total: number | undefined,
+  offset: number,
+  limit: number,
+): Record<string, unknown> {
   return { [name]: items, ...(total !== undefined ? { total, offset, limit } : {}) };
 }
 
@@ -83,7 +90,10 @@ function text(body: string, contentType: string): EdgeResponse {
 /** The path's segments, percent-decoded; a malformed encoding is a 400. */
 function segmentsOf(url: URL): string[] {
   try {
-    return url.pathname.split('/').filter(Boolean).map((segment) => decodeURIComponent(segment));
+    return url.pathname
+      .split('/')
+      .filter(Boolean)
+      .map((segment) => decodeURIComponent(segment));
   } catch {
     throw new AgoraError('BAD_REQUEST', 'Malformed percent-encoding in the path');
   }
@@ -104,17 +114,37 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       lines.push(`agora_hub_requests_total{route="${route}",status="${status}"} ${count}`);
     }
     const { up, down } = hub.directory.counts;
-    lines.push('# TYPE agora_hub_agents gauge', `agora_hub_agents{status="up"} ${up}`, `agora_hub_agents{status="down"} ${down}`);
+    lines.push(
+      '# TYPE agora_hub_agents gauge',
+      `agora_hub_agents{status="up"} ${up}`,
+      `agora_hub_agents{status="down"} ${down}`,
+    );
     return `${lines.join('\n')}\n`;
   }
 
-  async function agents(request: MountedRequest, id: string | undefined, params: URLSearchParams): Promise<EdgeResponse> {
+  async function agents(
+    request: MountedRequest,
+    id: string | undefined,
+    params: URLSearchParams,
+  ): Promise<EdgeResponse> {
     const { method } = request;
     if (id === undefined) {
       if (method === 'POST') {
-        const body = (await readJson(request, objectSchema)) as { url: string; name?: string; description?: string; capabilities?: string[] };
+        const body = (await readJson(request, objectSchema)) as {
+          url: string;
+          name?: string;
+          description?: string;
+          capabilities?: string[];
+        };
         const registrant = registrantOf(bearerOf(request));
-        const record = await hub.register({ url: body.url, name: body.name, description: body.description, capabilities: body.capabilities, client: clientKey(request.remoteAddress), ...(registrant ? { registrant } : {}) });
+        const record = await hub.register({
+          url: body.url,
+          name: body.name,
+          description: body.description,
+          capabilities: body.capabilities,
+          client: clientKey(request.remoteAddress),
+          ...(registrant ? { registrant } : {}),
+        });
         return json(201, publicRecord(record));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
@@ -122,16 +152,29 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       const offset = offsetOf(params);
       // Down agents are listed with their status (as OAP's and ARP's listings do); `?status=up` leaves them out.
       const includeDown = params.get('status') !== 'up';
-      const page = await hub.agentPage({ q: params.get('q') ?? undefined, protocol: params.get('protocol') ?? undefined, includeDown, limit, offset });
+      const page = await hub.agentPage({
+        q: params.get('q') ?? undefined,
+        protocol: params.get('protocol') ?? undefined,
+        includeDown,
+        limit,
+        offset,
+      });
       return json(200, pageBody('agents', page.agents.map(publicRecord), page.total, offset, limit));
     }
-    if (method === 'DELETE') return (await hub.directory.remove(id)) ? json(200, { status: 'success', removed: id }) : failure(404, `No agent ${id}`);
+    if (method === 'DELETE')
+      return (await hub.directory.remove(id))
+        ? json(200, { status: 'success', removed: id })
+        : failure(404, `No agent ${id}`);
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, DELETE');
     const agent = await hub.directory.resolve(id);
     return agent ? json(200, publicRecord(agent)) : failure(404, `No agent ${id}`);
   }
 
-  async function protocols(request: MountedRequest, id: string | undefined, params: URLSearchParams): Promise<EdgeResponse> {
+  async function protocols(
+    request: MountedRequest,
+    id: string | undefined,
+    params: URLSearchParams,
+  ): Promise<EdgeResponse> {
     const { method } = request;
     if (id === undefined) {
       if (method === 'POST') {
@@ -175,7 +218,12 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
     return run ? json(200, run) : failure(404, `No chain ${id}`);
   }
 
-  async function dispatch(request: MountedRequest, collection: string | undefined, id: string | undefined, params: URLSearchParams): Promise<EdgeResponse> {
+  async function dispatch(
+    request: MountedRequest,
+    collection: string | undefined,
+    id: string | undefined,
+    params: URLSearchParams,
+  ): Promise<EdgeResponse> {
     const { method } = request;
     const isRead = method === 'GET' || method === 'HEAD';
     switch (collection) {
@@ -212,7 +260,8 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       if (url === undefined) throw new AgoraError('BAD_REQUEST', 'Malformed request target');
       const [collection, id, extra] = segmentsOf(url);
       if (collection !== undefined && ROUTE_NAMES.has(collection)) route = collection;
-      const response = extra !== undefined ? failure(404, 'Not found') : await dispatch(request, collection, id, url.searchParams);
+      const response =
+        extra !== undefined ? failure(404, 'Not found') : await dispatch(request, collection, id, url.searchParams);
       status = response.status;
       return response;
     } catch (error) {

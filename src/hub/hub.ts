@@ -24,7 +24,11 @@ function cutRun(run: ChainRun): ChainRun {
     ...run,
     goal: run.goal.slice(0, MAX_RUN_TEXT),
     ...(run.error !== undefined ? { error: cut(run.error)! } : {}),
-    hops: run.hops.map((hop) => ({ ...hop, reason: cut(hop.reason)!, ...(hop.error !== undefined ? { error: cut(hop.error)! } : {}) })),
+    hops: run.hops.map((hop) => ({
+      ...hop,
+      reason: cut(hop.reason)!,
+      ...(hop.error !== undefined ? { error: cut(hop.error)! } : {}),
+    })),
   };
 }
 
@@ -63,7 +67,11 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
 };
 
 /** The first `max` agents serving a protocol, without walking all of them. */
-function firstServing(ids: Iterable<string> | undefined, records: ReadonlyMap<string, AgentRecord>, max: number): { id: string; name: string; url: string }[] {
+function firstServing(
+  ids: Iterable<string> | undefined,
+  records: ReadonlyMap<string, AgentRecord>,
+  max: number,
+): { id: string; name: string; url: string }[] {
   const serving: { id: string; name: string; url: string }[] = [];
   for (const id of ids ?? []) {
     if (serving.length >= max) break;
@@ -99,7 +107,14 @@ export class Hub implements ChainBackend {
     this.#now = options.now ?? Date.now;
     this.logger = options.logger ?? silentLogger;
     this.store = options.store ?? new MemoryHubStore({ now: this.#now });
-    this.catalogue = new Catalogue({ store: this.store, now: this.#now, logger: this.logger, ...(options.maxDocuments ? { maxDocuments: options.maxDocuments } : {}), ...(options.maxDocumentBytes ? { maxDocumentBytes: options.maxDocumentBytes } : {}), ...(options.maxDocumentsPerClient ? { maxDocumentsPerClient: options.maxDocumentsPerClient } : {}) });
+    this.catalogue = new Catalogue({
+      store: this.store,
+      now: this.#now,
+      logger: this.logger,
+      ...(options.maxDocuments ? { maxDocuments: options.maxDocuments } : {}),
+      ...(options.maxDocumentBytes ? { maxDocumentBytes: options.maxDocumentBytes } : {}),
+      ...(options.maxDocumentsPerClient ? { maxDocumentsPerClient: options.maxDocumentsPerClient } : {}),
+    });
     this.directory = new Directory({
       ...this.#readOptions(),
       store: this.store,
@@ -111,12 +126,21 @@ export class Hub implements ChainBackend {
       ...(options.maxMissedChecks ? { maxMissedChecks: options.maxMissedChecks } : {}),
       ...(options.removeDownAfterMs ? { removeDownAfterMs: options.removeDownAfterMs } : {}),
     });
-    this.router = new Router({ directory: this.directory, logger: this.logger, ...(options.llm ? { llm: options.llm } : {}) });
+    this.router = new Router({
+      directory: this.directory,
+      logger: this.logger,
+      ...(options.llm ? { llm: options.llm } : {}),
+    });
   }
 
   #readOptions(): ReadOptions {
     const { timeoutMs, lookup, maxProtocols, allowPrivateAgents } = this.#options;
-    return { allowPrivateSources: allowPrivateAgents === true, ...(timeoutMs ? { timeoutMs } : {}), ...(lookup ? { lookup } : {}), ...(maxProtocols ? { maxProtocols } : {}) };
+    return {
+      allowPrivateSources: allowPrivateAgents === true,
+      ...(timeoutMs ? { timeoutMs } : {}),
+      ...(lookup ? { lookup } : {}),
+      ...(maxProtocols ? { maxProtocols } : {}),
+    };
   }
 
   /** Whether agents (and room participants) on loopback and private networks are accepted. */
@@ -150,7 +174,11 @@ export class Hub implements ChainBackend {
   }
 
   /** A page of the protocol database (ranked by `query`, else by name with the total), each document with who serves it. */
-  async protocolPage(query?: string, limit = 50, offset = 0): Promise<{ protocols: ProtocolListing[]; total?: number }> {
+  async protocolPage(
+    query?: string,
+    limit = 50,
+    offset = 0,
+  ): Promise<{ protocols: ProtocolListing[]; total?: number }> {
     const { protocols: hits, total } = await this.catalogue.page(query, limit, offset);
     await this.directory.refresh();
     const { records, servingOf } = this.directory.view;
@@ -164,19 +192,28 @@ export class Hub implements ChainBackend {
   /** Writes a chain's checkpoint; refused while another process holds the chain (unless `force`), when too large, or when full. */
   async saveRun(raw: ChainRun, leaseMs: number, force = false): Promise<void> {
     const parsed = chainRunSchema.safeParse(raw);
-    if (!parsed.success) throw new AgoraError('BAD_REQUEST', `Not a chain checkpoint: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
+    if (!parsed.success)
+      throw new AgoraError('BAD_REQUEST', `Not a chain checkpoint: ${parsed.error.issues[0]?.message ?? 'invalid'}`);
     const run = cutRun(parsed.data);
-    if (!/^[\w-]{1,64}$/.test(run.id)) throw new AgoraError('BAD_REQUEST', 'Chain id must be 1-64 letters, digits, - or _');
+    if (!/^[\w-]{1,64}$/.test(run.id))
+      throw new AgoraError('BAD_REQUEST', 'Chain id must be 1-64 letters, digits, - or _');
     const size = Buffer.byteLength(JSON.stringify(run));
     const maxRunBytes = this.#options.maxRunBytes ?? DEFAULT_MAX_RUN_BYTES;
-    if (size > maxRunBytes) throw new AgoraError('REQUEST_TOO_LARGE', `Chain ${run.id}'s checkpoint is ${size} bytes; this hub keeps at most ${maxRunBytes} (--max-run-bytes)`);
+    if (size > maxRunBytes)
+      throw new AgoraError(
+        'REQUEST_TOO_LARGE',
+        `Chain ${run.id}'s checkpoint is ${size} bytes; this hub keeps at most ${maxRunBytes} (--max-run-bytes)`,
+      );
     const key = `run:${run.id}`;
     const lease = Math.max(1000, Math.min(leaseMs, 24 * 60 * 60 * 1000));
     const previous = await this.store.getRun(run.id);
     if (force) await this.store.release(key, previous?.owner ?? '');
     if (!(await this.store.claim(key, run.owner, lease))) {
       const held = await this.store.getRun(run.id);
-      throw new AgoraError('BAD_REQUEST', `Chain ${run.id} is held by another process (${held?.owner ?? 'unknown'}); resume with --force to take it over`);
+      throw new AgoraError(
+        'BAD_REQUEST',
+        `Chain ${run.id} is held by another process (${held?.owner ?? 'unknown'}); resume with --force to take it over`,
+      );
     }
     const previousSize = previous === undefined ? 0 : Buffer.byteLength(JSON.stringify(previous));
     await this.#makeRoom(previous === undefined ? 1 : 0, size - previousSize, run.id);
@@ -191,7 +228,9 @@ export class Hub implements ChainBackend {
     const usage = await this.store.runUsage();
     if (usage.count + added <= maxRuns && usage.bytes + growth <= maxBytes) return;
     const runs = await this.store.listRuns();
-    const finished = runs.filter((run) => run.status === 'done' && run.id !== keep).sort((a, b) => a.updatedAt - b.updatedAt);
+    const finished = runs
+      .filter((run) => run.status === 'done' && run.id !== keep)
+      .sort((a, b) => a.updatedAt - b.updatedAt);
     let { count, bytes } = usage;
     for (const run of finished) {
       if (count + added <= maxRuns && bytes + growth <= maxBytes) break;
@@ -199,8 +238,16 @@ export class Hub implements ChainBackend {
       count -= 1;
       bytes -= Buffer.byteLength(JSON.stringify(run));
     }
-    if (count + added > maxRuns) throw new AgoraError('BAD_REQUEST', `The hub holds ${count} unfinished chains (the limit is ${maxRuns}); resume or delete some`);
-    if (bytes + growth > maxBytes) throw new AgoraError('BAD_REQUEST', `The hub's chain checkpoints would exceed ${maxBytes} bytes (--max-runs-bytes); resume or delete some`);
+    if (count + added > maxRuns)
+      throw new AgoraError(
+        'BAD_REQUEST',
+        `The hub holds ${count} unfinished chains (the limit is ${maxRuns}); resume or delete some`,
+      );
+    if (bytes + growth > maxBytes)
+      throw new AgoraError(
+        'BAD_REQUEST',
+        `The hub's chain checkpoints would exceed ${maxBytes} bytes (--max-runs-bytes); resume or delete some`,
+      );
   }
 
   /** A protocol document's text from the database. */
@@ -226,11 +273,19 @@ export class Hub implements ChainBackend {
       try {
         const report = await this.catalogue.syncFrom(peer, { ...this.#readOptions(), logger: this.logger });
         this.#lastSync.set(peer, this.#now());
-        if (report.added || report.refused.length) this.logger.info(`hub sync from ${peer}: ${report.added} added, ${report.known} known, ${report.refused.length} refused`);
+        if (report.added || report.refused.length)
+          this.logger.info(
+            `hub sync from ${peer}: ${report.added} added, ${report.known} known, ${report.refused.length} refused`,
+          );
         reports.push(report);
       } catch (error) {
         this.logger.warn(`hub sync from ${peer}: ${describeError(error)}`);
-        reports.push({ peer, added: 0, known: 0, refused: [{ hash: '', reason: error instanceof Error ? error.message : String(error) }] });
+        reports.push({
+          peer,
+          added: 0,
+          known: 0,
+          refused: [{ hash: '', reason: error instanceof Error ? error.message : String(error) }],
+        });
       }
     }
     return reports;
@@ -241,7 +296,8 @@ export class Hub implements ChainBackend {
     try {
       await this.directory.checkDue(this.#owner);
       const interval = this.#options.syncIntervalMs ?? 5 * 60_000;
-      if ((this.#options.peers ?? []).some((peer) => (this.#lastSync.get(peer) ?? -Infinity) + interval <= this.#now())) await this.syncPeers();
+      if ((this.#options.peers ?? []).some((peer) => (this.#lastSync.get(peer) ?? -Infinity) + interval <= this.#now()))
+        await this.syncPeers();
     } catch (error) {
       this.logger.warn(`hub background work: ${describeError(error)}`);
     }

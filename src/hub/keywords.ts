@@ -5,7 +5,9 @@
 
 /** Words too common to say anything about a capability. */
 const STOP_WORDS = new Set(
-  'a an and are as at be by can do does for from get give has have how i in into is it its me my of on or our please that the this to up us we what when where which who will with you your agent agents'.split(' '),
+  'a an and are as at be by can do does for from get give has have how i in into is it its me my of on or our please that the this to up us we what when where which who will with you your agent agents'.split(
+    ' ',
+  ),
 );
 
 const MAX_WORD_LENGTH = 40;
@@ -13,7 +15,10 @@ const MAX_WORD_LENGTH = 40;
 /** Lower-cases, splits on anything but letters and digits, drops stop words and a plural `s`; duplicates kept. */
 export function words(text: string): string[] {
   const result: string[] = [];
-  for (const raw of text.toLowerCase().normalize('NFKD').split(/[^\p{L}\p{N}]+/u)) {
+  for (const raw of text
+    .toLowerCase()
+    .normalize('NFKD')
+    .split(/[^\p{L}\p{N}]+/u)) {
     if (raw.length < 2 || raw.length > MAX_WORD_LENGTH || STOP_WORDS.has(raw)) continue;
     // A light stem, so "forecasts" finds "forecast" and "cities" "city"; "ss" ("class") and short words are left alone.
     if (raw.length > 4 && raw.endsWith('ies')) result.push(`${raw.slice(0, -3)}y`);
@@ -201,7 +206,8 @@ export class KeywordIndex {
       }
       if (score === 0) continue;
       const full = topIds.length >= limit;
-      if (full && (score < topScores[limit - 1]! || (score === topScores[limit - 1]! && id > topIds[limit - 1]!))) continue;
+      if (full && (score < topScores[limit - 1]! || (score === topScores[limit - 1]! && id > topIds[limit - 1]!)))
+        continue;
       let at = full ? limit - 1 : topIds.length;
       while (at > 0 && (topScores[at - 1]! < score || (topScores[at - 1] === score && topIds[at - 1]! > id))) {
         topScores[at] = topScores[at - 1]!;

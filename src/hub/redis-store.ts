@@ -1,8 +1,21 @@
 import { z } from 'zod';
 import { quit, type Redis, runScript, script } from '../_redis.js';
 import { openRedis, storeCall, type RedisLog } from '../_redis-connection.js';
-import { agentRecordSchema, catalogueEntrySchema, chainRunSchema, type AgentRecord, type CatalogueEntry, type ChainRun } from './records.js';
-import { CHANGES_KEPT, type AgentChanges, type DocumentChanges, type HubStore, type PutDocumentResult } from './store.js';
+import {
+  agentRecordSchema,
+  catalogueEntrySchema,
+  chainRunSchema,
+  type AgentRecord,
+  type CatalogueEntry,
+  type ChainRun,
+} from './records.js';
+import {
+  CHANGES_KEPT,
+  type AgentChanges,
+  type DocumentChanges,
+  type HubStore,
+  type PutDocumentResult,
+} from './store.js';
 
 /** Options of {@link RedisHubStore}. */
 export type RedisHubStoreOptions = {
@@ -79,7 +92,12 @@ return 0`);
 
 /** The store's logger as its connection reports to it. */
 function redisLog(logger: RedisHubStoreOptions['logger']): RedisLog | undefined {
-  return logger && { warn: (message) => logger.warn(`hub store: ${message}`), info: (message) => logger.info?.(`hub store: ${message}`) };
+  return (
+    logger && {
+      warn: (message) => logger.warn(`hub store: ${message}`),
+      info: (message) => logger.info?.(`hub store: ${message}`),
+    }
+  );
 }
 
 /**
@@ -89,7 +107,19 @@ function redisLog(logger: RedisHubStoreOptions['logger']): RedisLog | undefined 
 export class RedisHubStore implements HubStore {
   readonly #redis: Redis;
   readonly #owned: boolean;
-  readonly #keys: { agents: string; documents: string; texts: string; version: string; runs: string; lease: string; agentChanges: string; agentFloor: string; documentChanges: string; documentFloor: string; clientAdds: string };
+  readonly #keys: {
+    agents: string;
+    documents: string;
+    texts: string;
+    version: string;
+    runs: string;
+    lease: string;
+    agentChanges: string;
+    agentFloor: string;
+    documentChanges: string;
+    documentFloor: string;
+    clientAdds: string;
+  };
   readonly #logger: { warn(message: string): void };
 
   /** @param redis a connection (left open on close) or a `redis://` URL (connected here, closed on close). */
@@ -146,15 +176,37 @@ export class RedisHubStore implements HubStore {
   }
 
   async putAgent(record: AgentRecord, cap: number): Promise<boolean> {
-    return (await this.#call(() => runScript(this.#redis, PUT_CAPPED, [this.#keys.agents, this.#keys.version, this.#keys.agentChanges, this.#keys.agentFloor], [record.id, JSON.stringify(record), cap]))) === 1;
+    return (
+      (await this.#call(() =>
+        runScript(
+          this.#redis,
+          PUT_CAPPED,
+          [this.#keys.agents, this.#keys.version, this.#keys.agentChanges, this.#keys.agentFloor],
+          [record.id, JSON.stringify(record), cap],
+        ),
+      )) === 1
+    );
   }
 
   async getAgent(id: string): Promise<AgentRecord | undefined> {
-    return this.#parse(agentRecordSchema, await this.#call(() => this.#redis.hget(this.#keys.agents, id)), `agent ${id}`);
+    return this.#parse(
+      agentRecordSchema,
+      await this.#call(() => this.#redis.hget(this.#keys.agents, id)),
+      `agent ${id}`,
+    );
   }
 
   async deleteAgent(id: string): Promise<boolean> {
-    return (await this.#call(() => runScript(this.#redis, DELETE_AGENT, [this.#keys.agents, this.#keys.version, this.#keys.agentChanges, this.#keys.agentFloor], [id]))) === 1;
+    return (
+      (await this.#call(() =>
+        runScript(
+          this.#redis,
+          DELETE_AGENT,
+          [this.#keys.agents, this.#keys.version, this.#keys.agentChanges, this.#keys.agentFloor],
+          [id],
+        ),
+      )) === 1
+    );
   }
 
   async listAgents(): Promise<AgentRecord[]> {
@@ -162,8 +214,16 @@ export class RedisHubStore implements HubStore {
   }
 
   async putDocument(entry: CatalogueEntry, text: string, cap: number): Promise<PutDocumentResult> {
-    const keys = [this.#keys.documents, this.#keys.version, this.#keys.documentChanges, this.#keys.documentFloor, this.#keys.texts];
-    const result = await this.#call(() => runScript(this.#redis, PUT_DOCUMENT, keys, [entry.hash, JSON.stringify(entry), text, cap]));
+    const keys = [
+      this.#keys.documents,
+      this.#keys.version,
+      this.#keys.documentChanges,
+      this.#keys.documentFloor,
+      this.#keys.texts,
+    ];
+    const result = await this.#call(() =>
+      runScript(this.#redis, PUT_DOCUMENT, keys, [entry.hash, JSON.stringify(entry), text, cap]),
+    );
     return result === 1 ? 'added' : result === 2 ? 'exists' : 'full';
   }
 
@@ -172,7 +232,11 @@ export class RedisHubStore implements HubStore {
   }
 
   async listDocuments(): Promise<CatalogueEntry[]> {
-    return this.#parseAll(catalogueEntrySchema, await this.#call(() => this.#redis.hgetall(this.#keys.documents)), 'document');
+    return this.#parseAll(
+      catalogueEntrySchema,
+      await this.#call(() => this.#redis.hgetall(this.#keys.documents)),
+      'document',
+    );
   }
 
   async version(): Promise<number> {
@@ -180,8 +244,14 @@ export class RedisHubStore implements HubStore {
   }
 
   /** The ids changed after `since` and the version they are good for, read in one transaction; undefined past the floor. */
-  async #changedIds(since: number, changes: string, floor: string): Promise<{ version: number; ids: string[] } | undefined> {
-    const replies = await this.#call(() => this.#redis.multi().get(this.#keys.version).zrangebyscore(changes, `(${since}`, '+inf').get(floor).exec());
+  async #changedIds(
+    since: number,
+    changes: string,
+    floor: string,
+  ): Promise<{ version: number; ids: string[] } | undefined> {
+    const replies = await this.#call(() =>
+      this.#redis.multi().get(this.#keys.version).zrangebyscore(changes, `(${since}`, '+inf').get(floor).exec(),
+    );
     const [version, ids, oldest] = (replies ?? []).map(([error, value]) => {
       if (error) throw error;
       return value;
@@ -220,7 +290,9 @@ export class RedisHubStore implements HubStore {
   }
 
   async putRun(run: ChainRun): Promise<void> {
-    await this.#call(() => runScript(this.#redis, PUT_RUN, [this.#keys.runs, `${this.#keys.runs}:bytes`], [run.id, JSON.stringify(run)]));
+    await this.#call(() =>
+      runScript(this.#redis, PUT_RUN, [this.#keys.runs, `${this.#keys.runs}:bytes`], [run.id, JSON.stringify(run)]),
+    );
   }
 
   async getRun(id: string): Promise<ChainRun | undefined> {
@@ -232,13 +304,17 @@ export class RedisHubStore implements HubStore {
   }
 
   async runUsage(): Promise<{ count: number; bytes: number }> {
-    const [count, bytes] = await this.#call(() => Promise.all([this.#redis.hlen(this.#keys.runs), this.#redis.get(`${this.#keys.runs}:bytes`)]));
+    const [count, bytes] = await this.#call(() =>
+      Promise.all([this.#redis.hlen(this.#keys.runs), this.#redis.get(`${this.#keys.runs}:bytes`)]),
+    );
     return { count, bytes: Math.max(0, Number(bytes ?? 0)) };
   }
 
   async clientAdds(client: string, add = false): Promise<number> {
     const key = this.#keys.clientAdds;
-    const count = await this.#call<number | string | null>(() => (add ? this.#redis.hincrby(key, client, 1) : this.#redis.hget(key, client)));
+    const count = await this.#call<number | string | null>(() =>
+      add ? this.#redis.hincrby(key, client, 1) : this.#redis.hget(key, client),
+    );
     return Number(count ?? 0);
   }
 
@@ -247,7 +323,11 @@ export class RedisHubStore implements HubStore {
   }
 
   async claim(key: string, owner: string, ttlMs: number): Promise<boolean> {
-    return (await this.#call(() => runScript(this.#redis, CLAIM, [`${this.#keys.lease}${key}`], [owner, Math.max(1, Math.round(ttlMs))]))) === 1;
+    return (
+      (await this.#call(() =>
+        runScript(this.#redis, CLAIM, [`${this.#keys.lease}${key}`], [owner, Math.max(1, Math.round(ttlMs))]),
+      )) === 1
+    );
   }
 
   async release(key: string, owner: string): Promise<void> {

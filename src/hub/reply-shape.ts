@@ -114,7 +114,9 @@ export function shapeMismatch(shape: Shape, value: JsonValue | undefined, path =
     case 'type': {
       if (shape.type === 'any') return undefined;
       const actual = value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value;
-      return actual === shape.type ? undefined : `${path} is ${value === undefined ? 'missing' : actual}, not ${shape.type}`;
+      return actual === shape.type
+        ? undefined
+        : `${path} is ${value === undefined ? 'missing' : actual}, not ${shape.type}`;
     }
     case 'literal':
       // A literal string in a document is most often an example of a string ("@name"): any string fits it.
@@ -141,6 +143,8 @@ export function shapeMismatch(shape: Shape, value: JsonValue | undefined, path =
       return undefined;
     }
     case 'union':
-      return shape.options.some((option) => shapeMismatch(option, value, path) === undefined) ? undefined : `${path} fits none of its allowed forms`;
+      return shape.options.some((option) => shapeMismatch(option, value, path) === undefined)
+        ? undefined
+        : `${path} fits none of its allowed forms`;
   }
 }

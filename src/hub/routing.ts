@@ -92,29 +92,47 @@ export class Router {
 
   /** Picks the agent for `goal`; throws NOT_FOUND (with why) when none fits. */
   async route(goal: string, options: RouteOptions = {}): Promise<RouteDecision> {
-    if (typeof goal !== 'string' || goal.trim() === '') throw new AgoraError('BAD_REQUEST', 'goal must be a non-empty string');
+    if (typeof goal !== 'string' || goal.trim() === '')
+      throw new AgoraError('BAD_REQUEST', 'goal must be a non-empty string');
     if (goal.length > MAX_GOAL) throw new AgoraError('BAD_REQUEST', `goal is longer than ${MAX_GOAL} characters`);
-    if (options.handoff !== undefined && options.handoff.trim() !== '') return this.#handoff(goal, options.handoff.trim());
+    if (options.handoff !== undefined && options.handoff.trim() !== '')
+      return this.#handoff(goal, options.handoff.trim());
 
     await this.#directory.refresh();
     const { index, records } = this.#directory.view;
     const scored = index.search(goal, this.#maxLlmCandidates, (id) => records.get(id)?.status === 'up');
-    const candidates = scored.map(({ id, score }) => ({ id, name: records.get(id)?.name ?? id, score: Math.round(score * 1000) / 1000 }));
+    const candidates = scored.map(({ id, score }) => ({
+      id,
+      name: records.get(id)?.name ?? id,
+      score: Math.round(score * 1000) / 1000,
+    }));
     const top = scored[0];
     const tied = top === undefined ? [] : scored.filter((entry) => Math.abs(entry.score - top.score) < 1e-9);
     const keyword = top === undefined ? undefined : this.#keywordDecision(goal, top, tied.length, candidates);
 
     if (this.#llm !== undefined && (top === undefined || tied.length > 1)) {
-      const pool = top === undefined ? this.#anyUp(records) : tied.map(({ id }) => records.get(id)).filter((record): record is AgentRecord => record !== undefined);
+      const pool =
+        top === undefined
+          ? this.#anyUp(records)
+          : tied.map(({ id }) => records.get(id)).filter((record): record is AgentRecord => record !== undefined);
       const picked = await this.#llmPick(goal, pool, options.signal);
       if (picked !== undefined) {
         const agent = records.get(picked.agent)!;
         const why = top === undefined ? 'no keyword matched' : `${tied.length} agents tied on keywords`;
-        return { agent, by: 'llm', reason: `LLM pick (${why}): ${picked.reason ?? 'no reason given'}`, ...this.#protocolOf(agent, goal), candidates };
+        return {
+          agent,
+          by: 'llm',
+          reason: `LLM pick (${why}): ${picked.reason ?? 'no reason given'}`,
+          ...this.#protocolOf(agent, goal),
+          candidates,
+        };
       }
     }
     if (keyword !== undefined) return keyword;
-    throw new AgoraError('NOT_FOUND', `No agent matches the goal: no word of it appears in the directory${this.#llm ? ', and the LLM picked none' : ''}`);
+    throw new AgoraError(
+      'NOT_FOUND',
+      `No agent matches the goal: no word of it appears in the directory${this.#llm ? ', and the LLM picked none' : ''}`,
+    );
   }
 
   #protocolOf(agent: AgentRecord, goal: string): { protocol?: AgentProtocol } {
@@ -122,7 +140,12 @@ export class Router {
     return protocol ? { protocol } : {};
   }
 
-  #keywordDecision(goal: string, top: Scored, tiedCount: number, candidates: RouteDecision['candidates']): RouteDecision {
+  #keywordDecision(
+    goal: string,
+    top: Scored,
+    tiedCount: number,
+    candidates: RouteDecision['candidates'],
+  ): RouteDecision {
     const { records } = this.#directory.view;
     const agent = records.get(top.id)!;
     const tie = tiedCount > 1 ? ` (tied with ${tiedCount - 1} other${tiedCount > 2 ? 's' : ''}; first by id)` : '';
@@ -146,7 +169,11 @@ export class Router {
     return up;
   }
 
-  async #llmPick(goal: string, pool: AgentRecord[], signal: AbortSignal | undefined): Promise<{ agent: string; reason?: string } | undefined> {
+  async #llmPick(
+    goal: string,
+    pool: AgentRecord[],
+    signal: AbortSignal | undefined,
+  ): Promise<{ agent: string; reason?: string } | undefined> {
     if (pool.length === 0 || this.#llm === undefined) return undefined;
     const listing = pool.map((agent) => ({
       id: agent.id,
@@ -155,7 +182,14 @@ export class Router {
       protocols: agent.protocols.slice(0, 10).map(({ name, description }) => `${name}: ${description.slice(0, 200)}`),
     }));
     try {
-      const { text } = await converse(this.#llm, { system: SYSTEM, messages: [{ role: 'user', content: `Task: ${goal}\n\nCandidates:\n${JSON.stringify(listing, null, 1)}` }], maxSteps: 1, maxTokens: 200, temperature: 0, ...(signal ? { signal } : {}) });
+      const { text } = await converse(this.#llm, {
+        system: SYSTEM,
+        messages: [{ role: 'user', content: `Task: ${goal}\n\nCandidates:\n${JSON.stringify(listing, null, 1)}` }],
+        maxSteps: 1,
+        maxTokens: 200,
+        temperature: 0,
+        ...(signal ? { signal } : {}),
+      });
       const json = /\{[\s\S]*\}/.exec(text)?.[0];
       const parsed = llmPickSchema.safeParse(json === undefined ? undefined : JSON.parse(json));
       if (!parsed.success) {
@@ -163,7 +197,9 @@ export class Router {
         return undefined;
       }
       if (!pool.some((agent) => agent.id === parsed.data.agent)) {
-        this.#logger.warn(`hub routing: the LLM picked ${JSON.stringify(parsed.data.agent.slice(0, 100))}, not a candidate: falling back to keywords`);
+        this.#logger.warn(
+          `hub routing: the LLM picked ${JSON.stringify(parsed.data.agent.slice(0, 100))}, not a candidate: falling back to keywords`,
+        );
         return undefined;
       }
       return parsed.data;
@@ -175,8 +211,22 @@ export class Router {
 
   async #handoff(goal: string, target: string): Promise<RouteDecision> {
     const agent = await this.#directory.resolve(target);
-    if (agent === undefined) throw new AgoraError('NOT_FOUND', `Handoff to ${JSON.stringify(target.slice(0, 200))}: no such agent in the directory (name, id or URL)`);
-    if (agent.status === 'down') throw new AgoraError('PEER_FAILURE', `Handoff to ${agent.name} (${agent.url}): the agent is down (${agent.lastError ?? 'missed checks'})`);
-    return { agent, by: 'handoff', reason: `explicit handoff to ${JSON.stringify(target)}`, ...this.#protocolOf(agent, goal), candidates: [] };
+    if (agent === undefined)
+      throw new AgoraError(
+        'NOT_FOUND',
+        `Handoff to ${JSON.stringify(target.slice(0, 200))}: no such agent in the directory (name, id or URL)`,
+      );
+    if (agent.status === 'down')
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `Handoff to ${agent.name} (${agent.url}): the agent is down (${agent.lastError ?? 'missed checks'})`,
+      );
+    return {
+      agent,
+      by: 'handoff',
+      reason: `explicit handoff to ${JSON.stringify(target)}`,
+      ...this.#protocolOf(agent, goal),
+      candidates: [],
+    };
   }
 }

@@ -37,7 +37,15 @@ export type StartHubOptions = HubOptions & {
 };
 
 /** A running hub: its core, its rooms, its edge, its address, and a graceful close. */
-export type RunningHub = { hub: Hub; rooms: Rooms | undefined; edge: Edge; server: Server; url: string; port: number; close(): Promise<void> };
+export type RunningHub = {
+  hub: Hub;
+  rooms: Rooms | undefined;
+  edge: Edge;
+  server: Server;
+  url: string;
+  port: number;
+  close(): Promise<void>;
+};
 
 /** Whether a listening host is reachable from this machine only. */
 function isLoopbackHost(host: string): boolean {
@@ -63,11 +71,22 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
   const logger = options.logger ?? consoleLogger('agora-hub');
   const hub = new Hub(options);
   const rooms = options.rooms === false ? undefined : await roomsForHub(hub, { ...options.rooms, logger });
-  const mounts: Mount[] = [hubMount(hub), ...(rooms ? [roomsMount(rooms, options.rooms || {})] : []), ...(options.mounts?.(hub, rooms) ?? [])];
+  const mounts: Mount[] = [
+    hubMount(hub),
+    ...(rooms ? [roomsMount(rooms, options.rooms || {})] : []),
+    ...(options.mounts?.(hub, rooms) ?? []),
+  ];
   const edge = compose(mounts, edgeOptions(options, logger));
   let running;
   try {
-    running = await listen(edge, { requestTimeoutMs: 30_000, headersTimeoutMs: 10_000, ...options.server, port: options.port ?? 4000, host: options.host ?? '127.0.0.1', logger });
+    running = await listen(edge, {
+      requestTimeoutMs: 30_000,
+      headersTimeoutMs: 10_000,
+      ...options.server,
+      port: options.port ?? 4000,
+      host: options.host ?? '127.0.0.1',
+      logger,
+    });
   } catch (error) {
     await edge.close();
     await rooms?.close();
@@ -75,7 +94,9 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
     throw error;
   }
   if (!isLoopbackHost(options.host ?? '127.0.0.1') && (options.tokens ?? []).length === 0) {
-    logger.warn(`hub: listening on ${options.host} without a token: anyone who reaches it may register, publish, save chains, run rooms and sync; set --token (AGORA_TOKEN)`);
+    logger.warn(
+      `hub: listening on ${options.host} without a token: anyone who reaches it may register, publish, save chains, run rooms and sync; set --token (AGORA_TOKEN)`,
+    );
   }
   if ((options.tickMs ?? 5000) > 0) hub.startBackground(options.tickMs ?? 5000);
   if ((options.peers ?? []).length > 0) void hub.syncPeers();

@@ -19,7 +19,9 @@ export function charsOf(body: JsonValue): number {
 export function refuseOverBudget(what: string, chars: number, maxChars: number): void {
   if (chars <= maxChars) return;
   throw new AgoraError('REQUEST_TOO_LARGE', FIXED_MESSAGES.REQUEST_TOO_LARGE, {
-    cause: new Error(`${what}: the LLM call would carry ${chars} characters, over the budget of ${maxChars}; refused without a call`),
+    cause: new Error(
+      `${what}: the LLM call would carry ${chars} characters, over the budget of ${maxChars}; refused without a call`,
+    ),
   });
 }
 

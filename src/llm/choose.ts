@@ -29,7 +29,18 @@ export type ChooseModelOptions = RetryOptions & {
 };
 
 /** The environment variables {@link chooseModel} reads. */
-export type LlmEnvironment = Partial<Record<'AGORA_LLM' | 'AGORA_MODEL' | 'ANTHROPIC_API_KEY' | 'ANTHROPIC_AUTH_TOKEN' | 'ANTHROPIC_BASE_URL' | 'OPENAI_API_KEY' | 'OPENAI_BASE_URL', string | undefined>>;
+export type LlmEnvironment = Partial<
+  Record<
+    | 'AGORA_LLM'
+    | 'AGORA_MODEL'
+    | 'ANTHROPIC_API_KEY'
+    | 'ANTHROPIC_AUTH_TOKEN'
+    | 'ANTHROPIC_BASE_URL'
+    | 'OPENAI_API_KEY'
+    | 'OPENAI_BASE_URL',
+    string | undefined
+  >
+>;
 
 /** The provider and model a call of {@link chooseModel} settles on, for banners and metrics. */
 export type ModelChoice = { provider: string; model: string };
@@ -55,7 +66,11 @@ function providerOf(options: ChooseModelOptions, env: LlmEnvironment): LlmProvid
   if (options.provider) return options.provider;
   const named = set(env.AGORA_LLM)?.toLowerCase();
   if (named !== undefined) {
-    if (!isLlmProvider(named)) throw new AgoraError('INVALID_ARGUMENT', `AGORA_LLM must be one of ${LLM_PROVIDERS.join(', ')}, got ${JSON.stringify(named)}`);
+    if (!isLlmProvider(named))
+      throw new AgoraError(
+        'INVALID_ARGUMENT',
+        `AGORA_LLM must be one of ${LLM_PROVIDERS.join(', ')}, got ${JSON.stringify(named)}`,
+      );
     return named;
   }
   if (hasAnthropicKey(env)) return 'anthropic';
@@ -68,7 +83,10 @@ function providerOf(options: ChooseModelOptions, env: LlmEnvironment): LlmProvid
  * A provider named without a key or a base URL is an error naming what is missing. No SDK is loaded here.
  * @example const llm = chooseModel({ provider: 'openai', baseUrl: 'http://localhost:11434/v1', model: 'llama3.2' });
  */
-export function chooseModel(options: ChooseModelOptions = {}, env: LlmEnvironment = process.env): LanguageModel | undefined {
+export function chooseModel(
+  options: ChooseModelOptions = {},
+  env: LlmEnvironment = process.env,
+): LanguageModel | undefined {
   const provider = providerOf(options, env);
   if (provider === undefined) return undefined;
   if (provider === 'offline') return new OfflineModel();
@@ -82,14 +100,32 @@ export function chooseModel(options: ChooseModelOptions = {}, env: LlmEnvironmen
     const apiKey = set(options.apiKey) ?? set(env.ANTHROPIC_API_KEY);
     const baseURL = set(options.baseUrl) ?? set(env.ANTHROPIC_BASE_URL);
     const authToken = set(env.ANTHROPIC_AUTH_TOKEN);
-    if (!apiKey && !authToken) throw new AgoraError('INVALID_ARGUMENT', 'The anthropic provider needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)');
-    return new AnthropicModel({ ...retry, ...(model ? { model } : {}), ...(apiKey ? { apiKey } : { authToken }), ...(baseURL ? { baseURL } : {}) });
+    if (!apiKey && !authToken)
+      throw new AgoraError(
+        'INVALID_ARGUMENT',
+        'The anthropic provider needs ANTHROPIC_API_KEY (or ANTHROPIC_AUTH_TOKEN)',
+      );
+    return new AnthropicModel({
+      ...retry,
+      ...(model ? { model } : {}),
+      ...(apiKey ? { apiKey } : { authToken }),
+      ...(baseURL ? { baseURL } : {}),
+    });
   }
   const apiKey = set(options.apiKey) ?? set(env.OPENAI_API_KEY);
   const baseURL = set(options.baseUrl) ?? set(env.OPENAI_BASE_URL);
   // A local server (Ollama, vLLM, LM Studio) needs no key, only its address.
-  if (!apiKey && !baseURL) throw new AgoraError('INVALID_ARGUMENT', 'The openai provider needs OPENAI_API_KEY, or a base URL (--llm-base-url, OPENAI_BASE_URL) for a local server');
-  return new OpenAIModel({ ...retry, ...(model ? { model } : {}), ...(apiKey ? { apiKey } : {}), ...(baseURL ? { baseURL } : {}) });
+  if (!apiKey && !baseURL)
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      'The openai provider needs OPENAI_API_KEY, or a base URL (--llm-base-url, OPENAI_BASE_URL) for a local server',
+    );
+  return new OpenAIModel({
+    ...retry,
+    ...(model ? { model } : {}),
+    ...(apiKey ? { apiKey } : {}),
+    ...(baseURL ? { baseURL } : {}),
+  });
 }
 
 /** The provider and model an LLM answers with (`custom` for a model of the user's own), or undefined without one. */
@@ -107,4 +143,8 @@ export function modelFromEnvironment(env: LlmEnvironment = process.env, model?: 
 }
 
 /** The default model of each provider. */
-export const DEFAULT_MODELS: Record<LlmProvider, string> = { anthropic: DEFAULT_MODEL, openai: DEFAULT_OPENAI_MODEL, offline: OFFLINE_MODEL_ID };
+export const DEFAULT_MODELS: Record<LlmProvider, string> = {
+  anthropic: DEFAULT_MODEL,
+  openai: DEFAULT_OPENAI_MODEL,
+  offline: OFFLINE_MODEL_ID,
+};

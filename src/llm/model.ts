@@ -26,10 +26,24 @@ export type LlmStopReason = 'stop' | 'tool-calls' | 'length' | 'content-filter' 
 export type LlmToolCall = { id: string; name: string; input: unknown };
 
 /** What a call is for: the framework's own task, a seam a scripted model (the offline one, a test's) reads instead of prompt text. */
-export type LlmPurpose = 'answer' | 'protocol-answer' | 'suitability' | 'negotiate-propose' | 'negotiate-respond' | 'routine' | 'task-routine' | 'test-queries' | 'task' | 'routing';
+export type LlmPurpose =
+  | 'answer'
+  | 'protocol-answer'
+  | 'suitability'
+  | 'negotiate-propose'
+  | 'negotiate-respond'
+  | 'routine'
+  | 'task-routine'
+  | 'test-queries'
+  | 'task'
+  | 'routing';
 
 /** The purpose of a call and the facts it is about (the task negotiated, the protocol answered). */
-export type LlmIntent = { purpose: LlmPurpose; task?: { name: string; description: string }; protocol?: { name: string; hash: string } };
+export type LlmIntent = {
+  purpose: LlmPurpose;
+  task?: { name: string; description: string };
+  protocol?: { name: string; hash: string };
+};
 
 /** One request to the LLM. */
 export type LlmRequest = {
@@ -78,8 +92,13 @@ export interface LanguageModel {
 export type UsageSink = (usage: LlmUsage & { model: string }) => void;
 
 /** A response assembled from its blocks: the text joined, the tool calls listed, in the order the blocks came. */
-export function responseOf(content: LlmContentBlock[], rest: { stopReason: LlmStopReason; usage: LlmUsage; model: string }): LlmResponse {
-  const toolCalls = content.flatMap((block) => (block.type === 'tool-call' ? [{ id: block.id, name: block.name, input: block.input }] : []));
+export function responseOf(
+  content: LlmContentBlock[],
+  rest: { stopReason: LlmStopReason; usage: LlmUsage; model: string },
+): LlmResponse {
+  const toolCalls = content.flatMap((block) =>
+    block.type === 'tool-call' ? [{ id: block.id, name: block.name, input: block.input }] : [],
+  );
   const text = content.map((block) => (block.type === 'text' ? block.text : '')).join('');
   return { text, toolCalls, content, ...rest };
 }

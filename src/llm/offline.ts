@@ -10,7 +10,8 @@ export const OFFLINE_MODEL_ID = 'offline-demo';
 /** The protocol the offline model proposes in a negotiation: the one skill it can serve. */
 export function offlineProtocol(task: { name: string; description: string }): string {
   const name = task.name.replace(/[\r\n:]+/g, ' ').trim() || 'Short summary';
-  const description = task.description.replace(/[\r\n]+/g, ' ').trim() || 'Shorten a text to at most a number of words.';
+  const description =
+    task.description.replace(/[\r\n]+/g, ' ').trim() || 'Shorten a text to at most a number of words.';
   return [
     '---',
     `name: ${name}`,
@@ -30,8 +31,21 @@ export function offlineProtocol(task: { name: string; description: string }): st
 /** The offline model's answer under any protocol: the first `maxWords` words of `text`, else the invalid-format error. */
 export function offlineSummary(body: unknown): { summary: string } | { error: string } {
   const value = body as { text?: unknown; maxWords?: unknown } | null;
-  if (!value || typeof value !== 'object' || typeof value.text !== 'string' || !Number.isInteger(value.maxWords) || (value.maxWords as number) < 0) return { error: 'Invalid format' };
-  return { summary: value.text.split(/\s+/).filter(Boolean).slice(0, value.maxWords as number).join(' ') };
+  if (
+    !value ||
+    typeof value !== 'object' ||
+    typeof value.text !== 'string' ||
+    !Number.isInteger(value.maxWords) ||
+    (value.maxWords as number) < 0
+  )
+    return { error: 'Invalid format' };
+  return {
+    summary: value.text
+      .split(/\s+/)
+      .filter(Boolean)
+      .slice(0, value.maxWords as number)
+      .join(' '),
+  };
 }
 
 // The routine the offline model writes: the same skill in code, so its checks pass and the LLM is no longer called.
@@ -59,7 +73,9 @@ function lastUserText(request: LlmRequest): string {
     const message = request.messages[index]!;
     if (message.role !== 'user') continue;
     if (typeof message.content === 'string') return message.content;
-    return message.content.map((block) => (block.type === 'text' ? block.text : block.type === 'tool-result' ? block.content : '')).join('');
+    return message.content
+      .map((block) => (block.type === 'text' ? block.text : block.type === 'tool-result' ? block.content : ''))
+      .join('');
   }
   return '';
 }
@@ -87,7 +103,14 @@ export class OfflineModel implements LanguageModel {
     const content: LlmContentBlock[] = [{ type: 'text', text }];
     // Tokens counted as a provider would roughly (4 characters each), so usage and the cost curve move.
     const inputTokens = Math.ceil((request.system.length + JSON.stringify(request.messages).length) / 4);
-    return { text, toolCalls: [], content, stopReason: 'stop', usage: { inputTokens, outputTokens: Math.ceil(text.length / 4) }, model: this.model };
+    return {
+      text,
+      toolCalls: [],
+      content,
+      stopReason: 'stop',
+      usage: { inputTokens, outputTokens: Math.ceil(text.length / 4) },
+      model: this.model,
+    };
   }
 
   #reply(request: LlmRequest): string {
@@ -102,7 +125,9 @@ export class OfflineModel implements LanguageModel {
         const task = intent.task ?? { name: 'Short summary', description: '' };
         const proposal = offlineProtocol(task);
         // The first message proposes; once the peer has answered, the same document is final.
-        return request.messages.some((message) => message.role === 'assistant') ? `<FINALPROTOCOL>\n${proposal}</FINALPROTOCOL>` : proposal;
+        return request.messages.some((message) => message.role === 'assistant')
+          ? `<FINALPROTOCOL>\n${proposal}</FINALPROTOCOL>`
+          : proposal;
       }
       case 'negotiate-respond':
         return 'I accept this protocol: I can serve it.';

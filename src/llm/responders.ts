@@ -3,7 +3,14 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
 import { charsOf, DEFAULT_MAX_LLM_CHARS, delimit, fitHistory, refuseOverBudget } from './budget.js';
-import { converse as converseLoop, type ConverseOptions, type ConverseResult, type LanguageModel, type LlmMessage, type UsageSink } from './toolformer.js';
+import {
+  converse as converseLoop,
+  type ConverseOptions,
+  type ConverseResult,
+  type LanguageModel,
+  type LlmMessage,
+  type UsageSink,
+} from './toolformer.js';
 
 /** How the agent presents itself to its LLM. */
 export type AgentProfile = {
@@ -74,7 +81,11 @@ async function converse(model: LanguageModel, options: ConverseOptions): Promise
 function describeAgent(profile: AgentProfile): string {
   const lines = [`You are ${profile.name}, an agent on the Agora network. ${profile.description}`.trim()];
   if (profile.protocols.length) {
-    lines.push('', 'Protocols you serve:', ...profile.protocols.map((protocol) => `- ${protocol.name}: ${protocol.description}`));
+    lines.push(
+      '',
+      'Protocols you serve:',
+      ...profile.protocols.map((protocol) => `- ${protocol.name}: ${protocol.description}`),
+    );
   }
   if (profile.tools.length) {
     lines.push('', 'Tools you can call:', ...profile.tools.map((tool) => `- ${tool.name}: ${tool.description}`));
@@ -86,18 +97,31 @@ function describeAgent(profile: AgentProfile): string {
  * The messages of a call within its budget: the system prompt and the body must fit (else REQUEST_TOO_LARGE,
  * without a call), then as much of the latest history as fits, by size.
  */
-function toMessages(call: ResponderCall, system: string, what: string, fullHistory: readonly HistoryMessage[], body: JsonValue): LlmMessage[] {
+function toMessages(
+  call: ResponderCall,
+  system: string,
+  what: string,
+  fullHistory: readonly HistoryMessage[],
+  body: JsonValue,
+): LlmMessage[] {
   const maxChars = call.maxChars ?? DEFAULT_MAX_LLM_CHARS;
   const fixed = system.length + charsOf(body);
   refuseOverBudget(what, fixed, maxChars);
   const history = fitHistory(fullHistory, maxChars - fixed);
-  const messages: LlmMessage[] = history.map((message) => ({ role: message.role === 'peer' ? 'user' : 'assistant', content: bodyText(message.body) }));
+  const messages: LlmMessage[] = history.map((message) => ({
+    role: message.role === 'peer' ? 'user' : 'assistant',
+    content: bodyText(message.body),
+  }));
   messages.push({ role: 'user', content: bodyText(body) });
   return messages;
 }
 
 /** Answers a natural-language query with the agent's tools; `history` carries earlier turns. */
-export async function answerNaturalLanguage(call: ResponderCall, history: readonly HistoryMessage[], body: JsonValue): Promise<string> {
+export async function answerNaturalLanguage(
+  call: ResponderCall,
+  history: readonly HistoryMessage[],
+  body: JsonValue,
+): Promise<string> {
   const system = [
     describeAgent(call.profile),
     '',
@@ -152,7 +176,12 @@ export function extractJson(text: string): { ok: true; value: JsonValue } | { ok
  * Answers a query under a protocol document, the PD text being the contract. When the PD prescribes JSON,
  * the reply must parse: one repair attempt, then AgoraError('LLM_UNAVAILABLE').
  */
-export async function answerUnderProtocol(call: ResponderCall, document: ProtocolDocument, history: readonly HistoryMessage[], body: JsonValue): Promise<JsonValue> {
+export async function answerUnderProtocol(
+  call: ResponderCall,
+  document: ProtocolDocument,
+  history: readonly HistoryMessage[],
+  body: JsonValue,
+): Promise<JsonValue> {
   const json = prescribesJson(document);
   const system = [
     describeAgent(call.profile),
@@ -177,7 +206,11 @@ export async function answerUnderProtocol(call: ResponderCall, document: Protoco
   };
   // A JSON reply is not handed out in pieces: the LLM's text may hold fences or need a repair.
   const onText = !json && call.onText ? { onText: trimmedPieces(call.onText) } : {};
-  const first = await converse(call.model, { ...options, ...onText, messages: toMessages(call, system, `"${document.metadata.name}"`, history, body) });
+  const first = await converse(call.model, {
+    ...options,
+    ...onText,
+    messages: toMessages(call, system, `"${document.metadata.name}"`, history, body),
+  });
   if (!json) return first.text.trim();
   const parsed = extractJson(first.text);
   if (parsed.ok) return parsed.value;
@@ -186,15 +219,28 @@ export async function answerUnderProtocol(call: ResponderCall, document: Protoco
   const repair = await converse(call.model, {
     ...options,
     maxSteps: 1,
-    messages: [...first.messages, { role: 'user', content: `Your reply is not valid JSON (${parsed.error}). Reply again with only the JSON value the protocol prescribes.` }],
+    messages: [
+      ...first.messages,
+      {
+        role: 'user',
+        content: `Your reply is not valid JSON (${parsed.error}). Reply again with only the JSON value the protocol prescribes.`,
+      },
+    ],
   });
   const repaired = extractJson(repair.text);
   if (repaired.ok) return repaired.value;
-  throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error(`the LLM's reply under "${document.metadata.name}" is not JSON after one repair: ${repaired.error}`) });
+  throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', {
+    cause: new Error(
+      `the LLM's reply under "${document.metadata.name}" is not JSON after one repair: ${repaired.error}`,
+    ),
+  });
 }
 
 /** Asks the LLM once whether this agent can honour a PD with its tools. */
-export async function judgeSuitability(call: ResponderCall, document: ProtocolDocument): Promise<{ suitable: boolean; reason: string }> {
+export async function judgeSuitability(
+  call: ResponderCall,
+  document: ProtocolDocument,
+): Promise<{ suitable: boolean; reason: string }> {
   const system = [
     describeAgent(call.profile),
     '',
@@ -206,9 +252,15 @@ export async function judgeSuitability(call: ResponderCall, document: ProtocolDo
   const content = delimit('protocol', document.text.trim());
   // A document too large to judge within the budget is one this agent will not serve, and costs no call.
   try {
-    refuseOverBudget(`suitability of "${document.metadata.name}"`, system.length + content.length, call.maxChars ?? DEFAULT_MAX_LLM_CHARS);
+    refuseOverBudget(
+      `suitability of "${document.metadata.name}"`,
+      system.length + content.length,
+      call.maxChars ?? DEFAULT_MAX_LLM_CHARS,
+    );
   } catch (error) {
-    throw new AgoraError('UNSUPPORTED_PROTOCOL', FIXED_MESSAGES.UNSUPPORTED_PROTOCOL, { cause: (error as Error).cause });
+    throw new AgoraError('UNSUPPORTED_PROTOCOL', FIXED_MESSAGES.UNSUPPORTED_PROTOCOL, {
+      cause: (error as Error).cause,
+    });
   }
   const text = (
     await converse(call.model, {
@@ -222,7 +274,11 @@ export async function judgeSuitability(call: ResponderCall, document: ProtocolDo
       ...(call.signal ? { signal: call.signal } : {}),
     })
   ).text.trim();
-  const last = text.split('\n').filter((line) => line.trim()).pop() ?? '';
+  const last =
+    text
+      .split('\n')
+      .filter((line) => line.trim())
+      .pop() ?? '';
   const suitable = /^\W*yes\W*$/i.test(last.trim()) || (/\byes\b/i.test(last) && !/\bno\b/i.test(last));
   return { suitable, reason: text.slice(0, 500) };
 }

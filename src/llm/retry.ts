@@ -26,7 +26,11 @@ const MAX_RETRY_DELAY_MS = 10_000;
 
 /** The policy with its defaults filled in. */
 export function retryPolicy(options: RetryOptions = {}): RetryPolicy {
-  return { timeoutMs: options.timeoutMs ?? 60_000, maxRetries: Math.max(0, options.maxRetries ?? 2), retryBaseMs: options.retryBaseMs ?? 500 };
+  return {
+    timeoutMs: options.timeoutMs ?? 60_000,
+    maxRetries: Math.max(0, options.maxRetries ?? 2),
+    retryBaseMs: options.retryBaseMs ?? 500,
+  };
 }
 
 /** The error every failure of a provider becomes, with its cause kept. */
@@ -49,7 +53,13 @@ export type Attempt<T> = (signal: AbortSignal) => Promise<T>;
  * Runs attempts until one succeeds, a failure is not transient, the retries are spent, the caller aborts, or
  * `mayRetry` says no (text was already handed out). Every failure is AgoraError('LLM_UNAVAILABLE').
  */
-export async function withRetries<T>(policy: RetryPolicy, signal: AbortSignal | undefined, attempt: Attempt<T>, classify: FailureClassifier, mayRetry: () => boolean = () => true): Promise<T> {
+export async function withRetries<T>(
+  policy: RetryPolicy,
+  signal: AbortSignal | undefined,
+  attempt: Attempt<T>,
+  classify: FailureClassifier,
+  mayRetry: () => boolean = () => true,
+): Promise<T> {
   for (let number = 0; ; number++) {
     if (signal?.aborted) throw llmUnavailable(signal.reason);
     try {
@@ -58,7 +68,8 @@ export async function withRetries<T>(policy: RetryPolicy, signal: AbortSignal | 
       // Timeouts and aborts are not retried: the caller's deadline is already spent, and asking again would only
       // multiply the wait.
       const verdict: FailureVerdict = error instanceof AttemptTimeoutError ? { retryable: false } : classify(error);
-      if (number >= policy.maxRetries || !verdict.retryable || signal?.aborted || !mayRetry()) throw llmUnavailable(error);
+      if (number >= policy.maxRetries || !verdict.retryable || signal?.aborted || !mayRetry())
+        throw llmUnavailable(error);
       try {
         await sleep(retryDelay(policy, number, verdict.retryAfterMs), signal);
       } catch (abort) {

@@ -1,8 +1,29 @@
 import { AgoraError, describeError } from '../errors.js';
 import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
-import type { LanguageModel, LlmContentBlock, LlmIntent, LlmMessage, LlmRequest, LlmUsage, UsageSink } from './model.js';
+import type {
+  LanguageModel,
+  LlmContentBlock,
+  LlmIntent,
+  LlmMessage,
+  LlmRequest,
+  LlmUsage,
+  UsageSink,
+} from './model.js';
 
-export type { LanguageModel, LlmContentBlock, LlmIntent, LlmMessage, LlmPurpose, LlmRequest, LlmResponse, LlmStopReason, LlmToolCall, LlmToolSpec, LlmUsage, UsageSink } from './model.js';
+export type {
+  LanguageModel,
+  LlmContentBlock,
+  LlmIntent,
+  LlmMessage,
+  LlmPurpose,
+  LlmRequest,
+  LlmResponse,
+  LlmStopReason,
+  LlmToolCall,
+  LlmToolSpec,
+  LlmUsage,
+  UsageSink,
+} from './model.js';
 
 /** Options of {@link converse}. */
 export type ConverseOptions = {
@@ -48,7 +69,11 @@ export type ConverseResult = { text: string; messages: LlmMessage[]; usage: LlmU
 export async function converse(model: LanguageModel, options: ConverseOptions): Promise<ConverseResult> {
   const tools = options.tools ?? [];
   const byName = new Map(tools.map((tool) => [tool.name, tool]));
-  const specs = tools.map((tool) => ({ name: tool.name, description: tool.description, inputSchema: toolInputJsonSchema(tool) }));
+  const specs = tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description,
+    inputSchema: toolInputJsonSchema(tool),
+  }));
   const messages = [...options.messages];
   const usage: LlmUsage = { inputTokens: 0, outputTokens: 0 };
   const maxSteps = options.maxSteps ?? 8;
@@ -59,7 +84,10 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
     // Tool results grow the transcript: each call of the loop is measured, not only the first.
     const chars = options.maxChars === undefined ? 0 : requestChars(options.system, messages);
     if (options.maxChars !== undefined && chars > options.maxChars) {
-      throw new AgoraError('LLM_UNAVAILABLE', `LLM call of ${chars} characters over the budget of ${options.maxChars}: not made`);
+      throw new AgoraError(
+        'LLM_UNAVAILABLE',
+        `LLM call of ${chars} characters over the budget of ${options.maxChars}: not made`,
+      );
     }
     const request: LlmRequest = {
       ...(options.intent ? { intent: options.intent } : {}),
@@ -86,7 +114,11 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
       try {
         if (!tool) throw new Error(`Unknown tool ${call.name}`);
         const output = await callTool(tool, call.input, options.signal ? { signal: options.signal } : {});
-        results.push({ type: 'tool-result', toolCallId: call.id, content: typeof output === 'string' ? output : JSON.stringify(output ?? null) });
+        results.push({
+          type: 'tool-result',
+          toolCallId: call.id,
+          content: typeof output === 'string' ? output : JSON.stringify(output ?? null),
+        });
       } catch (error) {
         results.push({ type: 'tool-result', toolCallId: call.id, content: describeError(error), isError: true });
       }

@@ -79,7 +79,8 @@ export class FileMemory implements AgentMemory {
       for (const entry of entries) {
         const full = join(directory, entry.name);
         if (entry.isDirectory()) await walk(full);
-        else if (entry.name.endsWith('.json')) found.push(relative(this.root, full).split(sep).join('/').slice(0, -'.json'.length));
+        else if (entry.name.endsWith('.json'))
+          found.push(relative(this.root, full).split(sep).join('/').slice(0, -'.json'.length));
       }
     };
     await walk(folder);

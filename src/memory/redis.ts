@@ -15,7 +15,6 @@ redis.call('SET', KEYS[1], ARGV[3])
 return 1
 `);
 
-
 /**
  * An agent memory in Redis, shared by every process of an agent: JSON values in string keys, counters as plain
  * integers so `increment` is one atomic INCRBY.
@@ -57,7 +56,9 @@ export class RedisMemory implements AgentMemory {
     const found = new Set<string>();
     let cursor = '0';
     do {
-      const [next, batch] = await storeCall(this.#redis, () => this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500));
+      const [next, batch] = await storeCall(this.#redis, () =>
+        this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500),
+      );
       // SCAN may return a key more than once; the set deduplicates.
       for (const name of batch) found.add(name.slice(this.#prefix.length));
       cursor = next;
@@ -80,7 +81,9 @@ export class RedisMemory implements AgentMemory {
       const raw = await storeCall(this.#redis, () => this.#redis.get(name));
       const current = parseJson(raw);
       const next = (typeof current === 'number' ? current : 0) + by;
-      const swapped = await storeCall(this.#redis, () => runScript(this.#redis, COMPARE_AND_SET, [name], [raw ?? '', raw === null ? '0' : '1', JSON.stringify(next)]));
+      const swapped = await storeCall(this.#redis, () =>
+        runScript(this.#redis, COMPARE_AND_SET, [name], [raw ?? '', raw === null ? '0' : '1', JSON.stringify(next)]),
+      );
       if (swapped === 1) return next;
     }
   }

@@ -75,7 +75,12 @@ function hasPrefix(bytes: readonly number[], prefix: readonly number[], bits: nu
 }
 
 function embeddedIPv4(bytes: readonly number[], offset: number): number {
-  return (bytes[offset] ?? 0) * 2 ** 24 + (bytes[offset + 1] ?? 0) * 2 ** 16 + (bytes[offset + 2] ?? 0) * 2 ** 8 + (bytes[offset + 3] ?? 0);
+  return (
+    (bytes[offset] ?? 0) * 2 ** 24 +
+    (bytes[offset + 1] ?? 0) * 2 ** 16 +
+    (bytes[offset + 2] ?? 0) * 2 ** 8 +
+    (bytes[offset + 3] ?? 0)
+  );
 }
 
 const IPV4_MAPPED = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff];

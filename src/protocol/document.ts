@@ -11,9 +11,19 @@ export type HashEncoding = 'hex' | 'base64';
 /** The metadata of a protocol document: three required keys, other keys kept. */
 const protocolMetadataSchema = z
   .object({
-    name: z.string({ error: (issue) => (issue.input === undefined ? 'name is missing' : 'name must be a string') }).trim().min(1, { error: 'name must not be empty' }),
-    description: z.string({ error: (issue) => (issue.input === undefined ? 'description is missing' : 'description must be a string') }),
-    multiround: z.boolean({ error: (issue) => (issue.input === undefined ? 'multiround is missing (true or false required)' : 'multiround must be a boolean (true or false)') }),
+    name: z
+      .string({ error: (issue) => (issue.input === undefined ? 'name is missing' : 'name must be a string') })
+      .trim()
+      .min(1, { error: 'name must not be empty' }),
+    description: z.string({
+      error: (issue) => (issue.input === undefined ? 'description is missing' : 'description must be a string'),
+    }),
+    multiround: z.boolean({
+      error: (issue) =>
+        issue.input === undefined
+          ? 'multiround is missing (true or false required)'
+          : 'multiround must be a boolean (true or false)',
+    }),
   })
   .catchall(z.unknown());
 
@@ -49,7 +59,10 @@ function refuseJavaScript(): never {
 function matterOptions() {
   return {
     engines: {
-      yaml: { parse: (source: string) => parseYaml(source) as object, stringify: (data: object) => YAML.stringify(data) },
+      yaml: {
+        parse: (source: string) => parseYaml(source) as object,
+        stringify: (data: object) => YAML.stringify(data),
+      },
       js: { parse: refuseJavaScript },
       javascript: { parse: refuseJavaScript },
       coffee: { parse: refuseJavaScript },
@@ -59,7 +72,9 @@ function matterOptions() {
   };
 }
 
-const oneShotHash = (crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: HashEncoding) => string }).hash;
+const oneShotHash = (
+  crypto as { hash?: (algorithm: string, data: string | Uint8Array, encoding: HashEncoding) => string }
+).hash;
 
 /** SHA1 of the exact UTF-8 bytes of a document, hex (spec §1: no normalisation at all). */
 export function hashText(text: string | Uint8Array, encoding: HashEncoding = 'hex'): string {
@@ -114,7 +129,8 @@ const SIMPLE_KEY = /^[A-Za-z_][\w-]*$/;
  * A one-line plain scalar with no indicator first (nor a digit, sign or dot: numbers go to the full parser) and
  * only characters YAML takes as they are: no controls, tabs, BOM, surrogates or non-characters.
  */
-const SIMPLE_VALUE = /^[^\s!"#%&'*,:>?@[\]`{|}~0-9.+\-\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff][^\t\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]*$/;
+const SIMPLE_VALUE =
+  /^[^\s!"#%&'*,:>?@[\]`{|}~0-9.+\-\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff][^\t\x00-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]*$/;
 /** Keys and values the core schema reads as something else than that string (booleans are kept, as booleans). */
 const CORE_WORDS = new Map<string, boolean | null>([
   ...['true', 'True', 'TRUE'].map((word) => [word, true] as const),
@@ -131,11 +147,13 @@ function parseSimpleFrontMatter(block: string): Record<string, string | boolean>
     const colon = line.indexOf(': ');
     if (colon <= 0) return undefined;
     const key = line.slice(0, colon);
-    if (!SIMPLE_KEY.test(key) || key === '__proto__' || CORE_WORDS.has(key) || Object.hasOwn(data, key)) return undefined;
+    if (!SIMPLE_KEY.test(key) || key === '__proto__' || CORE_WORDS.has(key) || Object.hasOwn(data, key))
+      return undefined;
     let value = line.slice(colon + 2);
     if (value.endsWith(' ')) value = value.replace(/ +$/, '');
     // ` #` starts a comment, `: ` or a final `:` a nested mapping.
-    if (!SIMPLE_VALUE.test(value) || value.includes(' #') || value.includes(': ') || value.endsWith(':')) return undefined;
+    if (!SIMPLE_VALUE.test(value) || value.includes(' #') || value.includes(': ') || value.endsWith(':'))
+      return undefined;
     const word = CORE_WORDS.get(value);
     if (word === null) return undefined;
     data[key] = word ?? value;
@@ -223,7 +241,10 @@ export function parseDocument(raw: string | Uint8Array, origin = 'protocol docum
     throw new AgoraError('INVALID_DOCUMENT', `${origin}: invalid front matter: ${reason}`, { cause: error });
   }
   if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-    throw new AgoraError('INVALID_DOCUMENT', `${origin}: front matter must be a YAML mapping with name, description and multiround`);
+    throw new AgoraError(
+      'INVALID_DOCUMENT',
+      `${origin}: front matter must be a YAML mapping with name, description and multiround`,
+    );
   }
   const result = protocolMetadataSchema.safeParse(data);
   if (!result.success) {

@@ -59,7 +59,11 @@ function withDefaults(options: SourceOptions): Settings {
     maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS,
     lookup: options.lookup ?? systemLookup,
     outer: options.signal,
-    headers: { accept: 'text/plain, text/markdown;q=0.9, */*;q=0.1', ...options.headers, 'accept-encoding': 'identity' },
+    headers: {
+      accept: 'text/plain, text/markdown;q=0.9, */*;q=0.1',
+      ...options.headers,
+      'accept-encoding': 'identity',
+    },
   };
 }
 
@@ -134,7 +138,9 @@ async function vetHost(url: URL, settings: Settings, signal: AbortSignal, fail: 
     const forbidden = addresses.find(({ address }) => isForbiddenAddress(address));
     if (forbidden !== undefined) {
       const subject = forbidden.address === host ? host : `${host} resolves to ${forbidden.address}, which`;
-      throw fail(`${subject} is a loopback, private, link-local, reserved or metadata address (allowPrivateSources is off)`);
+      throw fail(
+        `${subject} is a loopback, private, link-local, reserved or metadata address (allowPrivateSources is off)`,
+      );
     }
   }
   return { address: first.address, family: isIP(first.address) === 6 ? 6 : 4 };
@@ -168,14 +174,22 @@ function pinnedLookup(target: ResolvedAddress): LookupFunction {
 }
 
 function timedOut(settings: Settings): string {
-  return settings.outer?.aborted ? 'the deadline for this query\'s sources passed' : `timed out after ${settings.timeoutMs} ms`;
+  return settings.outer?.aborted
+    ? "the deadline for this query's sources passed"
+    : `timed out after ${settings.timeoutMs} ms`;
 }
 
 function formatSize(bytes: number): string {
   return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
 }
 
-function download(url: URL, target: ResolvedAddress, settings: Settings, signal: AbortSignal, fail: Fail): Promise<Outcome> {
+function download(
+  url: URL,
+  target: ResolvedAddress,
+  settings: Settings,
+  signal: AbortSignal,
+  fail: Fail,
+): Promise<Outcome> {
   return new Promise<Outcome>((resolve, reject) => {
     if (signal.aborted) {
       reject(fail(timedOut(settings)));
@@ -268,4 +282,3 @@ export function describeSource(source: string): string {
   const limit = /^data:/i.test(text) ? 100 : 200;
   return text.length > limit ? `${text.slice(0, limit - 1)}…` : text;
 }
-

@@ -236,7 +236,8 @@ export class ProtocolFolder {
         return this.#failed(fileName, file, error);
       }
       if (!info || !info.isFile()) return this.#set(fileName, undefined);
-      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size && wait?.retryMs === undefined) return;
+      if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size && wait?.retryMs === undefined)
+        return;
       // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
       const age = now() - info.mtimeMs;
       if (!initial && age < settleMs) {
@@ -263,7 +264,8 @@ export class ProtocolFolder {
       const document = parseDocument(read.raw, file);
       entry.hash = document.hash;
       // The same text under a second name keeps the first one's entry.
-      if (!this.#current.has(document.hash)) this.#local.set(document.hash, { document, name: fileName.slice(0, -3), file });
+      if (!this.#current.has(document.hash))
+        this.#local.set(document.hash, { document, name: fileName.slice(0, -3), file });
       if (known) this.#options.logger.info(`protocol ${fileName} changed: ${document.hash}`);
     } catch (error) {
       this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
@@ -279,7 +281,8 @@ export class ProtocolFolder {
     }
     // A directory named `*.md` is no protocol; a file removed between the listing and the read is gone.
     const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'EISDIR' && code !== 'ENOENT') this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
+    if (code !== 'EISDIR' && code !== 'ENOENT')
+      this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error)}`);
     this.#set(fileName, undefined);
   }
 
@@ -301,7 +304,12 @@ export class ProtocolFolder {
         this.#current.set(previous.hash, holders);
         if (before[0] === fileName) {
           // Another file holds the same text: the document now goes by its name.
-          if (known) this.#local.set(previous.hash, { ...known, name: holders[0]!.slice(0, -3), file: join(this.#options.directory, holders[0]!) });
+          if (known)
+            this.#local.set(previous.hash, {
+              ...known,
+              name: holders[0]!.slice(0, -3),
+              file: join(this.#options.directory, holders[0]!),
+            });
           this.#relist(holders[0]!, previous.hash);
         }
       } else {
@@ -344,14 +352,17 @@ export class ProtocolFolder {
     for (const { at } of this.#later.values()) earliest = Math.min(earliest, at);
     if (earliest === Number.POSITIVE_INFINITY) return;
     this.#timerAt = earliest;
-    this.#timer = setTimeout(() => {
-      this.#timer = undefined;
-      this.#timerAt = Number.POSITIVE_INFINITY;
-      const now = this.#options.now();
-      const due = [...this.#later].filter(([, { at }]) => at <= now).map(([name]) => name);
-      for (const name of due) this.#queued.add(name);
-      void this.#work().then(() => this.#arm());
-    }, Math.max(1, earliest - this.#options.now()));
+    this.#timer = setTimeout(
+      () => {
+        this.#timer = undefined;
+        this.#timerAt = Number.POSITIVE_INFINITY;
+        const now = this.#options.now();
+        const due = [...this.#later].filter(([, { at }]) => at <= now).map(([name]) => name);
+        for (const name of due) this.#queued.add(name);
+        void this.#work().then(() => this.#arm());
+      },
+      Math.max(1, earliest - this.#options.now()),
+    );
     this.#timer.unref?.();
   }
 

@@ -25,7 +25,8 @@ function vettingLookup(allowPrivate: boolean): LookupFunction {
     dnsLookup(stripBrackets(hostname), { all: true, verbatim: true }, (error, addresses) => {
       if (error) return callback(error, '', 4);
       const forbidden = allowPrivate ? undefined : addresses.find(({ address }) => isForbiddenAddress(address));
-      if (forbidden !== undefined) return callback(new ForbiddenAddressError(`${hostname} resolves to a forbidden address`), '', 4);
+      if (forbidden !== undefined)
+        return callback(new ForbiddenAddressError(`${hostname} resolves to a forbidden address`), '', 4);
       const first = addresses[0];
       if (first === undefined) return callback(new Error(`${hostname} resolves to no address`), '', 4);
       if (options.all) callback(null, addresses);
@@ -44,10 +45,12 @@ export function guardedFetch(options: GuardedFetchOptions = {}): typeof fetch {
   const lookup = vettingLookup(allowPrivate);
   return (async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`unsupported scheme ${url.protocol}`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new TypeError(`unsupported scheme ${url.protocol}`);
     const host = stripBrackets(url.hostname);
     // A literal address never goes through the lookup: it is vetted here.
-    if (isIP(host) !== 0 && !allowPrivate && isForbiddenAddress(host)) throw new TypeError('fetch failed', { cause: new ForbiddenAddressError(`${host} is a forbidden address`) });
+    if (isIP(host) !== 0 && !allowPrivate && isForbiddenAddress(host))
+      throw new TypeError('fetch failed', { cause: new ForbiddenAddressError(`${host} is a forbidden address`) });
     const headers: Record<string, string> = {};
     new Headers(init.headers).forEach((value, key) => (headers[key] = value));
     headers['accept-encoding'] = 'identity';
@@ -56,14 +59,24 @@ export function guardedFetch(options: GuardedFetchOptions = {}): typeof fetch {
     const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
     const signal = init.signal ?? undefined;
     return new Promise<Response>((resolve, reject) => {
-      const request = send(url, { method: init.method ?? 'GET', headers, lookup, ...(signal ? { signal } : {}) }, (incoming: IncomingMessage) => {
-        const responseHeaders = new Headers();
-        for (const [key, value] of Object.entries(incoming.headers)) if (typeof value === 'string') responseHeaders.set(key, value);
-        const status = incoming.statusCode ?? 502;
-        const nullBody = status === 204 || status === 304 || init.method === 'HEAD';
-        if (nullBody) incoming.resume();
-        resolve(new Response(nullBody ? null : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>), { status: status < 200 || status > 599 ? 502 : status, headers: responseHeaders }));
-      });
+      const request = send(
+        url,
+        { method: init.method ?? 'GET', headers, lookup, ...(signal ? { signal } : {}) },
+        (incoming: IncomingMessage) => {
+          const responseHeaders = new Headers();
+          for (const [key, value] of Object.entries(incoming.headers))
+            if (typeof value === 'string') responseHeaders.set(key, value);
+          const status = incoming.statusCode ?? 502;
+          const nullBody = status === 204 || status === 304 || init.method === 'HEAD';
+          if (nullBody) incoming.resume();
+          resolve(
+            new Response(nullBody ? null : (Readable.toWeb(incoming) as ReadableStream<Uint8Array>), {
+              status: status < 200 || status > 599 ? 502 : status,
+              headers: responseHeaders,
+            }),
+          );
+        },
+      );
       request.on('error', (error) => reject(new TypeError('fetch failed', { cause: error })));
       request.end(body);
     });

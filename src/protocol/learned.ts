@@ -142,8 +142,14 @@ export class LearnedDocuments {
       entry.storedUseAt = now;
       const { document } = entry;
       this.#options.memory
-        .set(`${PREFIX}${hash}`, { text: document.text, name: document.metadata.name, usedAt: new Date(now).toISOString() })
-        .catch((error: unknown) => this.#options.logger.warn(`learned protocol ${hash}: could not record its use: ${describeError(error)}`));
+        .set(`${PREFIX}${hash}`, {
+          text: document.text,
+          name: document.metadata.name,
+          usedAt: new Date(now).toISOString(),
+        })
+        .catch((error: unknown) =>
+          this.#options.logger.warn(`learned protocol ${hash}: could not record its use: ${describeError(error)}`),
+        );
     }
     return entry.document;
   }
@@ -191,12 +197,19 @@ export class LearnedDocuments {
     if (!(await this.#evict(document.hash))) {
       this.#learned.delete(document.hash);
       this.hold(document);
-      this.#options.logger.warn(`protocol "${document.metadata.name}" ${document.hash} not stored: the learned documents are full and all in use`);
+      this.#options.logger.warn(
+        `protocol "${document.metadata.name}" ${document.hash} not stored: the learned documents are full and all in use`,
+      );
       return false;
     }
     this.#candidates.delete(document.hash);
     const stamp = new Date(now).toISOString();
-    await this.#options.memory.set(`${PREFIX}${document.hash}`, { text: document.text, name: document.metadata.name, learnedAt: stamp, usedAt: stamp });
+    await this.#options.memory.set(`${PREFIX}${document.hash}`, {
+      text: document.text,
+      name: document.metadata.name,
+      learnedAt: stamp,
+      usedAt: stamp,
+    });
     this.#options.logger.info(`learned protocol "${document.metadata.name}" ${document.hash}`);
     return true;
   }
@@ -210,12 +223,15 @@ export class LearnedDocuments {
       if (!over()) break;
       if (entry.document.hash === keep || now - entry.usedAt < this.#liveMs) continue;
       // Another process sharing the memory may have used it since: its stored use time says so.
-      const saved = (await this.#options.memory.get(`${PREFIX}${entry.document.hash}`).catch(() => undefined)) as Saved | undefined;
+      const saved = (await this.#options.memory.get(`${PREFIX}${entry.document.hash}`).catch(() => undefined)) as
+        Saved | undefined;
       const usedElsewhere = timeOf(saved?.usedAt);
       if (usedElsewhere !== undefined && now - usedElsewhere < this.#liveMs) continue;
       this.#learned.delete(entry.document.hash);
       await this.#options.memory.delete(`${PREFIX}${entry.document.hash}`);
-      this.#options.logger.info(`evicted learned protocol "${entry.document.metadata.name}" ${entry.document.hash} (least recently used)`);
+      this.#options.logger.info(
+        `evicted learned protocol "${entry.document.metadata.name}" ${entry.document.hash} (least recently used)`,
+      );
     }
     return !over();
   }

@@ -60,8 +60,19 @@ export class ProtocolRegistry {
     this.#options = options;
     this.#now = options.now ?? Date.now;
     const liveMs = options.learned?.liveMs ?? 300_000;
-    this.#folder = new ProtocolFolder({ directory: options.directory, logger: options.logger, settleMs: options.settleMs ?? 500, liveMs, now: this.#now });
-    this.#learned = new LearnedDocuments({ ...options.learned, memory: options.memory, logger: options.logger, now: this.#now });
+    this.#folder = new ProtocolFolder({
+      directory: options.directory,
+      logger: options.logger,
+      settleMs: options.settleMs ?? 500,
+      liveMs,
+      now: this.#now,
+    });
+    this.#learned = new LearnedDocuments({
+      ...options.learned,
+      memory: options.memory,
+      logger: options.logger,
+      now: this.#now,
+    });
   }
 
   /**
@@ -72,7 +83,10 @@ export class ProtocolRegistry {
     if (this.#options.watch !== false) {
       // Watched before the first scan, so a change made while it runs is not missed. A change updates the files that
       // changed; one of unknown name (or a lost watch) rereads the folder.
-      this.#unwatch = watchFolder(this.#options.directory, (names) => void (names ? this.#folder.changed(names) : this.scan()));
+      this.#unwatch = watchFolder(
+        this.#options.directory,
+        (names) => void (names ? this.#folder.changed(names) : this.scan()),
+      );
     }
     const scanning = this.#folder.scan(true);
     const rescanMs = this.#options.rescanMs ?? 0;
@@ -82,7 +96,10 @@ export class ProtocolRegistry {
       this.#rescans.unref?.();
     }
     // Loaded: the scan is done and no file it met waits to be retried for want of resources.
-    await Promise.all([options.wait === false ? undefined : scanning.then(() => this.#folder.loaded), this.refreshLearned()]);
+    await Promise.all([
+      options.wait === false ? undefined : scanning.then(() => this.#folder.loaded),
+      this.refreshLearned(),
+    ]);
   }
 
   /** Whether `protocols/` is still being read for the first time (a lookup that misses waits for it). */
@@ -170,7 +187,9 @@ export class ProtocolRegistry {
     if (!sources?.length) return undefined;
     let fetching = this.#fetching.get(hash);
     if (!fetching) {
-      fetching = resolveSources(hash, sources, { ...this.#options.sources, logger: this.#options.logger }).finally(() => this.#fetching.delete(hash));
+      fetching = resolveSources(hash, sources, { ...this.#options.sources, logger: this.#options.logger }).finally(() =>
+        this.#fetching.delete(hash),
+      );
       this.#fetching.set(hash, fetching);
     }
     const document = await fetching;
@@ -200,7 +219,10 @@ export class ProtocolRegistry {
   }
 
   /** The document of a turn in a conversation under way: also a replaced version of a local file. */
-  async forConversation(hash: string, sources: readonly string[] | null | undefined): Promise<KnownDocument | undefined> {
+  async forConversation(
+    hash: string,
+    sources: readonly string[] | null | undefined,
+  ): Promise<KnownDocument | undefined> {
     const local = this.#folder.find(hash, true);
     if (local && !this.#folder.isCurrent(hash)) {
       local.usedAt = this.#now();

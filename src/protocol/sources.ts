@@ -33,14 +33,19 @@ export async function resolveSources(
     return undefined;
   }
   const maxSources = options.maxSources ?? DEFAULT_MAX_SOURCES;
-  if (sources.length > maxSources) logger.warn(`Protocol sources: ${sources.length} given, only the first ${maxSources} tried`);
+  if (sources.length > maxSources)
+    logger.warn(`Protocol sources: ${sources.length} given, only the first ${maxSources} tried`);
   const deadlineMs = options.deadlineMs ?? DEFAULT_SOURCES_DEADLINE_MS;
   const deadline = new AbortController();
   const timer = setTimeout(() => deadline.abort(), deadlineMs);
   const onOuter = () => deadline.abort();
   if (options.signal?.aborted) deadline.abort();
   else options.signal?.addEventListener('abort', onOuter, { once: true });
-  const settings: SourceOptions = { ...options, maxBytes: options.maxBytes ?? DEFAULT_MAX_DOCUMENT_BYTES, signal: deadline.signal };
+  const settings: SourceOptions = {
+    ...options,
+    maxBytes: options.maxBytes ?? DEFAULT_MAX_DOCUMENT_BYTES,
+    signal: deadline.signal,
+  };
   try {
     for (const rawSource of sources.slice(0, maxSources)) {
       if (deadline.signal.aborted) {
@@ -58,7 +63,12 @@ export async function resolveSources(
 }
 
 /** One source: its document, `undefined` to stop (its bytes are no valid document), or `'next'`. */
-async function trySource(wanted: string, source: string, options: SourceOptions, logger: { warn(message: string): void }): Promise<ProtocolDocument | undefined | 'next'> {
+async function trySource(
+  wanted: string,
+  source: string,
+  options: SourceOptions,
+  logger: { warn(message: string): void },
+): Promise<ProtocolDocument | undefined | 'next'> {
   const name = describeSource(source);
   const bytes = await readSource(source, name, options, logger);
   if (bytes === undefined) return 'next';
@@ -95,7 +105,8 @@ async function readSource(
       logger.warn(`Protocol source skipped: ${name} is larger than ${maxBytes} bytes`);
       return undefined;
     }
-    if (bytes === undefined) logger.warn(`Protocol source skipped: ${name} is not a text/plain or text/markdown data: URI`);
+    if (bytes === undefined)
+      logger.warn(`Protocol source skipped: ${name} is not a text/plain or text/markdown data: URI`);
     return bytes;
   }
   if (scheme === 'http' || scheme === 'https') {
@@ -110,4 +121,3 @@ async function readSource(
   logger.warn(`Protocol source skipped: ${name} has an unsupported scheme (expected http, https or data)`);
   return undefined;
 }
-

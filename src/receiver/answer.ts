@@ -86,7 +86,14 @@ export class TurnAnswerer {
   }
 
   /** Answers one turn; mutates `turn.state` and `turn.history`. `onDelta` gets the reply's pieces as they come (streaming). */
-  async answer(route: Route, turn: Turn, body: JsonValue, signal: SignalSource, onDelta?: (delta: JsonValue) => void, outcome?: RequestContext['outcome']): Promise<JsonValue> {
+  async answer(
+    route: Route,
+    turn: Turn,
+    body: JsonValue,
+    signal: SignalSource,
+    onDelta?: (delta: JsonValue) => void,
+    outcome?: RequestContext['outcome'],
+  ): Promise<JsonValue> {
     // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
     const label = labelOf(route);
     let path: QueryPath = 'failure';
@@ -95,7 +102,8 @@ export class TurnAnswerer {
     // A routine's run is timed here, and its start also sets its deadline.
     const started = route.kind === 'routine' ? performance.now() : 0;
     try {
-      if (route.kind === 'generated') ({ path, reply } = await this.#generated(route, label, turn, body, signal, onDelta));
+      if (route.kind === 'generated')
+        ({ path, reply } = await this.#generated(route, label, turn, body, signal, onDelta));
       else {
         reply = await this.#reply(route, turn, body, signal, onDelta, started);
         path = route.kind === 'routine' ? 'routine' : 'llm';
@@ -133,7 +141,8 @@ export class TurnAnswerer {
   #remember(turn: Turn, body: JsonValue, reply: JsonValue): void {
     turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
     // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
-    if (turn.history.length > this.options.maxHistory) turn.history.splice(0, turn.history.length - this.options.maxHistory);
+    if (turn.history.length > this.options.maxHistory)
+      turn.history.splice(0, turn.history.length - this.options.maxHistory);
     // And by size: a few huge turns must not make every later record (and its copies) huge.
     const kept = fitHistory(turn.history, this.options.maxHistoryChars);
     if (kept.length < turn.history.length) turn.history.splice(0, turn.history.length - kept.length);
@@ -142,7 +151,10 @@ export class TurnAnswerer {
   /** Logs a failed turn as it deserves, and returns what to throw (anything not ours becomes INTERNAL). */
   #failure(error: unknown, label: string): unknown {
     const { logger } = this.options;
-    if (isAgoraError(error) && (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')) {
+    if (
+      isAgoraError(error) &&
+      (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')
+    ) {
       logger.error(`${label}: ${error.message}${error.cause ? `: ${describeError(error.cause)}` : ''}`);
     } else if (isAgoraError(error) && error.code === 'REQUEST_TOO_LARGE' && error.cause) {
       logger.warn(`${label}: ${describeError(error.cause)}`);
@@ -174,48 +186,92 @@ export class TurnAnswerer {
    * The reply of every route but a generated routine's. Not an async function: each returns the promise it waits on,
    * so a query awaits once here, not twice (V8 allocates an async function's register file each time it awaits).
    */
-  #reply(route: Exclude<Route, { kind: 'generated' }>, turn: Turn, body: JsonValue, signal: SignalSource, onDelta: ((delta: JsonValue) => void) | undefined, started: number): Promise<JsonValue> {
+  #reply(
+    route: Exclude<Route, { kind: 'generated' }>,
+    turn: Turn,
+    body: JsonValue,
+    signal: SignalSource,
+    onDelta: ((delta: JsonValue) => void) | undefined,
+    started: number,
+  ): Promise<JsonValue> {
     const { options } = this;
     switch (route.kind) {
       case 'routine': {
         const { routine, known } = route;
-        return runRoutine(routine.routine, body, this.#routineContext(known, turn, signal), known.document, options.routineTimeoutMs, onDelta, options.isolation, started);
+        return runRoutine(
+          routine.routine,
+          body,
+          this.#routineContext(known, turn, signal),
+          known.document,
+          options.routineTimeoutMs,
+          onDelta,
+          options.isolation,
+          started,
+        );
       }
       case 'negotiation':
-        return options.extensions.negotiate!(options.responderCall('negotiation', 'negotiation', signalNow(signal)), turn.history, body);
+        return options.extensions.negotiate!(
+          options.responderCall('negotiation', 'negotiation', signalNow(signal)),
+          turn.history,
+          body,
+        );
       case 'natural': {
         if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
-        const answer = () => answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
+        const answer = () =>
+          answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
         return afterTools(options.folder, answer);
       }
       case 'llm':
-        return afterTools(options.folder, () => this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta)));
+        return afterTools(options.folder, () =>
+          this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta)),
+        );
     }
   }
 
   /** An extension's routine (timed), or the LLM when it fails (BAD_REQUEST aside). */
-  async #generated(route: Extract<Route, { kind: 'generated' }>, label: string, turn: Turn, body: JsonValue, signal: SignalSource, onDelta: ((delta: JsonValue) => void) | undefined): Promise<{ path: QueryPath; reply: JsonValue }> {
+  async #generated(
+    route: Extract<Route, { kind: 'generated' }>,
+    label: string,
+    turn: Turn,
+    body: JsonValue,
+    signal: SignalSource,
+    onDelta: ((delta: JsonValue) => void) | undefined,
+  ): Promise<{ path: QueryPath; reply: JsonValue }> {
     const { options } = this;
     const started = performance.now();
     try {
       return { path: 'routine', reply: await route.runner(body, this.#routineContext(route.known, turn, signal)) };
     } catch (error) {
       if (isAgoraError(error) && error.code === 'BAD_REQUEST') throw error;
-      options.logger.warn(`${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`);
+      options.logger.warn(
+        `${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`,
+      );
       if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
     } finally {
       this.#took(label, started);
     }
     await options.folder.toolsReady();
-    return { path: 'llm', reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)) };
+    return {
+      path: 'llm',
+      reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)),
+    };
   }
 
-  async #underProtocol(known: KnownDocument, turn: Turn, body: JsonValue, call: () => ResponderCall): Promise<JsonValue> {
+  async #underProtocol(
+    known: KnownDocument,
+    turn: Turn,
+    body: JsonValue,
+    call: () => ResponderCall,
+  ): Promise<JsonValue> {
     if (!this.options.hasLlm) throw new AgoraError('UNSUPPORTED_PROTOCOL');
     return answerUnderProtocol(call(), known.document, turn.history, body);
   }
 
-  #answerCall(protocol: string, signal: SignalSource, onDelta: ((delta: JsonValue) => void) | undefined): ResponderCall {
+  #answerCall(
+    protocol: string,
+    signal: SignalSource,
+    onDelta: ((delta: JsonValue) => void) | undefined,
+  ): ResponderCall {
     const call = this.options.responderCall(protocol, 'answer', signalNow(signal));
     return onDelta ? { ...call, onText: onDelta } : call;
   }

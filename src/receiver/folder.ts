@@ -115,13 +115,23 @@ export class AgentFolder {
     await Promise.all([this.#loadRoutines(), this.#loadTools()]);
     if (watch) {
       // An editor's swap or backup file changes nothing: only source files reload (each unchanged one is kept by digest).
-      this.#closers.push(watchFolder(join(this.dir, 'routines'), (names) => void (touchesSources(names) && this.reloadRoutines())));
-      this.#closers.push(watchFolder(join(this.dir, 'tools'), (names) => void (touchesSources(names) && this.#queueReload(() => this.#loadTools()))));
+      this.#closers.push(
+        watchFolder(join(this.dir, 'routines'), (names) => void (touchesSources(names) && this.reloadRoutines())),
+      );
+      this.#closers.push(
+        watchFolder(
+          join(this.dir, 'tools'),
+          (names) => void (touchesSources(names) && this.#queueReload(() => this.#loadTools())),
+        ),
+      );
     }
     const rescanMs = this.#options.rescanMs ?? 0;
     if (rescanMs > 0) {
       // The safety net for a lost watch event: a listing and a stat per file, and a reload only when they differ.
-      const rescan = () => this.#rescan().catch((error: unknown) => this.#logger.warn(`rescan of routines/ and tools/ failed: ${describeError(error)}`));
+      const rescan = () =>
+        this.#rescan().catch((error: unknown) =>
+          this.#logger.warn(`rescan of routines/ and tools/ failed: ${describeError(error)}`),
+        );
       const timer = setInterval(() => void rescan(), Math.min(rescanMs, 2 ** 31 - 1));
       timer.unref?.();
       this.#closers.push(() => clearInterval(timer));
@@ -130,7 +140,10 @@ export class AgentFolder {
 
   /** Reloads `routines/` or `tools/` when its signature moved since it was last loaded. */
   async #rescan(): Promise<void> {
-    const [routines, tools] = await Promise.all([folderSignature(join(this.dir, 'routines')), folderSignature(join(this.dir, 'tools'))]);
+    const [routines, tools] = await Promise.all([
+      folderSignature(join(this.dir, 'routines')),
+      folderSignature(join(this.dir, 'tools')),
+    ]);
     if (routines !== this.#signatures.routines) await this.reloadRoutines();
     if (tools !== this.#signatures.tools) await this.#queueReload(() => this.#loadTools());
   }
@@ -138,7 +151,11 @@ export class AgentFolder {
   async #readProfile(): Promise<void> {
     if (this.#options.name && this.#options.description !== undefined) return;
     try {
-      const manifest = JSON.parse(await readFile(join(this.dir, 'package.json'), 'utf8')) as { name?: unknown; description?: unknown; agora?: { name?: unknown; description?: unknown } };
+      const manifest = JSON.parse(await readFile(join(this.dir, 'package.json'), 'utf8')) as {
+        name?: unknown;
+        description?: unknown;
+        agora?: { name?: unknown; description?: unknown };
+      };
       const name = manifest.agora?.name ?? manifest.name;
       const description = manifest.agora?.description ?? manifest.description;
       if (!this.#options.name && typeof name === 'string') this.#name = name;
@@ -177,7 +194,11 @@ export class AgentFolder {
 
   #composeTools(): void {
     const byName = new Map<string, Tool>();
-    for (const tool of [...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools), ...(this.#mcp?.tools() ?? []), ...(this.#options.tools ?? [])]) {
+    for (const tool of [
+      ...[...this.#toolFiles.values()].flatMap((loaded) => loaded.tools),
+      ...(this.#mcp?.tools() ?? []),
+      ...(this.#options.tools ?? []),
+    ]) {
       if (byName.has(tool.name)) this.#logger.warn(`tool ${tool.name} defined twice: the last one wins`);
       byName.set(tool.name, tool);
     }

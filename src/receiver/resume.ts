@@ -16,19 +16,28 @@ export type FollowOptions = {
  * Where a resumption starts: the turn of the event `lastEventId` (after it), else the latest turn (from its first
  * kept event). Throws BAD_REQUEST for an id never sent or no longer kept; undefined when nothing is left to send.
  */
-export function resumePoint(kept: readonly StoredEvent[], lastEventId: number | undefined): { turn: string; after: number } | undefined {
+export function resumePoint(
+  kept: readonly StoredEvent[],
+  lastEventId: number | undefined,
+): { turn: string; after: number } | undefined {
   const last = kept.at(-1);
   if (!last) {
-    if (lastEventId !== undefined && lastEventId > 0) throw new AgoraError('BAD_REQUEST', `Last-Event-ID ${lastEventId} is not an event of this conversation`);
+    if (lastEventId !== undefined && lastEventId > 0)
+      throw new AgoraError('BAD_REQUEST', `Last-Event-ID ${lastEventId} is not an event of this conversation`);
     return undefined;
   }
   if (lastEventId === undefined) {
     const first = kept.find((event) => event.turn === last.turn)!;
     return { turn: last.turn, after: first.id - 1 };
   }
-  if (lastEventId > last.id) throw new AgoraError('BAD_REQUEST', `Last-Event-ID ${lastEventId} was never sent (the latest is ${last.id})`);
+  if (lastEventId > last.id)
+    throw new AgoraError('BAD_REQUEST', `Last-Event-ID ${lastEventId} was never sent (the latest is ${last.id})`);
   const seen = kept.find((event) => event.id === lastEventId);
-  if (!seen) throw new AgoraError('BAD_REQUEST', `Last-Event-ID ${lastEventId} is no longer kept (the oldest kept is ${kept[0]!.id})`);
+  if (!seen)
+    throw new AgoraError(
+      'BAD_REQUEST',
+      `Last-Event-ID ${lastEventId} is no longer kept (the oldest kept is ${kept[0]!.id})`,
+    );
   if (seen.kind !== 'delta') return undefined;
   return { turn: seen.turn, after: seen.id };
 }
@@ -37,7 +46,12 @@ export function resumePoint(kept: readonly StoredEvent[], lastEventId: number | 
  * The events a client missed of a conversation's streamed turn, then the rest live. Throws CONVERSATION_NOT_FOUND,
  * CONVERSATION_EXPIRED (the conversation's, whose events went with it) or BAD_REQUEST (see {@link resumePoint}).
  */
-export async function resumeEvents(store: ConversationStore, id: string, lastEventId: number | undefined, options: FollowOptions): Promise<AsyncIterable<ReplyEvent>> {
+export async function resumeEvents(
+  store: ConversationStore,
+  id: string,
+  lastEventId: number | undefined,
+  options: FollowOptions,
+): Promise<AsyncIterable<ReplyEvent>> {
   const log = store.events;
   if (!log) throw new AgoraError('CONVERSATION_NOT_FOUND');
   const kept = await log.after(id, 0);
@@ -52,7 +66,13 @@ export async function resumeEvents(store: ConversationStore, id: string, lastEve
 }
 
 /** The events of one turn after `after`, as kept then live, ending with its `done` or `error` (never repeating one). */
-export async function* followEvents(log: ConversationEventLog, conversationId: string, start: { turn: string; after: number }, pending: StoredEvent[], options: FollowOptions): AsyncGenerator<ReplyEvent> {
+export async function* followEvents(
+  log: ConversationEventLog,
+  conversationId: string,
+  start: { turn: string; after: number },
+  pending: StoredEvent[],
+  options: FollowOptions,
+): AsyncGenerator<ReplyEvent> {
   let cursor = start.after;
   let batch = pending;
   let idleSince = performance.now();

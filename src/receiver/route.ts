@@ -64,11 +64,14 @@ export class QueryRouter {
         // A learned PD with no routine is served by the LLM only once judged suitable (spec §4).
         if (route.kind === 'llm' && known.origin !== 'local') {
           if (!hasLlm) this.refuse('UNSUPPORTED_PROTOCOL', known.document.metadata.name);
-          const suitable = await suitability.judge(known.document, () => responderCall(known.document.metadata.name, 'suitability'));
+          const suitable = await suitability.judge(known.document, () =>
+            responderCall(known.document.metadata.name, 'suitability'),
+          );
           if (!suitable) this.refuse('UNSUPPORTED_PROTOCOL', known.document.metadata.name);
         }
         // The agent serves it: only now is a peer's document stored and listed.
-        if (known.origin === 'candidate' && route.kind !== 'negotiation' && route.kind !== 'natural') return { ...route, known: await registry.adopt(known) };
+        if (known.origin === 'candidate' && route.kind !== 'negotiation' && route.kind !== 'natural')
+          return { ...route, known: await registry.adopt(known) };
         return route;
       }
     }

@@ -46,7 +46,8 @@ function failureData(message: string): string {
 export function toReplyEvent(stored: StoredEvent): ReplyEvent {
   const value = JSON.parse(stored.data) as { delta?: JsonValue; error?: string };
   if (stored.kind === 'delta') return { id: stored.id, data: stored.data, type: 'delta', delta: value.delta ?? null };
-  if (stored.kind === 'done') return { id: stored.id, data: stored.data, type: 'done', reply: value as SuccessResponse };
+  if (stored.kind === 'done')
+    return { id: stored.id, data: stored.data, type: 'done', reply: value as SuccessResponse };
   return { id: stored.id, data: stored.data, type: 'error', error: value.error ?? 'Internal error', status: 200 };
 }
 
@@ -145,8 +146,17 @@ export function streamTurn(options: StreamTurnOptions): EventChannel {
   const failed = (error: unknown) => {
     if (controller?.signal.aborted && !outer?.aborted) metrics.llmAborted();
     const failure = isAgoraError(error) ? error : new AgoraError('INTERNAL', undefined, { cause: error });
-    const data = announce === undefined ? failureData(failure.message) : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
-    emit('error', data, (id) => ({ id, data, type: 'error', error: failure.message, status: agoraStatus(failure.code) }));
+    const data =
+      announce === undefined
+        ? failureData(failure.message)
+        : JSON.stringify({ status: 'failure', error: failure.message, conversationId: announce });
+    emit('error', data, (id) => ({
+      id,
+      data,
+      type: 'error',
+      error: failure.message,
+      status: agoraStatus(failure.code),
+    }));
     ended();
   };
   running.then((reply) => {

@@ -22,16 +22,27 @@ export class ReceiverStreams {
   }
 
   /** A turn (`run`, the plain query or follow-up) answered as events. */
-  turn(kind: 'query' | 'follow_up', context: RequestContext | undefined, run: (inner: RequestContext) => Promise<SuccessResponse>): EventChannel {
+  turn(
+    kind: 'query' | 'follow_up',
+    context: RequestContext | undefined,
+    run: (inner: RequestContext) => Promise<SuccessResponse>,
+  ): EventChannel {
     const { store, ttlMs, logger, counters } = this.#parts;
     counters.stream(kind);
     return streamTurn({ log: store.events, ttlMs, logger, metrics: counters, context, run });
   }
 
   /** A conversation's events after `lastEventId`, from whichever process wrote them. */
-  resume(id: string, lastEventId: number | undefined, context: RequestContext | undefined): Promise<AsyncIterable<ReplyEvent>> {
+  resume(
+    id: string,
+    lastEventId: number | undefined,
+    context: RequestContext | undefined,
+  ): Promise<AsyncIterable<ReplyEvent>> {
     this.#parts.counters.stream('resume');
     // A resumption waits at most one LLM attempt's bound plus its retries for the next event.
-    return resumeEvents(this.#parts.store, id, lastEventId, { signal: context?.signal ?? new AbortController().signal, idleMs: RESUME_IDLE_MS });
+    return resumeEvents(this.#parts.store, id, lastEventId, {
+      signal: context?.signal ?? new AbortController().signal,
+      idleMs: RESUME_IDLE_MS,
+    });
   }
 }

@@ -42,7 +42,8 @@ export class Suitability {
     for (const key of await this.memory.keys(PREFIX)) {
       if (this.#verdicts.has(key.slice(PREFIX.length))) continue;
       const verdict = await this.memory.get<{ suitable: boolean }>(key);
-      if (verdict && typeof verdict.suitable === 'boolean') this.#verdicts.set(key.slice(PREFIX.length), verdict.suitable);
+      if (verdict && typeof verdict.suitable === 'boolean')
+        this.#verdicts.set(key.slice(PREFIX.length), verdict.suitable);
     }
   }
 
@@ -56,19 +57,30 @@ export class Suitability {
       this.#verdicts.set(hash, shared.suitable);
       return shared.suitable;
     }
-    if (cached === false) this.logger.info(`protocol "${document.metadata.name}" ${hash}: its "unsuitable" verdict was forgotten: judging it again`);
+    if (cached === false)
+      this.logger.info(
+        `protocol "${document.metadata.name}" ${hash}: its "unsuitable" verdict was forgotten: judging it again`,
+      );
     this.#verdicts.delete(hash);
     let pending = this.#judging.get(hash);
     if (!pending) {
       pending = (async () => {
         const verdict = await judgeSuitability(call(), document).catch((error: unknown) => {
           // Answered to the peer as a bare "LLM unavailable": the cause is said here, once.
-          this.logger.error(`protocol "${document.metadata.name}" ${hash}: suitability not judged: ${describeError(error)}${error instanceof Error && error.cause ? ` (cause: ${describeError(error.cause)})` : ''}`);
+          this.logger.error(
+            `protocol "${document.metadata.name}" ${hash}: suitability not judged: ${describeError(error)}${error instanceof Error && error.cause ? ` (cause: ${describeError(error.cause)})` : ''}`,
+          );
           throw error;
         });
         this.#verdicts.set(hash, verdict.suitable);
-        await this.memory.set(`${PREFIX}${hash}`, { suitable: verdict.suitable, reason: verdict.reason, judgedAt: new Date().toISOString() });
-        this.logger.info(`protocol "${document.metadata.name}" ${hash} judged ${verdict.suitable ? 'suitable' : `unsuitable (forget it with: agora protocols reset ${hash})`}`);
+        await this.memory.set(`${PREFIX}${hash}`, {
+          suitable: verdict.suitable,
+          reason: verdict.reason,
+          judgedAt: new Date().toISOString(),
+        });
+        this.logger.info(
+          `protocol "${document.metadata.name}" ${hash} judged ${verdict.suitable ? 'suitable' : `unsuitable (forget it with: agora protocols reset ${hash})`}`,
+        );
         return verdict.suitable;
       })().finally(() => this.#judging.delete(hash));
       this.#judging.set(hash, pending);

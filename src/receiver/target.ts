@@ -25,7 +25,8 @@ export function targetOf(protocolHash: string | null | undefined): QueryTarget {
   if (protocolHash === NEGOTIATION_HASH) return NEGOTIATION;
   if (protocolHash === lastRaw) return lastTarget;
   const hash = normalizeHash(protocolHash);
-  const target: QueryTarget = hash === undefined ? { kind: 'malformed', raw: protocolHash } : { kind: 'protocol', hash, raw: protocolHash };
+  const target: QueryTarget =
+    hash === undefined ? { kind: 'malformed', raw: protocolHash } : { kind: 'protocol', hash, raw: protocolHash };
   if (protocolHash.length <= 64) {
     lastRaw = protocolHash;
     lastTarget = target;

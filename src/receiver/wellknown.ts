@@ -39,7 +39,6 @@ export type WellknownParts = {
  */
 type Part = { key: string; chunks: Buffer[]; digest: string };
 
-
 /** What is built for one base URL (the request's, when no public URL is set). */
 type ForBase = {
   /** hash → its `"hash":[sources]` text, kept between builds: a change of one document rebuilds one entry. */
@@ -73,7 +72,8 @@ function sourcesOf(document: ProtocolDocument, base: string): string[] {
   const sources: string[] = [];
   if (base) sources.push(`${base}/protocols/${document.hash}`);
   const extra = document.metadata.sources;
-  if (Array.isArray(extra)) for (const source of extra) if (typeof source === 'string' && !sources.includes(source)) sources.push(source);
+  if (Array.isArray(extra))
+    for (const source of extra) if (typeof source === 'string' && !sources.includes(source)) sources.push(source);
   if (!sources.length) sources.push(`/protocols/${document.hash}`);
   return sources;
 }
@@ -127,7 +127,8 @@ export class WellknownListing {
     const localKey = `${registry.localVersion}.${folder.routinesVersion}`;
     const local = await this.#localPart(state, localKey, base);
     const learnedKey = `${registry.learnedVersion}.${localKey}.${this.#sharedReads}`;
-    if (state.learned?.key !== learnedKey) state.learned = await this.#build(learnedKey, base, this.#learnedDocuments());
+    if (state.learned?.key !== learnedKey)
+      state.learned = await this.#build(learnedKey, base, this.#learnedDocuments());
     const learned = state.learned;
     if (state.ready?.local === local && state.ready.learned.digest === learned.digest) return state.ready;
     if (state.readyBuild?.local !== local || state.readyBuild.learned.digest !== learned.digest) {
@@ -192,14 +193,21 @@ export class WellknownListing {
   }
 
   #learnedDocuments(): KnownDocument[] {
-    return this.#parts.registry.learned().map((document: ProtocolDocument): KnownDocument => ({ document, origin: 'learned' }));
+    return this.#parts.registry
+      .learned()
+      .map((document: ProtocolDocument): KnownDocument => ({ document, origin: 'learned' }));
   }
 
   /**
    * Builds a part. With `pieces` (the folder's part, which may hold tens of thousands) each entry's text is reused
    * from the last build, the ones gone are forgotten, and the work is done a slice of a few ms at a time.
    */
-  async #build(key: string, base: string, documents: Iterable<KnownDocument>, pieces?: Map<string, string>): Promise<Part> {
+  async #build(
+    key: string,
+    base: string,
+    documents: Iterable<KnownDocument>,
+    pieces?: Map<string, string>,
+  ): Promise<Part> {
     const hash = createHash('sha256');
     const chunks: Buffer[] = [];
     let listed = 0;
@@ -232,7 +240,8 @@ export class WellknownListing {
     }
     close();
     // Entries of documents no longer listed are forgotten (a walk only when some are).
-    if (pieces && pieces.size > listed) for (const id of [...pieces.keys()]) if (this.#parts.registry.get(id)?.origin !== 'local') pieces.delete(id);
+    if (pieces && pieces.size > listed)
+      for (const id of [...pieces.keys()]) if (this.#parts.registry.get(id)?.origin !== 'local') pieces.delete(id);
     return { key, chunks, digest: hash.digest('base64url') };
   }
 
@@ -247,7 +256,8 @@ export class WellknownListing {
   /** Whether the receiver can answer a document: a routine, an extension routine, or the LLM (with a verdict for learned PDs). */
   async #canAnswer(known: KnownDocument): Promise<boolean> {
     const { extensions, suitability, hasLlm } = this.#parts;
-    if (known.origin === 'local') return (await extensions.routineFor?.(known.document.hash, known.document)) !== undefined;
+    if (known.origin === 'local')
+      return (await extensions.routineFor?.(known.document.hash, known.document)) !== undefined;
     const verdict = suitability.known(known.document.hash);
     if (verdict === false) return false;
     if ((await extensions.routineFor?.(known.document.hash, known.document)) !== undefined) return true;

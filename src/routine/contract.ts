@@ -8,7 +8,12 @@ export type JsonValue = string | number | boolean | null | JsonValue[] | { [key:
 /** A JSON object. */
 export type JsonObject = { [key: string]: JsonValue };
 /** Where a routine writes what happens. */
-export type Logger = { info(message: string): void; warn(message: string): void; error(message: string): void; debug?(message: string): void };
+export type Logger = {
+  info(message: string): void;
+  warn(message: string): void;
+  error(message: string): void;
+  debug?(message: string): void;
+};
 /** A protocol document's metadata: its three required keys and any others it has. */
 export type ProtocolMetadata = { name: string; description: string; multiround: boolean; [key: string]: unknown };
 
@@ -50,7 +55,10 @@ export type RoutineDefinition<Input = unknown, Output = unknown> = {
 export type Routine = RoutineDefinition<any, any> & { readonly kind: 'routine' };
 
 /** The signature of `defineRoutine`: the handler's body and reply are typed by the schemas. */
-export type DefineRoutine = <InputSchema extends z.ZodType = z.ZodType<any>, OutputSchema extends z.ZodType = z.ZodType<any>>(definition: {
+export type DefineRoutine = <
+  InputSchema extends z.ZodType = z.ZodType<any>,
+  OutputSchema extends z.ZodType = z.ZodType<any>,
+>(definition: {
   input?: InputSchema;
   output?: OutputSchema;
   invalidInput?: unknown;

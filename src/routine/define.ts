@@ -3,7 +3,15 @@ import { compiledSchema } from '../schemas.js';
 import type { DefineRoutine, Routine, RoutineContext } from './contract.js';
 import { hasHandle, MISSING_HANDLE } from './handle.js';
 
-export type { DefineRoutine, Routine, RoutineContext, RoutineDefinition, RoutineDelta, RoutineReply, TaskRoutine } from './contract.js';
+export type {
+  DefineRoutine,
+  Routine,
+  RoutineContext,
+  RoutineDefinition,
+  RoutineDelta,
+  RoutineReply,
+  TaskRoutine,
+} from './contract.js';
 
 /** A routine as a plain function: the body in, the reply body out. */
 export type RoutineFunction = (body: any, context: RoutineContext) => unknown;
@@ -33,5 +41,8 @@ export function toRoutine(value: unknown, origin: string): Routine {
     if (routine.output) routine.output = compiledSchema(routine.output);
     return routine;
   }
-  throw new AgoraError('INVALID_ARGUMENT', `${origin}: the default export must be a function or defineRoutine({ handle })`);
+  throw new AgoraError(
+    'INVALID_ARGUMENT',
+    `${origin}: the default export must be a function or defineRoutine({ handle })`,
+  );
 }

@@ -38,7 +38,8 @@ export class SyncTimeLimit {
     try {
       this.#script.runInContext(this.#context, { timeout: Math.max(1, Math.floor(timeoutMs)) });
     } catch (error) {
-      if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT') throw new Error(`ran synchronously for longer than ${timeoutMs} ms`, { cause: error });
+      if ((error as { code?: string }).code === 'ERR_SCRIPT_EXECUTION_TIMEOUT')
+        throw new Error(`ran synchronously for longer than ${timeoutMs} ms`, { cause: error });
       throw error;
     } finally {
       (this.#context as { __agora_call: unknown }).__agora_call = undefined;

@@ -9,7 +9,12 @@ import { toRoutine, type Routine } from './define.js';
 export type LoadedRoutine = { name: string; file: string; routine: Routine; digest: string };
 
 /** Loads `routines/<name>.ts` files: name → routine. Files that fail to load are logged and skipped. */
-export async function loadRoutineFolder(directory: string, cacheDir: string, logger: Logger, previous?: Map<string, LoadedRoutine>): Promise<Map<string, LoadedRoutine>> {
+export async function loadRoutineFolder(
+  directory: string,
+  cacheDir: string,
+  logger: Logger,
+  previous?: Map<string, LoadedRoutine>,
+): Promise<Map<string, LoadedRoutine>> {
   const routines = new Map<string, LoadedRoutine>();
   for (const file of await listModules(directory)) {
     const name = basename(file).replace(/\.[^.]+$/, '');

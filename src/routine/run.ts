@@ -79,15 +79,28 @@ function onDeadline(startedMs: number, delayMs: number, fire: () => void): () =>
 
 /** Whether a value is a thenable, as promise resolution reads one: an object or a function with a callable `then`. */
 export function isThenable(value: unknown): value is PromiseLike<unknown> {
-  return (typeof value === 'object' || typeof value === 'function') && value !== null && typeof (value as { then?: unknown }).then === 'function';
+  return (
+    (typeof value === 'object' || typeof value === 'function') &&
+    value !== null &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 function isAsyncGenerator(value: unknown): value is AsyncGenerator<unknown, unknown, void> {
-  return typeof value === 'object' && value !== null && typeof (value as AsyncGenerator)[Symbol.asyncIterator] === 'function' && typeof (value as AsyncGenerator).next === 'function';
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as AsyncGenerator)[Symbol.asyncIterator] === 'function' &&
+    typeof (value as AsyncGenerator).next === 'function'
+  );
 }
 
 /** Runs a streaming routine to its end: each yield is a delta (dropped when nobody streams), the return value the reply. */
-async function drain(generator: AsyncGenerator<unknown, unknown, void>, onDelta: ((delta: JsonValue) => void) | undefined, isolation: RoutineIsolation | undefined): Promise<unknown> {
+async function drain(
+  generator: AsyncGenerator<unknown, unknown, void>,
+  onDelta: ((delta: JsonValue) => void) | undefined,
+  isolation: RoutineIsolation | undefined,
+): Promise<unknown> {
   for (;;) {
     // Each step runs the generator's body synchronously up to its next await or yield: isolated, that stretch is bounded.
     const step = await (isolation ? isolation.limit.run(() => generator.next(), isolation.syncMs) : generator.next());
@@ -148,7 +161,12 @@ export function runRoutine(
       if (!parsed.success) return Promise.resolve(invalidInputReply(routine, document, parsed.error));
       input = parsed.data;
     }
-    output = isolation ? isolation.limit.run(() => routine.handle(input as never, runContext as unknown as RoutineContext), isolation.syncMs) : routine.handle(input as never, runContext as unknown as RoutineContext);
+    output = isolation
+      ? isolation.limit.run(
+          () => routine.handle(input as never, runContext as unknown as RoutineContext),
+          isolation.syncMs,
+        )
+      : routine.handle(input as never, runContext as unknown as RoutineContext);
     if (isAsyncGenerator(output)) {
       generator = output;
       output = drain(generator, onDelta, isolation);
@@ -166,14 +184,18 @@ function invalidInputReply(routine: Routine, document: ProtocolDocument, error: 
   // An invalidInput reply that JSON cannot carry fails as the routine's own fault (the caller's catch wraps it).
   const reply = routine.invalidInput !== undefined ? toJson(routine.invalidInput) : protocolInvalidInputReply(document);
   if (reply !== undefined) return reply;
-  throw new AgoraError('BAD_REQUEST', `body does not follow the protocol "${document.metadata.name}": ${z.prettifyError(error)}`);
+  throw new AgoraError(
+    'BAD_REQUEST',
+    `body does not follow the protocol "${document.metadata.name}": ${z.prettifyError(error)}`,
+  );
 }
 
 /** The routine's output checked by its output schema (if any) and made JSON. */
 function checkedReply(routine: Routine, output: unknown): JsonValue {
   if (!routine.output) return toJson(output);
   const parsed = routine.output.safeParse(output);
-  if (!parsed.success) throw new Error(`the reply does not match the routine's output schema: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new Error(`the reply does not match the routine's output schema: ${z.prettifyError(parsed.error)}`);
   return toJson(parsed.data);
 }
 
@@ -182,7 +204,9 @@ function routineFailure(error: unknown): unknown {
   // A bad argument from the routine's own code (memory key, tool input) is the routine's failure, like any bug.
   if (error instanceof AgoraError && error.code !== 'ROUTINE_FAILED' && error.code !== 'INVALID_ARGUMENT') return error;
   // The routine's own error is the cause, as thrown (wrapping it would log `Error: Error: boom`); a thrown non-Error becomes one.
-  return new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error instanceof Error ? error : new Error(`threw ${describeError(error)}`) });
+  return new AgoraError('ROUTINE_FAILED', 'Routine failed', {
+    cause: error instanceof Error ? error : new Error(`threw ${describeError(error)}`),
+  });
 }
 
 /** An async reply, or the deadline's failure first: one promise settled by whichever comes first. */

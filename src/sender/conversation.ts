@@ -17,7 +17,13 @@ export type SenderConversation = {
 };
 
 /** One exchange with bodies as the peer reads them: text out and JSON text back for a Python-like peer (spec §7). */
-async function exchange(transport: PeerTransport, url: string, peer: PeerFields, payload: Record<string, unknown> & { body: JsonValue }, signal?: AbortSignal): Promise<QueryResult> {
+async function exchange(
+  transport: PeerTransport,
+  url: string,
+  peer: PeerFields,
+  payload: Record<string, unknown> & { body: JsonValue },
+  signal?: AbortSignal,
+): Promise<QueryResult> {
   if (!peer.textBodies) return transport.post(url, { ...peer.fields, ...payload }, signal);
   const result = await transport.post(url, { ...peer.fields, ...payload, body: textBody(payload.body) }, signal);
   return { ...result, body: parsedReply(result.body) };
@@ -27,7 +33,12 @@ async function exchange(transport: PeerTransport, url: string, peer: PeerFields,
  * Opens a conversation with the peer at `base`; `fieldsOf` gives the protocol fields, asked once on the first turn,
  * which goes to `firstUrl` (default `<base>/`).
  */
-export function openConversation(transport: PeerTransport, base: string, fieldsOf: (signal?: AbortSignal) => Promise<PeerFields>, firstUrl = `${base}/`): SenderConversation {
+export function openConversation(
+  transport: PeerTransport,
+  base: string,
+  fieldsOf: (signal?: AbortSignal) => Promise<PeerFields>,
+  firstUrl = `${base}/`,
+): SenderConversation {
   let id: string | undefined;
   let started = false;
   let closing: Promise<void> | undefined;
@@ -44,9 +55,19 @@ export function openConversation(transport: PeerTransport, base: string, fieldsO
       id = result.conversationId;
       return result;
     }
-    if (id === undefined) throw new AgoraError('PEER_FAILURE', `POST ${base}/: the peer started no conversation (no conversationId in its reply)`);
+    if (id === undefined)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `POST ${base}/: the peer started no conversation (no conversationId in its reply)`,
+      );
     // The hash and sources are repeated: the Python receiver requires both on every request, ours accepts them.
-    const result = await exchange(transport, `${base}/conversations/${encodeURIComponent(id)}`, protocol, { body: value }, signal);
+    const result = await exchange(
+      transport,
+      `${base}/conversations/${encodeURIComponent(id)}`,
+      protocol,
+      { body: value },
+      signal,
+    );
     if (result.conversationId) id = result.conversationId;
     return result;
   };
@@ -96,21 +117,42 @@ export type QueryParts = { transport: PeerTransport; documents: SenderDocuments;
 export async function sendQuery(
   parts: QueryParts,
   base: string,
-  options: { protocol?: ProtocolDocument | string | undefined; body: JsonValue; multiround?: boolean | undefined; signal?: AbortSignal | undefined },
+  options: {
+    protocol?: ProtocolDocument | string | undefined;
+    body: JsonValue;
+    multiround?: boolean | undefined;
+    signal?: AbortSignal | undefined;
+  },
   url = `${base}/`,
 ): Promise<QueryResult> {
   const peer = await parts.documents.peerFields(base, options.protocol, options.signal);
-  return exchange(parts.transport, url, peer, { body: options.body, ...(options.multiround ? { multiround: true } : {}) }, options.signal);
+  return exchange(
+    parts.transport,
+    url,
+    peer,
+    { body: options.body, ...(options.multiround ? { multiround: true } : {}) },
+    options.signal,
+  );
 }
 
 /** A task's query: one turn of a conversation closed right away under a multiround PD, else a plain query. */
-export async function sendOnce(parts: QueryParts, base: string, document: ProtocolDocument | undefined, body: JsonValue, signal?: AbortSignal): Promise<QueryResult> {
+export async function sendOnce(
+  parts: QueryParts,
+  base: string,
+  document: ProtocolDocument | undefined,
+  body: JsonValue,
+  signal?: AbortSignal,
+): Promise<QueryResult> {
   if (!document?.metadata.multiround) return sendQuery(parts, base, { body, protocol: document, signal });
   // One turn is all a task needs here; the conversation is closed right away, as the Python SDK does.
-  const conversation = openConversation(parts.transport, base, (turnSignal) => parts.documents.peerFields(base, document, turnSignal));
+  const conversation = openConversation(parts.transport, base, (turnSignal) =>
+    parts.documents.peerFields(base, document, turnSignal),
+  );
   try {
     return await conversation.send(body, signal ? { signal } : {});
   } finally {
-    await conversation.close().catch((error: unknown) => parts.logger.warn(`closing a conversation with ${base}: ${describeError(error)}`));
+    await conversation
+      .close()
+      .catch((error: unknown) => parts.logger.warn(`closing a conversation with ${base}: ${describeError(error)}`));
   }
 }

@@ -6,7 +6,14 @@ import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
-import { encodeHash, hashEncodingOf, hashText, parseDocument, type HashEncoding, type ProtocolDocument } from '../protocol/document.js';
+import {
+  encodeHash,
+  hashEncodingOf,
+  hashText,
+  parseDocument,
+  type HashEncoding,
+  type ProtocolDocument,
+} from '../protocol/document.js';
 import { encodeDataUri, resolveSources } from '../protocol/sources.js';
 import { wellknownSchema, type JsonValue, type Wellknown } from '../schemas.js';
 import type { PeerTransport } from './transport.js';
@@ -63,7 +70,11 @@ export class SenderDocuments {
   }
 
   /** `protocolHash` and `protocolSources` for a PD, the hash in the encoding the peer reads. */
-  async protocolFields(base: string, protocol: ProtocolDocument | string | undefined, signal?: AbortSignal): Promise<ProtocolFields> {
+  async protocolFields(
+    base: string,
+    protocol: ProtocolDocument | string | undefined,
+    signal?: AbortSignal,
+  ): Promise<ProtocolFields> {
     if (protocol === undefined) return NATURAL_LANGUAGE;
     const document = typeof protocol === 'string' ? parseDocument(protocol) : protocol;
     const encoding = await this.#encodingFor(base, signal);
@@ -73,7 +84,11 @@ export class SenderDocuments {
   }
 
   /** The protocol fields for a PD, and whether the peer reads bodies as text: a Python-like peer under a protocol. */
-  async peerFields(base: string, protocol: ProtocolDocument | string | undefined, signal?: AbortSignal): Promise<PeerFields> {
+  async peerFields(
+    base: string,
+    protocol: ProtocolDocument | string | undefined,
+    signal?: AbortSignal,
+  ): Promise<PeerFields> {
     const fields = await this.protocolFields(base, protocol, signal);
     // Known once discovery has run, which protocolFields does for every PD.
     return { fields, textBodies: fields.protocolHash !== null && this.#pythonLike.has(base) };
@@ -107,9 +122,15 @@ export class SenderDocuments {
       return undefined;
     }
     const json = this.#transport.parseJson('GET', url, response);
-    if (response.status < 200 || response.status > 299) throw this.#transport.peerError('GET', url, response.status, json);
+    if (response.status < 200 || response.status > 299)
+      throw this.#transport.peerError('GET', url, response.status, json);
     const parsed = wellknownSchema.safeParse(json);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}: not a /wellknown listing: ${z.prettifyError(parsed.error)}`, { status: response.status });
+    if (!parsed.success)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `GET ${url}: HTTP ${response.status}: not a /wellknown listing: ${z.prettifyError(parsed.error)}`,
+        { status: response.status },
+      );
     this.#pythonLike.delete(base);
     // Every read of the listing settles discovery too, so a task's look at it spares the query another GET.
     if (!this.#encodings.has(base)) this.#encodings.set(base, Promise.resolve(encodingOf(parsed.data)));
@@ -174,7 +195,12 @@ export class SenderDocuments {
    * Fetches a peer's PD and checks its hash: `data:` sources, then the peer's own URLs (its `/protocols/:hash` first);
    * sources on other hosts go through the receiver's guarded fetch (spec §3), so a peer cannot point us into our own network.
    */
-  async peer(base: string, hash: string, sources: readonly string[], signal?: AbortSignal): Promise<ProtocolDocument | undefined> {
+  async peer(
+    base: string,
+    hash: string,
+    sources: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<ProtocolDocument | undefined> {
     const held = this.#documents.get(hash);
     if (held) return held;
     const origin = new URL(base).origin;
@@ -217,7 +243,9 @@ export class SenderDocuments {
         return undefined;
       }
     }
-    const fetched = foreign.length ? await resolveSources(hash, foreign, { maxBytes: MAX_DOCUMENT_BYTES, logger }) : undefined;
+    const fetched = foreign.length
+      ? await resolveSources(hash, foreign, { maxBytes: MAX_DOCUMENT_BYTES, logger })
+      : undefined;
     return fetched ? this.#keep(fetched) : undefined;
   }
 

@@ -30,20 +30,34 @@ export async function hubCandidates(
 ): Promise<ProtocolDocument[]> {
   if (backoff.until > now()) return [];
   try {
-    const listed = await hub.protocols(`${task.name.replace(/[_-]+/g, ' ')} ${task.description}`, MAX_HUB_CANDIDATES * 2);
-    const hashes = listed.map((entry) => normalizeHash(entry.hash)).filter((hash): hash is string => hash !== undefined && !skip(hash));
-    const found = await Promise.all(hashes.slice(0, MAX_HUB_CANDIDATES).map((hash) => fetchOne(hub, documents, hash, logger)));
+    const listed = await hub.protocols(
+      `${task.name.replace(/[_-]+/g, ' ')} ${task.description}`,
+      MAX_HUB_CANDIDATES * 2,
+    );
+    const hashes = listed
+      .map((entry) => normalizeHash(entry.hash))
+      .filter((hash): hash is string => hash !== undefined && !skip(hash));
+    const found = await Promise.all(
+      hashes.slice(0, MAX_HUB_CANDIDATES).map((hash) => fetchOne(hub, documents, hash, logger)),
+    );
     backoff.until = 0;
     return found.filter((document): document is ProtocolDocument => document !== undefined);
   } catch (error) {
     backoff.until = now() + HUB_BACKOFF_MS;
-    logger.warn(`the hub ${hub.url} failed, looking for a protocol without it for ${HUB_BACKOFF_MS / 1000} s: ${describeError(error)}`);
+    logger.warn(
+      `the hub ${hub.url} failed, looking for a protocol without it for ${HUB_BACKOFF_MS / 1000} s: ${describeError(error)}`,
+    );
     return [];
   }
 }
 
 /** One listed document: held already, else fetched from the hub and verified; a bad one is skipped with a warning. */
-async function fetchOne(hub: ProtocolHub, documents: SenderDocuments, hash: string, logger: Logger): Promise<ProtocolDocument | undefined> {
+async function fetchOne(
+  hub: ProtocolHub,
+  documents: SenderDocuments,
+  hash: string,
+  logger: Logger,
+): Promise<ProtocolDocument | undefined> {
   const known = await documents.remembered(hash);
   if (known) return known;
   try {

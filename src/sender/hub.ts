@@ -30,7 +30,9 @@ export interface ProtocolHub {
   publish(text: string): Promise<unknown>;
 }
 
-const listingSchema = z.object({ protocols: z.array(z.object({ hash: z.string(), name: z.string(), description: z.string() }).loose()) });
+const listingSchema = z.object({
+  protocols: z.array(z.object({ hash: z.string(), name: z.string(), description: z.string() }).loose()),
+});
 
 /** Options of {@link HubProtocols}. */
 export type HubProtocolsOptions = {
@@ -49,16 +51,26 @@ const failureSchema = z.object({ error: z.string() }).loose();
  * Downloads `<hub>/protocols/<hash>` and checks its SHA1: a hub serving another text under a hash is refused.
  * Undefined when the hub answers 404.
  */
-export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, hash: string, timeoutMs: number): Promise<string | undefined> {
+export async function downloadVerified(
+  fetcher: typeof fetch,
+  hubUrl: string,
+  hash: string,
+  timeoutMs: number,
+): Promise<string | undefined> {
   const url = `${hubUrl}/protocols/${encodeURIComponent(hash)}`;
   let response: Response;
   try {
     response = await fetcher(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (error) {
-    throw new AgoraError('PEER_FAILURE', `GET ${url}: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : networkFailure(error)}`, { cause: error });
+    throw new AgoraError(
+      'PEER_FAILURE',
+      `GET ${url}: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : networkFailure(error)}`,
+      { cause: error },
+    );
   }
   if (response.status === 404) return undefined;
-  if (!response.ok) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
+  if (!response.ok)
+    throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
   let bytes: Buffer;
   try {
     // Read as it comes and cut off past the cap: a lying hub's body is never buffered whole.
@@ -68,7 +80,8 @@ export async function downloadVerified(fetcher: typeof fetch, hubUrl: string, ha
     throw new AgoraError('PEER_FAILURE', `GET ${url}: ${networkFailure(error)}`, { cause: error });
   }
   const actual = hashText(bytes);
-  if (actual !== hash.toLowerCase()) throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
+  if (actual !== hash.toLowerCase())
+    throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
   return bytes.toString('utf8');
 }
 
@@ -90,7 +103,8 @@ export class HubProtocols implements ProtocolHub {
     } catch {
       throw new AgoraError('BAD_REQUEST', `hub: not a URL: ${JSON.stringify(options.url)}`);
     }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new AgoraError('BAD_REQUEST', `hub: not an http(s) URL: ${options.url}`);
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+      throw new AgoraError('BAD_REQUEST', `hub: not an http(s) URL: ${options.url}`);
     this.url = options.url.replace(/\/+$/, '');
     this.#token = options.token;
     this.#fetch = options.fetch ?? globalThis.fetch;
@@ -99,7 +113,11 @@ export class HubProtocols implements ProtocolHub {
   }
 
   async protocols(query: string, limit = 5): Promise<HubListing[]> {
-    const { protocols } = await this.request('GET', `/protocols?${new URLSearchParams({ q: query, limit: String(limit) })}`, listingSchema);
+    const { protocols } = await this.request(
+      'GET',
+      `/protocols?${new URLSearchParams({ q: query, limit: String(limit) })}`,
+      listingSchema,
+    );
     return protocols.map(({ hash, name, description }) => ({ hash, name, description }));
   }
 
@@ -123,16 +141,29 @@ export class HubProtocols implements ProtocolHub {
     const timedOut = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
     let response: Response;
     try {
-      response = await this.#fetch(`${this.url}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(this.#timeoutMs) });
+      response = await this.#fetch(`${this.url}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(this.#timeoutMs),
+      });
     } catch (error) {
-      throw new AgoraError('PEER_FAILURE', `${target}: ${timedOut(error) ? `no answer within ${this.#timeoutMs} ms` : networkFailure(error)}`, { cause: error });
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${target}: ${timedOut(error) ? `no answer within ${this.#timeoutMs} ms` : networkFailure(error)}`,
+        { cause: error },
+      );
     }
     let text: string;
     try {
       text = (await readCapped(response, this.#maxReplyBytes, target)).toString('utf8');
     } catch (error) {
       if (isAgoraError(error)) throw error;
-      throw new AgoraError('PEER_FAILURE', `${target}: ${timedOut(error) ? `no whole answer within ${this.#timeoutMs} ms` : networkFailure(error)}`, { cause: error });
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${target}: ${timedOut(error) ? `no whole answer within ${this.#timeoutMs} ms` : networkFailure(error)}`,
+        { cause: error },
+      );
     }
     let json: unknown;
     try {
@@ -142,11 +173,22 @@ export class HubProtocols implements ProtocolHub {
     }
     if (!response.ok) {
       const message = failureSchema.safeParse(json).data?.error ?? `HTTP ${response.status}`;
-      const code = response.status === 404 ? 'NOT_FOUND' : response.status === 401 ? 'UNAUTHORIZED' : response.status < 500 ? 'BAD_REQUEST' : 'PEER_FAILURE';
+      const code =
+        response.status === 404
+          ? 'NOT_FOUND'
+          : response.status === 401
+            ? 'UNAUTHORIZED'
+            : response.status < 500
+              ? 'BAD_REQUEST'
+              : 'PEER_FAILURE';
       throw new AgoraError(code, `${message} (${target}: HTTP ${response.status})`, { status: response.status });
     }
     const parsed = schema.safeParse(json);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${target}: unexpected reply: ${z.prettifyError(parsed.error).split('\n')[0]}`);
+    if (!parsed.success)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${target}: unexpected reply: ${z.prettifyError(parsed.error).split('\n')[0]}`,
+      );
     return parsed.data;
   }
 }

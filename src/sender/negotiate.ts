@@ -11,7 +11,12 @@ import { NEGOTIATION } from './documents.js';
 import type { ProtocolHub } from './hub.js';
 
 /** The outcome of {@link Sender.negotiate}: the agreed PD and where it was written. */
-export type SenderNegotiation = { document: ProtocolDocument; rounds: number; transcript: NegotiationMessage[]; path?: string };
+export type SenderNegotiation = {
+  document: ProtocolDocument;
+  rounds: number;
+  transcript: NegotiationMessage[];
+  path?: string;
+};
 
 /** Options of one negotiation. */
 export type PeerNegotiationOptions = {
@@ -22,12 +27,25 @@ export type PeerNegotiationOptions = {
 };
 
 /** What a negotiation needs of the sender: its wire, its documents, its LLM, its folder and its round limit. */
-export type NegotiationParts = QueryParts & { llm: LanguageModel | undefined; dir: string | undefined; maxNegotiationRounds: number | undefined; hub?: ProtocolHub | undefined };
+export type NegotiationParts = QueryParts & {
+  llm: LanguageModel | undefined;
+  dir: string | undefined;
+  maxNegotiationRounds: number | undefined;
+  hub?: ProtocolHub | undefined;
+};
 
 /** Negotiates a PD for a task with the peer at `base` (spec §5); the conversation is closed whatever happens. */
-export async function negotiateWithPeer(parts: NegotiationParts, base: string, task: NegotiationTask, options: PeerNegotiationOptions): Promise<SenderNegotiation> {
+export async function negotiateWithPeer(
+  parts: NegotiationParts,
+  base: string,
+  task: NegotiationTask,
+  options: PeerNegotiationOptions,
+): Promise<SenderNegotiation> {
   if (!parts.llm) throw new AgoraError('LLM_UNAVAILABLE', 'Negotiating a protocol needs an LLM');
-  const conversation = openConversation(parts.transport, base, async () => ({ fields: NEGOTIATION, textBodies: false }));
+  const conversation = openConversation(parts.transport, base, async () => ({
+    fields: NEGOTIATION,
+    textBodies: false,
+  }));
   const signal = options.signal;
   const maxRounds = options.maxRounds ?? parts.maxNegotiationRounds;
   let result;
@@ -42,17 +60,25 @@ export async function negotiateWithPeer(parts: NegotiationParts, base: string, t
       ...(signal ? { signal } : {}),
     });
   } finally {
-    await conversation.close().catch((error: unknown) => parts.logger.warn(`closing the negotiation with ${base}: ${describeError(error)}`));
+    await conversation
+      .close()
+      .catch((error: unknown) => parts.logger.warn(`closing the negotiation with ${base}: ${describeError(error)}`));
   }
   await parts.documents.remember(result.document);
   const path = parts.dir ? await writeProtocolFile(parts.dir, result.document) : undefined;
-  parts.logger.info(`negotiated protocol "${result.document.metadata.name}" ${result.document.hash} with ${base} in ${plural(result.rounds, 'round')}`);
+  parts.logger.info(
+    `negotiated protocol "${result.document.metadata.name}" ${result.document.hash} with ${base} in ${plural(result.rounds, 'round')}`,
+  );
   if (parts.hub) await publishToHub(parts.hub, result.document, parts.logger);
   return { ...result, ...(path ? { path } : {}) };
 }
 
 /** Publishes a negotiated PD to the hub so the next pair finds it; a hub that fails costs a warning, not the PD. */
-async function publishToHub(hub: ProtocolHub, document: ProtocolDocument, logger: NegotiationParts['logger']): Promise<void> {
+async function publishToHub(
+  hub: ProtocolHub,
+  document: ProtocolDocument,
+  logger: NegotiationParts['logger'],
+): Promise<void> {
   try {
     await hub.publish(document.text);
     logger.info(`published protocol "${document.metadata.name}" ${document.hash} to the hub ${hub.url}`);

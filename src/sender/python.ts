@@ -15,7 +15,10 @@ export function textBody(body: JsonValue): string {
 export function parsedReply(body: JsonValue): JsonValue {
   if (typeof body !== 'string') return body;
   // An LLM behind the peer may fence its JSON (```json … ```): the fence is no part of the value.
-  const text = body.trim().replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/, '$1').trim();
+  const text = body
+    .trim()
+    .replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/, '$1')
+    .trim();
   if (!/^[[{]/.test(text)) return body;
   try {
     // JSON.parse yields JSON values only; the shape is judged later, by the task's output schema or the caller.

@@ -11,7 +11,14 @@ import { openConversation, sendQuery, type SenderConversation } from './conversa
 import { SenderDocuments } from './documents.js';
 import { HubProtocols, type ProtocolHub } from './hub.js';
 import { negotiateWithPeer, type NegotiationParts, type SenderNegotiation } from './negotiate.js';
-import { TaskRunner, type SenderExtensions, type SenderThresholds, type TaskFunction, type TaskSpec, type TaskState } from './tasks.js';
+import {
+  TaskRunner,
+  type SenderExtensions,
+  type SenderThresholds,
+  type TaskFunction,
+  type TaskSpec,
+  type TaskState,
+} from './tasks.js';
 import { streamPost, type SenderStreamEvent } from './stream.js';
 import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, peerHeaders, PeerTransport, type QueryResult } from './transport.js';
 
@@ -155,8 +162,19 @@ export class Sender {
       ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
     });
     this.hub = hubOf(options);
-    this.#parts = { transport, documents, logger: this.logger, llm: this.llm, dir: this.dir, maxNegotiationRounds: options.maxNegotiationRounds, hub: this.hub };
-    this.#tasks = new TaskRunner({ ...this.#parts, memory: this.memory, extensions: this.extensions, onUsage: this.#countUsage }, options.thresholds);
+    this.#parts = {
+      transport,
+      documents,
+      logger: this.logger,
+      llm: this.llm,
+      dir: this.dir,
+      maxNegotiationRounds: options.maxNegotiationRounds,
+      hub: this.hub,
+    };
+    this.#tasks = new TaskRunner(
+      { ...this.#parts, memory: this.memory, extensions: this.extensions, onUsage: this.#countUsage },
+      options.thresholds,
+    );
   }
 
   /** LLM calls and tokens so far, cumulative. */
@@ -183,9 +201,19 @@ export class Sender {
     const base = agentBaseUrl(url);
     const body = toJsonValue(options.body, 'body');
     const fields = await this.#parts.documents.protocolFields(base, options.protocol, options.signal);
-    const path = options.conversationId === undefined ? '/' : `/conversations/${encodeURIComponent(options.conversationId)}`;
-    const payload = { ...fields, body, ...(options.multiround && options.conversationId === undefined ? { multiround: true } : {}) };
-    yield* streamPost(base, path, payload, { fetch: this.#options.fetch ?? globalThis.fetch, idleTimeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, signal: options.signal, headers: peerHeaders(this.#options) });
+    const path =
+      options.conversationId === undefined ? '/' : `/conversations/${encodeURIComponent(options.conversationId)}`;
+    const payload = {
+      ...fields,
+      body,
+      ...(options.multiround && options.conversationId === undefined ? { multiround: true } : {}),
+    };
+    yield* streamPost(base, path, payload, {
+      fetch: this.#options.fetch ?? globalThis.fetch,
+      idleTimeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS,
+      signal: options.signal,
+      headers: peerHeaders(this.#options),
+    });
   }
 
   /**
@@ -194,14 +222,24 @@ export class Sender {
    */
   conversation(url: string, protocol?: ProtocolDocument | string): SenderConversation {
     const base = agentBaseUrl(url);
-    return openConversation(this.#parts.transport, base, (signal) => this.#parts.documents.peerFields(base, protocol, signal), exactUrl(url));
+    return openConversation(
+      this.#parts.transport,
+      base,
+      (signal) => this.#parts.documents.peerFields(base, protocol, signal),
+      exactUrl(url),
+    );
   }
 
   /** The peer's `/wellknown` listing as it gives it (hash → sources); a peer without one (404) is an error. */
   async wellknown(url: string, signal?: AbortSignal): Promise<Wellknown> {
     const base = agentBaseUrl(url);
     const listing = await this.#parts.documents.listing(base, signal);
-    if (listing === undefined) throw new AgoraError('PEER_FAILURE', `GET ${base}/wellknown: HTTP 404: the peer lists no protocols (a Python SDK peer?)`, { status: 404 });
+    if (listing === undefined)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `GET ${base}/wellknown: HTTP 404: the peer lists no protocols (a Python SDK peer?)`,
+        { status: 404 },
+      );
     return listing;
   }
 
@@ -229,7 +267,11 @@ export class Sender {
   async negotiate(
     url: string,
     task: NegotiationTask,
-    options: { maxRounds?: number; onRound?: (round: number, proposal: string, answer: string) => void; signal?: AbortSignal } = {},
+    options: {
+      maxRounds?: number;
+      onRound?: (round: number, proposal: string, answer: string) => void;
+      signal?: AbortSignal;
+    } = {},
   ): Promise<SenderNegotiation> {
     return negotiateWithPeer(this.#parts, agentBaseUrl(url), task, { ...options, onUsage: this.#countUsage });
   }

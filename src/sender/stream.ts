@@ -10,7 +10,12 @@ export type SenderStreamEvent = { type: 'delta'; delta: JsonValue } | { type: 'd
  * What a stream needs: the wire, and its time bound: until the reply's headers (and the whole body of a peer that
  * does not stream), then between two pieces of an event stream.
  */
-export type StreamOptions = { fetch: typeof fetch; idleTimeoutMs: number; signal?: AbortSignal | undefined; headers?: Record<string, string> };
+export type StreamOptions = {
+  fetch: typeof fetch;
+  idleTimeoutMs: number;
+  signal?: AbortSignal | undefined;
+  headers?: Record<string, string>;
+};
 
 // Bounds on what a peer may send: one event's size and the whole stream's.
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
@@ -19,7 +24,11 @@ const MAX_STREAM_BYTES = 64 * 1024 * 1024;
 export type RawEvent = { id?: string; event: string; data: string };
 
 /** Reads SSE blocks off a body (the sender's one SSE reader, also used by the ROAR client), each chunk within `idleTimeoutMs` of the last; throws on a stalled or oversized stream. */
-export async function* readEvents(body: ReadableStream<Uint8Array>, what: string, options: StreamOptions): AsyncGenerator<RawEvent> {
+export async function* readEvents(
+  body: ReadableStream<Uint8Array>,
+  what: string,
+  options: StreamOptions,
+): AsyncGenerator<RawEvent> {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = '';
   let total = 0;
@@ -43,16 +52,21 @@ export async function* readEvents(body: ReadableStream<Uint8Array>, what: string
         event.data = data.join('\n');
         if (data.length) yield event;
       }
-      if (buffer.length > MAX_EVENT_BYTES) throw new AgoraError('PEER_FAILURE', `${what}: an event larger than ${MAX_EVENT_BYTES} bytes`);
+      if (buffer.length > MAX_EVENT_BYTES)
+        throw new AgoraError('PEER_FAILURE', `${what}: an event larger than ${MAX_EVENT_BYTES} bytes`);
       let timer: NodeJS.Timeout | undefined;
       const idle = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new AgoraError('TIMEOUT', `${what}: nothing received for ${options.idleTimeoutMs} ms`)), options.idleTimeoutMs);
+        timer = setTimeout(
+          () => reject(new AgoraError('TIMEOUT', `${what}: nothing received for ${options.idleTimeoutMs} ms`)),
+          options.idleTimeoutMs,
+        );
       });
       try {
         const { value, done } = await Promise.race([reader.read(), idle]);
         if (done) return;
         total += value.length;
-        if (total > MAX_STREAM_BYTES) throw new AgoraError('PEER_FAILURE', `${what}: a stream larger than ${MAX_STREAM_BYTES} bytes`);
+        if (total > MAX_STREAM_BYTES)
+          throw new AgoraError('PEER_FAILURE', `${what}: a stream larger than ${MAX_STREAM_BYTES} bytes`);
         buffer += value;
       } finally {
         clearTimeout(timer);
@@ -74,14 +88,17 @@ function parseJson(what: string, data: string): unknown {
 /** A peer's whole reply (a `done` event, or the JSON of a peer that does not stream) as a result, or its failure. */
 function toResult(method: string, url: string, status: number, json: unknown): QueryResult {
   const parsed = peerResponseSchema.safeParse(json);
-  if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}, not an Agora reply`, { status });
+  if (!parsed.success)
+    throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}, not an Agora reply`, { status });
   const reply = parsed.data;
   if (reply.status === 'failure') throw peerFailure(method, url, status, reply.error);
   if (reply.status === 'error') throw peerFailure(method, url, status, reply.message);
   return {
     body: (reply.body ?? null) as JsonValue,
     ...(reply.conversationId ? { conversationId: reply.conversationId } : {}),
-    ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires) ? { conversationExpires: reply.conversationExpires } : {}),
+    ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires)
+      ? { conversationExpires: reply.conversationExpires }
+      : {}),
   };
 }
 
@@ -90,21 +107,33 @@ function toResult(method: string, url: string, status: number, json: unknown): Q
  * does not stream answers in one delta (the body's text) and `done`. When the connection drops mid-stream of a
  * conversation, it resumes once from the last event received (`GET /conversations/:id/events`, `Last-Event-ID`).
  */
-export async function* streamPost(base: string, path: string, payload: Record<string, unknown>, options: StreamOptions): AsyncGenerator<SenderStreamEvent> {
+export async function* streamPost(
+  base: string,
+  path: string,
+  payload: Record<string, unknown>,
+  options: StreamOptions,
+): AsyncGenerator<SenderStreamEvent> {
   const url = `${base}${path}`;
   let conversationId = path.startsWith('/conversations/') ? decodeURIComponent(path.slice(15)) : undefined;
   let lastId: string | undefined;
   let resumed = false;
   let method = 'POST';
   let target = url;
-  let headers: Record<string, string> = { ...options.headers, accept: 'text/event-stream', 'content-type': 'application/json' };
+  let headers: Record<string, string> = {
+    ...options.headers,
+    accept: 'text/event-stream',
+    'content-type': 'application/json',
+  };
   let body: string | undefined = JSON.stringify(payload);
   for (;;) {
     const what = `${method} ${target}`;
     // A peer that never answers, or answers whole but never finishes its body, is cut off like any other exchange;
     // an event stream is bounded by its idle timer instead, once its headers came.
     const attempt = new AbortController();
-    const deadline = setTimeout(() => attempt.abort(new AgoraError('TIMEOUT', `${what}: no reply within ${options.idleTimeoutMs} ms`)), options.idleTimeoutMs);
+    const deadline = setTimeout(
+      () => attempt.abort(new AgoraError('TIMEOUT', `${what}: no reply within ${options.idleTimeoutMs} ms`)),
+      options.idleTimeoutMs,
+    );
     const fail = (error: unknown): never => {
       if (options.signal?.aborted) throw options.signal.reason;
       if (attempt.signal.aborted) throw attempt.signal.reason;
@@ -112,7 +141,13 @@ export async function* streamPost(base: string, path: string, payload: Record<st
     };
     let response: Response;
     try {
-      response = await options.fetch(target, { method, headers, ...(body === undefined ? {} : { body }), signal: options.signal ? AbortSignal.any([options.signal, attempt.signal]) : attempt.signal, redirect: 'manual' });
+      response = await options.fetch(target, {
+        method,
+        headers,
+        ...(body === undefined ? {} : { body }),
+        signal: options.signal ? AbortSignal.any([options.signal, attempt.signal]) : attempt.signal,
+        redirect: 'manual',
+      });
     } catch (error) {
       clearTimeout(deadline);
       return fail(error);
@@ -143,7 +178,10 @@ export async function* streamPost(base: string, path: string, payload: Record<st
       for await (const event of readEvents(response.body!, what, options)) {
         if (event.id !== undefined) lastId = event.id;
         const data = parseJson(what, event.data);
-        const fields = (typeof data === 'object' && data !== null ? data : {}) as { delta?: JsonValue; conversationId?: unknown };
+        const fields = (typeof data === 'object' && data !== null ? data : {}) as {
+          delta?: JsonValue;
+          conversationId?: unknown;
+        };
         if (typeof fields.conversationId === 'string') conversationId = fields.conversationId;
         if (event.event === 'delta') yield { type: 'delta', delta: fields.delta ?? null };
         else if (event.event === 'done' || event.event === 'error') {
@@ -162,7 +200,9 @@ export async function* streamPost(base: string, path: string, payload: Record<st
       return;
     }
     if (resumed || conversationId === undefined || lastId === undefined) {
-      throw dropped === undefined ? new AgoraError('PEER_FAILURE', `${method} ${target}: the stream ended before its reply`) : wrap(dropped, `${method} ${target}`);
+      throw dropped === undefined
+        ? new AgoraError('PEER_FAILURE', `${method} ${target}: the stream ended before its reply`)
+        : wrap(dropped, `${method} ${target}`);
     }
     // The stream ended (or broke) before its reply: resume once where it stopped.
     resumed = true;

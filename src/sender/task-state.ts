@@ -12,7 +12,9 @@ export type TaskState = {
   protocolHash: string | null;
   /** Fit verdicts of the LLM, per hex hash. */
   verdicts: Record<string, boolean>;
-  negotiation?: { outcome: 'agreed'; hash: string; rounds: number; at: string; path?: string } | { outcome: 'failed'; error: string; at: string };
+  negotiation?:
+    | { outcome: 'agreed'; hash: string; rounds: number; at: string; path?: string }
+    | { outcome: 'failed'; error: string; at: string };
 };
 
 function keySlug(text: string): string {
@@ -39,11 +41,14 @@ export class TaskStates {
     const state: TaskState = { uses: 0, protocolHash: null, verdicts: {} };
     if (!saved || typeof saved !== 'object') return state;
     if (typeof saved.uses === 'number' && Number.isInteger(saved.uses) && saved.uses >= 0) state.uses = saved.uses;
-    if (typeof saved.protocolHash === 'string' && normalizeHash(saved.protocolHash)) state.protocolHash = normalizeHash(saved.protocolHash)!;
+    if (typeof saved.protocolHash === 'string' && normalizeHash(saved.protocolHash))
+      state.protocolHash = normalizeHash(saved.protocolHash)!;
     if (saved.verdicts && typeof saved.verdicts === 'object' && !Array.isArray(saved.verdicts)) {
-      for (const [hash, verdict] of Object.entries(saved.verdicts)) if (typeof verdict === 'boolean') state.verdicts[hash] = verdict;
+      for (const [hash, verdict] of Object.entries(saved.verdicts))
+        if (typeof verdict === 'boolean') state.verdicts[hash] = verdict;
     }
-    if (saved.negotiation && typeof saved.negotiation === 'object') state.negotiation = saved.negotiation as TaskState['negotiation'];
+    if (saved.negotiation && typeof saved.negotiation === 'object')
+      state.negotiation = saved.negotiation as TaskState['negotiation'];
     return state;
   }
 

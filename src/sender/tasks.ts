@@ -9,7 +9,15 @@ import { toJsonValue, type JsonValue } from '../schemas.js';
 import { sendOnce } from './conversation.js';
 import { hubCandidates, type HubBackoff } from './hub-candidates.js';
 import { negotiateWithPeer, type NegotiationParts } from './negotiate.js';
-import { judgeFit, readReply, taskSchemas, writeBody, type TaskLlm, type TaskSchemas, type TaskSpec } from './task-llm.js';
+import {
+  judgeFit,
+  readReply,
+  taskSchemas,
+  writeBody,
+  type TaskLlm,
+  type TaskSchemas,
+  type TaskSpec,
+} from './task-llm.js';
 import { TaskStates, type TaskState } from './task-state.js';
 import { agentBaseUrl } from './transport.js';
 
@@ -55,13 +63,23 @@ export type SenderExtensions = {
 };
 
 /** A typed task bound to a sender: call it with an input and a target agent's URL. */
-export type TaskFunction<Input, Output> = (input: Input, options: { target: string; signal?: AbortSignal }) => Promise<Output>;
+export type TaskFunction<Input, Output> = (
+  input: Input,
+  options: { target: string; signal?: AbortSignal },
+) => Promise<Output>;
 
 /** What typed tasks use of the sender: its wire and documents, its LLM, memory and extensions, and its usage count. */
 export type TaskParts = NegotiationParts & { memory: AgentMemory; extensions: SenderExtensions; onUsage: UsageSink };
 
 /** One task call: what it is, where it goes, and its LLM calls so far. */
-type Call = { task: TaskSpec; schemas: TaskSchemas; base: string; key: string; calls: number; signal: AbortSignal | undefined };
+type Call = {
+  task: TaskSpec;
+  schemas: TaskSchemas;
+  base: string;
+  key: string;
+  calls: number;
+  signal: AbortSignal | undefined;
+};
 
 /**
  * Typed tasks of a sender: natural language first, then a fitting or negotiated PD as they are used, with their
@@ -94,9 +112,16 @@ export class TaskRunner {
     return this.#states.read(this.#states.key(taskName, agentBaseUrl(target)));
   }
 
-  async #run(task: TaskSpec, schemas: TaskSchemas, rawInput: unknown, target: string, signal?: AbortSignal): Promise<unknown> {
+  async #run(
+    task: TaskSpec,
+    schemas: TaskSchemas,
+    rawInput: unknown,
+    target: string,
+    signal?: AbortSignal,
+  ): Promise<unknown> {
     const checked = task.input.safeParse(rawInput);
-    if (!checked.success) throw new AgoraError('BAD_REQUEST', `task "${task.name}": invalid input: ${z.prettifyError(checked.error)}`);
+    if (!checked.success)
+      throw new AgoraError('BAD_REQUEST', `task "${task.name}": invalid input: ${z.prettifyError(checked.error)}`);
     const input = checked.data;
     const base = agentBaseUrl(target);
     const call: Call = { task, schemas, base, key: this.#states.key(task.name, base), calls: 0, signal };
@@ -107,9 +132,11 @@ export class TaskRunner {
     let body: JsonValue | undefined;
     if (routine) {
       try {
-        body = toJsonValue(await routine.buildBody(input), 'the routine\'s body');
+        body = toJsonValue(await routine.buildBody(input), "the routine's body");
       } catch (error) {
-        this.#parts.logger.warn(`task "${task.name}": sender routine failed to build the body, the LLM writes it: ${describeError(error)}`);
+        this.#parts.logger.warn(
+          `task "${task.name}": sender routine failed to build the body, the LLM writes it: ${describeError(error)}`,
+        );
       }
     }
     body ??= await writeBody(this.#llm(call), task, schemas, document, input);
@@ -119,12 +146,19 @@ export class TaskRunner {
       reply = await sendOnce(this.#parts, base, document, body, signal);
     } catch (error) {
       // The peer refusing the PD says it does not fit this target after all: the next call looks again.
-      if (document && isAgoraError(error) && error.code === 'PEER_FAILURE' && /unsupported protocol|not suitable|failed to download protocol/i.test(error.message)) {
+      if (
+        document &&
+        isAgoraError(error) &&
+        error.code === 'PEER_FAILURE' &&
+        /unsupported protocol|not suitable|failed to download protocol/i.test(error.message)
+      ) {
         await this.#states.update(call.key, (current) => {
           current.verdicts[document.hash] = false;
           if (current.protocolHash === document.hash) current.protocolHash = null;
         });
-        this.#parts.logger.warn(`task "${task.name}": ${base} refused protocol "${document.metadata.name}" ${document.hash}: ${error.message}`);
+        this.#parts.logger.warn(
+          `task "${task.name}": ${base} refused protocol "${document.metadata.name}" ${document.hash}: ${error.message}`,
+        );
       }
       throw error;
     }
@@ -134,18 +168,33 @@ export class TaskRunner {
     if (routine) {
       try {
         const parsed = task.output.safeParse(await routine.parseReply(reply.body));
-        if (!parsed.success) throw new AgoraError('INVALID_OUTPUT', `output does not match the task's schema: ${z.prettifyError(parsed.error)}`);
+        if (!parsed.success)
+          throw new AgoraError(
+            'INVALID_OUTPUT',
+            `output does not match the task's schema: ${z.prettifyError(parsed.error)}`,
+          );
         output = parsed.data;
         parsedByRoutine = true;
       } catch (error) {
-        this.#parts.logger.warn(`task "${task.name}": sender routine failed to read the reply, the LLM reads it: ${describeError(error)}`);
+        this.#parts.logger.warn(
+          `task "${task.name}": sender routine failed to read the reply, the LLM reads it: ${describeError(error)}`,
+        );
       }
     }
     if (!parsedByRoutine) output = await readReply(this.#llm(call), task, schemas, document, input, reply.body);
 
     const served = this.#parts.extensions.served;
     if (served) {
-      const event: TaskServedEvent = { task: task.name, target: base, hash: document?.hash ?? null, input, body, reply: reply.body, output, llmCalls: call.calls };
+      const event: TaskServedEvent = {
+        task: task.name,
+        target: base,
+        hash: document?.hash ?? null,
+        input,
+        body,
+        reply: reply.body,
+        output,
+        llmCalls: call.calls,
+      };
       Promise.resolve()
         .then(() => served(event))
         .catch((error: unknown) => this.#parts.logger.error(`served hook failed: ${describeError(error)}`));
@@ -158,7 +207,9 @@ export class TaskRunner {
     try {
       return await this.#parts.extensions.taskRoutine(task, document);
     } catch (error) {
-      this.#parts.logger.warn(`task "${task.name}": no sender routine for "${document.metadata.name}": ${describeError(error)}`);
+      this.#parts.logger.warn(
+        `task "${task.name}": no sender routine for "${document.metadata.name}": ${describeError(error)}`,
+      );
       return undefined;
     }
   }
@@ -169,7 +220,9 @@ export class TaskRunner {
     if (state.protocolHash) {
       const chosen = await this.#parts.documents.known(state.protocolHash, call.base, call.signal);
       if (chosen) return chosen;
-      this.#parts.logger.warn(`task "${task.name}": protocol ${state.protocolHash} is no longer available, looking again`);
+      this.#parts.logger.warn(
+        `task "${task.name}": protocol ${state.protocolHash} is no longer available, looking again`,
+      );
       await this.#states.update(key, (current) => void (current.protocolHash = null));
     }
     if (!this.#parts.llm || state.uses < this.#lookFrom) return undefined;
@@ -179,7 +232,9 @@ export class TaskRunner {
         fits = await judgeFit(this.#llm(call), task, call.schemas, candidate);
         const verdict = fits;
         await this.#states.update(key, (current) => void (current.verdicts[candidate.hash] = verdict));
-        this.#parts.logger.info(`task "${task.name}": protocol "${candidate.metadata.name}" ${candidate.hash} judged ${fits ? 'a fit' : 'no fit'}`);
+        this.#parts.logger.info(
+          `task "${task.name}": protocol "${candidate.metadata.name}" ${candidate.hash} judged ${fits ? 'a fit' : 'no fit'}`,
+        );
       }
       if (fits) {
         await this.#states.update(key, (current) => void (current.protocolHash = candidate.hash));
@@ -202,20 +257,39 @@ export class TaskRunner {
       const result = await negotiateWithPeer(
         this.#parts,
         base,
-        { name: task.name, description: task.description, ...(schemas.input ? { inputSchema: schemas.input } : {}), ...(schemas.output ? { outputSchema: schemas.output } : {}) },
+        {
+          name: task.name,
+          description: task.description,
+          ...(schemas.input ? { inputSchema: schemas.input } : {}),
+          ...(schemas.output ? { outputSchema: schemas.output } : {}),
+        },
         { onUsage: this.#sink(call), signal: call.signal },
       );
       const hash = result.document.hash;
       await this.#states.update(key, (current) => {
         current.protocolHash = hash;
         current.verdicts[hash] = true;
-        current.negotiation = { outcome: 'agreed', hash, rounds: result.rounds, at: new Date().toISOString(), ...(result.path ? { path: result.path } : {}) };
+        current.negotiation = {
+          outcome: 'agreed',
+          hash,
+          rounds: result.rounds,
+          at: new Date().toISOString(),
+          ...(result.path ? { path: result.path } : {}),
+        };
       });
       return result.document;
     } catch (error) {
       // A failed negotiation is not a failed task: natural language still works, and it is not tried again.
       this.#parts.logger.warn(`task "${task.name}": negotiation with ${base} failed: ${describeError(error)}`);
-      await this.#states.update(key, (current) => void (current.negotiation = { outcome: 'failed', error: error instanceof Error ? error.message : String(error), at: new Date().toISOString() }));
+      await this.#states.update(
+        key,
+        (current) =>
+          void (current.negotiation = {
+            outcome: 'failed',
+            error: error instanceof Error ? error.message : String(error),
+            at: new Date().toISOString(),
+          }),
+      );
       return undefined;
     }
   }
@@ -241,16 +315,29 @@ export class TaskRunner {
     }
     if (this.#parts.hub) {
       const skip = (hash: string) => found.has(hash) || state.verdicts[hash] === false;
-      for (const document of await hubCandidates(this.#parts.hub, this.#parts.documents, call.task, skip, this.#parts.logger, this.#hubBackoff)) found.set(document.hash, document);
+      for (const document of await hubCandidates(
+        this.#parts.hub,
+        this.#parts.documents,
+        call.task,
+        skip,
+        this.#parts.logger,
+        this.#hubBackoff,
+      ))
+        found.set(document.hash, document);
     }
-    for (const document of await this.#parts.documents.local()) if (!found.has(document.hash) && state.verdicts[document.hash] !== false) found.set(document.hash, document);
+    for (const document of await this.#parts.documents.local())
+      if (!found.has(document.hash) && state.verdicts[document.hash] !== false) found.set(document.hash, document);
     return [...found.values()];
   }
 
   /** The LLM for a step of this call, or LLM_UNAVAILABLE. */
   #llm(call: Call): TaskLlm {
     const llm: LanguageModel | undefined = this.#parts.llm;
-    if (!llm) throw new AgoraError('LLM_UNAVAILABLE', `task "${call.task.name}" needs an LLM (or a sender routine under a protocol)`);
+    if (!llm)
+      throw new AgoraError(
+        'LLM_UNAVAILABLE',
+        `task "${call.task.name}" needs an LLM (or a sender routine under a protocol)`,
+      );
     return { llm, onUsage: this.#sink(call), signal: call.signal };
   }
 

@@ -47,13 +47,18 @@ export function agentBaseUrl(url: string): string {
   } catch {
     throw new AgoraError('BAD_REQUEST', `Not a URL: ${JSON.stringify(url)}`);
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new AgoraError('BAD_REQUEST', `Not an http(s) URL: ${url}`);
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new AgoraError('BAD_REQUEST', `Not an http(s) URL: ${url}`);
   return `${parsed.origin}${parsed.pathname.replace(/\/+$/, '')}`;
 }
 
 /** Whether a peer's failure says the conversation is over already (404, or "Conversation not found/expired"). */
 export function isGone(error: unknown): boolean {
-  return isAgoraError(error) && error.code === 'PEER_FAILURE' && (error.status === 404 || /: (HTTP \d+|failure): Conversation (not found|expired)/i.test(error.message));
+  return (
+    isAgoraError(error) &&
+    error.code === 'PEER_FAILURE' &&
+    (error.status === 404 || /: (HTTP \d+|failure): Conversation (not found|expired)/i.test(error.message))
+  );
 }
 
 /**
@@ -99,7 +104,9 @@ export class PeerTransport {
     return {
       body: (reply.body ?? null) as JsonValue,
       ...(reply.conversationId ? { conversationId: reply.conversationId } : {}),
-      ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires) ? { conversationExpires: reply.conversationExpires } : {}),
+      ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires)
+        ? { conversationExpires: reply.conversationExpires }
+        : {}),
     };
   }
 
@@ -116,24 +123,37 @@ export class PeerTransport {
       return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
     } catch {
       const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 80);
-      throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${response.status}, not JSON${excerpt ? `: ${excerpt}` : ''}`, { status: response.status });
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${method} ${url}: HTTP ${response.status}, not JSON${excerpt ? `: ${excerpt}` : ''}`,
+        { status: response.status },
+      );
     }
   }
 
   /** An error reply in either failure shape keeps the peer's text; anything else says it is not an Agora reply. */
   peerError(method: PeerMethod, url: string, status: number, json: unknown): AgoraError {
     const failure = peerResponseSchema.safeParse(json);
-    if (failure.success && failure.data.status === 'failure') return peerFailure(method, url, status, failure.data.error);
-    if (failure.success && failure.data.status === 'error') return peerFailure(method, url, status, failure.data.message);
+    if (failure.success && failure.data.status === 'failure')
+      return peerFailure(method, url, status, failure.data.error);
+    if (failure.success && failure.data.status === 'error')
+      return peerFailure(method, url, status, failure.data.message);
     return new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}, not an Agora reply`, { status });
   }
 
   /** One HTTP exchange, bounded by the timeout (body included) and a size cap; never retried. */
-  async exchange(method: PeerMethod, url: string, payload?: unknown, signal?: AbortSignal, maxBytes = this.#maxReplyBytes): Promise<PeerResponse> {
+  async exchange(
+    method: PeerMethod,
+    url: string,
+    payload?: unknown,
+    signal?: AbortSignal,
+    maxBytes = this.#maxReplyBytes,
+  ): Promise<PeerResponse> {
     const timeout = AbortSignal.timeout(this.#timeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
     const fail = (error: unknown): never => {
-      if (timeout.aborted && !signal?.aborted) throw new AgoraError('TIMEOUT', `${method} ${url}: timed out after ${this.#timeoutMs} ms`, { cause: error });
+      if (timeout.aborted && !signal?.aborted)
+        throw new AgoraError('TIMEOUT', `${method} ${url}: timed out after ${this.#timeoutMs} ms`, { cause: error });
       if (signal?.aborted) throw signal.reason;
       throw new AgoraError('PEER_FAILURE', `${method} ${url}: ${networkFailure(error)}`, { cause: error });
     };
@@ -141,8 +161,14 @@ export class PeerTransport {
     try {
       response = await this.#fetch(url, {
         method,
-        headers: { ...this.#headers, accept: 'application/json', ...(payload === undefined ? {} : { 'content-type': 'application/json' }) },
-        ...(payload === undefined ? {} : { body: payload instanceof JsonText ? payload.text : JSON.stringify(payload) }),
+        headers: {
+          ...this.#headers,
+          accept: 'application/json',
+          ...(payload === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(payload === undefined
+          ? {}
+          : { body: payload instanceof JsonText ? payload.text : JSON.stringify(payload) }),
         signal: combined,
         redirect: method === 'GET' ? 'follow' : 'manual',
       });
@@ -160,7 +186,8 @@ export class PeerTransport {
 
 /** Reads a reply's body, refusing one larger than `maxBytes` (declared or streamed). */
 export async function readCapped(response: Response, maxBytes: number, what: string): Promise<Buffer> {
-  const tooLarge = () => new AgoraError('PEER_FAILURE', `${what}: reply larger than ${maxBytes} bytes`, { status: response.status });
+  const tooLarge = () =>
+    new AgoraError('PEER_FAILURE', `${what}: reply larger than ${maxBytes} bytes`, { status: response.status });
   const declared = Number(response.headers.get('content-length'));
   if (Number.isFinite(declared) && declared > maxBytes) {
     await response.body?.cancel().catch(() => undefined);
@@ -201,12 +228,17 @@ export async function getJson(transport: PeerTransport, url: string, options: Ge
     try {
       response = await transport.exchange('GET', url, undefined, options.signal, options.maxBytes);
     } catch (error) {
-      const retriable = isAgoraError(error) && error.code === 'PEER_FAILURE' && error.status === undefined && !/larger than/.test(error.message);
+      const retriable =
+        isAgoraError(error) &&
+        error.code === 'PEER_FAILURE' &&
+        error.status === undefined &&
+        !/larger than/.test(error.message);
       if (retriable && attempt < retries) continue;
       throw error;
     }
     if (RETRIED_STATUSES.has(response.status) && attempt < retries) continue;
-    if (response.status < 200 || response.status > 299) throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
+    if (response.status < 200 || response.status > 299)
+      throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
     return transport.parseJson('GET', url, response);
   }
 }
@@ -230,7 +262,10 @@ export function boundedFetch(options: TransportOptions = {}): typeof fetch {
     let timer: NodeJS.Timeout | undefined;
     const arm = () => {
       clearTimeout(timer);
-      timer = setTimeout(() => controller.abort(new AgoraError('TIMEOUT', `${what}: timed out after ${timeoutMs} ms`)), timeoutMs);
+      timer = setTimeout(
+        () => controller.abort(new AgoraError('TIMEOUT', `${what}: timed out after ${timeoutMs} ms`)),
+        timeoutMs,
+      );
     };
     const caller = init.signal ?? request?.signal ?? undefined;
     const signal = caller ? AbortSignal.any([caller, controller.signal]) : controller.signal;
@@ -288,7 +323,11 @@ export function boundedFetch(options: TransportOptions = {}): typeof fetch {
     try {
       const bytes = await readCapped(response, maxBytes, what);
       clearTimeout(timer);
-      return new Response(response.status === 204 || response.status === 304 ? null : bytes, { status: response.status, statusText: response.statusText, headers: kept });
+      return new Response(response.status === 204 || response.status === 304 ? null : bytes, {
+        status: response.status,
+        statusText: response.statusText,
+        headers: kept,
+      });
     } catch (error) {
       return fail(error);
     }

@@ -27,7 +27,8 @@ export function quarter(chars: number): number {
 /** The system prompt's text, however it was sent (a string or text blocks). */
 export function systemText(system: unknown): string {
   if (typeof system === 'string') return system;
-  if (Array.isArray(system)) return system.map((block) => (typeof block?.text === 'string' ? block.text : '')).join('\n');
+  if (Array.isArray(system))
+    return system.map((block) => (typeof block?.text === 'string' ? block.text : '')).join('\n');
   return '';
 }
 
@@ -35,7 +36,8 @@ export function systemText(system: unknown): string {
 function blockText(block: any): string {
   if (typeof block === 'string') return block;
   if (block?.type === 'text' && typeof block.text === 'string') return block.text;
-  if (block?.type === 'tool_result') return Array.isArray(block.content) ? block.content.map(blockText).join('\n') : String(block.content ?? '');
+  if (block?.type === 'tool_result')
+    return Array.isArray(block.content) ? block.content.map(blockText).join('\n') : String(block.content ?? '');
   if (block?.type === 'tool_use') return JSON.stringify(block.input ?? {});
   return '';
 }
@@ -53,16 +55,25 @@ export function lastUserText(messages: unknown): string {
   if (!last) return '';
   if (typeof last.content === 'string') return last.content;
   if (!Array.isArray(last.content)) return '';
-  return last.content.filter((block: any) => block?.type === 'text' || block?.type === 'tool_result').map(blockText).join('\n');
+  return last.content
+    .filter((block: any) => block?.type === 'text' || block?.type === 'tool_result')
+    .map(blockText)
+    .join('\n');
 }
 
 /** The characters a request sends: its system prompt and every message's text. */
 export function requestChars(body: any): number {
   const messages: unknown[] = Array.isArray(body?.messages) ? body.messages : [];
-  return systemText(body?.system).length + messages.reduce<number>((sum, message: any) => sum + messageText(message?.content).length, 0);
+  return (
+    systemText(body?.system).length +
+    messages.reduce<number>((sum, message: any) => sum + messageText(message?.content).length, 0)
+  );
 }
 
 /** The characters a reply carries: text, and tool calls' inputs as JSON. */
 export function replyChars(content: ResponseBlock[]): number {
-  return content.reduce((sum, block) => sum + (block.type === 'text' ? block.text.length : JSON.stringify(block.input).length), 0);
+  return content.reduce(
+    (sum, block) => sum + (block.type === 'text' ? block.text.length : JSON.stringify(block.input).length),
+    0,
+  );
 }

@@ -69,7 +69,12 @@ export type FakeWire = {
   /** Writes a scripted status (its body, else the wire's error for that status). */
   sendStatus(response: ServerResponse, reply: StatusReply): void;
   /** Writes a message reply, plain or streamed as the request asked; returns the tokens it reported. */
-  sendMessage(response: ServerResponse, body: any, reply: MessageReply, ids: (prefix: string) => string): Promise<{ inputTokens: number; outputTokens: number }>;
+  sendMessage(
+    response: ServerResponse,
+    body: any,
+    reply: MessageReply,
+    ids: (prefix: string) => string,
+  ): Promise<{ inputTokens: number; outputTokens: number }>;
 };
 
 // The default fallback: a 500 whose message says the script ran out.
@@ -152,7 +157,8 @@ export class FakeLlmServer {
     const wire = this.#wire;
     const raw = await readBody(request);
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
-    if (request.method !== 'POST' || path !== wire.path) return wire.sendError(response, 404, `Not found: ${request.method} ${path}`);
+    if (request.method !== 'POST' || path !== wire.path)
+      return wire.sendError(response, 404, `Not found: ${request.method} ${path}`);
     let body: any;
     try {
       body = JSON.parse(raw);
@@ -173,17 +179,31 @@ export class FakeLlmServer {
       // A function may compute another function; a bound keeps a mistaken self-reference from spinning.
       for (let depth = 0; typeof reply === 'function' && depth < 16; depth++) reply = await reply(recorded);
     } catch (error) {
-      return wire.sendError(response, 500, `${wire.name} reply function threw: ${error instanceof Error ? error.message : String(error)}`);
+      return wire.sendError(
+        response,
+        500,
+        `${wire.name} reply function threw: ${error instanceof Error ? error.message : String(error)}`,
+      );
     }
     if (typeof reply === 'function') throw new Error('reply functions nested too deeply');
     if (typeof reply === 'string') reply = { text: reply };
     // Held open until the client gives up or close() destroys the socket.
     if ('stall' in reply) return;
     if ('status' in reply) {
-      if (reply === EXHAUSTED) return wire.sendError(response, 500, `${wire.name}: the reply script ran out (push more replies or set a fallback)`);
+      if (reply === EXHAUSTED)
+        return wire.sendError(
+          response,
+          500,
+          `${wire.name}: the reply script ran out (push more replies or set a fallback)`,
+        );
       return wire.sendStatus(response, reply);
     }
-    const usage = await wire.sendMessage(response, body, reply, (prefix) => `${prefix}_fake${String(++this.#ids).padStart(8, '0')}`);
+    const usage = await wire.sendMessage(
+      response,
+      body,
+      reply,
+      (prefix) => `${prefix}_fake${String(++this.#ids).padStart(8, '0')}`,
+    );
     this.#totals.calls++;
     this.#totals.inputTokens += usage.inputTokens;
     this.#totals.outputTokens += usage.outputTokens;
@@ -191,10 +211,17 @@ export class FakeLlmServer {
 }
 
 /** The tokens a reply reports: as scripted (either spelling), else the token model's count. */
-export function replyUsage(reply: MessageReply, tokenModel: 'fixed' | 'chars', requestChars: () => number, replyChars: () => number): { inputTokens: number; outputTokens: number } {
+export function replyUsage(
+  reply: MessageReply,
+  tokenModel: 'fixed' | 'chars',
+  requestChars: () => number,
+  replyChars: () => number,
+): { inputTokens: number; outputTokens: number } {
   return {
-    inputTokens: reply.usage?.inputTokens ?? reply.usage?.input_tokens ?? (tokenModel === 'chars' ? quarter(requestChars()) : 10),
-    outputTokens: reply.usage?.outputTokens ?? reply.usage?.output_tokens ?? (tokenModel === 'chars' ? quarter(replyChars()) : 5),
+    inputTokens:
+      reply.usage?.inputTokens ?? reply.usage?.input_tokens ?? (tokenModel === 'chars' ? quarter(requestChars()) : 10),
+    outputTokens:
+      reply.usage?.outputTokens ?? reply.usage?.output_tokens ?? (tokenModel === 'chars' ? quarter(replyChars()) : 5),
   };
 }
 
@@ -208,7 +235,12 @@ function readBody(request: IncomingMessage): Promise<string> {
 }
 
 /** Writes a JSON body with a status. */
-export function sendJson(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   response.writeHead(status, { 'content-type': 'application/json', ...headers });
   response.end(typeof body === 'string' ? body : JSON.stringify(body));
 }

@@ -2,7 +2,8 @@
 import type { ServerResponse } from 'node:http';
 
 /** A content block of a fake reply. */
-export type ResponseBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown };
+export type ResponseBlock =
+  { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown };
 
 /** How a text block is streamed: its pieces, and a wait before each (a delay in ms, or a promise the test resolves). */
 export type StreamPacing = {
@@ -24,11 +25,28 @@ export async function pause(pacing: StreamPacing | undefined, index: number): Pr
  * Writes a message as the event sequence of the real streaming API, so the SDK's MessageStream assembles the same
  * one; text pieces are paced as scripted. Stops when the client closes the connection.
  */
-export async function sendStream(response: ServerResponse, message: { content: ResponseBlock[]; stop_reason: string; usage: { input_tokens: number; output_tokens: number } } & Record<string, unknown>, pacing?: StreamPacing): Promise<void> {
+export async function sendStream(
+  response: ServerResponse,
+  message: {
+    content: ResponseBlock[];
+    stop_reason: string;
+    usage: { input_tokens: number; output_tokens: number };
+  } & Record<string, unknown>,
+  pacing?: StreamPacing,
+): Promise<void> {
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   response.flushHeaders();
   const send = (event: string, data: unknown) => response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
-  send('message_start', { type: 'message_start', message: { ...message, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: message.usage.input_tokens, output_tokens: 1 } } });
+  send('message_start', {
+    type: 'message_start',
+    message: {
+      ...message,
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage: { input_tokens: message.usage.input_tokens, output_tokens: 1 },
+    },
+  });
   send('ping', { type: 'ping' });
   for (const [index, block] of message.content.entries()) {
     if (block.type === 'text') {
@@ -40,12 +58,25 @@ export async function sendStream(response: ServerResponse, message: { content: R
         send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } });
       }
     } else {
-      send('content_block_start', { type: 'content_block_start', index, content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} } });
-      for (const piece of halves(JSON.stringify(block.input))) send('content_block_delta', { type: 'content_block_delta', index, delta: { type: 'input_json_delta', partial_json: piece } });
+      send('content_block_start', {
+        type: 'content_block_start',
+        index,
+        content_block: { type: 'tool_use', id: block.id, name: block.name, input: {} },
+      });
+      for (const piece of halves(JSON.stringify(block.input)))
+        send('content_block_delta', {
+          type: 'content_block_delta',
+          index,
+          delta: { type: 'input_json_delta', partial_json: piece },
+        });
     }
     send('content_block_stop', { type: 'content_block_stop', index });
   }
-  send('message_delta', { type: 'message_delta', delta: { stop_reason: message.stop_reason, stop_sequence: null }, usage: { output_tokens: message.usage.output_tokens } });
+  send('message_delta', {
+    type: 'message_delta',
+    delta: { stop_reason: message.stop_reason, stop_sequence: null },
+    usage: { output_tokens: message.usage.output_tokens },
+  });
   send('message_stop', { type: 'message_stop' });
   response.end();
 }
@@ -56,4 +87,3 @@ export function halves(text: string): string[] {
   const middle = Math.floor(text.length / 2);
   return [text.slice(0, middle), text.slice(middle)];
 }
-

@@ -1,6 +1,15 @@
 import type { ServerResponse } from 'node:http';
 import { invalidRequest, lastUserText, replyChars, requestChars, systemText } from './_fake-request.js';
-import { FakeLlmServer, listenOnLoopback, replyUsage, sendJson, type FakeLlmOptions, type FakeWire, type MessageReply, type StatusReply } from './_fake-server.js';
+import {
+  FakeLlmServer,
+  listenOnLoopback,
+  replyUsage,
+  sendJson,
+  type FakeLlmOptions,
+  type FakeWire,
+  type MessageReply,
+  type StatusReply,
+} from './_fake-server.js';
 import { sendStream, type ResponseBlock } from './_fake-stream.js';
 
 export type { StreamPacing } from './_fake-stream.js';
@@ -37,16 +46,31 @@ function messagesWire(tokenModel: 'fixed' | 'chars'): FakeWire {
     name: 'FakeAnthropic',
     path: '/v1/messages',
     invalid: invalidRequest,
-    texts: (body) => ({ system: systemText(body?.system), lastUserText: lastUserText(body?.messages), turns: Array.isArray(body?.messages) ? body.messages.length : 0 }),
+    texts: (body) => ({
+      system: systemText(body?.system),
+      lastUserText: lastUserText(body?.messages),
+      turns: Array.isArray(body?.messages) ? body.messages.length : 0,
+    }),
     sendError: (response, status, message) => sendJson(response, status, errorBody(errorType(status), message)),
     sendStatus(response: ServerResponse, reply: StatusReply) {
-      sendJson(response, reply.status, reply.body ?? errorBody(errorType(reply.status), `FakeAnthropic scripted status ${reply.status}`), reply.headers);
+      sendJson(
+        response,
+        reply.status,
+        reply.body ?? errorBody(errorType(reply.status), `FakeAnthropic scripted status ${reply.status}`),
+        reply.headers,
+      );
     },
     async sendMessage(response, body, reply: MessageReply, ids) {
       const content: ResponseBlock[] = [];
       if (reply.text !== undefined || !reply.toolUse?.length) content.push({ type: 'text', text: reply.text ?? '' });
-      for (const call of reply.toolUse ?? []) content.push({ type: 'tool_use', id: call.id ?? ids('toolu'), name: call.name, input: call.input ?? {} });
-      const usage = replyUsage(reply, tokenModel, () => requestChars(body), () => replyChars(content));
+      for (const call of reply.toolUse ?? [])
+        content.push({ type: 'tool_use', id: call.id ?? ids('toolu'), name: call.name, input: call.input ?? {} });
+      const usage = replyUsage(
+        reply,
+        tokenModel,
+        () => requestChars(body),
+        () => replyChars(content),
+      );
       const message = {
         id: ids('msg'),
         type: 'message',

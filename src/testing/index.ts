@@ -16,7 +16,13 @@ import { FakeAnthropic, type FakeAnthropicOptions } from './fake-anthropic.js';
 import { FakeOpenAI } from './fake-openai.js';
 
 /** The fake Anthropic Messages API on loopback, with its script and request types. */
-export { FakeAnthropic, type FakeAnthropicOptions, type FakeReply, type FakeRequest, type StreamPacing } from './fake-anthropic.js';
+export {
+  FakeAnthropic,
+  type FakeAnthropicOptions,
+  type FakeReply,
+  type FakeRequest,
+  type StreamPacing,
+} from './fake-anthropic.js';
 /** The fake OpenAI-compatible Chat Completions API on loopback, scripted like the fake Messages API. */
 export { FakeOpenAI, type FakeOpenAIOptions } from './fake-openai.js';
 
@@ -24,8 +30,12 @@ export { FakeOpenAI, type FakeOpenAIOptions } from './fake-openai.js';
 export type FakeLlm = FakeAnthropic | FakeOpenAI;
 
 /** The model of the real SDK pointed at a fake, as `startTestAgent` makes it (`maxRetries: 0` unless given). */
-export function modelForFake(fake: FakeLlm, options: { anthropic?: Omit<AnthropicModelOptions, 'baseURL'>; openai?: Omit<OpenAIModelOptions, 'baseURL'> } = {}): LanguageModel {
-  if (fake instanceof FakeOpenAI) return new OpenAIModel({ apiKey: 'test', maxRetries: 0, ...options.openai, baseURL: fake.url });
+export function modelForFake(
+  fake: FakeLlm,
+  options: { anthropic?: Omit<AnthropicModelOptions, 'baseURL'>; openai?: Omit<OpenAIModelOptions, 'baseURL'> } = {},
+): LanguageModel {
+  if (fake instanceof FakeOpenAI)
+    return new OpenAIModel({ apiKey: 'test', maxRetries: 0, ...options.openai, baseURL: fake.url });
   return new AnthropicModel({ apiKey: 'test', maxRetries: 0, ...options.anthropic, baseURL: fake.url });
 }
 
@@ -69,7 +79,12 @@ export type TestAgent = {
 
 // Our own server answers, but a reply is still parsed, never trusted (a broken handler must fail the test clearly).
 const replySchema = z.union([
-  z.object({ status: z.literal('success'), body: z.unknown(), conversationId: z.string().optional(), conversationExpires: z.number().optional() }),
+  z.object({
+    status: z.literal('success'),
+    body: z.unknown(),
+    conversationId: z.string().optional(),
+    conversationExpires: z.number().optional(),
+  }),
   z.object({ status: z.literal('failure'), error: z.string() }),
 ]);
 
@@ -85,9 +100,13 @@ export async function startTestAgent(options: TestAgentOptions): Promise<TestAge
   const given = fakeOption instanceof FakeAnthropic || fakeOption instanceof FakeOpenAI ? fakeOption : undefined;
   const ownsFake = given === undefined;
   const startOptions = given ? {} : (fakeOption as FakeAnthropicOptions | undefined);
-  const fake = given ?? (provider === 'openai' ? await FakeOpenAI.start(startOptions) : await FakeAnthropic.start(startOptions));
+  const fake =
+    given ?? (provider === 'openai' ? await FakeOpenAI.start(startOptions) : await FakeAnthropic.start(startOptions));
   const logger = receiverOptions.logger ?? silentLogger;
-  const llm = llmOption === null ? undefined : (llmOption ?? modelForFake(fake, { ...(anthropic ? { anthropic } : {}), ...(openai ? { openai } : {}) }));
+  const llm =
+    llmOption === null
+      ? undefined
+      : (llmOption ?? modelForFake(fake, { ...(anthropic ? { anthropic } : {}), ...(openai ? { openai } : {}) }));
   let receiver: Receiver | undefined;
   try {
     receiver = await Receiver.start({ watch: false, ...receiverOptions, logger, llm: llm ?? null });
@@ -102,7 +121,9 @@ export async function startTestAgent(options: TestAgentOptions): Promise<TestAge
       async query(body, queryOptions = {}) {
         const request: Record<string, unknown> = { body };
         if (queryOptions.protocol !== undefined) {
-          const text = queryOptions.protocol.includes('\n') ? queryOptions.protocol : await readFile(resolve(dir, queryOptions.protocol), 'utf8');
+          const text = queryOptions.protocol.includes('\n')
+            ? queryOptions.protocol
+            : await readFile(resolve(dir, queryOptions.protocol), 'utf8');
           request.protocolHash = hashText(text);
           request.protocolSources = [encodeDataUri(text)];
         }
@@ -126,16 +147,27 @@ export async function startTestAgent(options: TestAgentOptions): Promise<TestAge
 }
 
 async function post(url: string, request: unknown): Promise<QueryResponse> {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(request) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(request),
+  });
   const text = await response.text();
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not JSON: ${text.slice(0, 200)}`, { status: response.status });
+    throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not JSON: ${text.slice(0, 200)}`, {
+      status: response.status,
+    });
   }
   const parsed = replySchema.safeParse(json);
-  if (!parsed.success) throw new AgoraError('PEER_FAILURE', `POST ${url}: HTTP ${response.status}, not an Agora reply: ${z.prettifyError(parsed.error)}`, { status: response.status });
+  if (!parsed.success)
+    throw new AgoraError(
+      'PEER_FAILURE',
+      `POST ${url}: HTTP ${response.status}, not an Agora reply: ${z.prettifyError(parsed.error)}`,
+      { status: response.status },
+    );
   return parsed.data as QueryResponse;
 }
 
@@ -171,16 +203,27 @@ export function scriptedModel(replies: ScriptedReply[] = []): ScriptedModel {
     async complete(request) {
       // A snapshot: the tool loop appends to its array after the call.
       requests.push({ ...request, messages: [...request.messages] });
-      if (request.signal?.aborted) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: request.signal.reason });
+      if (request.signal?.aborted)
+        throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: request.signal.reason });
       let reply = script.shift();
-      if (reply === undefined) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('scriptedModel: the reply script ran out') });
+      if (reply === undefined)
+        throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', {
+          cause: new Error('scriptedModel: the reply script ran out'),
+        });
       for (let depth = 0; typeof reply === 'function' && depth < 16; depth++) reply = await reply(request);
-      if (typeof reply === 'function') throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('scriptedModel: reply functions nested too deeply') });
+      if (typeof reply === 'function')
+        throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', {
+          cause: new Error('scriptedModel: reply functions nested too deeply'),
+        });
       if (reply instanceof Error) throw new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: reply });
       const message = typeof reply === 'string' ? { text: reply } : reply;
       const content: LlmContentBlock[] = [];
       if (message.text !== undefined && message.text !== '') content.push({ type: 'text', text: message.text });
-      const toolCalls = (message.toolUse ?? []).map((call) => ({ id: call.id ?? `call_scripted${++ids}`, name: call.name, input: call.input ?? {} }));
+      const toolCalls = (message.toolUse ?? []).map((call) => ({
+        id: call.id ?? `call_scripted${++ids}`,
+        name: call.name,
+        input: call.input ?? {},
+      }));
       for (const call of toolCalls) content.push({ type: 'tool-call', ...call });
       const response: LlmResponse = {
         text: message.text ?? '',

@@ -34,9 +34,15 @@ export function defineTool<Schema extends z.ZodType, Output>(definition: {
   run(input: z.output<Schema>, context: ToolContext): Output | Promise<Output>;
 }): Tool<z.output<Schema>, Output> {
   if (!TOOL_NAME.test(definition.name)) {
-    throw new AgoraError('INVALID_ARGUMENT', `Invalid tool name ${JSON.stringify(definition.name)}: use 1-64 letters, digits, _ or -`);
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      `Invalid tool name ${JSON.stringify(definition.name)}: use 1-64 letters, digits, _ or -`,
+    );
   }
-  return Object.freeze({ ...definition, [TOOL_MARK]: true, [INPUT_PARSER]: compiledSchema(definition.input) }) as Tool<z.output<Schema>, Output>;
+  return Object.freeze({ ...definition, [TOOL_MARK]: true, [INPUT_PARSER]: compiledSchema(definition.input) }) as Tool<
+    z.output<Schema>,
+    Output
+  >;
 }
 
 const TOOL_MARK = Symbol.for('agora-agents.tool');
@@ -47,7 +53,9 @@ const INPUT_PARSER = Symbol.for('agora-agents.toolInputParser');
 export function isTool(value: unknown): value is Tool {
   if (typeof value !== 'object' || value === null) return false;
   const candidate = value as Partial<Tool>;
-  return typeof candidate.name === 'string' && typeof candidate.run === 'function' && typeof candidate.input === 'object';
+  return (
+    typeof candidate.name === 'string' && typeof candidate.run === 'function' && typeof candidate.input === 'object'
+  );
 }
 
 // The input's own JSON Schema, or undefined when zod cannot express it.
@@ -84,7 +92,9 @@ export function callTool(tool: Tool, input: unknown, context: ToolContext = {}):
 export const RUN_NOW = Symbol('agora-agents.toolRunNow');
 
 /** A tool as a routine calls it; it may carry, under {@link RUN_NOW}, the same call without a promise around it. */
-export type ToolFunction = ((input: unknown) => Promise<unknown>) & { readonly [RUN_NOW]?: (input: unknown) => unknown };
+export type ToolFunction = ((input: unknown) => Promise<unknown>) & {
+  readonly [RUN_NOW]?: (input: unknown) => unknown;
+};
 
 /**
  * A tool as routines call it: `(input) => Promise<output>`, carrying under {@link RUN_NOW} the same call that gives
@@ -103,7 +113,8 @@ function runChecked(tool: Tool, input: unknown, context: ToolContext): unknown {
     const unwrapped = tool.input.safeParse(input.value);
     if (unwrapped.success) parsed = unwrapped;
   }
-  if (!parsed.success) throw new AgoraError('INVALID_ARGUMENT', `Invalid input for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
+  if (!parsed.success)
+    throw new AgoraError('INVALID_ARGUMENT', `Invalid input for tool ${tool.name}: ${z.prettifyError(parsed.error)}`);
   return tool.run(parsed.data, context);
 }
 
@@ -113,5 +124,11 @@ function offeredAsValue(tool: Tool): boolean {
 }
 
 function isValueWrapper(input: unknown): input is { value: unknown } {
-  return typeof input === 'object' && input !== null && !Array.isArray(input) && Object.keys(input).length === 1 && 'value' in input;
+  return (
+    typeof input === 'object' &&
+    input !== null &&
+    !Array.isArray(input) &&
+    Object.keys(input).length === 1 &&
+    'value' in input
+  );
 }

@@ -7,11 +7,18 @@ import { isTool, type Tool } from './define.js';
 type LoadedTool = { file: string; digest: string; tools: Tool[] };
 
 /** Loads `tools/*.ts` (each file's default export: one tool, or an array of tools); bad files are logged and skipped. */
-export async function loadToolFolder(directory: string, cacheDir: string, logger: Logger, previous?: Map<string, LoadedTool>): Promise<Map<string, LoadedTool>> {
+export async function loadToolFolder(
+  directory: string,
+  cacheDir: string,
+  logger: Logger,
+  previous?: Map<string, LoadedTool>,
+): Promise<Map<string, LoadedTool>> {
   const loaded = new Map<string, LoadedTool>();
   for (const file of await listModules(directory)) {
     try {
-      const digest = createHash('sha1').update(await readFile(file)).digest('hex');
+      const digest = createHash('sha1')
+        .update(await readFile(file))
+        .digest('hex');
       const old = previous?.get(file);
       if (old && old.digest === digest) {
         loaded.set(file, old);

@@ -8,7 +8,8 @@ import type { FollowUpRequest, QueryRequest, SuccessResponse } from '../../src/s
 export const METEO = '---\nname: Météo\ndescription: x\nmultiround: false\n---\nè\n';
 export const METEO_HEX = 'f827eb4b0c00d23021ebb9aed5a89ae3aeb4f92b';
 export const METEO_BASE64 = '+CfrSwwA0jAh67mu1aia4660+Ss=';
-export const CRLF_DOCUMENT = '---\r\nname: Météo CRLF\r\ndescription: é\r\nmultiround: false\r\n---\r\nLe récepteur répond.\r\n';
+export const CRLF_DOCUMENT =
+  '---\r\nname: Météo CRLF\r\ndescription: é\r\nmultiround: false\r\n---\r\nLe récepteur répond.\r\n';
 
 export type Call = { method: string; id?: string; request?: QueryRequest | FollowUpRequest; context?: RequestContext };
 
@@ -23,14 +24,17 @@ export function fakeReceiver() {
     if (typeof body !== 'object' || body === null) return;
     if ('fail' in body) throw new AgoraError(body.fail as AgoraErrorCode);
     if ('crash' in body) throw new Error('secret database password in /srv/db');
-    if ('corrupt' in body) throw new AgoraError('INTERNAL', 'Corrupt conversation record in Redis: agora:conversation:abc');
+    if ('corrupt' in body)
+      throw new AgoraError('INTERNAL', 'Corrupt conversation record in Redis: agora:conversation:abc');
   };
   const receiver: ReceiverApi = {
     async query(request, context) {
       calls.push({ method: 'query', request, context });
       steer(request.body);
       const reply: SuccessResponse = { status: 'success', body: request.body };
-      return request.multiround ? { ...reply, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 } : reply;
+      return request.multiround
+        ? { ...reply, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 }
+        : reply;
     },
     async followUp(id, request, context) {
       calls.push({ method: 'followUp', id, request, context });
@@ -58,15 +62,27 @@ export function fakeReceiver() {
 
 export function memoryLogger() {
   const lines: string[] = [];
-  return { lines, error: (message: string) => void lines.push(`error ${message}`), warn: (message: string) => void lines.push(`warn ${message}`) };
+  return {
+    lines,
+    error: (message: string) => void lines.push(`error ${message}`),
+    warn: (message: string) => void lines.push(`warn ${message}`),
+  };
 }
 
-export async function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
+export async function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Headers; text: string; json: unknown }> {
   const init: RequestInit = { method, headers: { 'content-type': 'application/json', ...headers } };
   if (body !== undefined) init.body = typeof body === 'string' ? body : JSON.stringify(body);
   const response = await fetch(base + path, init);
   const text = await response.text();
-  const json = response.headers.get('content-type')?.startsWith('application/json') ? (JSON.parse(text) as unknown) : undefined;
+  const json = response.headers.get('content-type')?.startsWith('application/json')
+    ? (JSON.parse(text) as unknown)
+    : undefined;
   return { status: response.status, headers: response.headers, text, json };
 }
 

@@ -26,7 +26,12 @@ const CLIENT_CODES: AgoraErrorCode[] = [
 
 // Throws only AgoraErrors, so any 5xx would be the edge's own fault.
 const steer = (body: unknown) => {
-  if (typeof body === 'object' && body !== null && 'fail' in body && CLIENT_CODES.includes(body.fail as AgoraErrorCode)) {
+  if (
+    typeof body === 'object' &&
+    body !== null &&
+    'fail' in body &&
+    CLIENT_CODES.includes(body.fail as AgoraErrorCode)
+  ) {
     throw new AgoraError(body.fail as AgoraErrorCode);
   }
 };
@@ -82,7 +87,23 @@ const knownPaths = [
   '/conversations/abc?x=%',
 ];
 const segment = fc.oneof(
-  fc.constantFrom('', '.', '..', '%', '%2F', '%2e%2E', '%zz', '%00', 'wellknown', '.wellknown', 'protocols', 'conversations', 'health', METEO_HEX, METEO_BASE64),
+  fc.constantFrom(
+    '',
+    '.',
+    '..',
+    '%',
+    '%2F',
+    '%2e%2E',
+    '%zz',
+    '%00',
+    'wellknown',
+    '.wellknown',
+    'protocols',
+    'conversations',
+    'health',
+    METEO_HEX,
+    METEO_BASE64,
+  ),
   fc.string({ maxLength: 20 }),
   fc.string({ unit: 'grapheme', maxLength: 10 }),
   fc.string({ unit: 'binary', maxLength: 10 }),
@@ -101,7 +122,22 @@ const pathArbitrary = fc.oneof(
   { arbitrary: fc.string({ maxLength: 50 }), weight: 1 },
 );
 const methodArbitrary = fc.oneof(
-  { arbitrary: fc.constantFrom('GET', 'POST', 'POST', 'POST', 'DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS', 'TRACE', 'get'), weight: 6 },
+  {
+    arbitrary: fc.constantFrom(
+      'GET',
+      'POST',
+      'POST',
+      'POST',
+      'DELETE',
+      'PUT',
+      'PATCH',
+      'HEAD',
+      'OPTIONS',
+      'TRACE',
+      'get',
+    ),
+    weight: 6,
+  },
   { arbitrary: fc.string({ maxLength: 8 }), weight: 1 },
 );
 const anyJson = fc.oneof(fc.jsonValue({ maxDepth: 3 }), fc.constantFrom(null, '', 0, true, [], {}));
@@ -116,9 +152,14 @@ const bodyArbitrary = fc.oneof(
   fc.string({ maxLength: 300 }).map((text) => Buffer.from(text)),
   fc.jsonValue().map((value) => Buffer.from(jsonText(value))),
   { arbitrary: requestObject.map((value) => Buffer.from(jsonText(value))), weight: 4 },
-  { arbitrary: fc.record({ body: anyJson }, { requiredKeys: ['body'] }).map((value) => Buffer.from(jsonText(value))), weight: 3 },
   {
-    arbitrary: fc.record({ body: fc.record({ fail: fc.constantFrom(...CLIENT_CODES, 'INTERNAL', 'nope') }) }).map((value) => Buffer.from(jsonText(value))),
+    arbitrary: fc.record({ body: anyJson }, { requiredKeys: ['body'] }).map((value) => Buffer.from(jsonText(value))),
+    weight: 3,
+  },
+  {
+    arbitrary: fc
+      .record({ body: fc.record({ fail: fc.constantFrom(...CLIENT_CODES, 'INTERNAL', 'nope') }) })
+      .map((value) => Buffer.from(jsonText(value))),
     weight: 2,
   },
   fc.integer({ min: 0, max: 3000 }).map((depth) => Buffer.from(`{"body":${'['.repeat(depth)}${']'.repeat(depth)}}`)),
@@ -126,23 +167,58 @@ const bodyArbitrary = fc.oneof(
   fc.integer({ min: 0, max: 200 }).map((depth) => Buffer.from(`{"body": "${'\\"['.repeat(depth)}"}`)),
 );
 const headerName = fc.oneof(
-  { arbitrary: fc.constantFrom('authorization', 'authorization', 'content-type', 'host', 'accept', 'x-forwarded-for', 'expect', 'cookie'), weight: 5 },
+  {
+    arbitrary: fc.constantFrom(
+      'authorization',
+      'authorization',
+      'content-type',
+      'host',
+      'accept',
+      'x-forwarded-for',
+      'expect',
+      'cookie',
+    ),
+    weight: 5,
+  },
   { arbitrary: fc.string({ minLength: 1, maxLength: 12 }), weight: 1 },
 );
 const headerValue = fc.oneof(
-  fc.constantFrom('Bearer token-1', 'Bearer wrong', 'bearer', 'application/json', 'text/plain', 'localhost:3000', 'evil"/>', '100-continue'),
+  fc.constantFrom(
+    'Bearer token-1',
+    'Bearer wrong',
+    'bearer',
+    'application/json',
+    'text/plain',
+    'localhost:3000',
+    'evil"/>',
+    '100-continue',
+  ),
   fc.string({ maxLength: 40 }),
 );
-const headersArbitrary = fc.dictionary(headerName, fc.oneof(headerValue, fc.array(headerValue, { maxLength: 3 })), { maxKeys: 5 });
+const headersArbitrary = fc.dictionary(headerName, fc.oneof(headerValue, fc.array(headerValue, { maxLength: 3 })), {
+  maxKeys: 5,
+});
 
 // Half chaos, half requests shaped like real ones (a route's own method and a plausible body), so most runs get
 // past parser, router and auth into validation and the receiver.
 const conversationId = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,130}$/), segment);
 const shapedRequest = fc.oneof(
   fc.record({ method: fc.constant('POST'), path: fc.constantFrom('/', '', '/?x=1'), body: bodyArbitrary }),
-  fc.record({ method: fc.constant('POST'), path: conversationId.map((id) => `/conversations/${id}`), body: bodyArbitrary }),
-  fc.record({ method: fc.constant('DELETE'), path: conversationId.map((id) => `/conversations/${id}`), body: bodyArbitrary }),
-  fc.record({ method: fc.constantFrom('GET', 'HEAD'), path: fc.constantFrom(...knownPaths), body: fc.constant(undefined) }),
+  fc.record({
+    method: fc.constant('POST'),
+    path: conversationId.map((id) => `/conversations/${id}`),
+    body: bodyArbitrary,
+  }),
+  fc.record({
+    method: fc.constant('DELETE'),
+    path: conversationId.map((id) => `/conversations/${id}`),
+    body: bodyArbitrary,
+  }),
+  fc.record({
+    method: fc.constantFrom('GET', 'HEAD'),
+    path: fc.constantFrom(...knownPaths),
+    body: fc.constant(undefined),
+  }),
 );
 const requestArbitrary = fc
   .tuple(
@@ -150,9 +226,15 @@ const requestArbitrary = fc
     headersArbitrary,
     fc.option(fc.constant('Bearer token-1'), { freq: 2, nil: undefined }),
   )
-  .map(([shape, headers, authorization]) => ({ ...shape, headers: authorization === undefined ? headers : { ...headers, authorization } }));
+  .map(([shape, headers, authorization]) => ({
+    ...shape,
+    headers: authorization === undefined ? headers : { ...headers, authorization },
+  }));
 
-function expectWellFormed(method: string, response: { status: number; contentType: string | undefined; body: string }): void {
+function expectWellFormed(
+  method: string,
+  response: { status: number; contentType: string | undefined; body: string },
+): void {
   expect(response.status).toBeGreaterThanOrEqual(200);
   expect(response.status).toBeLessThan(500);
   const hasBody = method !== 'HEAD' && response.status !== 204;
@@ -161,7 +243,8 @@ function expectWellFormed(method: string, response: { status: number; contentTyp
     const parsed = JSON.parse(response.body) as unknown;
     expect(parsed).toEqual({ status: 'failure', error: expect.any(String) });
   }
-  if (hasBody && response.contentType?.startsWith('application/json')) expect(() => JSON.parse(response.body)).not.toThrow();
+  if (hasBody && response.contentType?.startsWith('application/json'))
+    expect(() => JSON.parse(response.body)).not.toThrow();
 }
 
 const unhandled: unknown[] = [];
@@ -174,7 +257,11 @@ afterAll(() => {
 
 describe('createHandler under arbitrary requests', () => {
   const plain = createHandler(receiver, { logger: silent, maxBodyBytes: 8 * 1024 });
-  const guarded = createHandler(receiver, { logger: silent, tokens: ['token-1'], rateLimit: { windowMs: 1000, max: 50 } });
+  const guarded = createHandler(receiver, {
+    logger: silent,
+    tokens: ['token-1'],
+    rateLimit: { windowMs: 1000, max: 50 },
+  });
 
   it('never answers 5xx, and every error is a JSON failure', async () => {
     await fc.assert(
@@ -187,7 +274,12 @@ describe('createHandler under arbitrary requests', () => {
         }),
         async (shape, options) => {
           const input = { ...shape, ...options };
-          const request: CoreRequest = { method: input.method, path: input.path, headers: input.headers, body: input.body };
+          const request: CoreRequest = {
+            method: input.method,
+            path: input.path,
+            headers: input.headers,
+            body: input.body,
+          };
           if (input.remoteAddress !== undefined) request.remoteAddress = input.remoteAddress;
           if (input.lazy && input.body !== undefined) {
             const body = input.body;
@@ -198,7 +290,11 @@ describe('createHandler under arbitrary requests', () => {
           if (input.method !== 'HEAD' && response.status !== 204) {
             expect(response.headers['content-length']).toBe(String(Buffer.byteLength(response.body)));
           }
-          expectWellFormed(input.method, { status: response.status, contentType: response.headers['content-type'], body: String(response.body) });
+          expectWellFormed(input.method, {
+            status: response.status,
+            contentType: response.headers['content-type'],
+            body: String(response.body),
+          });
         },
       ),
       { numRuns: RUNS },
@@ -224,7 +320,8 @@ function rawRequest(port: number, bytes: Buffer): Promise<RawResponse> {
       let data = Buffer.concat(chunks);
       for (;;) {
         const end = data.indexOf('\r\n\r\n');
-        if (end === -1) return reject(new Error(`no complete response: ${JSON.stringify(data.toString('latin1').slice(0, 200))}`));
+        if (end === -1)
+          return reject(new Error(`no complete response: ${JSON.stringify(data.toString('latin1').slice(0, 200))}`));
         const head = data.subarray(0, end).toString('latin1');
         const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1]);
         // Skip interim responses (100 Continue).
@@ -246,14 +343,28 @@ const noNewlines = (text: string) => text.replace(/[\r\n]/g, ' ');
 describe('the node server under arbitrary requests', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer(receiver, { port: 0, logger: silent, maxBodyBytes: 8 * 1024, headersTimeoutMs: 2000, requestTimeoutMs: 3000 });
+    server = await startServer(receiver, {
+      port: 0,
+      logger: silent,
+      maxBodyBytes: 8 * 1024,
+      headersTimeoutMs: 2000,
+      requestTimeoutMs: 3000,
+    });
   });
   afterAll(() => server.close());
 
   it('never answers 5xx, always answers, and every error is a JSON failure', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(requestArbitrary, fc.record({ method: fc.constant('CONNECT'), path: pathArbitrary, body: bodyArbitrary, headers: headersArbitrary })),
+        fc.oneof(
+          requestArbitrary,
+          fc.record({
+            method: fc.constant('CONNECT'),
+            path: pathArbitrary,
+            body: bodyArbitrary,
+            headers: headersArbitrary,
+          }),
+        ),
         fc.boolean(),
         async (input, withHost) => {
           const body = input.body ?? Buffer.alloc(0);
@@ -262,7 +373,8 @@ describe('the node server under arbitrary requests', () => {
           for (const [name, value] of Object.entries(input.headers)) {
             // Framing headers of our own making would only test our test (a body that never comes, say).
             if (/^(content-length|transfer-encoding|connection|host)$/i.test(name.trim())) continue;
-            for (const one of Array.isArray(value) ? value : [value]) head += `${noNewlines(name)}: ${noNewlines(one)}\r\n`;
+            for (const one of Array.isArray(value) ? value : [value])
+              head += `${noNewlines(name)}: ${noNewlines(one)}\r\n`;
           }
           head += `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
           const response = await rawRequest(server.port, Buffer.concat([Buffer.from(head, 'utf8'), body]));

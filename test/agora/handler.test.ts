@@ -9,12 +9,22 @@ import { ownRedisServer } from '../helpers/redis-server.js';
 describe('bearer tokens', () => {
   let server: RunningServer;
   beforeAll(async () => {
-    server = await startServer(fakeReceiver().receiver, { port: 0, tokens: ['first-token', 's3cret'], logger: memoryLogger() });
+    server = await startServer(fakeReceiver().receiver, {
+      port: 0,
+      tokens: ['first-token', 's3cret'],
+      logger: memoryLogger(),
+    });
   });
   afterAll(() => server.close());
 
   it('refuses a missing or wrong token with 401 JSON', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong' }, { authorization: 's3cret' }, { authorization: 'Basic czNjcmV0' }, { authorization: 'Bearer s3cret2' }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer wrong' },
+      { authorization: 's3cret' },
+      { authorization: 'Basic czNjcmV0' },
+      { authorization: 'Bearer s3cret2' },
+    ];
     for (const headers of attempts) {
       const response = await call(server.url, 'POST', '/', { body: 1 }, headers);
       expect(response.status).toBe(401);
@@ -27,7 +37,9 @@ describe('bearer tokens', () => {
 
   it('accepts any configured token', async () => {
     expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'Bearer s3cret' })).status).toBe(200);
-    expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'bearer first-token' })).status).toBe(200);
+    expect((await call(server.url, 'POST', '/', { body: 1 }, { authorization: 'bearer first-token' })).status).toBe(
+      200,
+    );
   });
 
   it('leaves /wellknown, /.wellknown, /protocols/:hash and OPTIONS public', async () => {
@@ -74,10 +86,12 @@ describe('rate limit', () => {
 
   it('cannot be reset by others: 10,000 other addresses leave a limited client limited', async () => {
     const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 1 } });
-    const get = (remoteAddress: string) => handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress });
+    const get = (remoteAddress: string) =>
+      handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress });
     expect((await get('10.0.0.1')).status).toBe(200);
     expect((await get('10.0.0.1')).status).toBe(429);
-    for (let index = 0; index < 10_000; index++) await get(`127.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`);
+    for (let index = 0; index < 10_000; index++)
+      await get(`127.${(index >> 16) & 255}.${(index >> 8) & 255}.${index & 255}`);
     expect((await get('10.0.0.1')).status).toBe(429);
     vi.setSystemTime(1_060_000);
     expect((await get('10.0.0.1')).status).toBe(200);
@@ -86,7 +100,8 @@ describe('rate limit', () => {
 
   it('counts IPv6 clients per /64, and IPv4-mapped addresses as their IPv4 address', async () => {
     const handle = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 2 } });
-    const get = async (remoteAddress: string) => (await handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress })).status;
+    const get = async (remoteAddress: string) =>
+      (await handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress })).status;
     expect(await get('2001:db8:1:2::1')).toBe(200);
     expect(await get('2001:db8:1:2:ffff:ffff:ffff:ffff')).toBe(200);
     expect(await get('2001:0db8:0001:0002:0:0:0:abcd')).toBe(429);
@@ -128,9 +143,15 @@ describe('rate limit on Redis', () => {
     const prefix = `rl-${Date.now()}:`;
     const [one, two] = [connect(), connect()];
     await Promise.all([one.ping(), two.ping()]);
-    const first = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 3, redis: one, prefix } });
-    const second = createHandler(fakeReceiver().receiver, { rateLimit: { windowMs: 60_000, max: 3, redis: two, prefix } });
-    const get = async (handle: typeof first) => (await handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress: '198.51.100.9' })).status;
+    const first = createHandler(fakeReceiver().receiver, {
+      rateLimit: { windowMs: 60_000, max: 3, redis: one, prefix },
+    });
+    const second = createHandler(fakeReceiver().receiver, {
+      rateLimit: { windowMs: 60_000, max: 3, redis: two, prefix },
+    });
+    const get = async (handle: typeof first) =>
+      (await handle({ method: 'GET', path: '/health', headers: {}, body: undefined, remoteAddress: '198.51.100.9' }))
+        .status;
     expect([await get(first), await get(second), await get(first)]).toEqual([200, 200, 200]);
     expect(await get(second)).toBe(429);
     expect(await get(first)).toBe(429);
@@ -144,7 +165,10 @@ describe('createHandler', () => {
   it('uses publicUrl as the base URL, else the Host header when it is a plain host', async () => {
     const fake = fakeReceiver();
     const request = { method: 'GET', path: '/wellknown', body: undefined };
-    await createHandler(fake.receiver, { publicUrl: 'https://agent.example/agora/' })({ ...request, headers: { host: 'evil' } });
+    await createHandler(fake.receiver, { publicUrl: 'https://agent.example/agora/' })({
+      ...request,
+      headers: { host: 'evil' },
+    });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBe('https://agent.example/agora');
     await createHandler(fake.receiver)({ ...request, headers: { host: 'localhost:8080' } });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://localhost:8080');
@@ -161,20 +185,43 @@ describe('createHandler', () => {
     const handle = createHandler(fakeReceiver().receiver, { tokens: ['t'] });
     const loadBody = async () => (reads++, Buffer.from('{"body": 1}'));
     expect((await handle({ method: 'POST', path: '/', headers: {}, body: undefined, loadBody })).status).toBe(401);
-    expect((await handle({ method: 'POST', path: '/nope', headers: { authorization: 'Bearer t' }, body: undefined, loadBody })).status).toBe(404);
+    expect(
+      (
+        await handle({
+          method: 'POST',
+          path: '/nope',
+          headers: { authorization: 'Bearer t' },
+          body: undefined,
+          loadBody,
+        })
+      ).status,
+    ).toBe(404);
     expect(reads).toBe(0);
-    expect((await handle({ method: 'POST', path: '/', headers: { authorization: 'Bearer t' }, body: undefined, loadBody })).status).toBe(200);
+    expect(
+      (await handle({ method: 'POST', path: '/', headers: { authorization: 'Bearer t' }, body: undefined, loadBody }))
+        .status,
+    ).toBe(200);
     expect(reads).toBe(1);
   });
 
   it('does not resolve dot segments or percent-encoded slashes in paths', async () => {
     const handle = createHandler(fakeReceiver().receiver);
-    const get = (path: string, method = 'GET') => handle({ method, path, headers: {}, body: Buffer.from('{"body":1}') });
-    for (const path of ['/../wellknown', '/wellknown/../x', '/x/../health', '/%2E%2E/health', '/protocols/../wellknown/..']) {
+    const get = (path: string, method = 'GET') =>
+      handle({ method, path, headers: {}, body: Buffer.from('{"body":1}') });
+    for (const path of [
+      '/../wellknown',
+      '/wellknown/../x',
+      '/x/../health',
+      '/%2E%2E/health',
+      '/protocols/../wellknown/..',
+    ]) {
       expect((await get(path)).status, path).toBe(404);
     }
     expect(await get('/conversations/%2E%2E', 'POST')).toMatchObject({ status: 404 });
-    expect(await get('/conversations/..', 'POST')).toMatchObject({ status: 404, body: '{"status":"failure","error":"Conversation not found"}' });
+    expect(await get('/conversations/..', 'POST')).toMatchObject({
+      status: 404,
+      body: '{"status":"failure","error":"Conversation not found"}',
+    });
     expect(await get('/conversations/a%2F..', 'DELETE')).toMatchObject({ status: 404 });
     expect((await get('/wellknown/')).status).toBe(200);
     expect((await get('')).status).toBe(405);
@@ -182,7 +229,12 @@ describe('createHandler', () => {
 
   it('answers a body over maxBodyBytes handed over already read with 413', async () => {
     const handle = createHandler(fakeReceiver().receiver, { maxBodyBytes: 10 });
-    const response = await handle({ method: 'POST', path: '/', headers: {}, body: Buffer.from('{"body": "0123456789"}') });
+    const response = await handle({
+      method: 'POST',
+      path: '/',
+      headers: {},
+      body: Buffer.from('{"body": "0123456789"}'),
+    });
     expect(response).toMatchObject({ status: 413, body: '{"status":"failure","error":"Request too large"}' });
   });
 });

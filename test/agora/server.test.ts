@@ -3,7 +3,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ReceiverApi } from '../../src/receiver.js';
 import { startServer, type RunningServer } from '../../src/agent.js';
 import { hashText } from '../../src/protocol/document.js';
-import { call, CRLF_DOCUMENT, failureOf, fakeReceiver, memoryLogger, METEO, METEO_BASE64, METEO_HEX } from './_fixtures.js';
+import {
+  call,
+  CRLF_DOCUMENT,
+  failureOf,
+  fakeReceiver,
+  memoryLogger,
+  METEO,
+  METEO_BASE64,
+  METEO_HEX,
+} from './_fixtures.js';
 
 describe('node server', () => {
   const fake = fakeReceiver();
@@ -19,15 +28,27 @@ describe('node server', () => {
 
   it('answers a query and a multiround start', async () => {
     expect((await call(base, 'POST', '/', { body: 'hi' })).json).toEqual({ status: 'success', body: 'hi' });
-    const multi = await call(base, 'POST', '/', { protocolHash: null, protocolSources: [], body: { city: 'Paris' }, multiround: true });
+    const multi = await call(base, 'POST', '/', {
+      protocolHash: null,
+      protocolSources: [],
+      body: { city: 'Paris' },
+      multiround: true,
+    });
     expect(multi.status).toBe(200);
     expect(multi.headers.get('content-type')).toBe('application/json; charset=utf-8');
-    expect(multi.json).toEqual({ status: 'success', body: { city: 'Paris' }, conversationId: 'conversation_1', conversationExpires: 1_900_000_000 });
+    expect(multi.json).toEqual({
+      status: 'success',
+      body: { city: 'Paris' },
+      conversationId: 'conversation_1',
+      conversationExpires: 1_900_000_000,
+    });
   });
 
   it('gives each of many concurrent requests its own answer (responses are written in batches)', async () => {
     const answers = await Promise.all(
-      Array.from({ length: 120 }, (_, index) => (index % 10 === 9 ? call(base, 'GET', `/nope-${index}`) : call(base, 'POST', '/', { body: `query ${index}` }))),
+      Array.from({ length: 120 }, (_, index) =>
+        index % 10 === 9 ? call(base, 'GET', `/nope-${index}`) : call(base, 'POST', '/', { body: `query ${index}` }),
+      ),
     );
     answers.forEach((answer, index) => {
       if (index % 10 === 9) expect(answer.status).toBe(404);
@@ -36,7 +57,12 @@ describe('node server', () => {
   });
 
   it('passes only the known fields and the context to the receiver', async () => {
-    await call(base, 'POST', '/?ignored=1', { protocolHash: METEO_BASE64, protocolSources: ['data:,x'], body: 1, extra: true });
+    await call(base, 'POST', '/?ignored=1', {
+      protocolHash: METEO_BASE64,
+      protocolSources: ['data:,x'],
+      body: 1,
+      extra: true,
+    });
     const last = fake.calls.at(-1);
     expect(last?.request).toEqual({ protocolHash: METEO_BASE64, protocolSources: ['data:,x'], body: 1 });
     expect(last?.context?.baseUrl).toBe(`http://${new URL(base).host}`);
@@ -53,8 +79,17 @@ describe('node server', () => {
       status: 'success',
       body: 'next',
     });
-    expect(response.json).toEqual({ status: 'success', body: 'next', conversationId: 'abc_DEF-123', conversationExpires: 1_900_000_300 });
-    expect(fake.calls.at(-1)).toMatchObject({ method: 'followUp', id: 'abc_DEF-123', request: { protocolHash: METEO_BASE64, protocolSources: [], body: 'next' } });
+    expect(response.json).toEqual({
+      status: 'success',
+      body: 'next',
+      conversationId: 'abc_DEF-123',
+      conversationExpires: 1_900_000_300,
+    });
+    expect(fake.calls.at(-1)).toMatchObject({
+      method: 'followUp',
+      id: 'abc_DEF-123',
+      request: { protocolHash: METEO_BASE64, protocolSources: [], body: 'next' },
+    });
   });
 
   it('ends a conversation with DELETE', async () => {
@@ -97,8 +132,14 @@ describe('node server', () => {
   });
 
   it('answers an unknown conversation with 404 on follow-up and DELETE', async () => {
-    expect(await call(base, 'POST', '/conversations/unknown', { body: 1 })).toMatchObject({ status: 404, json: failureOf('Conversation not found') });
-    expect(await call(base, 'DELETE', '/conversations/unknown')).toMatchObject({ status: 404, json: failureOf('Conversation not found') });
+    expect(await call(base, 'POST', '/conversations/unknown', { body: 1 })).toMatchObject({
+      status: 404,
+      json: failureOf('Conversation not found'),
+    });
+    expect(await call(base, 'DELETE', '/conversations/unknown')).toMatchObject({
+      status: 404,
+      json: failureOf('Conversation not found'),
+    });
   });
 
   it('refuses malformed conversation ids without calling the receiver', async () => {
@@ -122,10 +163,22 @@ describe('node server', () => {
     ['JSON null', 'null', 'Request body must be a JSON object'],
     ['missing body', '{"protocolHash": null}', 'body is required'],
     ['a numeric protocolHash', '{"body": 1, "protocolHash": 42}', 'protocolHash must be a string or null'],
-    ['a string protocolSources', '{"body": 1, "protocolSources": "data:,x"}', 'protocolSources must be an array of strings or null'],
-    ['a number among protocolSources', '{"body": 1, "protocolSources": ["data:,x", 3]}', 'protocolSources must hold strings'],
+    [
+      'a string protocolSources',
+      '{"body": 1, "protocolSources": "data:,x"}',
+      'protocolSources must be an array of strings or null',
+    ],
+    [
+      'a number among protocolSources',
+      '{"body": 1, "protocolSources": ["data:,x", 3]}',
+      'protocolSources must hold strings',
+    ],
     ['a string multiround', '{"body": 1, "multiround": "yes"}', 'multiround must be a boolean'],
-    ['deep nesting', `{"body": ${'['.repeat(5000)}${']'.repeat(5000)}}`, 'Request body is nested deeper than 100 levels'],
+    [
+      'deep nesting',
+      `{"body": ${'['.repeat(5000)}${']'.repeat(5000)}}`,
+      'Request body is nested deeper than 100 levels',
+    ],
   ])('answers a query with %s as 400 naming the problem', async (_name, raw, message) => {
     const response = await call(base, 'POST', '/', raw);
     expect(response.status).toBe(400);
@@ -134,18 +187,25 @@ describe('node server', () => {
   });
 
   it('answers a follow-up with wrong types as 400 naming the field', async () => {
-    expect((await call(base, 'POST', '/conversations/c1', '{"status": "success"}')).json).toEqual(failureOf('body is required'));
+    expect((await call(base, 'POST', '/conversations/c1', '{"status": "success"}')).json).toEqual(
+      failureOf('body is required'),
+    );
     expect((await call(base, 'POST', '/conversations/c1', '{"body": 1, "protocolHash": []}')).json).toEqual(
       failureOf('protocolHash must be a string or null'),
     );
     const sources = await call(base, 'POST', '/conversations/c1', '{"body": 1, "protocolSources": [1]}');
     expect(sources.status).toBe(400);
     expect((sources.json as { error: string }).error).toMatch(/^protocolSources\.0: /);
-    expect((await call(base, 'POST', '/conversations/c1', 'not json')).json).toEqual(failureOf('Request body must be a JSON object'));
+    expect((await call(base, 'POST', '/conversations/c1', 'not json')).json).toEqual(
+      failureOf('Request body must be a JSON object'),
+    );
   });
 
   it('accepts a body sent as text/plain or without a content type, with a BOM', async () => {
-    expect((await call(base, 'POST', '/', '{"body": "a"}', { 'content-type': 'text/plain' })).json).toEqual({ status: 'success', body: 'a' });
+    expect((await call(base, 'POST', '/', '{"body": "a"}', { 'content-type': 'text/plain' })).json).toEqual({
+      status: 'success',
+      body: 'a',
+    });
     const response = await fetch(`${base}/`, { method: 'POST', body: new Blob(['\uFEFF{"body": "b"}']) });
     expect(await response.json()).toEqual({ status: 'success', body: 'b' });
   });
@@ -160,7 +220,11 @@ describe('node server', () => {
     const chunks = (async function* () {
       for (let index = 0; index < 32; index++) yield new TextEncoder().encode('x'.repeat(64 * 1024));
     })();
-    const streamed = await fetch(`${base}/`, { method: 'POST', body: ReadableStream.from(chunks), duplex: 'half' } as RequestInit);
+    const streamed = await fetch(`${base}/`, {
+      method: 'POST',
+      body: ReadableStream.from(chunks),
+      duplex: 'half',
+    } as RequestInit);
     expect(streamed.status).toBe(413);
     expect(await streamed.json()).toEqual(failureOf('Request too large'));
     expect(streamed.headers.get('connection')).toBe('close');
@@ -228,7 +292,12 @@ describe('node server', () => {
     expect(response.json).toEqual(failureOf(`Internal error (request ${id})`));
     expect(response.text).not.toContain('secret');
     // The log line carries the same id, so the operator finds what happened.
-    expect(logger.lines.some((line) => line.startsWith('error') && line.includes(`request ${id}:`) && line.includes('secret database password'))).toBe(true);
+    expect(
+      logger.lines.some(
+        (line) =>
+          line.startsWith('error') && line.includes(`request ${id}:`) && line.includes('secret database password'),
+      ),
+    ).toBe(true);
   });
 
   it('answers an internal AgoraError (a corrupt Redis record) with the fixed text, not its message', async () => {
@@ -241,7 +310,11 @@ describe('node server', () => {
 
   it('refuses a body that is not valid UTF-8 with 400', async () => {
     const bytes = Buffer.concat([Buffer.from('{"body":"caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]);
-    const response = await fetch(`${base}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes });
+    const response = await fetch(`${base}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: bytes,
+    });
     expect(response.status).toBe(400);
     expect(await response.json()).toEqual(failureOf('Request body is not valid UTF-8'));
   });
@@ -269,7 +342,11 @@ describe('node server', () => {
 
 describe('slow clients', () => {
   it('cuts off a client sending its headers slowly, and keeps serving others', async () => {
-    const server = await startServer(fakeReceiver().receiver, { port: 0, headersTimeoutMs: 300, logger: memoryLogger() });
+    const server = await startServer(fakeReceiver().receiver, {
+      port: 0,
+      headersTimeoutMs: 300,
+      logger: memoryLogger(),
+    });
     try {
       const socket = connect(server.port, '127.0.0.1');
       let received = '';
@@ -328,7 +405,9 @@ describe('client disconnects', () => {
       const socket = connect(server.port, '127.0.0.1');
       await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-      socket.write('POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"body": "hal');
+      socket.write(
+        'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"body": "hal',
+      );
       // The server has read the half body once /health, on another connection, is answered after it.
       await new Promise((resolve) => setImmediate(resolve));
       socket.destroy();
@@ -380,7 +459,11 @@ describe('client disconnects', () => {
 describe('request log', () => {
   it('writes one debug line per request (id, method, path, status, ms), and the id of a 500 is the one in its line', async () => {
     const lines: string[] = [];
-    const logger = { ...memoryLogger(), debug: (message: string) => void lines.push(message), error: (message: string) => void lines.push(`error ${message}`) };
+    const logger = {
+      ...memoryLogger(),
+      debug: (message: string) => void lines.push(message),
+      error: (message: string) => void lines.push(`error ${message}`),
+    };
     const server = await startServer(fakeReceiver().receiver, { port: 0, logger });
     try {
       await call(server.url, 'GET', '/health');

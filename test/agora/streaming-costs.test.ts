@@ -9,7 +9,8 @@ import { FakeAnthropic } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { postStream, readSse } from '../helpers/sse.js';
 
-const FLOOD = '---\nname: Flood\ndescription: Streams a lot.\nmultiround: true\n---\n\nThe sender sends JSON {"pieces": number}. The receiver replies JSON {"sent": number}.\n';
+const FLOOD =
+  '---\nname: Flood\ndescription: Streams a lot.\nmultiround: true\n---\n\nThe sender sends JSON {"pieces": number}. The receiver replies JSON {"sent": number}.\n';
 const FLOOD_ROUTINE = `export default async function* flood(body) {
   const piece = 'x'.repeat(4096);
   for (let index = 0; index < body.pieces; index++) yield piece;
@@ -28,8 +29,20 @@ describe('what a stream costs', () => {
   beforeAll(async () => {
     folder = await makeAgentFolder({ 'protocols/flood.md': FLOOD, 'routines/flood.ts': FLOOD_ROUTINE });
     fake = await FakeAnthropic.start();
-    receiver = await Receiver.start({ dir: folder.dir, watch: false, logger: silentLogger, llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }) });
-    server = await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger, heartbeatMs: 20, maxBufferedBytes: MAX_BUFFERED, onDrop: (bytes) => drops.push(bytes) });
+    receiver = await Receiver.start({
+      dir: folder.dir,
+      watch: false,
+      logger: silentLogger,
+      llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }),
+    });
+    server = await startServer(receiver, {
+      port: 0,
+      host: '127.0.0.1',
+      logger: silentLogger,
+      heartbeatMs: 20,
+      maxBufferedBytes: MAX_BUFFERED,
+      onDrop: (bytes) => drops.push(bytes),
+    });
   });
   afterAll(async () => {
     await server.close();
@@ -44,7 +57,9 @@ describe('what a stream costs', () => {
     const socket = connect(server.port, '127.0.0.1');
     socket.pause();
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
-    socket.write(`POST / HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`);
+    socket.write(
+      `POST / HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+    );
     await vi.waitFor(() => expect(drops).toHaveLength(1), { timeout: 10_000 });
     // At most the bound plus one event was left buffered when the connection was dropped.
     expect(drops[0]!).toBeGreaterThan(MAX_BUFFERED);
@@ -59,7 +74,10 @@ describe('what a stream costs', () => {
   it('sends a comment heartbeat while waiting for the LLM', async () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    fake.push({ text: 'slow answer', stream: { chunks: ['slow', ' answer'], delays: (index) => (index === 0 ? gate : 0) } });
+    fake.push({
+      text: 'slow answer',
+      stream: { chunks: ['slow', ' answer'], delays: (index) => (index === 0 ? gate : 0) },
+    });
     // The headers go out when the turn begins, so the heartbeat runs before the first token.
     const events = readSse(await postStream(`${server.url}/`, { body: 'Hi' }));
     const seen: string[] = [];

@@ -21,9 +21,20 @@ let python: PythonPeer;
 beforeAll(async () => {
   const fake = await FakeAnthropic.start({ fallback: 'Hello from the fake LLM.' });
   cleanups.push(() => fake.close());
-  for (const [index, llm] of [new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }), null].entries()) {
+  for (const [index, llm] of [
+    new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }),
+    null,
+  ].entries()) {
     const folder = await makeAgentFolder({ 'protocols/echo.md': echoProtocol(), 'routines/echo.ts': ECHO_ROUTINE });
-    const agent = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm, logger: silentLogger, watch: false, routineThreshold: 0 });
+    const agent = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      host: '127.0.0.1',
+      llm,
+      logger: silentLogger,
+      watch: false,
+      routineThreshold: 0,
+    });
     cleanups.push(folder.cleanup, () => agent.close());
     if (index === 0) withLlm = agent;
     else routinesOnly = agent;
@@ -45,7 +56,9 @@ describe('checkAgent', () => {
   it('passes against our agent without an LLM, skipping only what needs one', async () => {
     const results = await checkAgent(routinesOnly.url);
     expect(results.filter((result) => result.status === 'fail')).toEqual([]);
-    expect(results.filter((result) => result.status === 'skip').map((result) => result.name)).toEqual(['a conversation: id, expiry, DELETE, then Conversation expired']);
+    expect(results.filter((result) => result.status === 'skip').map((result) => result.name)).toEqual([
+      'a conversation: id, expiry, DELETE, then Conversation expired',
+    ]);
   });
 
   it('holds the Python SDK emulation to its documented quirks, and passes it', async () => {
@@ -56,7 +69,8 @@ describe('checkAgent', () => {
 
   it('fails a case when the agent breaks the profile', async () => {
     // An agent that answers everything with HTTP 200 and an HTML page.
-    const broken: typeof fetch = async () => new Response('<h1>hi</h1>', { status: 200, headers: { 'content-type': 'text/html' } });
+    const broken: typeof fetch = async () =>
+      new Response('<h1>hi</h1>', { status: 200, headers: { 'content-type': 'text/html' } });
     const results = await checkAgent('http://127.0.0.1:9', { fetch: broken });
     expect(results.filter((result) => result.status === 'fail').length).toBeGreaterThanOrEqual(5);
     expect(results[0]).toMatchObject({ status: 'fail', detail: 'expected a JSON object, got undefined' });
@@ -73,7 +87,9 @@ describe('checkAgent', () => {
 describe('agora check', () => {
   it('prints one line per case and a summary; exit 0 when all pass, 1 on any failure', async () => {
     let stdout = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
+    vi.spyOn(process.stdout, 'write').mockImplementation(
+      (chunk: string | Uint8Array) => ((stdout += String(chunk)), true),
+    );
     try {
       expect(await main(['check', withLlm.url])).toBe(0);
       expect(stdout).toMatch(/^ok    GET \/wellknown lists hash → sources: 1 protocol listed$/m);
@@ -85,7 +101,9 @@ describe('agora check', () => {
       const { port } = closed.address() as AddressInfo;
       await new Promise<void>((done) => closed.close(() => done()));
       let stderr = '';
-      vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
+      vi.spyOn(process.stderr, 'write').mockImplementation(
+        (chunk: string | Uint8Array) => ((stderr += String(chunk)), true),
+      );
       expect(await main(['check', `http://127.0.0.1:${port}`, '--timeout', '2'])).toBe(1);
       expect(stdout).toBe('');
       expect(stderr).toBe(`agora check: GET http://127.0.0.1:${port}/wellknown: connection refused\n`);

@@ -2,8 +2,24 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import { captureOutput } from '../helpers/cli.js';
 
-const COMMANDS = ['serve', 'hash', 'validate', 'send', 'wellknown', 'negotiate', 'routines', 'protocols', 'init', 'check', 'hub', 'route', 'chain', 'runs', 'resume', 'room'];
-
+const COMMANDS = [
+  'serve',
+  'hash',
+  'validate',
+  'send',
+  'wellknown',
+  'negotiate',
+  'routines',
+  'protocols',
+  'init',
+  'check',
+  'hub',
+  'route',
+  'chain',
+  'runs',
+  'resume',
+  'room',
+];
 
 afterEach(() => {
   vi.restoreAllMocks();

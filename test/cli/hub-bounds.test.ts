@@ -14,7 +14,8 @@ async function startHubProcess(args: string[]): Promise<StartedCommand> {
   return hub;
 }
 
-const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const post = (url: string, body: unknown) =>
+  fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 describe('agora hub bounds', () => {
   it('warns when it listens beyond loopback without a token, and refuses private agents and participants with 400', async () => {
@@ -23,10 +24,44 @@ describe('agora hub bounds', () => {
     const registered = await post(`${hub.url}/agents`, { url: 'http://127.0.0.1:4711' });
     expect(registered.status).toBe(400);
     expect(await registered.text()).toContain('--allow-private-agents');
-    const room = await post(`${hub.url}/rooms`, { topic: 't', participants: ['http://127.0.0.1:4711/admin/export', 'http://10.0.0.1/'] });
+    const room = await post(`${hub.url}/rooms`, {
+      topic: 't',
+      participants: ['http://127.0.0.1:4711/admin/export', 'http://10.0.0.1/'],
+    });
     expect(room.status).toBe(400);
-    const run = { id: 'r1', goal: 'g', status: 'failed', hops: [], next: null, owner: 'me', leaseUntil: 0, createdAt: 1, updatedAt: 1, maxHops: 10, error: 'e'.repeat(1999) };
-    const big = await fetch(`${hub.url}/runs/r1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ run: { ...run, goal: 'g'.repeat(1999), hops: Array.from({ length: 3 }, () => ({ agentId: 'a', agentName: 'a', url: 'http://a', by: 'keywords', reason: 'r'.repeat(1999), ok: false, startedAt: 1, finishedAt: 2 })) } }) });
+    const run = {
+      id: 'r1',
+      goal: 'g',
+      status: 'failed',
+      hops: [],
+      next: null,
+      owner: 'me',
+      leaseUntil: 0,
+      createdAt: 1,
+      updatedAt: 1,
+      maxHops: 10,
+      error: 'e'.repeat(1999),
+    };
+    const big = await fetch(`${hub.url}/runs/r1`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        run: {
+          ...run,
+          goal: 'g'.repeat(1999),
+          hops: Array.from({ length: 3 }, () => ({
+            agentId: 'a',
+            agentName: 'a',
+            url: 'http://a',
+            by: 'keywords',
+            reason: 'r'.repeat(1999),
+            ok: false,
+            startedAt: 1,
+            finishedAt: 2,
+          })),
+        },
+      }),
+    });
     expect(big.status).toBe(413);
   });
 
@@ -45,10 +80,26 @@ describe('agora hub bounds', () => {
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as Record<string, unknown>);
-    expect(records).toContainEqual(expect.objectContaining({ level: 'info', event: 'listening', url: expect.stringMatching(/^http:\/\//) }));
-    expect(records).toContainEqual(expect.objectContaining({ level: 'info', method: 'GET', path: '/agents', status: 200, ms: expect.any(Number), requestId: expect.any(String) }));
+    expect(records).toContainEqual(
+      expect.objectContaining({ level: 'info', event: 'listening', url: expect.stringMatching(/^http:\/\//) }),
+    );
+    expect(records).toContainEqual(
+      expect.objectContaining({
+        level: 'info',
+        method: 'GET',
+        path: '/agents',
+        status: 200,
+        ms: expect.any(Number),
+        requestId: expect.any(String),
+      }),
+    );
     expect(records).toContainEqual(expect.objectContaining({ method: 'GET', path: '/nowhere', status: 404 }));
-    expect(hub.output().split('\n').filter((line) => line && !line.startsWith('{'))).toEqual([]);
+    expect(
+      hub
+        .output()
+        .split('\n')
+        .filter((line) => line && !line.startsWith('{')),
+    ).toEqual([]);
   });
 
   it('logs no request with --quiet-requests', async () => {

@@ -18,17 +18,47 @@ afterAll(async () => {
 });
 
 function npm(args: string[], cwd: string) {
-  return spawnSync('npm', args, { cwd, encoding: 'utf8', env: { ...process.env, ANTHROPIC_API_KEY: '' }, timeout: 240_000 });
+  return spawnSync('npm', args, {
+    cwd,
+    encoding: 'utf8',
+    env: { ...process.env, ANTHROPIC_API_KEY: '' },
+    timeout: 240_000,
+  });
 }
 
 /** A lockfile for a scaffolded agent: the framework linked, its devDependencies at the versions of this checkout's lockfile. */
-async function lockfileFor(dir: string, manifest: { name: string; version: string; dependencies: Record<string, string>; devDependencies: Record<string, string> }) {
-  const rootLock = JSON.parse(await readFile(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dependencies?: Record<string, string> }> };
-  const rootManifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as { name: string; version: string; bin: unknown; dependencies: Record<string, string> };
+async function lockfileFor(
+  dir: string,
+  manifest: {
+    name: string;
+    version: string;
+    dependencies: Record<string, string>;
+    devDependencies: Record<string, string>;
+  },
+) {
+  const rootLock = JSON.parse(await readFile(join(root, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dependencies?: Record<string, string> }>;
+  };
+  const rootManifest = JSON.parse(await readFile(join(root, 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+    bin: unknown;
+    dependencies: Record<string, string>;
+  };
   const target = relative(dir, root);
   const packages: Record<string, unknown> = {
-    '': { name: manifest.name, version: manifest.version, dependencies: manifest.dependencies, devDependencies: manifest.devDependencies },
-    [target]: { name: rootManifest.name, version: rootManifest.version, bin: rootManifest.bin, dependencies: rootManifest.dependencies },
+    '': {
+      name: manifest.name,
+      version: manifest.version,
+      dependencies: manifest.dependencies,
+      devDependencies: manifest.devDependencies,
+    },
+    [target]: {
+      name: rootManifest.name,
+      version: rootManifest.version,
+      bin: rootManifest.bin,
+      dependencies: rootManifest.dependencies,
+    },
     'node_modules/agora-agents': { resolved: target, link: true },
   };
   const wanted = Object.keys(manifest.devDependencies);
@@ -48,11 +78,22 @@ describe('agora init', () => {
     const result = await runCli(['init', dir]);
     expect(result.code).toBe(0);
     expect(result.stdout).toContain('wrote protocols/unit-conversion.md');
-    for (const file of ['package.json', 'tsconfig.json', '.gitignore', 'README.md', 'test/agent.test.mjs', 'protocols/unit-conversion.md', 'routines/unit-conversion.ts', 'tools/convert-units.ts']) {
+    for (const file of [
+      'package.json',
+      'tsconfig.json',
+      '.gitignore',
+      'README.md',
+      'test/agent.test.mjs',
+      'protocols/unit-conversion.md',
+      'routines/unit-conversion.ts',
+      'tools/convert-units.ts',
+    ]) {
       expect(existsSync(join(dir, file)), file).toBe(true);
     }
     // The root agent is the template: same bytes, not a second copy kept in the framework.
-    expect(await readFile(join(dir, 'protocols/unit-conversion.md'), 'utf8')).toBe(await readFile(join(root, 'protocols/unit-conversion.md'), 'utf8'));
+    expect(await readFile(join(dir, 'protocols/unit-conversion.md'), 'utf8')).toBe(
+      await readFile(join(root, 'protocols/unit-conversion.md'), 'utf8'),
+    );
     expect(await readFile(join(dir, '.gitignore'), 'utf8')).toContain('.agora/');
     const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
     // A relative file: path, so the checkout and the agent can move together; what a tsc and a test need.
@@ -70,7 +111,12 @@ describe('agora init', () => {
     expect(test.status, `${test.stdout}\n${test.stderr}`).toBe(0);
     expect(test.stdout).toMatch(/# pass 5/);
 
-    const server = spawn('npm', ['start', '--', '--port', '0'], { cwd: dir, env: { ...process.env, ANTHROPIC_API_KEY: '' }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const server = spawn('npm', ['start', '--', '--port', '0'], {
+      cwd: dir,
+      env: { ...process.env, ANTHROPIC_API_KEY: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     try {
       const url = await new Promise<string>((resolve, reject) => {
         let output = '';

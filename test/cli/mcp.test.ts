@@ -16,13 +16,20 @@ import { cliArgs } from '../helpers/cli.js';
 import { connect, COUNTER_PD, COUNTER_ROUTINE, UNITS_PD, UNITS_ROUTINE } from '../faces/mcp/_fixtures.js';
 
 const TOKEN = 'stdio-secret';
-const AGENT_FILES = { 'protocols/units.md': UNITS_PD, 'routines/units.ts': UNITS_ROUTINE, 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE };
+const AGENT_FILES = {
+  'protocols/units.md': UNITS_PD,
+  'routines/units.ts': UNITS_ROUTINE,
+  'protocols/counter.md': COUNTER_PD,
+  'routines/counter.ts': COUNTER_ROUTINE,
+};
 
 /** An MCP host running `agora mcp <url> …args` over stdio, with `token` in AGORA_TOKEN (none when empty). */
 async function startHost(url: string, token: string, args: string[] = []): Promise<Client> {
   const client = new SdkClient({ name: 'agora-test-host', version: '1.0.0' });
   const env = { ...process.env, AGORA_TOKEN: token } as Record<string, string>;
-  await client.connect(new StdioClientTransport({ command: process.execPath, args: cliArgs(['mcp', url, ...args]), env, stderr: 'pipe' }));
+  await client.connect(
+    new StdioClientTransport({ command: process.execPath, args: cliArgs(['mcp', url, ...args]), env, stderr: 'pipe' }),
+  );
   return client;
 }
 
@@ -44,7 +51,17 @@ describe('agora mcp (stdio) for an agent with an MCP face: a bridge to its /mcp'
   beforeAll(async () => {
     folder = await makeAgentFolder(AGENT_FILES);
     fake = await FakeAnthropic.start({ replies: ['Bonjour from the agent.'] });
-    agent = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm: modelForFake(fake), logger: silentLogger, tokens: [TOKEN], dashboard: false, routineThreshold: 0, watch: false });
+    agent = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      host: '127.0.0.1',
+      llm: modelForFake(fake),
+      logger: silentLogger,
+      tokens: [TOKEN],
+      dashboard: false,
+      routineThreshold: 0,
+      watch: false,
+    });
     stdio = await startHost(agent.url, TOKEN);
     http = await connect(agent.url, { authorization: `Bearer ${TOKEN}` });
   }, 60_000);
@@ -62,7 +79,11 @@ describe('agora mcp (stdio) for an agent with an MCP face: a bridge to its /mcp'
     expect(tools).toEqual((await http.listTools()).tools);
     expect(tools.map((tool) => tool.name).sort()).toEqual(['ask', 'counter', 'unit_conversion']);
     // The routine's own fields, not one untyped `body`.
-    expect(tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject({ type: 'object', properties: { metres: { type: 'number' } }, required: ['metres'] });
+    expect(tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { metres: { type: 'number' } },
+      required: ['metres'],
+    });
     expect((await stdio.listResources()).resources).toEqual((await http.listResources()).resources);
   });
 
@@ -77,9 +98,16 @@ describe('agora mcp (stdio) for an agent with an MCP face: a bridge to its /mcp'
   it('reads a protocol document, and refuses an unknown tool as the face does', async () => {
     const units = (await stdio.listResources()).resources.find((resource) => resource.title === 'Unit conversion')!;
     expect((await stdio.readResource({ uri: units.uri })).contents[0]).toMatchObject({ text: UNITS_PD });
-    const refusal = (client: Client) => client.callTool({ name: 'no_such_tool', arguments: {} }).then(() => undefined, (error: { code: number; message: string }) => ({ code: error.code, message: error.message }));
+    const refusal = (client: Client) =>
+      client.callTool({ name: 'no_such_tool', arguments: {} }).then(
+        () => undefined,
+        (error: { code: number; message: string }) => ({ code: error.code, message: error.message }),
+      );
     expect(await refusal(stdio)).toEqual(await refusal(http));
-    expect(await refusal(stdio)).toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool: no_such_tool') });
+    expect(await refusal(stdio)).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('Unknown tool: no_such_tool'),
+    });
   });
 
   it('calls ask, answered by the LLM', async () => {
@@ -123,7 +151,17 @@ describe('agora mcp (stdio) across changes of the agent', () => {
   it('counts 1, 2, 3 without a token, opens a new session when the restarted agent has forgotten it (404), and serves the generic tools once the face is gone', async () => {
     const folder = await makeAgentFolder(AGENT_FILES);
     const start = (port: number, faces?: ['agora']) =>
-      startAgent({ dir: folder.dir, port, host: '127.0.0.1', llm: null, logger: silentLogger, dashboard: false, watch: false, memory: new InMemoryMemory(), ...(faces ? { faces: { faces } } : {}) });
+      startAgent({
+        dir: folder.dir,
+        port,
+        host: '127.0.0.1',
+        llm: null,
+        logger: silentLogger,
+        dashboard: false,
+        watch: false,
+        memory: new InMemoryMemory(),
+        ...(faces ? { faces: { faces } } : {}),
+      });
     let agent = await start(0);
     const host = await startHost(agent.url, '', ['--poll', '0']);
     try {
@@ -137,11 +175,15 @@ describe('agora mcp (stdio) across changes of the agent', () => {
       // Restarted without its MCP face: that call fails saying so, the host is told, and the generic tools answer.
       await agent.close();
       agent = await start(port, ['agora']);
-      const changed = new Promise<void>((resolve) => host.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+      const changed = new Promise<void>((resolve) =>
+        host.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+      );
       const failed = await host.callTool({ name: 'counter', arguments: { body: { add: 1 } } });
       expect(textOf(failed)).toBe(`NOT_FOUND: agent at ${agent.url}/mcp serves no MCP face (answered 404: Not found)`);
       await changed;
-      expect((await host.listTools()).tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject({ required: ['body'] });
+      expect((await host.listTools()).tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject(
+        { required: ['body'] },
+      );
       expect(await count(host, 2)).toBe(2);
     } finally {
       await host.close();
@@ -152,17 +194,38 @@ describe('agora mcp (stdio) across changes of the agent', () => {
 
   it('passes on the list_changed of an agent’s MCP face, and tells one read every --poll seconds without the face', async () => {
     // Bridged with no poll: only the agent's own notification can tell. Without the face: the poll of /wellknown.
-    for (const { faces, poll } of [{ faces: undefined, poll: '0' }, { faces: ['agora' as const], poll: '0.2' }]) {
+    for (const { faces, poll } of [
+      { faces: undefined, poll: '0' },
+      { faces: ['agora' as const], poll: '0.2' },
+    ]) {
       const watched = await makeAgentFolder({ 'protocols/units.md': UNITS_PD, 'routines/units.ts': UNITS_ROUTINE });
       // With an LLM: a protocol without a routine is listed (an agent without one lists only what its routines answer).
-      const live = await startAgent({ dir: watched.dir, port: 0, host: '127.0.0.1', llm: modelForFake(fake), logger: silentLogger, dashboard: false, watch: true, ...(faces ? { faces: { faces } } : {}) });
+      const live = await startAgent({
+        dir: watched.dir,
+        port: 0,
+        host: '127.0.0.1',
+        llm: modelForFake(fake),
+        logger: silentLogger,
+        dashboard: false,
+        watch: true,
+        ...(faces ? { faces: { faces } } : {}),
+      });
       const host = await startHost(live.url, '', ['--poll', poll]);
       try {
-        const changed = new Promise<void>((resolve) => host.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+        const changed = new Promise<void>((resolve) =>
+          host.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+        );
         expect((await host.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['ask', 'unit_conversion']);
-        await watched.write('protocols/greeting.md', '---\nname: Greeting\ndescription: Says hello.\nmultiround: false\n---\nSend a name.\n');
+        await watched.write(
+          'protocols/greeting.md',
+          '---\nname: Greeting\ndescription: Says hello.\nmultiround: false\n---\nSend a name.\n',
+        );
         await changed;
-        expect((await host.listTools()).tools.map((tool) => tool.name).sort()).toEqual(['ask', 'greeting', 'unit_conversion']);
+        expect((await host.listTools()).tools.map((tool) => tool.name).sort()).toEqual([
+          'ask',
+          'greeting',
+          'unit_conversion',
+        ]);
       } finally {
         await host.close();
         await live.close();
@@ -180,7 +243,16 @@ describe('agora mcp (stdio) for an agent without an MCP face', () => {
   beforeAll(async () => {
     folder = await makeAgentFolder(AGENT_FILES);
     // `--faces agora`: no /mcp (404). No LLM: natural language is refused.
-    agent = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm: null, logger: silentLogger, dashboard: false, watch: false, faces: { faces: ['agora'] } });
+    agent = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      host: '127.0.0.1',
+      llm: null,
+      logger: silentLogger,
+      dashboard: false,
+      watch: false,
+      faces: { faces: ['agora'] },
+    });
     host = await startHost(agent.url, '');
   }, 60_000);
 
@@ -193,7 +265,10 @@ describe('agora mcp (stdio) for an agent without an MCP face', () => {
   it('offers the generic tools: each protocol’s body as `body`, and ask', async () => {
     const { tools } = await host.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(['ask', 'counter', 'unit_conversion']);
-    expect(tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject({ type: 'object', required: ['body'] });
+    expect(tools.find((tool) => tool.name === 'unit_conversion')!.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['body'],
+    });
     const result = await host.callTool({ name: 'unit_conversion', arguments: { body: { metres: 2 } } });
     expect(JSON.parse(textOf(result))).toEqual({ feet: 6.56 });
   });
@@ -205,7 +280,9 @@ describe('agora mcp (stdio) for an agent without an MCP face', () => {
   it('says what failed when ask is refused, never "HTTP 200"', async () => {
     const result = await host.callTool({ name: 'ask', arguments: { question: 'Say hello' } });
     expect(result.isError).toBe(true);
-    expect(textOf(result)).toBe(`NATURAL_LANGUAGE_UNSUPPORTED: agent at ${agent.url}/ answered: This agent only accepts queries under the protocols listed at /wellknown`);
+    expect(textOf(result)).toBe(
+      `NATURAL_LANGUAGE_UNSUPPORTED: agent at ${agent.url}/ answered: This agent only accepts queries under the protocols listed at /wellknown`,
+    );
   });
 });
 
@@ -218,7 +295,13 @@ describe('agora mcp (stdio) for an agent that fails', () => {
     // Answers every request 503, as a full MCP face does (`Too many open MCP sessions`), with a control character.
     server = createServer((_request, response) => {
       response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '60' });
-      response.end(JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message: 'Too busy\u001b[2J: retry later' }, id: null }));
+      response.end(
+        JSON.stringify({
+          jsonrpc: '2.0',
+          error: { code: -32000, message: 'Too busy\u001b[2J: retry later' },
+          id: null,
+        }),
+      );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

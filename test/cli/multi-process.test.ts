@@ -15,11 +15,14 @@ import { useTestRedis } from '../helpers/redis.js';
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
-const title = redisUrl ? 'agora serve, several processes on one Redis' : 'agora serve, several processes on one Redis (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
+const title = redisUrl
+  ? 'agora serve, several processes on one Redis'
+  : 'agora serve, several processes on one Redis (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
 
-const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends JSON {"add": number}; the receiver replies JSON {"count": number}.\n';
+const COUNTER_PD =
+  '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends JSON {"add": number}; the receiver replies JSON {"count": number}.\n';
 
 // Reads the state, awaits (so turns overlap unless the store serializes them), then writes it back: a lost
 // update shows as a repeated or missing count. `marker` names a file written once the turn is under way.
@@ -37,27 +40,46 @@ export default async function (body: { add?: number; pauseMs?: number; marker?: 
 
 const COUNTER_HASH = hashText(COUNTER_PD);
 
-type Reply = { status: string; body?: { count: number; pid: number }; error?: string; conversationId?: string; conversationExpires?: number };
+type Reply = {
+  status: string;
+  body?: { count: number; pid: number };
+  error?: string;
+  conversationId?: string;
+  conversationExpires?: number;
+};
 
 async function post(url: string, path: string, body: unknown): Promise<{ status: number; reply: Reply }> {
-  const response = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   return { status: response.status, reply: (await response.json()) as Reply };
 }
 
-const start = (url: string, body: unknown = { add: 0 }) => post(url, '/', { protocolHash: COUNTER_HASH, multiround: true, body });
+const start = (url: string, body: unknown = { add: 0 }) =>
+  post(url, '/', { protocolHash: COUNTER_HASH, multiround: true, body });
 const turn = (url: string, id: string, body: unknown = { add: 1 }) => post(url, `/conversations/${id}`, { body });
 
 /** A turn whose request is known to be written out (`sent`) before it is answered or lost (`settled`). */
-function sendTurn(url: string, id: string, body: unknown): { sent: Promise<void>; settled: Promise<'answered' | 'lost'> } {
+function sendTurn(
+  url: string,
+  id: string,
+  body: unknown,
+): { sent: Promise<void>; settled: Promise<'answered' | 'lost'> } {
   let sent!: () => void;
   const written = new Promise<void>((resolve) => (sent = resolve));
   const settled = new Promise<'answered' | 'lost'>((resolve) => {
-    const outgoing = request(`${url}/conversations/${id}`, { method: 'POST', headers: { 'content-type': 'application/json' } }, (response) => {
-      response.resume();
-      response.on('end', () => resolve('answered'));
-      response.on('error', () => resolve('lost'));
-      response.on('close', () => resolve('lost')); // after 'end' this changes nothing
-    });
+    const outgoing = request(
+      `${url}/conversations/${id}`,
+      { method: 'POST', headers: { 'content-type': 'application/json' } },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve('answered'));
+        response.on('error', () => resolve('lost'));
+        response.on('close', () => resolve('lost')); // after 'end' this changes nothing
+      },
+    );
     outgoing.on('finish', sent);
     outgoing.on('error', () => {
       sent();
@@ -80,15 +102,28 @@ describeRedis(title, () => {
   });
 
   /** Two `agora serve` processes on one agent folder and one Redis key prefix (options go in the store URL). */
-  async function startPair(storeOptions: Record<string, string> = {}, serveArgs: string[] = [], env: NodeJS.ProcessEnv = {}) {
-    const folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
+  async function startPair(
+    storeOptions: Record<string, string> = {},
+    serveArgs: string[] = [],
+    env: NodeJS.ProcessEnv = {},
+  ) {
+    const folder = await makeAgentFolder({
+      'protocols/counter.md': COUNTER_PD,
+      'routines/counter.ts': COUNTER_ROUTINE,
+    });
     cleanups.push(folder.cleanup);
     const store = new URL(redisUrl ?? '');
     store.searchParams.set('prefix', freshPrefix());
     for (const [name, value] of Object.entries(storeOptions)) store.searchParams.set(name, value);
     const args = [folder.dir, '--port', '0', '--store', store.href, ...serveArgs];
-    const [a, b] = await Promise.all([startServe(args, { env: { ...NO_KEY, ...env } }), startServe(args, { env: { ...NO_KEY, ...env } })]);
-    cleanups.push(() => a.stop('SIGKILL'), () => b.stop('SIGKILL'));
+    const [a, b] = await Promise.all([
+      startServe(args, { env: { ...NO_KEY, ...env } }),
+      startServe(args, { env: { ...NO_KEY, ...env } }),
+    ]);
+    cleanups.push(
+      () => a.stop('SIGKILL'),
+      () => b.stop('SIGKILL'),
+    );
     return { folder, a, b };
   }
 
@@ -132,9 +167,12 @@ describeRedis(title, () => {
     const { a, b } = await startPair();
     const id = (await start(a.url)).reply.conversationId!;
 
-    const replies = await Promise.all(Array.from({ length: 60 }, (_, index) => turn(index % 2 === 0 ? a.url : b.url, id)));
+    const replies = await Promise.all(
+      Array.from({ length: 60 }, (_, index) => turn(index % 2 === 0 ? a.url : b.url, id)),
+    );
 
-    for (const { status, reply } of replies) expect({ status, reply: reply.status }).toEqual({ status: 200, reply: 'success' });
+    for (const { status, reply } of replies)
+      expect({ status, reply: reply.status }).toEqual({ status: 200, reply: 'success' });
     const counts = replies.map(({ reply }) => reply.body!.count).sort((x, y) => x - y);
     expect(counts).toEqual(Array.from({ length: 60 }, (_, index) => index + 1));
     expect(new Set(replies.map(({ reply }) => reply.body!.pid)).size).toBe(2);
@@ -179,7 +217,7 @@ describeRedis(title, () => {
     expect(count).toBe(acknowledged.length);
   });
 
-  it('stores and serves a stranger\'s document it will not answer in neither process', async () => {
+  it("stores and serves a stranger's document it will not answer in neither process", async () => {
     const { a, b } = await startPair();
     const text = `---\nname: Learned ${randomUUID()}\ndescription: Only a peer knows it.\nmultiround: false\n---\nThe sender sends any JSON.\n`;
     const hash = hashText(text);
@@ -190,5 +228,4 @@ describeRedis(title, () => {
 
     for (const url of [b.url, a.url]) expect((await fetch(`${url}/protocols/${hash}`)).status).toBe(404);
   });
-
 });

@@ -24,8 +24,21 @@ beforeAll(async () => {
   agentDir = receiverFolder.dir;
   senderDir = senderFolder.dir;
   cleanups.push(receiverFolder.cleanup, senderFolder.cleanup);
-  const logger = consoleLogger('agora', { format: 'json', write: (line) => void records.push(JSON.parse(line) as LogRecord) });
-  agent = await startAgent({ dir: agentDir, port: 0, host: '127.0.0.1', llm: new OfflineModel(), logger, watch: false, routineThreshold: 3, requestLog: true, dashboard: false });
+  const logger = consoleLogger('agora', {
+    format: 'json',
+    write: (line) => void records.push(JSON.parse(line) as LogRecord),
+  });
+  agent = await startAgent({
+    dir: agentDir,
+    port: 0,
+    host: '127.0.0.1',
+    llm: new OfflineModel(),
+    logger,
+    watch: false,
+    routineThreshold: 3,
+    requestLog: true,
+    dashboard: false,
+  });
   cleanups.push(() => agent.close());
 });
 afterAll(async () => {
@@ -39,16 +52,30 @@ describe('the offline tour', () => {
     const { body } = await sender.query(agent.url, { body: 'Hello' });
     expect(body).toMatch(/^\(offline demo model\) You said: "Hello"/);
     const record = records.find((entry) => entry.msg.startsWith('request ') && entry.taken === 'llm');
-    expect(record).toMatchObject({ method: 'POST', path: '/', status: 200, taken: 'llm', protocolName: 'natural_language', requestId: expect.any(String), ms: expect.any(Number) });
+    expect(record).toMatchObject({
+      method: 'POST',
+      path: '/',
+      status: 200,
+      taken: 'llm',
+      protocolName: 'natural_language',
+      requestId: expect.any(String),
+      ms: expect.any(Number),
+    });
   });
 
   it('negotiates, serves with the LLM, writes a checked routine, and answers with it once approved', async () => {
     const sender = new Sender({ llm: new OfflineModel(), dir: senderDir, logger: silentLogger });
-    const { document, rounds } = await sender.negotiate(agent.url, { name: 'Short summary', description: 'Shorten a text to a few words.' });
+    const { document, rounds } = await sender.negotiate(agent.url, {
+      name: 'Short summary',
+      description: 'Shorten a text to a few words.',
+    });
     expect(rounds).toBe(1);
     expect(document.text).toContain('"maxWords": integer');
     for (let index = 1; index <= 3; index++) {
-      const { body } = await sender.query(agent.url, { protocol: document, body: { text: `one two three four ${index}`, maxWords: 2 } });
+      const { body } = await sender.query(agent.url, {
+        protocol: document,
+        body: { text: `one two three four ${index}`, maxWords: 2 },
+      });
       expect(body).toEqual({ summary: 'one two' });
     }
     await agent.generator!.idle();
@@ -57,13 +84,18 @@ describe('the offline tour', () => {
     expect(records.some((entry) => /type-checked in \d+ ms, running its checks/.test(entry.msg))).toBe(true);
 
     let stdout = '';
-    vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
+    vi.spyOn(process.stdout, 'write').mockImplementation(
+      (chunk: string | Uint8Array) => ((stdout += String(chunk)), true),
+    );
     expect(await main(['routines', 'approve', document.hash.slice(0, 8), agentDir])).toBe(0);
     expect(stdout).toMatch(/^approved /);
     vi.restoreAllMocks();
 
     const before = agent.receiver.counters.snapshot();
-    const { body } = await sender.query(agent.url, { protocol: document, body: { text: 'alpha beta gamma', maxWords: 1 } });
+    const { body } = await sender.query(agent.url, {
+      protocol: document,
+      body: { text: 'alpha beta gamma', maxWords: 1 },
+    });
     expect(body).toEqual({ summary: 'alpha' });
     const after = agent.receiver.counters.snapshot();
     // The cost falls: the turn took the routine, with no LLM call.
@@ -81,17 +113,32 @@ describe('a failing LLM on the suitability path', () => {
     const failing: LanguageModel = {
       model: 'broken',
       provider: 'test',
-      complete: () => Promise.reject(new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('upstream 529: overloaded') })),
+      complete: () =>
+        Promise.reject(
+          new AgoraError('LLM_UNAVAILABLE', 'LLM unavailable', { cause: new Error('upstream 529: overloaded') }),
+        ),
     };
     const lines: string[] = [];
     const folder = await makeAgentFolder({});
     cleanups.push(folder.cleanup);
-    const broken = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm: failing, logger: consoleLogger('agora', { write: (line) => void lines.push(line) }), watch: false, dashboard: false });
+    const broken = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      host: '127.0.0.1',
+      llm: failing,
+      logger: consoleLogger('agora', { write: (line) => void lines.push(line) }),
+      watch: false,
+      dashboard: false,
+    });
     cleanups.push(() => broken.close());
     const sender = new Sender({ llm: null, logger: silentLogger });
-    await expect(sender.query(broken.url, { protocol: echoProtocol('Learned'), body: { message: 'hi' } })).rejects.toThrow(/failure: LLM unavailable/);
+    await expect(
+      sender.query(broken.url, { protocol: echoProtocol('Learned'), body: { message: 'hi' } }),
+    ).rejects.toThrow(/failure: LLM unavailable/);
     const logged = lines.filter((line) => line.includes('suitability not judged'));
     expect(logged).toHaveLength(1);
-    expect(logged[0]).toMatch(/error protocol "Learned" [0-9a-f]{40}: suitability not judged: .*upstream 529: overloaded/);
+    expect(logged[0]).toMatch(
+      /error protocol "Learned" [0-9a-f]{40}: suitability not judged: .*upstream 529: overloaded/,
+    );
   });
 });

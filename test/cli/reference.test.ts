@@ -14,7 +14,8 @@ describe('docs/cli.md', () => {
     for (const [name, entry] of Object.entries(COMMANDS)) {
       expect(page, name).toContain(`## agora ${name}\n`);
       const section = page.slice(page.indexOf(`## agora ${name}\n`)).split('\n## ')[0]!;
-      for (const option of Object.keys((await entry.load()).command.options)) expect(section, `${name} --${option}`).toContain(`--${option}`);
+      for (const option of Object.keys((await entry.load()).command.options))
+        expect(section, `${name} --${option}`).toContain(`--${option}`);
     }
   });
 });

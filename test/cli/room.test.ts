@@ -19,7 +19,10 @@ describe('agora room', () => {
   it('creates a room, watches it to its end as it happens, and shows it', async () => {
     const env = { AGORA_HUB: hub.url, AGORA_HUB_TOKEN: 't0k' };
     const [first, second] = participants.agents.map((agent) => agent.url);
-    const created = await runCli(['room', 'create', '--topic', 'CLI room', '--participant', first!, '--participant', second!, '--max-turns', '4'], { env });
+    const created = await runCli(
+      ['room', 'create', '--topic', 'CLI room', '--participant', first!, '--participant', second!, '--max-turns', '4'],
+      { env },
+    );
     expect(created.stderr).toBe('');
     const id = created.stdout.trim();
     const watched = await runCli(['room', 'watch', id], { env });

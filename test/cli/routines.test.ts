@@ -7,8 +7,10 @@ import { hashText } from '../../src/protocol/document.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
 import { runCli, startServe } from '../helpers/cli.js';
 
-const DOUBLE = '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}.\nThe receiver replies JSON {"doubled": number}.\n';
-const WEATHER = '---\nname: Weather\ndescription: The weather in a city.\nmultiround: false\n---\n\nThe sender sends JSON {"city": string}.\nThe receiver replies JSON {"sky": string}.\n';
+const DOUBLE =
+  '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}.\nThe receiver replies JSON {"doubled": number}.\n';
+const WEATHER =
+  '---\nname: Weather\ndescription: The weather in a city.\nmultiround: false\n---\n\nThe sender sends JSON {"city": string}.\nThe receiver replies JSON {"sky": string}.\n';
 const double = hashText(DOUBLE);
 const weather = hashText(WEATHER);
 const id = `double-${double.slice(0, 8)}`;
@@ -44,7 +46,18 @@ beforeAll(async () => {
   await writeFile(join(dir, 'protocols', 'double.md'), DOUBLE);
   await writeFile(join(dir, file), CODE);
   const at = '2025-06-01T12:00:00.000Z';
-  await put(`routines/${double}/status`, { status: 'pending', kind: 'protocol', protocol: 'Double', hash: double, file, checks: ['type-check (900 ms)', '5 recorded turns (5 by value, 0 by shape)'], attempts: 1, model: 'claude-test', createdAt: at, updatedAt: at });
+  await put(`routines/${double}/status`, {
+    status: 'pending',
+    kind: 'protocol',
+    protocol: 'Double',
+    hash: double,
+    file,
+    checks: ['type-check (900 ms)', '5 recorded turns (5 by value, 0 by shape)'],
+    attempts: 1,
+    model: 'claude-test',
+    createdAt: at,
+    updatedAt: at,
+  });
   await put(`routines/${double}/meta`, { kind: 'protocol', protocol: 'Double', hash: double });
   await put(`routines/${double}/counters/uses`, 8);
   await put(`routines/${double}/counters/llm`, 6);
@@ -64,8 +77,25 @@ describe('agora routines', { timeout: 120_000 }, () => {
     expect(run.code, run.stderr).toBe(0);
     const entries = JSON.parse(run.stdout) as unknown[];
     expect(entries).toEqual([
-      { kind: 'protocol', id, protocol: 'Double', hash: double, counters: { uses: 8, llm: 6, routine: 2, failures: 0 }, llmShare: 0.75, status: 'pending', file },
-      { kind: 'protocol', id: `weather-${weather.slice(0, 8)}`, protocol: 'Weather', hash: weather, counters: { uses: 3, llm: 3, routine: 0, failures: 0 }, llmShare: 1, status: 'none' },
+      {
+        kind: 'protocol',
+        id,
+        protocol: 'Double',
+        hash: double,
+        counters: { uses: 8, llm: 6, routine: 2, failures: 0 },
+        llmShare: 0.75,
+        status: 'pending',
+        file,
+      },
+      {
+        kind: 'protocol',
+        id: `weather-${weather.slice(0, 8)}`,
+        protocol: 'Weather',
+        hash: weather,
+        counters: { uses: 3, llm: 3, routine: 0, failures: 0 },
+        llmShare: 1,
+        status: 'none',
+      },
     ]);
     const text = await runCli(['routines', 'list', dir]);
     expect(text.stdout).toMatch(new RegExp(`${id}\\s+Double\\s+${double.slice(0, 8)}\\s+8\\s+75%\\s+pending`));
@@ -98,7 +128,9 @@ describe('agora routines', { timeout: 120_000 }, () => {
     expect(missing.stderr).toBe('agora routines: no generated routine or protocol matches "nope"\n');
     const none = await runCli(['routines', 'approve', 'Weather', dir]);
     expect(none.code).toBe(1);
-    expect(none.stderr).toBe(`agora routines: weather-${weather.slice(0, 8)} has no routine to approve (status: none)\n`);
+    expect(none.stderr).toBe(
+      `agora routines: weather-${weather.slice(0, 8)} has no routine to approve (status: none)\n`,
+    );
   });
 
   it('takes effect in a running agora serve of the same folder, without a restart', async () => {
@@ -110,10 +142,16 @@ describe('agora routines', { timeout: 120_000 }, () => {
       },
     });
     await runCli(['routines', 'reject', id, dir]);
-    const serve = await startServe([dir, '--port', '0', '--routine-threshold', '0'], { env: { ANTHROPIC_API_KEY: 'test', ANTHROPIC_BASE_URL: fake.url, AGORA_MODEL: 'claude-test' } });
+    const serve = await startServe([dir, '--port', '0', '--routine-threshold', '0'], {
+      env: { ANTHROPIC_API_KEY: 'test', ANTHROPIC_BASE_URL: fake.url, AGORA_MODEL: 'claude-test' },
+    });
     try {
       const query = async (n: number) => {
-        const response = await fetch(serve.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: double, body: { n } }) });
+        const response = await fetch(serve.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ protocolHash: double, body: { n } }),
+        });
         return ((await response.json()) as { body: unknown }).body;
       };
       expect(await query(2)).toEqual({ doubled: 4 });

@@ -16,7 +16,8 @@ import { FakeOpenAI } from '../../src/testing/fake-openai.js';
 import { startPythonPeer, type PythonPeer } from '../helpers/python-peer.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const DISTANCE = '---\nname: Distance conversion\ndescription: Convert a distance in miles to kilometres.\nmultiround: false\n---\n\nThe sender sends JSON {"miles": number}.\nThe receiver replies JSON {"km": number}.\n';
+const DISTANCE =
+  '---\nname: Distance conversion\ndescription: Convert a distance in miles to kilometres.\nmultiround: false\n---\n\nThe sender sends JSON {"miles": number}.\nThe receiver replies JSON {"km": number}.\n';
 const km = (miles: number) => Math.round(miles * 1609.344) / 1000;
 
 type Run = { code: number | null; stdout: string; stderr: string };
@@ -24,7 +25,11 @@ type Run = { code: number | null; stdout: string; stderr: string };
 // The CLI as users run it, from source through the repo's tsx.
 function agora(args: string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Run> {
   return new Promise((done, fail) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], { cwd: ROOT, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', ...args], {
+      cwd: ROOT,
+      env: options.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (stdout += chunk));
@@ -48,12 +53,23 @@ beforeAll(async () => {
   await mkdir(join(dir, 'protocols'));
   await mkdir(join(dir, 'routines'));
   await writeFile(join(dir, 'protocols', 'distance.md'), DISTANCE);
-  await writeFile(join(dir, 'routines', 'distance.ts'), 'export default (body: { miles: number }) => ({ km: Math.round(body.miles * 1609.344) / 1000 });\n');
+  await writeFile(
+    join(dir, 'routines', 'distance.ts'),
+    'export default (body: { miles: number }) => ({ km: Math.round(body.miles * 1609.344) / 1000 });\n',
+  );
   const fake = await FakeAnthropic.start({
-    fallback: (request: FakeRequest) => (request.body.messages.length > 1 ? `You said: ${request.lastUserText}` : `Hello, you said: ${request.lastUserText}`),
+    fallback: (request: FakeRequest) =>
+      request.body.messages.length > 1
+        ? `You said: ${request.lastUserText}`
+        : `Hello, you said: ${request.lastUserText}`,
   });
   cleanup.push(() => fake.close());
-  receiver = await Receiver.start({ dir, watch: false, logger: silentLogger, llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }) });
+  receiver = await Receiver.start({
+    dir,
+    watch: false,
+    logger: silentLogger,
+    llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }),
+  });
   const server = await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger });
   cleanup.push(async () => {
     await server.close();
@@ -80,18 +96,33 @@ afterAll(async () => {
 
 describe('agora send', () => {
   it('prints a string body raw', async () => {
-    expect(await agora(['send', url, 'What is 5 miles in km?'])).toEqual({ code: 0, stdout: 'Hello, you said: What is 5 miles in km?\n', stderr: '' });
+    expect(await agora(['send', url, 'What is 5 miles in km?'])).toEqual({
+      code: 0,
+      stdout: 'Hello, you said: What is 5 miles in km?\n',
+      stderr: '',
+    });
   });
 
   it('prints a streamed reply as it comes with --stream', async () => {
-    expect(await agora(['send', url, 'Stream this', '--stream'])).toEqual({ code: 0, stdout: 'Hello, you said: Stream this\n', stderr: '' });
+    expect(await agora(['send', url, 'Stream this', '--stream'])).toEqual({
+      code: 0,
+      stdout: 'Hello, you said: Stream this\n',
+      stderr: '',
+    });
     const file = join(dir, 'protocols', 'distance.md');
-    expect(await agora(['send', url, '{"miles": 5}', '--protocol', file, '--stream'])).toEqual({ code: 0, stdout: '{\n  "km": 8.047\n}\n', stderr: '' });
+    expect(await agora(['send', url, '{"miles": 5}', '--protocol', file, '--stream'])).toEqual({
+      code: 0,
+      stdout: '{\n  "km": 8.047\n}\n',
+      stderr: '',
+    });
   });
 
   it('sends JSON under a protocol file and prints the reply pretty, or whole with --json', async () => {
     const file = join(dir, 'protocols', 'distance.md');
-    const [pretty, json] = await Promise.all([agora(['send', url, '{"miles": 5}', '--protocol', file]), agora(['send', url, '-', '--protocol', file, '--json'], { input: '{"miles": 10}\n' })]);
+    const [pretty, json] = await Promise.all([
+      agora(['send', url, '{"miles": 5}', '--protocol', file]),
+      agora(['send', url, '-', '--protocol', file, '--json'], { input: '{"miles": 10}\n' }),
+    ]);
     expect(pretty).toEqual({ code: 0, stdout: '{\n  "km": 8.047\n}\n', stderr: '' });
     expect(json.code).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual({ body: { km: km(10) } });
@@ -102,9 +133,21 @@ describe('agora send', () => {
     await new Promise<void>((listening) => closed.listen(0, '127.0.0.1', listening));
     const { port } = closed.address() as AddressInfo;
     await new Promise<void>((done) => closed.close(() => done()));
-    const [natural, unreachable, usage] = await Promise.all([agora(['send', bareUrl, 'hello']), agora(['send', `http://127.0.0.1:${port}`, 'hi']), agora(['send', url])]);
-    expect(natural).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${bareUrl}/: failure: This agent only accepts queries under the protocols listed at /wellknown\n` });
-    expect(unreachable).toEqual({ code: 1, stdout: '', stderr: `agora send: POST http://127.0.0.1:${port}/: connection refused\n` });
+    const [natural, unreachable, usage] = await Promise.all([
+      agora(['send', bareUrl, 'hello']),
+      agora(['send', `http://127.0.0.1:${port}`, 'hi']),
+      agora(['send', url]),
+    ]);
+    expect(natural).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `agora send: POST ${bareUrl}/: failure: This agent only accepts queries under the protocols listed at /wellknown\n`,
+    });
+    expect(unreachable).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `agora send: POST http://127.0.0.1:${port}/: connection refused\n`,
+    });
     expect(usage.code).toBe(2);
   });
 
@@ -118,13 +161,19 @@ describe('agora send', () => {
 describe('agora send to a Python SDK 0.2.0 peer', () => {
   it('sends a protocol query as the SDK reads it, and surfaces its error texts with exit 1', async () => {
     const peer = await startPythonPeer({
-      answer: ({ protocol, body }) => (protocol === null ? String(body) : JSON.stringify({ km: km((JSON.parse(String(body)) as { miles: number }).miles) })),
+      answer: ({ protocol, body }) =>
+        protocol === null
+          ? String(body)
+          : JSON.stringify({ km: km((JSON.parse(String(body)) as { miles: number }).miles) }),
       unsuitable: (text) => text.includes('Horoscope'),
     });
     cleanup.push(() => peer.close());
     const file = join(dir, 'protocols', 'distance.md');
     const horoscope = join(dir, 'horoscope.md');
-    await writeFile(horoscope, '---\nname: Horoscope\ndescription: Tomorrow for a sign.\nmultiround: false\n---\n\nThe sender sends JSON {"sign": string}.\n');
+    await writeFile(
+      horoscope,
+      '---\nname: Horoscope\ndescription: Tomorrow for a sign.\nmultiround: false\n---\n\nThe sender sends JSON {"sign": string}.\n',
+    );
     const [query, gone, unsuitable] = await Promise.all([
       agora(['send', peer.url, '{"miles": 5}', '--protocol', file]),
       agora(['send', `${peer.url}/conversations/nope`, 'hello']),
@@ -133,9 +182,16 @@ describe('agora send to a Python SDK 0.2.0 peer', () => {
     // Base64 hash, a data: source, the body as JSON text; the JSON text reply read back and printed as JSON.
     expect(query).toEqual({ code: 0, stdout: '{\n  "km": 8.047\n}\n', stderr: '' });
     const post = peer.requests.find((request) => request.method === 'POST' && request.json?.body === '{"miles":5}');
-    expect(post?.json).toMatchObject({ protocolHash: hashText(DISTANCE, 'base64'), protocolSources: [expect.stringMatching(/^data:text\/plain;charset=utf-8/)] });
+    expect(post?.json).toMatchObject({
+      protocolHash: hashText(DISTANCE, 'base64'),
+      protocolSources: [expect.stringMatching(/^data:text\/plain;charset=utf-8/)],
+    });
     // Posted to the URL given, not `…/nope/` (which Flask would answer with an HTML 404).
-    expect(gone).toEqual({ code: 1, stdout: '', stderr: `agora send: POST ${peer.url}/conversations/nope: failure: Conversation not found.\n` });
+    expect(gone).toEqual({
+      code: 1,
+      stdout: '',
+      stderr: `agora send: POST ${peer.url}/conversations/nope: failure: Conversation not found.\n`,
+    });
     expect(unsuitable.code).toBe(1);
     expect(unsuitable.stderr).toMatch(/^agora send: POST .*: failure: \S+ is not suitable for execution\n$/);
   });
@@ -146,13 +202,23 @@ describe('agora wellknown', () => {
     const hash = hashText(DISTANCE);
     const [plain, json] = await Promise.all([agora(['wellknown', url]), agora(['wellknown', url, '--json'])]);
     expect(plain).toEqual({ code: 0, stdout: `${hash}  Distance conversion\n`, stderr: '' });
-    expect(JSON.parse(json.stdout)).toEqual([{ hash, name: 'Distance conversion', description: 'Convert a distance in miles to kilometres.', multiround: false, sources: [`${url}/protocols/${hash}`] }]);
+    expect(JSON.parse(json.stdout)).toEqual([
+      {
+        hash,
+        name: 'Distance conversion',
+        description: 'Convert a distance in miles to kilometres.',
+        multiround: false,
+        sources: [`${url}/protocols/${hash}`],
+      },
+    ]);
   });
 
   it('says so on one line when the peer has no /wellknown', async () => {
     const run = await agora(['wellknown', python.url]);
     expect(run.code).toBe(1);
-    expect(run.stderr).toBe(`agora wellknown: GET ${python.url}/wellknown: HTTP 404: the peer lists no protocols (a Python SDK peer?)\n`);
+    expect(run.stderr).toBe(
+      `agora wellknown: GET ${python.url}/wellknown: HTTP 404: the peer lists no protocols (a Python SDK peer?)\n`,
+    );
   });
 });
 
@@ -161,22 +227,45 @@ describe('agora negotiate', () => {
   let senderFake: FakeAnthropic;
 
   beforeAll(async () => {
-    const peerFake = await FakeAnthropic.start({ fallback: (request: FakeRequest) => (request.system.includes('negotiates') ? 'I accept this protocol.' : { status: 500 }) });
-    senderFake = await FakeAnthropic.start({
-      fallback: (request: FakeRequest) => (request.body.messages.length === 1 ? `Proposal:\n${DISTANCE}` : `<FINALPROTOCOL>\n${DISTANCE}\n</FINALPROTOCOL>`),
+    const peerFake = await FakeAnthropic.start({
+      fallback: (request: FakeRequest) =>
+        request.system.includes('negotiates') ? 'I accept this protocol.' : { status: 500 },
     });
-    cleanup.push(() => peerFake.close(), () => senderFake.close());
+    senderFake = await FakeAnthropic.start({
+      fallback: (request: FakeRequest) =>
+        request.body.messages.length === 1
+          ? `Proposal:\n${DISTANCE}`
+          : `<FINALPROTOCOL>\n${DISTANCE}\n</FINALPROTOCOL>`,
+    });
+    cleanup.push(
+      () => peerFake.close(),
+      () => senderFake.close(),
+    );
     const peerDir = await mkdtemp(join(tmpdir(), 'agora-cli-peer-'));
     cleanup.push(() => rm(peerDir, { recursive: true, force: true }));
-    peer = await startAgent({ dir: peerDir, port: 0, host: '127.0.0.1', llm: new AnthropicModel({ baseURL: peerFake.url, apiKey: 'test', maxRetries: 0 }), logger: silentLogger, watch: false });
+    peer = await startAgent({
+      dir: peerDir,
+      port: 0,
+      host: '127.0.0.1',
+      llm: new AnthropicModel({ baseURL: peerFake.url, apiKey: 'test', maxRetries: 0 }),
+      logger: silentLogger,
+      watch: false,
+    });
     cleanup.push(() => peer.close());
   });
 
   it('shows each round, writes the protocol and prints its path and hash', async () => {
     const agentDir = await mkdtemp(join(tmpdir(), 'agora-cli-sender-'));
     cleanup.push(() => rm(agentDir, { recursive: true, force: true }));
-    const env = { ...process.env, ANTHROPIC_API_KEY: 'test', ANTHROPIC_BASE_URL: senderFake.url, AGORA_MODEL: 'claude-test' };
-    const run = await agora(['negotiate', peer.url, '--task', 'Convert miles to kilometres', '--dir', agentDir], { env });
+    const env = {
+      ...process.env,
+      ANTHROPIC_API_KEY: 'test',
+      ANTHROPIC_BASE_URL: senderFake.url,
+      AGORA_MODEL: 'claude-test',
+    };
+    const run = await agora(['negotiate', peer.url, '--task', 'Convert miles to kilometres', '--dir', agentDir], {
+      env,
+    });
     const path = join(agentDir, 'protocols', 'distance-conversion.md');
     expect(run.stdout).toBe(`${path}\n${hashText(DISTANCE)}\n`);
     expect(run.stderr).toContain('round 1/10 → proposed "Distance conversion"\n  ← peer: I accept this protocol.\n');
@@ -185,12 +274,38 @@ describe('agora negotiate', () => {
   });
 
   it('negotiates on an OpenAI-compatible API chosen by --llm and --llm-base-url', async () => {
-    const openaiFake = await FakeOpenAI.start({ fallback: (request: FakeRequest) => (request.turns === 1 ? `Proposal:\n${DISTANCE}` : `<FINALPROTOCOL>\n${DISTANCE}\n</FINALPROTOCOL>`) });
+    const openaiFake = await FakeOpenAI.start({
+      fallback: (request: FakeRequest) =>
+        request.turns === 1 ? `Proposal:\n${DISTANCE}` : `<FINALPROTOCOL>\n${DISTANCE}\n</FINALPROTOCOL>`,
+    });
     cleanup.push(() => openaiFake.close());
     const agentDir = await mkdtemp(join(tmpdir(), 'agora-cli-sender-'));
     cleanup.push(() => rm(agentDir, { recursive: true, force: true }));
-    const env = { ...process.env, ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '', AGORA_LLM: '', AGORA_MODEL: '' };
-    const run = await agora(['negotiate', peer.url, '--task', 'Convert miles to kilometres', '--dir', agentDir, '--llm', 'openai', '--llm-base-url', openaiFake.url, '--model', 'llama3.2'], { env });
+    const env = {
+      ...process.env,
+      ANTHROPIC_API_KEY: '',
+      ANTHROPIC_AUTH_TOKEN: '',
+      OPENAI_API_KEY: '',
+      AGORA_LLM: '',
+      AGORA_MODEL: '',
+    };
+    const run = await agora(
+      [
+        'negotiate',
+        peer.url,
+        '--task',
+        'Convert miles to kilometres',
+        '--dir',
+        agentDir,
+        '--llm',
+        'openai',
+        '--llm-base-url',
+        openaiFake.url,
+        '--model',
+        'llama3.2',
+      ],
+      { env },
+    );
     expect(run.stdout).toBe(`${join(agentDir, 'protocols', 'distance-conversion.md')}\n${hashText(DISTANCE)}\n`);
     expect(run.code).toBe(0);
     expect(openaiFake.requests[0]!.body.model).toBe('llama3.2');
@@ -198,8 +313,14 @@ describe('agora negotiate', () => {
 
   it('needs an LLM', async () => {
     const env = { ...process.env };
-    for (const name of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'AGORA_LLM']) delete env[name];
+    for (const name of ['ANTHROPIC_API_KEY', 'ANTHROPIC_AUTH_TOKEN', 'OPENAI_API_KEY', 'OPENAI_BASE_URL', 'AGORA_LLM'])
+      delete env[name];
     const run = await agora(['negotiate', peer.url, '--task', 'anything'], { env });
-    expect(run).toEqual({ code: 1, stdout: '', stderr: 'agora negotiate: no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY; --llm offline for a demo without a key)\n' });
+    expect(run).toEqual({
+      code: 1,
+      stdout: '',
+      stderr:
+        'agora negotiate: no LLM: negotiating needs one (--llm, ANTHROPIC_API_KEY or OPENAI_API_KEY; --llm offline for a demo without a key)\n',
+    });
   });
 });

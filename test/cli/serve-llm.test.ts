@@ -6,18 +6,35 @@ import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { runCli, startServe } from '../helpers/cli.js';
 
 // No key of the machine's environment may choose for the test.
-const NO_KEYS = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '', OPENAI_BASE_URL: '', AGORA_LLM: '', AGORA_MODEL: '' };
+const NO_KEYS = {
+  ANTHROPIC_API_KEY: '',
+  ANTHROPIC_AUTH_TOKEN: '',
+  OPENAI_API_KEY: '',
+  OPENAI_BASE_URL: '',
+  AGORA_LLM: '',
+  AGORA_MODEL: '',
+};
 
 describe('agora serve with an OpenAI-compatible LLM', () => {
   it('answers natural language through --llm openai --llm-base-url, and says so in its banner and /metrics', async () => {
     const fake = await FakeOpenAI.start({ fallback: (request: FakeRequest) => `You asked: ${request.lastUserText}` });
     const folder = await makeAgentFolder();
-    const serve = await startServe([folder.dir, '--port', '0', '--llm', 'openai', '--llm-base-url', fake.url, '--model', 'llama3.2'], { env: NO_KEYS });
+    const serve = await startServe(
+      [folder.dir, '--port', '0', '--llm', 'openai', '--llm-base-url', fake.url, '--model', 'llama3.2'],
+      { env: NO_KEYS },
+    );
     try {
       expect(serve.output()).toMatch(/^agora: serving .*LLM: openai llama3\.2\)$/m);
-      const response = await fetch(serve.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ body: 'Where is Paris?' }) });
+      const response = await fetch(serve.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ body: 'Where is Paris?' }),
+      });
       expect(await response.json()).toEqual({ status: 'success', body: 'You asked: Where is Paris?' });
-      expect(fake.requests[0]!.body).toMatchObject({ model: 'llama3.2', messages: [{ role: 'system' }, { role: 'user', content: 'Where is Paris?' }] });
+      expect(fake.requests[0]!.body).toMatchObject({
+        model: 'llama3.2',
+        messages: [{ role: 'system' }, { role: 'user', content: 'Where is Paris?' }],
+      });
       const metrics = await (await fetch(`${serve.url}/metrics`)).text();
       expect(metrics).toContain('agora_llm_info{provider="openai",model="llama3.2"} 1');
       expect(metrics).toContain('agora_llm_calls_total{protocol="natural_language",purpose="answer"} 1');

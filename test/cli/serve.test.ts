@@ -12,13 +12,17 @@ afterEach(async () => {
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '' };
 const FS_FAULTS = fileURLToPath(new URL('../helpers/fs-faults.mjs', import.meta.url));
-const withFaults = (env: NodeJS.ProcessEnv) => ({ ...NO_KEY, NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${FS_FAULTS}`.trim(), ...env });
+const withFaults = (env: NodeJS.ProcessEnv) => ({
+  ...NO_KEY,
+  NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} --import ${FS_FAULTS}`.trim(),
+  ...env,
+});
 
 describe('agora serve', () => {
   it('serves a temporary agent folder, answers queries and shuts down cleanly on SIGTERM', async () => {
     const folder = await makeAgentFolder({
       'protocols/echo.md': echoProtocol(),
-      'routines/echo.ts': "export default (body: { message: string }) => ({ echo: body.message });",
+      'routines/echo.ts': 'export default (body: { message: string }) => ({ echo: body.message });',
       'protocols/broken.md': '---\nname: [\n---\n',
     });
     cleanups.push(folder.cleanup);
@@ -32,10 +36,20 @@ describe('agora serve', () => {
     expect(document.headers.get('content-type')).toBe('text/plain; charset=utf-8');
     expect(await document.text()).toBe(echoProtocol());
 
-    const reply = await fetch(`${agent.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: hash, body: { message: 'hi' } }) });
+    const reply = await fetch(`${agent.url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ protocolHash: hash, body: { message: 'hi' } }),
+    });
     expect(await reply.json()).toEqual({ status: 'success', body: { echo: 'hi' } });
-    const natural = await fetch(`${agent.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: null, body: 'hello?' }) });
-    expect(await natural.json()).toEqual({ status: 'failure', error: 'This agent only accepts queries under the protocols listed at /wellknown' });
+    const natural = await fetch(`${agent.url}/`, {
+      method: 'POST',
+      body: JSON.stringify({ protocolHash: null, body: 'hello?' }),
+    });
+    expect(await natural.json()).toEqual({
+      status: 'failure',
+      error: 'This agent only accepts queries under the protocols listed at /wellknown',
+    });
 
     expect(agent.output()).toMatch(/broken\.md skipped: .*invalid front matter/);
     expect(await agent.stop('SIGTERM')).toBe(0);
@@ -46,11 +60,22 @@ describe('agora serve', () => {
     const folder = await makeAgentFolder({});
     cleanups.push(folder.cleanup);
     const text = echoProtocol('Stranger', false, 'z'.repeat(300));
-    const query = { protocolHash: hashText(text), protocolSources: [`data:text/plain,${encodeURIComponent(text)}`], body: {} };
-    for (const [args, env] of [[['--max-document', '200'], NO_KEY], [[], { ...NO_KEY, AGORA_MAX_DOCUMENT: '200' }]] as const) {
+    const query = {
+      protocolHash: hashText(text),
+      protocolSources: [`data:text/plain,${encodeURIComponent(text)}`],
+      body: {},
+    };
+    for (const [args, env] of [
+      [['--max-document', '200'], NO_KEY],
+      [[], { ...NO_KEY, AGORA_MAX_DOCUMENT: '200' }],
+    ] as const) {
       const agent = await startServe([folder.dir, '--port', '0', ...args], { env });
       cleanups.push(() => agent.stop('SIGKILL'));
-      const reply = await fetch(`${agent.url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(query) });
+      const reply = await fetch(`${agent.url}/`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(query),
+      });
       expect(await reply.json()).toEqual({ status: 'failure', error: 'Unsupported protocol' });
       expect(agent.output()).toMatch(/larger than 200 bytes/);
       await agent.stop('SIGTERM');
@@ -64,10 +89,14 @@ describe('agora serve', () => {
     // Two protocols with routines; the third (no routine) needs the LLM, which is not configured here.
     expect(Object.keys(wellknown)).toHaveLength(2);
     // The banner says which document is present but not served, and why.
-    expect(agent.output()).toMatch(/^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or pick an LLM: --llm, ANTHROPIC_API_KEY, or --llm offline for a demo\)\nagora: listening on /m);
+    expect(agent.output()).toMatch(
+      /^agora: serving .*\(3 protocols, 2 routines, .*LLM: none\)\nagora: not served: protocols\/text-summary\.md \(no routines\/text-summary\.ts and no LLM: add the routine, or pick an LLM: --llm, ANTHROPIC_API_KEY, or --llm offline for a demo\)\nagora: listening on /m,
+    );
     const code = await agent.stop();
     // The banner's next line: the dashboard, read-only on loopback without a token.
-    expect(agent.output()).toContain(`agora: dashboard at ${agent.url}/dashboard/ (read-only: set --token to approve routines from it)\n`);
+    expect(agent.output()).toContain(
+      `agora: dashboard at ${agent.url}/dashboard/ (read-only: set --token to approve routines from it)\n`,
+    );
     expect(code).toBe(0);
   });
 });
@@ -89,7 +118,14 @@ async function serveHeldBack(files: Record<string, string>, heldBack: string) {
 
 describe('agora serve while protocols/ loads', () => {
   it('answers /health before its banner, which says every protocol once they are read', async () => {
-    const { agent, gate } = await serveHeldBack({ 'protocols/a.md': echoProtocol('A'), 'protocols/b.md': echoProtocol('B'), 'protocols/late.md': echoProtocol('Late') }, 'late.md');
+    const { agent, gate } = await serveHeldBack(
+      {
+        'protocols/a.md': echoProtocol('A'),
+        'protocols/b.md': echoProtocol('B'),
+        'protocols/late.md': echoProtocol('Late'),
+      },
+      'late.md',
+    );
     const health = await fetch(`${agent.url}/health`);
     expect(await health.json()).toEqual({ status: 'ok', protocols: 'loading' });
     expect(agent.output()).not.toMatch(/serving|listening on/);
@@ -97,7 +133,9 @@ describe('agora serve while protocols/ loads', () => {
     await eventually(() => agent.output().includes('listening on'), 20_000);
     const output = agent.output();
     expect(output).toMatch(/^agora: serving .*\(3 protocols, 0 routines/m);
-    expect(output.indexOf('agora: reading protocols/; answering meanwhile on')).toBeLessThan(output.indexOf('agora: serving'));
+    expect(output.indexOf('agora: reading protocols/; answering meanwhile on')).toBeLessThan(
+      output.indexOf('agora: serving'),
+    );
     expect(await (await fetch(`${agent.url}/health`)).json()).toEqual({ status: 'ok' });
     expect(await agent.stop('SIGTERM')).toBe(0);
   });
@@ -113,7 +151,9 @@ describe('agora serve while protocols/ loads', () => {
   it('finds a document its watcher missed with --rescan-interval, and refuses a negative interval', async () => {
     const folder = await makeAgentFolder({ 'protocols/a.md': echoProtocol('A') });
     cleanups.push(folder.cleanup);
-    const agent = await startServe([folder.dir, '--port', '0', '--rescan-interval', '0.2'], { env: withFaults({ AGORA_TEST_BLIND_WATCH: '1' }) });
+    const agent = await startServe([folder.dir, '--port', '0', '--rescan-interval', '0.2'], {
+      env: withFaults({ AGORA_TEST_BLIND_WATCH: '1' }),
+    });
     cleanups.push(() => agent.stop('SIGKILL'));
     const hash = hashText(echoProtocol('Missed'));
     expect((await fetch(`${agent.url}/protocols/${hash}`)).status).toBe(404);
@@ -131,7 +171,9 @@ describe('agora hash and validate', () => {
     const folder = await makeAgentFolder({ 'protocols/echo.md': echoProtocol() });
     cleanups.push(folder.cleanup);
     expect((await runCli(['hash', `${folder.dir}/protocols/echo.md`])).stdout.trim()).toBe(hashText(echoProtocol()));
-    expect((await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--encoding', 'base64'])).stdout.trim()).toBe(hashText(echoProtocol(), 'base64'));
+    expect((await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--encoding', 'base64'])).stdout.trim()).toBe(
+      hashText(echoProtocol(), 'base64'),
+    );
     const json = JSON.parse((await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--json'])).stdout);
     expect(json).toMatchObject({ hex: hashText(echoProtocol()), name: 'Echo', valid: true });
     const bad = await runCli(['hash', `${folder.dir}/protocols/echo.md`, '--encoding', 'b32']);
@@ -140,7 +182,10 @@ describe('agora hash and validate', () => {
   });
 
   it('validates a folder and exits non-zero when a document is invalid', async () => {
-    const folder = await makeAgentFolder({ 'protocols/echo.md': echoProtocol(), 'protocols/bad.md': '---\nname: x\n---\n' });
+    const folder = await makeAgentFolder({
+      'protocols/echo.md': echoProtocol(),
+      'protocols/bad.md': '---\nname: x\n---\n',
+    });
     cleanups.push(folder.cleanup);
     const result = await runCli(['validate', folder.dir]);
     expect(result.code).toBe(1);
@@ -155,7 +200,9 @@ describe('agora hash and validate', () => {
   it('logs one JSON record per request with its fields, and the banner and summary as records, with --log-format json', async () => {
     const folder = await makeAgentFolder({});
     cleanups.push(folder.cleanup);
-    const agent = await startServe([folder.dir, '--port', '0', '--log-format', 'json'], { env: { ...NO_KEY, AGORA_LOG_LEVEL: 'debug' } });
+    const agent = await startServe([folder.dir, '--port', '0', '--log-format', 'json'], {
+      env: { ...NO_KEY, AGORA_LOG_LEVEL: 'debug' },
+    });
     cleanups.push(() => agent.stop('SIGKILL'));
     await fetch(`${agent.url}/health`);
     await agent.stop('SIGTERM');
@@ -164,11 +211,28 @@ describe('agora hash and validate', () => {
       .split('\n')
       .filter((line) => line.startsWith('{'))
       .map((line) => JSON.parse(line) as { level: string; msg: string });
-    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: expect.stringMatching(/^request \S+: GET \/health 200 [\d.]+ms$/), requestId: expect.any(String), method: 'GET', path: '/health', status: 200, ms: expect.any(Number) }));
+    expect(entries).toContainEqual(
+      expect.objectContaining({
+        level: 'info',
+        msg: expect.stringMatching(/^request \S+: GET \/health 200 [\d.]+ms$/),
+        requestId: expect.any(String),
+        method: 'GET',
+        path: '/health',
+        status: 200,
+        ms: expect.any(Number),
+      }),
+    );
     expect(entries).toContainEqual(expect.objectContaining({ level: 'info', event: 'listening', url: agent.url }));
-    expect(entries).toContainEqual(expect.objectContaining({ level: 'info', event: 'summary', llmCalls: 0, failedQueries: 0 }));
+    expect(entries).toContainEqual(
+      expect.objectContaining({ level: 'info', event: 'summary', llmCalls: 0, failedQueries: 0 }),
+    );
     // In JSON nothing but records is written.
-    expect(agent.output().split('\n').filter((line) => line && !line.startsWith('{'))).toEqual([]);
+    expect(
+      agent
+        .output()
+        .split('\n')
+        .filter((line) => line && !line.startsWith('{')),
+    ).toEqual([]);
     expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'SIGTERM: shutting down' }));
   });
 
@@ -182,7 +246,11 @@ describe('agora hash and validate', () => {
     cleanups.push(() => agent.stop('SIGKILL'));
     const hash = hashText(echoProtocol());
     const query = (accept: string, protocolHash = hash) =>
-      fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json', accept }, body: JSON.stringify({ protocolHash, body: { message: 'hi' } }) });
+      fetch(agent.url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept },
+        body: JSON.stringify({ protocolHash, body: { message: 'hi' } }),
+      });
     expect(await (await query('application/json')).json()).toEqual({ status: 'success', body: { echo: 'hi' } });
     const streamed = await (await query('text/event-stream')).text();
     expect(streamed).toContain('"echo":"hi"');

@@ -17,11 +17,27 @@ let open: RunningAgent;
 let hub: RunningHub;
 let recorder: { url: string; seen: { method: string; path: string; headers: IncomingHttpHeaders }[] };
 
-
 beforeAll(async () => {
-  open = await startAgent({ dir: ROOT, port: 0, host: '127.0.0.1', llm: null, logger: silentLogger, watch: false, dashboard: false });
+  open = await startAgent({
+    dir: ROOT,
+    port: 0,
+    host: '127.0.0.1',
+    llm: null,
+    logger: silentLogger,
+    watch: false,
+    dashboard: false,
+  });
   cleanups.push(() => open.close());
-  agent = await startAgent({ dir: ROOT, port: 0, host: '127.0.0.1', llm: null, logger: silentLogger, watch: false, tokens: ['agent-secret'], dashboard: false });
+  agent = await startAgent({
+    dir: ROOT,
+    port: 0,
+    host: '127.0.0.1',
+    llm: null,
+    logger: silentLogger,
+    watch: false,
+    tokens: ['agent-secret'],
+    dashboard: false,
+  });
   cleanups.push(() => agent.close());
   hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, tokens: ['hub-secret'] });
   cleanups.push(() => hub.close());
@@ -48,7 +64,17 @@ const UNIT = JSON.stringify({ value: 3, from: 'mi', to: 'km' });
 describe('tokens to an agent', () => {
   it('agora send --token reaches an agent that requires it, and is refused without it', async () => {
     let output = captureOutput();
-    expect(await main(['send', agent.url, UNIT, '--protocol', `${ROOT}protocols/unit-conversion.md`, '--token', 'agent-secret'])).toBe(0);
+    expect(
+      await main([
+        'send',
+        agent.url,
+        UNIT,
+        '--protocol',
+        `${ROOT}protocols/unit-conversion.md`,
+        '--token',
+        'agent-secret',
+      ]),
+    ).toBe(0);
     expect(JSON.parse(output.stdout())).toMatchObject({ value: expect.any(Number) });
     vi.restoreAllMocks();
     output = captureOutput();
@@ -69,19 +95,28 @@ describe('tokens to an agent', () => {
     await main(['check', recorder.url, '--token', 'check-secret', '--timeout', '5']);
     await main(['wellknown', recorder.url, '--token', 'check-secret']);
     expect(recorder.seen.length).toBeGreaterThan(1);
-    for (const request of recorder.seen) expect(request.headers.authorization, `${request.method} ${request.path}`).toBe('Bearer check-secret');
+    for (const request of recorder.seen)
+      expect(request.headers.authorization, `${request.method} ${request.path}`).toBe('Bearer check-secret');
   });
 
   it('the Sender sends its token and headers with every request, streamed ones too', async () => {
     recorder.seen.length = 0;
-    const sender = new Sender({ llm: null, logger: silentLogger, token: 'library-secret', headers: { 'X-Trace': 'trace-1' } });
+    const sender = new Sender({
+      llm: null,
+      logger: silentLogger,
+      token: 'library-secret',
+      headers: { 'X-Trace': 'trace-1' },
+    });
     await expect(sender.query(recorder.url, { body: 'hello' })).rejects.toThrow(/401/);
     const stream = sender.stream(recorder.url, { body: 'hello' });
     await expect(stream.next()).rejects.toThrow(/401/);
     expect(recorder.seen).toHaveLength(2);
-    for (const request of recorder.seen) expect(request.headers).toMatchObject({ authorization: 'Bearer library-secret', 'x-trace': 'trace-1' });
+    for (const request of recorder.seen)
+      expect(request.headers).toMatchObject({ authorization: 'Bearer library-secret', 'x-trace': 'trace-1' });
     // Past the guard, the agent (no LLM) answers natural language with the spec's failure, not a 401.
-    await expect(new Sender({ llm: null, logger: silentLogger, token: 'agent-secret' }).query(agent.url, { body: 'hello' })).rejects.toThrow(`POST ${agent.url}/: failure: This agent only accepts`);
+    await expect(
+      new Sender({ llm: null, logger: silentLogger, token: 'agent-secret' }).query(agent.url, { body: 'hello' }),
+    ).rejects.toThrow(`POST ${agent.url}/: failure: This agent only accepts`);
   });
 });
 
@@ -112,7 +147,9 @@ describe('tokens to a hub', () => {
 
   it('agora hub register registers with a hub that requires a token, and refuses a server option in its place', async () => {
     let output = captureOutput();
-    expect(await main(['hub', 'register', open.url, '--hub', hub.url, '--hub-token', 'hub-secret', '--name', 'units'])).toBe(0);
+    expect(
+      await main(['hub', 'register', open.url, '--hub', hub.url, '--hub-token', 'hub-secret', '--name', 'units']),
+    ).toBe(0);
     expect(output.stdout()).toMatch(/^registered units .*: 2 protocols: /);
     vi.restoreAllMocks();
     output = captureOutput();

@@ -13,25 +13,28 @@ import { a2aTurns, mcpTurns, roarHttpTurns, roarSocketTurns } from '../helpers/f
 
 const NO_KEY = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '' };
 
-
 type Reply = { status: string; body?: { count: number; pid: number }; error?: string; conversationId?: string };
 
 /** A POST on a connection of its own: the cluster's primary hands each new connection to the next worker. */
 function post(url: string, path: string, body: unknown): Promise<{ status: number; reply: Reply }> {
   return new Promise((resolve, reject) => {
-    const outgoing = request(`${url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', connection: 'close' } }, (response) => {
-      let text = '';
-      response.setEncoding('utf8');
-      response.on('data', (chunk: string) => (text += chunk));
-      response.on('end', () => {
-        try {
-          resolve({ status: response.statusCode ?? 0, reply: JSON.parse(text) as Reply });
-        } catch (error) {
-          reject(error);
-        }
-      });
-      response.on('error', reject);
-    });
+    const outgoing = request(
+      `${url}${path}`,
+      { method: 'POST', agent: false, headers: { 'content-type': 'application/json', connection: 'close' } },
+      (response) => {
+        let text = '';
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (text += chunk));
+        response.on('end', () => {
+          try {
+            resolve({ status: response.statusCode ?? 0, reply: JSON.parse(text) as Reply });
+          } catch (error) {
+            reject(error);
+          }
+        });
+        response.on('error', reject);
+      },
+    );
     outgoing.on('error', reject);
     // A connection handed to a worker as it is killed is never answered: the client gives up on it.
     outgoing.setTimeout(8000, () => outgoing.destroy(new Error('no answer')));
@@ -56,7 +59,9 @@ describe('agora serve --workers', () => {
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
-const title = redisUrl ? 'agora serve --workers on Redis' : 'agora serve --workers on Redis (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
+const title = redisUrl
+  ? 'agora serve --workers on Redis'
+  : 'agora serve --workers on Redis (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
 describeRedis(title, () => {
   const { freshPrefix } = useTestRedis(redisUrl ?? '');
@@ -66,13 +71,19 @@ describeRedis(title, () => {
   }, 60_000);
 
   async function startWorkers(workers: number, extra: string[] = []) {
-    const folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
+    const folder = await makeAgentFolder({
+      'protocols/counter.md': COUNTER_PD,
+      'routines/counter.ts': COUNTER_ROUTINE,
+    });
     cleanups.push(folder.cleanup);
     const store = new URL(redisUrl ?? '');
     store.searchParams.set('prefix', freshPrefix());
     // A worker killed mid-turn holds its conversation's lock until this runs out.
     store.searchParams.set('lockTtlMs', '1500');
-    const served = await startServe([folder.dir, '--port', '0', '--store', store.href, '--workers', String(workers), ...extra], { env: NO_KEY });
+    const served = await startServe(
+      [folder.dir, '--port', '0', '--store', store.href, '--workers', String(workers), ...extra],
+      { env: NO_KEY },
+    );
     cleanups.push(() => served.stop('SIGTERM'));
     return served;
   }
@@ -146,13 +157,16 @@ describeRedis(title, () => {
     for (const [id, counts] of answered) {
       // No answered turn was lost: each answer counts on from the last one answered (a turn the dead worker took and
       // never answered may have counted once more).
-      for (let index = 1; index < counts.length; index++) expect(counts[index]! - counts[index - 1]!, `${id}: ${counts.join(',')}`).toBeGreaterThanOrEqual(1);
+      for (let index = 1; index < counts.length; index++)
+        expect(counts[index]! - counts[index - 1]!, `${id}: ${counts.join(',')}`).toBeGreaterThanOrEqual(1);
       const { reply } = await turn(served.url, id);
       expect(reply.body!.count).toBeGreaterThan(counts.at(-1)!);
       expect(reply.body!.count - 1).toBeLessThanOrEqual(counts.at(-1)! + lost);
     }
     expect(answered.get([...answered.keys()][0]!)!.length).toBeGreaterThan(1);
-    expect(served.output()).toMatch(new RegExp(`worker \\d+ \\(pid ${victim}\\) stopped with signal SIGKILL; starting another`));
+    expect(served.output()).toMatch(
+      new RegExp(`worker \\d+ \\(pid ${victim}\\) stopped with signal SIGKILL; starting another`),
+    );
     // The replacement serves: a third worker process answers.
     await eventually(async () => {
       const { reply } = await start(served.url);
@@ -164,7 +178,11 @@ describeRedis(title, () => {
   it('runs agora hub --workers 2: a document published through one worker is listed by both, and the rate limit is counted once for all', async () => {
     const store = new URL(redisUrl ?? '');
     store.searchParams.set('prefix', freshPrefix());
-    const child = spawn(process.execPath, cliArgs(['hub', '--port', '0', '--store', store.href, '--workers', '2', '--rate-limit', '12']), { env: { ...process.env, ...NO_KEY }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      cliArgs(['hub', '--port', '0', '--store', store.href, '--workers', '2', '--rate-limit', '12']),
+      { env: { ...process.env, ...NO_KEY }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     cleanups.push(async () => {
       child.kill('SIGTERM');
@@ -192,7 +210,8 @@ describeRedis(title, () => {
           .on('error', reject)
           .end();
       });
-    const text = '---\nname: Tide tables\ndescription: High and low tides of a harbour.\nmultiround: false\n---\nThe sender sends JSON {"harbour": string}.\n';
+    const text =
+      '---\nname: Tide tables\ndescription: High and low tides of a harbour.\nmultiround: false\n---\nThe sender sends JSON {"harbour": string}.\n';
     const published = await post(url, '/protocols', { hash: hashText(text), text });
     expect(published.status).toBe(201);
     // Each GET on a new connection: the two workers take turns, and each lists the document.
@@ -215,7 +234,10 @@ describeRedis(title, () => {
     cleanups.push(() => new Promise((resolve) => taken.close(resolve)));
     const store = new URL(redisUrl ?? '');
     store.searchParams.set('prefix', freshPrefix());
-    const result = await runCli(['serve', '--port', String((taken.address() as AddressInfo).port), '--store', store.href, '--workers', '2'], { env: NO_KEY, timeoutMs: 60_000 });
+    const result = await runCli(
+      ['serve', '--port', String((taken.address() as AddressInfo).port), '--store', store.href, '--workers', '2'],
+      { env: NO_KEY, timeoutMs: 60_000 },
+    );
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/agora serve: .*EADDRINUSE/);
     expect(result.stderr).toMatch(/worker \d stopped with code 1 before it listened; stopping/);

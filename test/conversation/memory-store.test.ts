@@ -3,7 +3,10 @@ import { MemoryConversationStore } from '../../src/conversation/store.js';
 import { ConversationCapacity } from '../../src/receiver/capacity.js';
 import { createClock, describeStoreContract, sampleRecord, TTL_MS } from './store-contract.js';
 
-describeStoreContract('MemoryConversationStore', (clock, { tombstoneMs }) => new MemoryConversationStore({ now: clock.now, tombstoneMs, sweepIntervalMs: 0 }));
+describeStoreContract(
+  'MemoryConversationStore',
+  (clock, { tombstoneMs }) => new MemoryConversationStore({ now: clock.now, tombstoneMs, sweepIntervalMs: 0 }),
+);
 
 describe('MemoryConversationStore', () => {
   it('forgets a tombstone within an eighth of the tombstone period after it ends', async () => {
@@ -30,7 +33,10 @@ describe('MemoryConversationStore', () => {
     const expiring = Array.from({ length: 20_000 }, (_, index) => sampleRecord(clock.now(), `old-${index}`));
     for (const record of expiring) await store.create(record);
     clock.advance(TTL_MS / 2);
-    const kept = Array.from({ length: 100 }, (_, index) => ({ ...sampleRecord(clock.now(), `new-${index}`), protocolHash: null }));
+    const kept = Array.from({ length: 100 }, (_, index) => ({
+      ...sampleRecord(clock.now(), `new-${index}`),
+      protocolHash: null,
+    }));
     for (const record of kept) await store.create(record);
     expect(await store.count()).toBe(20_100);
     clock.advance(TTL_MS / 2);
@@ -56,7 +62,11 @@ describe('MemoryConversationStore', () => {
     const record = sampleRecord(clock.now());
     await store.create(record);
     clock.advance(TTL_MS - 1);
-    await store.runTurn(record.id, TTL_MS, async (current) => ({ result: 1, state: current.state, history: current.history }));
+    await store.runTurn(record.id, TTL_MS, async (current) => ({
+      result: 1,
+      state: current.state,
+      history: current.history,
+    }));
     clock.advance(1);
     expect(await store.sweep()).toBe(0);
     expect(await store.count()).toBe(1);
@@ -69,7 +79,8 @@ describe('MemoryConversationStore', () => {
   it('keeps tombstones compact: a million take a few tens of MB of tables, dropped a generation at a time', async () => {
     const clock = createClock();
     const store = new MemoryConversationStore({ now: clock.now, tombstoneMs: TTL_MS, sweepIntervalMs: 0 });
-    for (let index = 0; index < 200_000; index += 1) await store.create({ ...sampleRecord(clock.now(), `c${index}`), history: [], state: {} });
+    for (let index = 0; index < 200_000; index += 1)
+      await store.create({ ...sampleRecord(clock.now(), `c${index}`), history: [], state: {} });
     clock.advance(TTL_MS);
     expect(await store.sweep()).toBe(200_000);
     const { count, bytes } = store.tombstones();

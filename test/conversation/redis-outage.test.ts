@@ -9,14 +9,14 @@ import { ownRedisServer } from '../helpers/redis-server.js';
 import { watchedLogger } from '../helpers/watched-logger.js';
 import { call, failureOf } from '../agora/_fixtures.js';
 
-const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
+const COUNTER_PD =
+  '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends {"add": number}; the receiver replies {"total": number}.\n';
 const COUNTER_ROUTINE = `
 export default async function (body: { add: number }, context: any) {
   context.conversation.state.total = ((context.conversation.state.total as number | undefined) ?? 0) + body.add;
   return { total: context.conversation.state.total };
 }
 `;
-
 
 describe('a Redis outage', () => {
   let redis: Awaited<ReturnType<typeof ownRedisServer>>;
@@ -29,7 +29,14 @@ describe('a Redis outage', () => {
   beforeAll(async () => {
     redis = await ownRedisServer();
     folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
-    agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: redis.url, logger: log.logger, watch: false });
+    agent = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      llm: null,
+      store: redis.url,
+      logger: log.logger,
+      watch: false,
+    });
   });
   afterAll(async () => {
     await agent?.close();
@@ -58,7 +65,10 @@ describe('a Redis outage', () => {
     expect(ready.json).toEqual({ status: 'degraded', store: 'unavailable' });
     expect((await call(agent.url, 'GET', '/health')).status).toBe(200);
     // Single-round queries need no store and keep being answered.
-    expect((await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 5 } })).json).toMatchObject({ status: 'success', body: { total: 5 } });
+    expect((await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 5 } })).json).toMatchObject({
+      status: 'success',
+      body: { total: 5 },
+    });
 
     const back = log.next(/reconnected/);
     await redis.start();
@@ -67,7 +77,9 @@ describe('a Redis outage', () => {
     const again = await call(agent.url, 'POST', '/', { protocolHash: hash, body: { add: 3 }, multiround: true });
     expect(again.json).toMatchObject({ status: 'success', body: { total: 3 } });
     // This test's Redis keeps nothing across a restart (no AOF): the old conversation is gone, and says so.
-    expect((await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toEqual(failureOf('Conversation not found'));
+    expect((await call(agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toEqual(
+      failureOf('Conversation not found'),
+    );
 
     expect(log.lines.filter((line) => line.includes('unavailable'))).toHaveLength(1);
     expect(consoleError.mock.calls.flat().join(' ')).not.toContain('Unhandled error event');
@@ -81,7 +93,14 @@ function counterAgentOnOwnRedis(): { redis: Awaited<ReturnType<typeof ownRedisSe
   beforeAll(async () => {
     setup.redis = await ownRedisServer();
     folder = await makeAgentFolder({ 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE });
-    setup.agent = await startAgent({ dir: folder.dir, port: 0, llm: null, store: setup.redis.url, logger: watchedLogger().logger, watch: false });
+    setup.agent = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      llm: null,
+      store: setup.redis.url,
+      logger: watchedLogger().logger,
+      watch: false,
+    });
   });
   afterAll(async () => {
     setup.redis?.resume();
@@ -108,7 +127,9 @@ describe('a Redis that stops answering', () => {
       setup.redis.resume();
     }
     // (The timed-out lock request may still run once Redis resumes: that conversation waits out the lock's lease.)
-    expect((await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true })).json).toMatchObject({ status: 'success', body: { total: 4 } });
+    expect(
+      (await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true })).json,
+    ).toMatchObject({ status: 'success', body: { total: 4 } });
   });
 });
 
@@ -118,7 +139,9 @@ describe('a new conversation while Redis stops answering', () => {
 
   it('fails a store call Redis never answers with STORE_UNAVAILABLE at the command timeout, whatever ioredis holds back', async () => {
     const client = new Redis(setup.redis.url, { lazyConnect: true });
-    await expect(storeCall(client, () => new Promise<never>(() => undefined), 50)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
+    await expect(storeCall(client, () => new Promise<never>(() => undefined), 50)).rejects.toMatchObject({
+      code: 'STORE_UNAVAILABLE',
+    });
     client.disconnect();
   });
 
@@ -130,7 +153,11 @@ describe('a new conversation while Redis stops answering', () => {
     try {
       // A burst of new conversations: each is refused on its own (with auto-pipelining, the later ones used to wait
       // for the first one's command timeout before their own began).
-      const burst = await Promise.all([2, 3, 4, 5, 6].map((add) => call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add }, multiround: true })));
+      const burst = await Promise.all(
+        [2, 3, 4, 5, 6].map((add) =>
+          call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add }, multiround: true }),
+        ),
+      );
       for (const fresh of burst) {
         expect(fresh.status).toBe(503);
         expect(fresh.json).toEqual(failureOf('Store unavailable'));
@@ -138,12 +165,22 @@ describe('a new conversation while Redis stops answering', () => {
     } finally {
       setup.redis.resume();
     }
-    await vi.waitFor(async () => {
-      const again = await call(setup.agent.url, 'POST', '/', { protocolHash: hash, body: { add: 4 }, multiround: true });
-      expect(again.json).toMatchObject({ status: 'success', body: { total: 4 } });
-      const id = (again.json as { conversationId: string }).conversationId;
-      expect((await call(setup.agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toMatchObject({ status: 'success', body: { total: 5 } });
-    }, { timeout: 15_000, interval: 200 });
+    await vi.waitFor(
+      async () => {
+        const again = await call(setup.agent.url, 'POST', '/', {
+          protocolHash: hash,
+          body: { add: 4 },
+          multiround: true,
+        });
+        expect(again.json).toMatchObject({ status: 'success', body: { total: 4 } });
+        const id = (again.json as { conversationId: string }).conversationId;
+        expect((await call(setup.agent.url, 'POST', `/conversations/${id}`, { body: { add: 1 } })).json).toMatchObject({
+          status: 'success',
+          body: { total: 5 },
+        });
+      },
+      { timeout: 15_000, interval: 200 },
+    );
   }, 30_000);
 });
 
@@ -151,7 +188,10 @@ describe('starting against an unreachable Redis', () => {
   it('prints one line naming the address and exits non-zero', async () => {
     const folder = await makeAgentFolder({});
     try {
-      const result = await runCli(['serve', folder.dir, '--port', '0', '--store', 'redis://127.0.0.1:1/0'], { env: { ANTHROPIC_API_KEY: '' }, timeoutMs: 20_000 });
+      const result = await runCli(['serve', folder.dir, '--port', '0', '--store', 'redis://127.0.0.1:1/0'], {
+        env: { ANTHROPIC_API_KEY: '' },
+        timeoutMs: 20_000,
+      });
       expect(result.code).toBe(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines).toHaveLength(1);

@@ -1,11 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { useTestRedis } from '../helpers/redis.js';
-import { connectRedis, RedisConversationStore, type LockTimers, type RedisStoreOptions } from '../../src/conversation/redis.js';
+import {
+  connectRedis,
+  RedisConversationStore,
+  type LockTimers,
+  type RedisStoreOptions,
+} from '../../src/conversation/redis.js';
 import { createClock, describeStoreContract, incrementTurn, sampleRecord, TTL_MS } from './store-contract.js';
 
 const url = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = url ? describe : describe.skip;
-const title = url ? 'Redis backends' : 'Redis backends (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
+const title = url
+  ? 'Redis backends'
+  : 'Redis backends (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
 /**
  * The lock's real-time waits on a clock the test owns: a sleep moves the clock at once (then runs `onSleep`, so the
@@ -27,14 +34,22 @@ function fakeTimers(onSleep: (now: number) => Promise<unknown> = async () => und
       return () => ticks.delete(tick);
     },
   };
-  return { timers, now: () => now, periods, renew: () => Promise.all([...ticks].map((tick) => tick())), renewing: () => ticks.size };
+  return {
+    timers,
+    now: () => now,
+    periods,
+    renew: () => Promise.all([...ticks].map((tick) => tick())),
+    renewing: () => ticks.size,
+  };
 }
 
 describeRedis(title, () => {
   const { shared, connect, freshPrefix } = useTestRedis(url ?? '');
 
-  describeStoreContract('RedisConversationStore', (clock, { tombstoneMs }) =>
-    new RedisConversationStore(shared, { prefix: freshPrefix(), now: clock.now, tombstoneMs }),
+  describeStoreContract(
+    'RedisConversationStore',
+    (clock, { tombstoneMs }) =>
+      new RedisConversationStore(shared, { prefix: freshPrefix(), now: clock.now, tombstoneMs }),
   );
 
   describe('RedisConversationStore', () => {
@@ -53,7 +68,9 @@ describeRedis(title, () => {
       // A Redis round trip inside each turn, so the other connection's attempts land while a turn is under way.
       const results = await Promise.all(
         Array.from({ length: 40 }, (_, index) =>
-          (index % 2 === 0 ? store : other).runTurn(record.id, TTL_MS, (current) => incrementTurn(current, () => shared.ping())),
+          (index % 2 === 0 ? store : other).runTurn(record.id, TTL_MS, (current) =>
+            incrementTurn(current, () => shared.ping()),
+          ),
         ),
       );
       expect(new Set(results).size).toBe(40);
@@ -95,7 +112,13 @@ describeRedis(title, () => {
     it('renews the lease while a turn outlasts it, so no other process gets in', async () => {
       const holder = fakeTimers();
       const { prefix, clock, record, store, lock } = await setUp({ lockTtlMs: 9_000, timers: holder.timers });
-      const other = new RedisConversationStore(connect(), { prefix, now: clock.now, lockTtlMs: 9_000, lockWaitMs: 250, timers: fakeTimers().timers });
+      const other = new RedisConversationStore(connect(), {
+        prefix,
+        now: clock.now,
+        lockTtlMs: 9_000,
+        lockWaitMs: 250,
+        timers: fakeTimers().timers,
+      });
       let started!: () => void;
       const inside = new Promise<void>((resolve) => (started = resolve));
       let finish!: () => void;

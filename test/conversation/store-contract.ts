@@ -6,7 +6,10 @@ import type { ConversationRecord, ConversationStore, TurnUpdate } from '../../sr
 export type TestClock = { now(): number; advance(ms: number): void };
 
 /** Builds a fresh, empty store on the given clock (a unique key prefix for shared backends). */
-export type StoreFactory = (clock: TestClock, options: { tombstoneMs: number }) => ConversationStore | Promise<ConversationStore>;
+export type StoreFactory = (
+  clock: TestClock,
+  options: { tombstoneMs: number },
+) => ConversationStore | Promise<ConversationStore>;
 
 /** The TTL every contract case uses, ms. */
 export const TTL_MS = 60_000;
@@ -41,7 +44,10 @@ export function sampleRecord(now: number, id = `c-${randomUUID()}`): Conversatio
 }
 
 /** A turn that adds one to `state.counter`, yielding in between so interleaved turns would lose updates. */
-export async function incrementTurn(record: ConversationRecord, pause: () => Promise<unknown> = () => new Promise(setImmediate)): Promise<TurnUpdate<number>> {
+export async function incrementTurn(
+  record: ConversationRecord,
+  pause: () => Promise<unknown> = () => new Promise(setImmediate),
+): Promise<TurnUpdate<number>> {
   const counter = record.state.counter as number;
   await pause();
   return { result: counter + 1, state: { ...record.state, counter: counter + 1 }, history: record.history };
@@ -81,7 +87,11 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       const record = sampleRecord(clock.now());
       await store.create(record);
       clock.advance(10_000);
-      const history = [...record.history, { role: 'peer' as const, body: 'again' }, { role: 'agent' as const, body: 2 }];
+      const history = [
+        ...record.history,
+        { role: 'peer' as const, body: 'again' },
+        { role: 'agent' as const, body: 2 },
+      ];
       const result = await store.runTurn(record.id, TTL_MS, async (current) => {
         expect(current).toEqual(record);
         return { result: 'answer', state: { counter: 1, note: 'x' }, history };
@@ -197,7 +207,8 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       expect(await store.sweep()).toBe(0);
       expect(await store.count()).toBe(1);
       expect(await store.get(fresh.id)).toEqual(fresh);
-      for (const record of old) await expect(store.get(record.id)).rejects.toMatchObject({ code: 'CONVERSATION_EXPIRED' });
+      for (const record of old)
+        await expect(store.get(record.id)).rejects.toMatchObject({ code: 'CONVERSATION_EXPIRED' });
     });
 
     it('serializes concurrent turns of one conversation: 50 increments end at 50', async () => {
@@ -231,7 +242,9 @@ export function describeStoreContract(name: string, factory: StoreFactory): void
       await store.create(first);
       await store.create(second);
       let releaseFirst!: () => void;
-      const firstTurn = store.runTurn(first.id, TTL_MS, (current) => incrementTurn(current, () => new Promise<void>((resolve) => (releaseFirst = resolve))));
+      const firstTurn = store.runTurn(first.id, TTL_MS, (current) =>
+        incrementTurn(current, () => new Promise<void>((resolve) => (releaseFirst = resolve))),
+      );
       // The second conversation's turn completes while the first one is still held open.
       expect(await store.runTurn(second.id, TTL_MS, (current) => incrementTurn(current))).toBe(1);
       await expect.poll(() => releaseFirst).toBeDefined();

@@ -29,6 +29,10 @@ export async function seriousViolations(page: Page): Promise<string[]> {
   const axe = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
   // Evaluated by the devtools protocol: the page's CSP, rightly, refuses injected inline scripts.
   await page.evaluate(axe);
-  const results = (await page.evaluate("axe.run({ resultTypes: ['violations'] })")) as { violations: { id: string; impact: string | null; help: string; nodes: unknown[] }[] };
-  return results.violations.filter((violation) => violation.impact === 'serious' || violation.impact === 'critical').map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length})`);
+  const results = (await page.evaluate("axe.run({ resultTypes: ['violations'] })")) as {
+    violations: { id: string; impact: string | null; help: string; nodes: unknown[] }[];
+  };
+  return results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length})`);
 }

@@ -8,8 +8,9 @@ import { silentLogger } from '../../src/log.js';
 import { Receiver } from '../../src/receiver.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 
-const DOUBLE = '---\nname: Double\ndescription: Double a number.\nmultiround: true\n---\n\nThe sender sends JSON {"n": number}; the receiver replies {"doubled": number}.\n';
-const ROUTINE = "export default { async handle(body) { return { doubled: body.n * 2 }; } };\n";
+const DOUBLE =
+  '---\nname: Double\ndescription: Double a number.\nmultiround: true\n---\n\nThe sender sends JSON {"n": number}; the receiver replies {"doubled": number}.\n';
+const ROUTINE = 'export default { async handle(body) { return { doubled: body.n * 2 }; } };\n';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -18,7 +19,16 @@ afterEach(async () => {
 
 async function agentWith(tokens?: string[]) {
   const folder = await makeAgentFolder({ 'protocols/double.md': DOUBLE, 'routines/double.ts': ROUTINE });
-  const agent = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm: null, watch: false, logger: silentLogger, faces: false, ...(tokens ? { tokens } : {}) });
+  const agent = await startAgent({
+    dir: folder.dir,
+    port: 0,
+    host: '127.0.0.1',
+    llm: null,
+    watch: false,
+    logger: silentLogger,
+    faces: false,
+    ...(tokens ? { tokens } : {}),
+  });
   cleanups.push(async () => {
     await agent.close();
     await folder.cleanup();
@@ -28,7 +38,13 @@ async function agentWith(tokens?: string[]) {
 
 /** A request as the access rules see it: the address its server is bound to, and its headers. */
 function requestOn(bound: string, authorization?: string, host = '127.0.0.1:3000'): EdgeRequest {
-  return { method: 'GET', path: '/dashboard/', body: undefined, boundAddress: bound, headers: { host, ...(authorization ? { authorization } : {}) } };
+  return {
+    method: 'GET',
+    path: '/dashboard/',
+    body: undefined,
+    boundAddress: bound,
+    headers: { host, ...(authorization ? { authorization } : {}) },
+  };
 }
 
 describe('dashboard token rules', () => {
@@ -40,16 +56,24 @@ describe('dashboard token rules', () => {
       expect(access.check(requestOn(bound), 'write')).toEqual({ status: 403, message: REVIEW_NEEDS_TOKEN });
     }
     for (const bound of ['0.0.0.0', '::', '192.168.1.4']) {
-      for (const kind of ['page', 'read', 'write'] as const) expect(access.check(requestOn(bound), kind)).toEqual({ status: 403, message: NEEDS_TOKEN });
+      for (const kind of ['page', 'read', 'write'] as const)
+        expect(access.check(requestOn(bound), kind)).toEqual({ status: 403, message: NEEDS_TOKEN });
     }
   });
 
   it('without a token, answers only requests addressed to loopback (a DNS-rebinding page names its own host)', () => {
     const access = new DashboardAccess([]);
-    for (const host of ['localhost:3000', 'LOCALHOST', '127.0.0.1', '127.1.2.3:80', '[::1]:3000']) expect(access.check(requestOn('127.0.0.1', undefined, host), 'read')).toBeUndefined();
-    for (const host of ['evil.example:3000', 'localhost.evil.example', '10.0.0.1']) expect(access.check(requestOn('127.0.0.1', undefined, host), 'read')).toEqual({ status: 403, message: LOOPBACK_HOST_ONLY });
+    for (const host of ['localhost:3000', 'LOCALHOST', '127.0.0.1', '127.1.2.3:80', '[::1]:3000'])
+      expect(access.check(requestOn('127.0.0.1', undefined, host), 'read')).toBeUndefined();
+    for (const host of ['evil.example:3000', 'localhost.evil.example', '10.0.0.1'])
+      expect(access.check(requestOn('127.0.0.1', undefined, host), 'read')).toEqual({
+        status: 403,
+        message: LOOPBACK_HOST_ONLY,
+      });
     // With a token the Host does not matter: the token is what a rebinding page lacks.
-    expect(new DashboardAccess(['t']).check(requestOn('127.0.0.1', 'Bearer t', 'evil.example'), 'read')).toBeUndefined();
+    expect(
+      new DashboardAccess(['t']).check(requestOn('127.0.0.1', 'Bearer t', 'evil.example'), 'read'),
+    ).toBeUndefined();
   });
 
   it('with a token: the page (sign-in form) is open, data and actions need the bearer token, anywhere', () => {
@@ -74,15 +98,33 @@ describe('agent dashboard over HTTP', () => {
     const html = await page.text();
     expect(page.headers.get('content-security-policy')).toMatch(/script-src 'self';/);
     expect(html).not.toMatch(/<script>|<script [^>]*>[^<]|\son[a-z]+=/);
-    for (const asset of ['uplot.js', 'uplot.css', 'agent.js', 'common.js', 'dashboard.css']) expect((await fetch(`${agent.dashboardUrl}assets/${asset}`)).status).toBe(200);
+    for (const asset of ['uplot.js', 'uplot.css', 'agent.js', 'common.js', 'dashboard.css'])
+      expect((await fetch(`${agent.dashboardUrl}assets/${asset}`)).status).toBe(200);
     expect((await fetch(`${agent.dashboardUrl}assets/../../package.json`)).status).toBe(404);
     expect((await fetch(`${agent.dashboardUrl}assets/%2e%2e%2fpackage.json`)).status).toBe(404);
 
-    await fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: 'b'.repeat(40), body: {} }) });
-    const protocols = (await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as { rows: { name: string; answeredBy: string }[] };
-    expect(protocols).toMatchObject({ total: 1, offset: 0, rows: [{ name: 'Double', answeredBy: 'routine', origin: 'folder', file: 'protocols/double.md' }] });
-    expect(await (await fetch(`${agent.dashboardUrl}api/protocols?offset=1&limit=10`)).json()).toEqual({ total: 1, offset: 1, limit: 0, rows: [] });
-    const live = (await (await fetch(`${agent.dashboardUrl}api/live`)).json()) as { failures: { reason: string; protocol: string }[] };
+    await fetch(agent.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ protocolHash: 'b'.repeat(40), body: {} }),
+    });
+    const protocols = (await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as {
+      rows: { name: string; answeredBy: string }[];
+    };
+    expect(protocols).toMatchObject({
+      total: 1,
+      offset: 0,
+      rows: [{ name: 'Double', answeredBy: 'routine', origin: 'folder', file: 'protocols/double.md' }],
+    });
+    expect(await (await fetch(`${agent.dashboardUrl}api/protocols?offset=1&limit=10`)).json()).toEqual({
+      total: 1,
+      offset: 1,
+      limit: 0,
+      rows: [],
+    });
+    const live = (await (await fetch(`${agent.dashboardUrl}api/live`)).json()) as {
+      failures: { reason: string; protocol: string }[];
+    };
     expect(live.failures).toMatchObject([{ protocol: 'unknown', reason: 'Unsupported protocol' }]);
 
     const approve = await fetch(`${agent.dashboardUrl}api/routines/double-0000/approve`, { method: 'POST' });
@@ -92,7 +134,9 @@ describe('agent dashboard over HTTP', () => {
 
   it('counts open conversations per protocol and pushes each query on the live feed', async () => {
     const agent = await agentWith();
-    const { hash } = ((await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as { rows: { hash: string }[] }).rows[0]!;
+    const { hash } = (
+      (await (await fetch(`${agent.dashboardUrl}api/protocols`)).json()) as { rows: { hash: string }[] }
+    ).rows[0]!;
     const controller = new AbortController();
     const events = await fetch(`${agent.dashboardUrl}events`, { signal: controller.signal });
     expect(events.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -102,10 +146,17 @@ describe('agent dashboard over HTTP', () => {
       while (!pattern.test(text)) text += (await reader.read()).value ?? '';
     };
     await until(/event: hello\n/);
-    const started = await fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocolHash: hash, body: { n: 2 }, multiround: true }) });
+    const started = await fetch(agent.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ protocolHash: hash, body: { n: 2 }, multiround: true }),
+    });
     expect(started.status).toBe(200);
     await until(/event: changed\ndata: .*\n\n/);
-    const changed = JSON.parse(/event: changed\ndata: (.*)\n\n/.exec(text)![1]!) as { events: { protocol: string; path: string }[]; live: { open: number; openByProtocol: { name: string; count: number }[] } };
+    const changed = JSON.parse(/event: changed\ndata: (.*)\n\n/.exec(text)![1]!) as {
+      events: { protocol: string; path: string }[];
+      live: { open: number; openByProtocol: { name: string; count: number }[] };
+    };
     expect(changed.events).toMatchObject([{ kind: 'query', protocol: 'Double', path: 'routine' }]);
     expect(changed.live.openByProtocol).toEqual([{ name: 'Double', hash, count: 1 }]);
     controller.abort();
@@ -122,7 +173,10 @@ describe('agent dashboard over HTTP', () => {
     const overview = await fetch(`${agent.dashboardUrl}api/overview`, { headers: { authorization: 'Bearer s3cret' } });
     expect(overview.status).toBe(200);
     expect((await fetch(`${agent.dashboardUrl}api/routines/x/approve`, { method: 'POST' })).status).toBe(401);
-    const unknown = await fetch(`${agent.dashboardUrl}api/routines/x/approve`, { method: 'POST', headers: { authorization: 'Bearer s3cret' } });
+    const unknown = await fetch(`${agent.dashboardUrl}api/routines/x/approve`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer s3cret' },
+    });
     expect(unknown.status).toBe(404);
   });
 
@@ -142,6 +196,9 @@ describe('agent dashboard over HTTP', () => {
     const bare = await fetch(`${base}/dashboard`, { redirect: 'manual' });
     expect(new URL(bare.headers.get('location')!, `${base}/dashboard`).href).toBe(`${base}/dashboard/`);
     expect((await fetch(`${base}/dashboard/`)).headers.get('content-type')).toMatch(/^text\/html/);
-    expect(await (await fetch(`${base}/dashboard/api/protocols`)).json()).toMatchObject({ total: 1, rows: [{ name: 'Double', answeredBy: 'routine' }] });
+    expect(await (await fetch(`${base}/dashboard/api/protocols`)).json()).toMatchObject({
+      total: 1,
+      rows: [{ name: 'Double', answeredBy: 'routine' }],
+    });
   });
 });

@@ -10,7 +10,8 @@ import { silentLogger } from '../../src/log.js';
 import { Receiver } from '../../src/receiver.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 
-const DOUBLE = '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}; the receiver replies {"doubled": number}.\n';
+const DOUBLE =
+  '---\nname: Double\ndescription: Double a number.\nmultiround: false\n---\n\nThe sender sends JSON {"n": number}; the receiver replies {"doubled": number}.\n';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -21,7 +22,10 @@ async function agentWithDashboard(tokens: string[]): Promise<string> {
   const folder = await makeAgentFolder({ 'protocols/double.md': DOUBLE });
   const receiver = await Receiver.start({ dir: folder.dir, llm: null, watch: false, logger: silentLogger });
   const dashboard = createAgentDashboard(receiver, { tokens, logger: silentLogger });
-  const server = await listen(compose([agoraMount(receiver, { logger: silentLogger }), dashboard], { tokens, logger: silentLogger }), { port: 0, host: '127.0.0.1', logger: silentLogger });
+  const server = await listen(
+    compose([agoraMount(receiver, { logger: silentLogger }), dashboard], { tokens, logger: silentLogger }),
+    { port: 0, host: '127.0.0.1', logger: silentLogger },
+  );
   cleanups.push(async () => {
     await server.close();
     await receiver.close();
@@ -35,9 +39,20 @@ describe('agent dashboard and cross-site requests', () => {
     const url = await agentWithDashboard(['s3cret']);
     const approve = `${url}/dashboard/api/routines/double-0000/approve`;
     const withToken = { 'content-type': 'text/plain', authorization: 'Bearer s3cret' };
-    const refused = await fetch(approve, { method: 'POST', headers: { ...withToken, origin: 'http://evil.example' }, body: '' });
-    expect([refused.status, await refused.json()]).toEqual([403, { status: 'failure', error: 'Cross-site request refused' }]);
-    const sameSite = await fetch(approve, { method: 'POST', headers: { ...withToken, 'sec-fetch-site': 'cross-site' }, body: '' });
+    const refused = await fetch(approve, {
+      method: 'POST',
+      headers: { ...withToken, origin: 'http://evil.example' },
+      body: '',
+    });
+    expect([refused.status, await refused.json()]).toEqual([
+      403,
+      { status: 'failure', error: 'Cross-site request refused' },
+    ]);
+    const sameSite = await fetch(approve, {
+      method: 'POST',
+      headers: { ...withToken, 'sec-fetch-site': 'cross-site' },
+      body: '',
+    });
     expect(sameSite.status).toBe(403);
     // Without Origin the dashboard answers it: no routine by that name here.
     const reached = await fetch(approve, { method: 'POST', headers: withToken, body: '' });

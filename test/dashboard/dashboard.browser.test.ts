@@ -16,7 +16,17 @@ import { parseDocument } from '../../src/protocol/document.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
 import { chromiumPath, collectErrors, SCREENSHOT_DIR, seriousViolations } from './_browser.js';
 
-const DOUBLE = ['---', 'name: Double', 'description: Double a number.', 'multiround: false', '---', '', 'The sender sends JSON {"n": number}.', 'The receiver replies JSON {"doubled": number}, twice n.', ''].join('\n');
+const DOUBLE = [
+  '---',
+  'name: Double',
+  'description: Double a number.',
+  'multiround: false',
+  '---',
+  '',
+  'The sender sends JSON {"n": number}.',
+  'The receiver replies JSON {"doubled": number}, twice n.',
+  '',
+].join('\n');
 const hash = parseDocument(DOUBLE).hash;
 const TOKEN = 'dashboard-test-token';
 const ROUTINE = [
@@ -40,7 +50,10 @@ function reply(request: FakeRequest): string {
 }
 
 const executablePath = chromiumPath();
-if (!executablePath) console.warn('dashboard browser tests skipped: no Chromium found (install Debian\'s chromium, or set AGORA_TEST_CHROMIUM to its path)');
+if (!executablePath)
+  console.warn(
+    "dashboard browser tests skipped: no Chromium found (install Debian's chromium, or set AGORA_TEST_CHROMIUM to its path)",
+  );
 
 // One browser for the file (CI has two cores): each dashboard gets its own page.
 let browser: Browser;
@@ -63,11 +76,16 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
   let consoleErrors: string[];
 
   const query = async (n: number) => {
-    const response = await fetch(agent.url, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ protocolHash: hash, body: { n } }) });
+    const response = await fetch(agent.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ protocolHash: hash, body: { n } }),
+    });
     expect(response.status).toBe(200);
     return (await response.json()) as { body: unknown };
   };
-  const shoot = (name: string, selector: string) => page.locator(selector).screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
+  const shoot = (name: string, selector: string) =>
+    page.locator(selector).screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
 
   beforeAll(async () => {
     fake = await FakeAnthropic.start({ fallback: reply });
@@ -153,7 +171,9 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     expect(agent.receiver.counters.snapshot().queries.routine).toBe(before + 1);
     await page.locator('#recent-queries li[data-protocol="Double"][data-path="routine"]').waitFor({ timeout: 1000 });
 
-    await expect.poll(async () => Number(await page.getAttribute('#cost-chart', 'data-points')), { timeout: 5000 }).toBeGreaterThanOrEqual(3);
+    await expect
+      .poll(async () => Number(await page.getAttribute('#cost-chart', 'data-points')), { timeout: 5000 })
+      .toBeGreaterThanOrEqual(3);
     await shoot('live', '#live');
     await shoot('cost', '#cost');
     await shoot('routines', '#routines');
@@ -185,7 +205,10 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     await approved.waitFor();
     expect(await approved.locator('button').count()).toBe(0);
     const id = await approved.getAttribute('data-id');
-    const rejected = await fetch(`${agent.dashboardUrl}api/routines/${id}/reject`, { method: 'POST', headers: { authorization: `Bearer ${TOKEN}` } });
+    const rejected = await fetch(`${agent.dashboardUrl}api/routines/${id}/reject`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${TOKEN}` },
+    });
     expect(rejected.status).toBe(200);
     await page.reload();
     const card = page.locator('article.routine[data-status="rejected"]');
@@ -212,7 +235,16 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
   });
 
   it('shows no Approve or Reject in read-only mode (no token), and passes axe-core', async () => {
-    const readOnly = await startAgent({ dir, name: 'doubler', port: 0, host: '127.0.0.1', llm: null, watch: false, logger: silentLogger, faces: false });
+    const readOnly = await startAgent({
+      dir,
+      name: 'doubler',
+      port: 0,
+      host: '127.0.0.1',
+      llm: null,
+      watch: false,
+      logger: silentLogger,
+      faces: false,
+    });
     const view = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     try {
       const errors = collectErrors(view);
@@ -237,14 +269,47 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
   });
 
   it('shows registered agents up with their protocols, the catalogue and chains with hops, pushes a new agent, and passes axe-core', async () => {
-    const hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, mounts: (core) => [createHubDashboard(core, { checkMs: 50 })] });
+    const hub = await startHub({
+      port: 0,
+      tickMs: 0,
+      allowPrivateAgents: true,
+      logger: silentLogger,
+      mounts: (core) => [createHubDashboard(core, { checkMs: 50 })],
+    });
     cleanups.push(() => hub.close());
-    const meteo = await startLoopbackAgent({ 'Weather forecast': 'Gives the weather forecast for a city.' }, () => 'sunny');
+    const meteo = await startLoopbackAgent(
+      { 'Weather forecast': 'Gives the weather forecast for a city.' },
+      () => 'sunny',
+    );
     cleanups.push(meteo.close);
     await hub.hub.register({ url: meteo.url, name: 'meteo' });
     const at = Date.now();
-    const hop = { agentId: 'a1', agentName: 'meteo', url: meteo.url, by: 'keyword', reason: 'forecast', ok: true, result: { forecast: 'sunny' }, startedAt: at, finishedAt: at + 12 };
-    await hub.hub.saveRun({ id: 'chain-1', goal: 'Weather in Paris, then pack a bag', status: 'done', hops: [hop, { ...hop, agentName: 'packer', ok: false, result: undefined, error: 'Unsupported protocol' }], next: null, maxHops: 5, createdAt: at, updatedAt: at + 30, owner: 'test#1#x', leaseUntil: at }, 1000);
+    const hop = {
+      agentId: 'a1',
+      agentName: 'meteo',
+      url: meteo.url,
+      by: 'keyword',
+      reason: 'forecast',
+      ok: true,
+      result: { forecast: 'sunny' },
+      startedAt: at,
+      finishedAt: at + 12,
+    };
+    await hub.hub.saveRun(
+      {
+        id: 'chain-1',
+        goal: 'Weather in Paris, then pack a bag',
+        status: 'done',
+        hops: [hop, { ...hop, agentName: 'packer', ok: false, result: undefined, error: 'Unsupported protocol' }],
+        next: null,
+        maxHops: 5,
+        createdAt: at,
+        updatedAt: at + 30,
+        owner: 'test#1#x',
+        leaseUntil: at,
+      },
+      1000,
+    );
 
     const page = await browser.newPage({ viewport: { width: 1400, height: 900 } });
     cleanups.push(() => page.close());

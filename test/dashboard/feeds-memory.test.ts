@@ -9,7 +9,6 @@ import { startHubCommand, type StartedCommand } from '../helpers/cli.js';
 
 const describeLinux = process.platform === 'linux' ? describe : describe.skip;
 
-
 /** The resident memory of a process, in MB. */
 function residentMb(pid: number): number {
   const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -22,14 +21,33 @@ function longDocument(index: number): string {
 }
 
 async function publish(url: string, text: string): Promise<void> {
-  const response = await fetch(`${url}/protocols`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ hash: hashText(text), text }) });
+  const response = await fetch(`${url}/protocols`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ hash: hashText(text), text }),
+  });
   expect(response.status).toBe(201);
 }
 
 /** A small chain checkpoint: saved again each second with a new time, it changes the hub's state. */
 async function putRun(url: string, updatedAt: number): Promise<void> {
-  const run = { id: 'run-1', goal: 'a goal', status: 'failed', hops: [], next: null, maxHops: 5, createdAt: 1, updatedAt, owner: 'test#1#1', leaseUntil: 0 };
-  const response = await fetch(`${url}/runs/run-1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ run, leaseMs: 1000 }) });
+  const run = {
+    id: 'run-1',
+    goal: 'a goal',
+    status: 'failed',
+    hops: [],
+    next: null,
+    maxHops: 5,
+    createdAt: 1,
+    updatedAt,
+    owner: 'test#1#1',
+    leaseUntil: 0,
+  };
+  const response = await fetch(`${url}/runs/run-1`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ run, leaseMs: 1000 }),
+  });
   expect(response.status).toBe(200);
 }
 

@@ -16,15 +16,40 @@ describe('DashboardRecorder', () => {
     clock += 10_000;
     metrics.query('routine', 'Double');
 
-    expect(recorder.totals().Double).toEqual({ routine: 2, llm: 1, failure: 0, llmCalls: 1, tokens: 120, lastUsedAt: 1_011_000 });
+    expect(recorder.totals().Double).toEqual({
+      routine: 2,
+      llm: 1,
+      failure: 0,
+      llmCalls: 1,
+      tokens: 120,
+      lastUsedAt: 1_011_000,
+    });
     expect(recorder.costs()).toEqual([
-      { at: 1_000_000, protocols: { Double: { routine: 1, llm: 1, failure: 0, llmCalls: 1, tokens: 120 }, unknown: { routine: 0, llm: 0, failure: 1, llmCalls: 0, tokens: 0 } } },
+      {
+        at: 1_000_000,
+        protocols: {
+          Double: { routine: 1, llm: 1, failure: 0, llmCalls: 1, tokens: 120 },
+          unknown: { routine: 0, llm: 0, failure: 1, llmCalls: 0, tokens: 0 },
+        },
+      },
       { at: 1_010_000, protocols: { Double: { routine: 1, llm: 0, failure: 0, llmCalls: 0, tokens: 0 } } },
     ]);
     // The last five seconds, quiet ones as zeros: the earlier queries have left the window.
-    expect(recorder.rates()).toEqual([1_007_000, 1_008_000, 1_009_000, 1_010_000, 1_011_000].map((at) => ({ at, routine: at === 1_011_000 ? 1 : 0, llm: 0, failure: 0 })));
+    expect(recorder.rates()).toEqual(
+      [1_007_000, 1_008_000, 1_009_000, 1_010_000, 1_011_000].map((at) => ({
+        at,
+        routine: at === 1_011_000 ? 1 : 0,
+        llm: 0,
+        failure: 0,
+      })),
+    );
     expect(recorder.failures()).toEqual([{ at: 1_001_000, protocol: 'unknown', reason: 'Unsupported protocol' }]);
-    expect(recorder.recent().map((event) => (event.kind === 'query' ? event.path : event.kind))).toEqual(['routine', 'failure', 'routine', 'llm']);
+    expect(recorder.recent().map((event) => (event.kind === 'query' ? event.path : event.kind))).toEqual([
+      'routine',
+      'failure',
+      'routine',
+      'llm',
+    ]);
 
     detach();
     metrics.query('llm', 'Double');
@@ -33,7 +58,13 @@ describe('DashboardRecorder', () => {
 
   it('stays bounded whatever peers send: protocols past the cap share one label, failures and buckets are rings', () => {
     let clock = 0;
-    const recorder = new DashboardRecorder({ now: () => clock, maxProtocols: 3, maxFailures: 4, costBuckets: 2, costBucketMs: 1000 });
+    const recorder = new DashboardRecorder({
+      now: () => clock,
+      maxProtocols: 3,
+      maxFailures: 4,
+      costBuckets: 2,
+      costBucketMs: 1000,
+    });
     for (let index = 0; index < 100; index++) {
       recorder.query('failure', `made-up ${index}`, 'x'.repeat(1000));
       clock += 1000;

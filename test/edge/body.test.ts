@@ -24,7 +24,9 @@ describe('readBody', () => {
   });
 
   it('refuses a declared or streamed size past the cap, and a client gone before the end', async () => {
-    await expect(readBody(request({ 'content-length': '101' }), 100)).rejects.toMatchObject({ code: 'REQUEST_TOO_LARGE' });
+    await expect(readBody(request({ 'content-length': '101' }), 100)).rejects.toMatchObject({
+      code: 'REQUEST_TOO_LARGE',
+    });
     const streamed = request();
     const tooLarge = readBody(streamed, 4);
     streamed.push(Buffer.from('12345'));

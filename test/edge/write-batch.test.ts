@@ -3,7 +3,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { writeSoon, type BatchOwner } from '../../src/edge/_write-batch.js';
 
-type FakeResponse = { writes: string[]; shouldKeepAlive: boolean; headersSent: boolean; destroyed: boolean; destroy(): void; writeHead(status: number, headers: Record<string, string>): FakeResponse; end(body: string): void };
+type FakeResponse = {
+  writes: string[];
+  shouldKeepAlive: boolean;
+  headersSent: boolean;
+  destroyed: boolean;
+  destroy(): void;
+  writeHead(status: number, headers: Record<string, string>): FakeResponse;
+  end(body: string): void;
+};
 
 // What the batch touches of a ServerResponse, recording the writes in one shared log to see their order.
 function fakeResponse(log: string[], name: string, options: { throwOnWrite?: boolean } = {}): FakeResponse {
@@ -28,7 +36,9 @@ function fakeResponse(log: string[], name: string, options: { throwOnWrite?: boo
   return response;
 }
 
-function owner(closing = false): BatchOwner & { told: [string, unknown][]; closing: boolean; names: Map<unknown, string> } {
+function owner(
+  closing = false,
+): BatchOwner & { told: [string, unknown][]; closing: boolean; names: Map<unknown, string> } {
   const names = new Map<unknown, string>();
   const told: [string, unknown][] = [];
   return { closing, names, told, written: (response, error) => void told.push([names.get(response) ?? '?', error]) };
@@ -56,7 +66,11 @@ describe('writeSoon', () => {
     await turn();
     expect(log).toEqual(['a 200', 'b 200', 'c 200']);
     expect(responses.map((response) => response.writes)).toEqual([['"a"'], ['"b"'], ['"c"']]);
-    expect(server.told).toEqual([['a', undefined], ['b', undefined], ['c', undefined]]);
+    expect(server.told).toEqual([
+      ['a', undefined],
+      ['b', undefined],
+      ['c', undefined],
+    ]);
   });
 
   it('drops the connection of a response that cannot be written, tells its owner why, and writes the rest', async () => {

@@ -12,7 +12,8 @@ import type { ReceiverApi } from '../../src/receiver.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse } from '../../src/schemas.js';
 
 export const PROTOCOL_HASH = 'a'.repeat(40);
-export const PROTOCOL_TEXT = '---\nname: Unit conversion\ndescription: Converts a value between units.\nmultiround: false\n---\nSend {"value": number, "from": string, "to": string}.\n';
+export const PROTOCOL_TEXT =
+  '---\nname: Unit conversion\ndescription: Converts a value between units.\nmultiround: false\n---\nSend {"value": number, "from": string, "to": string}.\n';
 
 /** A receiver double: routines answer the one protocol, natural language echoes with the turn number. */
 export function fakeReceiver(): ReceiverApi & { queries: QueryRequest[]; followUps: [string, FollowUpRequest][] } {
@@ -38,7 +39,12 @@ export function fakeReceiver(): ReceiverApi & { queries: QueryRequest[]; followU
       const turn = turns.get(id);
       if (turn === undefined) throw new AgoraError('CONVERSATION_NOT_FOUND');
       turns.set(id, turn + 1);
-      return { status: 'success', body: `turn ${turn + 1}: ${String(request.body)}`, conversationId: id, conversationExpires: Math.floor(Date.now() / 1000) + 300 } satisfies SuccessResponse;
+      return {
+        status: 'success',
+        body: `turn ${turn + 1}: ${String(request.body)}`,
+        conversationId: id,
+        conversationExpires: Math.floor(Date.now() / 1000) + 300,
+      } satisfies SuccessResponse;
     },
     async end() {},
     async wellknown() {
@@ -77,10 +83,24 @@ const QUIET: Logger = { info() {}, warn() {}, error() {} };
 
 /** Faces over the fake receiver (or `receiver`), composed as `compose([agoraMount(receiver), ...faces])`, with a quiet logger. */
 export function makeFaces(options: FaceTestOptions = {}, receiver: ReceiverApi = fakeReceiver()): TestFaces {
-  const { tokens, rateLimit, maxBodyBytes = DEFAULT_MAX_BODY_BYTES, corsOrigins, logger = QUIET, now, ...config } = options;
+  const {
+    tokens,
+    rateLimit,
+    maxBodyBytes = DEFAULT_MAX_BODY_BYTES,
+    corsOrigins,
+    logger = QUIET,
+    now,
+    ...config
+  } = options;
   const faces = facesFor(
     receiver,
-    { name: 'Test agent', description: 'Converts units.', memory: new InMemoryMemory(), ...config, roarSocket: { authTimeoutMs: 200, ...config.roarSocket } },
+    {
+      name: 'Test agent',
+      description: 'Converts units.',
+      memory: new InMemoryMemory(),
+      ...config,
+      roarSocket: { authTimeoutMs: 200, ...config.roarSocket },
+    },
     { maxBodyBytes, tokensRequired: (tokens?.length ?? 0) > 0, logger, ...(now ? { now } : {}) },
   );
   const edge = compose([agoraMount(receiver, { maxBodyBytes, logger }), ...faces], {

@@ -21,11 +21,32 @@ const MAX_BODY_BYTES = 4096;
 const SHAPES: Record<string, (body: Record<string, unknown>, status: number) => void> = {
   roar: (body) => expect(body).toEqual({ error: expect.any(String), message: expect.any(String) }),
   oap: (body) => expect(body).toEqual({ error: expect.any(String), detail: expect.any(String) }),
-  a2a: (body) => expect(body).toEqual({ jsonrpc: '2.0', id: null, error: { code: expect.any(Number), message: expect.any(String) } }),
-  mcp: (body) => expect(body).toEqual({ jsonrpc: '2.0', id: null, error: { code: expect.any(Number), message: expect.any(String) } }),
+  a2a: (body) =>
+    expect(body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: expect.any(Number), message: expect.any(String) },
+    }),
+  mcp: (body) =>
+    expect(body).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: expect.any(Number), message: expect.any(String) },
+    }),
 };
 
-const HOSTILE_BODIES = ['', '{', 'null', '[]', '"text"', '{"__proto__":{"polluted":true}}', '['.repeat(5000), '{"a":1e400,"b":-0,"c":12345678901234567890}', '\u0000\uffff\ud800', Buffer.from([0xff, 0xfe, 0x00, 0xc3]).toString('latin1')];
+const HOSTILE_BODIES = [
+  '',
+  '{',
+  'null',
+  '[]',
+  '"text"',
+  '{"__proto__":{"polluted":true}}',
+  '['.repeat(5000),
+  '{"a":1e400,"b":-0,"c":12345678901234567890}',
+  '\u0000\uffff\ud800',
+  Buffer.from([0xff, 0xfe, 0x00, 0xc3]).toString('latin1'),
+];
 
 function takes(route: Route, method: string): boolean {
   return route.allow !== undefined && route.allow.split(/,\s*/).includes(method);
@@ -56,12 +77,18 @@ function expectShape(face: Face, response: EdgeResponse | undefined, status: num
 }
 
 function request(method: string, path: string, headers: Record<string, string> = {}, body?: string): EdgeRequest {
-  return { method, path, headers: { host: 'agent.test', ...headers }, body: body === undefined ? undefined : Buffer.from(body, 'latin1') };
+  return {
+    method,
+    path,
+    headers: { host: 'agent.test', ...headers },
+    body: body === undefined ? undefined : Buffer.from(body, 'latin1'),
+  };
 }
 
 for (const definition of FACES) {
   describe(`the ${definition.name} face keeps the faces' contract`, () => {
-    const make = (options: FaceTestOptions = {}) => makeFaces({ faces: ['agora', definition.name], maxBodyBytes: MAX_BODY_BYTES, ...options });
+    const make = (options: FaceTestOptions = {}) =>
+      makeFaces({ faces: ['agora', definition.name], maxBodyBytes: MAX_BODY_BYTES, ...options });
     const guarded = make({ tokens: [TOKEN] });
     const face = guarded.faces[0]!;
     const routes = routesOf(face);
@@ -80,9 +107,15 @@ for (const definition of FACES) {
         const refused = await send(guarded, request('POST', route.path, { 'content-type': 'application/json' }, '{}'));
         expectShape(face, refused, 401);
         expect(refused.headers['www-authenticate']).toBe('Bearer');
-        const wrong = await send(guarded, request('POST', route.path, { authorization: 'Bearer nope', 'content-type': 'application/json' }, '{}'));
+        const wrong = await send(
+          guarded,
+          request('POST', route.path, { authorization: 'Bearer nope', 'content-type': 'application/json' }, '{}'),
+        );
         expectShape(face, wrong, 401);
-        const passed = await send(guarded, request('POST', route.path, { ...AUTHORIZED, 'content-type': 'application/json' }, '{}'));
+        const passed = await send(
+          guarded,
+          request('POST', route.path, { ...AUTHORIZED, 'content-type': 'application/json' }, '{}'),
+        );
         expect(passed.status).not.toBe(401);
         expect(passed.status).toBeLessThan(500);
       }
@@ -112,7 +145,15 @@ for (const definition of FACES) {
     it('answers 413 in its own shape for a body over the cap', async () => {
       expect(routes.posting.length).toBeGreaterThan(0);
       for (const route of routes.posting) {
-        const response = await send(guarded, request('POST', route.path, { ...AUTHORIZED, 'content-type': 'application/json' }, JSON.stringify({ padding: 'x'.repeat(MAX_BODY_BYTES) })));
+        const response = await send(
+          guarded,
+          request(
+            'POST',
+            route.path,
+            { ...AUTHORIZED, 'content-type': 'application/json' },
+            JSON.stringify({ padding: 'x'.repeat(MAX_BODY_BYTES) }),
+          ),
+        );
         expectShape(face, response, 413);
       }
     });
@@ -131,22 +172,54 @@ for (const definition of FACES) {
         const response = await send(guarded, request('OPTIONS', route.path));
         expect(response.status, `OPTIONS ${route.path}`).toBe(204);
         // A path shared with the Agora mount (OAP's `GET /`, Agora's `POST /`) is answered by the mount that takes OPTIONS.
-        const owner = route.methods !== undefined && !route.methods.includes('OPTIONS') ? AGORA_ROUTES.find((agora) => agora.path === route.path) : undefined;
-        expect(response.headers.allow, `OPTIONS ${route.path}`).toBe((owner ?? route).allow ?? 'GET, HEAD, POST, OPTIONS');
+        const owner =
+          route.methods !== undefined && !route.methods.includes('OPTIONS')
+            ? AGORA_ROUTES.find((agora) => agora.path === route.path)
+            : undefined;
+        expect(response.headers.allow, `OPTIONS ${route.path}`).toBe(
+          (owner ?? route).allow ?? 'GET, HEAD, POST, OPTIONS',
+        );
       }
     });
 
     it('refuses a cross-site POST with 403 in its own shape, and answers the same POST without Origin', async () => {
       for (const route of routes.posting) {
-        const crossSite = await send(guarded, request('POST', route.path, { ...AUTHORIZED, origin: 'http://evil.example', 'content-type': 'text/plain' }, '{}'));
+        const crossSite = await send(
+          guarded,
+          request(
+            'POST',
+            route.path,
+            { ...AUTHORIZED, origin: 'http://evil.example', 'content-type': 'text/plain' },
+            '{}',
+          ),
+        );
         expectShape(face, crossSite, 403);
-        const fetchSite = await send(guarded, request('POST', route.path, { ...AUTHORIZED, 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' }, '{}'));
+        const fetchSite = await send(
+          guarded,
+          request(
+            'POST',
+            route.path,
+            { ...AUTHORIZED, 'sec-fetch-site': 'cross-site', 'content-type': 'text/plain' },
+            '{}',
+          ),
+        );
         expectShape(face, fetchSite, 403);
-        const plain = await send(guarded, request('POST', route.path, { ...AUTHORIZED, 'content-type': 'text/plain' }, '{}'));
+        const plain = await send(
+          guarded,
+          request('POST', route.path, { ...AUTHORIZED, 'content-type': 'text/plain' }, '{}'),
+        );
         expect(plain.status).not.toBe(403);
         expect(plain.status).toBeLessThan(500);
         // Its own page (Origin of the Host it was sent to) is not cross-site.
-        const sameSite = await send(guarded, request('POST', route.path, { ...AUTHORIZED, origin: 'http://agent.test', 'content-type': 'text/plain' }, '{}'));
+        const sameSite = await send(
+          guarded,
+          request(
+            'POST',
+            route.path,
+            { ...AUTHORIZED, origin: 'http://agent.test', 'content-type': 'text/plain' },
+            '{}',
+          ),
+        );
         expect(sameSite.status).not.toBe(403);
       }
     });
@@ -157,7 +230,9 @@ for (const definition of FACES) {
       for (const route of face.routes.filter((each) => !each.socket)) {
         for (const body of HOSTILE_BODIES) {
           // Methods a route does not take on a path it shares are the Agora mount's (OAP's `/` takes GET and HEAD).
-          for (const method of ['POST', 'GET', 'PUT'].filter((each) => route.methods === undefined || route.methods.includes(each))) {
+          for (const method of ['POST', 'GET', 'PUT'].filter(
+            (each) => route.methods === undefined || route.methods.includes(each),
+          )) {
             const response = await send(quiet, request(method, route.path, AUTHORIZED, body));
             expect(response.status, `${method} ${route.path} ${JSON.stringify(body.slice(0, 20))}`).toBeLessThan(500);
             if (response.events !== undefined) {
@@ -189,10 +264,18 @@ for (const definition of FACES) {
           await response.arrayBuffer();
         }
         for (const route of routes.posting) {
-          const big = await fetch(`${served.url}${route.path}`, { method: 'POST', headers: AUTHORIZED, body: 'x'.repeat(MAX_BODY_BYTES * 4) });
+          const big = await fetch(`${served.url}${route.path}`, {
+            method: 'POST',
+            headers: AUTHORIZED,
+            body: 'x'.repeat(MAX_BODY_BYTES * 4),
+          });
           expect(big.status).toBe(413);
           SHAPES[face.name]!((await big.json()) as Record<string, unknown>, 413);
-          const crossSite = await fetch(`${served.url}${route.path}`, { method: 'POST', headers: { ...AUTHORIZED, origin: 'http://evil.example', 'content-type': 'text/plain' }, body: '{}' });
+          const crossSite = await fetch(`${served.url}${route.path}`, {
+            method: 'POST',
+            headers: { ...AUTHORIZED, origin: 'http://evil.example', 'content-type': 'text/plain' },
+            body: '{}',
+          });
           expect(crossSite.status).toBe(403);
           SHAPES[face.name]!((await crossSite.json()) as Record<string, unknown>, 403);
         }

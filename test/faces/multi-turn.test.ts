@@ -18,7 +18,16 @@ for (const tokens of [[], ['alice-token', 'bob-token']]) {
     const other = tokens[1];
     beforeAll(async () => {
       folder = await makeAgentFolder(COUNTER_FILES);
-      agent = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm: null, logger: QUIET, watch: false, dashboard: false, ...(tokens.length ? { tokens } : {}) });
+      agent = await startAgent({
+        dir: folder.dir,
+        port: 0,
+        host: '127.0.0.1',
+        llm: null,
+        logger: QUIET,
+        watch: false,
+        dashboard: false,
+        ...(tokens.length ? { tokens } : {}),
+      });
     });
     afterAll(async () => {
       await agent.close();
@@ -47,8 +56,13 @@ for (const tokens of [[], ['alice-token', 'bob-token']]) {
 
     it("ROAR over HTTP: the client's session_id kept and echoed, turn after turn", async () => {
       const turns = await roarHttpTurns(agent.url, 3, 'roar-http-session', token ? { token } : {});
-      expect(turns).toEqual({ counts: [1, 2, 3], pids: [process.pid, process.pid, process.pid], ids: ['roar-http-session', 'roar-http-session', 'roar-http-session'] });
-      if (other !== undefined) expect((await roarHttpTurns(agent.url, 1, 'roar-http-session', { token: other })).counts).toEqual([1]);
+      expect(turns).toEqual({
+        counts: [1, 2, 3],
+        pids: [process.pid, process.pid, process.pid],
+        ids: ['roar-http-session', 'roar-http-session', 'roar-http-session'],
+      });
+      if (other !== undefined)
+        expect((await roarHttpTurns(agent.url, 1, 'roar-http-session', { token: other })).counts).toEqual([1]);
     });
 
     it('ROAR over the WebSocket: one frame per message, the same conversation across sockets', async () => {

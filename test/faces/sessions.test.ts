@@ -34,14 +34,21 @@ describe('FaceSessions', () => {
     expect((await ask(receiver, sessions, { body: 'hi', session })).body).toBe('turn 1: hi');
     await ask(receiver, sessions, { protocolHash: 'p1', body: {}, session });
     expect((await ask(receiver, sessions, { body: 'again', session })).body).toBe('turn 2: again');
-    await expect(ask(receiver, sessions, { protocolHash: 'p2', body: {}, session })).rejects.toMatchObject({ code: 'TOO_MANY_CONVERSATIONS' });
+    await expect(ask(receiver, sessions, { protocolHash: 'p2', body: {}, session })).rejects.toMatchObject({
+      code: 'TOO_MANY_CONVERSATIONS',
+    });
   });
 
   it("keeps no conversation for a single-round protocol's query: a flood of one-shot messages fills no table", async () => {
     const receiver = fakeReceiver();
     const sessions = new FaceSessions('a2a', undefined, { maxSessions: 1 });
     // PROTOCOL_TEXT says `multiround: false`.
-    for (const id of ['one', 'two', 'three']) await ask(receiver, sessions, { protocolHash: PROTOCOL_HASH, body: { value: 1 }, session: sessionKey(undefined, id) });
+    for (const id of ['one', 'two', 'three'])
+      await ask(receiver, sessions, {
+        protocolHash: PROTOCOL_HASH,
+        body: { value: 1 },
+        session: sessionKey(undefined, id),
+      });
     expect(receiver.queries.map((query) => query.multiround)).toEqual([undefined, undefined, undefined]);
     expect(await sessions.hasRoom()).toBe(true);
   });
@@ -50,7 +57,10 @@ describe('FaceSessions', () => {
     const receiver = fakeReceiver();
     const sessions = new FaceSessions('a2a', undefined);
     const session = sessionKey(undefined, 'together');
-    const replies = await Promise.all([ask(receiver, sessions, { body: 'one', session }), ask(receiver, sessions, { body: 'two', session })]);
+    const replies = await Promise.all([
+      ask(receiver, sessions, { body: 'one', session }),
+      ask(receiver, sessions, { body: 'two', session }),
+    ]);
     expect(replies.map((reply) => reply.body)).toEqual(['turn 1: one', 'turn 2: two']);
     expect(receiver.queries).toHaveLength(1);
   });
@@ -71,7 +81,12 @@ describe('FaceSessions', () => {
   it('sweeps abandoned sessions from the memory to make room, and counts those an earlier run left', async () => {
     const memory = new SharedMemory();
     let now = 1_000_000;
-    const sessions = new FaceSessions('mcp', memory, { idleMs: 60_000, maxSessions: 3, sweepEveryMs: 10_000, now: () => now });
+    const sessions = new FaceSessions('mcp', memory, {
+      idleMs: 60_000,
+      maxSessions: 3,
+      sweepEveryMs: 10_000,
+      now: () => now,
+    });
     for (let index = 0; index < 3; index++) {
       expect(await sessions.hasRoom()).toBe(true);
       await sessions.open(sessionKey(undefined, `s${index}`));
@@ -88,17 +103,36 @@ describe('FaceSessions', () => {
   });
 });
 
-type Rpc = { result?: { id: string; contextId: string; status: { state: string }; artifacts?: { parts: { text?: string }[] }[] }; error?: { code: number; message: string } };
+type Rpc = {
+  result?: { id: string; contextId: string; status: { state: string }; artifacts?: { parts: { text?: string }[] }[] };
+  error?: { code: number; message: string };
+};
 
 async function rpc(url: string, method: string, params: unknown, token?: string): Promise<Rpc> {
   const headers: Record<string, string> = token ? { authorization: `Bearer ${token}` } : {};
-  return (await (await fetch(`${url}/a2a`, { method: 'POST', headers, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) })).json()) as Rpc;
+  return (await (
+    await fetch(`${url}/a2a`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    })
+  ).json()) as Rpc;
 }
 
 async function send(url: string, text: string, contextId: string | undefined, token?: string) {
-  const message = { kind: 'message', messageId: text, role: 'user', parts: [{ kind: 'text', text }], ...(contextId !== undefined ? { contextId } : {}) };
+  const message = {
+    kind: 'message',
+    messageId: text,
+    role: 'user',
+    parts: [{ kind: 'text', text }],
+    ...(contextId !== undefined ? { contextId } : {}),
+  };
   const reply = await rpc(url, 'message/send', { message }, token);
-  return { contextId: reply.result!.contextId, answer: reply.result!.artifacts?.[0]?.parts[0]?.text, taskId: reply.result!.id };
+  return {
+    contextId: reply.result!.contextId,
+    answer: reply.result!.artifacts?.[0]?.parts[0]?.text,
+    taskId: reply.result!.id,
+  };
 }
 
 describe('A2A contextId', () => {
@@ -107,9 +141,15 @@ describe('A2A contextId', () => {
     try {
       const first = await send(served.url, 'hi', undefined);
       expect(first.answer).toBe('turn 1: hi');
-      expect(await send(served.url, 'again', first.contextId)).toMatchObject({ contextId: first.contextId, answer: 'turn 2: again' });
+      expect(await send(served.url, 'again', first.contextId)).toMatchObject({
+        contextId: first.contextId,
+        answer: 'turn 2: again',
+      });
       expect(await send(served.url, 'mine', 'chosen')).toMatchObject({ contextId: 'chosen', answer: 'turn 1: mine' });
-      expect(await send(served.url, 'still mine', 'chosen')).toMatchObject({ contextId: 'chosen', answer: 'turn 2: still mine' });
+      expect(await send(served.url, 'still mine', 'chosen')).toMatchObject({
+        contextId: 'chosen',
+        answer: 'turn 2: still mine',
+      });
     } finally {
       await served.close();
     }
@@ -121,7 +161,10 @@ describe('A2A contextId', () => {
       const alice = await send(served.url, 'hi', 'ctx', 'alice');
       expect(alice).toMatchObject({ contextId: 'ctx', answer: 'turn 1: hi' });
       expect(await send(served.url, 'hi', 'ctx', 'bob')).toMatchObject({ contextId: 'ctx', answer: 'turn 1: hi' });
-      expect(await send(served.url, 'again', 'ctx', 'alice')).toMatchObject({ contextId: 'ctx', answer: 'turn 2: again' });
+      expect(await send(served.url, 'again', 'ctx', 'alice')).toMatchObject({
+        contextId: 'ctx',
+        answer: 'turn 2: again',
+      });
       expect((await rpc(served.url, 'tasks/get', { id: alice.taskId }, 'alice')).result?.id).toBe(alice.taskId);
       expect((await rpc(served.url, 'tasks/get', { id: alice.taskId }, 'bob')).error).toMatchObject({ code: -32001 });
     } finally {
@@ -152,8 +195,20 @@ describe('ROAR session_id', () => {
       const did = (await faces.identity()).did;
       const response = await fetch(`${served.url}/roar/events?session_id=client-picked`);
       const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
-      const message = JSON.stringify({ roar: '1.0', id: 'msg_1', from: { did: 'did:roar:agent:sender-0123456789abcdef' }, to: { did }, intent: 'delegate', payload: { task: 'hi' }, context: { session_id: 'client-picked' }, auth: {}, timestamp: Date.now() / 1000 });
-      const reply = (await (await fetch(`${served.url}/roar/message`, { method: 'POST', body: message })).json()) as { context: { session_id: string } };
+      const message = JSON.stringify({
+        roar: '1.0',
+        id: 'msg_1',
+        from: { did: 'did:roar:agent:sender-0123456789abcdef' },
+        to: { did },
+        intent: 'delegate',
+        payload: { task: 'hi' },
+        context: { session_id: 'client-picked' },
+        auth: {},
+        timestamp: Date.now() / 1000,
+      });
+      const reply = (await (await fetch(`${served.url}/roar/message`, { method: 'POST', body: message })).json()) as {
+        context: { session_id: string };
+      };
       expect(reply.context.session_id).toBe('client-picked');
       let text = '';
       while (!text.includes('"completed"')) text += (await reader.read()).value ?? '';

@@ -24,9 +24,14 @@ describe('streaming through the faces', () => {
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
     // The last piece waits for the test: updates seen before it prove the pieces are not sent at the end.
-    agent.fake.push({ text: 'Paris is sunny today.', stream: { chunks: ['Paris', ' is', ' sunny', ' today.'], delays: (index) => (index === 3 ? gate : 0) } });
+    agent.fake.push({
+      text: 'Paris is sunny today.',
+      stream: { chunks: ['Paris', ' is', ' sunny', ' today.'], delays: (index) => (index === 3 ? gate : 0) },
+    });
     const client = await new ClientFactory().createFromUrl(agent.url);
-    const message = { message: { messageId: 'm1', role: 1, parts: [{ content: { $case: 'text', value: 'Weather in Paris?' } }] } } as never;
+    const message = {
+      message: { messageId: 'm1', role: 1, parts: [{ content: { $case: 'text', value: 'Weather in Paris?' } }] },
+    } as never;
     const pieces: string[] = [];
     let final: any;
     for await (const event of client.sendMessageStream(message) as AsyncIterable<any>) {
@@ -44,11 +49,24 @@ describe('streaming through the faces', () => {
   it("answers ROAR's SDK over the WebSocket with one frame, the reply ROARMessage, for an LLM answer the LLM streams", async () => {
     agent.fake.push({ text: 'One two three', stream: { chunks: ['One', ' two', ' three'] } });
     const did = ((await (await fetch(`${agent.url}/roar/card`)).json()) as { identity: { did: string } }).identity.did;
-    const message = JSON.stringify({ roar: '1.0', id: 'msg_sdk', from: { did: 'did:roar:agent:tester-0123456789abcdef' }, to: { did }, intent: 'delegate', payload: { task: 'count' }, context: {}, auth: {}, timestamp: Date.now() / 1000 });
+    const message = JSON.stringify({
+      roar: '1.0',
+      id: 'msg_sdk',
+      from: { did: 'did:roar:agent:tester-0123456789abcdef' },
+      to: { did },
+      intent: 'delegate',
+      payload: { task: 'count' },
+      context: {},
+      auth: {},
+      timestamp: Date.now() / 1000,
+    });
     // `send_remote` takes the WebSocket (the card names it) and `ws_send` reads one frame: it must be the reply.
     const { transport, frame } = await sdkSendRemote(agent.url, message);
     expect(transport).toBe('websocket');
-    expect(roarMessage.parse(JSON.parse(frame))).toMatchObject({ intent: 'respond', payload: { status: 'ok', result: 'One two three' } });
+    expect(roarMessage.parse(JSON.parse(frame))).toMatchObject({
+      intent: 'respond',
+      payload: { status: 'ok', result: 'One two three' },
+    });
   });
 
   it('streams over ROAR’s WebSocket in pieces when asked (?deltas=true)', async () => {
@@ -67,10 +85,26 @@ describe('streaming through the faces', () => {
         if (frame.type === 'error') reject(new Error(frame.message));
       });
     });
-    socket.send(JSON.stringify({ roar: '1.0', id: 'msg_1', from: { did: 'did:roar:agent:tester-0123456789abcdef' }, to: { did }, intent: 'delegate', payload: { task: 'count' }, context: {}, auth: {}, timestamp: Date.now() / 1000 }));
+    socket.send(
+      JSON.stringify({
+        roar: '1.0',
+        id: 'msg_1',
+        from: { did: 'did:roar:agent:tester-0123456789abcdef' },
+        to: { did },
+        intent: 'delegate',
+        payload: { task: 'count' },
+        context: {},
+        auth: {},
+        timestamp: Date.now() / 1000,
+      }),
+    );
     await done;
     socket.close();
-    expect(frames.filter((frame) => frame.type === 'delta').map((frame) => frame.delta)).toEqual(['One', ' two', ' three']);
+    expect(frames.filter((frame) => frame.type === 'delta').map((frame) => frame.delta)).toEqual([
+      'One',
+      ' two',
+      ' three',
+    ]);
     // The last frame is the reply ROARMessage itself, marked done.
     expect(frames.map((frame) => frame.type).slice(-2)).toEqual(['delta', 'done']);
     expect(frames.at(-1)!.payload?.result).toBe('One two three');

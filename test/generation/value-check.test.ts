@@ -24,10 +24,20 @@ afterEach(async () => {
 async function outcomes(code: string, probes: readonly ValueProbe[]): Promise<ProbeOutcome[]> {
   const module = new QuickJSSandbox(await bundleForQuickJS(code), { name: 'candidate' });
   opened.push(module);
-  const context = (): SandboxContext => ({ conversation: { id: null, turn: 1, state: {} }, protocol: { name: 'Units', hash: 'h', metadata: { name: 'Units' } as SandboxContext['protocol']['metadata'] }, tools: {}, logger: silentLogger });
+  const context = (): SandboxContext => ({
+    conversation: { id: null, turn: 1, state: {} },
+    protocol: { name: 'Units', hash: 'h', metadata: { name: 'Units' } as SandboxContext['protocol']['metadata'] },
+    tools: {},
+    logger: silentLogger,
+  });
   const results: ProbeOutcome[] = [];
   for (const probe of probes) {
-    results.push(await module.run('handle', probe.body, context()).then((result) => ({ reply: result.value }), (error: Error) => ({ error: error.message })));
+    results.push(
+      await module.run('handle', probe.body, context()).then(
+        (result) => ({ reply: result.value }),
+        (error: Error) => ({ error: error.message }),
+      ),
+    );
   }
   return results;
 }
@@ -45,9 +55,24 @@ function responder(): (body: JsonValue) => Promise<JsonValue> {
 
 describe('checkProbeValues', () => {
   it('refuses a routine that matches the recorded example but is wrong on a new input', async () => {
-    const recorded: ValueProbe = { body: { value: 10, from: 'km', to: 'mi' }, answers: [{ value: 6.21371, unit: 'mi' }, { value: 6.21371, unit: 'mi' }] };
-    const probes = await askTwice([{ value: 42, from: 'km', to: 'mi' }, { value: 5, from: 'km', to: 'mi' }], responder());
-    expect(probes.map((probe) => probe.answers[0])).toEqual([{ value: 26.09759, unit: 'mi' }, { value: 3.10686, unit: 'mi' }]);
+    const recorded: ValueProbe = {
+      body: { value: 10, from: 'km', to: 'mi' },
+      answers: [
+        { value: 6.21371, unit: 'mi' },
+        { value: 6.21371, unit: 'mi' },
+      ],
+    };
+    const probes = await askTwice(
+      [
+        { value: 42, from: 'km', to: 'mi' },
+        { value: 5, from: 'km', to: 'mi' },
+      ],
+      responder(),
+    );
+    expect(probes.map((probe) => probe.answers[0])).toEqual([
+      { value: 26.09759, unit: 'mi' },
+      { value: 3.10686, unit: 'mi' },
+    ]);
 
     const onRecorded = checkProbeValues([recorded], await outcomes(OVERFITTED, [recorded]));
     expect(onRecorded).toEqual({ mismatches: [], byValue: 1, byShape: 0 });
@@ -60,13 +85,33 @@ describe('checkProbeValues', () => {
   });
 
   it('approves the correct routine, whose unrounded numbers round to the LLM answers', async () => {
-    const probes = await askTwice([{ value: 42, from: 'km', to: 'mi' }, { value: 5, from: 'km', to: 'mi' }], responder());
-    expect(checkProbeValues(probes, await outcomes(CORRECT, probes))).toEqual({ mismatches: [], byValue: 2, byShape: 0 });
+    const probes = await askTwice(
+      [
+        { value: 42, from: 'km', to: 'mi' },
+        { value: 5, from: 'km', to: 'mi' },
+      ],
+      responder(),
+    );
+    expect(checkProbeValues(probes, await outcomes(CORRECT, probes))).toEqual({
+      mismatches: [],
+      byValue: 2,
+      byShape: 0,
+    });
   });
 
   it('compares a probe whose two LLM answers differ by shape only', () => {
-    const probe: ValueProbe = { body: { value: 5, quote: true }, answers: [{ quoteId: 'q-1', value: 3.11 }, { quoteId: 'q-2', value: 3.11 }] };
-    expect(checkProbeValues([probe], [{ reply: { quoteId: 'anything', value: 999 } }])).toEqual({ mismatches: [], byValue: 0, byShape: 1 });
+    const probe: ValueProbe = {
+      body: { value: 5, quote: true },
+      answers: [
+        { quoteId: 'q-1', value: 3.11 },
+        { quoteId: 'q-2', value: 3.11 },
+      ],
+    };
+    expect(checkProbeValues([probe], [{ reply: { quoteId: 'anything', value: 999 } }])).toEqual({
+      mismatches: [],
+      byValue: 0,
+      byShape: 1,
+    });
     const wrongShape = checkProbeValues([probe], [{ reply: { id: 'x', value: 3.11 } }]);
     expect(wrongShape.mismatches).toEqual([
       'test query 1: body {"value":5,"quote":true}: the routine replied {"id":"x","value":3.11}, with keys [id, value], where [quoteId, value] were expected, as in {"quoteId":"q-1","value":3.11} (the LLM\'s answers differ between two asks, so only the shape is compared)',
@@ -80,13 +125,21 @@ describe('checkProbeValues', () => {
     expect(checkProbeValues([probe(6.2)], [{ reply: 6.3 }]).mismatches).toHaveLength(1);
     expect(checkProbeValues([probe('Table  for two\n')], [{ reply: 'Table for two' }]).byValue).toBe(1);
     expect(checkProbeValues([probe('Table for two')], [{ reply: 'Table for three' }]).mismatches).toHaveLength(1);
-    expect(checkProbeValues([probe({ a: [1, 2] })], [{ reply: { a: [1, 2], extra: true } }]).mismatches).toHaveLength(1);
-    expect(checkProbeValues([probe(1)], [{ error: 'candidate: boom' }]).mismatches).toEqual(['test query 1: body "b": the routine failed: candidate: boom']);
+    expect(checkProbeValues([probe({ a: [1, 2] })], [{ reply: { a: [1, 2], extra: true } }]).mismatches).toHaveLength(
+      1,
+    );
+    expect(checkProbeValues([probe(1)], [{ error: 'candidate: boom' }]).mismatches).toEqual([
+      'test query 1: body "b": the routine failed: candidate: boom',
+    ]);
   });
 
   it('leaves out a body the responder could not answer twice', async () => {
     const skipped: JsonValue[] = [];
-    const probes = await askTwice([1, 2], async (body) => (body === 2 ? Promise.reject(new Error('LLM down')) : 'one'), (body) => skipped.push(body));
+    const probes = await askTwice(
+      [1, 2],
+      async (body) => (body === 2 ? Promise.reject(new Error('LLM down')) : 'one'),
+      (body) => skipped.push(body),
+    );
     expect(probes).toEqual([{ body: 1, answers: ['one', 'one'] }]);
     expect(skipped).toEqual([2]);
   });

@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 
 /** A temporary agent folder with the given files (relative path → content); removed by `cleanup`. */
-export async function makeAgentFolder(files: Record<string, string> = {}): Promise<{ dir: string; write(path: string, content: string): Promise<void>; cleanup(): Promise<void> }> {
+export async function makeAgentFolder(
+  files: Record<string, string> = {},
+): Promise<{ dir: string; write(path: string, content: string): Promise<void>; cleanup(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'agora-test-'));
   const write = async (path: string, content: string) => {
     await mkdir(dirname(join(dir, path)), { recursive: true });

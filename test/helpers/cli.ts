@@ -10,9 +10,16 @@ export function cliArgs(args: string[]): string[] {
 }
 
 /** Runs `agora …` to completion and returns its output and exit code. */
-export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+export function runCli(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(args), { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgs(args), {
+      cwd: options.cwd ?? root,
+      env: { ...process.env, ...options.env },
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
@@ -27,25 +34,49 @@ export function runCli(args: string[], options: { cwd?: string; env?: NodeJS.Pro
   });
 }
 
-export type StartedCommand = { url: string; child: ChildProcess; output(): string; stop(signal?: NodeJS.Signals): Promise<number | null> };
+export type StartedCommand = {
+  url: string;
+  child: ChildProcess;
+  output(): string;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+};
 
 const LISTENING = /listening on (http:\/\/[^\s"]+)/;
 
 /** Starts `agora serve …` and resolves once it prints the URL it listens on (or the URL `printed` captures first). */
-export function startServe(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}, printed = LISTENING): Promise<StartedCommand> {
+export function startServe(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+  printed = LISTENING,
+): Promise<StartedCommand> {
   return startListening('serve', args, options, printed);
 }
 
 /** Starts `agora hub …` (on port 0 unless `--port` is given, no LLM key, memory store) and resolves once it listens. */
-export function startHubCommand(args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<StartedCommand> {
+export function startHubCommand(
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<StartedCommand> {
   const port = args.includes('--port') ? [] : ['--port', '0'];
-  return startListening('hub', [...port, ...args], { ...options, env: { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '', AGORA_HUB_STORE: '', ...options.env } });
+  return startListening('hub', [...port, ...args], {
+    ...options,
+    env: { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '', AGORA_HUB_STORE: '', ...options.env },
+  });
 }
 
 /** Starts `agora <command> …` and resolves once it prints the URL it listens on. */
-function startListening(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv }, printed = LISTENING): Promise<StartedCommand> {
+function startListening(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv },
+  printed = LISTENING,
+): Promise<StartedCommand> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs([command, ...args]), { cwd: options.cwd ?? root, env: { ...process.env, ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, cliArgs([command, ...args]), {
+      cwd: options.cwd ?? root,
+      env: { ...process.env, ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let output = '';
     const timer = setTimeout(() => {
       child.kill('SIGKILL');
@@ -84,7 +115,11 @@ function startListening(command: string, args: string[], options: { cwd?: string
 export function captureOutput(): { stdout(): string; stderr(): string } {
   let stdout = '';
   let stderr = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => ((stdout += String(chunk)), true));
-  vi.spyOn(process.stderr, 'write').mockImplementation((chunk: string | Uint8Array) => ((stderr += String(chunk)), true));
+  vi.spyOn(process.stdout, 'write').mockImplementation(
+    (chunk: string | Uint8Array) => ((stdout += String(chunk)), true),
+  );
+  vi.spyOn(process.stderr, 'write').mockImplementation(
+    (chunk: string | Uint8Array) => ((stderr += String(chunk)), true),
+  );
   return { stdout: () => stdout, stderr: () => stderr };
 }

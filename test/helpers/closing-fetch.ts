@@ -9,12 +9,27 @@ export const closingFetch: typeof fetch = (input, init) =>
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
     const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
     headers.set('connection', 'close');
-    const outgoing = request(url, { method: init?.method ?? 'GET', agent: false, headers: Object.fromEntries(headers), signal: init?.signal ?? undefined }, (response) => {
-      const responseHeaders = new Headers();
-      for (const [name, value] of Object.entries(response.headers)) if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
-      const empty = response.statusCode === 204 || response.statusCode === 304 || init?.method === 'HEAD';
-      resolve(new Response(empty ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>), { status: response.statusCode ?? 0, headers: responseHeaders }));
-    });
+    const outgoing = request(
+      url,
+      {
+        method: init?.method ?? 'GET',
+        agent: false,
+        headers: Object.fromEntries(headers),
+        signal: init?.signal ?? undefined,
+      },
+      (response) => {
+        const responseHeaders = new Headers();
+        for (const [name, value] of Object.entries(response.headers))
+          if (value !== undefined) responseHeaders.set(name, Array.isArray(value) ? value.join(', ') : value);
+        const empty = response.statusCode === 204 || response.statusCode === 304 || init?.method === 'HEAD';
+        resolve(
+          new Response(empty ? null : (Readable.toWeb(response) as ReadableStream<Uint8Array>), {
+            status: response.statusCode ?? 0,
+            headers: responseHeaders,
+          }),
+        );
+      },
+    );
     outgoing.on('error', reject);
     const body = init?.body;
     if (body === undefined || body === null) outgoing.end();

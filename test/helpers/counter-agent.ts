@@ -2,7 +2,8 @@
 // that answered, so a test sees whether a conversation continued (1, 2, 3) and which worker answered each turn.
 import { hashText } from '../../src/protocol/document.js';
 
-export const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends JSON {"add": number}; the receiver replies JSON {"count": number}.\n';
+export const COUNTER_PD =
+  '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nThe sender sends JSON {"add": number}; the receiver replies JSON {"count": number}.\n';
 
 export const COUNTER_ROUTINE = `
 export default async function (body: { add?: number }, context: any) {

@@ -16,7 +16,8 @@ export type ClientOptions = { token?: string; fetch?: typeof fetch };
 /** A conversation's answers as one client saw them: each turn's count and the process that answered, and the id it kept. */
 export type Turns = { counts: number[]; pids: number[]; ids: string[] };
 
-const authorization = (token: string | undefined): Record<string, string> => (token ? { authorization: `Bearer ${token}` } : {});
+const authorization = (token: string | undefined): Record<string, string> =>
+  token ? { authorization: `Bearer ${token}` } : {};
 
 function withHeaders(base: typeof fetch, headers: Record<string, string>): typeof fetch {
   return (input, init) => {
@@ -36,9 +37,17 @@ function record(turns: Turns, reply: CounterReply, id: string): void {
  * @a2a-js/sdk's client, its default flow: the first `SendMessage` without `contextId` (or with the client's own, when
  * `contextId` is given), then each next one with the `contextId` of the task returned.
  */
-export async function a2aTurns(url: string, count: number, options: ClientOptions & { contextId?: string; stream?: boolean } = {}): Promise<Turns> {
+export async function a2aTurns(
+  url: string,
+  count: number,
+  options: ClientOptions & { contextId?: string; stream?: boolean } = {},
+): Promise<Turns> {
   const fetchImpl = withHeaders(options.fetch ?? fetch, authorization(options.token));
-  const factory = new ClientFactory(ClientFactoryOptions.createFrom(ClientFactoryOptions.default, { transports: [new JsonRpcTransportFactory({ fetchImpl })] }));
+  const factory = new ClientFactory(
+    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
+      transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    }),
+  );
   const client = await factory.createFromUrl(url);
   const turns: Turns = { counts: [], pids: [], ids: [] };
   let contextId = options.contextId;
@@ -77,12 +86,16 @@ export async function mcpTurns(url: string, count: number, options: ClientOption
   try {
     const { tools } = await client.listTools();
     const tool = tools.find((candidate) => candidate.name.toLowerCase().includes('counter'));
-    if (tool === undefined) throw new Error(`MCP: no counter tool in ${tools.map((candidate) => candidate.name).join(', ')}`);
+    if (tool === undefined)
+      throw new Error(`MCP: no counter tool in ${tools.map((candidate) => candidate.name).join(', ')}`);
     // A tool takes the protocol's fields, or its whole body as `body` when the document names no fields.
     const wrapped = (tool.inputSchema.properties as Record<string, unknown> | undefined)?.body !== undefined;
     const turns: Turns = { counts: [], pids: [], ids: [] };
     for (let index = 0; index < count; index++) {
-      const result = (await client.callTool({ name: tool.name, arguments: wrapped ? { body: { add: 1 } } : { add: 1 } })) as { content: { text: string }[]; isError?: boolean };
+      const result = (await client.callTool({
+        name: tool.name,
+        arguments: wrapped ? { body: { add: 1 } } : { add: 1 },
+      })) as { content: { text: string }[]; isError?: boolean };
       if (result.isError) throw new Error(`MCP: ${result.content[0]?.text}`);
       record(turns, JSON.parse(result.content[0]!.text) as CounterReply, transport.sessionId ?? '');
     }
@@ -99,20 +112,37 @@ export async function roarDid(url: string): Promise<string> {
   return card.identity.did;
 }
 
-type RoarReply = { payload: { status: string; result?: CounterReply; error?: string; message?: string }; context: { session_id?: string } };
+type RoarReply = {
+  payload: { status: string; result?: CounterReply; error?: string; message?: string };
+  context: { session_id?: string };
+};
 
 function counted(reply: RoarReply, turns: Turns): void {
-  if (reply.payload.status !== 'ok' || reply.payload.result === undefined) throw new Error(`ROAR: ${JSON.stringify(reply.payload)}`);
+  if (reply.payload.status !== 'ok' || reply.payload.result === undefined)
+    throw new Error(`ROAR: ${JSON.stringify(reply.payload)}`);
   record(turns, reply.payload.result, reply.context.session_id ?? '');
 }
 
 /** ROAR's SDK client over HTTP (`POST /roar/message`), its own `context.session_id` on every message. */
-export async function roarHttpTurns(url: string, count: number, sessionId: string, options: ClientOptions = {}): Promise<Turns> {
+export async function roarHttpTurns(
+  url: string,
+  count: number,
+  sessionId: string,
+  options: ClientOptions = {},
+): Promise<Turns> {
   const did = await roarDid(url);
   const turns: Turns = { counts: [], pids: [], ids: [] };
   for (let index = 0; index < count; index++) {
-    const text = pythonMessage(did, { protocolHash: COUNTER_HASH, body: { add: 1 } }, { now: Date.now(), context: { session_id: sessionId } });
-    const response = await (options.fetch ?? fetch)(`${url}/roar/message`, { method: 'POST', headers: { 'content-type': 'application/json', ...authorization(options.token) }, body: text });
+    const text = pythonMessage(
+      did,
+      { protocolHash: COUNTER_HASH, body: { add: 1 } },
+      { now: Date.now(), context: { session_id: sessionId } },
+    );
+    const response = await (options.fetch ?? fetch)(`${url}/roar/message`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...authorization(options.token) },
+      body: text,
+    });
     counted((await response.json()) as RoarReply, turns);
   }
   return turns;
@@ -122,7 +152,12 @@ export async function roarHttpTurns(url: string, count: number, sessionId: strin
  * ROAR's SDK client over the WebSocket as its `ws_send` works: for each message a socket is opened, the message sent,
  * and exactly one frame read as the reply ROARMessage (a socket per message also lets `--workers` take turns).
  */
-export async function roarSocketTurns(url: string, count: number, sessionId: string, options: ClientOptions = {}): Promise<Turns> {
+export async function roarSocketTurns(
+  url: string,
+  count: number,
+  sessionId: string,
+  options: ClientOptions = {},
+): Promise<Turns> {
   const did = await roarDid(url);
   const turns: Turns = { counts: [], pids: [], ids: [] };
   for (let index = 0; index < count; index++) {
@@ -130,7 +165,15 @@ export async function roarSocketTurns(url: string, count: number, sessionId: str
     const frame = await new Promise<string>((resolve, reject) => {
       socket.once('error', reject);
       socket.once('message', (data) => resolve(String(data)));
-      socket.once('open', () => socket.send(pythonMessage(did, { protocolHash: COUNTER_HASH, body: { add: 1 } }, { now: Date.now(), context: { session_id: sessionId } })));
+      socket.once('open', () =>
+        socket.send(
+          pythonMessage(
+            did,
+            { protocolHash: COUNTER_HASH, body: { add: 1 } },
+            { now: Date.now(), context: { session_id: sessionId } },
+          ),
+        ),
+      );
     });
     socket.close();
     counted(JSON.parse(frame) as RoarReply, turns);

@@ -12,7 +12,12 @@ const gate = process.env.AGORA_TEST_GATE;
 if (gated && gate) {
   const open = fs.openSync;
   fs.openSync = (path, ...rest) => {
-    if (String(path) === gated && fs.existsSync(gate)) throw Object.assign(new Error(`EMFILE: too many open files, open '${path}'`), { code: 'EMFILE', syscall: 'open', path });
+    if (String(path) === gated && fs.existsSync(gate))
+      throw Object.assign(new Error(`EMFILE: too many open files, open '${path}'`), {
+        code: 'EMFILE',
+        syscall: 'open',
+        path,
+      });
     return open(path, ...rest);
   };
 }

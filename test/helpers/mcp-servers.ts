@@ -12,20 +12,36 @@ export const MCP_SERVERS_FILE = fileURLToPath(import.meta.url);
 
 function calculator(): McpServer {
   const server = new McpServer({ name: 'calc', version: '1.0.0' });
-  server.registerTool('add', { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() }, outputSchema: { sum: z.number() } }, ({ a, b }) => ({
-    content: [{ type: 'text', text: String(a + b) }],
-    structuredContent: { sum: a + b },
+  server.registerTool(
+    'add',
+    {
+      description: 'Adds two numbers',
+      inputSchema: { a: z.number(), b: z.number() },
+      outputSchema: { sum: z.number() },
+    },
+    ({ a, b }) => ({
+      content: [{ type: 'text', text: String(a + b) }],
+      structuredContent: { sum: a + b },
+    }),
+  );
+  server.registerTool('pid', { description: 'The server process id' }, () => ({
+    content: [{ type: 'text', text: String(process.pid) }],
   }));
-  server.registerTool('pid', { description: 'The server process id' }, () => ({ content: [{ type: 'text', text: String(process.pid) }] }));
   server.registerTool('crash', { description: 'Exits the server process' }, () => process.exit(3));
   server.registerTool('hang', { description: 'Never answers' }, () => new Promise<never>(() => {}));
-  server.registerTool('big', { description: 'A large result' }, () => ({ content: [{ type: 'text', text: 'x'.repeat(200_000) }] }));
+  server.registerTool('big', { description: 'A large result' }, () => ({
+    content: [{ type: 'text', text: 'x'.repeat(200_000) }],
+  }));
   return server;
 }
 
 function shouter(): McpServer {
   const server = new McpServer({ name: 'web', version: '1.0.0' });
-  server.registerTool('shout', { description: 'Upper-cases a text', inputSchema: { text: z.string() } }, ({ text }) => ({ content: [{ type: 'text', text: text.toUpperCase() }] }));
+  server.registerTool(
+    'shout',
+    { description: 'Upper-cases a text', inputSchema: { text: z.string() } },
+    ({ text }) => ({ content: [{ type: 'text', text: text.toUpperCase() }] }),
+  );
   return server;
 }
 
@@ -50,10 +66,11 @@ export async function startHttpMcpServer(): Promise<{ url: string; calls: number
     get calls() {
       return state.calls;
     },
-    close: () => new Promise<void>((resolve) => {
-      http.closeAllConnections();
-      http.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        http.closeAllConnections();
+        http.close(() => resolve());
+      }),
   };
 }
 

@@ -12,8 +12,14 @@ export type OapTestAgent = { url: string; envelopes: unknown[]; close(): Promise
 export async function startOapPlanner(answer: (envelope: Record<string, unknown>) => OapReply): Promise<OapTestAgent> {
   const envelopes: unknown[] = [];
   const server = createServer((request, response) => {
-    const json = (status: number, value: unknown) => void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
-    if (request.method === 'GET' && request.url === '/') return json(200, { agent_id: 'planner', description: 'Plans a trip itinerary.', capabilities: ['itinerary planning'] });
+    const json = (status: number, value: unknown) =>
+      void response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+    if (request.method === 'GET' && request.url === '/')
+      return json(200, {
+        agent_id: 'planner',
+        description: 'Plans a trip itinerary.',
+        capabilities: ['itinerary planning'],
+      });
     if (request.method !== 'POST' || request.url !== '/invoke') return json(404, { error: 'Not found' });
     let body = '';
     request.on('data', (chunk: Buffer) => (body += chunk.toString()));

@@ -36,7 +36,11 @@ export const oapConstraints = z.strictObject({
 });
 
 /** OAP's Handoff; our agents always say why (OAP takes an empty reason, we never write one). */
-export const oapHandoff = z.strictObject({ next_agent: z.string().min(1), reason: z.string().min(1), partial_result: json.optional() });
+export const oapHandoff = z.strictObject({
+  next_agent: z.string().min(1),
+  reason: z.string().min(1),
+  partial_result: json.optional(),
+});
 
 /** OAP's TaskEnvelope: the goal, memory (the last hop's answer in `memory.last_result`), the Steps taken, constraints, and a handoff only when the task goes on. */
 export const oapTaskEnvelope = z.strictObject({

@@ -10,7 +10,12 @@ import type { AddressInfo } from 'node:net';
 export type PythonRequest = { method: string; path: string; json?: any };
 
 /** What the emulated receiver's "LLM or routine" answers: a function of the protocol text, body and turn. */
-export type PythonAnswer = (query: { protocol: string | null; body: unknown; turn: number; conversationId: string | null }) => unknown;
+export type PythonAnswer = (query: {
+  protocol: string | null;
+  body: unknown;
+  turn: number;
+  conversationId: string | null;
+}) => unknown;
 
 /** Options of {@link startPythonPeer}. */
 export type PythonPeerOptions = {
@@ -22,7 +27,12 @@ export type PythonPeerOptions = {
 };
 
 /** A running Python-style receiver. */
-export type PythonPeer = { url: string; requests: PythonRequest[]; protocols: Map<string, string>; close(): Promise<void> };
+export type PythonPeer = {
+  url: string;
+  requests: PythonRequest[];
+  protocols: Map<string, string>;
+  close(): Promise<void>;
+};
 
 /** SHA1 as the Python SDK writes it: base64 with padding. */
 export function pythonHash(text: string): string {
@@ -79,7 +89,8 @@ function sendJson(response: ServerResponse, status: number, value: unknown): voi
   response.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
 }
 
-const FLASK_404 = '<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The requested URL was not found on the server.</p>\n';
+const FLASK_404 =
+  '<!doctype html>\n<html lang=en>\n<title>404 Not Found</title>\n<h1>Not Found</h1>\n<p>The requested URL was not found on the server.</p>\n';
 
 /** Starts the emulated Python receiver on 127.0.0.1, port 0. */
 export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<PythonPeer> {
@@ -90,7 +101,9 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
   const answer: PythonAnswer = options.answer ?? (({ body }) => body);
 
   // The SDK takes the hash as given (base64) and needs both fields, on every request.
-  async function protocolOf(json: any): Promise<{ ok: true; hash: string | null; text: string | null } | { ok: false; message: string }> {
+  async function protocolOf(
+    json: any,
+  ): Promise<{ ok: true; hash: string | null; text: string | null } | { ok: false; message: string }> {
     if (!json || typeof json !== 'object' || !('protocolHash' in json) || !('protocolSources' in json)) {
       return { ok: false, message: 'protocolHash and protocolSources are required' };
     }
@@ -123,7 +136,8 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
       if (protocol.text !== null && options.unsuitable?.(protocol.text)) {
         return sendJson(response, 200, { status: 'error', message: `${protocol.hash} is not suitable for execution` });
       }
-      if (protocol.text !== null && typeof json.body !== 'string') return sendJson(response, 200, { status: 'error', message: "unhashable type: 'slice'" });
+      if (protocol.text !== null && typeof json.body !== 'string')
+        return sendJson(response, 200, { status: 'error', message: "unhashable type: 'slice'" });
       const conversationId = json.multiround === true ? randomUUID() : null;
       const body = answer({ protocol: protocol.text, body: json.body, turn: 1, conversationId });
       if (conversationId === null) return sendJson(response, 200, { status: 'success', body });
@@ -135,7 +149,8 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
       const conversation = conversations.get(id);
       // Conversations vanish a fixed time after creation: no sliding expiry, no tombstone.
       if (conversation && Date.now() - conversation.createdAt > lifetimeMs) conversations.delete(id);
-      if (!conversations.has(id) || !conversation) return sendJson(response, 200, { status: 'error', message: 'Conversation not found.' });
+      if (!conversations.has(id) || !conversation)
+        return sendJson(response, 200, { status: 'error', message: 'Conversation not found.' });
       if (method === 'DELETE') {
         conversations.delete(id);
         return sendJson(response, 200, { status: 'success' });
@@ -143,7 +158,8 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
       if (method === 'POST') {
         const protocol = await protocolOf(json);
         if (!protocol.ok) return sendJson(response, 200, { status: 'error', message: protocol.message });
-        if (protocol.text !== null && typeof json.body !== 'string') return sendJson(response, 200, { status: 'error', message: "unhashable type: 'slice'" });
+        if (protocol.text !== null && typeof json.body !== 'string')
+          return sendJson(response, 200, { status: 'error', message: "unhashable type: 'slice'" });
         conversation.turn += 1;
         const body = answer({ protocol: protocol.text, body: json.body, turn: conversation.turn, conversationId: id });
         return sendJson(response, 200, { status: 'success', body, conversationId: id });
@@ -154,7 +170,8 @@ export async function startPythonPeer(options: PythonPeerOptions = {}): Promise<
 
   const server = createServer((request, response) => {
     handle(request, response).catch((error: unknown) => {
-      if (!response.headersSent) response.writeHead(500, { 'content-type': 'text/html' }).end(`<h1>Internal Server Error</h1>${String(error)}`);
+      if (!response.headersSent)
+        response.writeHead(500, { 'content-type': 'text/html' }).end(`<h1>Internal Server Error</h1>${String(error)}`);
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -178,7 +195,10 @@ export type PythonTask = { requests: { method: string; url: string; json?: unkno
  * Runs one task the way the Python sender does: base64 hash, `protocolSources` always, `multiround` only when true
  * (and always on natural language), hash/sources/multiround re-sent on follow-ups, `DELETE` after the task.
  */
-export async function pythonSend(url: string, options: { protocol?: string | null; bodies: unknown[]; multiround?: boolean }): Promise<PythonTask> {
+export async function pythonSend(
+  url: string,
+  options: { protocol?: string | null; bodies: unknown[]; multiround?: boolean },
+): Promise<PythonTask> {
   const base = url.replace(/\/+$/, '');
   const protocol = options.protocol ?? null;
   const multiround = protocol === null ? true : options.multiround === true;

@@ -21,7 +21,11 @@ export async function ownRedisServer() {
   let child: ChildProcess | undefined;
 
   async function start(): Promise<void> {
-    const process = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const process = spawn(
+      'redis-server',
+      ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     child = process;
     let output = '';
     await new Promise<void>((resolve, reject) => {

@@ -18,12 +18,26 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { WebSocketServer } from 'ws';
-import { canonicalJson, parseLossless, pythonFloat, RawNumber, toPlain, type LosslessValue } from '../../src/protocol/roar/canonical.js';
+import {
+  canonicalJson,
+  parseLossless,
+  pythonFloat,
+  RawNumber,
+  toPlain,
+  type LosslessValue,
+} from '../../src/protocol/roar/canonical.js';
 import { hmacSignature, signingBody, verifyHmac } from '../../src/protocol/roar/signing.js';
 import type { JsonObject } from '../../src/schemas.js';
 
 /** One message the agent took: what it was addressed to, and whether it carried a signature. */
-export type RouterMessage = { id: string; to: string; intent: string; payload: JsonObject; context: JsonObject; signed: boolean };
+export type RouterMessage = {
+  id: string;
+  to: string;
+  intent: string;
+  payload: JsonObject;
+  context: JsonObject;
+  signed: boolean;
+};
 
 /** Options of {@link startRoarRouter}: the handler's answer (a payload) and what the agent was built with. */
 export type RoarRouterOptions = {
@@ -36,7 +50,13 @@ export type RoarRouterOptions = {
   answer: (payload: JsonObject) => JsonObject;
 };
 
-export type RoarRouter = { url: string; did: string; received: RouterMessage[]; requests: string[]; close(): Promise<void> };
+export type RoarRouter = {
+  url: string;
+  did: string;
+  received: RouterMessage[];
+  requests: string[];
+  close(): Promise<void>;
+};
 
 type Fields = { [key: string]: LosslessValue };
 
@@ -47,7 +67,14 @@ function isFields(value: LosslessValue | undefined): value is Fields {
 /** Starts the agent on a free loopback port. */
 export async function startRoarRouter(options: RoarRouterOptions): Promise<RoarRouter> {
   const did = `did:roar:agent:${options.name}-${randomBytes(8).toString('hex')}`;
-  const identity = { did, display_name: options.name, agent_type: 'agent', capabilities: [], version: '1.0', public_key: null };
+  const identity = {
+    did,
+    display_name: options.name,
+    agent_type: 'agent',
+    capabilities: [],
+    version: '1.0',
+    public_key: null,
+  };
   const seen = new Set<string>();
   const received: RouterMessage[] = [];
   const requests: string[] = [];
@@ -61,10 +88,17 @@ export async function startRoarRouter(options: RoarRouterOptions): Promise<RoarR
     } catch {
       return refuse(400, 'invalid_message');
     }
-    if (!isFields(message) || !isFields(message.from) || !isFields(message.to) || typeof message.intent !== 'string') return refuse(400, 'invalid_message');
+    if (!isFields(message) || !isFields(message.from) || !isFields(message.to) || typeof message.intent !== 'string')
+      return refuse(400, 'invalid_message');
     const id = typeof message.id === 'string' ? message.id : `msg_${randomBytes(5).toString('hex')}`;
-    const from = typeof message.from.did === 'string' && message.from.did !== '' ? message.from.did : `did:roar:agent:agent-${randomBytes(8).toString('hex')}`;
-    const to = typeof message.to.did === 'string' && message.to.did !== '' ? message.to.did : `did:roar:agent:agent-${randomBytes(8).toString('hex')}`;
+    const from =
+      typeof message.from.did === 'string' && message.from.did !== ''
+        ? message.from.did
+        : `did:roar:agent:agent-${randomBytes(8).toString('hex')}`;
+    const to =
+      typeof message.to.did === 'string' && message.to.did !== ''
+        ? message.to.did
+        : `did:roar:agent:agent-${randomBytes(8).toString('hex')}`;
     const payload = isFields(message.payload) ? message.payload : {};
     const context = isFields(message.context) ? message.context : {};
     const auth = isFields(message.auth) ? message.auth : {};
@@ -73,25 +107,63 @@ export async function startRoarRouter(options: RoarRouterOptions): Promise<RoarR
       const seconds = timestamp instanceof RawNumber ? timestamp.value : typeof timestamp === 'number' ? timestamp : 0;
       const body = signingBody({ id, from, to, intent: message.intent, payload, context, timestamp });
       const fresh = Math.abs(Date.now() / 1000 - seconds) <= 300;
-      if (typeof auth.signature !== 'string' || !fresh || !verifyHmac(body, auth.signature, options.secret)) return refuse(403, 'signature_invalid');
+      if (typeof auth.signature !== 'string' || !fresh || !verifyHmac(body, auth.signature, options.secret))
+        return refuse(403, 'signature_invalid');
     }
     if (seen.has(id)) return refuse(409, 'duplicate_message');
     seen.add(id);
-    received.push({ id, to, intent: message.intent, payload: toPlain(payload) as JsonObject, context: toPlain(context) as JsonObject, signed: typeof auth.signature === 'string' });
-    const replyPayload = message.intent === 'delegate' ? options.answer(toPlain(payload) as JsonObject) : { error: 'unhandled_intent', message: `No handler registered for intent '${message.intent}'` };
-    const reply = { id: `msg_${randomBytes(5).toString('hex')}`, payload: replyPayload, context: { in_reply_to: id }, timestamp: new RawNumber(pythonFloat(Date.now() / 1000)) };
+    received.push({
+      id,
+      to,
+      intent: message.intent,
+      payload: toPlain(payload) as JsonObject,
+      context: toPlain(context) as JsonObject,
+      signed: typeof auth.signature === 'string',
+    });
+    const replyPayload =
+      message.intent === 'delegate'
+        ? options.answer(toPlain(payload) as JsonObject)
+        : { error: 'unhandled_intent', message: `No handler registered for intent '${message.intent}'` };
+    const reply = {
+      id: `msg_${randomBytes(5).toString('hex')}`,
+      payload: replyPayload,
+      context: { in_reply_to: id },
+      timestamp: new RawNumber(pythonFloat(Date.now() / 1000)),
+    };
     let replyAuth: Fields = {};
     if (options.secret && options.signReplies) {
-      const body = signingBody({ id: reply.id, from: did, to: from, intent: 'respond', payload: reply.payload, context: reply.context, timestamp: reply.timestamp });
+      const body = signingBody({
+        id: reply.id,
+        from: did,
+        to: from,
+        intent: 'respond',
+        payload: reply.payload,
+        context: reply.context,
+        timestamp: reply.timestamp,
+      });
       replyAuth = { timestamp: reply.timestamp, signature: hmacSignature(body, options.secret) };
     }
-    return { status: 200, body: { roar: '1.0', id: reply.id, from: identity, to: { ...message.from, did: from }, intent: 'respond', payload: reply.payload, context: reply.context, auth: replyAuth, timestamp: reply.timestamp } };
+    return {
+      status: 200,
+      body: {
+        roar: '1.0',
+        id: reply.id,
+        from: identity,
+        to: { ...message.from, did: from },
+        intent: 'respond',
+        payload: reply.payload,
+        context: reply.context,
+        auth: replyAuth,
+        timestamp: reply.timestamp,
+      },
+    };
   }
 
   const server: Server = createServer((request: IncomingMessage, response: ServerResponse) => {
     const path = (request.url ?? '/').split('?')[0] ?? '/';
     requests.push(`${request.method} ${path}`);
-    const send = (status: number, body: LosslessValue) => void response.writeHead(status, { 'content-type': 'application/json' }).end(canonicalJson(body));
+    const send = (status: number, body: LosslessValue) =>
+      void response.writeHead(status, { 'content-type': 'application/json' }).end(canonicalJson(body));
     if (request.method === 'GET' && path === '/roar/health') return send(200, { status: 'ok', protocol: 'roar/1.0' });
     if (request.method === 'POST' && path === '/roar/message') {
       const chunks: Buffer[] = [];

@@ -31,7 +31,11 @@ export const DISTANCE = [
 export const km = (miles: number) => Math.round(miles * 1609.344) / 1000;
 
 /** Steps run last-first by `run` (in `afterAll`), each failure ignored; `tempDir` adds the removal of its folder. */
-export function cleanupStack(): { push(...steps: (() => Promise<void>)[]): void; tempDir(prefix: string): Promise<string>; run(): Promise<void> } {
+export function cleanupStack(): {
+  push(...steps: (() => Promise<void>)[]): void;
+  tempDir(prefix: string): Promise<string>;
+  run(): Promise<void>;
+} {
   const steps: (() => Promise<void>)[] = [];
   return {
     push: (...more) => void steps.push(...more),
@@ -55,7 +59,11 @@ export function recordingFetch(): { calls: Call[]; fetch: typeof fetch } {
   return {
     calls,
     fetch: async (input, init) => {
-      calls.push({ method: init?.method ?? 'GET', url: String(input), ...(typeof init?.body === 'string' ? { json: JSON.parse(init.body) } : {}) });
+      calls.push({
+        method: init?.method ?? 'GET',
+        url: String(input),
+        ...(typeof init?.body === 'string' ? { json: JSON.parse(init.body) } : {}),
+      });
       return fetch(input, init);
     },
   };
@@ -74,9 +82,11 @@ export async function failureOf(promise: Promise<unknown>): Promise<AgoraError> 
 /** Hex hash of {@link DISTANCE}. */
 export const DISTANCE_HEX = hashText(DISTANCE);
 /** The receiver's routine for {@link DISTANCE}. */
-export const DISTANCE_ROUTINE = 'export default (body: { miles: number }) => ({ km: Math.round(body.miles * 1609.344) / 1000 });\n';
+export const DISTANCE_ROUTINE =
+  'export default (body: { miles: number }) => ({ km: Math.round(body.miles * 1609.344) / 1000 });\n';
 /** A PD no receiver of these tests serves. */
-export const NOT_SERVED = '---\nname: Horoscope\ndescription: Tomorrow for a sign.\nmultiround: false\n---\n\nThe sender sends JSON {"sign": string}.\n';
+export const NOT_SERVED =
+  '---\nname: Horoscope\ndescription: Tomorrow for a sign.\nmultiround: false\n---\n\nThe sender sends JSON {"sign": string}.\n';
 /** The receiver's answer to natural language when it has no LLM. */
 export const NL_ONLY = 'This agent only accepts queries under the protocols listed at /wellknown';
 
@@ -91,9 +101,11 @@ export function receiverBrain(request: FakeRequest): FakeReply {
 /** Our sender's LLM, steered by which step's prompt it gets. */
 export function senderBrain(request: FakeRequest): FakeReply {
   const input = /Input \(JSON\): (.*)/.exec(request.lastUserText)?.[1];
-  if (request.system.includes('one message in natural language')) return `How many kilometres are ${JSON.parse(input!).miles} miles?`;
+  if (request.system.includes('one message in natural language'))
+    return `How many kilometres are ${JSON.parse(input!).miles} miles?`;
   if (request.system.includes('You decide whether a protocol document')) return 'It converts miles to kilometres.\nYES';
-  if (request.system.includes('Write the body of the query')) return JSON.stringify({ miles: JSON.parse(input!).miles });
+  if (request.system.includes('Write the body of the query'))
+    return JSON.stringify({ miles: JSON.parse(input!).miles });
   if (request.system.includes('turn its reply into the JSON value')) {
     const reply = request.lastUserText.split('The other agent replied:\n')[1] ?? '';
     const value = /"km":\s*([\d.]+)/.exec(reply)?.[1] ?? /([\d.]+) km/.exec(reply)?.[1];
@@ -133,7 +145,9 @@ export function senderFixture() {
     return { url: server.url, dir, receiver, close };
   }
 
-  async function rawServer(handler: (request: IncomingMessage, respond: (status: number, type: string, body: string) => void) => void): Promise<{ url: string; server: Server }> {
+  async function rawServer(
+    handler: (request: IncomingMessage, respond: (status: number, type: string, body: string) => void) => void,
+  ): Promise<{ url: string; server: Server }> {
     const server = createServer((request, response) => {
       handler(request, (status, type, body) => response.writeHead(status, { 'content-type': type }).end(body));
     });
@@ -159,9 +173,14 @@ export function senderFixture() {
  * The Python SDK emulation the sender tests talk to: answers distances under a PD as JSON text (the body it reads is
  * text too), echoes turns in natural language.
  */
-export async function startDistancePythonPeer(cleanup: { push(...steps: (() => Promise<void>)[]): void }): Promise<PythonPeer> {
+export async function startDistancePythonPeer(cleanup: {
+  push(...steps: (() => Promise<void>)[]): void;
+}): Promise<PythonPeer> {
   const python = await startPythonPeer({
-    answer: ({ protocol, body, turn }) => (protocol === null ? `turn ${turn}: ${String(body)}` : JSON.stringify({ km: km((JSON.parse(String(body)) as { miles: number }).miles) })),
+    answer: ({ protocol, body, turn }) =>
+      protocol === null
+        ? `turn ${turn}: ${String(body)}`
+        : JSON.stringify({ km: km((JSON.parse(String(body)) as { miles: number }).miles) }),
     unsuitable: (text) => text.includes('Horoscope'),
   });
   cleanup.push(() => python.close());

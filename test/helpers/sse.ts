@@ -44,5 +44,10 @@ export async function allEvents(response: Response): Promise<SseEvent[]> {
 
 /** A streamed POST. */
 export function postStream(url: string, request: unknown, init: RequestInit = {}): Promise<Response> {
-  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(request), ...init });
+  return fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', accept: 'text/event-stream' },
+    body: JSON.stringify(request),
+    ...init,
+  });
 }

@@ -12,7 +12,11 @@ import { makeAgentFolder } from '../helpers/agent-folder.js';
 
 /** Serves a receiver's Agora wire on a free loopback port. */
 export function serveReceiver(receiver: Receiver): Promise<RunningServer> {
-  return listen(compose([agoraMount(receiver, { logger: silentLogger })], { logger: silentLogger }), { port: 0, host: '127.0.0.1', logger: silentLogger });
+  return listen(compose([agoraMount(receiver, { logger: silentLogger })], { logger: silentLogger }), {
+    port: 0,
+    host: '127.0.0.1',
+    logger: silentLogger,
+  });
 }
 
 /** A protocol document with a name and description. */
@@ -23,10 +27,14 @@ export function document(name: string, description: string): string {
 export type LoopbackAgent = { url: string; calls: JsonValue[]; close(): Promise<void> };
 
 /** An Agora agent whose every protocol is answered by `answer` (called with the body and the protocol's name). */
-export async function startLoopbackAgent(protocols: Record<string, string>, answer: (body: JsonValue, protocol: string) => JsonValue | Promise<JsonValue>): Promise<LoopbackAgent> {
+export async function startLoopbackAgent(
+  protocols: Record<string, string>,
+  answer: (body: JsonValue, protocol: string) => JsonValue | Promise<JsonValue>,
+): Promise<LoopbackAgent> {
   const files: Record<string, string> = {};
   let index = 0;
-  for (const [name, description] of Object.entries(protocols)) files[`protocols/p${index++}.md`] = document(name, description);
+  for (const [name, description] of Object.entries(protocols))
+    files[`protocols/p${index++}.md`] = document(name, description);
   const folder = await makeAgentFolder(files);
   const calls: JsonValue[] = [];
   const receiver = await Receiver.start({
@@ -53,17 +61,28 @@ export async function startLoopbackAgent(protocols: Record<string, string>, answ
 }
 
 /** A hand-made agent: `/wellknown` and `/protocols/:hash` from `state`, which the test changes (down, lying). */
-export async function startFakeAgent(text: string): Promise<{ url: string; hash: string; state: { healthy: boolean; served: string }; close(): Promise<void> }> {
+export async function startFakeAgent(
+  text: string,
+): Promise<{ url: string; hash: string; state: { healthy: boolean; served: string }; close(): Promise<void> }> {
   const hash = hashText(text);
   const state = { healthy: true, served: text };
   const server: Server = createServer((request, response) => {
     if (!state.healthy) return void response.writeHead(500).end('{"status":"failure","error":"Internal error"}');
-    if (request.url === '/wellknown') return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ [hash]: [`/protocols/${hash}`] }));
-    if (request.url === `/protocols/${hash}`) return void response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(state.served);
+    if (request.url === '/wellknown')
+      return void response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ [hash]: [`/protocols/${hash}`] }));
+    if (request.url === `/protocols/${hash}`)
+      return void response.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' }).end(state.served);
     response.writeHead(404, { 'content-type': 'application/json' }).end('{"status":"failure","error":"Not found"}');
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : 0;
-  return { url: `http://127.0.0.1:${port}`, hash, state, close: () => new Promise((resolve) => server.close(() => resolve())) };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    hash,
+    state,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
 }

@@ -25,7 +25,10 @@ describe('StoreView', () => {
   it('takes its own write without a reload when it was the only write', async () => {
     const { store, view, storeView } = setup();
     await storeView.refresh();
-    const result = await storeView.write(async () => ((store.current += 1), 'added'), (put) => put === 'added');
+    const result = await storeView.write(
+      async () => ((store.current += 1), 'added'),
+      (put) => put === 'added',
+    );
     expect(result).toBe('added');
     await storeView.refresh();
     expect(view.reloads).toBe(1);
@@ -34,10 +37,16 @@ describe('StoreView', () => {
   it('reloads at the next refresh when another process wrote during its write, or the write changed nothing', async () => {
     const { store, view, storeView } = setup();
     await storeView.refresh();
-    await storeView.write(async () => ((store.current += 2), true), (stored) => stored);
+    await storeView.write(
+      async () => ((store.current += 2), true),
+      (stored) => stored,
+    );
     await storeView.refresh();
     expect(view.reloads).toBe(2);
-    await storeView.write(async () => false, (stored) => stored);
+    await storeView.write(
+      async () => false,
+      (stored) => stored,
+    );
     store.current += 1;
     await storeView.refresh();
     expect(view.reloads).toBe(3);

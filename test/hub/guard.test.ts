@@ -15,7 +15,14 @@ afterEach(async () => {
 });
 
 async function hubWithDashboard(options: StartHubOptions = {}): Promise<RunningHub> {
-  const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, mounts: (hub, rooms) => [createHubDashboard(hub, { ...(rooms ? { rooms: roomsSource(rooms) } : {}) })], ...options });
+  const running = await startHub({
+    port: 0,
+    tickMs: 0,
+    allowPrivateAgents: true,
+    logger: silentLogger,
+    mounts: (hub, rooms) => [createHubDashboard(hub, { ...(rooms ? { rooms: roomsSource(rooms) } : {}) })],
+    ...options,
+  });
   cleanups.push(() => running.close());
   return running;
 }
@@ -23,7 +30,11 @@ async function hubWithDashboard(options: StartHubOptions = {}): Promise<RunningH
 const EVIL = { origin: 'http://evil.example', 'content-type': 'text/plain' };
 const PLAIN = { 'content-type': 'text/plain' };
 
-async function post(url: string, body: unknown, headers: Record<string, string>): Promise<{ status: number; json: any }> {
+async function post(
+  url: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<{ status: number; json: any }> {
   const response = await fetch(url, { method: 'POST', headers, body: JSON.stringify(body) });
   return { status: response.status, json: await response.json() };
 }
@@ -50,11 +61,17 @@ describe('cross-site requests to a hub', () => {
     const control = `${running.url}/rooms/${created.json.id as string}/control`;
     expect(await post(control, { action: 'cancel' }, EVIL)).toEqual(refused);
     expect((await running.rooms!.get(created.json.id as string))?.state).toBe('active');
-    expect(await post(control, { action: 'cancel' }, PLAIN)).toMatchObject({ status: 200, json: { state: 'cancelled' } });
+    expect(await post(control, { action: 'cancel' }, PLAIN)).toMatchObject({
+      status: 200,
+      json: { state: 'cancelled' },
+    });
 
     // The hub dashboard is read-only: the same POST without Origin reaches it and is answered 405 there.
     expect(await post(`${running.url}/dashboard/api/state`, {}, EVIL)).toEqual(refused);
-    expect(await post(`${running.url}/dashboard/api/state`, {}, PLAIN)).toEqual({ status: 405, json: { status: 'failure', error: 'Method not allowed' } });
+    expect(await post(`${running.url}/dashboard/api/state`, {}, PLAIN)).toEqual({
+      status: 405,
+      json: { status: 'failure', error: 'Method not allowed' },
+    });
   });
 
   it('lets an origin the operator allowed (corsOrigins) make the same request', async () => {
@@ -74,7 +91,12 @@ describe("the hub's rate limit", () => {
       expect([path, response.status, Number(response.headers.get('retry-after')) > 0]).toEqual([path, 429, true]);
     }
     expect((await post(`${running.url}/rooms`, { topic: 'x', participants: ['a', 'b'] }, PLAIN)).status).toBe(429);
-    const status = await new Promise<number>((resolve) => new WebSocket(`${running.url.replace('http', 'ws')}/rooms/some-room/ws`).once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    const status = await new Promise<number>((resolve) =>
+      new WebSocket(`${running.url.replace('http', 'ws')}/rooms/some-room/ws`).once(
+        'unexpected-response',
+        (_request, response) => resolve(response.statusCode ?? 0),
+      ),
+    );
     expect(status).toBe(429);
   });
 
@@ -82,14 +104,19 @@ describe("the hub's rate limit", () => {
     const running = await hubWithDashboard({ rateLimit: { windowMs: 60_000, max: 4 } });
     const [first, second] = [await startSilentParticipant(), await startSilentParticipant()];
     cleanups.push(first.close, second.close);
-    const created = await post(`${running.url}/rooms`, { topic: 'sockets', participants: [first.url, second.url], turnTimeoutMs: 120_000 }, PLAIN);
+    const created = await post(
+      `${running.url}/rooms`,
+      { topic: 'sockets', participants: [first.url, second.url], turnTimeoutMs: 120_000 },
+      PLAIN,
+    );
     expect(created.status).toBe(201);
     const socket = new WebSocket(`${running.url.replace('http', 'ws')}/rooms/${created.json.id as string}/ws`);
     const acks: unknown[] = [];
     const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
     socket.on('message', (data) => {
       const frame = JSON.parse(String(data)) as { type: string };
-      if (frame.type === 'hello') for (let index = 0; index < 5; index++) socket.send(JSON.stringify({ type: 'heartbeat' }));
+      if (frame.type === 'hello')
+        for (let index = 0; index < 5; index++) socket.send(JSON.stringify({ type: 'heartbeat' }));
       if (frame.type === 'heartbeat_ack') acks.push(frame);
     });
     // Two requests spent (the room, the upgrade): two heartbeats answered, the third closes the socket.

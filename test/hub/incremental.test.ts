@@ -41,12 +41,13 @@ function counted(store: HubStore) {
 /** The contract, on one store kind: `open` gives two stores on the same state, as two hub processes would have. */
 function contract(kind: string, open: () => { first: HubStore; second: HubStore }) {
   describe(`hub processes sharing a ${kind} store`, () => {
-    it('see each other\'s registrations, changes and removals by the record, without reading the whole directory again', async () => {
+    it("see each other's registrations, changes and removals by the record, without reading the whole directory again", async () => {
       const { first, second } = open();
       const a = new Hub({ store: first, logger: silentLogger });
       const b = new Hub({ store: second, logger: silentLogger });
       const reads = counted(second);
-      for (let index = 0; index < 20; index++) await a.directory.put(record(`id${index}`, `agent ${index}`, 'sells shoes'));
+      for (let index = 0; index < 20; index++)
+        await a.directory.put(record(`id${index}`, `agent ${index}`, 'sells shoes'));
       await b.directory.refresh();
       expect(reads.agents).toBe(1);
 
@@ -77,14 +78,18 @@ contract('memory', () => {
   return { first: store, second: store };
 });
 
-describe('the memory store\'s record of changes', () => {
+describe("the memory store's record of changes", () => {
   it('names each changed record once, and says when it no longer reaches back far enough', async () => {
     const store = new MemoryHubStore();
     await store.putAgent(record('a', 'A', 'one'), 10);
     await store.putAgent(record('b', 'B', 'two'), 10);
     await store.putAgent(record('a', 'A', 'three'), 10);
     await store.deleteAgent('b');
-    expect(await store.agentChanges(1)).toEqual({ version: 4, changed: [expect.objectContaining({ id: 'a', description: 'three' })], removed: ['b'] });
+    expect(await store.agentChanges(1)).toEqual({
+      version: 4,
+      changed: [expect.objectContaining({ id: 'a', description: 'three' })],
+      removed: ['b'],
+    });
     expect(await store.agentChanges(4)).toEqual({ version: 4, changed: [], removed: [] });
     for (let index = 0; index < 2 * CHANGES_KEPT; index++) await store.putAgent(record('a', 'A', `${index}`), 10);
     expect(await store.agentChanges(1)).toBeUndefined();
@@ -98,7 +103,10 @@ describeRedis('on Redis', () => {
   const redis = useTestRedis(redisUrl ?? 'redis://127.0.0.1:1');
   contract('Redis', () => {
     const prefix = redis.freshPrefix();
-    return { first: new RedisHubStore(redis.connect(), { prefix }), second: new RedisHubStore(redis.connect(), { prefix }) };
+    return {
+      first: new RedisHubStore(redis.connect(), { prefix }),
+      second: new RedisHubStore(redis.connect(), { prefix }),
+    };
   });
 
   it('reads everything again when the store lost its record of changes (the floor passed the version held)', async () => {
@@ -121,13 +129,25 @@ describeRedis('on Redis', () => {
 describe('hub listings', () => {
   it('pages /agents and /protocols with their totals, by name, and refuses a bad offset', async () => {
     const hub = new Hub({ logger: silentLogger });
-    for (const name of ['delta', 'alpha', 'echo', 'charlie', 'bravo']) await hub.directory.put(record(name, name, `the ${name} agent`, name === 'echo' ? 'down' : 'up'));
-    for (const name of ['Zulu', 'Yankee', 'Xray']) await hub.catalogue.add(parseDocument(document(name, `${name} things.`), name));
-    const running = await listen(compose([hubMount(hub)], { logger: silentLogger }), { port: 0, host: '127.0.0.1', logger: silentLogger });
+    for (const name of ['delta', 'alpha', 'echo', 'charlie', 'bravo'])
+      await hub.directory.put(record(name, name, `the ${name} agent`, name === 'echo' ? 'down' : 'up'));
+    for (const name of ['Zulu', 'Yankee', 'Xray'])
+      await hub.catalogue.add(parseDocument(document(name, `${name} things.`), name));
+    const running = await listen(compose([hubMount(hub)], { logger: silentLogger }), {
+      port: 0,
+      host: '127.0.0.1',
+      logger: silentLogger,
+    });
     try {
       const get = async (path: string) => {
         const response = await fetch(`${running.url}${path}`);
-        return { status: response.status, body: (await response.json()) as Record<string, unknown> & { agents?: { name: string }[]; protocols?: { name: string }[] } };
+        return {
+          status: response.status,
+          body: (await response.json()) as Record<string, unknown> & {
+            agents?: { name: string }[];
+            protocols?: { name: string }[];
+          },
+        };
       };
       const second = await get('/agents?limit=2&offset=2');
       expect(second.body.agents!.map((agent) => agent.name)).toEqual(['charlie', 'delta']);
@@ -140,7 +160,10 @@ describe('hub listings', () => {
       expect(protocols.body).toMatchObject({ total: 3, offset: 1, limit: 2 });
       // A word search ranks: no total.
       expect((await get('/agents?q=charlie')).body).toEqual({ agents: [expect.objectContaining({ name: 'charlie' })] });
-      expect(await get('/agents?offset=-1')).toMatchObject({ status: 400, body: { error: 'offset must be a non-negative integer' } });
+      expect(await get('/agents?offset=-1')).toMatchObject({
+        status: 400,
+        body: { error: 'offset must be a non-negative integer' },
+      });
     } finally {
       await running.close();
       await hub.close();
@@ -153,8 +176,16 @@ describeRedis('the catalogue quota on Redis', () => {
 
   it('is one quota per client for every hub process sharing the store', async () => {
     const prefix = redis.freshPrefix();
-    const first = new Hub({ store: new RedisHubStore(redis.connect(), { prefix }), logger: silentLogger, maxDocumentsPerClient: 2 });
-    const second = new Hub({ store: new RedisHubStore(redis.connect(), { prefix }), logger: silentLogger, maxDocumentsPerClient: 2 });
+    const first = new Hub({
+      store: new RedisHubStore(redis.connect(), { prefix }),
+      logger: silentLogger,
+      maxDocumentsPerClient: 2,
+    });
+    const second = new Hub({
+      store: new RedisHubStore(redis.connect(), { prefix }),
+      logger: silentLogger,
+      maxDocumentsPerClient: 2,
+    });
     const publish = (hub: Hub, index: number) => {
       const text = document(`Quota ${index}`, `document ${index}`);
       return hub.catalogue.publish(hashText(text), text, '203.0.113.9');
@@ -165,6 +196,8 @@ describeRedis('the catalogue quota on Redis', () => {
     await expect(publish(second, 3)).rejects.toMatchObject({ code: 'RATE_LIMITED' });
     // Another client has its own quota.
     const text = document('Quota 4', 'document 4');
-    await expect(second.catalogue.publish(hashText(text), text, '203.0.113.10')).resolves.toMatchObject({ name: 'Quota 4' });
+    await expect(second.catalogue.publish(hashText(text), text, '203.0.113.10')).resolves.toMatchObject({
+      name: 'Quota 4',
+    });
   });
 });

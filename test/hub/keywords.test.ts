@@ -26,9 +26,16 @@ describe('KeywordIndex', () => {
   it('reads a bounded number of postings per word, yet scores every candidate on every word', () => {
     const index = new KeywordIndex({ scanPerWord: 4 });
     // 50 entries share "data"; one of them, and only it, also says "rare".
-    for (let number = 0; number < 50; number++) index.set(`e${String(number).padStart(2, '0')}`, entry(`agent ${number}`, number === 42 ? 'rare data' : 'data'));
+    for (let number = 0; number < 50; number++)
+      index.set(`e${String(number).padStart(2, '0')}`, entry(`agent ${number}`, number === 42 ? 'rare data' : 'data'));
     const found = index.search('rare data', 3);
-    expect(found[0]).toMatchObject({ id: 'e42', matches: [{ word: 'rare', field: 'description' }, { word: 'data', field: 'description' }] });
+    expect(found[0]).toMatchObject({
+      id: 'e42',
+      matches: [
+        { word: 'rare', field: 'description' },
+        { word: 'data', field: 'description' },
+      ],
+    });
     // "data" alone brings its best-weighted postings (ties by id), never all 50.
     expect(index.search('data', 3).map((hit) => hit.id)).toEqual(['e00', 'e01', 'e02']);
   });

@@ -21,12 +21,27 @@ afterEach(async () => {
 
 /** The three agents of a chain: research → summarise → publish, each naming the next by its directory name. */
 async function chainAgents(onSummarise: () => Promise<void> = async () => {}) {
-  const researcher = await startLoopbackAgent({ 'Research topics': 'Finds facts about a topic and hands them on.' }, (body) => ({ facts: ['fact 1', 'fact 2'], goal: (body as { goal: string }).goal, handoff: { next_agent: 'summariser' } }));
-  const summariser = await startLoopbackAgent({ 'Summarise text': 'Writes a short summary of facts.' }, async (body) => {
-    await onSummarise();
-    return { summary: `summary of ${JSON.stringify((body as { input: unknown }).input)}`, handoff: { next_agent: 'publisher' } };
-  });
-  const publisher = await startLoopbackAgent({ 'Publish notes': 'Publishes a note to the team wiki.' }, () => ({ published: true }));
+  const researcher = await startLoopbackAgent(
+    { 'Research topics': 'Finds facts about a topic and hands them on.' },
+    (body) => ({
+      facts: ['fact 1', 'fact 2'],
+      goal: (body as { goal: string }).goal,
+      handoff: { next_agent: 'summariser' },
+    }),
+  );
+  const summariser = await startLoopbackAgent(
+    { 'Summarise text': 'Writes a short summary of facts.' },
+    async (body) => {
+      await onSummarise();
+      return {
+        summary: `summary of ${JSON.stringify((body as { input: unknown }).input)}`,
+        handoff: { next_agent: 'publisher' },
+      };
+    },
+  );
+  const publisher = await startLoopbackAgent({ 'Publish notes': 'Publishes a note to the team wiki.' }, () => ({
+    published: true,
+  }));
   for (const agent of [researcher, summariser, publisher]) cleanups.push(agent.close);
   return { researcher, summariser, publisher };
 }
@@ -40,9 +55,18 @@ async function registerAll(hub: HubClient, agents: Record<string, LoopbackAgent>
 describe('a network of agents around a hub', () => {
   it('routes by keyword, by the LLM on a tie, by explicit handoff, and runs a three-hop chain', async () => {
     let pick = 'nobody';
-    const fake = await FakeAnthropic.start({ fallback: () => ({ text: `{"agent": "${pick}", "reason": "it speaks French"}` }) });
+    const fake = await FakeAnthropic.start({
+      fallback: () => ({ text: `{"agent": "${pick}", "reason": "it speaks French"}` }),
+    });
     cleanups.push(() => fake.close());
-    const running = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger, tokens: ['secret'], llm: new AnthropicModel({ apiKey: 'test', maxRetries: 0, baseURL: fake.url }) });
+    const running = await startHub({
+      port: 0,
+      allowPrivateAgents: true,
+      tickMs: 0,
+      logger: silentLogger,
+      tokens: ['secret'],
+      llm: new AnthropicModel({ apiKey: 'test', maxRetries: 0, baseURL: fake.url }),
+    });
     cleanups.push(running.close);
     const hub = new HubClient({ url: running.url, token: 'secret' });
 
@@ -55,24 +79,50 @@ describe('a network of agents around a hub', () => {
     await expect(new HubClient({ url: running.url }).register(german.url)).rejects.toThrow(/Unauthorized.*HTTP 401/);
 
     const byKeyword = await hub.route('research the best vector databases');
-    expect(byKeyword).toMatchObject({ by: 'keyword', agent: { name: 'researcher' }, protocol: { name: 'Research topics' } });
+    expect(byKeyword).toMatchObject({
+      by: 'keyword',
+      agent: { name: 'researcher' },
+      protocol: { name: 'Research topics' },
+    });
     expect(byKeyword.reason).toContain('"research" in protocol "Research topics"');
 
     pick = ids.french!;
     const byLlm = await hub.route('a translation into another language');
-    expect(byLlm).toMatchObject({ by: 'llm', agent: { name: 'french' }, reason: 'LLM pick (2 agents tied on keywords): it speaks French' });
+    expect(byLlm).toMatchObject({
+      by: 'llm',
+      agent: { name: 'french' },
+      reason: 'LLM pick (2 agents tied on keywords): it speaks French',
+    });
     expect(fake.requests.at(-1)!.body.messages[0].content).toContain(ids.german);
     pick = 'an-agent-that-does-not-exist';
-    expect(await hub.route('a translation into another language')).toMatchObject({ by: 'keyword', agent: { id: [ids.german, ids.french].sort()[0] } });
+    expect(await hub.route('a translation into another language')).toMatchObject({
+      by: 'keyword',
+      agent: { id: [ids.german, ids.french].sort()[0] },
+    });
 
-    expect(await hub.route('research the best vector databases', 'publisher')).toMatchObject({ by: 'handoff', agent: { name: 'publisher' }, reason: 'explicit handoff to "publisher"' });
+    expect(await hub.route('research the best vector databases', 'publisher')).toMatchObject({
+      by: 'handoff',
+      agent: { name: 'publisher' },
+      reason: 'explicit handoff to "publisher"',
+    });
     await expect(hub.route('anything', 'nobody-by-that-name')).rejects.toThrow(/no such agent in the directory/);
 
     const run = await runChain(hub, 'research the best vector databases');
     expect(run.status).toBe('done');
-    expect(run.hops.map((hop) => [hop.agentName, hop.by])).toEqual([['researcher', 'keyword'], ['summariser', 'handoff'], ['publisher', 'handoff']]);
+    expect(run.hops.map((hop) => [hop.agentName, hop.by])).toEqual([
+      ['researcher', 'keyword'],
+      ['summariser', 'handoff'],
+      ['publisher', 'handoff'],
+    ]);
     expect(run.hops[2]!.result).toEqual({ published: true });
-    expect(summariser.calls[0]).toEqual({ goal: 'research the best vector databases', input: { facts: ['fact 1', 'fact 2'], goal: 'research the best vector databases', handoff: { next_agent: 'summariser' } } });
+    expect(summariser.calls[0]).toEqual({
+      goal: 'research the best vector databases',
+      input: {
+        facts: ['fact 1', 'fact 2'],
+        goal: 'research the best vector databases',
+        handoff: { next_agent: 'summariser' },
+      },
+    });
     expect(await hub.runs()).toEqual([]);
     expect((await hub.runs(true)).map((entry) => entry.id)).toEqual([run.id]);
   });
@@ -87,8 +137,12 @@ describe('a network of agents around a hub', () => {
     const honest = document('Tax rates', 'Gives the VAT rate of a country.');
     const tamperedHash = hashText(honest);
     const liar = createServer((request, response) => {
-      if (request.url?.startsWith('/protocols?')) return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ protocols: [{ hash: tamperedHash }, { hash: hashText(good) }] }));
-      if (request.url === `/protocols/${tamperedHash}`) return void response.writeHead(200).end(honest.replace('VAT', 'any'));
+      if (request.url?.startsWith('/protocols?'))
+        return void response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ protocols: [{ hash: tamperedHash }, { hash: hashText(good) }] }));
+      if (request.url === `/protocols/${tamperedHash}`)
+        return void response.writeHead(200).end(honest.replace('VAT', 'any'));
       if (request.url === `/protocols/${hashText(good)}`) return void response.writeHead(200).end(good);
       response.writeHead(404).end();
     });
@@ -96,13 +150,30 @@ describe('a network of agents around a hub', () => {
     cleanups.push(() => new Promise((resolve) => liar.close(resolve)));
     const liarUrl = `http://127.0.0.1:${(liar.address() as { port: number }).port}`;
 
-    const b = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger, rooms: false, peers: [a.url, liarUrl] });
+    const b = await startHub({
+      port: 0,
+      allowPrivateAgents: true,
+      tickMs: 0,
+      logger: silentLogger,
+      rooms: false,
+      peers: [a.url, liarUrl],
+    });
     cleanups.push(b.close);
     const reports = await new HubClient({ url: b.url }).sync();
     expect(reports).toEqual({
       reports: [
         { peer: a.url, added: 1, known: 0, refused: [] },
-        { peer: liarUrl, added: 0, known: 1, refused: [{ hash: tamperedHash, reason: `served under ${tamperedHash} but hashes to ${hashText(honest.replace('VAT', 'any'))}` }] },
+        {
+          peer: liarUrl,
+          added: 0,
+          known: 1,
+          refused: [
+            {
+              hash: tamperedHash,
+              reason: `served under ${tamperedHash} but hashes to ${hashText(honest.replace('VAT', 'any'))}`,
+            },
+          ],
+        },
       ],
     });
     const client = new HubClient({ url: b.url });
@@ -117,11 +188,15 @@ describe('a network of agents around a hub', () => {
     let healthy = true;
     // An OAP agent: no /wellknown; its card at GET /, its work at POST /invoke, the next agent in the envelope.
     const oap = await startOapPlanner(() =>
-      healthy ? { body: { memory: { last_result: { plan: ['Lyon', 'Paris'] } }, handoff: { next_agent: 'publisher' } } } : { status: 500, body: { error: 'planner is down' } },
+      healthy
+        ? { body: { memory: { last_result: { plan: ['Lyon', 'Paris'] } }, handoff: { next_agent: 'publisher' } } }
+        : { status: 500, body: { error: 'planner is down' } },
     );
     cleanups.push(oap.close);
     const { envelopes: invoked, url: oapUrl } = oap;
-    const publisher = await startLoopbackAgent({ 'Publish notes': 'Publishes a note to the team wiki.' }, () => ({ published: true }));
+    const publisher = await startLoopbackAgent({ 'Publish notes': 'Publishes a note to the team wiki.' }, () => ({
+      published: true,
+    }));
     cleanups.push(publisher.close);
     const planner = await hub.register(oapUrl);
     expect(planner).toMatchObject({ name: 'planner', kind: 'oap', capabilities: ['itinerary planning'] });
@@ -129,9 +204,16 @@ describe('a network of agents around a hub', () => {
 
     const run = await runChain(hub, 'plan an itinerary for a trip');
     expect(run.status).toBe('done');
-    expect(run.hops.map((hop) => [hop.agentName, hop.by, hop.ok])).toEqual([['planner', 'keyword', true], ['publisher', 'handoff', true]]);
+    expect(run.hops.map((hop) => [hop.agentName, hop.by, hop.ok])).toEqual([
+      ['planner', 'keyword', true],
+      ['publisher', 'handoff', true],
+    ]);
     expect(run.hops[0]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
-    expect(invoked[0]).toMatchObject({ id: run.id, goal: 'plan an itinerary for a trip', memory: { last_result: null } });
+    expect(invoked[0]).toMatchObject({
+      id: run.id,
+      goal: 'plan an itinerary for a trip',
+      memory: { last_result: null },
+    });
 
     // The OAP agent fails: the chain records the failure and stays listed; once it is back, a resume finishes it.
     healthy = false;
@@ -150,7 +232,6 @@ describe('a network of agents around a hub', () => {
 
 const redisUrl = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = redisUrl ? describe : describe.skip;
-
 
 describeRedis('hub processes on Redis', () => {
   const prefix = `agora-test-hub:${randomUUID()}:`;

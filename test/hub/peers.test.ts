@@ -28,19 +28,43 @@ async function hub(): Promise<HubClient> {
 
 describe('the hub and the other protocols', () => {
   it('registers a ROAR agent and an A2A agent, routes goals to them by capability and skill, and chains through both', async () => {
-    const roar = await startRoarServer({ name: 'reviewer', description: 'An agent of the ROAR network.', capabilities: ['code-review', 'python'], answer: (task) => ({ review: `looks fine: ${task.split('\n')[0]}`, handoff: { next_agent: 'translator', reason: 'the team reads French' } }) });
-    const a2a = await startA2aServer({ name: 'translator', description: 'An agent of the A2A network.', skills: [{ name: 'Translate', description: 'Translates text to French', tags: ['translation', 'french'] }], answer: (input) => `traduit: ${input.split('\n')[0]}` });
+    const roar = await startRoarServer({
+      name: 'reviewer',
+      description: 'An agent of the ROAR network.',
+      capabilities: ['code-review', 'python'],
+      answer: (task) => ({
+        review: `looks fine: ${task.split('\n')[0]}`,
+        handoff: { next_agent: 'translator', reason: 'the team reads French' },
+      }),
+    });
+    const a2a = await startA2aServer({
+      name: 'translator',
+      description: 'An agent of the A2A network.',
+      skills: [{ name: 'Translate', description: 'Translates text to French', tags: ['translation', 'french'] }],
+      answer: (input) => `traduit: ${input.split('\n')[0]}`,
+    });
     cleanups.push(roar.close, a2a.close);
     const client = await hub();
-    expect(await client.register(roar.url)).toMatchObject({ name: 'reviewer', kind: 'roar', capabilities: ['code-review', 'python'] });
-    expect(await client.register(a2a.url)).toMatchObject({ name: 'translator', kind: 'a2a', capabilities: ['Translate', 'translation', 'french'] });
+    expect(await client.register(roar.url)).toMatchObject({
+      name: 'reviewer',
+      kind: 'roar',
+      capabilities: ['code-review', 'python'],
+    });
+    expect(await client.register(a2a.url)).toMatchObject({
+      name: 'translator',
+      kind: 'a2a',
+      capabilities: ['Translate', 'translation', 'french'],
+    });
 
     expect((await client.route('a python code-review of this diff')).agent.name).toBe('reviewer');
     expect((await client.route('french translation of the release notes')).agent.name).toBe('translator');
 
     const run = await runChain(client, 'a python code-review of this diff');
     expect(run.status).toBe('done');
-    expect(run.hops.map((hop) => [hop.agentName, hop.by, hop.ok])).toEqual([['reviewer', 'keyword', true], ['translator', 'handoff', true]]);
+    expect(run.hops.map((hop) => [hop.agentName, hop.by, hop.ok])).toEqual([
+      ['reviewer', 'keyword', true],
+      ['translator', 'handoff', true],
+    ]);
     expect(run.hops[0]!.result).toMatchObject({ review: 'looks fine: a python code-review of this diff' });
     expect(run.hops[1]!.result).toBe('traduit: a python code-review of this diff');
     // The A2A agent got the goal and what the ROAR agent found.
@@ -48,18 +72,33 @@ describe('the hub and the other protocols', () => {
   });
 
   it('registers an a2a-js 1.0 agent that keeps its 0.3 compatibility layer on (its card read with A2A-Version: 1.0)', async () => {
-    const a2a = await startA2aServer({ name: 'bilingual', description: 'Speaks both A2A versions.', skills: [{ name: 'Summarise', description: 'Summarises text', tags: ['summary'] }], answer: () => 'ok', legacyCompat: true });
+    const a2a = await startA2aServer({
+      name: 'bilingual',
+      description: 'Speaks both A2A versions.',
+      skills: [{ name: 'Summarise', description: 'Summarises text', tags: ['summary'] }],
+      answer: () => 'ok',
+      legacyCompat: true,
+    });
     cleanups.push(a2a.close);
     const client = await hub();
-    expect(await client.register(a2a.url)).toMatchObject({ name: 'bilingual', kind: 'a2a', capabilities: ['Summarise', 'summary'] });
+    expect(await client.register(a2a.url)).toMatchObject({
+      name: 'bilingual',
+      kind: 'a2a',
+      capabilities: ['Summarise', 'summary'],
+    });
   });
 
   it("sends OAP agents a full TaskEnvelope and takes the reply's result over memory.last_result", async () => {
     // Memory carried forward still holds the previous hop's result; this hop's own is `result`.
-    const oap = await startOapPlanner((envelope) => ({ body: { ...envelope, result: { plan: ['Lyon', 'Paris'] }, memory: { ...(envelope.memory as object) } } }));
+    const oap = await startOapPlanner((envelope) => ({
+      body: { ...envelope, result: { plan: ['Lyon', 'Paris'] }, memory: { ...(envelope.memory as object) } },
+    }));
     const { envelopes } = oap;
     cleanups.push(oap.close);
-    const scout = await startLoopbackAgent({ 'Scout destinations': 'Finds destinations for a trip.' }, () => ({ destinations: ['Lyon'], handoff: { next_agent: 'planner' } }));
+    const scout = await startLoopbackAgent({ 'Scout destinations': 'Finds destinations for a trip.' }, () => ({
+      destinations: ['Lyon'],
+      handoff: { next_agent: 'planner' },
+    }));
     cleanups.push(scout.close);
     const client = await hub();
     await client.register(oap.url);
@@ -70,8 +109,21 @@ describe('the hub and the other protocols', () => {
     expect(run.hops[1]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
     const envelope = oapTaskEnvelopeSent.parse(envelopes[0]);
     // oap/envelope.py: `steps_taken` is a list of Step {agent_id, action, result, timestamp}; `version` defaults to "0.1".
-    const scouted = { agent_id: 'scout', action: 'handed off', result: run.hops[0]!.result, timestamp: new Date(run.hops[0]!.finishedAt).toISOString() };
-    expect(envelope).toEqual({ id: run.id, version: '0.1', goal: 'scout destinations for a trip', constraints: {}, memory: { last_result: run.hops[0]!.result }, steps_taken: [scouted], handoff: null });
+    const scouted = {
+      agent_id: 'scout',
+      action: 'handed off',
+      result: run.hops[0]!.result,
+      timestamp: new Date(run.hops[0]!.finishedAt).toISOString(),
+    };
+    expect(envelope).toEqual({
+      id: run.id,
+      version: '0.1',
+      goal: 'scout destinations for a trip',
+      constraints: {},
+      memory: { last_result: run.hops[0]!.result },
+      steps_taken: [scouted],
+      handoff: null,
+    });
     expect(envelope.memory.last_result).toMatchObject({ destinations: ['Lyon'] });
   });
 
@@ -81,9 +133,11 @@ describe('the hub and the other protocols', () => {
     const hash = hashText(text);
     let body: unknown = { converted: 'six miles' };
     const converter = createServer((request, response) => {
-      const json = (value: unknown) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+      const json = (value: unknown) =>
+        void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
       if (request.url === '/wellknown') return json({ [hash]: [`/protocols/${hash}`] });
-      if (request.url === `/protocols/${hash}`) return void response.writeHead(200, { 'content-type': 'text/plain' }).end(text);
+      if (request.url === `/protocols/${hash}`)
+        return void response.writeHead(200, { 'content-type': 'text/plain' }).end(text);
       request.resume().on('end', () => json({ status: 'success', body }));
     });
     await new Promise<void>((done) => converter.listen(0, '127.0.0.1', done));
@@ -99,14 +153,33 @@ describe('the hub and the other protocols', () => {
   });
 
   it('lets a ROAR agent and an A2A agent take turns in a room, each in its own protocol', async () => {
-    const roar = await startRoarServer({ name: 'critic', description: 'Criticises ideas.', capabilities: ['critique'], answer: (task) => `critic on turn ${/\n\w+: /.test(task) ? 'after others' : 'first'}` });
-    const a2a = await startA2aServer({ name: 'optimist', description: 'Sees the bright side.', skills: [], answer: (input) => (input.includes('critic: critic on turn first') ? 'optimist heard the critic' : 'optimist alone') });
+    const roar = await startRoarServer({
+      name: 'critic',
+      description: 'Criticises ideas.',
+      capabilities: ['critique'],
+      answer: (task) => `critic on turn ${/\n\w+: /.test(task) ? 'after others' : 'first'}`,
+    });
+    const a2a = await startA2aServer({
+      name: 'optimist',
+      description: 'Sees the bright side.',
+      skills: [],
+      answer: (input) =>
+        input.includes('critic: critic on turn first') ? 'optimist heard the critic' : 'optimist alone',
+    });
     cleanups.push(roar.close, a2a.close);
     const client = await hub();
     await client.register(roar.url);
     await client.register(a2a.url);
-    const room = await client.createRoom({ topic: 'ship on Friday?', participants: ['critic', 'optimist'], maxTurns: 3, turnTimeoutMs: 5000 });
-    expect(room.participants.map((participant) => [participant.name, participant.kind])).toEqual([['critic', 'roar'], ['optimist', 'a2a']]);
+    const room = await client.createRoom({
+      topic: 'ship on Friday?',
+      participants: ['critic', 'optimist'],
+      maxTurns: 3,
+      turnTimeoutMs: 5000,
+    });
+    expect(room.participants.map((participant) => [participant.name, participant.kind])).toEqual([
+      ['critic', 'roar'],
+      ['optimist', 'a2a'],
+    ]);
     for await (const event of client.watch(room.id)) if (event.type === 'flow_completed') break;
     const done = await client.room(room.id);
     expect(done.transcript.map((entry) => [entry.speaker, entry.kind, entry.text])).toEqual([

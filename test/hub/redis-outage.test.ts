@@ -30,7 +30,11 @@ describe('a hub on Redis during an outage', () => {
     for (const path of ['/agents', '/protocols', '/metrics']) {
       const started = performance.now();
       const response = await fetch(`${hub.url}${path}`);
-      expect([path, response.status, await response.json()]).toEqual([path, 503, { status: 'failure', error: 'Store unavailable' }]);
+      expect([path, response.status, await response.json()]).toEqual([
+        path,
+        503,
+        { status: 'failure', error: 'Store unavailable' },
+      ]);
       // Refused while the connection is known down, not after a command timeout or retries.
       expect(performance.now() - started).toBeLessThan(1000);
     }
@@ -41,6 +45,8 @@ describe('a hub on Redis during an outage', () => {
     expect((await fetch(`${hub.url}/agents`)).status).toBe(200);
     expect(lines.filter((line) => /unavailable \(/.test(line))).toHaveLength(1);
     expect(lines.filter((line) => line.startsWith('error'))).toEqual([]);
-    expect(consoleError.mock.calls.map((call) => String(call[0]))).not.toContainEqual(expect.stringContaining('Unhandled error event'));
+    expect(consoleError.mock.calls.map((call) => String(call[0]))).not.toContainEqual(
+      expect.stringContaining('Unhandled error event'),
+    );
   });
 });

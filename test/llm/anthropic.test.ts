@@ -20,7 +20,13 @@ afterEach(async () => {
 });
 
 function modelFor(options: AnthropicModelOptions = {}): AnthropicModel {
-  return new AnthropicModel({ baseURL: fake.url, apiKey: 'test-key', model: 'claude-test', retryBaseMs: 10, ...options });
+  return new AnthropicModel({
+    baseURL: fake.url,
+    apiKey: 'test-key',
+    model: 'claude-test',
+    retryBaseMs: 10,
+    ...options,
+  });
 }
 
 const hello: LlmRequest = { system: 'You are terse.', messages: [{ role: 'user', content: 'Say hello' }] };
@@ -65,7 +71,13 @@ describe('AnthropicModel', () => {
       model: 'claude-test',
     });
     const [request] = fake.requests;
-    expect(request?.body).toMatchObject({ model: 'claude-test', system: 'You are terse.', max_tokens: 256, temperature: 0, messages: [{ role: 'user', content: 'Say hello' }] });
+    expect(request?.body).toMatchObject({
+      model: 'claude-test',
+      system: 'You are terse.',
+      max_tokens: 256,
+      temperature: 0,
+      messages: [{ role: 'user', content: 'Say hello' }],
+    });
     expect(request?.apiKey).toBe('test-key');
     expect(request?.system).toBe('You are terse.');
     expect(request?.lastUserText).toBe('Say hello');
@@ -75,7 +87,13 @@ describe('AnthropicModel', () => {
     fake.push({ text: 'Checking.', toolUse: [{ name: 'get_forecast', input: { city: 'Paris' }, id: 'toolu_1' }] });
     const response = await modelFor().complete({
       ...hello,
-      tools: [{ name: 'get_forecast', description: 'Forecast for a city', inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } }],
+      tools: [
+        {
+          name: 'get_forecast',
+          description: 'Forecast for a city',
+          inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+      ],
     });
     expect(response.text).toBe('Checking.');
     expect(response.stopReason).toBe('tool-calls');
@@ -85,17 +103,30 @@ describe('AnthropicModel', () => {
       { type: 'tool-call', id: 'toolu_1', name: 'get_forecast', input: { city: 'Paris' } },
     ]);
     expect(fake.requests[0]?.body.tools).toEqual([
-      { name: 'get_forecast', description: 'Forecast for a city', input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+      {
+        name: 'get_forecast',
+        description: 'Forecast for a city',
+        input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+      },
     ]);
     expect(fake.requests[0]?.body.max_tokens).toBe(4096);
   });
 
-  it('runs the converse() tool loop and returns a throwing tool\'s error to the model', async () => {
+  it("runs the converse() tool loop and returns a throwing tool's error to the model", async () => {
     fake.push(
-      { toolUse: [{ name: 'get_forecast', input: { city: 'Paris' }, id: 'toolu_a' }, { name: 'get_tides', input: { port: 'Brest' }, id: 'toolu_b' }] },
+      {
+        toolUse: [
+          { name: 'get_forecast', input: { city: 'Paris' }, id: 'toolu_a' },
+          { name: 'get_tides', input: { port: 'Brest' }, id: 'toolu_b' },
+        ],
+      },
       'Sunny in Paris; tides unknown.',
     );
-    const result = await converse(modelFor(), { system: 'Weather agent', messages: [{ role: 'user', content: 'Weather and tides?' }], tools: [forecast, broken] });
+    const result = await converse(modelFor(), {
+      system: 'Weather agent',
+      messages: [{ role: 'user', content: 'Weather and tides?' }],
+      tools: [forecast, broken],
+    });
     expect(result.text).toBe('Sunny in Paris; tides unknown.');
     expect(result.calls).toBe(2);
     expect(result.usage).toEqual({ inputTokens: 20, outputTokens: 10 });
@@ -117,7 +148,15 @@ describe('AnthropicModel', () => {
 
   it('stops the tool loop at maxSteps with LLM_UNAVAILABLE', async () => {
     fake.setFallback({ toolUse: [{ name: 'get_forecast', input: { city: 'Paris' } }] });
-    await failure(converse(modelFor(), { system: 'Weather agent', messages: [{ role: 'user', content: 'Loop' }], tools: [forecast], maxSteps: 3 }), 'LLM tool loop exceeded 3 steps');
+    await failure(
+      converse(modelFor(), {
+        system: 'Weather agent',
+        messages: [{ role: 'user', content: 'Loop' }],
+        tools: [forecast],
+        maxSteps: 3,
+      }),
+      'LLM tool loop exceeded 3 steps',
+    );
     expect(fake.requests).toHaveLength(3);
   });
 
@@ -207,7 +246,9 @@ describe('AnthropicModel', () => {
   it('streams a tool_use reply and assembles its input', async () => {
     fake.push({ toolUse: [{ name: 'get_forecast', input: { city: 'Paris', days: [1, 2] }, id: 'toolu_s' }] });
     const response = await modelFor({ stream: true }).complete(hello);
-    expect(response.toolCalls).toEqual([{ id: 'toolu_s', name: 'get_forecast', input: { city: 'Paris', days: [1, 2] } }]);
+    expect(response.toolCalls).toEqual([
+      { id: 'toolu_s', name: 'get_forecast', input: { city: 'Paris', days: [1, 2] } },
+    ]);
     expect(response.stopReason).toBe('tool-calls');
   });
 
@@ -267,12 +308,20 @@ describe('AnthropicModel', () => {
       body: JSON.stringify({ model: 'claude-test', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
     });
     expect(response.status).toBe(200);
-    expect(await response.json()).toMatchObject({ type: 'message', role: 'assistant', content: [{ type: 'text', text: 'no key needed' }], stop_sequence: null });
+    expect(await response.json()).toMatchObject({
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'text', text: 'no key needed' }],
+      stop_sequence: null,
+    });
     expect(fake.requests[0]?.apiKey).toBeUndefined();
   });
 
   it('rejects a request the real API would reject, as a 400', async () => {
-    const response = await fetch(`${fake.url}/v1/messages`, { method: 'POST', body: JSON.stringify({ model: 'claude-test', messages: [] }) });
+    const response = await fetch(`${fake.url}/v1/messages`, {
+      method: 'POST',
+      body: JSON.stringify({ model: 'claude-test', messages: [] }),
+    });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ type: 'error', error: { type: 'invalid_request_error' } });
   });

@@ -33,7 +33,11 @@ afterAll(async () => {
 
 async function runChild(script: string): Promise<{ code: number; stdout: string; stderr: string }> {
   try {
-    const { stdout, stderr } = await promisify(execFile)(process.execPath, ['--import', probe, '--import', 'tsx', '--input-type=module', '-e', script], { cwd: root });
+    const { stdout, stderr } = await promisify(execFile)(
+      process.execPath,
+      ['--import', probe, '--import', 'tsx', '--input-type=module', '-e', script],
+      { cwd: root },
+    );
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
@@ -43,7 +47,9 @@ async function runChild(script: string): Promise<{ code: number; stdout: string;
 
 describe('the LLM SDKs are loaded lazily', () => {
   it('is not loaded by importing the package', async () => {
-    const result = await runChild(`const agora = await import('./src/index.ts'); console.log(typeof agora.AnthropicModel, typeof agora.OpenAIModel, typeof agora.chooseModel);`);
+    const result = await runChild(
+      `const agora = await import('./src/index.ts'); console.log(typeof agora.AnthropicModel, typeof agora.OpenAIModel, typeof agora.chooseModel);`,
+    );
     expect(result).toMatchObject({ code: 0, stdout: 'function function function\n' });
   });
 
@@ -70,7 +76,9 @@ describe('the LLM SDKs are loaded lazily', () => {
   });
 
   it('is not loaded by agora hash', async () => {
-    const result = await runChild(`const { main } = await import('./src/cli/main.ts'); process.exitCode = await main(['hash', ${JSON.stringify(join(folder, 'doc.md'))}]);`);
+    const result = await runChild(
+      `const { main } = await import('./src/cli/main.ts'); process.exitCode = await main(['hash', ${JSON.stringify(join(folder, 'doc.md'))}]);`,
+    );
     expect(result.stderr).not.toContain('SDK LOADED');
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^[0-9a-f]{40}\n$/);

@@ -15,13 +15,27 @@ describe('agents on different providers', { timeout: 60_000 }, () => {
   it('negotiate a protocol (the receiver on Claude, the sender on an OpenAI-compatible API), and the receiver writes its routine', async () => {
     const peerFake = await FakeAnthropic.start({ fallback: peerBrain });
     const senderFake = await FakeOpenAI.start({ fallback: senderBrain });
-    cleanup.push(() => peerFake.close(), () => senderFake.close());
-    const { km: converted, routine } = await negotiateAndWriteRoutine(modelForFake(peerFake), modelForFake(senderFake), cleanup);
+    cleanup.push(
+      () => peerFake.close(),
+      () => senderFake.close(),
+    );
+    const { km: converted, routine } = await negotiateAndWriteRoutine(
+      modelForFake(peerFake),
+      modelForFake(senderFake),
+      cleanup,
+    );
     expect(converted).toBe(km(5));
     expect(routine).toContain('1609.344');
     // Each side spoke its own wire: the Messages API to the receiver's fake, Chat Completions to the sender's.
-    expect(peerFake.requests.some((request) => request.system.includes('negotiates a protocol document (PD) with you'))).toBe(true);
-    expect(senderFake.requests.some((request) => request.body.messages[0].role === 'system' && request.system.includes('You negotiate a protocol document'))).toBe(true);
+    expect(
+      peerFake.requests.some((request) => request.system.includes('negotiates a protocol document (PD) with you')),
+    ).toBe(true);
+    expect(
+      senderFake.requests.some(
+        (request) =>
+          request.body.messages[0].role === 'system' && request.system.includes('You negotiate a protocol document'),
+      ),
+    ).toBe(true);
     expect(peerFake.requests.some((request) => request.system.includes('You write routines'))).toBe(true);
   });
 });

@@ -41,7 +41,8 @@ export function describeMemoryContract(name: string, factory: MemoryFactory): vo
 
     it('lists keys under a folder prefix, sorted', async () => {
       const memory = await factory();
-      for (const key of ['documents/b', 'documents/a', 'documents/nested/c', 'verdicts/a', 'docs']) await memory.set(key, true);
+      for (const key of ['documents/b', 'documents/a', 'documents/nested/c', 'verdicts/a', 'docs'])
+        await memory.set(key, true);
       expect(await memory.keys('documents/')).toEqual(['documents/a', 'documents/b', 'documents/nested/c']);
       expect(await memory.keys('missing/')).toEqual([]);
       await memory.close();

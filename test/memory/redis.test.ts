@@ -5,7 +5,9 @@ import { describeMemoryContract } from './memory-contract.js';
 
 const url = process.env.AGORA_TEST_REDIS_URL;
 const describeRedis = url ? describe : describe.skip;
-const title = url ? 'RedisMemory' : 'RedisMemory (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
+const title = url
+  ? 'RedisMemory'
+  : 'RedisMemory (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0, or source .ci/redis.sh)';
 
 describeRedis(title, () => {
   const { shared, connect, freshPrefix } = useTestRedis(url ?? '');
@@ -14,7 +16,8 @@ describeRedis(title, () => {
 
   it('lists keys under any prefix, not only a folder', async () => {
     const memory = new RedisMemory(shared, { prefix: freshPrefix() });
-    for (const key of ['documents/b', 'documents/a', 'documents/nested/c', 'verdicts/a', 'docs']) await memory.set(key, true);
+    for (const key of ['documents/b', 'documents/a', 'documents/nested/c', 'verdicts/a', 'docs'])
+      await memory.set(key, true);
     expect(await memory.keys('doc')).toEqual(['docs', 'documents/a', 'documents/b', 'documents/nested/c']);
   });
 
@@ -22,7 +25,9 @@ describeRedis(title, () => {
     const prefix = freshPrefix();
     const first = new RedisMemory(shared, { prefix });
     const second = new RedisMemory(connect(), { prefix });
-    const values = await Promise.all(Array.from({ length: 100 }, (_, index) => (index % 2 === 0 ? first : second).increment('usage/calls')));
+    const values = await Promise.all(
+      Array.from({ length: 100 }, (_, index) => (index % 2 === 0 ? first : second).increment('usage/calls')),
+    );
     expect(new Set(values).size).toBe(100);
     expect(await first.get('usage/calls')).toBe(100);
     expect(await second.increment('usage/calls', 5)).toBe(105);

@@ -10,7 +10,8 @@ import { hashText } from '../../src/protocol/document.js';
 import { ProtocolFolder } from '../../src/protocol/folder.js';
 import { ProtocolRegistry } from '../../src/protocol/registry.js';
 
-const doc = (name: string, extra = '') => `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON.${extra}\n`;
+const doc = (name: string, extra = '') =>
+  `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON.${extra}\n`;
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -24,7 +25,13 @@ async function watched(files: Record<string, string> = {}) {
   const directory = join(root, 'protocols');
   await mkdir(directory);
   for (const [name, text] of Object.entries(files)) await writeFile(join(directory, name), text);
-  const registry = new ProtocolRegistry({ directory, memory: new InMemoryMemory(), logger: memoryLogger(), watch: true, settleMs: 0 });
+  const registry = new ProtocolRegistry({
+    directory,
+    memory: new InMemoryMemory(),
+    logger: memoryLogger(),
+    watch: true,
+    settleMs: 0,
+  });
   await registry.start();
   cleanups.push(async () => {
     registry.close();
@@ -58,7 +65,8 @@ describe('ProtocolFolder watched', () => {
     const { directory, registry, names } = await watched({ 'a.md': doc('a') });
     const version = registry.localVersion;
     const scan = vi.spyOn(ProtocolFolder.prototype, 'scan');
-    for (const name of ['.a.md.swp', 'a.md~', '4913', '#a.md#', '.#a.md']) await writeFile(join(directory, name), doc('swap'));
+    for (const name of ['.a.md.swp', 'a.md~', '4913', '#a.md#', '.#a.md'])
+      await writeFile(join(directory, name), doc('swap'));
     // A document written after them: once it is listed, every event before it has been handled.
     await writeFile(join(directory, 'z.md'), doc('z'));
     await until(() => expect(names()).toEqual(['a', 'z']));
@@ -91,8 +99,16 @@ describe('ProtocolFolder watched', () => {
   it('gives the event loop a turn while it scans 3,000 documents, and lists every one', async () => {
     const root = await mkdtemp(join(tmpdir(), 'agora-folder-'));
     cleanups.push(() => rm(root, { recursive: true, force: true }));
-    await Promise.all(Array.from({ length: 3000 }, (_, index) => writeFile(join(root, `d${index}.md`), doc(`d${index}`))));
-    const folder = new ProtocolFolder({ directory: root, logger: memoryLogger(), settleMs: 0, liveMs: 1000, now: Date.now });
+    await Promise.all(
+      Array.from({ length: 3000 }, (_, index) => writeFile(join(root, `d${index}.md`), doc(`d${index}`))),
+    );
+    const folder = new ProtocolFolder({
+      directory: root,
+      logger: memoryLogger(),
+      settleMs: 0,
+      liveMs: 1000,
+      now: Date.now,
+    });
     let turns = 0;
     const ticker = setInterval(() => (turns += 1), 0);
     await folder.scan(true);
@@ -125,10 +141,14 @@ describe('ProtocolFolder out of file descriptors', () => {
       while (folder.list().length < before + 1) await new Promise((done) => setTimeout(done, 20));
       process.stdout.write(JSON.stringify({ before, held: held.length, during, after: folder.list().length }));
     `;
-    const { stdout } = await promisify(execFile)('bash', ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`], {
-      env: { ...process.env, SCRIPT: script },
-      timeout: 60_000,
-    });
+    const { stdout } = await promisify(execFile)(
+      'bash',
+      ['-c', `ulimit -n 64 && exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`],
+      {
+        env: { ...process.env, SCRIPT: script },
+        timeout: 60_000,
+      },
+    );
     const result = JSON.parse(stdout) as { before: number; held: number; during: number; after: number };
     expect(result.before).toBe(50);
     expect(result.held).toBeGreaterThan(0);

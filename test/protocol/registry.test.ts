@@ -8,7 +8,8 @@ import { encodeDataUri } from '../../src/protocol/data-uri.js';
 import { hashText } from '../../src/protocol/document.js';
 import { ProtocolRegistry, type RegistryOptions } from '../../src/protocol/registry.js';
 
-const doc = (name: string, extra = '') => `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON.${extra}\n`;
+const doc = (name: string, extra = '') =>
+  `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON.${extra}\n`;
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -31,8 +32,12 @@ async function setup(files: Record<string, string> = {}, options: Partial<Regist
 }
 
 describe('ProtocolRegistry', () => {
-  it('loads the folder\'s documents by name and hash, and skips invalid ones with a warning', async () => {
-    const { registry, logger } = await setup({ 'weather.md': doc('Weather'), 'bad.md': '---\nname: x\n---\n', 'notes.txt': 'ignored' });
+  it("loads the folder's documents by name and hash, and skips invalid ones with a warning", async () => {
+    const { registry, logger } = await setup({
+      'weather.md': doc('Weather'),
+      'bad.md': '---\nname: x\n---\n',
+      'notes.txt': 'ignored',
+    });
     await registry.start();
     expect(registry.local().map((entry) => entry.name)).toEqual(['weather']);
     expect(registry.get(hashText(doc('Weather')))).toMatchObject({ origin: 'local', name: 'weather' });
@@ -50,11 +55,18 @@ describe('ProtocolRegistry', () => {
     await writeFile(join(directory, 'b.md'), doc('B'));
     now = Date.now() + 10_000;
     await registry.scan();
-    expect(registry.local().map((entry) => entry.document.hash)).toEqual([hashText(doc('A', ' Changed.')), hashText(doc('B'))]);
+    expect(registry.local().map((entry) => entry.document.hash)).toEqual([
+      hashText(doc('A', ' Changed.')),
+      hashText(doc('B')),
+    ]);
     // The old text is no longer listed nor offered to new queries, but a conversation under way (it was used) goes on.
     expect(registry.get(oldHash)).toBeUndefined();
     expect(await registry.resolve(oldHash, [])).toBeUndefined();
-    expect(await registry.forConversation(oldHash, [])).toMatchObject({ origin: 'local', name: 'a', document: { hash: oldHash } });
+    expect(await registry.forConversation(oldHash, [])).toMatchObject({
+      origin: 'local',
+      name: 'a',
+      document: { hash: oldHash },
+    });
     expect(registry.text(oldHash)).toBe(doc('A'));
     await unlink(join(directory, 'b.md'));
     await registry.scan();
@@ -108,7 +120,7 @@ describe('ProtocolRegistry', () => {
     }
   });
 
-  it('holds a peer\'s document for its query only, and stores and lists it once adopted (finding 3)', async () => {
+  it("holds a peer's document for its query only, and stores and lists it once adopted (finding 3)", async () => {
     const { registry, memory, directory, logger } = await setup();
     await registry.start();
     const text = doc('Learned');
@@ -136,7 +148,8 @@ describe('ProtocolRegistry', () => {
     const { registry, memory } = await setup({}, { learned: { maxCandidates: 3 } });
     await registry.start();
     const texts = ['C1', 'C2', 'C3', 'C4'].map((name) => doc(name));
-    for (const text of texts) expect((await registry.resolve(hashText(text), [encodeDataUri(text)]))?.origin).toBe('candidate');
+    for (const text of texts)
+      expect((await registry.resolve(hashText(text), [encodeDataUri(text)]))?.origin).toBe('candidate');
     expect(registry.learnedSize()).toEqual({ count: 0, bytes: 0, candidates: 3 });
     expect(await registry.resolve(hashText(texts[0]!), [])).toBeUndefined();
     expect(await registry.resolve(hashText(texts[3]!), [])).toMatchObject({ origin: 'candidate' });
@@ -145,9 +158,13 @@ describe('ProtocolRegistry', () => {
 
   it('caps learned documents in count and bytes, evicting the least recently used, never one in use', async () => {
     let now = 1_000_000;
-    const { registry, memory } = await setup({}, { now: () => now, learned: { maxCount: 3, maxBytes: 100_000, liveMs: 1000 } });
+    const { registry, memory } = await setup(
+      {},
+      { now: () => now, learned: { maxCount: 3, maxBytes: 100_000, liveMs: 1000 } },
+    );
     await registry.start();
-    const learn = async (text: string) => registry.adopt((await registry.resolve(hashText(text), [encodeDataUri(text)]))!);
+    const learn = async (text: string) =>
+      registry.adopt((await registry.resolve(hashText(text), [encodeDataUri(text)]))!);
     const [a, b, c, d] = ['A', 'B', 'C', 'D'].map((name) => doc(name));
     for (const text of [a!, b!, c!]) {
       await learn(text);
@@ -158,7 +175,9 @@ describe('ProtocolRegistry', () => {
     now += 2000;
     await learn(d!);
     expect(registry.learned().map((document) => document.metadata.name)).toEqual(['C', 'A', 'D']);
-    expect((await memory.keys('documents/')).sort()).toEqual([a!, c!, d!].map((text) => `documents/${hashText(text)}`).sort());
+    expect((await memory.keys('documents/')).sort()).toEqual(
+      [a!, c!, d!].map((text) => `documents/${hashText(text)}`).sort(),
+    );
 
     // Everything in use (used within liveMs): the newcomer is not stored, and stays a candidate for its query.
     for (const text of [a!, c!, d!]) await registry.resolve(hashText(text), []);
@@ -181,11 +200,19 @@ describe('ProtocolRegistry', () => {
     const text = doc('Shared');
     const hash = hashText(text);
     await memory.set(`documents/${hash}`, { text });
-    expect(await registry.resolve(hash, ['data:text/plain,not-the-document'])).toMatchObject({ origin: 'learned', document: { hash } });
+    expect(await registry.resolve(hash, ['data:text/plain,not-the-document'])).toMatchObject({
+      origin: 'learned',
+      document: { hash },
+    });
     expect(registry.text(hash)).toBe(text);
     await memory.set(`documents/${hashText(doc('Later'))}`, { text: doc('Later') });
     await registry.refreshLearned();
-    expect(registry.learned().map((document) => document.metadata.name).sort()).toEqual(['Later', 'Shared']);
+    expect(
+      registry
+        .learned()
+        .map((document) => document.metadata.name)
+        .sort(),
+    ).toEqual(['Later', 'Shared']);
   });
 
   it('refuses a source whose bytes hash to something else', async () => {

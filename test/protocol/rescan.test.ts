@@ -24,7 +24,8 @@ vi.mock('../../src/protocol/_read.js', async (importOriginal) => {
   };
 });
 
-const doc = (name: string, extra = '') => `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON.${extra}\n`;
+const doc = (name: string, extra = '') =>
+  `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON.${extra}\n`;
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -40,13 +41,22 @@ async function folderWith(count: number): Promise<{ root: string; directory: str
   cleanups.push(() => rm(root, { recursive: true, force: true }));
   const directory = join(root, 'protocols');
   await mkdir(directory);
-  await Promise.all(Array.from({ length: count }, (_, index) => writeFile(join(directory, `d${index}.md`), doc(`d${index}`))));
+  await Promise.all(
+    Array.from({ length: count }, (_, index) => writeFile(join(directory, `d${index}.md`), doc(`d${index}`))),
+  );
   return { root, directory };
 }
 
 /** A registry with no watcher, rescanning every `rescanMs`; files read as soon as they appear. */
 async function unwatched(directory: string, rescanMs: number): Promise<ProtocolRegistry> {
-  const registry = new ProtocolRegistry({ directory, memory: new InMemoryMemory(), logger: memoryLogger(), watch: false, settleMs: 0, rescanMs });
+  const registry = new ProtocolRegistry({
+    directory,
+    memory: new InMemoryMemory(),
+    logger: memoryLogger(),
+    watch: false,
+    settleMs: 0,
+    rescanMs,
+  });
   cleanups.push(async () => registry.close());
   await registry.start();
   return registry;
@@ -85,7 +95,13 @@ describe('the safety rescan of protocols/', () => {
   it('is off by default and with 0', async () => {
     const { directory } = await folderWith(1);
     const off = await unwatched(directory, 0);
-    const unset = new ProtocolRegistry({ directory, memory: new InMemoryMemory(), logger: memoryLogger(), watch: false, settleMs: 0 });
+    const unset = new ProtocolRegistry({
+      directory,
+      memory: new InMemoryMemory(),
+      logger: memoryLogger(),
+      watch: false,
+      settleMs: 0,
+    });
     cleanups.push(async () => unset.close());
     await unset.start();
     const on = await unwatched(directory, 20);
@@ -105,7 +121,13 @@ describe('the safety rescan of a receiver (rescanInterval)', () => {
     const { root, directory } = await folderWith(2);
     await mkdir(join(root, 'routines'));
     await writeFile(join(root, 'routines', 'd0.ts'), "export default () => ({ from: 'd0' });");
-    const receiver = await Receiver.start({ dir: root, llm: null, logger: silentLogger, watch: false, rescanInterval: 0.03 });
+    const receiver = await Receiver.start({
+      dir: root,
+      llm: null,
+      logger: silentLogger,
+      watch: false,
+      rescanInterval: 0.03,
+    });
     cleanups.push(() => receiver.close());
     expect(receiver.routines.size).toBe(1);
     const version = receiver.registry.localVersion;
@@ -123,6 +145,9 @@ describe('the safety rescan of a receiver (rescanInterval)', () => {
     await writeFile(join(root, 'routines', 'd2.ts'), "export default () => ({ from: 'd2' });");
     await until(() => expect(receiver.routines.has('d2')).toBe(true));
     await until(() => expect(receiver.registry.get(hashText(doc('d2')))?.name).toBe('d2'));
-    expect(await receiver.query({ protocolHash: hashText(doc('d2')), body: {} })).toEqual({ status: 'success', body: { from: 'd2' } });
+    expect(await receiver.query({ protocolHash: hashText(doc('d2')), body: {} })).toEqual({
+      status: 'success',
+      body: { from: 'd2' },
+    });
   });
 });

@@ -22,7 +22,8 @@ const METEO_BASE64_HASH = '+CfrSwwA0jAh67mu1aia4660+Ss=';
 // What Python's urllib.parse.quote(METEO) prints.
 const METEO_PYTHON_QUOTED =
   '---%0Aname%3A%20M%C3%A9t%C3%A9o%0Adescription%3A%20x%0Amultiround%3A%20false%0A---%0A%C3%A8%0A';
-const PLUS = '---\nname: Météo+\ndescription: 1+1=2, a+b\nmultiround: false\n---\nSend "C++" & 50% of the time, é+è.\r\n';
+const PLUS =
+  '---\nname: Météo+\ndescription: 1+1=2, a+b\nmultiround: false\n---\nSend "C++" & 50% of the time, é+è.\r\n';
 
 type TestServer = {
   url: string;
@@ -133,7 +134,7 @@ describe('encodeDataUri', () => {
   it('percent-encodes like Python urllib.parse.quote', () => {
     expect(encodeDataUri('hello world/+')).toBe('data:text/plain;charset=utf-8,hello%20world/%2B');
     expect(encodeDataUri(METEO)).toBe(`data:text/plain;charset=utf-8,${METEO_PYTHON_QUOTED}`);
-    expect(encodeDataUri("~_.-!*()'az09")).toBe("data:text/plain;charset=utf-8,~_.-%21%2A%28%29%27az09");
+    expect(encodeDataUri("~_.-!*()'az09")).toBe('data:text/plain;charset=utf-8,~_.-%21%2A%28%29%27az09');
   });
 
   it('round-trips any text through decodeDataUri', () => {
@@ -154,14 +155,19 @@ describe('resolveSources', () => {
   });
 
   it('accepts the expected hash in base64 as well', async () => {
-    const document = await resolveSources(METEO_BASE64_HASH, [encodeDataUri(METEO)], { logger: recordingLogger().logger });
+    const document = await resolveSources(METEO_BASE64_HASH, [encodeDataUri(METEO)], {
+      logger: recordingLogger().logger,
+    });
     expect(document?.hash).toBe(METEO_HEX);
   });
 
   it('skips a source whose hash does not match and uses the next', async () => {
     const server = await startServer(serveText(PLUS));
     const { logger, warnings } = recordingLogger();
-    const document = await resolveSources(WEATHER_HEX, [`${server.url}/wrong`, encodeDataUri(WEATHER)], { ...LOOPBACK, logger });
+    const document = await resolveSources(WEATHER_HEX, [`${server.url}/wrong`, encodeDataUri(WEATHER)], {
+      ...LOOPBACK,
+      logger,
+    });
     expect(document?.hash).toBe(WEATHER_HEX);
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toContain(`${server.url}/wrong`);
@@ -333,12 +339,15 @@ describe('fetchSource', () => {
 
   it('re-resolves the host of each redirect and re-checks its scheme', async () => {
     const server = await startServer((request, response) => {
-      if (request.url === '/to-other-host') response.writeHead(302, { location: `http://other.test:${server.port}/doc` }).end();
+      if (request.url === '/to-other-host')
+        response.writeHead(302, { location: `http://other.test:${server.port}/doc` }).end();
       else if (request.url === '/to-file') response.writeHead(302, { location: 'file:///etc/passwd' }).end();
       else serveText(WEATHER)(request, response);
     });
     const lookup = vi.fn(async () => [{ address: '127.0.0.1', family: 4 as const }]);
-    expect((await fetchSource(`http://first.test:${server.port}/to-other-host`, { ...LOOPBACK, lookup })).toString()).toBe(WEATHER);
+    expect(
+      (await fetchSource(`http://first.test:${server.port}/to-other-host`, { ...LOOPBACK, lookup })).toString(),
+    ).toBe(WEATHER);
     expect(lookup.mock.calls).toEqual([['first.test'], ['other.test']]);
     expect(server.hosts).toEqual([`first.test:${server.port}`, `other.test:${server.port}`]);
     await expect(fetchSource(`${server.url}/to-file`, LOOPBACK)).rejects.toMatchObject({
@@ -354,8 +363,12 @@ describe('fetchSource', () => {
       message: expect.stringMatching(/127\.0\.0\.1 is a loopback, private/),
     });
     // The URL parser turns odd spellings of 127.0.0.1 into the canonical form, which is then refused.
-    await expect(fetchSource(`http://0x7f.1:${server.port}/doc`, { lookup })).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
-    await expect(fetchSource(`http://[::ffff:127.0.0.1]:${server.port}/doc`, { lookup })).rejects.toMatchObject({ code: 'SOURCE_FAILED' });
+    await expect(fetchSource(`http://0x7f.1:${server.port}/doc`, { lookup })).rejects.toMatchObject({
+      code: 'SOURCE_FAILED',
+    });
+    await expect(fetchSource(`http://[::ffff:127.0.0.1]:${server.port}/doc`, { lookup })).rejects.toMatchObject({
+      code: 'SOURCE_FAILED',
+    });
     expect(lookup).not.toHaveBeenCalled();
     expect(server.connections).toBe(0);
     expect(server.requests).toEqual([]);
@@ -394,8 +407,13 @@ describe('fetchSource', () => {
   });
 
   it('refuses invalid URLs and schemes other than http(s)', async () => {
-    await expect(fetchSource('not a url')).rejects.toMatchObject({ code: 'SOURCE_FAILED', message: expect.stringMatching(/not a valid URL/) });
-    await expect(fetchSource('file:///etc/passwd')).rejects.toMatchObject({ message: expect.stringMatching(/unsupported scheme file:/) });
+    await expect(fetchSource('not a url')).rejects.toMatchObject({
+      code: 'SOURCE_FAILED',
+      message: expect.stringMatching(/not a valid URL/),
+    });
+    await expect(fetchSource('file:///etc/passwd')).rejects.toMatchObject({
+      message: expect.stringMatching(/unsupported scheme file:/),
+    });
   });
 
   it('keeps credentials out of error messages', async () => {
@@ -499,7 +517,11 @@ describe('resolveSources bounds (issue 11, finding 7)', () => {
     const { warnings, logger } = recordingLogger();
     let settled = false;
     // Each source alone may take 60 s: only the query's deadline can end this in time.
-    const result = resolveSources(WEATHER_HEX, Array.from({ length: 8 }, (_, index) => `${server.url}/slow-${index}`), { ...LOOPBACK, logger, timeoutMs: 60_000 }).finally(() => (settled = true));
+    const result = resolveSources(
+      WEATHER_HEX,
+      Array.from({ length: 8 }, (_, index) => `${server.url}/slow-${index}`),
+      { ...LOOPBACK, logger, timeoutMs: 60_000 },
+    ).finally(() => (settled = true));
     await first;
     await vi.advanceTimersByTimeAsync(7_999);
     expect(settled).toBe(false);
@@ -520,7 +542,17 @@ describe('resolveSources bounds (issue 11, finding 7)', () => {
     const fits = body(64 * 1024);
     const server = await startServer(serveText(large));
     const { warnings, logger } = recordingLogger();
-    expect(await resolveSources(hashText(large), [encodeDataUri(large), `data:text/plain;base64,${Buffer.from(large).toString('base64')}`, `${server.url}/large`], { ...LOOPBACK, logger })).toBeUndefined();
+    expect(
+      await resolveSources(
+        hashText(large),
+        [
+          encodeDataUri(large),
+          `data:text/plain;base64,${Buffer.from(large).toString('base64')}`,
+          `${server.url}/large`,
+        ],
+        { ...LOOPBACK, logger },
+      ),
+    ).toBeUndefined();
     expect(warnings).toHaveLength(3);
     expect(warnings.slice(0, 2).every((warning) => /larger than 65536 bytes/.test(warning))).toBe(true);
     expect(warnings[2]).toMatch(/larger than 64 KiB/);

@@ -5,7 +5,9 @@ import { ConversationCapacity } from '../../src/receiver/capacity.js';
 function manualCount() {
   const reads: ((value: number | Error) => void)[] = [];
   const count = () =>
-    new Promise<number>((resolve, reject) => reads.push((value) => (value instanceof Error ? reject(value) : resolve(value))));
+    new Promise<number>((resolve, reject) =>
+      reads.push((value) => (value instanceof Error ? reject(value) : resolve(value))),
+    );
   return { count, reads };
 }
 

@@ -61,13 +61,17 @@ describe('modelFromEnvironment', () => {
 
 describe('Receiver and its folder', () => {
   it('refuses a folder that does not exist, or a file, with an AgoraError in plain words', async () => {
-    await expect(Receiver.start({ dir: '/nonexistent/agent', watch: false, logger: silentLogger, llm: null })).rejects.toMatchObject({
+    await expect(
+      Receiver.start({ dir: '/nonexistent/agent', watch: false, logger: silentLogger, llm: null }),
+    ).rejects.toMatchObject({
       name: 'AgoraError',
       code: 'INVALID_ARGUMENT',
       message: 'agent folder /nonexistent/agent: no such folder',
     });
     const folder = await makeAgentFolder({ 'notes.txt': 'x' });
     cleanups.push(folder.cleanup);
-    await expect(Receiver.start({ dir: `${folder.dir}/notes.txt`, watch: false, logger: silentLogger, llm: null })).rejects.toThrow(/notes\.txt: is a file, not a folder$/);
+    await expect(
+      Receiver.start({ dir: `${folder.dir}/notes.txt`, watch: false, logger: silentLogger, llm: null }),
+    ).rejects.toThrow(/notes\.txt: is a file, not a folder$/);
   });
 });

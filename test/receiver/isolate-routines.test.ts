@@ -8,7 +8,16 @@ import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
 
 // Issue 11, finding 5: a synchronous loop in a hand-written routine froze the whole agent.
-const PROTOCOL = ['---', 'name: Spin', 'description: Spins when asked.', 'multiround: false', '---', '', 'The sender sends JSON {"spin": boolean}; the receiver replies JSON {"ok": true, "stack": string}.', ''].join('\n');
+const PROTOCOL = [
+  '---',
+  'name: Spin',
+  'description: Spins when asked.',
+  'multiround: false',
+  '---',
+  '',
+  'The sender sends JSON {"spin": boolean}; the receiver replies JSON {"ok": true, "stack": string}.',
+  '',
+].join('\n');
 const ROUTINE = [
   "import { defineRoutine } from 'agora-agents';",
   'export default defineRoutine({',
@@ -54,7 +63,8 @@ afterEach(async () => {
 });
 
 const hash = hashText(PROTOCOL);
-const post = (url: string, body: unknown) => fetch(`${url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: hash, body }) });
+const post = (url: string, body: unknown) =>
+  fetch(`${url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: hash, body }) });
 
 describe('--isolate-routines', () => {
   it('fails a routine looping forever after 500 ms (not its 10 s time limit) with Routine failed, and /health answers after it', async () => {
@@ -76,15 +86,22 @@ describe('--isolate-routines', () => {
     receiver = await Receiver.start({ dir, llm: null, watch: false, logger: silentLogger, isolateRoutines: true });
     const streamHash = hashText(PROTOCOL.replace('name: Spin', 'name: Spin stream'));
     await expect(receiver.query({ protocolHash: streamHash, body: { spin: true } })).rejects.toThrow('Routine failed');
-    expect(await receiver.query({ protocolHash: streamHash, body: {} })).toMatchObject({ status: 'success', body: { ok: true } });
+    expect(await receiver.query({ protocolHash: streamHash, body: {} })).toMatchObject({
+      status: 'success',
+      body: { ok: true },
+    });
   });
 
   it('runs the routine through the vm entry point only when asked: the default keeps the plain call', async () => {
     receiver = await Receiver.start({ dir, llm: null, watch: false, logger: silentLogger, isolateRoutines: true });
-    expect(((await receiver.query({ protocolHash: hash, body: {} })).body as { stack: string }).stack).toContain('agora-routine-isolate.js');
+    expect(((await receiver.query({ protocolHash: hash, body: {} })).body as { stack: string }).stack).toContain(
+      'agora-routine-isolate.js',
+    );
     await receiver.close();
     receiver = await Receiver.start({ dir, llm: null, watch: false, logger: silentLogger });
-    expect(((await receiver.query({ protocolHash: hash, body: {} })).body as { stack: string }).stack).not.toContain('agora-routine-isolate.js');
+    expect(((await receiver.query({ protocolHash: hash, body: {} })).body as { stack: string }).stack).not.toContain(
+      'agora-routine-isolate.js',
+    );
   });
 });
 

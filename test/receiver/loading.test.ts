@@ -30,7 +30,8 @@ vi.mock('../../src/protocol/_read.js', async (importOriginal) => {
 });
 
 const COUNT = 3000;
-const doc = (name: string) => `---\nname: ${name}\ndescription: The ${name} protocol.\nmultiround: false\n---\nSend {"message": string}; the reply is {"echo": string}.\n`;
+const doc = (name: string) =>
+  `---\nname: ${name}\ndescription: The ${name} protocol.\nmultiround: false\n---\nSend {"message": string}; the reply is {"echo": string}.\n`;
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -38,7 +39,13 @@ afterEach(async () => {
 });
 
 async function post(url: string, body: unknown): Promise<unknown> {
-  return (await fetch(`${url}/`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json();
+  return (
+    await fetch(`${url}/`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    })
+  ).json();
 }
 
 describe('a receiver started without waiting for protocols/', () => {
@@ -47,34 +54,69 @@ describe('a receiver started without waiting for protocols/', () => {
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
     await mkdir(join(dir, 'protocols'));
     const names = Array.from({ length: COUNT }, (_, index) => `d${String(index).padStart(4, '0')}`);
-    for (let index = 0; index < COUNT; index += 500) await Promise.all(names.slice(index, index + 500).map((name) => writeFile(join(dir, 'protocols', `${name}.md`), doc(name))));
+    for (let index = 0; index < COUNT; index += 500)
+      await Promise.all(
+        names.slice(index, index + 500).map((name) => writeFile(join(dir, 'protocols', `${name}.md`), doc(name))),
+      );
     // The scan reads in the order of the listing: the last file it lists is the one reached last, and held back.
     const listed = readdirSync(join(dir, 'protocols'));
     const late = listed.at(-1)!.slice(0, -3);
     const early = listed[0]!.slice(0, -3);
     await mkdir(join(dir, 'routines'));
-    for (const name of [late, early]) await writeFile(join(dir, 'routines', `${name}.ts`), `export default (body: { message: string }) => ({ echo: '${name}: ' + body.message });`);
+    for (const name of [late, early])
+      await writeFile(
+        join(dir, 'routines', `${name}.ts`),
+        `export default (body: { message: string }) => ({ echo: '${name}: ' + body.message });`,
+      );
     Object.assign(gate, { file: `${late}.md`, open: false, refused: 0 });
 
     // The late document was also learned from a peer once: until the folder has it, that must not answer for it
     // (as a learned document it has no routine file, and the LLM would answer instead of routines/<late>.ts).
     const memory = new InMemoryMemory();
-    await memory.set(`documents/${hashText(doc(late))}`, { text: doc(late), name: late, learnedAt: new Date().toISOString(), usedAt: new Date().toISOString() });
-    const receiver = await Receiver.start({ dir, llm: new OfflineModel(), memory, logger: silentLogger, watch: false, waitForProtocols: false });
+    await memory.set(`documents/${hashText(doc(late))}`, {
+      text: doc(late),
+      name: late,
+      learnedAt: new Date().toISOString(),
+      usedAt: new Date().toISOString(),
+    });
+    const receiver = await Receiver.start({
+      dir,
+      llm: new OfflineModel(),
+      memory,
+      logger: silentLogger,
+      watch: false,
+      waitForProtocols: false,
+    });
     cleanups.push(() => receiver.close());
-    const server = await startServer(receiver, { port: 0, host: '127.0.0.1', faces: false, dashboard: false, logger: silentLogger });
+    const server = await startServer(receiver, {
+      port: 0,
+      host: '127.0.0.1',
+      faces: false,
+      dashboard: false,
+      logger: silentLogger,
+    });
     cleanups.push(() => server.close());
     expect(receiver.loading()).toBe(true);
 
     // Asked while loading: a query under the late document, its text, the listing, and a protocol nobody has.
     let lateSettled = false;
-    const lateReply = post(server.url, { protocolHash: hashText(doc(late)), body: { message: 'hi' } }).finally(() => (lateSettled = true));
+    const lateReply = post(server.url, { protocolHash: hashText(doc(late)), body: { message: 'hi' } }).finally(
+      () => (lateSettled = true),
+    );
     const lateText = fetch(`${server.url}/protocols/${hashText(doc(late))}`).then((response) => response.text());
-    const wellknown = fetch(`${server.url}/wellknown`).then((response) => response.json() as Promise<Record<string, string[]>>);
-    const unknown = post(server.url, { protocolHash: hashText(doc('nobody')), body: {} }).then((reply) => ({ reply, loadingThen: receiver.loading() }));
+    const wellknown = fetch(`${server.url}/wellknown`).then(
+      (response) => response.json() as Promise<Record<string, string[]>>,
+    );
+    const unknown = post(server.url, { protocolHash: hashText(doc('nobody')), body: {} }).then((reply) => ({
+      reply,
+      loadingThen: receiver.loading(),
+    }));
 
     // A document already read answers at once, and /health at once, while the folder is still loading.
-    expect(await post(server.url, { protocolHash: hashText(doc(early)), body: { message: 'hi' } })).toEqual({ status: 'success', body: { echo: `${early}: hi` } });
+    expect(await post(server.url, { protocolHash: hashText(doc(early)), body: { message: 'hi' } })).toEqual({
+      status: 'success',
+      body: { echo: `${early}: hi` },
+    });
     const health = await fetch(`${server.url}/health`);
     expect(health.status).toBe(200);
     expect(await health.json()).toEqual({ status: 'ok', protocols: 'loading' });

@@ -6,7 +6,11 @@ import { TurnAnswerer, type Route, type Turn } from '../../src/receiver/answer.j
 import type { AgentFolder } from '../../src/receiver/folder.js';
 
 // Only what a generated routine's turn reads of the folder: a logger and the toolbox.
-const folder = { routineLogger: () => silentLogger, toolbox: () => ({}), routineFor: () => undefined } as unknown as AgentFolder;
+const folder = {
+  routineLogger: () => silentLogger,
+  toolbox: () => ({}),
+  routineFor: () => undefined,
+} as unknown as AgentFolder;
 const document = { hash: 'h', metadata: { name: 'Echo' } } as unknown as ProtocolDocument;
 const route: Route = { kind: 'generated', known: { document, origin: 'local' }, runner: async (body) => body };
 
@@ -30,7 +34,10 @@ describe('the history a turn keeps', () => {
   it('records a conversation turn answered by an extension routine, for the LLM of later turns', async () => {
     const turn: Turn = { id: 'c1', turn: 1, state: {}, history: [] };
     expect(await answerer().answer(route, turn, { value: 1 }, undefined)).toEqual({ value: 1 });
-    expect(turn.history).toEqual([{ role: 'peer', body: { value: 1 } }, { role: 'agent', body: { value: 1 } }]);
+    expect(turn.history).toEqual([
+      { role: 'peer', body: { value: 1 } },
+      { role: 'agent', body: { value: 1 } },
+    ]);
   });
 
   it('records nothing for a single-round turn, which no later turn reads', async () => {

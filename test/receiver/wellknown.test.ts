@@ -9,8 +9,9 @@ import { InMemoryMemory } from '../../src/memory/file.js';
 import { hashText } from '../../src/protocol/document.js';
 import { Receiver } from '../../src/receiver.js';
 
-const doc = (name: string) => `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON about ${name}.\n`;
-const ROUTINE = "export default { handle: () => ({ ok: true }) };";
+const doc = (name: string) =>
+  `---\nname: ${name}\ndescription: ${name} things\nmultiround: false\n---\nSend JSON about ${name}.\n`;
+const ROUTINE = 'export default { handle: () => ({ ok: true }) };';
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -25,13 +26,20 @@ async function agent(count: number) {
     await writeFile(join(dir, 'protocols', `p${index}.md`), doc(`p${index}`));
     await writeFile(join(dir, 'routines', `p${index}.mjs`), ROUTINE);
   }
-  const receiver = await Receiver.start({ dir, llm: null, watch: false, memory: new InMemoryMemory(), logger: memoryLogger() });
+  const receiver = await Receiver.start({
+    dir,
+    llm: null,
+    watch: false,
+    memory: new InMemoryMemory(),
+    logger: memoryLogger(),
+  });
   cleanups.push(async () => {
     await receiver.close();
     await rm(dir, { recursive: true, force: true });
   });
   const handle = createHandler(receiver, { publicUrl: 'https://agent.example' });
-  const get = (headers: Record<string, string> = {}) => handle({ method: 'GET', path: '/wellknown', headers, body: undefined });
+  const get = (headers: Record<string, string> = {}) =>
+    handle({ method: 'GET', path: '/wellknown', headers, body: undefined });
   return { dir, receiver, get };
 }
 
@@ -91,7 +99,12 @@ describe('/wellknown built once per change', () => {
 
   it('answers HEAD with the headers only', async () => {
     const { receiver } = await agent(1);
-    const response = await createHandler(receiver)({ method: 'HEAD', path: '/wellknown', headers: { host: 'localhost:1' }, body: undefined });
+    const response = await createHandler(receiver)({
+      method: 'HEAD',
+      path: '/wellknown',
+      headers: { host: 'localhost:1' },
+      body: undefined,
+    });
     expect(response.status).toBe(200);
     expect(response.body).toBe('');
     expect(Number(response.headers['content-length'])).toBeGreaterThan(2);

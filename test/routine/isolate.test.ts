@@ -19,7 +19,11 @@ describe('SyncTimeLimit', () => {
     const parsed = limit.run(() => schema.safeParse({ n: 'x' }), 1000);
     expect(parsed.success).toBe(false);
     expect(limit.run(() => [1, 2], 1000)).toBeInstanceOf(Array);
-    expect(() => limit.run(() => { throw new TypeError('bad'); }, 1000)).toThrow(TypeError);
+    expect(() =>
+      limit.run(() => {
+        throw new TypeError('bad');
+      }, 1000),
+    ).toThrow(TypeError);
   });
 
   it('returns a promise untouched (what follows an await is outside the limit)', async () => {

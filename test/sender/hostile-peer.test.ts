@@ -12,9 +12,32 @@ const RUNS = Number(process.env.FUZZ_RUNS ?? 80);
 const TIMEOUT_MS = 150;
 const DOC = '---\nname: Weather\ndescription: Forecasts.\nmultiround: false\n---\nSend a city.\n';
 
-type Answer = { kind: 'close' } | { kind: 'silent' } | { kind: 'reply'; status: number; type: string | undefined; length: 'right' | 'more' | 'none'; body: string };
+type Answer =
+  | { kind: 'close' }
+  | { kind: 'silent' }
+  | { kind: 'reply'; status: number; type: string | undefined; length: 'right' | 'more' | 'none'; body: string };
 const bodies = fc.oneof(
-  fc.constantFrom('', '{', 'null', '[]', '"x"', '{"status":"success"}', '{"status":"success","body":{"a":1}}', '{"status":"success","body":"{\\"a\\":1}"}', '{"status":"failure","error":5}', '{"status":"success","body":1e400}', '{"status":"success","body":"x","conversationId":5}', '{"status":"success","body":"x","conversationId":"c1","conversationExpires":"soon"}', '{"__proto__":{"status":"success"},"body":1}', DOC, 'event: delta\ndata: {"delta":"a"}\n\n', 'event: done\ndata: {"status":"success","body":"b"}\n\n', 'data: {\n\n', 'event: delta\ndata: null\n\n', ': ping\n\n'),
+  fc.constantFrom(
+    '',
+    '{',
+    'null',
+    '[]',
+    '"x"',
+    '{"status":"success"}',
+    '{"status":"success","body":{"a":1}}',
+    '{"status":"success","body":"{\\"a\\":1}"}',
+    '{"status":"failure","error":5}',
+    '{"status":"success","body":1e400}',
+    '{"status":"success","body":"x","conversationId":5}',
+    '{"status":"success","body":"x","conversationId":"c1","conversationExpires":"soon"}',
+    '{"__proto__":{"status":"success"},"body":1}',
+    DOC,
+    'event: delta\ndata: {"delta":"a"}\n\n',
+    'event: done\ndata: {"status":"success","body":"b"}\n\n',
+    'data: {\n\n',
+    'event: delta\ndata: null\n\n',
+    ': ping\n\n',
+  ),
   fc.jsonValue({ maxDepth: 3 }).map((value) => JSON.stringify(value)),
   fc.string({ unit: 'binary', maxLength: 60 }),
 );
@@ -23,7 +46,13 @@ const answer: fc.Arbitrary<Answer> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'silent' } as const) },
   {
     weight: 12,
-    arbitrary: fc.record({ kind: fc.constant('reply' as const), status: fc.constantFrom(200, 201, 204, 302, 400, 404, 409, 429, 500, 503), type: fc.constantFrom('application/json', 'text/event-stream', 'text/plain', undefined), length: fc.constantFrom('right', 'more', 'none'), body: bodies }),
+    arbitrary: fc.record({
+      kind: fc.constant('reply' as const),
+      status: fc.constantFrom(200, 201, 204, 302, 400, 404, 409, 429, 500, 503),
+      type: fc.constantFrom('application/json', 'text/event-stream', 'text/plain', undefined),
+      length: fc.constantFrom('right', 'more', 'none'),
+      body: bodies,
+    }),
   },
 );
 
@@ -35,7 +64,13 @@ const server = createServer((socket: Socket) => {
     if (now.kind === 'close') return socket.destroy();
     if (now.kind === 'silent') return;
     const size = Buffer.byteLength(now.body);
-    const headers = [`HTTP/1.1 ${now.status} X`, ...(now.type ? [`Content-Type: ${now.type}`] : []), ...(now.length === 'none' ? [] : [`Content-Length: ${now.length === 'right' ? size : size + 40}`]), ...(now.status === 302 ? ['Location: /elsewhere'] : []), 'Connection: close'];
+    const headers = [
+      `HTTP/1.1 ${now.status} X`,
+      ...(now.type ? [`Content-Type: ${now.type}`] : []),
+      ...(now.length === 'none' ? [] : [`Content-Length: ${now.length === 'right' ? size : size + 40}`]),
+      ...(now.status === 302 ? ['Location: /elsewhere'] : []),
+      'Connection: close',
+    ];
     socket.end(`${headers.join('\r\n')}\r\n\r\n${now.body}`);
   });
 });

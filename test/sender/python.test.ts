@@ -41,7 +41,11 @@ describe('a Python-like peer (no /wellknown)', () => {
     const reply = await sender().query(peers.python.url, { protocol: DISTANCE, body: { miles: 2 } });
     expect(reply).toEqual({ body: { km: 3.219 } });
     const post = peers.python.requests.find((request) => request.method === 'POST')!;
-    expect(post.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [expect.stringMatching(/^data:/)], body: '{"miles":2}' });
+    expect(post.json).toEqual({
+      protocolHash: pythonHash(DISTANCE),
+      protocolSources: [expect.stringMatching(/^data:/)],
+      body: '{"miles":2}',
+    });
   });
 
   it('gets natural language as it is', async () => {
@@ -52,7 +56,11 @@ describe('a Python-like peer (no /wellknown)', () => {
   it('fails as the Python SDK does when a JSON object reaches it under a protocol (what this module prevents)', async () => {
     const raw = await fetch(`${peers.python.url}/`, {
       method: 'POST',
-      body: JSON.stringify({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 2 } }),
+      body: JSON.stringify({
+        protocolHash: pythonHash(DISTANCE),
+        protocolSources: [pythonDataUri(DISTANCE)],
+        body: { miles: 2 },
+      }),
     });
     expect(await raw.json()).toEqual({ status: 'error', message: "unhashable type: 'slice'" });
   });
@@ -69,10 +77,17 @@ describe('a Python-like peer (no /wellknown)', () => {
       thresholds: { lookForProtocolFrom: 1, negotiateFrom: 5 },
       extensions: {
         taskRoutine: async (_task, document) =>
-          document.hash === DISTANCE_HEX ? { buildBody: (input) => ({ miles: (input as { miles: number }).miles }), parseReply: (body) => body } : undefined,
+          document.hash === DISTANCE_HEX
+            ? { buildBody: (input) => ({ miles: (input as { miles: number }).miles }), parseReply: (body) => body }
+            : undefined,
       },
     });
-    const convert = client.task({ name: 'Convert miles', description: 'Miles to km.', input: z.object({ miles: z.number() }), output: z.object({ km: z.number() }) });
+    const convert = client.task({
+      name: 'Convert miles',
+      description: 'Miles to km.',
+      input: z.object({ miles: z.number() }),
+      output: z.object({ km: z.number() }),
+    });
     expect(await convert({ miles: 5 }, { target: peers.python.url })).toEqual({ km: 8.047 });
     // The LLM judged the document once; it never had to read the reply.
     expect(fake.requests.map((request) => request.system.includes('You decide'))).toEqual([true]);
@@ -82,7 +97,9 @@ describe('a Python-like peer (no /wellknown)', () => {
 describe('a peer with /wellknown', () => {
   it('gets JSON bodies as JSON', async () => {
     const recording = recordingFetch();
-    expect(await sender({ fetch: recording.fetch }).query(peers.agent.url, { protocol: DISTANCE, body: { miles: 2 } })).toEqual({ body: { km: 3.219 } });
+    expect(
+      await sender({ fetch: recording.fetch }).query(peers.agent.url, { protocol: DISTANCE, body: { miles: 2 } }),
+    ).toEqual({ body: { km: 3.219 } });
     expect(recording.calls.at(-1)!.json.body).toEqual({ miles: 2 });
   });
 });
@@ -91,9 +108,14 @@ describe('the exact URL', () => {
   it('posts a query to the URL as given, with no slash added, so a Python error text comes back as the peer wrote it', async () => {
     const recording = recordingFetch();
     const client = sender({ fetch: recording.fetch });
-    const error = await client.query(`${peers.python.url}/conversations/nope`, { body: 'hi' }).catch((caught: unknown) => caught);
+    const error = await client
+      .query(`${peers.python.url}/conversations/nope`, { body: 'hi' })
+      .catch((caught: unknown) => caught);
     expect(recording.calls.at(-1)!.url).toBe(`${peers.python.url}/conversations/nope`);
-    expect(error).toMatchObject({ code: 'PEER_FAILURE', message: `POST ${peers.python.url}/conversations/nope: failure: Conversation not found.` });
+    expect(error).toMatchObject({
+      code: 'PEER_FAILURE',
+      message: `POST ${peers.python.url}/conversations/nope: failure: Conversation not found.`,
+    });
     await client.query(peers.agent.url, { body: 'hi' }).catch(() => undefined);
     expect(recording.calls.at(-1)!.url).toBe(`${peers.agent.url}/`);
   });
@@ -114,7 +136,12 @@ describe('Sender and the environment', () => {
     cleanup.push(() => fake.close());
     vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
     vi.stubEnv('ANTHROPIC_BASE_URL', fake.url);
-    const convert = new Sender({ logger: silentLogger }).task({ name: 'Convert miles', description: 'Miles to km.', input: z.object({ miles: z.number() }), output: z.object({ km: z.number() }) });
+    const convert = new Sender({ logger: silentLogger }).task({
+      name: 'Convert miles',
+      description: 'Miles to km.',
+      input: z.object({ miles: z.number() }),
+      output: z.object({ km: z.number() }),
+    });
     expect(await convert({ miles: 5 }, { target: peers.agent.url })).toEqual({ km: 8.047 });
     expect(fake.requests.length).toBeGreaterThan(0);
   });

@@ -17,7 +17,12 @@ describe('the Sender', () => {
       request.on('end', () => {
         const url = request.url ?? '/';
         if (!url.startsWith('/agora')) return respond(404, 'text/plain', 'outside the prefix');
-        void handle({ method: request.method ?? 'GET', path: url.slice('/agora'.length) || '/', headers: request.headers, body: Buffer.concat(chunks) }).then((result) =>
+        void handle({
+          method: request.method ?? 'GET',
+          path: url.slice('/agora'.length) || '/',
+          headers: request.headers,
+          body: Buffer.concat(chunks),
+        }).then((result) =>
           respond(result.status, result.headers['content-type'] ?? 'text/plain', String(result.body)),
         );
       });
@@ -32,36 +37,55 @@ describe('the Sender', () => {
     await conversation.close();
     expect((await client.protocols(base))[0]).toMatchObject({ hash: DISTANCE_HEX, document: { text: DISTANCE } });
   });
-
 });
 
 describe('Python SDK 0.2.0 peers', () => {
-
   it('the emulation refuses hex hashes, as the Python SDK does', async () => {
-    const reply = await fetch(`${peers.python.url}/`, { method: 'POST', body: JSON.stringify({ protocolHash: DISTANCE_HEX, protocolSources: [encodeDataUri(DISTANCE)], body: {} }) });
+    const reply = await fetch(`${peers.python.url}/`, {
+      method: 'POST',
+      body: JSON.stringify({ protocolHash: DISTANCE_HEX, protocolSources: [encodeDataUri(DISTANCE)], body: {} }),
+    });
     expect(await reply.json()).toEqual({ status: 'error', message: 'Failed to download protocol' });
   });
-
 
   it('answers a Python sender under a protocol (base64 hash)', async () => {
     const task = await pythonSend(peers.agent.url, { protocol: DISTANCE, bodies: [{ miles: 5 }] });
     expect(task.replies).toEqual([{ status: 'success', body: { km: 8.047 } }]);
-    expect(task.requests[0]!.json).toEqual({ protocolHash: pythonHash(DISTANCE), protocolSources: [pythonDataUri(DISTANCE)], body: { miles: 5 } });
+    expect(task.requests[0]!.json).toEqual({
+      protocolHash: pythonHash(DISTANCE),
+      protocolSources: [pythonDataUri(DISTANCE)],
+      body: { miles: 5 },
+    });
   });
-
 
   it('answers a Python sender in natural language: multiround, re-sent fields, DELETE', async () => {
     const task = await pythonSend(peers.agent.url, { bodies: ['What is 6 miles in km?', 'And back?'] });
     const [first, second, closed] = task.replies;
-    expect(first).toMatchObject({ status: 'success', body: '6 miles is 9.656 km.', conversationId: expect.any(String) });
-    expect(second).toMatchObject({ status: 'success', body: 'You said: And back?', conversationId: first.conversationId });
+    expect(first).toMatchObject({
+      status: 'success',
+      body: '6 miles is 9.656 km.',
+      conversationId: expect.any(String),
+    });
+    expect(second).toMatchObject({
+      status: 'success',
+      body: 'You said: And back?',
+      conversationId: first.conversationId,
+    });
     expect(closed).toEqual({ status: 'success', body: null });
-    expect(task.requests[1]!.json).toEqual({ protocolHash: null, protocolSources: [], multiround: true, body: 'And back?' });
+    expect(task.requests[1]!.json).toEqual({
+      protocolHash: null,
+      protocolSources: [],
+      multiround: true,
+      body: 'And back?',
+    });
   });
 
-
   it('answers a Python sender in a multiround conversation under a protocol', async () => {
-    const task = await pythonSend(peers.agent.url, { protocol: DISTANCE, multiround: true, bodies: [{ miles: 1 }, { miles: 3 }] });
+    const task = await pythonSend(peers.agent.url, {
+      protocol: DISTANCE,
+      multiround: true,
+      bodies: [{ miles: 1 }, { miles: 3 }],
+    });
     expect(task.replies.map((reply) => reply.body)).toEqual([{ km: 1.609 }, { km: 4.828 }, null]);
   });
 });

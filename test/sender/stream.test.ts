@@ -6,7 +6,8 @@ import { Sender, type SenderStreamEvent } from '../../src/sender/sender.js';
 import { startTestAgent, type TestAgent } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 
-const NOTES = '---\nname: Notes\ndescription: Answers in prose.\nmultiround: true\n---\n\nThe sender asks a question in prose; the receiver answers in prose.\n';
+const NOTES =
+  '---\nname: Notes\ndescription: Answers in prose.\nmultiround: true\n---\n\nThe sender asks a question in prose; the receiver answers in prose.\n';
 
 async function collect(events: AsyncIterable<SenderStreamEvent>): Promise<SenderStreamEvent[]> {
   const all: SenderStreamEvent[] = [];
@@ -20,7 +21,8 @@ function cuttingFetch(events: number) {
   let cut = false;
   const wrapped: typeof fetch = async (input, init) => {
     const headers = new Headers(init?.headers);
-    if (headers.get('accept') === 'text/event-stream') calls.push({ method: init?.method ?? 'GET', url: String(input), lastEventId: headers.get('last-event-id') });
+    if (headers.get('accept') === 'text/event-stream')
+      calls.push({ method: init?.method ?? 'GET', url: String(input), lastEventId: headers.get('last-event-id') });
     const response = await fetch(input, init);
     if (cut || !response.headers.get('content-type')?.includes('text/event-stream')) return response;
     cut = true;
@@ -76,15 +78,25 @@ describe('sender.stream', () => {
     const cutting = cuttingFetch(2);
     const sender = new Sender({ logger: silentLogger, fetch: cutting.fetch });
     const events = await collect(sender.stream(agent.url, { protocol: NOTES, body: 'Count', multiround: true }));
-    expect(cutting.calls.map((call) => [call.method, call.lastEventId])).toEqual([['POST', null], ['GET', '2']]);
-    expect(events.filter((event) => event.type === 'delta').map((event) => event.delta)).toEqual(['one', ' two', ' three', ' four']);
+    expect(cutting.calls.map((call) => [call.method, call.lastEventId])).toEqual([
+      ['POST', null],
+      ['GET', '2'],
+    ]);
+    expect(events.filter((event) => event.type === 'delta').map((event) => event.delta)).toEqual([
+      'one',
+      ' two',
+      ' three',
+      ' four',
+    ]);
     const done = events.at(-1)!;
     expect(done.type === 'done' && done.result.body).toBe('one two three four');
   });
 
   it('throws the peer’s failure as PEER_FAILURE', async () => {
     agent.fake.push({ status: 400 });
-    await expect(collect(new Sender({ logger: silentLogger }).stream(agent.url, { body: 'Hi' }))).rejects.toThrow(/LLM unavailable/);
+    await expect(collect(new Sender({ logger: silentLogger }).stream(agent.url, { body: 'Hi' }))).rejects.toThrow(
+      /LLM unavailable/,
+    );
   });
 });
 
@@ -94,7 +106,10 @@ async function rawPeer(answer: (socket: import('node:net').Socket) => void): Pro
     socket.on('error', () => {});
     socket.once('data', (data: Buffer) => {
       if (data.toString('latin1').startsWith('POST ')) answer(socket);
-      else socket.end('HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"status":"failure","error":"Not found"}');
+      else
+        socket.end(
+          'HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n{"status":"failure","error":"Not found"}',
+        );
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -114,17 +129,40 @@ describe('sender.stream against a hostile peer', () => {
 
   it('gives up on a peer that never answers, or never finishes a whole reply, after its timeout', async () => {
     await expect(streamFrom(() => {})).rejects.toMatchObject({ code: 'TIMEOUT' });
-    await expect(streamFrom((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"status"'))).rejects.toMatchObject({ code: 'TIMEOUT' });
-    await expect(streamFrom((socket) => socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: delta\ndata: {"delta":"a"}\n\n'))).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(
+      streamFrom((socket) =>
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"status"'),
+      ),
+    ).rejects.toMatchObject({ code: 'TIMEOUT' });
+    await expect(
+      streamFrom((socket) =>
+        socket.write('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\nevent: delta\ndata: {"delta":"a"}\n\n'),
+      ),
+    ).rejects.toMatchObject({ code: 'TIMEOUT' });
   });
 
   it('refuses a whole reply over the size cap, and a body cut short, as PEER_FAILURE', async () => {
-    await expect(streamFrom((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n{'))).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringMatching(/larger than/) });
-    await expect(streamFrom((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"status"'))).rejects.toMatchObject({ name: 'AgoraError', code: 'PEER_FAILURE' });
+    await expect(
+      streamFrom((socket) =>
+        socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\n\r\n{'),
+      ),
+    ).rejects.toMatchObject({ code: 'PEER_FAILURE', message: expect.stringMatching(/larger than/) });
+    await expect(
+      streamFrom((socket) =>
+        socket.end('HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"status"'),
+      ),
+    ).rejects.toMatchObject({ name: 'AgoraError', code: 'PEER_FAILURE' });
   });
 
   it('reads an event whose data is JSON but not an object as an empty one', async () => {
-    const events = await streamFrom((socket) => socket.end('HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nevent: delta\ndata: null\n\nevent: done\ndata: {"status":"success","body":"x"}\n\n'));
-    expect(events).toEqual([{ type: 'delta', delta: null }, { type: 'done', result: { body: 'x' } }]);
+    const events = await streamFrom((socket) =>
+      socket.end(
+        'HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\nevent: delta\ndata: null\n\nevent: done\ndata: {"status":"success","body":"x"}\n\n',
+      ),
+    );
+    expect(events).toEqual([
+      { type: 'delta', delta: null },
+      { type: 'done', result: { body: 'x' } },
+    ]);
   });
 });

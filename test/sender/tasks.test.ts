@@ -10,20 +10,37 @@ import { DISTANCE, DISTANCE_HEX, failureOf, km, senderBrain, senderSuite } from 
 const { cleanup, sender, peers } = senderSuite();
 
 describe('typed tasks', () => {
-  const Convert = { name: 'Convert miles', description: 'Convert a distance in miles to kilometres.', input: z.object({ miles: z.number() }), output: z.object({ km: z.number() }) };
+  const Convert = {
+    name: 'Convert miles',
+    description: 'Convert a distance in miles to kilometres.',
+    input: z.object({ miles: z.number() }),
+    output: z.object({ km: z.number() }),
+  };
 
   async function senderAgent(options: SenderOptions = {}) {
     const fake = await FakeAnthropic.start({ fallback: senderBrain });
     cleanup.push(() => fake.close());
     const dir = await cleanup.tempDir('agora-sender-');
     const make = (extra: SenderOptions = {}) =>
-      sender({ llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }), dir, thresholds: { lookForProtocolFrom: 2, negotiateFrom: 3 }, ...options, ...extra });
+      sender({
+        llm: new AnthropicModel({ baseURL: fake.url, apiKey: 'test', maxRetries: 0 }),
+        dir,
+        thresholds: { lookForProtocolFrom: 2, negotiateFrom: 3 },
+        ...options,
+        ...extra,
+      });
     return { fake, dir, make };
   }
 
   const steps = (fake: FakeAnthropic) =>
     fake.requests.map((request) =>
-      request.system.includes('natural language') ? 'write-nl' : request.system.includes('You decide') ? 'judge' : request.system.includes('Write the body') ? 'write-body' : 'read',
+      request.system.includes('natural language')
+        ? 'write-nl'
+        : request.system.includes('You decide')
+          ? 'judge'
+          : request.system.includes('Write the body')
+            ? 'write-body'
+            : 'read',
     );
 
   it('goes from natural language to a fitting protocol, and keeps its counters across a restart', async () => {
@@ -71,7 +88,16 @@ describe('typed tasks', () => {
     expect(await convert({ miles: 3 }, { target: peers.agent.url })).toEqual({ km: 4.828 });
     expect(steps(fake)).toEqual(['judge']);
     await vi.waitFor(() => expect(events).toHaveLength(2));
-    expect(events[1]).toEqual({ task: 'Convert miles', target: peers.agent.url, hash: DISTANCE_HEX, input: { miles: 3 }, body: { miles: 3 }, reply: { km: 4.828 }, output: { km: 4.828 }, llmCalls: 0 });
+    expect(events[1]).toEqual({
+      task: 'Convert miles',
+      target: peers.agent.url,
+      hash: DISTANCE_HEX,
+      input: { miles: 3 },
+      body: { miles: 3 },
+      reply: { km: 4.828 },
+      output: { km: 4.828 },
+      llmCalls: 0,
+    });
     expect(events[0]!.llmCalls).toBe(1);
   });
 
@@ -93,10 +119,14 @@ describe('typed tasks', () => {
 
   it('gives up with INVALID_OUTPUT when the reply cannot be read after one repair', async () => {
     const { fake, make } = await senderAgent();
-    fake.setFallback((request) => (request.system.includes('turn its reply') ? 'It is about eight kilometres.' : senderBrain(request)));
+    fake.setFallback((request) =>
+      request.system.includes('turn its reply') ? 'It is about eight kilometres.' : senderBrain(request),
+    );
     const error = await failureOf(make().task(Convert)({ miles: 5 }, { target: peers.agent.url }));
     expect(error.code).toBe('INVALID_OUTPUT');
-    expect(error.message).toMatch(/^task "Convert miles": the reply could not be turned into the task's output: not JSON/);
+    expect(error.message).toMatch(
+      /^task "Convert miles": the reply could not be turned into the task's output: not JSON/,
+    );
     expect(steps(fake)).toEqual(['write-nl', 'read', 'read']);
     expect(fake.requests[2]!.lastUserText).toMatch(/^Your reply is not usable: not JSON/);
   });

@@ -14,11 +14,16 @@ describe('getJson and boundedFetch', () => {
       response.write(`data: ${'y'.repeat(5000)}\n\n`);
       return;
     }
-    if (request.url === '/stall') return void response.writeHead(200, { 'content-type': 'text/event-stream' }).write(': open\n\n');
+    if (request.url === '/stall')
+      return void response.writeHead(200, { 'content-type': 'text/event-stream' }).write(': open\n\n');
     if (request.url === '/gone') return void response.writeHead(404).end('{"error":"secret text"}');
-    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ ok: true, authorization: request.headers.authorization ?? null }));
+    response
+      .writeHead(200, { 'content-type': 'application/json' })
+      .end(JSON.stringify({ ok: true, authorization: request.headers.authorization ?? null }));
   });
-  const url = new Promise<string>((resolve) => server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as { port: number }).port}`)));
+  const url = new Promise<string>((resolve) =>
+    server.listen(0, '127.0.0.1', () => resolve(`http://127.0.0.1:${(server.address() as { port: number }).port}`)),
+  );
   afterAll(() => {
     server.closeAllConnections();
     return new Promise<void>((resolve) => server.close(() => resolve()));
@@ -28,13 +33,19 @@ describe('getJson and boundedFetch', () => {
     calls = 0;
     expect(await getJson(new PeerTransport(), `${await url}/flaky`)).toMatchObject({ ok: true });
     expect(calls).toBe(3);
-    await expect(getJson(new PeerTransport(), `${await url}/gone`)).rejects.toThrow(new RegExp(`^GET ${await url}/gone: HTTP 404$`));
+    await expect(getJson(new PeerTransport(), `${await url}/gone`)).rejects.toThrow(
+      new RegExp(`^GET ${await url}/gone: HTTP 404$`),
+    );
   });
 
   it('sends the token, caps an event stream, and bounds the wait between its pieces', async () => {
     const bounded = boundedFetch({ token: 't0k', timeoutMs: 300, maxReplyBytes: 8000 });
     expect(await (await bounded(`${await url}/`)).json()).toEqual({ ok: true, authorization: 'Bearer t0k' });
-    await expect((await bounded(`${await url}/stream`)).text()).rejects.toThrow(/GET http:\/\/127\.0\.0\.1:\d+\/stream: stream larger than 8000 bytes/);
-    await expect((await bounded(`${await url}/stall`)).text()).rejects.toThrow(/GET http:\/\/127\.0\.0\.1:\d+\/stall: timed out after 300 ms/);
+    await expect((await bounded(`${await url}/stream`)).text()).rejects.toThrow(
+      /GET http:\/\/127\.0\.0\.1:\d+\/stream: stream larger than 8000 bytes/,
+    );
+    await expect((await bounded(`${await url}/stall`)).text()).rejects.toThrow(
+      /GET http:\/\/127\.0\.0\.1:\d+\/stall: timed out after 300 ms/,
+    );
   });
 });

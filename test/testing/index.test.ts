@@ -9,8 +9,10 @@ import { hashText } from '../../src/protocol/document.js';
 import { FakeAnthropic, scriptedModel, startTestAgent, type TestAgent } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tool/define.js';
 
-const ECHO = '---\nname: Echo\ndescription: Echo a value.\nmultiround: true\n---\nThe sender sends JSON {"value": string}. The receiver replies the same JSON.\n';
-const ECHO_ROUTINE = 'export default (body: unknown, context: { conversation: { turn: number } }) => ({ ...(body as object), turn: context.conversation.turn });\n';
+const ECHO =
+  '---\nname: Echo\ndescription: Echo a value.\nmultiround: true\n---\nThe sender sends JSON {"value": string}. The receiver replies the same JSON.\n';
+const ECHO_ROUTINE =
+  'export default (body: unknown, context: { conversation: { turn: number } }) => ({ ...(body as object), turn: context.conversation.turn });\n';
 
 const cleanups: (() => Promise<void>)[] = [];
 
@@ -74,9 +76,18 @@ describe('startTestAgent', () => {
     const dir = await agentFolder({ 'protocols/echo.md': ECHO, 'routines/echo.ts': ECHO_ROUTINE });
     const agent = track(await startTestAgent({ dir }));
 
-    expect(await agent.query({ value: 'a' }, { protocol: 'protocols/echo.md' })).toEqual({ status: 'success', body: { value: 'a', turn: 1 } });
-    expect(await agent.query({ value: 'b' }, { protocol: join(dir, 'protocols/echo.md') })).toEqual({ status: 'success', body: { value: 'b', turn: 1 } });
-    expect(await agent.query({ value: 'c' }, { protocol: ECHO })).toEqual({ status: 'success', body: { value: 'c', turn: 1 } });
+    expect(await agent.query({ value: 'a' }, { protocol: 'protocols/echo.md' })).toEqual({
+      status: 'success',
+      body: { value: 'a', turn: 1 },
+    });
+    expect(await agent.query({ value: 'b' }, { protocol: join(dir, 'protocols/echo.md') })).toEqual({
+      status: 'success',
+      body: { value: 'b', turn: 1 },
+    });
+    expect(await agent.query({ value: 'c' }, { protocol: ECHO })).toEqual({
+      status: 'success',
+      body: { value: 'c', turn: 1 },
+    });
     expect(Object.keys((await (await fetch(`${agent.url}/wellknown`)).json()) as object)).toEqual([hashText(ECHO)]);
 
     // A document the agent does not hold is learned from the data: source the helper attaches.
@@ -91,9 +102,17 @@ describe('startTestAgent', () => {
     const agent = track(await startTestAgent({ dir }));
 
     const opening = await agent.query({ value: 'a' }, { protocol: 'protocols/echo.md', multiround: true });
-    expect(opening).toMatchObject({ status: 'success', body: { value: 'a', turn: 1 }, conversationId: expect.any(String) });
+    expect(opening).toMatchObject({
+      status: 'success',
+      body: { value: 'a', turn: 1 },
+      conversationId: expect.any(String),
+    });
     const id = (opening as { conversationId: string }).conversationId;
-    expect(await agent.followUp(id, { value: 'b' })).toMatchObject({ status: 'success', body: { value: 'b', turn: 2 }, conversationId: id });
+    expect(await agent.followUp(id, { value: 'b' })).toMatchObject({
+      status: 'success',
+      body: { value: 'b', turn: 2 },
+      conversationId: id,
+    });
     expect(await agent.followUp('never-known', 'x')).toEqual({ status: 'failure', error: 'Conversation not found' });
   });
 
@@ -101,11 +120,20 @@ describe('startTestAgent', () => {
     const agent = track(await startTestAgent({ dir: await agentFolder(), llm: null }));
 
     expect(agent.receiver.llm).toBeUndefined();
-    expect(await agent.query('Hi')).toEqual({ status: 'failure', error: 'This agent only accepts queries under the protocols listed at /wellknown' });
+    expect(await agent.query('Hi')).toEqual({
+      status: 'failure',
+      error: 'This agent only accepts queries under the protocols listed at /wellknown',
+    });
   });
 
   it('passes AnthropicModel options on, and takes another LLM instead of the fake', async () => {
-    const slow = track(await startTestAgent({ dir: await agentFolder(), anthropic: { timeoutMs: 200 }, fake: { replies: [{ stall: true }] } }));
+    const slow = track(
+      await startTestAgent({
+        dir: await agentFolder(),
+        anthropic: { timeoutMs: 200 },
+        fake: { replies: [{ stall: true }] },
+      }),
+    );
     expect(await slow.query('Hi')).toEqual({ status: 'failure', error: 'LLM unavailable' });
 
     const llm = scriptedModel(['In process.']);
@@ -117,14 +145,24 @@ describe('startTestAgent', () => {
 });
 
 describe('scriptedModel', () => {
-  const forecast = defineTool({ name: 'get_forecast', description: 'Forecast', input: z.object({ city: z.string() }), run: ({ city }) => ({ city, sky: 'sunny' }) });
+  const forecast = defineTool({
+    name: 'get_forecast',
+    description: 'Forecast',
+    input: z.object({ city: z.string() }),
+    run: ({ city }) => ({ city, sky: 'sunny' }),
+  });
 
   it('replies in order, runs tool calls through the loop, and records what it was asked', async () => {
     const llm = scriptedModel([{ toolUse: [{ name: 'get_forecast', input: { city: 'Paris' } }] }]);
     llm.push((request) => `Done after ${request.messages.length} messages.`);
     const usage: number[] = [];
 
-    const result = await converse(llm, { system: 'Be brief.', messages: [{ role: 'user', content: 'Weather?' }], tools: [forecast], onUsage: (call) => usage.push(call.inputTokens, call.outputTokens) });
+    const result = await converse(llm, {
+      system: 'Be brief.',
+      messages: [{ role: 'user', content: 'Weather?' }],
+      tools: [forecast],
+      onUsage: (call) => usage.push(call.inputTokens, call.outputTokens),
+    });
 
     expect(result.text).toBe('Done after 3 messages.');
     expect(result.calls).toBe(2);
@@ -132,7 +170,10 @@ describe('scriptedModel', () => {
     expect(llm.requests).toHaveLength(2);
     expect(llm.requests[0]!.messages).toHaveLength(1);
     expect(llm.requests[0]!.tools?.map((tool) => tool.name)).toEqual(['get_forecast']);
-    expect(llm.requests[1]!.messages[2]).toEqual({ role: 'user', content: [{ type: 'tool-result', toolCallId: 'call_scripted1', content: '{"city":"Paris","sky":"sunny"}' }] });
+    expect(llm.requests[1]!.messages[2]).toEqual({
+      role: 'user',
+      content: [{ type: 'tool-result', toolCallId: 'call_scripted1', content: '{"city":"Paris","sky":"sunny"}' }],
+    });
   });
 
   it('reports given usage, and fails as LLM unavailable on an Error reply or an exhausted script', async () => {
@@ -140,7 +181,13 @@ describe('scriptedModel', () => {
     const llm = scriptedModel([{ text: 'ok', usage: { inputTokens: 7, outputTokens: 2 } }, cause]);
     const request = { system: '', messages: [{ role: 'user' as const, content: 'Hi' }] };
 
-    expect(await llm.complete(request)).toMatchObject({ text: 'ok', toolCalls: [], stopReason: 'stop', usage: { inputTokens: 7, outputTokens: 2 }, model: 'scripted' });
+    expect(await llm.complete(request)).toMatchObject({
+      text: 'ok',
+      toolCalls: [],
+      stopReason: 'stop',
+      usage: { inputTokens: 7, outputTokens: 2 },
+      model: 'scripted',
+    });
     const failed = await llm.complete(request).catch((error: unknown) => error);
     expect(failed).toBeInstanceOf(AgoraError);
     expect(failed).toMatchObject({ code: 'LLM_UNAVAILABLE', message: 'LLM unavailable', cause });

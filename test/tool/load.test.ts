@@ -37,7 +37,9 @@ describe('loadToolFolder', () => {
     const loaded = await loadToolFolder(tools, cache, logger);
     const names = [...loaded.values()].flatMap((entry) => entry.tools.map((tool) => tool.name)).sort();
     expect(names).toEqual(['double', 'one', 'two']);
-    expect(await [...loaded.values()].find((entry) => entry.file.endsWith('double.ts'))!.tools[0]!.run({ n: 4 }, {})).toBe(8);
+    expect(
+      await [...loaded.values()].find((entry) => entry.file.endsWith('double.ts'))!.tools[0]!.run({ n: 4 }, {}),
+    ).toBe(8);
     expect(logger.lines.filter((line) => line.includes('not loaded'))).toHaveLength(2);
     expect(logger.lines.join('\n')).toContain('the default export must be defineTool');
   });

@@ -7,7 +7,8 @@ import { startTestAgent, type TestAgent } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { MCP_SERVERS_FILE, startHttpMcpServer } from '../helpers/mcp-servers.js';
 
-const CALL_PD = '---\nname: Call\ndescription: Calls one of the agent tools.\nmultiround: false\n---\nSend {"tool": string, "input": object}; the reply is {"result": any} or {"error": string}.\n';
+const CALL_PD =
+  '---\nname: Call\ndescription: Calls one of the agent tools.\nmultiround: false\n---\nSend {"tool": string, "input": object}; the reply is {"result": any} or {"error": string}.\n';
 const CALL_ROUTINE = `export default async function (body: { tool: string; input: unknown }, context: any) {
   try {
     return { result: await context.tools[body.tool](body.input) };
@@ -31,11 +32,20 @@ describe('MCP servers as tools (mcp.json)', () => {
   beforeAll(async () => {
     web = await startHttpMcpServer();
     const mcpServers = {
-      calc: { command: process.execPath, args: ['--import', import.meta.resolve('tsx'), MCP_SERVERS_FILE, 'stdio'], timeout: 2, maxResultChars: 50_000 },
+      calc: {
+        command: process.execPath,
+        args: ['--import', import.meta.resolve('tsx'), MCP_SERVERS_FILE, 'stdio'],
+        timeout: 2,
+        maxResultChars: 50_000,
+      },
       web: { url: web.url },
       broken: { command: `${MCP_SERVERS_FILE}.does-not-exist` },
     };
-    folder = await makeAgentFolder({ 'mcp.json': JSON.stringify({ mcpServers }), 'protocols/call.md': CALL_PD, 'routines/call.ts': CALL_ROUTINE });
+    folder = await makeAgentFolder({
+      'mcp.json': JSON.stringify({ mcpServers }),
+      'protocols/call.md': CALL_PD,
+      'routines/call.ts': CALL_ROUTINE,
+    });
     agent = await startTestAgent({ dir: folder.dir, logger: silentLogger, fake: { replies: [] } });
   }, 60_000);
 
@@ -66,9 +76,14 @@ describe('MCP servers as tools (mcp.json)', () => {
   it('starts every server before the LLM is offered the tools, and adds their tools, typed from the server schema', async () => {
     agent.fake.push('Nothing to do.');
     expect(await agent.query('Say nothing')).toEqual({ status: 'success', body: 'Nothing to do.' });
-    const offered = (agent.fake.requests.at(-1)!.body as { tools?: { name: string }[] }).tools?.map((tool) => tool.name).sort();
+    const offered = (agent.fake.requests.at(-1)!.body as { tools?: { name: string }[] }).tools
+      ?.map((tool) => tool.name)
+      .sort();
     expect(offered).toEqual(['calc_add', 'calc_big', 'calc_crash', 'calc_hang', 'calc_pid', 'web_shout']);
-    expect(agent.receiver.mcpServers().find((server) => server.name === 'calc')).toMatchObject({ state: 'running', tools: 5 });
+    expect(agent.receiver.mcpServers().find((server) => server.name === 'calc')).toMatchObject({
+      state: 'running',
+      tools: 5,
+    });
     const names = agent.receiver.tools.map((tool) => tool.name).sort();
     expect(names).toEqual(['calc_add', 'calc_big', 'calc_crash', 'calc_hang', 'calc_pid', 'web_shout']);
     const add = agent.receiver.tools.find((tool) => tool.name === 'calc_add')!;
@@ -92,7 +107,10 @@ describe('MCP servers as tools (mcp.json)', () => {
     const second = (await call('calc_pid')).result;
     expect(second).toMatch(/^\d+$/);
     expect(second).not.toBe(first);
-    expect(agent.receiver.mcpServers().find((server) => server.name === 'calc')).toMatchObject({ state: 'running', restarts: 1 });
+    expect(agent.receiver.mcpServers().find((server) => server.name === 'calc')).toMatchObject({
+      state: 'running',
+      restarts: 1,
+    });
   });
 
   it('times out a hung call with a clear error, and the server still answers', async () => {
@@ -105,7 +123,11 @@ describe('MCP servers as tools (mcp.json)', () => {
   });
 
   it('reports a server that fails to start without failing the agent, and says so to a routine that calls it', async () => {
-    expect(agent.receiver.mcpServers().find((server) => server.name === 'broken')).toMatchObject({ state: 'failed', tools: 0, error: expect.any(String) });
+    expect(agent.receiver.mcpServers().find((server) => server.name === 'broken')).toMatchObject({
+      state: 'failed',
+      tools: 0,
+      error: expect.any(String),
+    });
     expect((await call('broken_anything')).error).toMatch(/^MCP server "broken" did not start: /);
   });
 });

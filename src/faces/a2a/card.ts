@@ -5,7 +5,14 @@ import type { CatalogEntry } from '../catalog.js';
 export const A2A_RPC_PATH = '/a2a';
 
 /** The agent card in A2A 1.0's JSON shape. */
-export function a2aCard(input: { name: string; description: string; version: string; baseUrl: string; protocols: readonly CatalogEntry[]; tokens: boolean }): Record<string, unknown> {
+export function a2aCard(input: {
+  name: string;
+  description: string;
+  version: string;
+  baseUrl: string;
+  protocols: readonly CatalogEntry[];
+  tokens: boolean;
+}): Record<string, unknown> {
   return {
     name: input.name,
     description: input.description || `${input.name}, an Agora agent`,
@@ -29,7 +36,10 @@ export function a2aCard(input: { name: string; description: string; version: str
       outputModes: ['application/json'],
     })),
     ...(input.tokens
-      ? { securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } }, securityRequirements: [{ schemes: { bearer: { list: [] } } }] }
+      ? {
+          securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } } },
+          securityRequirements: [{ schemes: { bearer: { list: [] } } }],
+        }
       : {}),
   };
 }

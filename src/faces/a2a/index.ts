@@ -48,13 +48,22 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
   name: 'a2a',
   create(context, options): Face {
     const catalog = createCatalog(context.receiver);
-    const shared = { tokensRequired: context.tokensRequired, maxBodyBytes: context.maxBodyBytes, logger: context.logger, now: context.now };
+    const shared = {
+      tokensRequired: context.tokensRequired,
+      maxBodyBytes: context.maxBodyBytes,
+      logger: context.logger,
+      now: context.now,
+    };
     // A stream of the caller's own answers everything and keeps its own sessions. The receiver's keeps them here,
     // and a blocking call asks the receiver directly, without the stream's machinery.
     const sessions = new FaceSessions('a2a', context.memory, { now: context.now });
     const rpc = options.stream
       ? createA2aRpc({ ...shared, stream: options.stream })
-      : createA2aRpc({ ...shared, stream: receiverStream(context.receiver, sessions), answer: (question, requestContext) => ask(context.receiver, sessions, question, requestContext) });
+      : createA2aRpc({
+          ...shared,
+          stream: receiverStream(context.receiver, sessions),
+          answer: (question, requestContext) => ask(context.receiver, sessions, question, requestContext),
+        });
 
     async function answerRpc(request: Parameters<Face['handle']>[0]): Promise<EdgeResponse> {
       if (request.method !== 'POST') {
@@ -64,7 +73,12 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
       }
       const version = header(request, 'a2a-version');
       if (version !== undefined && version !== '' && !SUPPORTED_VERSION.test(version.trim())) {
-        return rpcError(200, null, A2A_ERRORS.VERSION_NOT_SUPPORTED, `A2A version ${version.slice(0, 20)} is not supported (1.0, 0.3)`);
+        return rpcError(
+          200,
+          null,
+          A2A_ERRORS.VERSION_NOT_SUPPORTED,
+          `A2A version ${version.slice(0, 20)} is not supported (1.0, 0.3)`,
+        );
       }
       return rpc(request);
     }
@@ -101,4 +115,3 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
     };
   },
 };
-

@@ -43,7 +43,16 @@ const METHODS = new Map<string, [Method, Version]>([
 
 type State = 'working' | 'completed' | 'failed';
 /** A task as kept for `GetTask`; `owner` is the caller's principal (a token's digest), who alone may read it. */
-type StoredTask = { id: string; contextId: string; owner: string; state: State; input: JsonValue[]; output?: JsonValue; error?: string; timestamp: string };
+type StoredTask = {
+  id: string;
+  contextId: string;
+  owner: string;
+  state: State;
+  input: JsonValue[];
+  output?: JsonValue;
+  error?: string;
+  timestamp: string;
+};
 
 /** What the A2A face works with. */
 export type A2aRpcDeps = {
@@ -86,23 +95,46 @@ function partJson(value: JsonValue, version: Version): JsonObject {
   return isObject(value) ? { kind: 'data', data: value } : { kind: 'text', text: JSON.stringify(value) };
 }
 
-function messageJson(task: StoredTask, role: 'user' | 'agent', parts: JsonValue[], version: Version, messageId: string): JsonObject {
-  const common = { messageId, contextId: task.contextId, taskId: task.id, parts: parts.map((part) => partJson(part, version)) };
-  return version === '1.0' ? { ...common, role: role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT' } : { kind: 'message', ...common, role };
+function messageJson(
+  task: StoredTask,
+  role: 'user' | 'agent',
+  parts: JsonValue[],
+  version: Version,
+  messageId: string,
+): JsonObject {
+  const common = {
+    messageId,
+    contextId: task.contextId,
+    taskId: task.id,
+    parts: parts.map((part) => partJson(part, version)),
+  };
+  return version === '1.0'
+    ? { ...common, role: role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT' }
+    : { kind: 'message', ...common, role };
 }
 
-const STATES_1_0: Record<State, string> = { working: 'TASK_STATE_WORKING', completed: 'TASK_STATE_COMPLETED', failed: 'TASK_STATE_FAILED' };
+const STATES_1_0: Record<State, string> = {
+  working: 'TASK_STATE_WORKING',
+  completed: 'TASK_STATE_COMPLETED',
+  failed: 'TASK_STATE_FAILED',
+};
 
 function taskJson(task: StoredTask, version: Version): JsonObject {
   const answer = task.error !== undefined ? [task.error] : task.output !== undefined ? [task.output] : [];
   const agent = answer.length ? messageJson(task, 'agent', answer, version, `${task.id}-reply`) : undefined;
-  const status: JsonObject = { state: version === '1.0' ? STATES_1_0[task.state] : task.state, timestamp: task.timestamp };
+  const status: JsonObject = {
+    state: version === '1.0' ? STATES_1_0[task.state] : task.state,
+    timestamp: task.timestamp,
+  };
   if (agent) status.message = agent;
   const json: JsonObject = {
     id: task.id,
     contextId: task.contextId,
     status,
-    artifacts: task.output !== undefined ? [{ artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(task.output, version)] }] : [],
+    artifacts:
+      task.output !== undefined
+        ? [{ artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(task.output, version)] }]
+        : [],
     history: [messageJson(task, 'user', task.input, version, `${task.id}-request`), ...(agent ? [agent] : [])],
   };
   return version === '1.0' ? json : { kind: 'task', ...json };
@@ -111,15 +143,18 @@ function taskJson(task: StoredTask, version: Version): JsonObject {
 /** Reads the question in a message's parts: a data part `{protocolHash, body}`, else the text parts joined. */
 function questionOf(message: JsonObject): { ask: Ask; input: JsonValue[] } {
   const parts = message.parts;
-  if (!Array.isArray(parts) || parts.length === 0) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.parts must be a non-empty array');
+  if (!Array.isArray(parts) || parts.length === 0)
+    throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.parts must be a non-empty array');
   const texts: string[] = [];
   for (const part of parts) {
     if (!isObject(part)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'each part must be an object');
     const data = part.data;
     if (isObject(data) && typeof data.protocolHash === 'string') {
-      if (data.body === undefined) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'a data part with protocolHash needs a body');
+      if (data.body === undefined)
+        throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'a data part with protocolHash needs a body');
       const ask: Ask = { protocolHash: data.protocolHash, body: data.body };
-      if (Array.isArray(data.protocolSources) && data.protocolSources.every((source) => typeof source === 'string')) ask.protocolSources = data.protocolSources as string[];
+      if (Array.isArray(data.protocolSources) && data.protocolSources.every((source) => typeof source === 'string'))
+        ask.protocolSources = data.protocolSources as string[];
       return { ask, input: [data] };
     }
     if (typeof part.text === 'string') texts.push(part.text);
@@ -157,20 +192,29 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
   const fail = (id: JsonValue, code: number, message: string) => rpcError(200, id, code, message);
 
   /** The caller as its token names it (`""` without tokens): its conversations and tasks are its own. */
-  const principalOf = (request: EdgeRequest): string => (deps.tokensRequired ? (tokenScope(header(request, 'authorization')) ?? '') : '');
+  const principalOf = (request: EdgeRequest): string =>
+    deps.tokensRequired ? (tokenScope(header(request, 'authorization')) ?? '') : '';
 
   function start(params: JsonObject, request: EdgeRequest): { task: StoredTask; ask: Ask } {
     const message = params.message;
     if (!isObject(message)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params.message is required');
     const { ask, input } = questionOf(message);
     const given = message.contextId;
-    if (given !== undefined && (typeof given !== 'string' || given.length === 0 || given.length > 256)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.contextId must be a string');
+    if (given !== undefined && (typeof given !== 'string' || given.length === 0 || given.length > 256))
+      throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.contextId must be a string');
     // A2A's default flow: a first message without contextId gets one of ours, and the next ones send it back; a client
     // may also choose its own. Either way the id is the conversation's, kept as given and scoped by the caller's token.
     const contextId = typeof given === 'string' ? given : randomUUID();
     const owner = principalOf(request);
     ask.session = sessionKey(owner, contextId);
-    const task: StoredTask = { id: randomUUID(), contextId, owner, state: 'working', input, timestamp: new Date(deps.now()).toISOString() };
+    const task: StoredTask = {
+      id: randomUUID(),
+      contextId,
+      owner,
+      state: 'working',
+      input,
+      timestamp: new Date(deps.now()).toISOString(),
+    };
     return { task, ask };
   }
 
@@ -188,7 +232,13 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
   }
 
   // Frames as A2A's clients read them: `data:` lines only, no event name.
-  async function* streamEvents(id: JsonValue, task: StoredTask, ask: Ask, version: Version, signal?: AbortSignal): AsyncGenerator<string> {
+  async function* streamEvents(
+    id: JsonValue,
+    task: StoredTask,
+    ask: Ask,
+    version: Version,
+    signal?: AbortSignal,
+  ): AsyncGenerator<string> {
     const event = (result: JsonValue) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
     yield event(version === '1.0' ? { task: taskJson(task, version) } : taskJson(task, version));
     const artifactUpdate = (part: JsonValue, append: boolean, lastChunk: boolean) => {
@@ -234,7 +284,8 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
         return fail(null, A2A_ERRORS.PARSE, 'Parse error');
       }
       if (Array.isArray(envelope)) return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Batch requests are not supported');
-      if (!isObject(envelope) || envelope.jsonrpc !== '2.0' || typeof envelope.method !== 'string') return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Invalid JSON-RPC request');
+      if (!isObject(envelope) || envelope.jsonrpc !== '2.0' || typeof envelope.method !== 'string')
+        return fail(null, A2A_ERRORS.INVALID_REQUEST, 'Invalid JSON-RPC request');
       if (typeof envelope.id === 'string' || typeof envelope.id === 'number') id = envelope.id;
       const known = METHODS.get(envelope.method);
       if (!known) return fail(id, A2A_ERRORS.METHOD_NOT_FOUND, `Method not found: ${envelope.method.slice(0, 100)}`);
@@ -242,7 +293,12 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       served.version = version;
       // Each method name is one version's; a client that names its version (`A2A-Version`) must name that one.
       const stated = header(request, 'a2a-version')?.trim();
-      if (stated && !stated.startsWith(version)) return fail(id, A2A_ERRORS.METHOD_NOT_FOUND, `Method not found: ${envelope.method} is A2A ${version}'s, not ${stated.slice(0, 20)}'s`);
+      if (stated && !stated.startsWith(version))
+        return fail(
+          id,
+          A2A_ERRORS.METHOD_NOT_FOUND,
+          `Method not found: ${envelope.method} is A2A ${version}'s, not ${stated.slice(0, 20)}'s`,
+        );
       const params = envelope.params ?? {};
       if (!isObject(params)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'params must be an object');
       if (method === 'get' || method === 'cancel') {
@@ -252,7 +308,8 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
         const task = found?.owner === principalOf(request) ? found : undefined;
         if (!task) throw new RpcError(A2A_ERRORS.TASK_NOT_FOUND, `Task not found: ${params.id.slice(0, 100)}`);
         // Tasks are answered before they are listed, so none is left to cancel.
-        if (method === 'cancel') throw new RpcError(A2A_ERRORS.TASK_NOT_CANCELABLE, `Task ${task.id} is ${task.state} and cannot be canceled`);
+        if (method === 'cancel')
+          throw new RpcError(A2A_ERRORS.TASK_NOT_CANCELABLE, `Task ${task.id} is ${task.state} and cannot be canceled`);
         return reply(id, taskJson(task, version));
       }
       const { task, ask } = start(params, request);
@@ -274,7 +331,10 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
     } catch (error) {
       if (error instanceof RpcError) return fail(id, error.code, error.message);
       deps.logger.error(`A2A: ${describeError(error)}`);
-      return jsonText(200, JSON.stringify({ jsonrpc: '2.0', id, error: { code: A2A_ERRORS.INTERNAL, message: 'Internal error' } }));
+      return jsonText(
+        200,
+        JSON.stringify({ jsonrpc: '2.0', id, error: { code: A2A_ERRORS.INTERNAL, message: 'Internal error' } }),
+      );
     }
   }
 
@@ -286,4 +346,3 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
     return response;
   };
 }
-

@@ -7,7 +7,10 @@ export const MAX_PEER_TEXT = 200;
 
 /** A peer's text fit to show: control characters and runs of blanks as one space, at most `max` characters. */
 export function peerText(text: string, max = MAX_PEER_TEXT): string {
-  const flat = text.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
+  const flat = text
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/\s+/g, ' ')
+    .trim();
   return flat.length > max ? `${flat.slice(0, max)}…` : flat;
 }
 

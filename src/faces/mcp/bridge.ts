@@ -80,23 +80,38 @@ export class McpBridge {
 
   /** The agent's tools, as its face lists them (the first `maxTools`). */
   async listTools(cursor: string | undefined, signal?: AbortSignal): Promise<ListToolsResult> {
-    const result = await this.#request({ method: 'tools/list', params: cursor === undefined ? {} : { cursor } }, ListToolsResultSchema, signal);
+    const result = await this.#request(
+      { method: 'tools/list', params: cursor === undefined ? {} : { cursor } },
+      ListToolsResultSchema,
+      signal,
+    );
     const maxTools = this.#options.maxTools ?? 1000;
     if (result.tools.length <= maxTools) return result;
     // Once: the poll lists the tools again every few seconds.
-    if (!this.#warned) this.#warn(`agora mcp: ${shownUrl(this.endpoint)} listed ${result.tools.length} tools; the first ${maxTools} are passed on`);
+    if (!this.#warned)
+      this.#warn(
+        `agora mcp: ${shownUrl(this.endpoint)} listed ${result.tools.length} tools; the first ${maxTools} are passed on`,
+      );
     this.#warned = true;
     return { ...result, tools: result.tools.slice(0, maxTools) };
   }
 
   /** A tool call, answered by the agent in this session. */
   callTool(name: string, args: Record<string, unknown> | undefined, signal?: AbortSignal): Promise<CallToolResult> {
-    return this.#request({ method: 'tools/call', params: { name, ...(args !== undefined ? { arguments: args } : {}) } }, CallToolResultSchema, signal) as Promise<CallToolResult>;
+    return this.#request(
+      { method: 'tools/call', params: { name, ...(args !== undefined ? { arguments: args } : {}) } },
+      CallToolResultSchema,
+      signal,
+    ) as Promise<CallToolResult>;
   }
 
   /** The agent's resources. */
   listResources(cursor: string | undefined, signal?: AbortSignal): Promise<ListResourcesResult> {
-    return this.#request({ method: 'resources/list', params: cursor === undefined ? {} : { cursor } }, ListResourcesResultSchema, signal);
+    return this.#request(
+      { method: 'resources/list', params: cursor === undefined ? {} : { cursor } },
+      ListResourcesResultSchema,
+      signal,
+    );
   }
 
   /** One resource of the agent's. */
@@ -113,20 +128,30 @@ export class McpBridge {
     if (client === undefined) return;
     // A host that closes waits a few seconds at most; closing the client then aborts a DELETE still under way.
     const transport = client.transport as StreamableHTTPClientTransport | undefined;
-    await Promise.race([transport?.terminateSession().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, Math.min(this.#timeoutMs, CLOSE_WAIT_MS)).unref())]);
+    await Promise.race([
+      transport?.terminateSession().catch(() => undefined),
+      new Promise((resolve) => setTimeout(resolve, Math.min(this.#timeoutMs, CLOSE_WAIT_MS)).unref()),
+    ]);
     await client.close().catch(() => undefined);
   }
 
   // A request in the session; a session the agent answers 404 is opened again and the request sent once more (the
   // agent did not take it: MCP's transport spec has clients start a new session on 404).
-  async #request<Schema extends z.ZodType>(request: { method: string; params: Record<string, unknown> }, schema: Schema, signal: AbortSignal | undefined): Promise<z.output<Schema>> {
+  async #request<Schema extends z.ZodType>(
+    request: { method: string; params: Record<string, unknown> },
+    schema: Schema,
+    signal: AbortSignal | undefined,
+  ): Promise<z.output<Schema>> {
     for (let attempt = 0; ; attempt++) {
       const pending = this.#connected();
       const client = await pending;
       const deadline = AbortSignal.timeout(this.#timeoutMs);
       try {
         // The SDK's own timer stays behind ours: a timeout is ours, so it is worded as one.
-        return await client.request(request, schema, { signal: signal ? AbortSignal.any([signal, deadline]) : deadline, timeout: this.#timeoutMs + 1000 });
+        return await client.request(request, schema, {
+          signal: signal ? AbortSignal.any([signal, deadline]) : deadline,
+          timeout: this.#timeoutMs + 1000,
+        });
       } catch (error) {
         if (attempt === 0 && error instanceof StreamableHTTPError && error.code === 404) {
           this.#drop(pending);
@@ -139,7 +164,10 @@ export class McpBridge {
   }
 
   #connected(): Promise<Client> {
-    if (this.#closed) return Promise.reject(new AgoraError('PEER_FAILURE', `agent at ${shownUrl(this.endpoint)}: the bridge is closing`));
+    if (this.#closed)
+      return Promise.reject(
+        new AgoraError('PEER_FAILURE', `agent at ${shownUrl(this.endpoint)}: the bridge is closing`),
+      );
     this.#client ??= this.#connect().catch((error: unknown) => {
       this.#client = undefined;
       throw error;
@@ -154,7 +182,9 @@ export class McpBridge {
   }
 
   async #connect(): Promise<Client> {
-    const headers: Record<string, string> = this.#options.token ? { authorization: `Bearer ${this.#options.token}` } : {};
+    const headers: Record<string, string> = this.#options.token
+      ? { authorization: `Bearer ${this.#options.token}` }
+      : {};
     const transport = new StreamableHTTPClientTransport(new URL(this.endpoint), {
       requestInit: { headers },
       fetch: bridgeFetch(this.#options.fetch ?? fetch, this.#timeoutMs, this.#options.maxReplyBytes ?? 4 * 1024 * 1024),
@@ -163,7 +193,9 @@ export class McpBridge {
     // The notification stream's hiccups (a reconnection, an agent restarting) are not the host's business.
     client.onerror = () => undefined;
     client.setNotificationHandler(ToolListChangedNotificationSchema, () => this.#options.onListChanged?.('tools'));
-    client.setNotificationHandler(ResourceListChangedNotificationSchema, () => this.#options.onListChanged?.('resources'));
+    client.setNotificationHandler(ResourceListChangedNotificationSchema, () =>
+      this.#options.onListChanged?.('resources'),
+    );
     const deadline = AbortSignal.timeout(this.#timeoutMs);
     try {
       await client.connect(transport, { signal: deadline, timeout: this.#timeoutMs + 1000 });
@@ -171,7 +203,10 @@ export class McpBridge {
       await client.close().catch(() => undefined);
       if (hasNoMcpFace(error)) {
         const agent = `agent at ${shownUrl(this.endpoint)}`;
-        throw new AgoraError('NOT_FOUND', `${agent} serves no MCP face (${failureOf(this.endpoint, error).message.slice(agent.length + 1)})`);
+        throw new AgoraError(
+          'NOT_FOUND',
+          `${agent} serves no MCP face (${failureOf(this.endpoint, error).message.slice(agent.length + 1)})`,
+        );
       }
       throw failureOf(this.endpoint, error, { timedOut: deadline.aborted, timeoutMs: this.#timeoutMs });
     }
@@ -211,7 +246,9 @@ const errorBodySchema = z.object({ error: z.union([z.string(), z.object({ messag
 
 /** What an HTTP refusal's body says: the error's message when it is one, else its text. */
 function refusalText(error: StreamableHTTPError): string {
-  const text = error.message.replace(/^Streamable HTTP error: /, '').replace(/^(?:Error POSTing to endpoint|Failed to open SSE stream|Failed to terminate session):? ?/, '');
+  const text = error.message
+    .replace(/^Streamable HTTP error: /, '')
+    .replace(/^(?:Error POSTing to endpoint|Failed to open SSE stream|Failed to terminate session):? ?/, '');
   try {
     const parsed = errorBodySchema.safeParse(JSON.parse(text));
     if (parsed.success) return typeof parsed.data.error === 'string' ? parsed.data.error : parsed.data.error.message;
@@ -225,21 +262,34 @@ function refusalText(error: StreamableHTTPError): string {
  * A failure of an exchange with the agent at `endpoint`, worded for a host: what it answered (`answered 503: …`), or
  * that it did not (`no answer within 30 s`, `connection refused`). The agent's text is bounded and sanitised.
  */
-export function failureOf(endpoint: string, error: unknown, how: { timedOut?: boolean; timeoutMs?: number } = {}): AgoraError {
+export function failureOf(
+  endpoint: string,
+  error: unknown,
+  how: { timedOut?: boolean; timeoutMs?: number } = {},
+): AgoraError {
   const agent = `agent at ${shownUrl(endpoint)}`;
-  const timeout = () => new AgoraError('TIMEOUT', `${agent}: no answer within ${seconds(how.timeoutMs ?? 0)}`, { cause: error });
+  const timeout = () =>
+    new AgoraError('TIMEOUT', `${agent}: no answer within ${seconds(how.timeoutMs ?? 0)}`, { cause: error });
   if (how.timedOut || (isAgoraError(error) && error.code === 'TIMEOUT')) return timeout();
   if (error instanceof StreamableHTTPError) {
     const said = peerText(refusalText(error));
-    if (error.code === undefined || error.code === -1) return new AgoraError('PEER_FAILURE', `${agent} did not answer as MCP: ${said}`, { cause: error });
-    return new AgoraError('PEER_FAILURE', `${agent} answered ${error.code}${said ? `: ${said}` : ''}`, { cause: error, status: error.code });
+    if (error.code === undefined || error.code === -1)
+      return new AgoraError('PEER_FAILURE', `${agent} did not answer as MCP: ${said}`, { cause: error });
+    return new AgoraError('PEER_FAILURE', `${agent} answered ${error.code}${said ? `: ${said}` : ''}`, {
+      cause: error,
+      status: error.code,
+    });
   }
   if (isAgoraError(error)) {
     // The bounded fetch names the method and URL first (`POST http://…/mcp: connection refused`): the rest is the news.
     const detail = error.message.replace(/^[A-Z]+ \S+: /, '');
-    return new AgoraError('PEER_FAILURE', `${agent}: ${peerText(detail)}`, { cause: error, ...(error.status !== undefined ? { status: error.status } : {}) });
+    return new AgoraError('PEER_FAILURE', `${agent}: ${peerText(detail)}`, {
+      cause: error,
+      ...(error.status !== undefined ? { status: error.status } : {}),
+    });
   }
-  if (error instanceof McpError && isClosed(error)) return new AgoraError('PEER_FAILURE', `${agent}: the connection closed`, { cause: error });
+  if (error instanceof McpError && isClosed(error))
+    return new AgoraError('PEER_FAILURE', `${agent}: the connection closed`, { cause: error });
   const detail = error instanceof Error ? error.message : String(error);
   return new AgoraError('PEER_FAILURE', `${agent} did not answer as MCP: ${peerText(detail)}`, { cause: error });
 }
@@ -254,15 +304,25 @@ function bridgeFetch(fetchImpl: typeof fetch, timeoutMs: number, maxBytes: numbe
   return async (input, init = {}) => {
     if ((init.method ?? 'GET').toUpperCase() !== 'GET') return bounded(input, init);
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new AgoraError('TIMEOUT', `GET ${String(input)}: no answer within ${seconds(timeoutMs)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => controller.abort(new AgoraError('TIMEOUT', `GET ${String(input)}: no answer within ${seconds(timeoutMs)}`)),
+      timeoutMs,
+    );
     let response: Response;
     try {
-      response = await fetchImpl(input, { ...init, signal: init.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal });
+      response = await fetchImpl(input, {
+        ...init,
+        signal: init.signal ? AbortSignal.any([init.signal, controller.signal]) : controller.signal,
+      });
     } finally {
       clearTimeout(timer);
     }
     if (!response.ok || response.body === null) return response;
-    return new Response(response.body.pipeThrough(eventSizeCap(maxBytes)), { status: response.status, statusText: response.statusText, headers: response.headers });
+    return new Response(response.body.pipeThrough(eventSizeCap(maxBytes)), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }
 

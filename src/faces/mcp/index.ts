@@ -74,7 +74,9 @@ function busy(message: string): EdgeResponse {
 
 function isInitialize(message: unknown): boolean {
   const messages = Array.isArray(message) ? message : [message];
-  return messages.some((item) => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'initialize');
+  return messages.some(
+    (item) => typeof item === 'object' && item !== null && (item as { method?: unknown }).method === 'initialize',
+  );
 }
 
 /** The MCP face. */
@@ -89,14 +91,21 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
     });
     const maxStreams = options.mcpMaxStreams ?? 256;
     const maxStreamsPerClient = options.mcpMaxStreamsPerClient ?? 8;
-    const source = { receiver: context.receiver, tools, sessions, name: context.name, version: options.version ?? '1.0.0' };
+    const source = {
+      receiver: context.receiver,
+      tools,
+      sessions,
+      name: context.name,
+      version: options.version ?? '1.0.0',
+    };
     const feeds = new Set<FeedChannel>();
     // The open GET streams by session key and by client address.
     const streamOfSession = new Map<string, FeedChannel>();
     const streamsOfClient = new Map<string, number>();
     /** A request's session key: its `Mcp-Session-Id` under the caller's token, so a session answers only the token that opened it. */
-    const keyOf = (request: EdgeRequest, id: string) => sessionKey(context.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined, id);
-    let answerer: ReturnType<typeof import('./transport.js')['createAnswerer']> | undefined;
+    const keyOf = (request: EdgeRequest, id: string) =>
+      sessionKey(context.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined, id);
+    let answerer: ReturnType<(typeof import('./transport.js'))['createAnswerer']> | undefined;
 
     const stopWatching = context.receiver.onProtocolsChanged?.(() => {
       tools.invalidate();
@@ -118,13 +127,17 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       if (initializing && !(await sessions.hasRoom())) return busy('Too many open MCP sessions: retry later');
       const session = header(request, 'mcp-session-id');
       const key = session === undefined ? undefined : keyOf(request, session);
-      if (!initializing && key !== undefined && !(await sessions.has(key))) return mcpFailure(404, 'Session not found', -32001);
+      if (!initializing && key !== undefined && !(await sessions.has(key)))
+        return mcpFailure(404, 'Session not found', -32001);
       const answer = await (answerer ??= import('./transport.js').then(({ createAnswerer }) => createAnswerer(source)));
       const headers = headersOf(request);
       // The server reads the session as its key (the id under the caller's token), the conversations' owner.
       if (key !== undefined) headers['mcp-session-id'] = key;
       const answered = await answer(message, headers, request.signal);
-      const response: EdgeResponse = answered.body === undefined ? { status: answered.status, headers: { 'content-length': '0' }, body: '' } : json(answered.status, answered.body);
+      const response: EdgeResponse =
+        answered.body === undefined
+          ? { status: answered.status, headers: { 'content-length': '0' }, body: '' }
+          : json(answered.status, answered.body);
       if (initializing && response.status === 200) {
         const id = randomUUID();
         await sessions.open(keyOf(request, id));
@@ -134,7 +147,8 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
     }
 
     async function listen(request: EdgeRequest): Promise<EdgeResponse> {
-      if (!wantsEventStream(request.headers.accept)) return mcpFailure(406, 'Not Acceptable: GET takes Accept: text/event-stream');
+      if (!wantsEventStream(request.headers.accept))
+        return mcpFailure(406, 'Not Acceptable: GET takes Accept: text/event-stream');
       const session = header(request, 'mcp-session-id');
       if (session === undefined) return mcpFailure(400, 'Bad Request: Mcp-Session-Id header is required');
       const key = keyOf(request, session);
@@ -142,7 +156,8 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       // MCP needs one stream per session (as the SDK's transport, a second one is a conflict); a client's are few.
       if (streamOfSession.has(key)) return mcpFailure(409, 'Conflict: Only one SSE stream is allowed per session');
       const client = clientKey(request.remoteAddress);
-      if (feeds.size >= maxStreams || (streamsOfClient.get(client) ?? 0) >= maxStreamsPerClient) return busy('Too many open MCP event streams: retry later');
+      if (feeds.size >= maxStreams || (streamsOfClient.get(client) ?? 0) >= maxStreamsPerClient)
+        return busy('Too many open MCP event streams: retry later');
       const feed: FeedChannel = new FeedChannel(undefined, () => {
         feeds.delete(feed);
         if (streamOfSession.get(key) === feed) streamOfSession.delete(key);
@@ -172,7 +187,10 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
         if (request.method === 'POST') return post(request);
         if (request.method === 'GET') return listen(request);
         if (request.method === 'DELETE') return end(request);
-        const refusal = mcpFailure(405, 'Method not allowed: POST JSON-RPC messages, GET the notification stream, DELETE the session');
+        const refusal = mcpFailure(
+          405,
+          'Method not allowed: POST JSON-RPC messages, GET the notification stream, DELETE the session',
+        );
         refusal.headers.allow = 'GET, POST, DELETE';
         return refusal;
       },

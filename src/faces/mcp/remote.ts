@@ -6,7 +6,13 @@ import { z } from 'zod';
 import { AgoraError, FIXED_MESSAGES, isAgoraError, networkFailure, type AgoraErrorCode } from '../../errors.js';
 import type { ReceiverApi } from '../../receiver.js';
 import { readCapped } from '../../sender/transport.js';
-import { peerResponseSchema, wellknownSchema, type FollowUpRequest, type QueryRequest, type SuccessResponse } from '../../schemas.js';
+import {
+  peerResponseSchema,
+  wellknownSchema,
+  type FollowUpRequest,
+  type QueryRequest,
+  type SuccessResponse,
+} from '../../schemas.js';
 import { peerText, seconds, shownUrl } from './_wording.js';
 
 /** Options of {@link remoteReceiver}. */
@@ -34,18 +40,29 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
   // The agent's page a failure names: its URL (without credentials) and the path asked.
   const at = (path: string) => `agent at ${shownUrl(`${base}${path}`)}`;
 
-  async function exchange(method: string, path: string, body?: unknown, signal?: AbortSignal): Promise<{ status: number; text: string }> {
+  async function exchange(
+    method: string,
+    path: string,
+    body?: unknown,
+    signal?: AbortSignal,
+  ): Promise<{ status: number; text: string }> {
     const headers: Record<string, string> = { accept: 'application/json' };
     if (options.token) headers.authorization = `Bearer ${options.token}`;
     if (body !== undefined) headers['content-type'] = 'application/json';
     const timeout = AbortSignal.timeout(timeoutMs);
     try {
-      const response = await fetcher(`${base}${path}`, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      const response = await fetcher(`${base}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      });
       // The body is read under the same bound, and refused past the size cap whether declared or streamed.
       return { status: response.status, text: (await readCapped(response, maxReplyBytes, at(path))).toString('utf8') };
     } catch (error) {
       if (isAgoraError(error)) throw error;
-      if (timeout.aborted) throw new AgoraError('TIMEOUT', `${at(path)}: no answer within ${seconds(timeoutMs)}`, { cause: error });
+      if (timeout.aborted)
+        throw new AgoraError('TIMEOUT', `${at(path)}: no answer within ${seconds(timeoutMs)}`, { cause: error });
       throw new AgoraError('PEER_FAILURE', `${at(path)}: ${networkFailure(error)}`, { cause: error });
     }
   }
@@ -55,14 +72,27 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
     try {
       value = JSON.parse(text);
     } catch {
-      throw new AgoraError('PEER_FAILURE', `${at(path)} answered ${status === 200 ? '' : `${status} `}with something that is not JSON: ${peerText(text)}`, { status });
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${at(path)} answered ${status === 200 ? '' : `${status} `}with something that is not JSON: ${peerText(text)}`,
+        { status },
+      );
     }
     const parsed = schema.safeParse(value);
-    if (!parsed.success) throw new AgoraError('PEER_FAILURE', `${at(path)} answered ${status === 200 ? '' : `${status} `}with something that is not an Agora reply: ${peerText(z.prettifyError(parsed.error))}`, { status });
+    if (!parsed.success)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${at(path)} answered ${status === 200 ? '' : `${status} `}with something that is not an Agora reply: ${peerText(z.prettifyError(parsed.error))}`,
+        { status },
+      );
     return parsed.data;
   }
 
-  async function reply(path: string, request: QueryRequest | FollowUpRequest, signal?: AbortSignal): Promise<SuccessResponse> {
+  async function reply(
+    path: string,
+    request: QueryRequest | FollowUpRequest,
+    signal?: AbortSignal,
+  ): Promise<SuccessResponse> {
     const { status, text } = await exchange('POST', path, request, signal);
     const answer = parse(peerResponseSchema, path, text, status);
     if (answer.status === 'success') return answer as SuccessResponse;
@@ -81,7 +111,8 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
     },
     async wellknown() {
       const { status, text } = await exchange('GET', '/wellknown');
-      if (status !== 200) throw new AgoraError('PEER_FAILURE', `${at('/wellknown')} answered ${status}: ${peerText(text)}`, { status });
+      if (status !== 200)
+        throw new AgoraError('PEER_FAILURE', `${at('/wellknown')} answered ${status}: ${peerText(text)}`, { status });
       return parse(wellknownSchema, '/wellknown', text, status);
     },
     async document(hash) {

@@ -49,7 +49,12 @@ function textOf(body: JsonValue): string {
 
 function resultOf(tool: McpTool, reply: SuccessResponse): CallToolResult {
   const result: CallToolResult = { content: [{ type: 'text', text: textOf(reply.body) }] };
-  if (tool.outputSchema !== undefined && typeof reply.body === 'object' && reply.body !== null && !Array.isArray(reply.body)) {
+  if (
+    tool.outputSchema !== undefined &&
+    typeof reply.body === 'object' &&
+    reply.body !== null &&
+    !Array.isArray(reply.body)
+  ) {
     result.structuredContent = reply.body as Record<string, unknown>;
   }
   return result;
@@ -59,7 +64,13 @@ function resultOf(tool: McpTool, reply: SuccessResponse): CallToolResult {
  * Answers a tool call: an Agora query under the tool's protocol (or in natural language for `ask`); in a session, a
  * multiround tool's calls are the turns of one conversation. A refusal of the agent's is a tool error (`isError`).
  */
-export async function callTool(source: McpServerSource, name: string, args: Record<string, unknown> | undefined, session: string | undefined, context: RequestContext): Promise<CallToolResult> {
+export async function callTool(
+  source: McpServerSource,
+  name: string,
+  args: Record<string, unknown> | undefined,
+  session: string | undefined,
+  context: RequestContext,
+): Promise<CallToolResult> {
   const tool = await source.tools.find(name);
   if (tool === undefined) throw new McpError(ErrorCode.InvalidParams, `Unknown tool: ${name}`);
   const query = { ...(tool.hash !== undefined ? { protocolHash: tool.hash } : {}), body: bodyOfCall(tool, args) };
@@ -92,7 +103,13 @@ export async function listResources(source: McpServerSource): Promise<ListResour
   return {
     resources: (await source.tools.list())
       .filter((tool) => tool.hash !== undefined)
-      .map((tool) => ({ uri: resourceUri(tool.hash!), name: tool.name, title: tool.title, description: tool.summary, mimeType: 'text/markdown' })),
+      .map((tool) => ({
+        uri: resourceUri(tool.hash!),
+        name: tool.name,
+        title: tool.title,
+        description: tool.summary,
+        mimeType: 'text/markdown',
+      })),
   };
 }
 
@@ -108,14 +125,23 @@ export async function readResource(source: McpServerSource, uri: string): Promis
  * A new SDK `Server` answering from `source`; `sessionOf` reads a request's session key (the HTTP face's
  * `Mcp-Session-Id` scoped by the caller's token, or the one session of a stdio server); `jsonSchemaValidator` shared by the servers of many requests.
  */
-export function createMcpServer(source: McpServerSource, sessionOf: (headers: Record<string, unknown> | undefined) => string | undefined, jsonSchemaValidator?: jsonSchemaValidator): Server {
+export function createMcpServer(
+  source: McpServerSource,
+  sessionOf: (headers: Record<string, unknown> | undefined) => string | undefined,
+  jsonSchemaValidator?: jsonSchemaValidator,
+): Server {
   const server = new Server(
     { name: source.name, version: source.version },
-    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } }, ...(jsonSchemaValidator ? { jsonSchemaValidator } : {}) },
+    {
+      capabilities: { tools: { listChanged: true }, resources: { listChanged: true } },
+      ...(jsonSchemaValidator ? { jsonSchemaValidator } : {}),
+    },
   );
   server.setRequestHandler(ListToolsRequestSchema, () => listTools(source));
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
-    callTool(source, request.params.name, request.params.arguments, sessionOf(extra.requestInfo?.headers), { signal: extra.signal }),
+    callTool(source, request.params.name, request.params.arguments, sessionOf(extra.requestInfo?.headers), {
+      signal: extra.signal,
+    }),
   );
   server.setRequestHandler(ListResourcesRequestSchema, () => listResources(source));
   server.setRequestHandler(ReadResourceRequestSchema, (request) => readResource(source, request.params.uri));

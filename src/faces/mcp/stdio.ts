@@ -39,7 +39,9 @@ export type McpStdioOptions = RemoteOptions & {
 };
 
 /** What the host is answered from: the agent's MCP face, or its Agora wire when it has no MCP face. */
-type Face = { kind: 'mcp'; bridge: McpBridge } | { kind: 'agora'; source: McpServerSource & { sessions: FaceSessions }; session: string };
+type Face =
+  | { kind: 'mcp'; bridge: McpBridge }
+  | { kind: 'agora'; source: McpServerSource & { sessions: FaceSessions }; session: string };
 
 /** The agent behind the stdio server: which face answers is found on first need, and again when the face goes. */
 class StdioAgent {
@@ -65,7 +67,15 @@ class StdioAgent {
 
   async #choose(): Promise<Face> {
     const { token, timeoutMs, maxReplyBytes, maxTools, warn, fetch } = this.#options;
-    const bridge = await McpBridge.open(`${this.#base}/mcp`, { token, timeoutMs, maxReplyBytes, maxTools, warn, fetch, onListChanged: (list) => this.#changed(list) });
+    const bridge = await McpBridge.open(`${this.#base}/mcp`, {
+      token,
+      timeoutMs,
+      maxReplyBytes,
+      maxTools,
+      warn,
+      fetch,
+      onListChanged: (list) => this.#changed(list),
+    });
     if (bridge !== undefined) return { kind: 'mcp', bridge };
     const receiver = remoteReceiver(this.#base, this.#options);
     // Whether a remote agent has an LLM cannot be seen: `ask` is offered, and the agent's refusal is a tool error.
@@ -79,7 +89,10 @@ class StdioAgent {
 
   // Answers on the face; when a bridged agent has lost its MCP face (restarted without it), the face is chosen again
   // on the next request and the host is told its lists changed.
-  async #on<T>(bridged: (bridge: McpBridge) => Promise<T>, wire: (source: McpServerSource, session: string) => Promise<T>): Promise<T> {
+  async #on<T>(
+    bridged: (bridge: McpBridge) => Promise<T>,
+    wire: (source: McpServerSource, session: string) => Promise<T>,
+  ): Promise<T> {
     const face = await this.face();
     if (face.kind === 'agora') return wire(face.source, face.session);
     try {
@@ -95,12 +108,24 @@ class StdioAgent {
   }
 
   listTools(cursor: string | undefined, signal: AbortSignal) {
-    return asMcp(this.#on((bridge) => bridge.listTools(cursor, signal), (source) => listTools(source)));
+    return asMcp(
+      this.#on(
+        (bridge) => bridge.listTools(cursor, signal),
+        (source) => listTools(source),
+      ),
+    );
   }
 
-  async callTool(name: string, args: Record<string, unknown> | undefined, signal: AbortSignal): Promise<CallToolResult> {
+  async callTool(
+    name: string,
+    args: Record<string, unknown> | undefined,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> {
     try {
-      return await this.#on((bridge) => bridge.callTool(name, args, signal), (source, session) => callTool(source, name, args, session, { signal }));
+      return await this.#on(
+        (bridge) => bridge.callTool(name, args, signal),
+        (source, session) => callTool(source, name, args, session, { signal }),
+      );
     } catch (error) {
       // A failure to reach the agent is the tool's failure, worded for the host's LLM to read (`CODE: message`).
       if (!isAgoraError(error)) throw error;
@@ -109,18 +134,31 @@ class StdioAgent {
   }
 
   listResources(cursor: string | undefined, signal: AbortSignal) {
-    return asMcp(this.#on((bridge) => bridge.listResources(cursor, signal), (source) => listResources(source)));
+    return asMcp(
+      this.#on(
+        (bridge) => bridge.listResources(cursor, signal),
+        (source) => listResources(source),
+      ),
+    );
   }
 
   readResource(uri: string, signal: AbortSignal) {
-    return asMcp(this.#on((bridge) => bridge.readResource(uri, signal), (source) => readResource(source, uri)));
+    return asMcp(
+      this.#on(
+        (bridge) => bridge.readResource(uri, signal),
+        (source) => readResource(source, uri),
+      ),
+    );
   }
 
   /** What the host's tool list stands on (the bridged tools, or the protocols listed), compared by the poll. */
   signature(): Promise<string> {
     return this.#on(
       async (bridge) => `mcp:${JSON.stringify((await bridge.listTools(undefined)).tools)}`,
-      async (source) => `agora:${Object.keys(await source.receiver.wellknown()).sort().join(',')}`,
+      async (source) =>
+        `agora:${Object.keys(await source.receiver.wellknown())
+          .sort()
+          .join(',')}`,
     );
   }
 
@@ -128,7 +166,8 @@ class StdioAgent {
   async close(): Promise<void> {
     const face = await this.#face?.catch(() => undefined);
     if (face?.kind === 'mcp') await face.bridge.close();
-    if (face?.kind === 'agora') await face.source.sessions.close(face.session, face.source.receiver).catch(() => undefined);
+    if (face?.kind === 'agora')
+      await face.source.sessions.close(face.session, face.source.receiver).catch(() => undefined);
   }
 }
 
@@ -147,7 +186,10 @@ async function asMcp<T>(answer: Promise<T>): Promise<T> {
  * @example await serveMcpStdio('http://localhost:3000', { token: process.env.AGORA_TOKEN });
  */
 export async function serveMcpStdio(url: string, options: McpStdioOptions = {}): Promise<void> {
-  const server = new Server({ name: new URL(url).host || 'agora-agent', version: '1.0.0' }, { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } });
+  const server = new Server(
+    { name: new URL(url).host || 'agora-agent', version: '1.0.0' },
+    { capabilities: { tools: { listChanged: true }, resources: { listChanged: true } } },
+  );
   let initialized = false;
   server.oninitialized = () => (initialized = true);
   const changed = (list: 'tools' | 'resources' | 'both') => {
@@ -160,13 +202,25 @@ export async function serveMcpStdio(url: string, options: McpStdioOptions = {}):
     // What the agent told is known now: the poll must not tell it a second time.
     watcher.resync();
   });
-  server.setRequestHandler(ListToolsRequestSchema, (request, extra) => agent.listTools(request.params?.cursor, extra.signal));
-  server.setRequestHandler(CallToolRequestSchema, (request, extra) => agent.callTool(request.params.name, request.params.arguments, extra.signal));
-  server.setRequestHandler(ListResourcesRequestSchema, (request, extra) => agent.listResources(request.params?.cursor, extra.signal));
-  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) => agent.readResource(request.params.uri, extra.signal));
+  server.setRequestHandler(ListToolsRequestSchema, (request, extra) =>
+    agent.listTools(request.params?.cursor, extra.signal),
+  );
+  server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
+    agent.callTool(request.params.name, request.params.arguments, extra.signal),
+  );
+  server.setRequestHandler(ListResourcesRequestSchema, (request, extra) =>
+    agent.listResources(request.params?.cursor, extra.signal),
+  );
+  server.setRequestHandler(ReadResourceRequestSchema, (request, extra) =>
+    agent.readResource(request.params.uri, extra.signal),
+  );
   // The face is looked for at once, so the host's first listing does not wait for it.
   void agent.face().catch(() => undefined);
-  const watcher = watchTools(() => agent.signature(), options.pollMs ?? 30_000, () => changed('both'));
+  const watcher = watchTools(
+    () => agent.signature(),
+    options.pollMs ?? 30_000,
+    () => changed('both'),
+  );
   const transport = new StdioServerTransport(
     (options.input ?? process.stdin) as ConstructorParameters<typeof StdioServerTransport>[0],
     (options.output ?? process.stdout) as ConstructorParameters<typeof StdioServerTransport>[1],
@@ -183,7 +237,11 @@ export async function serveMcpStdio(url: string, options: McpStdioOptions = {}):
  * Reads what the tools stand on every `everyMs` and calls `changed` when it differs from the last read; an agent that
  * does not answer changes nothing.
  */
-function watchTools(read: () => Promise<string>, everyMs: number, changed: () => void): { stop(): void; resync(): void } {
+function watchTools(
+  read: () => Promise<string>,
+  everyMs: number,
+  changed: () => void,
+): { stop(): void; resync(): void } {
   let last: string | undefined;
   let busy = false;
   const check = async (tell: boolean) => {

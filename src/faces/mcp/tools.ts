@@ -30,7 +30,11 @@ const MAX_CONTRACT_CHARS = 4000;
 
 /** A document's name as an MCP tool name: letters, digits, `_`, `-` and `.`, at most 64 characters. */
 export function toolNameOf(name: string): string {
-  const slug = name.normalize('NFKD').replace(/[^A-Za-z0-9_.-]+/g, '_').replace(/^[_.-]+|[_.-]+$/g, '').toLowerCase();
+  const slug = name
+    .normalize('NFKD')
+    .replace(/[^A-Za-z0-9_.-]+/g, '_')
+    .replace(/^[_.-]+|[_.-]+$/g, '')
+    .toLowerCase();
   return (slug || 'protocol').slice(0, MAX_NAME);
 }
 
@@ -46,7 +50,9 @@ function jsonSchemaOf(schema: z.ZodType | undefined, io: 'input' | 'output'): Re
   }
 }
 
-function isObjectSchema(schema: Record<string, unknown> | undefined): schema is { type: 'object'; [key: string]: unknown } {
+function isObjectSchema(
+  schema: Record<string, unknown> | undefined,
+): schema is { type: 'object'; [key: string]: unknown } {
   return schema !== undefined && schema.type === 'object';
 }
 
@@ -64,7 +70,10 @@ function describe(name: string, description: string, contract: string): string {
 export class McpToolTable {
   readonly #receiver: ReceiverApi;
   readonly #naturalLanguage: boolean | undefined;
-  readonly #parsed = new Map<string, { name: string; description: string; content: string; multiround: boolean } | null>();
+  readonly #parsed = new Map<
+    string,
+    { name: string; description: string; content: string; multiround: boolean } | null
+  >();
   #tools: Map<string, McpTool> | undefined;
   #building: Promise<Map<string, McpTool>> | undefined;
 
@@ -117,7 +126,14 @@ export class McpToolTable {
         const text = await this.#receiver.document(hash);
         try {
           const document = text === undefined ? undefined : parseDocument(text);
-          entry = document ? { name: document.metadata.name, description: document.metadata.description, content: document.content, multiround: document.metadata.multiround } : null;
+          entry = document
+            ? {
+                name: document.metadata.name,
+                description: document.metadata.description,
+                content: document.content,
+                multiround: document.metadata.multiround,
+              }
+            : null;
         } catch {
           entry = null;
         }
@@ -135,8 +151,13 @@ export class McpToolTable {
         name: ASK_TOOL,
         title: 'Ask',
         summary: 'Natural language',
-        description: 'Ask this Agora agent in natural language; in an MCP session, the next asks continue the same conversation.',
-        inputSchema: { type: 'object', properties: { question: { type: 'string', description: 'What to ask, in plain words' } }, required: ['question'] },
+        description:
+          'Ask this Agora agent in natural language; in an MCP session, the next asks continue the same conversation.',
+        inputSchema: {
+          type: 'object',
+          properties: { question: { type: 'string', description: 'What to ask, in plain words' } },
+          required: ['question'],
+        },
         wrapped: false,
         multiround: true,
       });
@@ -149,7 +170,10 @@ export class McpToolTable {
     return tools;
   }
 
-  #toolOf(name: string, entry: { hash: string; name: string; description: string; content: string; multiround: boolean }): McpTool {
+  #toolOf(
+    name: string,
+    entry: { hash: string; name: string; description: string; content: string; multiround: boolean },
+  ): McpTool {
     const schemas = this.#receiver.routineSchemas?.(entry.hash);
     const input = jsonSchemaOf(schemas?.input, 'input');
     const output = jsonSchemaOf(schemas?.output, 'output');
@@ -160,7 +184,9 @@ export class McpToolTable {
       title: entry.name,
       summary: entry.description,
       description: describe(entry.name, entry.description, entry.content),
-      inputSchema: wrapped ? { type: 'object', properties: { body }, required: ['body'] } : (input as McpTool['inputSchema']),
+      inputSchema: wrapped
+        ? { type: 'object', properties: { body }, required: ['body'] }
+        : (input as McpTool['inputSchema']),
       ...(isObjectSchema(output) ? { outputSchema: output } : {}),
       hash: entry.hash,
       wrapped,

@@ -4,7 +4,13 @@
 // a schema validator per server, an abort per close); sessions are the face's (in the agent's memory), so the
 // server itself holds no per-client state and one serves every request.
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
-import { JSONRPCMessageSchema, SUPPORTED_PROTOCOL_VERSIONS, type JSONRPCMessage, type MessageExtraInfo, type RequestId } from '@modelcontextprotocol/sdk/types.js';
+import {
+  JSONRPCMessageSchema,
+  SUPPORTED_PROTOCOL_VERSIONS,
+  type JSONRPCMessage,
+  type MessageExtraInfo,
+  type RequestId,
+} from '@modelcontextprotocol/sdk/types.js';
 import { createMcpServer, type McpServerSource } from './server.js';
 
 /** The answer to one POST: a status and, unless 202, a JSON body. */
@@ -38,7 +44,11 @@ class EdgeTransport implements Transport {
     pending.resolve({ ...message, id: pending.id } as JSONRPCMessage);
   }
 
-  exchange(message: JSONRPCMessage, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<JSONRPCMessage> | undefined {
+  exchange(
+    message: JSONRPCMessage,
+    headers: Record<string, string>,
+    signal: AbortSignal | undefined,
+  ): Promise<JSONRPCMessage> | undefined {
     const extra = { requestInfo: { headers } };
     if (!('method' in message) || !('id' in message)) {
       this.onmessage?.(message, extra);
@@ -52,8 +62,19 @@ class EdgeTransport implements Transport {
         () => {
           if (!this.#pending.delete(internal)) return;
           // The server aborts the handler's signal, as for a client's own cancellation.
-          this.onmessage?.({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: internal, reason: 'client went away' } }, extra);
-          resolve({ jsonrpc: '2.0', id: message.id, error: { code: -32800, message: 'Request cancelled' } } as JSONRPCMessage);
+          this.onmessage?.(
+            {
+              jsonrpc: '2.0',
+              method: 'notifications/cancelled',
+              params: { requestId: internal, reason: 'client went away' },
+            },
+            extra,
+          );
+          resolve({
+            jsonrpc: '2.0',
+            id: message.id,
+            error: { code: -32800, message: 'Request cancelled' },
+          } as JSONRPCMessage);
         },
         { once: true },
       );
@@ -67,7 +88,9 @@ function error(status: number, code: number, message: string): McpAnswer {
 }
 
 /** Answers the face's POSTs: checks the request as Streamable HTTP asks, then hands its messages to the one server. */
-export async function createAnswerer(source: McpServerSource): Promise<(message: unknown, headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<McpAnswer>> {
+export async function createAnswerer(
+  source: McpServerSource,
+): Promise<(message: unknown, headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<McpAnswer>> {
   const transport = new EdgeTransport();
   const server = createMcpServer(source, (headers) => {
     const value = headers?.['mcp-session-id'];
@@ -76,20 +99,30 @@ export async function createAnswerer(source: McpServerSource): Promise<(message:
   await server.connect(transport);
   return async (raw, headers, signal) => {
     const accept = headers.accept ?? '';
-    if (!accept.includes('application/json') || !accept.includes('text/event-stream')) return error(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
-    if (!/^application\/json\s*(?:;|$)/i.test(headers['content-type'] ?? '')) return error(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
+    if (!accept.includes('application/json') || !accept.includes('text/event-stream'))
+      return error(406, -32000, 'Not Acceptable: Client must accept both application/json and text/event-stream');
+    if (!/^application\/json\s*(?:;|$)/i.test(headers['content-type'] ?? ''))
+      return error(415, -32000, 'Unsupported Media Type: Content-Type must be application/json');
     const version = headers['mcp-protocol-version'];
-    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) return error(400, -32000, `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`);
+    if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version))
+      return error(
+        400,
+        -32000,
+        `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+      );
     const batch = Array.isArray(raw);
     const items: unknown[] = batch ? raw : [raw];
-    if (items.length === 0 || items.length > MAX_BATCH) return error(400, -32600, `Invalid Request: a batch holds 1 to ${MAX_BATCH} messages`);
+    if (items.length === 0 || items.length > MAX_BATCH)
+      return error(400, -32600, `Invalid Request: a batch holds 1 to ${MAX_BATCH} messages`);
     const messages: JSONRPCMessage[] = [];
     for (const item of items) {
       const parsed = JSONRPCMessageSchema.safeParse(item);
       if (!parsed.success) return error(400, -32700, 'Parse error: Invalid JSON-RPC message');
       messages.push(parsed.data);
     }
-    const answers = (await Promise.all(messages.map((message) => transport.exchange(message, headers, signal)))).filter((answer) => answer !== undefined);
+    const answers = (await Promise.all(messages.map((message) => transport.exchange(message, headers, signal)))).filter(
+      (answer) => answer !== undefined,
+    );
     if (answers.length === 0) return { status: 202 };
     return { status: 200, body: batch ? answers : answers[0] };
   };

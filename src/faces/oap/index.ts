@@ -50,7 +50,12 @@ export const oapFace: FaceDefinition<OapOptions, 'oap'> = {
           return refusal;
         }
         const protocols = await catalog();
-        const card = json(200, { agent_id: context.name, capabilities: capabilityWords(protocols), description: context.description, status: 'ok' });
+        const card = json(200, {
+          agent_id: context.name,
+          capabilities: capabilityWords(protocols),
+          description: context.description,
+          status: 'ok',
+        });
         if (request.method === 'HEAD') card.body = '';
         return card;
       },

@@ -35,7 +35,8 @@ function handoffOf(body: JsonValue, agent: string): JsonObject | null {
   const handoff = isObject(body.handoff) ? body.handoff : body;
   const next = handoff.next_agent;
   if (typeof next !== 'string' || next.trim() === '') return null;
-  const reason = typeof handoff.reason === 'string' && handoff.reason.trim() !== '' ? handoff.reason : `${agent} handed the task on`;
+  const reason =
+    typeof handoff.reason === 'string' && handoff.reason.trim() !== '' ? handoff.reason : `${agent} handed the task on`;
   return { next_agent: next, reason };
 }
 
@@ -44,7 +45,8 @@ function stepsOf(value: unknown[]): OapStep[] | string {
   const steps: OapStep[] = [];
   for (const [index, item] of value.entries()) {
     const step = readOapStep(item);
-    if (step === undefined) return `steps_taken[${index}] must be a step {agent_id, action, result, timestamp} (strings; timestamp ISO 8601) or an agent's name`;
+    if (step === undefined)
+      return `steps_taken[${index}] must be a step {agent_id, action, result, timestamp} (strings; timestamp ISO 8601) or an agent's name`;
     steps.push(step);
   }
   return steps;
@@ -66,28 +68,40 @@ export async function invoke(deps: OapInvokeDeps, request: MountedRequest): Prom
   const { goal } = envelope;
   const memory = envelope.memory ?? {};
   const stepsTaken = envelope.steps_taken ?? [];
-  if (typeof goal !== 'string' || goal.trim() === '') return failure(422, 'invalid_envelope', 'goal must be a non-empty string');
+  if (typeof goal !== 'string' || goal.trim() === '')
+    return failure(422, 'invalid_envelope', 'goal must be a non-empty string');
   if (!isObject(memory)) return failure(422, 'invalid_envelope', 'memory must be an object');
   if (!Array.isArray(stepsTaken)) return failure(422, 'invalid_envelope', 'steps_taken must be an array');
   const steps = stepsOf(stepsTaken);
   if (typeof steps === 'string') return failure(422, 'invalid_envelope', steps);
-  for (const field of ['id', 'version'] as const) if (envelope[field] !== undefined && typeof envelope[field] !== 'string') return failure(422, 'invalid_envelope', `${field} must be a string`);
+  for (const field of ['id', 'version'] as const)
+    if (envelope[field] !== undefined && typeof envelope[field] !== 'string')
+      return failure(422, 'invalid_envelope', `${field} must be a string`);
   const { constraints } = envelope;
-  if (constraints !== undefined && constraints !== null && !isObject(constraints)) return failure(422, 'invalid_envelope', 'constraints must be an object');
-  if (isObject(constraints) && !oapConstraintsSchema.safeParse(constraints).success) return failure(422, 'invalid_envelope', 'constraints: max_cost_usd must be a number, allowed_tools a list of strings, deadline_ms an integer');
-  if (envelope.handoff !== undefined && envelope.handoff !== null && !isObject(envelope.handoff)) return failure(422, 'invalid_envelope', 'handoff must be an object');
+  if (constraints !== undefined && constraints !== null && !isObject(constraints))
+    return failure(422, 'invalid_envelope', 'constraints must be an object');
+  if (isObject(constraints) && !oapConstraintsSchema.safeParse(constraints).success)
+    return failure(
+      422,
+      'invalid_envelope',
+      'constraints: max_cost_usd must be a number, allowed_tools a list of strings, deadline_ms an integer',
+    );
+  if (envelope.handoff !== undefined && envelope.handoff !== null && !isObject(envelope.handoff))
+    return failure(422, 'invalid_envelope', 'handoff must be an object');
   const agora = memory.agora;
   let question: Ask = { body: goal };
   if (isObject(agora) && typeof agora.protocolHash === 'string') {
     if (agora.body === undefined) return failure(422, 'invalid_envelope', 'memory.agora needs protocolHash and body');
     question = { protocolHash: agora.protocolHash, body: agora.body };
-    if (Array.isArray(agora.protocolSources) && agora.protocolSources.every((source) => typeof source === 'string')) question.protocolSources = agora.protocolSources as string[];
+    if (Array.isArray(agora.protocolSources) && agora.protocolSources.every((source) => typeof source === 'string'))
+      question.protocolSources = agora.protocolSources as string[];
   }
   let result: JsonValue;
   let handoff: JsonObject | null = null;
   let action = 'answered';
   try {
-    result = (await ask(deps.receiver, undefined, question, request.signal ? { signal: request.signal } : undefined)).body;
+    result = (await ask(deps.receiver, undefined, question, request.signal ? { signal: request.signal } : undefined))
+      .body;
     handoff = handoffOf(result, deps.name);
     if (handoff !== null) action = 'handed off';
   } catch (error) {

@@ -12,7 +12,18 @@ import { roarCard } from './card.js';
 import type { StreamAnswer } from '../stream.js';
 import type { RoarEvents } from './events.js';
 import type { RoarIdentity } from '../../protocol/roar/identity.js';
-import { checkSender, duplicate, errorPayload, okPayloadText, parseRoarMessage, replyText, REPLAY_WINDOW_MS, roarAction, type RoarMessage, type RoarSecurity } from './message.js';
+import {
+  checkSender,
+  duplicate,
+  errorPayload,
+  okPayloadText,
+  parseRoarMessage,
+  replyText,
+  REPLAY_WINDOW_MS,
+  roarAction,
+  type RoarMessage,
+  type RoarSecurity,
+} from './message.js';
 
 /** What the ROAR face works with. */
 export type RoarFaceDeps = {
@@ -55,7 +66,14 @@ export type DeltaListeners = (asked: JsonValue | undefined) => ((delta: string) 
  * is asked for only by `discover` (the card's links), so other messages never build it. `token` is the bearer
  * token the message came with, when the edge asks for one (a session's scope when messages are not signed).
  */
-export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUrl: () => string, signal?: AbortSignal, deltas?: DeltaListeners, token?: string): Promise<RoarOutcome> {
+export async function answerRoarMessage(
+  deps: RoarFaceDeps,
+  text: string,
+  baseUrl: () => string,
+  signal?: AbortSignal,
+  deltas?: DeltaListeners,
+  token?: string,
+): Promise<RoarOutcome> {
   const message = parseRoarMessage(text);
   const onDelta = deltas?.(message.context.deltas);
   const known = deps.identity();
@@ -68,34 +86,80 @@ export async function answerRoarMessage(deps: RoarFaceDeps, text: string, baseUr
   const principal = signed ? `did:${message.fromDid}` : tokenScope(token);
   const action = roarAction(message, principal);
   if (action.kind === 'discover') {
-    const card = roarCard({ identity, description: deps.description, baseUrl: baseUrl(), protocols: await deps.catalog() });
-    return { status: 200, text: replyText(identity, message, okPayloadText(JSON.parse(JSON.stringify(card))), deps.security), message };
+    const card = roarCard({
+      identity,
+      description: deps.description,
+      baseUrl: baseUrl(),
+      protocols: await deps.catalog(),
+    });
+    return {
+      status: 200,
+      text: replyText(identity, message, okPayloadText(JSON.parse(JSON.stringify(card))), deps.security),
+      message,
+    };
   }
-  if (action.kind === 'acknowledge') return { status: 200, text: replyText(identity, message, okPayloadText(null), deps.security), message };
+  if (action.kind === 'acknowledge')
+    return { status: 200, text: replyText(identity, message, okPayloadText(null), deps.security), message };
   publishTask(deps, identity, message, action.sessionId, 'working');
   try {
     const context = signal ? { signal } : undefined;
-    const reply = onDelta === undefined ? await ask(deps.receiver, deps.sessions, action.ask, context) : await streamedReply(deps, action.ask, context, onDelta);
+    const reply =
+      onDelta === undefined
+        ? await ask(deps.receiver, deps.sessions, action.ask, context)
+        : await streamedReply(deps, action.ask, context, onDelta);
     publishTask(deps, identity, message, action.sessionId, 'completed');
-    return { status: 200, text: replyText(identity, message, okPayloadText(reply.body), deps.security, action.sessionId), message };
+    return {
+      status: 200,
+      text: replyText(identity, message, okPayloadText(reply.body), deps.security, action.sessionId),
+      message,
+    };
   } catch (error) {
     const payload = errorPayload(error);
-    publishTask(deps, identity, message, action.sessionId, 'failed', String((payload as { error?: unknown }).error ?? 'error'));
+    publishTask(
+      deps,
+      identity,
+      message,
+      action.sessionId,
+      'failed',
+      String((payload as { error?: unknown }).error ?? 'error'),
+    );
     if (payload.error === 'internal') deps.logger.error(`ROAR message ${message.id}: ${describeError(error)}`);
-    return { status: 200, text: replyText(identity, message, canonicalJson(payload), deps.security, action.sessionId), message };
+    return {
+      status: 200,
+      text: replyText(identity, message, canonicalJson(payload), deps.security, action.sessionId),
+      message,
+    };
   }
 }
 
 /** A task's status on `/roar/events`, built only while someone listens (most agents have no reader; it costs a clock read). */
-function publishTask(deps: RoarFaceDeps, identity: RoarIdentity, message: RoarMessage, session: string | undefined, status: string, error?: string): void {
+function publishTask(
+  deps: RoarFaceDeps,
+  identity: RoarIdentity,
+  message: RoarMessage,
+  session: string | undefined,
+  status: string,
+  error?: string,
+): void {
   if (deps.events.subscribers === 0) return;
   const data: Record<string, string> = { task_id: message.id, intent: message.intent, status };
   if (error !== undefined) data.error = error;
-  deps.events.publish({ type: 'task_update', source: identity.did, session_id: session ?? sessionOf(message), data, timestamp: deps.now() / 1000 });
+  deps.events.publish({
+    type: 'task_update',
+    source: identity.did,
+    session_id: session ?? sessionOf(message),
+    data,
+    timestamp: deps.now() / 1000,
+  });
 }
 
 /** The reply of a streamed answer, each delta handed to `onDelta` as it comes. */
-async function streamedReply(deps: RoarFaceDeps, question: Ask, context: RequestContext | undefined, onDelta: (delta: string) => void): Promise<SuccessResponse> {
+async function streamedReply(
+  deps: RoarFaceDeps,
+  question: Ask,
+  context: RequestContext | undefined,
+  onDelta: (delta: string) => void,
+): Promise<SuccessResponse> {
   let reply: SuccessResponse | undefined;
   for await (const event of deps.stream(question, context)) {
     if (event.type === 'delta') onDelta(event.delta);

@@ -4,10 +4,24 @@ import type { CatalogEntry } from '../catalog.js';
 import { identityJson, type RoarIdentity } from '../../protocol/roar/identity.js';
 
 /** The intents this face answers, listed as the identity's capabilities (plus `stream`). */
-export const ROAR_CAPABILITIES = ['execute', 'delegate', 'ask', 'update', 'discover', 'notify', 'monitor', 'stream'] as const;
+export const ROAR_CAPABILITIES = [
+  'execute',
+  'delegate',
+  'ask',
+  'update',
+  'discover',
+  'notify',
+  'monitor',
+  'stream',
+] as const;
 
 /** What the card says about the agent beyond its identity. */
-export type RoarCardInput = { identity: RoarIdentity; description: string; baseUrl: string; protocols: readonly CatalogEntry[] };
+export type RoarCardInput = {
+  identity: RoarIdentity;
+  description: string;
+  baseUrl: string;
+  protocols: readonly CatalogEntry[];
+};
 
 /** The agent card as ROAR's `AgentCard` JSON. */
 export function roarCard(input: RoarCardInput): Record<string, unknown> {

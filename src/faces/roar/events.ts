@@ -7,7 +7,13 @@ import type { EventStream } from '../../edge/response.js';
 import type { JsonValue } from '../../schemas.js';
 
 /** One ROAR StreamEvent; `session_id` is `""` for a task of no session, as ROAR's SDK defaults it. */
-export type RoarStreamEvent = { type: 'task_update'; source: string; session_id: string; data: Record<string, JsonValue>; timestamp: number };
+export type RoarStreamEvent = {
+  type: 'task_update';
+  source: string;
+  session_id: string;
+  data: Record<string, JsonValue>;
+  timestamp: number;
+};
 
 /** Bounds of the event feed. */
 export type RoarEventOptions = {
@@ -20,7 +26,13 @@ export type RoarEventOptions = {
 };
 
 // A listener: an SSE reader's queue, or a socket (`send` set) written to at once.
-type Subscriber = { session: string | undefined; queue: string[]; wake: (() => void) | undefined; dropped: boolean; send?: (text: string) => boolean };
+type Subscriber = {
+  session: string | undefined;
+  queue: string[];
+  wake: (() => void) | undefined;
+  dropped: boolean;
+  send?: (text: string) => boolean;
+};
 
 const DONE: IteratorResult<string> = { value: undefined, done: true };
 

@@ -25,7 +25,11 @@ export function roarSocketFailure(status: number, message: string): string {
 /** A refusal or an unexpected error as a ROAR error response. */
 export function roarErrorResponse(error: unknown, logger: Pick<Logger, 'error'>): EdgeResponse {
   if (error instanceof RoarRefusal) {
-    return jsonText(error.status, error.body, error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) });
+    return jsonText(
+      error.status,
+      error.body,
+      error.retryAfter === undefined ? {} : { 'retry-after': String(error.retryAfter) },
+    );
   }
   if (isTooLarge(error)) return roarFailure(413, 'Request too large');
   // The edge's refusal of a body before any parse (nested too deeply): a message ROAR cannot take.
@@ -55,8 +59,15 @@ export function roarHttp(deps: RoarFaceDeps): (request: MountedRequest) => Promi
         case '/roar/card':
         case '/roar/agents': {
           if (!read) break;
-          const card = roarCard({ identity: await deps.identity(), description: deps.description, baseUrl: baseUrl(request), protocols: await deps.catalog() });
-          return json(200, path === '/roar/card' ? card : { agents: [card] }, { 'cache-control': 'public, max-age=60' });
+          const card = roarCard({
+            identity: await deps.identity(),
+            description: deps.description,
+            baseUrl: baseUrl(request),
+            protocols: await deps.catalog(),
+          });
+          return json(200, path === '/roar/card' ? card : { agents: [card] }, {
+            'cache-control': 'public, max-age=60',
+          });
         }
         case '/roar/events': {
           if (!read) break;

@@ -57,7 +57,11 @@ function trustMap(trust: Record<string, string> | undefined): Map<string, KeyObj
     try {
       keys.set(did, publicKeyFromHex(hex));
     } catch (error) {
-      throw new AgoraError('INVALID_ARGUMENT', `ROAR trust: the key of ${did} is not a 64-hex-character Ed25519 public key`, { cause: error });
+      throw new AgoraError(
+        'INVALID_ARGUMENT',
+        `ROAR trust: the key of ${did} is not a 64-hex-character Ed25519 public key`,
+        { cause: error },
+      );
     }
   }
   return keys;
@@ -87,7 +91,12 @@ export const roarFace = {
       sessions,
       catalog: createCatalog(context.receiver),
       identity: () => loaded ?? loadOnce(),
-      security: { ...(options.roarSecret !== undefined ? { secret: options.roarSecret } : {}), trust: trustMap(options.roarTrust), replay: options.replay ?? new MemoryReplayGuard({ now }), now },
+      security: {
+        ...(options.roarSecret !== undefined ? { secret: options.roarSecret } : {}),
+        trust: trustMap(options.roarTrust),
+        replay: options.replay ?? new MemoryReplayGuard({ now }),
+        now,
+      },
       description: context.description,
       ...(context.publicUrl !== undefined ? { publicUrl: context.publicUrl } : {}),
       maxBodyBytes: context.maxBodyBytes,
@@ -104,8 +113,19 @@ export const roarFace = {
       handle: roarHttp(deps),
       upgrade(request) {
         const baseUrl = baseUrlOf(request, context.publicUrl) ?? 'http://localhost';
-        if (request.route?.name === 'events') return { status: 101, headers: {}, body: '', upgrade: { accept: (session) => sockets.acceptEvents(session) } };
-        return { status: 101, headers: {}, body: '', upgrade: { accept: (session) => sockets.accept(session, baseUrl) } };
+        if (request.route?.name === 'events')
+          return {
+            status: 101,
+            headers: {},
+            body: '',
+            upgrade: { accept: (session) => sockets.acceptEvents(session) },
+          };
+        return {
+          status: 101,
+          headers: {},
+          body: '',
+          upgrade: { accept: (session) => sockets.accept(session, baseUrl) },
+        };
       },
       failure: roarFailure,
       socketFailure: roarSocketFailure,

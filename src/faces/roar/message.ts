@@ -5,15 +5,37 @@ import { isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { Ask } from '../ask.js';
 import { sessionKey } from '../sessions.js';
-import { canonicalJson, pythonFloat, pythonString, RawNumber, toPlain, type LosslessValue } from '../../protocol/roar/canonical.js';
+import {
+  canonicalJson,
+  pythonFloat,
+  pythonString,
+  RawNumber,
+  toPlain,
+  type LosslessValue,
+} from '../../protocol/roar/canonical.js';
 import { readRoarJson } from './read.js';
 import { identityJson, type RoarIdentity } from '../../protocol/roar/identity.js';
 import { ROAR_CAPABILITIES } from './card.js';
 import type { ReplayGuard } from './replay.js';
-import { ed25519Signature, hmacSignature, signingBody, verifyEd25519, verifyHmac } from '../../protocol/roar/signing.js';
+import {
+  ed25519Signature,
+  hmacSignature,
+  signingBody,
+  verifyEd25519,
+  verifyHmac,
+} from '../../protocol/roar/signing.js';
 
 /** ROAR's intents (spec 0.3). */
-export const ROAR_INTENTS = ['execute', 'delegate', 'update', 'ask', 'respond', 'notify', 'discover', 'monitor'] as const;
+export const ROAR_INTENTS = [
+  'execute',
+  'delegate',
+  'update',
+  'ask',
+  'respond',
+  'notify',
+  'discover',
+  'monitor',
+] as const;
 
 /** A refusal in ROAR's error shape `{"error": code, "message": text}`; never leaves the faces. */
 export class RoarRefusal extends Error {
@@ -94,8 +116,10 @@ export function parseRoarMessage(text: string): RoarMessage {
   if (!isObject(raw)) invalid('A ROAR message is a JSON object');
   if (raw.roar !== undefined && typeof raw.roar !== 'string') invalid('roar must be a version string');
   const { id, intent } = raw;
-  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID) invalid(`id must be a string of 1 to ${MAX_ID} characters`);
-  if (typeof intent !== 'string' || !(ROAR_INTENTS as readonly string[]).includes(intent)) invalid(`intent must be one of ${ROAR_INTENTS.join(', ')}`);
+  if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID)
+    invalid(`id must be a string of 1 to ${MAX_ID} characters`);
+  if (typeof intent !== 'string' || !(ROAR_INTENTS as readonly string[]).includes(intent))
+    invalid(`intent must be one of ${ROAR_INTENTS.join(', ')}`);
   const payload = raw.payload ?? Object.create(null);
   const context = raw.context ?? Object.create(null);
   if (!isObject(payload)) invalid('payload must be an object');
@@ -129,23 +153,45 @@ export function checkSender(message: RoarMessage, ourDid: string, security: Omit
     const signature = isObject(auth) ? auth.signature : undefined;
     const timestamp = isObject(auth) ? auth.timestamp : undefined;
     if (typeof signature !== 'string' || !isNumber(timestamp)) {
-      throw new RoarRefusal(401, 'signature_invalid', 'This agent requires signed messages: auth.signature and auth.timestamp');
+      throw new RoarRefusal(
+        401,
+        'signature_invalid',
+        'This agent requires signed messages: auth.signature and auth.timestamp',
+      );
     }
-    const body = signingBody({ id: message.id, from: message.fromDid, to: message.toDid, intent: message.intent, payload: message.raw.payload ?? {}, context: message.raw.context ?? {}, timestamp });
+    const body = signingBody({
+      id: message.id,
+      from: message.fromDid,
+      to: message.toDid,
+      intent: message.intent,
+      payload: message.raw.payload ?? {},
+      context: message.raw.context ?? {},
+      timestamp,
+    });
     if (signature.startsWith('hmac-sha256:')) {
-      if (security.secret === undefined) throw new RoarRefusal(401, 'no_signing_secret', 'This agent has no HMAC secret: sign with Ed25519');
-      if (!verifyHmac(body, signature, security.secret)) throw new RoarRefusal(401, 'signature_invalid', 'HMAC signature verification failed');
+      if (security.secret === undefined)
+        throw new RoarRefusal(401, 'no_signing_secret', 'This agent has no HMAC secret: sign with Ed25519');
+      if (!verifyHmac(body, signature, security.secret))
+        throw new RoarRefusal(401, 'signature_invalid', 'HMAC signature verification failed');
     } else if (signature.startsWith('ed25519:')) {
       // Only a key the trust file gives for this DID: a key carried in the message proves nothing.
       const key = security.trust?.get(message.fromDid);
-      if (key === undefined) throw new RoarRefusal(401, 'signature_invalid', `No trusted Ed25519 key for ${message.fromDid}`);
-      if (!verifyEd25519(body, signature, key)) throw new RoarRefusal(401, 'signature_invalid', 'Ed25519 signature verification failed');
+      if (key === undefined)
+        throw new RoarRefusal(401, 'signature_invalid', `No trusted Ed25519 key for ${message.fromDid}`);
+      if (!verifyEd25519(body, signature, key))
+        throw new RoarRefusal(401, 'signature_invalid', 'Ed25519 signature verification failed');
     } else {
       throw new RoarRefusal(401, 'signature_invalid', 'Unknown signature scheme: hmac-sha256 or ed25519');
     }
     const age = security.now() / 1000 - (typeof timestamp === 'number' ? timestamp : timestamp.value);
-    if (!(age <= MAX_AGE_SECONDS)) throw new RoarRefusal(401, 'signature_invalid', `Message timestamp is older than ${MAX_AGE_SECONDS} s`);
-    if (age < -MAX_FUTURE_SECONDS) throw new RoarRefusal(401, 'signature_invalid', `Message timestamp is more than ${MAX_FUTURE_SECONDS} s in the future`);
+    if (!(age <= MAX_AGE_SECONDS))
+      throw new RoarRefusal(401, 'signature_invalid', `Message timestamp is older than ${MAX_AGE_SECONDS} s`);
+    if (age < -MAX_FUTURE_SECONDS)
+      throw new RoarRefusal(
+        401,
+        'signature_invalid',
+        `Message timestamp is more than ${MAX_FUTURE_SECONDS} s in the future`,
+      );
   }
 }
 
@@ -167,14 +213,21 @@ export function roarAction(message: RoarMessage, principal: string | undefined):
   if (message.intent === 'notify' || message.intent === 'respond') return { kind: 'acknowledge' };
   const { payload, context } = message;
   const sessionId = context.session_id;
-  if (sessionId !== undefined && (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > MAX_ID)) {
+  if (
+    sessionId !== undefined &&
+    (typeof sessionId !== 'string' || sessionId.length === 0 || sessionId.length > MAX_ID)
+  ) {
     invalid(`context.session_id must be a string of 1 to ${MAX_ID} characters`);
   }
   const session = typeof sessionId === 'string' ? sessionKey(principal, sessionId) : undefined;
   if (payload.protocolHash !== undefined && payload.protocolHash !== null) {
     if (typeof payload.protocolHash !== 'string') invalid('payload.protocolHash must be a string');
     const sources = payload.protocolSources;
-    if (sources !== undefined && sources !== null && !(Array.isArray(sources) && sources.every((source) => typeof source === 'string'))) {
+    if (
+      sources !== undefined &&
+      sources !== null &&
+      !(Array.isArray(sources) && sources.every((source) => typeof source === 'string'))
+    ) {
       invalid('payload.protocolSources must be an array of strings');
     }
     if (payload.body === undefined) invalid('payload.body is required with payload.protocolHash');
@@ -184,7 +237,8 @@ export function roarAction(message: RoarMessage, principal: string | undefined):
     return session === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: sessionId as string };
   }
   const text = payload.task ?? payload.text ?? payload.message;
-  if (text === undefined || text === null || text === '') invalid('payload needs task, text or message (natural language), or protocolHash and body');
+  if (text === undefined || text === null || text === '')
+    invalid('payload needs task, text or message (natural language), or protocolHash and body');
   const ask: Ask = { body: text };
   if (session !== undefined) ask.session = session;
   return session === undefined ? { kind: 'ask', ask } : { kind: 'ask', ask, sessionId: sessionId as string };
@@ -220,7 +274,13 @@ function identityTextOf(identity: RoarIdentity): { identity: string; did: string
  * `payloadText` is the payload as canonical JSON; it and the context are shared by the signed body and the wire text.
  * `session` is the session id the reply hands back, the message's own by default.
  */
-export function replyText(identity: RoarIdentity, message: RoarMessage, payloadText: string, security: Omit<RoarSecurity, 'replay'>, session?: string): string {
+export function replyText(
+  identity: RoarIdentity,
+  message: RoarMessage,
+  payloadText: string,
+  security: Omit<RoarSecurity, 'replay'>,
+  session?: string,
+): string {
   const timestamp = pythonFloat(security.now() / 1000);
   const uuid = randomUUID();
   const id = `"msg_${uuid.slice(0, 8)}${uuid.slice(9, 11)}"`;
@@ -231,8 +291,10 @@ export function replyText(identity: RoarIdentity, message: RoarMessage, payloadT
   // signingBody's bytes: the seven keys in sorted order.
   const body = `{"context": ${context}, "from": ${texts.did}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "timestamp": ${timestamp}, "to": ${toDid}}`;
   let auth = '{}';
-  if (security.secret !== undefined) auth = `{"signature": "${hmacSignature(body, security.secret)}", "timestamp": ${timestamp}}`;
-  else if (security.trust !== undefined && security.trust.size > 0) auth = `{"signature": "${ed25519Signature(body, identity.privateKey)}", "timestamp": ${timestamp}}`;
+  if (security.secret !== undefined)
+    auth = `{"signature": "${hmacSignature(body, security.secret)}", "timestamp": ${timestamp}}`;
+  else if (security.trust !== undefined && security.trust.size > 0)
+    auth = `{"signature": "${ed25519Signature(body, identity.privateKey)}", "timestamp": ${timestamp}}`;
   const to = message.raw.from;
   const toText = typeof to === 'object' && to !== null ? canonicalJson(to) : `{"did": ${toDid}}`;
   return `{"auth": ${auth}, "context": ${context}, "from": ${texts.identity}, "id": ${id}, "intent": "respond", "payload": ${payloadText}, "roar": "1.0", "timestamp": ${timestamp}, "to": ${toText}}`;

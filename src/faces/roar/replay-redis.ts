@@ -16,7 +16,11 @@ export class RedisReplayGuard implements ReplayGuard {
 
   /** Redis unreachable is STORE_UNAVAILABLE (the face answers 503), refused at once while it is known down. */
   async firstSeen(id: string, ttlMs: number): Promise<boolean> {
-    return (await storeCall(this.#redis, () => this.#redis.set(`${this.#prefix}${id}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'))) === 'OK';
+    return (
+      (await storeCall(this.#redis, () =>
+        this.#redis.set(`${this.#prefix}${id}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)), 'NX'),
+      )) === 'OK'
+    );
   }
 
   async close(): Promise<void> {

@@ -5,7 +5,10 @@ import { z } from 'zod';
 import { AgoraError } from '../../errors.js';
 
 const TRUST_FILE_BYTES = 1024 * 1024;
-const TrustSchema = z.record(z.string().regex(/^did:/, 'a DID (did:…)'), z.string().regex(/^[0-9a-fA-F]{64}$/, 'a 64-hex-character Ed25519 public key'));
+const TrustSchema = z.record(
+  z.string().regex(/^did:/, 'a DID (did:…)'),
+  z.string().regex(/^[0-9a-fA-F]{64}$/, 'a 64-hex-character Ed25519 public key'),
+);
 
 /**
  * Parses a trust file's text into DID → hex key, or throws `INVALID_ARGUMENT` naming the file and the first problem.
@@ -19,7 +22,11 @@ export function parseTrust(text: string, name: string): Record<string, string> {
     throw new AgoraError('INVALID_ARGUMENT', `ROAR trust file ${name} is not JSON: ${(error as Error).message}`);
   }
   const parsed = TrustSchema.safeParse(value);
-  if (!parsed.success) throw new AgoraError('INVALID_ARGUMENT', `ROAR trust file ${name} must map DIDs to hex Ed25519 public keys: ${z.prettifyError(parsed.error).replace(/\n\s*/g, ' ')}`);
+  if (!parsed.success)
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      `ROAR trust file ${name} must map DIDs to hex Ed25519 public keys: ${z.prettifyError(parsed.error).replace(/\n\s*/g, ' ')}`,
+    );
   return parsed.data;
 }
 
@@ -28,11 +35,15 @@ export async function readTrustFile(path: string): Promise<Record<string, string
   let text: string;
   try {
     const bytes = await readFile(path);
-    if (bytes.length > TRUST_FILE_BYTES) throw new AgoraError('INVALID_ARGUMENT', `ROAR trust file ${path} is larger than 1 MiB`);
+    if (bytes.length > TRUST_FILE_BYTES)
+      throw new AgoraError('INVALID_ARGUMENT', `ROAR trust file ${path} is larger than 1 MiB`);
     text = bytes.toString('utf8');
   } catch (error) {
     if (error instanceof AgoraError) throw error;
-    throw new AgoraError('INVALID_ARGUMENT', `ROAR trust file ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      `ROAR trust file ${path} cannot be read: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
   }
   return parseTrust(text, path);
 }

@@ -52,13 +52,18 @@ export class RoarSockets {
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
     // No auth frame when the edge has no token to ask for, or when the upgrade carried one (a client that can set headers).
-    const bearer = header(session.request, 'authorization')?.replace(/^Bearer\s+/i, '').trim() || undefined;
+    const bearer =
+      header(session.request, 'authorization')
+        ?.replace(/^Bearer\s+/i, '')
+        .trim() || undefined;
     const upgraded = bearer !== undefined && session.acceptsToken(bearer);
     let authenticated = upgraded || session.acceptsToken(undefined);
     // The token the socket authenticated with: its messages' sessions are scoped by it.
     let token: string | undefined = upgraded ? bearer : undefined;
     let inFlight = 0;
-    const timer = authenticated ? undefined : setTimeout(() => socket.close(1008, 'authentication timeout'), this.#authTimeoutMs);
+    const timer = authenticated
+      ? undefined
+      : setTimeout(() => socket.close(1008, 'authentication timeout'), this.#authTimeoutMs);
     timer?.unref();
     socket.on('close', () => clearTimeout(timer));
 
@@ -71,20 +76,29 @@ export class RoarSockets {
         } catch {
           frame = undefined;
         }
-        const frameToken = (frame as { type?: unknown; token?: unknown } | undefined)?.type === 'auth' ? (frame as { token?: unknown }).token : undefined;
+        const frameToken =
+          (frame as { type?: unknown; token?: unknown } | undefined)?.type === 'auth'
+            ? (frame as { token?: unknown }).token
+            : undefined;
         if (typeof frameToken === 'string' && session.acceptsToken(frameToken)) {
           authenticated = true;
           token = frameToken;
           clearTimeout(timer);
           send(socket, '{"type":"auth_ok"}');
         } else {
-          send(socket, JSON.stringify({ type: 'error', message: 'Unauthorized: send {"type":"auth","token":…} first' }));
+          send(
+            socket,
+            JSON.stringify({ type: 'error', message: 'Unauthorized: send {"type":"auth","token":…} first' }),
+          );
           socket.close(1008, 'unauthorized');
         }
         return;
       }
       if (inFlight >= maxInFlight) {
-        send(socket, JSON.stringify({ type: 'error', message: `At most ${maxInFlight} messages at once on one socket` }));
+        send(
+          socket,
+          JSON.stringify({ type: 'error', message: `At most ${maxInFlight} messages at once on one socket` }),
+        );
         return;
       }
       inFlight += 1;
@@ -100,7 +114,8 @@ export class RoarSockets {
           // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put it.
           (outcome) => send(socket, streamed ? `${outcome.text.slice(0, -1)}, "type": "done"}` : outcome.text),
           (error: unknown) => {
-            if (error instanceof RoarRefusal) send(socket, JSON.stringify({ type: 'error', error: error.code, message: error.message }));
+            if (error instanceof RoarRefusal)
+              send(socket, JSON.stringify({ type: 'error', error: error.code, message: error.message }));
             else {
               deps.logger.error(`ROAR WebSocket: ${error instanceof Error ? error.message : String(error)}`);
               send(socket, JSON.stringify({ type: 'error', error: 'internal_error', message: 'Internal error' }));
@@ -116,7 +131,8 @@ export class RoarSockets {
     const socket = session.client;
     // Incoming frames mean nothing here; the edge still counts them against the rate limit.
     session.onMessage(() => {});
-    if (this.deps.events.attach(socket, queryOf(session.request.path).get('session_id') || undefined)) this.#watch(socket);
+    if (this.deps.events.attach(socket, queryOf(session.request.path).get('session_id') || undefined))
+      this.#watch(socket);
   }
 
   /** Stops the heartbeat (the edge's router closes the sockets themselves). */

@@ -25,12 +25,27 @@ is taken as the message.
 `;
 
 /** What a participant is asked in one turn. */
-export type TurnQuery = { topic: string; you: string; turn: number; why: string; pattern: string; participants: string[]; transcript: { speaker: string; kind: string; text: string }[] };
+export type TurnQuery = {
+  topic: string;
+  you: string;
+  turn: number;
+  why: string;
+  pattern: string;
+  participants: string[];
+  transcript: { speaker: string; kind: string; text: string }[];
+};
 
 /** A participant's reply as the room reads it. */
 export type TurnReply = { message: string; next?: string; done: boolean; tokens?: number };
 
-const replySchema = z.object({ message: z.string(), next: z.string().max(200).optional(), done: z.boolean().optional(), tokens: z.number().int().min(0).optional() }).loose();
+const replySchema = z
+  .object({
+    message: z.string(),
+    next: z.string().max(200).optional(),
+    done: z.boolean().optional(),
+    tokens: z.number().int().min(0).optional(),
+  })
+  .loose();
 
 /** Reads a reply body: the JSON shape, JSON text of it, or plain text taken as the message; capped. */
 export function readTurnReply(body: JsonValue): TurnReply {
@@ -45,7 +60,12 @@ export function readTurnReply(body: JsonValue): TurnReply {
   const parsed = replySchema.safeParse(value);
   if (parsed.success) {
     const { message, next, done, tokens } = parsed.data;
-    return { message: message.slice(0, MAX_MESSAGE_CHARS), ...(next ? { next: next.replace(/^@/, '') } : {}), done: done === true, ...(tokens !== undefined ? { tokens } : {}) };
+    return {
+      message: message.slice(0, MAX_MESSAGE_CHARS),
+      ...(next ? { next: next.replace(/^@/, '') } : {}),
+      done: done === true,
+      ...(tokens !== undefined ? { tokens } : {}),
+    };
   }
   const text = typeof value === 'string' ? value : JSON.stringify(value);
   return { message: text.slice(0, MAX_MESSAGE_CHARS), done: false };

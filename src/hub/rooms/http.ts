@@ -35,7 +35,9 @@ export const DEFAULT_MAX_WATCHERS_PER_ROOM = 256;
 export const DEFAULT_MAX_WATCHERS_PER_CLIENT = 64;
 
 /** The rooms' routes: all under `/rooms`, all behind the token, sockets at `/rooms/:id/ws`. */
-export const ROOM_ROUTES: readonly Route[] = [{ path: '/rooms', prefix: true, socket: true, allow: 'GET, POST, OPTIONS' }];
+export const ROOM_ROUTES: readonly Route[] = [
+  { path: '/rooms', prefix: true, socket: true, allow: 'GET, POST, OPTIONS' },
+];
 
 const controlSchema = z.object({ action: z.enum(['pause', 'resume', 'cancel']) }).strict();
 const messageSchema = z.object({ text: z.string(), from: z.string().trim().min(1).max(100).optional() }).strict();
@@ -101,7 +103,10 @@ export function roomsMount(rooms: Rooms, options: RoomsMountOptions = {}): Mount
         async next() {
           if (hello) {
             hello = false;
-            return { done: false, value: sseFrame('hello', JSON.stringify({ type: 'hello', flowId: id, heartbeatInterval: heartbeatMs })) };
+            return {
+              done: false,
+              value: sseFrame('hello', JSON.stringify({ type: 'hello', flowId: id, heartbeatInterval: heartbeatMs })),
+            };
           }
           pending ??= events.next();
           let timer: NodeJS.Timeout | undefined;
@@ -152,7 +157,8 @@ export function roomsMount(rooms: Rooms, options: RoomsMountOptions = {}): Mount
       const room = await rooms.get(id);
       return room ? json(200, room) : failure(404, 'Room not found');
     }
-    if (action === 'control' && method === 'POST') return json(200, await rooms.control(id, (await readJson(request, controlSchema)).action));
+    if (action === 'control' && method === 'POST')
+      return json(200, await rooms.control(id, (await readJson(request, controlSchema)).action));
     if (action === 'messages' && method === 'POST') {
       const { text, from } = await readJson(request, messageSchema);
       return json(201, await rooms.say(id, text, from));
@@ -176,7 +182,12 @@ export function roomsMount(rooms: Rooms, options: RoomsMountOptions = {}): Mount
       throw new AgoraError('STORE_UNAVAILABLE', 'Room store unavailable', { cause: error });
     }
     if (!room) return failure(404, 'Room not found');
-    return { status: 101, headers: {}, body: '', upgrade: { resource: roomId, accept: (session) => serveRoomSocket(session, rooms, roomId, last, heartbeatMs) } };
+    return {
+      status: 101,
+      headers: {},
+      body: '',
+      upgrade: { resource: roomId, accept: (session) => serveRoomSocket(session, rooms, roomId, last, heartbeatMs) },
+    };
   }
 
   return {

@@ -23,7 +23,15 @@ export async function roomsForHub(hub: Hub, options: Omit<RoomsOptions, 'resolve
   await hub.catalogue.publish(hashText(ROOM_DOCUMENT), ROOM_DOCUMENT);
   const allowPrivate = hub.allowsPrivateAgents;
   const fetch = guardedFetch({ allowPrivateAddresses: allowPrivate });
-  const sender = options.sender ?? new Sender({ llm: null, hub: null, logger: options.logger ?? consoleLogger('agora-hub'), fetch, maxReplyBytes: turnReplyBytes(options.maxReplyBytes) });
+  const sender =
+    options.sender ??
+    new Sender({
+      llm: null,
+      hub: null,
+      logger: options.logger ?? consoleLogger('agora-hub'),
+      fetch,
+      maxReplyBytes: turnReplyBytes(options.maxReplyBytes),
+    });
   const rooms = new Rooms({
     ...options,
     sender,
@@ -31,7 +39,8 @@ export async function roomsForHub(hub: Hub, options: Omit<RoomsOptions, 'resolve
     async resolve(target) {
       const known = await hub.directory.resolve(target);
       // A registered ROAR, A2A or OAP agent takes its turns in its own protocol.
-      if (known) return { name: roomName(known.name), url: known.url, ...(known.kind !== 'agora' ? { kind: known.kind } : {}) };
+      if (known)
+        return { name: roomName(known.name), url: known.url, ...(known.kind !== 'agora' ? { kind: known.kind } : {}) };
       if (!/^https?:\/\//i.test(target)) throw new Error('not a registered agent (name or id) nor a URL');
       const url = normalizeAgentUrl(target);
       await vetAgentUrl(url, { allowPrivateSources: allowPrivate });

@@ -15,13 +15,19 @@ export const roomRequestSchema = z
     lead: z.string().trim().min(1).max(2000).optional(),
     maxTurns: z.number().int().min(1).max(200).default(12),
     turnTimeoutMs: z.number().int().min(100).max(120_000).default(30_000),
-    budget: z.object({ tokens: z.number().int().min(1) }).strict().optional(),
+    budget: z
+      .object({ tokens: z.number().int().min(1) })
+      .strict()
+      .optional(),
   })
   .strict()
-  .refine((room) => room.pattern !== 'moderated' || (room.lead !== undefined && room.participants.includes(room.lead)), {
-    message: 'a moderated room needs a lead, one of its participants',
-    path: ['lead'],
-  });
+  .refine(
+    (room) => room.pattern !== 'moderated' || (room.lead !== undefined && room.participants.includes(room.lead)),
+    {
+      message: 'a moderated room needs a lead, one of its participants',
+      path: ['lead'],
+    },
+  );
 
 /** A room as asked for. */
 export type RoomRequest = z.infer<typeof roomRequestSchema>;
@@ -33,10 +39,24 @@ export type RoomState = 'active' | 'paused' | 'completed' | 'cancelled';
  * One participant: its name in the room, where it answers, how (`kind`: absent for Agora, else the protocol of the
  * registered ROAR, A2A or OAP agent), its conversation, its run of failed turns.
  */
-export type Participant = { name: string; url: string; kind?: 'roar' | 'a2a' | 'oap'; conversationId?: string; failures: number; dropped?: boolean };
+export type Participant = {
+  name: string;
+  url: string;
+  kind?: 'roar' | 'a2a' | 'oap';
+  conversationId?: string;
+  failures: number;
+  dropped?: boolean;
+};
 
 /** One line of the transcript: an agent's message, a person's, or a turn lost to a failure or a timeout. */
-export type TranscriptEntry = { turn: number; speaker: string; kind: 'agent' | 'person' | 'skipped' | 'synthesis'; text: string; tokens: number; at: number };
+export type TranscriptEntry = {
+  turn: number;
+  speaker: string;
+  kind: 'agent' | 'person' | 'skipped' | 'synthesis';
+  text: string;
+  tokens: number;
+  at: number;
+};
 
 /** A room as stored; the runner saves it after every turn (its checkpoint). */
 export type RoomRecord = {
@@ -65,14 +85,26 @@ export type RoomRecord = {
 };
 
 /** One event of a room, as watchers get it; ids increase within a room and never repeat. */
-export type RoomEvent = { id: number; type: 'turn_notification' | 'new_message' | 'flow_completed' | 'state'; data: Record<string, unknown> };
+export type RoomEvent = {
+  id: number;
+  type: 'turn_notification' | 'new_message' | 'flow_completed' | 'state';
+  data: Record<string, unknown>;
+};
 
 /** The ARP frame of a room event (the WebSocket's and SSE's shape); fields ARP does not name ride along, so it reads back whole. */
 export function arpFrame(roomId: string, event: RoomEvent): Record<string, unknown> {
   const { speaker, text, why, ...rest } = event.data;
-  if (event.type === 'new_message') return { type: 'new_message', flowId: roomId, eventId: event.id, message: { agentName: speaker, content: text, ...rest } };
-  if (event.type === 'turn_notification') return { type: 'turn_notification', flowId: roomId, eventId: event.id, agentName: speaker, reason: why, ...rest };
-  if (event.type === 'flow_completed') return { type: 'flow_completed', flowId: roomId, eventId: event.id, ...event.data };
+  if (event.type === 'new_message')
+    return {
+      type: 'new_message',
+      flowId: roomId,
+      eventId: event.id,
+      message: { agentName: speaker, content: text, ...rest },
+    };
+  if (event.type === 'turn_notification')
+    return { type: 'turn_notification', flowId: roomId, eventId: event.id, agentName: speaker, reason: why, ...rest };
+  if (event.type === 'flow_completed')
+    return { type: 'flow_completed', flowId: roomId, eventId: event.id, ...event.data };
   return { type: 'flow_state', flowId: roomId, eventId: event.id, ...event.data };
 }
 

@@ -28,7 +28,12 @@ if start < 0 then start = 0 end
 return redis.call('LRANGE', KEYS[1], start, -1)`);
 
 /** Options of {@link RedisRoomStore}. */
-export type RedisRoomStoreOptions = { url: string; prefix?: string; maxEventsPerRoom?: number; logger?: { error(message: string): void } };
+export type RedisRoomStoreOptions = {
+  url: string;
+  prefix?: string;
+  maxEventsPerRoom?: number;
+  logger?: { error(message: string): void };
+};
 
 /** Rooms in Redis, shared by every hub process on it. */
 export class RedisRoomStore implements RoomStore {
@@ -39,7 +44,10 @@ export class RedisRoomStore implements RoomStore {
   constructor(options: RedisRoomStoreOptions) {
     // As every connection of the framework: commands time out, an outage is reported once (not at every retry).
     const logger = options.logger;
-    this.#redis = openRedis(options.url, logger && { warn: (message) => logger.error(`rooms Redis: ${message}`), info: () => {} });
+    this.#redis = openRedis(
+      options.url,
+      logger && { warn: (message) => logger.error(`rooms Redis: ${message}`), info: () => {} },
+    );
     this.#prefix = options.prefix ?? 'agora-hub:';
     this.#maxEvents = options.maxEventsPerRoom ?? 5000;
   }
@@ -55,11 +63,25 @@ export class RedisRoomStore implements RoomStore {
 
   async put(record: RoomRecord, cap: number): Promise<boolean> {
     const open = record.state === 'active' || record.state === 'paused' ? '1' : '0';
-    return (await runScript(this.#redis, PUT, [this.#key(record.id), `${this.#prefix}rooms:open`], [JSON.stringify(record), open, Math.min(cap, 1e15), record.id])) === 1;
+    return (
+      (await runScript(
+        this.#redis,
+        PUT,
+        [this.#key(record.id), `${this.#prefix}rooms:open`],
+        [JSON.stringify(record), open, Math.min(cap, 1e15), record.id],
+      )) === 1
+    );
   }
 
   async append(roomId: string, type: RoomEvent['type'], data: RoomEvent['data']): Promise<RoomEvent> {
-    const id = Number(await runScript(this.#redis, APPEND, [this.#key(roomId, ':events'), this.#key(roomId, ':seq')], [type, JSON.stringify(data), this.#maxEvents]));
+    const id = Number(
+      await runScript(
+        this.#redis,
+        APPEND,
+        [this.#key(roomId, ':events'), this.#key(roomId, ':seq')],
+        [type, JSON.stringify(data), this.#maxEvents],
+      ),
+    );
     return { id, type, data };
   }
 
@@ -71,7 +93,12 @@ export class RedisRoomStore implements RoomStore {
       const first = item.indexOf(' ');
       const second = item.indexOf(' ', first + 1);
       const id = Number(item.slice(0, first));
-      if (id > afterId) events.push({ id, type: item.slice(first + 1, second) as RoomEvent['type'], data: JSON.parse(item.slice(second + 1)) as RoomEvent['data'] });
+      if (id > afterId)
+        events.push({
+          id,
+          type: item.slice(first + 1, second) as RoomEvent['type'],
+          data: JSON.parse(item.slice(second + 1)) as RoomEvent['data'],
+        });
     }
     return events;
   }

@@ -8,7 +8,14 @@ import type { JsonValue } from '../../schemas.js';
 import { peerConversation } from '../../sender/peers/index.js';
 import { Sender, type SenderConversation } from '../../sender/sender.js';
 import { readTurnReply, ROOM_DOCUMENT, type TurnReply } from './document.js';
-import { MAX_MESSAGE_CHARS, trimTranscript, type Participant, type RoomEvent, type RoomRecord, type RoomRequest } from './records.js';
+import {
+  MAX_MESSAGE_CHARS,
+  trimTranscript,
+  type Participant,
+  type RoomEvent,
+  type RoomRecord,
+  type RoomRequest,
+} from './records.js';
 import { MemoryRoomStore, type RoomStore } from './store.js';
 import { endOf, firstTurn, MAX_FAILURES, nextTurn } from './turns.js';
 
@@ -47,9 +54,20 @@ export function turnReplyBytes(requested: number | undefined): number {
 }
 
 /** A turn as natural language, for a ROAR, A2A or OAP participant (which knows nothing of the room document). */
-export function turnText(query: { topic: string; you: string; why: string; participants: string[]; transcript: { speaker: string; text: string }[] }): string {
+export function turnText(query: {
+  topic: string;
+  you: string;
+  why: string;
+  participants: string[];
+  transcript: { speaker: string; text: string }[];
+}): string {
   const lines = query.transcript.map((entry) => `${entry.speaker}: ${entry.text}`);
-  return [`You take part in a discussion of several agents (${query.participants.join(', ')}) as ${query.you}. Topic: ${query.topic}`, `Why it is your turn: ${query.why}`, ...(lines.length ? ['The discussion so far:', ...lines] : []), 'Answer with what you say, in plain text.'].join('\n');
+  return [
+    `You take part in a discussion of several agents (${query.participants.join(', ')}) as ${query.you}. Topic: ${query.topic}`,
+    `Why it is your turn: ${query.why}`,
+    ...(lines.length ? ['The discussion so far:', ...lines] : []),
+    'Answer with what you say, in plain text.',
+  ].join('\n');
 }
 
 /**
@@ -59,7 +77,8 @@ export function turnText(query: { topic: string; you: string; why: string; parti
 export function turnFailure(error: unknown, timedOut: boolean, timeoutMs: number): string {
   if (timedOut || (isAgoraError(error) && error.code === 'TIMEOUT')) return `timed out after ${timeoutMs} ms`;
   const cause = (error as { cause?: { cause?: { code?: string }; code?: string } } | undefined)?.cause;
-  if (cause?.code === 'EFORBIDDENADDRESS' || cause?.cause?.code === 'EFORBIDDENADDRESS') return 'refused: the participant is on a loopback or private address';
+  if (cause?.code === 'EFORBIDDENADDRESS' || cause?.cause?.code === 'EFORBIDDENADDRESS')
+    return 'refused: the participant is on a loopback or private address';
   if (!isAgoraError(error)) return 'failed';
   const status = error.status === undefined ? '' : ` (HTTP ${error.status})`;
   if (error.code !== 'PEER_FAILURE') return `failed: ${error.code.toLowerCase().replaceAll('_', ' ')}${status}`;
@@ -95,11 +114,16 @@ export class Rooms {
     this.store = options.store ?? new MemoryRoomStore();
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? consoleLogger('agora-hub');
-    this.#sender = options.sender ?? new Sender({ llm: null, hub: null, logger: this.#logger, maxReplyBytes: turnReplyBytes(options.maxReplyBytes) });
+    this.#sender =
+      options.sender ??
+      new Sender({ llm: null, hub: null, logger: this.#logger, maxReplyBytes: turnReplyBytes(options.maxReplyBytes) });
     // With a shared store another process may die mid-room: its rooms are taken over once their leases run out.
     const sweepMs = options.sweepMs ?? 2000;
     if (!(this.store instanceof MemoryRoomStore) && sweepMs > 0) {
-      this.#sweep = setInterval(() => void this.resumeOpen().catch((error: unknown) => this.#logger.warn(`rooms: ${describeError(error)}`)), sweepMs);
+      this.#sweep = setInterval(
+        () => void this.resumeOpen().catch((error: unknown) => this.#logger.warn(`rooms: ${describeError(error)}`)),
+        sweepMs,
+      );
       this.#sweep.unref();
     }
   }
@@ -109,20 +133,39 @@ export class Rooms {
     const participants: RoomRecord['participants'] = [];
     for (const target of request.participants) {
       const { name, url, kind } = await this.#options.resolve(target).catch((error: unknown) => {
-        throw new AgoraError('BAD_REQUEST', `participant ${JSON.stringify(target.slice(0, 200))}: ${describeError(error)}`);
+        throw new AgoraError(
+          'BAD_REQUEST',
+          `participant ${JSON.stringify(target.slice(0, 200))}: ${describeError(error)}`,
+        );
       });
-      if (participants.some((participant) => participant.name === name)) throw new AgoraError('BAD_REQUEST', `participant ${name} is named twice`);
+      if (participants.some((participant) => participant.name === name))
+        throw new AgoraError('BAD_REQUEST', `participant ${name} is named twice`);
       participants.push({ name, url, ...(kind ? { kind } : {}), failures: 0 });
     }
-    const lead = request.lead === undefined ? undefined : participants[request.participants.indexOf(request.lead)]!.name;
+    const lead =
+      request.lead === undefined ? undefined : participants[request.participants.indexOf(request.lead)]!.name;
     const now = this.#now();
     const record: RoomRecord = {
-      id: nanoid(16), topic: request.topic, pattern: request.pattern, ...(lead ? { lead } : {}), maxTurns: request.maxTurns,
-      turnTimeoutMs: request.turnTimeoutMs, ...(request.budget ? { budget: request.budget } : {}), state: 'active', turns: 0,
-      participants, transcript: [], trimmed: 0, tokens: 0, done: [], createdAt: now, updatedAt: now,
+      id: nanoid(16),
+      topic: request.topic,
+      pattern: request.pattern,
+      ...(lead ? { lead } : {}),
+      maxTurns: request.maxTurns,
+      turnTimeoutMs: request.turnTimeoutMs,
+      ...(request.budget ? { budget: request.budget } : {}),
+      state: 'active',
+      turns: 0,
+      participants,
+      transcript: [],
+      trimmed: 0,
+      tokens: 0,
+      done: [],
+      createdAt: now,
+      updatedAt: now,
     };
     record.next = firstTurn(record);
-    if (!(await this.store.put(record, this.#options.maxRooms ?? 1000))) throw new AgoraError('TOO_MANY_CONVERSATIONS', 'Too many open rooms');
+    if (!(await this.store.put(record, this.#options.maxRooms ?? 1000)))
+      throw new AgoraError('TOO_MANY_CONVERSATIONS', 'Too many open rooms');
     await this.#emit(record.id, 'state', { state: 'active' });
     this.#start(record.id);
     return record;
@@ -147,12 +190,14 @@ export class Rooms {
   control(id: string, action: RoomAction): Promise<RoomRecord> {
     return this.#queue.run(id, async () => {
       const room = await this.#must(id);
-      if (room.state === 'completed' || room.state === 'cancelled') throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
+      if (room.state === 'completed' || room.state === 'cancelled')
+        throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
       room.state = action === 'pause' ? 'paused' : action === 'resume' ? 'active' : 'cancelled';
       if (action === 'cancel') room.endedBecause = 'cancelled by a person';
       await this.#save(room);
       await this.#emit(id, 'state', { state: room.state });
-      if (action === 'cancel') await this.#emit(id, 'flow_completed', { reason: room.endedBecause!, state: 'cancelled' });
+      if (action === 'cancel')
+        await this.#emit(id, 'flow_completed', { reason: room.endedBecause!, state: 'cancelled' });
       if (action === 'resume') this.#start(id);
       return room;
     });
@@ -160,13 +205,19 @@ export class Rooms {
 
   /** A person's message, seen by every next turn. */
   say(id: string, text: string, from = 'person'): Promise<RoomRecord> {
-    if (text.trim() === '' || text.length > MAX_MESSAGE_CHARS) throw new AgoraError('BAD_REQUEST', `a message is 1 to ${MAX_MESSAGE_CHARS} characters`);
+    if (text.trim() === '' || text.length > MAX_MESSAGE_CHARS)
+      throw new AgoraError('BAD_REQUEST', `a message is 1 to ${MAX_MESSAGE_CHARS} characters`);
     return this.#queue.run(id, async () => {
       const room = await this.#must(id);
-      if (room.state === 'completed' || room.state === 'cancelled') throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
+      if (room.state === 'completed' || room.state === 'cancelled')
+        throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
       const speaker = from.trim().slice(0, 100);
       // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as the agent's.
-      if (room.participants.some((participant) => participant.name.toLowerCase() === speaker.toLowerCase())) throw new AgoraError('BAD_REQUEST', `${JSON.stringify(speaker)} is a participant's name; a person writes under another`);
+      if (room.participants.some((participant) => participant.name.toLowerCase() === speaker.toLowerCase()))
+        throw new AgoraError(
+          'BAD_REQUEST',
+          `${JSON.stringify(speaker)} is a participant's name; a person writes under another`,
+        );
       room.transcript.push({ turn: room.turns, speaker, kind: 'person', text, tokens: 0, at: this.#now() });
       await this.#save(room);
       await this.#emit(id, 'new_message', { turn: room.turns, speaker, kind: 'person', text });
@@ -256,7 +307,8 @@ export class Rooms {
         const room = await this.store.get(id);
         if (!room || room.state !== 'active') return undefined;
         // One runner per room across processes: the lease covers the coming turn.
-        if (!(await this.store.claim(id, this.#owner, room.turnTimeoutMs + (this.#options.leaseMarginMs ?? 1000)))) return undefined;
+        if (!(await this.store.claim(id, this.#owner, room.turnTimeoutMs + (this.#options.leaseMarginMs ?? 1000))))
+          return undefined;
         const end = endOf(room);
         const synthesisDue = end?.synthesis === true && !room.transcript.some((entry) => entry.kind === 'synthesis');
         if (end && !synthesisDue) {
@@ -267,7 +319,9 @@ export class Rooms {
           await this.#emit(id, 'flow_completed', { reason: end.reason, state: 'completed', turns: room.turns });
           return undefined;
         }
-        const turn = synthesisDue ? { speaker: room.lead!, why: `synthesis: sum the discussion up (${end!.reason})` } : (room.next ?? firstTurn(room));
+        const turn = synthesisDue
+          ? { speaker: room.lead!, why: `synthesis: sum the discussion up (${end!.reason})` }
+          : (room.next ?? firstTurn(room));
         await this.#emit(id, 'turn_notification', { turn: room.turns + 1, speaker: turn.speaker, why: turn.why });
         return { room, turn, synthesis: synthesisDue };
       });
@@ -279,17 +333,37 @@ export class Rooms {
   }
 
   /** Asks one participant for its turn, within the room's turn timeout. */
-  async #ask(room: RoomRecord, speaker: string, why: string): Promise<{ reply: TurnReply; tokens: number } | { error: string }> {
+  async #ask(
+    room: RoomRecord,
+    speaker: string,
+    why: string,
+  ): Promise<{ reply: TurnReply; tokens: number } | { error: string }> {
     const participant = room.participants.find((candidate) => candidate.name === speaker)!;
-    const recent = room.transcript.slice(-(this.#options.recentTurns ?? 20)).map(({ speaker: who, kind, text }) => ({ speaker: who, kind, text }));
-    const query = { topic: room.topic, you: speaker, turn: room.turns + 1, why, pattern: room.pattern, participants: room.participants.filter((p) => !p.dropped).map((p) => p.name), transcript: recent };
+    const recent = room.transcript
+      .slice(-(this.#options.recentTurns ?? 20))
+      .map(({ speaker: who, kind, text }) => ({ speaker: who, kind, text }));
+    const query = {
+      topic: room.topic,
+      you: speaker,
+      turn: room.turns + 1,
+      why,
+      pattern: room.pattern,
+      participants: room.participants.filter((p) => !p.dropped).map((p) => p.name),
+      transcript: recent,
+    };
     const key = `${room.id}\u0000${speaker}`;
     let conversation = this.#conversations.get(key);
-    if (!conversation) this.#conversations.set(key, (conversation = this.#conversation(participant, room.turnTimeoutMs)));
+    if (!conversation)
+      this.#conversations.set(key, (conversation = this.#conversation(participant, room.turnTimeoutMs)));
     const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(new AgoraError('TIMEOUT', `no answer within ${room.turnTimeoutMs} ms`)), room.turnTimeoutMs);
+    const timer = setTimeout(
+      () => controller.abort(new AgoraError('TIMEOUT', `no answer within ${room.turnTimeoutMs} ms`)),
+      room.turnTimeoutMs,
+    );
     try {
-      const result = await conversation.send(participant.kind === undefined ? query : turnText(query), { signal: controller.signal });
+      const result = await conversation.send(participant.kind === undefined ? query : turnText(query), {
+        signal: controller.signal,
+      });
       const reply = readTurnReply(result.body);
       return { reply, tokens: tokensOf(JSON.stringify(query), reply) };
     } catch (error) {
@@ -305,12 +379,21 @@ export class Rooms {
   #conversation(participant: Participant, timeoutMs: number): Pick<SenderConversation, 'send'> {
     if (participant.kind === undefined) return this.#sender.conversation(participant.url, ROOM_DOCUMENT);
     const fetch = this.#options.peerFetch;
-    const peer = peerConversation(participant.kind, participant.url, undefined, { timeoutMs, maxReplyBytes: turnReplyBytes(this.#options.maxReplyBytes), ...(fetch ? { fetch } : {}) });
+    const peer = peerConversation(participant.kind, participant.url, undefined, {
+      timeoutMs,
+      maxReplyBytes: turnReplyBytes(this.#options.maxReplyBytes),
+      ...(fetch ? { fetch } : {}),
+    });
     return { send: (body) => peer.send(body as JsonValue) };
   }
 
   /** Applies a turn's outcome to the latest record (a pause or a message may have come meanwhile) and saves it. */
-  async #record(id: string, speaker: string, synthesis: boolean, outcome: { reply: TurnReply; tokens: number } | { error: string }): Promise<void> {
+  async #record(
+    id: string,
+    speaker: string,
+    synthesis: boolean,
+    outcome: { reply: TurnReply; tokens: number } | { error: string },
+  ): Promise<void> {
     const room = await this.store.get(id);
     if (!room || room.state === 'cancelled' || room.state === 'completed') return;
     const participant = room.participants.find((candidate) => candidate.name === speaker)!;
@@ -324,7 +407,14 @@ export class Rooms {
       participant.failures = 0;
       room.tokens += outcome.tokens;
       if (outcome.reply.done && !room.done.includes(speaker)) room.done.push(speaker);
-      room.transcript.push({ turn: room.turns, speaker, kind: synthesis ? 'synthesis' : 'agent', text: outcome.reply.message, tokens: outcome.tokens, at });
+      room.transcript.push({
+        turn: room.turns,
+        speaker,
+        kind: synthesis ? 'synthesis' : 'agent',
+        text: outcome.reply.message,
+        tokens: outcome.tokens,
+        at,
+      });
     }
     const next = nextTurn(room, speaker, 'error' in outcome ? undefined : outcome.reply);
     if (next) room.next = next;
@@ -335,7 +425,16 @@ export class Rooms {
     }
     await this.#save(room);
     const entry = room.transcript.at(-1)!;
-    await this.#emit(id, 'new_message', { turn: entry.turn, speaker, kind: entry.kind, text: entry.text, tokens: entry.tokens, at: entry.at, ...(participant.dropped && 'error' in outcome ? { dropped: true } : {}) });
-    if (synthesis) await this.#emit(id, 'flow_completed', { reason: room.endedBecause!, state: 'completed', turns: room.turns });
+    await this.#emit(id, 'new_message', {
+      turn: entry.turn,
+      speaker,
+      kind: entry.kind,
+      text: entry.text,
+      tokens: entry.tokens,
+      at: entry.at,
+      ...(participant.dropped && 'error' in outcome ? { dropped: true } : {}),
+    });
+    if (synthesis)
+      await this.#emit(id, 'flow_completed', { reason: room.endedBecause!, state: 'completed', turns: room.turns });
   }
 }

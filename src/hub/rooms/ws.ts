@@ -12,7 +12,13 @@ const MAX_BUFFERED_BYTES = 1024 * 1024;
 export { arpFrame };
 
 /** Serves one accepted room socket: its events after `last`, heartbeats, and answers to the client's heartbeats. */
-export function serveRoomSocket(session: SocketSession, rooms: Rooms, roomId: string, last: number, heartbeatMs: number): void {
+export function serveRoomSocket(
+  session: SocketSession,
+  rooms: Rooms,
+  roomId: string,
+  last: number,
+  heartbeatMs: number,
+): void {
   const { client } = session;
   const controller = new AbortController();
   const send = (frame: unknown) => client.readyState === client.OPEN && client.send(JSON.stringify(frame));

@@ -2,12 +2,24 @@
 // Types only from the SDK: `model.ts` beside it is the one file that loads it.
 import type Anthropic from '@anthropic-ai/sdk';
 import { z } from 'zod';
-import { responseOf, type LlmContentBlock, type LlmMessage, type LlmResponse, type LlmStopReason, type LlmToolSpec } from '../model.js';
+import {
+  responseOf,
+  type LlmContentBlock,
+  type LlmMessage,
+  type LlmResponse,
+  type LlmStopReason,
+  type LlmToolSpec,
+} from '../model.js';
 import { llmUnavailable } from '../retry.js';
 
 // Replies are parsed, never trusted: a proxy or a fake may answer anything with status 200.
 const TextBlockSchema = z.object({ type: z.literal('text'), text: z.string() });
-const ToolUseBlockSchema = z.object({ type: z.literal('tool_use'), id: z.string(), name: z.string(), input: z.unknown() });
+const ToolUseBlockSchema = z.object({
+  type: z.literal('tool_use'),
+  id: z.string(),
+  name: z.string(),
+  input: z.unknown(),
+});
 const MessageSchema = z.object({
   model: z.string(),
   content: z.array(z.looseObject({ type: z.string() })),
@@ -18,7 +30,13 @@ const MessageSchema = z.object({
 // The Messages API refuses empty message content, and a peer or an LLM may well send an empty string.
 const EMPTY_MESSAGE = '(empty message)';
 
-const STOP_REASONS: Record<string, LlmStopReason> = { end_turn: 'stop', stop_sequence: 'stop', tool_use: 'tool-calls', max_tokens: 'length', refusal: 'content-filter' };
+const STOP_REASONS: Record<string, LlmStopReason> = {
+  end_turn: 'stop',
+  stop_sequence: 'stop',
+  tool_use: 'tool-calls',
+  max_tokens: 'length',
+  refusal: 'content-filter',
+};
 
 /**
  * Our messages as Messages API messages. The API wants the user to speak first (a history trimmed to its latest
@@ -30,7 +48,8 @@ export function toMessageParams(messages: readonly LlmMessage[]): Anthropic.Mess
 }
 
 function toMessageParam(message: LlmMessage): Anthropic.MessageParam {
-  if (typeof message.content === 'string') return { role: message.role, content: message.content.trim() ? message.content : EMPTY_MESSAGE };
+  if (typeof message.content === 'string')
+    return { role: message.role, content: message.content.trim() ? message.content : EMPTY_MESSAGE };
   // A reply of only tool calls may carry an empty text block, which the API rejects.
   const blocks = message.content.filter((block) => block.type !== 'text' || block.text !== '');
   if (blocks.length === 0) return { role: message.role, content: EMPTY_MESSAGE };
@@ -44,7 +63,12 @@ function toBlockParam(block: LlmContentBlock): Anthropic.ContentBlockParam {
     case 'tool-call':
       return { type: 'tool_use', id: block.id, name: block.name, input: block.input };
     case 'tool-result':
-      return { type: 'tool_result', tool_use_id: block.toolCallId, content: block.content, ...(block.isError ? { is_error: true } : {}) };
+      return {
+        type: 'tool_result',
+        tool_use_id: block.toolCallId,
+        content: block.content,
+        ...(block.isError ? { is_error: true } : {}),
+      };
   }
 }
 
@@ -56,7 +80,8 @@ export function toToolParam(tool: LlmToolSpec): Anthropic.Tool {
 /** A Messages API reply, parsed (never trusted), as our response; a malformed reply is `LLM_UNAVAILABLE`. */
 export function toResponse(reply: unknown): LlmResponse {
   const parsed = MessageSchema.safeParse(reply);
-  if (!parsed.success) throw llmUnavailable(new Error(`Malformed reply from the Messages API: ${z.prettifyError(parsed.error)}`));
+  if (!parsed.success)
+    throw llmUnavailable(new Error(`Malformed reply from the Messages API: ${z.prettifyError(parsed.error)}`));
   const message = parsed.data;
   const content: LlmContentBlock[] = [];
   for (const block of message.content) {
@@ -72,7 +97,11 @@ export function toResponse(reply: unknown): LlmResponse {
     }
   }
   const stopReason = message.stop_reason ? (STOP_REASONS[message.stop_reason] ?? 'other') : 'stop';
-  return responseOf(content, { stopReason, usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens }, model: message.model });
+  return responseOf(content, {
+    stopReason,
+    usage: { inputTokens: message.usage.input_tokens, outputTokens: message.usage.output_tokens },
+    model: message.model,
+  });
 }
 
 function malformedBlock(type: string, error: z.ZodError): Error {

@@ -1,6 +1,14 @@
 import type Anthropic from '@anthropic-ai/sdk';
 import type { LanguageModel, LlmRequest, LlmResponse } from '../model.js';
-import { lazyClient, retryAfterMs, retryPolicy, withRetries, type FailureVerdict, type RetryOptions, type RetryPolicy } from '../retry.js';
+import {
+  lazyClient,
+  retryAfterMs,
+  retryPolicy,
+  withRetries,
+  type FailureVerdict,
+  type RetryOptions,
+  type RetryPolicy,
+} from '../retry.js';
 import { toMessageParams, toResponse, toToolParam } from './messages.js';
 
 // Not claude-sonnet-4-5: the installed SDK marks it deprecated (end of life 2026-11-30) and warns on every call.
@@ -58,13 +66,19 @@ export class AnthropicModel implements LanguageModel {
       timeout: this.#policy.timeoutMs,
       maxRetries: 0,
     };
-    this.#connect = lazyClient(() => import('@anthropic-ai/sdk').then((sdk) => ({ sdk, client: new sdk.default(clientOptions) })));
+    this.#connect = lazyClient(() =>
+      import('@anthropic-ai/sdk').then((sdk) => ({ sdk, client: new sdk.default(clientOptions) })),
+    );
   }
 
   /** Sends one request, retrying transient failures; any other failure is AgoraError('LLM_UNAVAILABLE'). */
   complete(request: LlmRequest): Promise<LlmResponse> {
     const stream = this.#stream;
-    return this.#send(request, (client, params, options) => (stream ? client.messages.stream(params, options).finalMessage() : Promise.resolve(client.messages.create(params, options))));
+    return this.#send(request, (client, params, options) =>
+      stream
+        ? client.messages.stream(params, options).finalMessage()
+        : Promise.resolve(client.messages.create(params, options)),
+    );
   }
 
   /**
@@ -88,7 +102,15 @@ export class AnthropicModel implements LanguageModel {
     );
   }
 
-  async #send(request: LlmRequest, call: (client: Anthropic, params: Anthropic.MessageCreateParamsNonStreaming, options: RequestOptions) => Promise<unknown>, mayRetry?: () => boolean): Promise<LlmResponse> {
+  async #send(
+    request: LlmRequest,
+    call: (
+      client: Anthropic,
+      params: Anthropic.MessageCreateParamsNonStreaming,
+      options: RequestOptions,
+    ) => Promise<unknown>,
+    mayRetry?: () => boolean,
+  ): Promise<LlmResponse> {
     const params: Anthropic.MessageCreateParamsNonStreaming = {
       model: this.model,
       max_tokens: request.maxTokens ?? this.#maxTokens,
@@ -115,7 +137,8 @@ export class AnthropicModel implements LanguageModel {
 // Connection errors, 429, 529 and other 5xx are transient; the SDK's own timeouts and aborts are not (the caller's
 // deadline is spent). Before the SDK is loaded, a failure is its import failing: not transient.
 function classify(sdk: Sdk | undefined, error: unknown): FailureVerdict {
-  if (!sdk || error instanceof sdk.APIUserAbortError || error instanceof sdk.APIConnectionTimeoutError) return { retryable: false };
+  if (!sdk || error instanceof sdk.APIUserAbortError || error instanceof sdk.APIConnectionTimeoutError)
+    return { retryable: false };
   if (error instanceof sdk.APIConnectionError) return { retryable: true };
   if (!(error instanceof sdk.APIError)) return { retryable: false };
   const retryAfter = retryAfterMs(error.headers);

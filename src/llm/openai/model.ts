@@ -1,6 +1,14 @@
 import type OpenAI from 'openai';
 import type { LanguageModel, LlmRequest, LlmResponse } from '../model.js';
-import { lazyClient, retryAfterMs, retryPolicy, withRetries, type FailureVerdict, type RetryOptions, type RetryPolicy } from '../retry.js';
+import {
+  lazyClient,
+  retryAfterMs,
+  retryPolicy,
+  withRetries,
+  type FailureVerdict,
+  type RetryOptions,
+  type RetryPolicy,
+} from '../retry.js';
 import { toChatMessages, toChatTool, toResponse } from './chat.js';
 
 /** The OpenAI model used when neither the `model` option nor AGORA_MODEL names one. */
@@ -52,7 +60,11 @@ export class OpenAIModel implements LanguageModel {
     this.#tokenField = options.baseURL === undefined ? 'max_completion_tokens' : 'max_tokens';
     // maxRetries 0: the SDK's own retries would hide attempts from our policy and multiply the timeout.
     const clientOptions = {
-      ...(options.apiKey !== undefined ? { apiKey: options.apiKey } : options.baseURL !== undefined ? { apiKey: 'none' } : {}),
+      ...(options.apiKey !== undefined
+        ? { apiKey: options.apiKey }
+        : options.baseURL !== undefined
+          ? { apiKey: 'none' }
+          : {}),
       ...(options.baseURL !== undefined ? { baseURL: options.baseURL } : {}),
       timeout: this.#policy.timeoutMs,
       maxRetries: 0,
@@ -63,7 +75,11 @@ export class OpenAIModel implements LanguageModel {
   /** Sends one request, retrying transient failures; any other failure is AgoraError('LLM_UNAVAILABLE'). */
   complete(request: LlmRequest): Promise<LlmResponse> {
     const stream = this.#stream;
-    return this.#send(request, (client, params, options) => (stream ? streamed(client, params, options).finalChatCompletion() : Promise.resolve(client.chat.completions.create(params, options))));
+    return this.#send(request, (client, params, options) =>
+      stream
+        ? streamed(client, params, options).finalChatCompletion()
+        : Promise.resolve(client.chat.completions.create(params, options)),
+    );
   }
 
   /**
@@ -88,7 +104,11 @@ export class OpenAIModel implements LanguageModel {
     );
   }
 
-  async #send(request: LlmRequest, call: (client: OpenAI, params: Params, options: RequestOptions) => Promise<unknown>, mayRetry?: () => boolean): Promise<LlmResponse> {
+  async #send(
+    request: LlmRequest,
+    call: (client: OpenAI, params: Params, options: RequestOptions) => Promise<unknown>,
+    mayRetry?: () => boolean,
+  ): Promise<LlmResponse> {
     const params: Params = {
       model: this.model,
       messages: toChatMessages(request.system, request.messages),
@@ -119,7 +139,8 @@ function streamed(client: OpenAI, params: Params, options: RequestOptions) {
 // Connection errors, 429 and 5xx are transient; the SDK's own timeouts and aborts are not (the caller's deadline is
 // spent). Before the SDK is loaded, a failure is its import failing: not transient.
 function classify(sdk: Sdk | undefined, error: unknown): FailureVerdict {
-  if (!sdk || error instanceof sdk.APIUserAbortError || error instanceof sdk.APIConnectionTimeoutError) return { retryable: false };
+  if (!sdk || error instanceof sdk.APIUserAbortError || error instanceof sdk.APIConnectionTimeoutError)
+    return { retryable: false };
   if (error instanceof sdk.APIConnectionError) return { retryable: true };
   if (!(error instanceof sdk.APIError)) return { retryable: false };
   const retryAfter = retryAfterMs(error.headers);

@@ -24,7 +24,8 @@ export class RawNumber {
 }
 
 /** A JSON value as the lossless reader returns it: numbers as {@link RawNumber}, objects without a prototype. */
-export type LosslessValue = string | boolean | null | RawNumber | JsonValue | LosslessValue[] | { [key: string]: LosslessValue };
+export type LosslessValue =
+  string | boolean | null | RawNumber | JsonValue | LosslessValue[] | { [key: string]: LosslessValue };
 
 /** Deepest nesting the reader accepts (a walk of the value must never overflow the stack). */
 export const MAX_LOSSLESS_DEPTH = 100;
@@ -126,9 +127,9 @@ export function parseLossless(text: string): LosslessValue {
       index = NUMBER.lastIndex;
       return new RawNumber(text.slice(start, index));
     }
-    if (text.startsWith('true', index)) return (index += 4), true;
-    if (text.startsWith('false', index)) return (index += 5), false;
-    if (text.startsWith('null', index)) return (index += 4), null;
+    if (text.startsWith('true', index)) return ((index += 4), true);
+    if (text.startsWith('false', index)) return ((index += 5), false);
+    if (text.startsWith('null', index)) return ((index += 4), null);
     return fail(char === undefined ? 'unexpected end' : 'unexpected character');
   };
   const value = readValue(0);
@@ -145,7 +146,13 @@ export function toPlain(value: LosslessValue): JsonValue {
   const plain: { [key: string]: JsonValue } = {};
   for (const key of Object.keys(value)) {
     // A key named __proto__ must stay data, never become the prototype (defineProperty only there: it is slow).
-    if (key === '__proto__') Object.defineProperty(plain, key, { value: toPlain(value[key] as LosslessValue), enumerable: true, writable: true, configurable: true });
+    if (key === '__proto__')
+      Object.defineProperty(plain, key, {
+        value: toPlain(value[key] as LosslessValue),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     else plain[key] = toPlain(value[key] as LosslessValue);
   }
   return plain;
@@ -240,11 +247,16 @@ export function canonicalJson(value: LosslessValue | undefined): string {
       // As pythonNumber(JSON.stringify(value)) would print it, without the text in between: an integer below 1e21
       // (JSON.stringify's digits, `-0` as `0`), else Python's float repr.
       if (!Number.isFinite(value)) return 'null';
-      return Number.isInteger(value) && Math.abs(value) < 1e21 ? (value === 0 ? '0' : String(value)) : pythonFloat(value);
+      return Number.isInteger(value) && Math.abs(value) < 1e21
+        ? value === 0
+          ? '0'
+          : String(value)
+        : pythonFloat(value);
   }
   if (Array.isArray(value)) {
     let result = '[';
-    for (let index = 0; index < value.length; index++) result += (index === 0 ? '' : ', ') + canonicalJson(value[index] as LosslessValue);
+    for (let index = 0; index < value.length; index++)
+      result += (index === 0 ? '' : ', ') + canonicalJson(value[index] as LosslessValue);
     return `${result}]`;
   }
   const object = value as { [key: string]: LosslessValue };

@@ -26,9 +26,14 @@ type Stored = { did: string; publicKey: string; privateKey: string; createdAt: s
 function isStored(value: unknown): value is Stored {
   const stored = value as Partial<Stored> | undefined;
   return (
-    typeof stored === 'object' && stored !== null && typeof stored.did === 'string' && DID.test(stored.did) &&
-    typeof stored.publicKey === 'string' && /^[0-9a-f]{64}$/.test(stored.publicKey) &&
-    typeof stored.privateKey === 'string' && /^[0-9a-f]{64}$/.test(stored.privateKey)
+    typeof stored === 'object' &&
+    stored !== null &&
+    typeof stored.did === 'string' &&
+    DID.test(stored.did) &&
+    typeof stored.publicKey === 'string' &&
+    /^[0-9a-f]{64}$/.test(stored.publicKey) &&
+    typeof stored.privateKey === 'string' &&
+    /^[0-9a-f]{64}$/.test(stored.privateKey)
   );
 }
 
@@ -56,7 +61,10 @@ export async function loadIdentity(memory: AgentMemory, displayName: string): Pr
 }
 
 /** The identity as ROAR's `AgentIdentity` JSON. */
-export function identityJson(identity: RoarIdentity, capabilities: readonly string[]): Record<string, string | string[] | null> {
+export function identityJson(
+  identity: RoarIdentity,
+  capabilities: readonly string[],
+): Record<string, string | string[] | null> {
   return {
     did: identity.did,
     display_name: identity.displayName,

@@ -1,6 +1,15 @@
 // ROAR message signatures: HMAC-SHA256 with a shared secret, Ed25519 with a key the receiver already trusts,
 // both over the canonical JSON of the seven signed fields (spec 0.3, `spec/04-exchange.md`).
-import { createHmac, createPrivateKey, createPublicKey, createSecretKey, sign, timingSafeEqual, verify, type KeyObject } from 'node:crypto';
+import {
+  createHmac,
+  createPrivateKey,
+  createPublicKey,
+  createSecretKey,
+  sign,
+  timingSafeEqual,
+  verify,
+  type KeyObject,
+} from 'node:crypto';
 import { canonicalJson, type LosslessValue } from './canonical.js';
 
 /** The seven fields a ROAR signature covers; `from` and `to` are DIDs, `timestamp` is `auth.timestamp`. */
@@ -70,13 +79,21 @@ export function verifyEd25519(body: string, signature: string, publicKey: KeyObj
 /** An Ed25519 public key from its 32 raw bytes in hex (the form of ROAR's `public_key` and of the trust file). */
 export function publicKeyFromHex(hex: string): KeyObject {
   if (!/^[0-9a-fA-F]{64}$/.test(hex)) throw new Error('An Ed25519 public key is 64 hex characters');
-  return createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(hex, 'hex').toString('base64url') }, format: 'jwk' });
+  return createPublicKey({
+    key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(hex, 'hex').toString('base64url') },
+    format: 'jwk',
+  });
 }
 
 /** An Ed25519 private key from its 32-byte seed in hex, with the public key in hex. */
 export function keyPairFromSeed(seedHex: string, publicHex: string): { privateKey: KeyObject; publicKey: KeyObject } {
   const privateKey = createPrivateKey({
-    key: { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(seedHex, 'hex').toString('base64url'), x: Buffer.from(publicHex, 'hex').toString('base64url') },
+    key: {
+      kty: 'OKP',
+      crv: 'Ed25519',
+      d: Buffer.from(seedHex, 'hex').toString('base64url'),
+      x: Buffer.from(publicHex, 'hex').toString('base64url'),
+    },
     format: 'jwk',
   });
   return { privateKey, publicKey: publicKeyFromHex(publicHex) };

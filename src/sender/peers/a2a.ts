@@ -19,7 +19,16 @@ export type A2aClientOptions = TransportOptions & {
 };
 
 /** A task's state in A2A's own words (`completed`, `failed`, `input-required`…). */
-export type A2aState = 'submitted' | 'working' | 'completed' | 'failed' | 'canceled' | 'input-required' | 'rejected' | 'auth-required' | 'unknown';
+export type A2aState =
+  | 'submitted'
+  | 'working'
+  | 'completed'
+  | 'failed'
+  | 'canceled'
+  | 'input-required'
+  | 'rejected'
+  | 'auth-required'
+  | 'unknown';
 
 /** An A2A answer: its result (text, or data), the task and context it belongs to, and the task's state. */
 export type A2aAnswer = { result: JsonValue; state: A2aState; taskId?: string; contextId?: string };
@@ -30,7 +39,16 @@ export type A2aStreamPiece = { type: 'delta'; delta: JsonValue } | { type: 'done
 /** What {@link A2aClient.send} sends: text, or data (an object, e.g. `{protocolHash, body}`), in a conversation. */
 export type A2aMessage = { body: JsonValue; contextId?: string; taskId?: string };
 
-const STATES: Record<number, A2aState> = { 1: 'submitted', 2: 'working', 3: 'completed', 4: 'failed', 5: 'canceled', 6: 'input-required', 7: 'rejected', 8: 'auth-required' };
+const STATES: Record<number, A2aState> = {
+  1: 'submitted',
+  2: 'working',
+  3: 'completed',
+  4: 'failed',
+  5: 'canceled',
+  6: 'input-required',
+  7: 'rejected',
+  8: 'auth-required',
+};
 const FAILED = new Set<A2aState>(['failed', 'canceled', 'rejected']);
 
 /** A part of a message or artifact as JSON: its text, its data, or its URL. */
@@ -53,7 +71,12 @@ export function partsResult(parts: readonly Part[]): JsonValue {
 /** A task's or message's answer. */
 function answerOf(reply: Message | Task): A2aAnswer {
   if ('parts' in reply) {
-    return { result: partsResult(reply.parts), state: 'completed', ...(reply.taskId ? { taskId: reply.taskId } : {}), ...(reply.contextId ? { contextId: reply.contextId } : {}) };
+    return {
+      result: partsResult(reply.parts),
+      state: 'completed',
+      ...(reply.taskId ? { taskId: reply.taskId } : {}),
+      ...(reply.contextId ? { contextId: reply.contextId } : {}),
+    };
   }
   const state = STATES[reply.status?.state ?? 0] ?? 'unknown';
   const parts = reply.artifacts.flatMap((artifact) => artifact.parts);
@@ -63,7 +86,10 @@ function answerOf(reply: Message | Task): A2aAnswer {
 
 /** The request of a message: text for a string, data for anything else. */
 function messageOf(message: A2aMessage): Message {
-  const content = typeof message.body === 'string' ? { $case: 'text' as const, value: message.body } : { $case: 'data' as const, value: message.body };
+  const content =
+    typeof message.body === 'string'
+      ? { $case: 'text' as const, value: message.body }
+      : { $case: 'data' as const, value: message.body };
   return {
     messageId: randomUUID(),
     contextId: message.contextId ?? '',
@@ -97,10 +123,25 @@ export class A2aClient {
   /** Sends a message and waits for the answer (blocking; a task still running is polled until it ends or times out). */
   async send(url: string, message: A2aMessage, signal?: AbortSignal): Promise<A2aAnswer> {
     const { client } = await this.#client(url);
-    let answer = answerOf(await this.#call('SendMessage', url, () => client.sendMessage({ tenant: '', message: messageOf(message), configuration: undefined, metadata: undefined }, signal ? { signal } : undefined)));
+    let answer = answerOf(
+      await this.#call('SendMessage', url, () =>
+        client.sendMessage(
+          { tenant: '', message: messageOf(message), configuration: undefined, metadata: undefined },
+          signal ? { signal } : undefined,
+        ),
+      ),
+    );
     const deadline = Date.now() + (this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS);
-    for (let wait = 100; (answer.state === 'submitted' || answer.state === 'working') && answer.taskId !== undefined; wait = Math.min(wait * 2, 2000)) {
-      if (Date.now() + wait > deadline) throw new AgoraError('TIMEOUT', `A2A task ${answer.taskId} at ${agentBaseUrl(url)} still ${answer.state} after ${this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS} ms`);
+    for (
+      let wait = 100;
+      (answer.state === 'submitted' || answer.state === 'working') && answer.taskId !== undefined;
+      wait = Math.min(wait * 2, 2000)
+    ) {
+      if (Date.now() + wait > deadline)
+        throw new AgoraError(
+          'TIMEOUT',
+          `A2A task ${answer.taskId} at ${agentBaseUrl(url)} still ${answer.state} after ${this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS} ms`,
+        );
       await new Promise((resolve) => setTimeout(resolve, wait));
       answer = await this.getTask(url, answer.taskId, signal);
     }
@@ -114,7 +155,10 @@ export class A2aClient {
     let last: A2aAnswer | undefined;
     const pieces: Part[] = [];
     try {
-      for await (const event of client.sendMessageStream({ tenant: '', message: messageOf(message), configuration: undefined, metadata: undefined }, signal ? { signal } : undefined)) {
+      for await (const event of client.sendMessageStream(
+        { tenant: '', message: messageOf(message), configuration: undefined, metadata: undefined },
+        signal ? { signal } : undefined,
+      )) {
         const payload = event.payload;
         if (payload?.$case === 'message') last = answerOf(payload.value);
         else if (payload?.$case === 'task') task = payload.value;
@@ -124,32 +168,56 @@ export class A2aClient {
           const delta = partsResult(parts);
           if (delta !== null) yield { type: 'delta', delta };
         } else if (payload?.$case === 'statusUpdate' && payload.value.status) {
-          task = { ...(task ?? { id: payload.value.taskId, contextId: payload.value.contextId, artifacts: [], history: [], metadata: undefined }), status: payload.value.status };
+          task = {
+            ...(task ?? {
+              id: payload.value.taskId,
+              contextId: payload.value.contextId,
+              artifacts: [],
+              history: [],
+              metadata: undefined,
+            }),
+            status: payload.value.status,
+          };
         }
       }
     } catch (error) {
       throw this.#failure('SendStreamingMessage', url, error);
     }
-    if (last === undefined && task !== undefined) last = { ...answerOf({ ...task, artifacts: [] }), ...(pieces.length ? { result: partsResult(pieces) } : {}) };
-    if (last === undefined) throw new AgoraError('PEER_FAILURE', `A2A SendStreamingMessage at ${agentBaseUrl(url)}: the stream ended without an answer`);
+    if (last === undefined && task !== undefined)
+      last = { ...answerOf({ ...task, artifacts: [] }), ...(pieces.length ? { result: partsResult(pieces) } : {}) };
+    if (last === undefined)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `A2A SendStreamingMessage at ${agentBaseUrl(url)}: the stream ended without an answer`,
+      );
     yield { type: 'done', answer: this.#settled(url, last) };
   }
 
   /** A task as the agent holds it now. */
   async getTask(url: string, id: string, signal?: AbortSignal): Promise<A2aAnswer> {
     const { client } = await this.#client(url);
-    return answerOf(await this.#call('GetTask', url, () => client.getTask({ tenant: '', id }, signal ? { signal } : undefined)));
+    return answerOf(
+      await this.#call('GetTask', url, () => client.getTask({ tenant: '', id }, signal ? { signal } : undefined)),
+    );
   }
 
   /** Asks the agent to cancel a task; its state afterwards. */
   async cancelTask(url: string, id: string, signal?: AbortSignal): Promise<A2aAnswer> {
     const { client } = await this.#client(url);
-    return answerOf(await this.#call('CancelTask', url, () => client.cancelTask({ tenant: '', id, metadata: undefined }, signal ? { signal } : undefined)));
+    return answerOf(
+      await this.#call('CancelTask', url, () =>
+        client.cancelTask({ tenant: '', id, metadata: undefined }, signal ? { signal } : undefined),
+      ),
+    );
   }
 
   /** A failed, canceled or rejected task is a PEER_FAILURE (its state named, not the agent's text). */
   #settled(url: string, answer: A2aAnswer): A2aAnswer {
-    if (FAILED.has(answer.state)) throw new AgoraError('PEER_FAILURE', `A2A task ${answer.taskId ?? ''} at ${agentBaseUrl(url)} ended ${answer.state}`);
+    if (FAILED.has(answer.state))
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `A2A task ${answer.taskId ?? ''} at ${agentBaseUrl(url)} ended ${answer.state}`,
+      );
     return answer;
   }
 
@@ -163,9 +231,11 @@ export class A2aClient {
 
   /** An SDK error as a PEER_FAILURE naming the operation and agent: the kind of error and its code, not the peer's text. */
   #failure(operation: string, url: string, error: unknown): AgoraError {
-    for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) if (isAgoraError(cause)) return cause;
+    for (let cause = error, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++)
+      if (isAgoraError(cause)) return cause;
     const name = error instanceof Error ? error.constructor.name : 'error';
-    const code = typeof (error as { code?: unknown })?.code === 'number' ? ` (code ${(error as { code: number }).code})` : '';
+    const code =
+      typeof (error as { code?: unknown })?.code === 'number' ? ` (code ${(error as { code: number }).code})` : '';
     return new AgoraError('PEER_FAILURE', `A2A ${operation} at ${agentBaseUrl(url)}: ${name}${code}`, { cause: error });
   }
 
@@ -174,18 +244,31 @@ export class A2aClient {
     let made = this.#clients.get(base);
     if (made === undefined) {
       made = (async () => {
-        const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } = await import('@a2a-js/sdk/client');
+        const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } =
+          await import('@a2a-js/sdk/client');
         const fetchImpl = boundedFetch(this.#options);
         const legacyCompat = { enabled: true };
         const cardResolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat });
         let card = await this.#call('GetAgentCard', base, () => cardResolver.resolve(base));
         if (this.#options.sameOrigin === true) {
           const origin = new URL(base).origin;
-          const supportedInterfaces = card.supportedInterfaces.filter((entry) => URL.canParse(entry.url) && new URL(entry.url).origin === origin);
-          if (supportedInterfaces.length === 0) throw new AgoraError('PEER_FAILURE', `A2A GetAgentCard at ${base}: the card names no interface on ${origin}`);
+          const supportedInterfaces = card.supportedInterfaces.filter(
+            (entry) => URL.canParse(entry.url) && new URL(entry.url).origin === origin,
+          );
+          if (supportedInterfaces.length === 0)
+            throw new AgoraError(
+              'PEER_FAILURE',
+              `A2A GetAgentCard at ${base}: the card names no interface on ${origin}`,
+            );
           card = { ...card, supportedInterfaces };
         }
-        const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })], cardResolver });
+        const factory = new ClientFactory({
+          transports: [
+            new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+            new RestTransportFactory({ fetchImpl, legacyCompat }),
+          ],
+          cardResolver,
+        });
         return { client: await this.#call('GetAgentCard', base, () => factory.createFromAgentCard(card)), card };
       })();
       made.catch(() => this.#clients.delete(base));

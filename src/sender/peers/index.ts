@@ -12,8 +12,24 @@ import { isRoarHealth, RoarClient, type RoarClientOptions } from './roar.js';
 
 export { A2aClient, type A2aAnswer, type A2aClientOptions, type A2aMessage, type A2aStreamPiece } from './a2a.js';
 export { OapClient, type OapInfo, type OapReply } from './oap.js';
-export { OAP_ENVELOPE_VERSION, oapEnvelope, oapStep, type OapEnvelope, type OapHandoff, type OapStep } from './oap-envelope.js';
-export { cardlessAddress, RoarClient, type RoarAnswer, type RoarCard, type RoarClientOptions, type RoarReply, type RoarSelf, type RoarStreamEvent } from './roar.js';
+export {
+  OAP_ENVELOPE_VERSION,
+  oapEnvelope,
+  oapStep,
+  type OapEnvelope,
+  type OapHandoff,
+  type OapStep,
+} from './oap-envelope.js';
+export {
+  cardlessAddress,
+  RoarClient,
+  type RoarAnswer,
+  type RoarCard,
+  type RoarClientOptions,
+  type RoarReply,
+  type RoarSelf,
+  type RoarStreamEvent,
+} from './roar.js';
 
 /** The protocols an agent may speak to us. */
 export type PeerKind = 'agora' | 'roar' | 'a2a' | 'oap';
@@ -41,12 +57,19 @@ export async function detectPeerKind(url: string, options: PeerOptions = {}): Pr
       const json = await getJson(transport, `${base}${path}`, { retries: 0, maxBytes: 256 * 1024 });
       return typeof json === 'object' && json !== null && !Array.isArray(json) && fits(json as Record<string, unknown>);
     } catch (error) {
-      if (isAgoraError(error) && error.code === 'PEER_FAILURE' && error.status === undefined && !/not JSON/.test(error.message)) throw error;
+      if (
+        isAgoraError(error) &&
+        error.code === 'PEER_FAILURE' &&
+        error.status === undefined &&
+        !/not JSON/.test(error.message)
+      )
+        throw error;
       return false;
     }
   };
   if (await probe('/wellknown', (json) => Object.values(json).every(Array.isArray))) return 'agora';
-  if (await probe('/roar/card', (json) => typeof (json.identity as { did?: unknown } | undefined)?.did === 'string')) return 'roar';
+  if (await probe('/roar/card', (json) => typeof (json.identity as { did?: unknown } | undefined)?.did === 'string'))
+    return 'roar';
   if (await probe('/.well-known/agent-card.json', (json) => typeof json.name === 'string')) return 'a2a';
   if (await probe('/', (json) => typeof json.agent_id === 'string' || Array.isArray(json.capabilities))) return 'oap';
   if (await probe('/roar/health', isRoarHealth)) return 'roar';
@@ -64,7 +87,13 @@ function textOf(body: JsonValue): string {
  * `conversationId` is the ROAR session or A2A context to continue.
  * @example const { body } = await askPeer('roar', 'http://localhost:8089', { body: 'review this' }, { secret });
  */
-export function askPeer(kind: ForeignKind, url: string, query: PeerQuery, options: PeerOptions = {}, signal?: AbortSignal): Promise<QueryResult> {
+export function askPeer(
+  kind: ForeignKind,
+  url: string,
+  query: PeerQuery,
+  options: PeerOptions = {},
+  signal?: AbortSignal,
+): Promise<QueryResult> {
   return askWith(new PeerClients(options), kind, url, query, signal);
 }
 
@@ -81,18 +110,40 @@ class PeerClients {
   }
 }
 
-async function askWith(clients: PeerClients, kind: ForeignKind, url: string, query: PeerQuery, signal?: AbortSignal): Promise<QueryResult> {
+async function askWith(
+  clients: PeerClients,
+  kind: ForeignKind,
+  url: string,
+  query: PeerQuery,
+  signal?: AbortSignal,
+): Promise<QueryResult> {
   const protocol = query.protocol;
   const { options } = clients;
   switch (kind) {
     case 'roar': {
-      const answer = await clients.roar.ask(url, { body: query.body, ...(protocol ? { protocolHash: protocol.hash } : {}), ...(query.conversationId ? { sessionId: query.conversationId } : {}) }, signal);
+      const answer = await clients.roar.ask(
+        url,
+        {
+          body: query.body,
+          ...(protocol ? { protocolHash: protocol.hash } : {}),
+          ...(query.conversationId ? { sessionId: query.conversationId } : {}),
+        },
+        signal,
+      );
       return { body: answer.result, ...(answer.sessionId ? { conversationId: answer.sessionId } : {}) };
     }
     case 'a2a': {
       const body: JsonValue = protocol ? { protocolHash: protocol.hash, body: query.body } : query.body;
-      const answer = await clients.a2a.send(url, { body, ...(query.conversationId ? { contextId: query.conversationId } : {}) }, signal);
-      if (answer.state !== 'completed') throw new AgoraError('PEER_FAILURE', `A2A task ${answer.taskId ?? ''} at ${agentBaseUrl(url)}: ${answer.state}`);
+      const answer = await clients.a2a.send(
+        url,
+        { body, ...(query.conversationId ? { contextId: query.conversationId } : {}) },
+        signal,
+      );
+      if (answer.state !== 'completed')
+        throw new AgoraError(
+          'PEER_FAILURE',
+          `A2A task ${answer.taskId ?? ''} at ${agentBaseUrl(url)}: ${answer.state}`,
+        );
       return { body: answer.result, ...(answer.contextId ? { conversationId: answer.contextId } : {}) };
     }
     case 'oap': {
@@ -104,11 +155,28 @@ async function askWith(clients: PeerClients, kind: ForeignKind, url: string, que
 }
 
 /** A query streamed where the protocol streams (ROAR's WebSocket, A2A's message/stream); OAP answers whole. */
-export async function* streamPeer(kind: ForeignKind, url: string, query: PeerQuery, options: PeerOptions = {}, signal?: AbortSignal): AsyncGenerator<SenderStreamEvent> {
+export async function* streamPeer(
+  kind: ForeignKind,
+  url: string,
+  query: PeerQuery,
+  options: PeerOptions = {},
+  signal?: AbortSignal,
+): AsyncGenerator<SenderStreamEvent> {
   if (kind === 'roar') {
-    for await (const piece of new RoarClient(options).stream(url, { body: query.body, ...(query.protocol ? { protocolHash: query.protocol.hash } : {}) }, signal)) {
+    for await (const piece of new RoarClient(options).stream(
+      url,
+      { body: query.body, ...(query.protocol ? { protocolHash: query.protocol.hash } : {}) },
+      signal,
+    )) {
       if (piece.type === 'delta') yield piece;
-      else yield { type: 'done', result: { body: piece.answer.result, ...(piece.answer.sessionId ? { conversationId: piece.answer.sessionId } : {}) } };
+      else
+        yield {
+          type: 'done',
+          result: {
+            body: piece.answer.result,
+            ...(piece.answer.sessionId ? { conversationId: piece.answer.sessionId } : {}),
+          },
+        };
     }
     return;
   }
@@ -116,7 +184,14 @@ export async function* streamPeer(kind: ForeignKind, url: string, query: PeerQue
     const body: JsonValue = query.protocol ? { protocolHash: query.protocol.hash, body: query.body } : query.body;
     for await (const piece of new A2aClient(options).stream(url, { body }, signal)) {
       if (piece.type === 'delta') yield piece;
-      else yield { type: 'done', result: { body: piece.answer.result, ...(piece.answer.contextId ? { conversationId: piece.answer.contextId } : {}) } };
+      else
+        yield {
+          type: 'done',
+          result: {
+            body: piece.answer.result,
+            ...(piece.answer.contextId ? { conversationId: piece.answer.contextId } : {}),
+          },
+        };
     }
     return;
   }
@@ -124,12 +199,21 @@ export async function* streamPeer(kind: ForeignKind, url: string, query: PeerQue
 }
 
 /** A conversation with a ROAR agent (its session) or an A2A agent (its context); OAP has none, each turn stands alone. */
-export function peerConversation(kind: ForeignKind, url: string, protocol: ProtocolDocument | undefined, options: PeerOptions = {}): { send(body: JsonValue): Promise<QueryResult>; close(): Promise<void> } {
+export function peerConversation(
+  kind: ForeignKind,
+  url: string,
+  protocol: ProtocolDocument | undefined,
+  options: PeerOptions = {},
+): { send(body: JsonValue): Promise<QueryResult>; close(): Promise<void> } {
   let conversationId: string | undefined;
   const clients = new PeerClients(options);
   return {
     async send(body) {
-      const result = await askWith(clients, kind, url, { body, ...(protocol ? { protocol } : {}), ...(conversationId ? { conversationId } : {}) });
+      const result = await askWith(clients, kind, url, {
+        body,
+        ...(protocol ? { protocol } : {}),
+        ...(conversationId ? { conversationId } : {}),
+      });
       conversationId = result.conversationId ?? conversationId;
       return result;
     },

@@ -35,13 +35,16 @@ export type OapEnvelope = {
 
 // The date-times pydantic's `datetime` parses from a string (date, then optionally a time and a zone); the ranges of
 // each part are checked in `isIsoDateTime`. Unix numbers, which pydantic also reads, are not taken: OAP writes strings.
-const ISO_DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt_ ](\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d{1,9})?)?(?:[Zz]|[+-](\d{2}):?(\d{2}))?)?$/;
+const ISO_DATE_TIME =
+  /^(\d{4})-(\d{2})-(\d{2})(?:[Tt_ ](\d{2}):(\d{2})(?::(\d{2})(?:[.,]\d{1,9})?)?(?:[Zz]|[+-](\d{2}):?(\d{2}))?)?$/;
 
 /** Whether a string is an ISO 8601 date-time OAP's `Step.timestamp` accepts (a real calendar day, a real time). */
 export function isIsoDateTime(text: string): boolean {
   const match = ISO_DATE_TIME.exec(text);
   if (match === null) return false;
-  const [year, month, day, hour = 0, minute = 0, second = 0, zoneHour = 0, zoneMinute = 0] = match.slice(1).map((part) => (part === undefined ? undefined : Number(part)));
+  const [year, month, day, hour = 0, minute = 0, second = 0, zoneHour = 0, zoneMinute = 0] = match
+    .slice(1)
+    .map((part) => (part === undefined ? undefined : Number(part)));
   if (year === undefined || month === undefined || day === undefined || year < 1) return false;
   const date = new Date(Date.UTC(2000, month - 1, day));
   date.setUTCFullYear(year);
@@ -119,7 +122,9 @@ export function oapEnvelope(input: OapEnvelopeInput): OapEnvelope {
     goal: input.goal,
     constraints: input.constraints ?? {},
     memory: { ...(input.memory ?? {}), ...(input.input !== undefined ? { last_result: input.input } : {}) },
-    steps_taken: (input.stepsTaken ?? []).map((step) => (typeof step === 'string' ? { agent_id: step, action: 'answered', result: null } : step)),
+    steps_taken: (input.stepsTaken ?? []).map((step) =>
+      typeof step === 'string' ? { agent_id: step, action: 'answered', result: null } : step,
+    ),
     handoff: input.handoff ?? null,
   };
 }

@@ -11,7 +11,12 @@ import { readOapStep, type OapEnvelope, type OapHandoff, type OapStep } from './
 export type OapInfo = { agentId?: string; description?: string; capabilities: string[] };
 
 /** What an OAP agent answered: its result (OAP's adapter rule: `result` wins over `memory.last_result`), its handoff. */
-export type OapReply = { result: JsonValue; handoff?: OapHandoff & { goal?: string }; stepsTaken: OapStep[]; memory: JsonObject };
+export type OapReply = {
+  result: JsonValue;
+  handoff?: OapHandoff & { goal?: string };
+  stepsTaken: OapStep[];
+  memory: JsonObject;
+};
 
 const infoSchema = z.object({
   agent_id: z.string().max(200).optional(),
@@ -46,7 +51,8 @@ export function readHandoff(value: unknown): OapReply['handoff'] {
 /** Reads an OAP agent's reply envelope: `result` wins over `memory.last_result` (OAP's adapter), then its handoff. */
 export function readOapReply(json: unknown, what: string): OapReply {
   const parsed = replySchema.safeParse(json);
-  if (!parsed.success || typeof json !== 'object' || json === null || Array.isArray(json)) throw new AgoraError('PEER_FAILURE', `${what}: not an OAP envelope`);
+  if (!parsed.success || typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new AgoraError('PEER_FAILURE', `${what}: not an OAP envelope`);
   const memory = (parsed.data.memory ?? {}) as JsonObject;
   const fromResult = parsed.data.result !== undefined && parsed.data.result !== null;
   const result = (fromResult ? parsed.data.result : (memory.last_result ?? null)) as JsonValue;
@@ -79,7 +85,11 @@ export class OapClient {
     const parsed = infoSchema.safeParse(await getJson(this.#transport, target, signal ? { signal } : {}));
     if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${target}: not an OAP agent description`);
     const { agent_id: agentId, description, capabilities } = parsed.data;
-    return { ...(agentId ? { agentId } : {}), ...(description ? { description } : {}), capabilities: capabilities ?? [] };
+    return {
+      ...(agentId ? { agentId } : {}),
+      ...(description ? { description } : {}),
+      capabilities: capabilities ?? [],
+    };
   }
 
   /** Sends an envelope to `POST /invoke` (never retried: the agent may have acted) and reads its reply. */
@@ -88,7 +98,10 @@ export class OapClient {
     const response = await this.#transport.exchange('POST', target, envelope, signal);
     const json = this.#transport.parseJson('POST', target, response);
     // An OAP failure is an HTTP error whose body may well parse as an (empty) envelope: never a result.
-    if (response.status < 200 || response.status > 299) throw new AgoraError('PEER_FAILURE', `POST ${target}: HTTP ${response.status}${errorCode(json)}`, { status: response.status });
+    if (response.status < 200 || response.status > 299)
+      throw new AgoraError('PEER_FAILURE', `POST ${target}: HTTP ${response.status}${errorCode(json)}`, {
+        status: response.status,
+      });
     return readOapReply(json, `POST ${target}`);
   }
 }

@@ -4,8 +4,21 @@
 import { randomBytes, type KeyObject } from 'node:crypto';
 import { AgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
-import { canonicalJson, parseLossless, pythonFloat, RawNumber, toPlain, type LosslessValue } from '../../protocol/roar/canonical.js';
-import { ed25519Signature, hmacSignature, signingBody, verifyEd25519, verifyHmac } from '../../protocol/roar/signing.js';
+import {
+  canonicalJson,
+  parseLossless,
+  pythonFloat,
+  RawNumber,
+  toPlain,
+  type LosslessValue,
+} from '../../protocol/roar/canonical.js';
+import {
+  ed25519Signature,
+  hmacSignature,
+  signingBody,
+  verifyEd25519,
+  verifyHmac,
+} from '../../protocol/roar/signing.js';
 
 /** Who we are to a ROAR agent: a DID, and an Ed25519 private key to sign with (optional). */
 export type RoarSelf = { did: string; displayName?: string; publicKeyHex?: string; privateKey?: KeyObject };
@@ -44,11 +57,25 @@ export function roarMessageId(): string {
 
 /** Our identity as ROAR's AgentIdentity JSON. */
 export function selfIdentity(self: RoarSelf): JsonObject {
-  return { did: self.did, display_name: self.displayName ?? '', agent_type: 'agent', capabilities: [], version: '1.0', public_key: self.publicKeyHex ?? null };
+  return {
+    did: self.did,
+    display_name: self.displayName ?? '',
+    agent_type: 'agent',
+    capabilities: [],
+    version: '1.0',
+    public_key: self.publicKeyHex ?? null,
+  };
 }
 
 /** What {@link writeRoarMessage} writes. */
-export type OutgoingRoar = { id?: string; self: RoarSelf; to: JsonObject; intent: RoarIntent; payload: JsonObject; context?: JsonObject };
+export type OutgoingRoar = {
+  id?: string;
+  self: RoarSelf;
+  to: JsonObject;
+  intent: RoarIntent;
+  payload: JsonObject;
+  context?: JsonObject;
+};
 
 /**
  * A ROAR message as canonical JSON text, signed with the secret (HMAC) or else with our Ed25519 key when we have
@@ -59,11 +86,30 @@ export function writeRoarMessage(message: OutgoingRoar, signing: RoarSigning): {
   const timestamp = new RawNumber(pythonFloat((signing.now ?? Date.now)() / 1000));
   const toDid = typeof message.to.did === 'string' ? message.to.did : '';
   const context = message.context ?? {};
-  const body = signingBody({ id, from: message.self.did, to: toDid, intent: message.intent, payload: message.payload, context, timestamp });
+  const body = signingBody({
+    id,
+    from: message.self.did,
+    to: toDid,
+    intent: message.intent,
+    payload: message.payload,
+    context,
+    timestamp,
+  });
   let auth: { [key: string]: LosslessValue } = {};
   if (signing.secret !== undefined) auth = { signature: hmacSignature(body, signing.secret), timestamp };
-  else if (message.self.privateKey !== undefined) auth = { signature: ed25519Signature(body, message.self.privateKey), timestamp };
-  const text = canonicalJson({ roar: '1.0', id, from: selfIdentity(message.self), to: message.to, intent: message.intent, payload: message.payload, context, auth, timestamp });
+  else if (message.self.privateKey !== undefined)
+    auth = { signature: ed25519Signature(body, message.self.privateKey), timestamp };
+  const text = canonicalJson({
+    roar: '1.0',
+    id,
+    from: selfIdentity(message.self),
+    to: message.to,
+    intent: message.intent,
+    payload: message.payload,
+    context,
+    auth,
+    timestamp,
+  });
   return { id, text };
 }
 
@@ -81,7 +127,13 @@ function numberOf(value: LosslessValue | undefined): number | undefined {
  * which, signed (HMAC with the secret; Ed25519 by a trusted key) whenever signing is configured, and fresh.
  * Any fault is AgoraError('PEER_FAILURE') naming `what`.
  */
-export function readRoarReply(value: LosslessValue, sentId: string, self: RoarSelf, signing: RoarSigning, what: string): RoarReply {
+export function readRoarReply(
+  value: LosslessValue,
+  sentId: string,
+  self: RoarSelf,
+  signing: RoarSigning,
+  what: string,
+): RoarReply {
   const refuse = (why: string): never => {
     throw new AgoraError('PEER_FAILURE', `${what}: ${why}`);
   };
@@ -89,10 +141,11 @@ export function readRoarReply(value: LosslessValue, sentId: string, self: RoarSe
   const { id, intent } = value;
   const from = isObject(value.from) ? value.from.did : undefined;
   const to = isObject(value.to) ? value.to.did : undefined;
-  if (typeof id !== 'string' || typeof from !== 'string' || typeof intent !== 'string') return refuse('the reply is not a ROAR message (id, from.did, intent)');
+  if (typeof id !== 'string' || typeof from !== 'string' || typeof intent !== 'string')
+    return refuse('the reply is not a ROAR message (id, from.did, intent)');
   const payload = value.payload ?? Object.create(null);
   const context = value.context ?? Object.create(null);
-  if (!isObject(payload) || !isObject(context)) return refuse('the reply\'s payload and context must be objects');
+  if (!isObject(payload) || !isObject(context)) return refuse("the reply's payload and context must be objects");
   if (intent !== 'respond') return refuse(`the reply's intent is ${JSON.stringify(intent.slice(0, 40))}, not respond`);
   if (to !== undefined && to !== self.did) return refuse('the reply is addressed to another agent');
   const inReplyTo = context.in_reply_to;
@@ -104,19 +157,27 @@ export function readRoarReply(value: LosslessValue, sentId: string, self: RoarSe
     const signature = auth?.signature;
     const timestamp = auth?.timestamp;
     const seconds = numberOf(timestamp);
-    if (typeof signature !== 'string' || seconds === undefined || timestamp === undefined) return refuse('the reply is not signed (an agent sharing our secret must sign its replies with it)');
+    if (typeof signature !== 'string' || seconds === undefined || timestamp === undefined)
+      return refuse('the reply is not signed (an agent sharing our secret must sign its replies with it)');
     const body = signingBody({ id, from, to: to ?? '', intent, payload, context, timestamp });
     if (signature.startsWith('hmac-sha256:') && signing.secret !== undefined) {
-      if (!verifyHmac(body, signature, signing.secret)) return refuse('the reply\'s HMAC signature does not verify');
+      if (!verifyHmac(body, signature, signing.secret)) return refuse("the reply's HMAC signature does not verify");
       verified = 'hmac';
     } else if (signature.startsWith('ed25519:') && trusted !== undefined) {
-      if (!verifyEd25519(body, signature, trusted)) return refuse('the reply\'s Ed25519 signature does not verify');
+      if (!verifyEd25519(body, signature, trusted)) return refuse("the reply's Ed25519 signature does not verify");
       verified = 'ed25519';
     } else return refuse('the reply is signed with a scheme we hold no key for');
     const age = (signing.now ?? Date.now)() / 1000 - seconds;
-    if (!(age <= MAX_AGE_SECONDS) || age < -MAX_FUTURE_SECONDS) return refuse('the reply\'s timestamp is outside the accepted window');
+    if (!(age <= MAX_AGE_SECONDS) || age < -MAX_FUTURE_SECONDS)
+      return refuse("the reply's timestamp is outside the accepted window");
   }
-  return { id, fromDid: from, payload: toPlain(payload) as JsonObject, context: toPlain(context) as JsonObject, verified };
+  return {
+    id,
+    fromDid: from,
+    payload: toPlain(payload) as JsonObject,
+    context: toPlain(context) as JsonObject,
+    verified,
+  };
 }
 
 /** Reads a reply's text losslessly (numbers keep their form, so the signature can be checked). */

@@ -8,7 +8,13 @@ import type { LosslessValue } from '../../protocol/roar/canonical.js';
 import { parseRoarText } from './roar-message.js';
 
 /** Bounds and credentials of one socket exchange. */
-export type RoarSocketOptions = { timeoutMs: number; maxBytes: number; headers: Record<string, string>; deltas?: boolean; signal?: AbortSignal };
+export type RoarSocketOptions = {
+  timeoutMs: number;
+  maxBytes: number;
+  headers: Record<string, string>;
+  deltas?: boolean;
+  signal?: AbortSignal;
+};
 
 /** A piece of the exchange: a delta of the answer, or the reply message (read losslessly, to verify it). */
 export type RoarSocketPiece = { type: 'delta'; delta: string } | { type: 'message'; message: LosslessValue };
@@ -16,12 +22,20 @@ export type RoarSocketPiece = { type: 'delta'; delta: string } | { type: 'messag
 type Frame = { type?: unknown; delta?: unknown; error?: unknown; message?: unknown; intent?: unknown };
 
 /** Sends `text` on a new socket to `base`'s `/roar/ws` and yields what comes back, ending with the reply. */
-export async function* roarSocketExchange(base: string, text: string, options: RoarSocketOptions): AsyncGenerator<RoarSocketPiece> {
+export async function* roarSocketExchange(
+  base: string,
+  text: string,
+  options: RoarSocketOptions,
+): AsyncGenerator<RoarSocketPiece> {
   // `?deltas=true` asks our agents for delta frames (without it they send the reply frame only); ROAR's router ignores the query.
   const url = `${base.replace(/^http/, 'ws')}/roar/ws${options.deltas === false ? '' : '?deltas=true'}`;
   const what = `WebSocket ${url}`;
   const { WebSocket } = await import('ws');
-  const socket = new WebSocket(url, { headers: options.headers, maxPayload: options.maxBytes, handshakeTimeout: options.timeoutMs });
+  const socket = new WebSocket(url, {
+    headers: options.headers,
+    maxPayload: options.maxBytes,
+    handshakeTimeout: options.timeoutMs,
+  });
   const frames: string[] = [];
   let failure: AgoraError | undefined;
   let closed = false;
@@ -65,8 +79,14 @@ export async function* roarSocketExchange(base: string, text: string, options: R
   try {
     await new Promise<void>((resolve, reject) => {
       socket.once('open', () => resolve());
-      socket.once('error', (error) => reject(new AgoraError('PEER_FAILURE', `${what}: ${error.message}`, { cause: error })));
-      socket.once('unexpected-response', (_request, response) => reject(new AgoraError('PEER_FAILURE', `${what}: HTTP ${response.statusCode}`, { status: response.statusCode ?? 0 })));
+      socket.once('error', (error) =>
+        reject(new AgoraError('PEER_FAILURE', `${what}: ${error.message}`, { cause: error })),
+      );
+      socket.once('unexpected-response', (_request, response) =>
+        reject(
+          new AgoraError('PEER_FAILURE', `${what}: HTTP ${response.statusCode}`, { status: response.statusCode ?? 0 }),
+        ),
+      );
     });
     // A token goes in the upgrade's Authorization header (the headers), which our agents take for the auth frame.
     socket.send(text);
@@ -79,7 +99,8 @@ export async function* roarSocketExchange(base: string, text: string, options: R
       } catch {
         throw new AgoraError('PEER_FAILURE', `${what}: a frame that is not JSON`);
       }
-      if (typeof frame !== 'object' || frame === null) throw new AgoraError('PEER_FAILURE', `${what}: a frame that is not a JSON object`);
+      if (typeof frame !== 'object' || frame === null)
+        throw new AgoraError('PEER_FAILURE', `${what}: a frame that is not a JSON object`);
       if (frame.type === 'delta') {
         if (typeof frame.delta === 'string') yield { type: 'delta', delta: frame.delta };
         continue;

@@ -8,17 +8,35 @@ import { AgoraError, isAgoraError } from '../../errors.js';
 import type { JsonObject, JsonValue } from '../../schemas.js';
 import { rawKeyHex } from '../../protocol/roar/signing.js';
 import { readEvents } from '../stream.js';
-import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, getJson, JsonText, peerHeaders, PeerTransport, type TransportOptions } from '../transport.js';
-import { parseRoarText, readRoarReply, roarResult, writeRoarMessage, type RoarIntent, type RoarReply, type RoarSelf, type RoarSigning } from './roar-message.js';
+import {
+  agentBaseUrl,
+  DEFAULT_SENDER_TIMEOUT_MS,
+  getJson,
+  JsonText,
+  peerHeaders,
+  PeerTransport,
+  type TransportOptions,
+} from '../transport.js';
+import {
+  parseRoarText,
+  readRoarReply,
+  roarResult,
+  writeRoarMessage,
+  type RoarIntent,
+  type RoarReply,
+  type RoarSelf,
+  type RoarSigning,
+} from './roar-message.js';
 import { roarSocketExchange } from './roar-socket.js';
 
 export type { RoarReply, RoarSelf } from './roar-message.js';
 
 /** Options of {@link RoarClient}. */
-export type RoarClientOptions = TransportOptions & RoarSigning & {
-  /** Who we are (default: a fresh `did:roar:agent:agora-client-…` with its own Ed25519 key, kept by this client). */
-  self?: RoarSelf;
-};
+export type RoarClientOptions = TransportOptions &
+  RoarSigning & {
+    /** Who we are (default: a fresh `did:roar:agent:agora-client-…` with its own Ed25519 key, kept by this client). */
+    self?: RoarSelf;
+  };
 
 const identitySchema = z.looseObject({
   did: z.string().min(1).max(600),
@@ -36,17 +54,32 @@ export const roarCardSchema = z.looseObject({
   skills: z.array(z.string().max(200)).max(200).optional(),
   channels: z.array(z.string().max(50)).max(20).optional(),
   endpoints: z.record(z.string(), z.string().max(2000)).optional(),
-  declared_capabilities: z.array(z.looseObject({ name: z.string().max(200), description: z.string().max(2000).optional() })).max(200).optional(),
+  declared_capabilities: z
+    .array(z.looseObject({ name: z.string().max(200), description: z.string().max(2000).optional() }))
+    .max(200)
+    .optional(),
 });
 
 /** One of ROAR's StreamEvents (`task_update`, `agent_status`…), as `/roar/events` sends them. */
-export type RoarStreamEvent = { type: string; source?: string; session_id: string; data?: Record<string, unknown>; timestamp?: number };
+export type RoarStreamEvent = {
+  type: string;
+  source?: string;
+  session_id: string;
+  data?: Record<string, unknown>;
+  timestamp?: number;
+};
 
 /** A ROAR agent's card. */
 export type RoarCard = z.infer<typeof roarCardSchema>;
 
 /** What {@link RoarClient.ask} sends: natural language, or a query under an Agora protocol. */
-export type RoarAsk = { body: JsonValue; protocolHash?: string; protocolSources?: string[]; sessionId?: string; intent?: RoarIntent };
+export type RoarAsk = {
+  body: JsonValue;
+  protocolHash?: string;
+  protocolSources?: string[];
+  sessionId?: string;
+  intent?: RoarIntent;
+};
 
 /** A ROAR answer: its result, the session it continues (when the agent named one), and the verified reply. */
 export type RoarAnswer = { result: JsonValue; sessionId?: string; reply: RoarReply };
@@ -57,7 +90,12 @@ export type RoarStreamPiece = { type: 'delta'; delta: string } | { type: 'done';
 /** A fresh client identity: a DID and an Ed25519 key pair. */
 function freshSelf(): RoarSelf {
   const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-  return { did: `did:roar:agent:agora-client-${randomBytes(8).toString('hex')}`, displayName: 'agora-client', publicKeyHex: rawKeyHex(publicKey), privateKey };
+  return {
+    did: `did:roar:agent:agora-client-${randomBytes(8).toString('hex')}`,
+    displayName: 'agora-client',
+    publicKeyHex: rawKeyHex(publicKey),
+    privateKey,
+  };
 }
 
 /**
@@ -74,12 +112,21 @@ export function cardlessAddress(url: string): JsonObject {
 
 /** Whether a `/roar/health` answer is ROAR's: `{"status": "ok", "protocol": "roar/1.0"}` (roar_sdk `router.py`). */
 export function isRoarHealth(json: Record<string, unknown>): boolean {
-  return (json.status === 'ok' || json.status === 'healthy') && typeof json.protocol === 'string' && /^roar\/\d/i.test(json.protocol);
+  return (
+    (json.status === 'ok' || json.status === 'healthy') &&
+    typeof json.protocol === 'string' &&
+    /^roar\/\d/i.test(json.protocol)
+  );
 }
 
 /** The payload of an ask: `{protocolHash, body}` under a protocol, else `{task: text}`. */
 function payloadOf(ask: RoarAsk): JsonObject {
-  if (ask.protocolHash !== undefined) return { protocolHash: ask.protocolHash, body: ask.body, ...(ask.protocolSources ? { protocolSources: ask.protocolSources } : {}) };
+  if (ask.protocolHash !== undefined)
+    return {
+      protocolHash: ask.protocolHash,
+      body: ask.body,
+      ...(ask.protocolSources ? { protocolSources: ask.protocolSources } : {}),
+    };
   return { task: typeof ask.body === 'string' ? ask.body : JSON.stringify(ask.body) };
 }
 
@@ -107,7 +154,10 @@ export class RoarClient {
   async card(url: string, signal?: AbortSignal): Promise<RoarCard> {
     const base = agentBaseUrl(url);
     const card = await this.#cardOf(base, signal);
-    if (card === undefined) throw new AgoraError('PEER_FAILURE', `GET ${base}/roar/card: HTTP 404 (the agent serves no ROAR card)`, { status: 404 });
+    if (card === undefined)
+      throw new AgoraError('PEER_FAILURE', `GET ${base}/roar/card: HTTP 404 (the agent serves no ROAR card)`, {
+        status: 404,
+      });
     return card;
   }
 
@@ -142,16 +192,26 @@ export class RoarClient {
   /** The agent's `GET /roar/health` (`{status: "ok", …}`); a PEER_FAILURE when it is not healthy. */
   async health(url: string, signal?: AbortSignal): Promise<{ status: string; protocol?: string }> {
     const target = `${agentBaseUrl(url)}/roar/health`;
-    const parsed = z.looseObject({ status: z.string().max(50), protocol: z.string().max(50).optional() }).safeParse(await getJson(this.#transport, target, signal ? { signal } : {}));
+    const parsed = z
+      .looseObject({ status: z.string().max(50), protocol: z.string().max(50).optional() })
+      .safeParse(await getJson(this.#transport, target, signal ? { signal } : {}));
     if (!parsed.success) throw new AgoraError('PEER_FAILURE', `GET ${target}: not a ROAR health reply`);
-    if (parsed.data.status !== 'ok' && parsed.data.status !== 'healthy') throw new AgoraError('PEER_FAILURE', `GET ${target}: the agent reports ${JSON.stringify(parsed.data.status)}`);
+    if (parsed.data.status !== 'ok' && parsed.data.status !== 'healthy')
+      throw new AgoraError('PEER_FAILURE', `GET ${target}: the agent reports ${JSON.stringify(parsed.data.status)}`);
     return { status: parsed.data.status, ...(parsed.data.protocol ? { protocol: parsed.data.protocol } : {}) };
   }
 
   /** Sends one message (`POST /roar/message`, never retried) and returns the verified reply. */
-  async send(url: string, message: { intent: RoarIntent; payload: JsonObject; context?: JsonObject }, signal?: AbortSignal): Promise<RoarReply> {
+  async send(
+    url: string,
+    message: { intent: RoarIntent; payload: JsonObject; context?: JsonObject },
+    signal?: AbortSignal,
+  ): Promise<RoarReply> {
     const base = agentBaseUrl(url);
-    const { id, text } = writeRoarMessage({ self: this.self, to: await this.#recipient(base, signal), ...message }, this.#options);
+    const { id, text } = writeRoarMessage(
+      { self: this.self, to: await this.#recipient(base, signal), ...message },
+      this.#options,
+    );
     const target = `${base}/roar/message`;
     const response = await this.#transport.exchange('POST', target, new JsonText(text), signal);
     const what = `POST ${target}`;
@@ -166,12 +226,26 @@ export class RoarClient {
       const code = typeof json?.error === 'string' && /^[\w.-]{1,60}$/.test(json.error) ? ` (${json.error})` : '';
       throw new AgoraError('PEER_FAILURE', `${what}: HTTP ${response.status}${code}`, { status: response.status });
     }
-    return readRoarReply(parseRoarText(Buffer.from(response.bytes).toString('utf8'), what), id, this.self, this.#options, what);
+    return readRoarReply(
+      parseRoarText(Buffer.from(response.bytes).toString('utf8'), what),
+      id,
+      this.self,
+      this.#options,
+      what,
+    );
   }
 
   /** Asks the agent (`delegate` by default) and returns its answer; an error payload is a PEER_FAILURE. */
   async ask(url: string, ask: RoarAsk, signal?: AbortSignal): Promise<RoarAnswer> {
-    const reply = await this.send(url, { intent: ask.intent ?? 'delegate', payload: payloadOf(ask), ...(ask.sessionId ? { context: { session_id: ask.sessionId } } : {}) }, signal);
+    const reply = await this.send(
+      url,
+      {
+        intent: ask.intent ?? 'delegate',
+        payload: payloadOf(ask),
+        ...(ask.sessionId ? { context: { session_id: ask.sessionId } } : {}),
+      },
+      signal,
+    );
     return answerOf(reply, `POST ${agentBaseUrl(url)}/roar/message`);
   }
 
@@ -179,21 +253,43 @@ export class RoarClient {
    * Asks over the agent's WebSocket (`/roar/ws`): `delta` pieces while the agent streams (asked for; `deltas: false` does not ask, and drops any that come),
    * then the verified answer. Each wait is bounded by the timeout.
    */
-  async *stream(url: string, ask: RoarAsk & { deltas?: boolean }, signal?: AbortSignal): AsyncGenerator<RoarStreamPiece> {
+  async *stream(
+    url: string,
+    ask: RoarAsk & { deltas?: boolean },
+    signal?: AbortSignal,
+  ): AsyncGenerator<RoarStreamPiece> {
     const base = agentBaseUrl(url);
     const context: JsonObject = ask.sessionId ? { session_id: ask.sessionId } : {};
-    const { id, text } = writeRoarMessage({ self: this.self, to: await this.#recipient(base, signal), intent: ask.intent ?? 'delegate', payload: payloadOf(ask), context }, this.#options);
+    const { id, text } = writeRoarMessage(
+      {
+        self: this.self,
+        to: await this.#recipient(base, signal),
+        intent: ask.intent ?? 'delegate',
+        payload: payloadOf(ask),
+        context,
+      },
+      this.#options,
+    );
     const what = `WebSocket ${base.replace(/^http/, 'ws')}/roar/ws`;
-    for await (const piece of roarSocketExchange(base, text, { ...this.#socketOptions(signal), ...(ask.deltas === false ? { deltas: false } : {}) })) {
+    for await (const piece of roarSocketExchange(base, text, {
+      ...this.#socketOptions(signal),
+      ...(ask.deltas === false ? { deltas: false } : {}),
+    })) {
       if (piece.type === 'delta') {
         if (ask.deltas !== false) yield piece;
-      }
-      else yield { type: 'done', answer: answerOf(readRoarReply(piece.message, id, this.self, this.#options, what), what) };
+      } else
+        yield {
+          type: 'done',
+          answer: answerOf(readRoarReply(piece.message, id, this.self, this.#options, what), what),
+        };
     }
   }
 
   /** The agent's task events over SSE (`GET /roar/events`, one session's with `sessionId`), until `signal` aborts. */
-  async *events(url: string, options: { sessionId?: string; signal?: AbortSignal } = {}): AsyncGenerator<RoarStreamEvent> {
+  async *events(
+    url: string,
+    options: { sessionId?: string; signal?: AbortSignal } = {},
+  ): AsyncGenerator<RoarStreamEvent> {
     const base = agentBaseUrl(url);
     const target = `${base}/roar/events${options.sessionId ? `?session_id=${encodeURIComponent(options.sessionId)}` : ''}`;
     const fetchImpl = this.#options.fetch ?? globalThis.fetch;
@@ -201,15 +297,25 @@ export class RoarClient {
     let response: Response;
     try {
       const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])]);
-      response = await fetchImpl(target, { headers: { ...peerHeaders(this.#options), accept: 'text/event-stream' }, signal });
+      response = await fetchImpl(target, {
+        headers: { ...peerHeaders(this.#options), accept: 'text/event-stream' },
+        signal,
+      });
     } catch (error) {
       if (options.signal?.aborted) return;
-      throw new AgoraError('PEER_FAILURE', `GET ${target}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `GET ${target}: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
     }
-    if (response.status !== 200 || !response.body) throw new AgoraError('PEER_FAILURE', `GET ${target}: HTTP ${response.status}`, { status: response.status });
+    if (response.status !== 200 || !response.body)
+      throw new AgoraError('PEER_FAILURE', `GET ${target}: HTTP ${response.status}`, { status: response.status });
     // Events come when tasks run: a quiet feed is not stalled (the agent's heartbeats keep the wait bounded).
     try {
-      for await (const event of readEvents(response.body, `GET ${target}`, { fetch: fetchImpl, idleTimeoutMs: Math.max(timeoutMs, 60_000), ...(options.signal ? { signal: options.signal } : {}) })) {
+      for await (const event of readEvents(response.body, `GET ${target}`, {
+        fetch: fetchImpl,
+        idleTimeoutMs: Math.max(timeoutMs, 60_000),
+        ...(options.signal ? { signal: options.signal } : {}),
+      })) {
         let data: unknown;
         try {
           data = JSON.parse(event.data);
@@ -226,7 +332,12 @@ export class RoarClient {
   }
 
   #socketOptions(signal: AbortSignal | undefined) {
-    return { timeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS, maxBytes: this.#options.maxReplyBytes ?? 16 * 1024 * 1024, headers: peerHeaders(this.#options), ...(signal ? { signal } : {}) };
+    return {
+      timeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS,
+      maxBytes: this.#options.maxReplyBytes ?? 16 * 1024 * 1024,
+      headers: peerHeaders(this.#options),
+      ...(signal ? { signal } : {}),
+    };
   }
 }
 

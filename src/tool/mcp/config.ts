@@ -12,13 +12,28 @@ const bounds = {
   maxResultChars: z.number().int().positive().optional(),
 };
 
-const stdioServer = z.object({ command: z.string().min(1), args: z.array(z.string()).default([]), env: z.record(z.string(), z.string()).default({}), cwd: z.string().optional(), ...bounds });
-const httpServer = z.object({ url: z.url({ protocol: /^https?$/ }), headers: z.record(z.string(), z.string()).default({}), ...bounds });
+const stdioServer = z.object({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  cwd: z.string().optional(),
+  ...bounds,
+});
+const httpServer = z.object({
+  url: z.url({ protocol: /^https?$/ }),
+  headers: z.record(z.string(), z.string()).default({}),
+  ...bounds,
+});
 
 /** One server of `mcp.json`: a process started with a command (stdio), or a Streamable HTTP endpoint. */
 export type McpServerConfig = z.output<typeof stdioServer> | z.output<typeof httpServer>;
 
-const configSchema = z.object({ mcpServers: z.record(z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a server name is 1-32 letters, digits, _ or -'), z.union([stdioServer, httpServer])) });
+const configSchema = z.object({
+  mcpServers: z.record(
+    z.string().regex(/^[A-Za-z0-9_-]{1,32}$/, 'a server name is 1-32 letters, digits, _ or -'),
+    z.union([stdioServer, httpServer]),
+  ),
+});
 
 /** Whether a server is started as a process. */
 export function isStdio(config: McpServerConfig): config is z.output<typeof stdioServer> {

@@ -13,7 +13,13 @@ import { isStdio, type McpServerConfig } from './config.js';
 export type ListedTool = { name: string; description?: string | undefined; inputSchema: Record<string, unknown> };
 
 /** How a server is doing, for the banner and the dashboard. */
-export type McpServerStatus = { name: string; state: 'idle' | 'running' | 'failed'; tools: number; restarts: number; error?: string };
+export type McpServerStatus = {
+  name: string;
+  state: 'idle' | 'running' | 'failed';
+  tools: number;
+  restarts: number;
+  error?: string;
+};
 
 const DEFAULT_TIMEOUT_MS = 30_000;
 const DEFAULT_MAX_RESULT_CHARS = 100_000;
@@ -62,17 +68,32 @@ export class McpConnection {
     const client = await this.#connected();
     let result: CallToolResult;
     try {
-      result = (await client.callTool({ name: tool, arguments: (input ?? {}) as Record<string, unknown> }, undefined, { timeout: this.#timeoutMs, ...(signal ? { signal } : {}) })) as CallToolResult;
+      result = (await client.callTool({ name: tool, arguments: (input ?? {}) as Record<string, unknown> }, undefined, {
+        timeout: this.#timeoutMs,
+        ...(signal ? { signal } : {}),
+      })) as CallToolResult;
     } catch (error) {
-      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout) throw new AgoraError('TIMEOUT', `${label} did not answer within ${this.#timeoutMs} ms`);
-      if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed) throw new AgoraError('PEER_FAILURE', `${label}: the server closed the connection (it is started again on the next call)`);
-      throw new AgoraError('PEER_FAILURE', `${label}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      if (error instanceof McpError && error.code === ErrorCode.RequestTimeout)
+        throw new AgoraError('TIMEOUT', `${label} did not answer within ${this.#timeoutMs} ms`);
+      if (error instanceof McpError && error.code === ErrorCode.ConnectionClosed)
+        throw new AgoraError(
+          'PEER_FAILURE',
+          `${label}: the server closed the connection (it is started again on the next call)`,
+        );
+      throw new AgoraError('PEER_FAILURE', `${label}: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
     }
     const value = valueOf(result);
     const max = this.#config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
     const size = typeof value === 'string' ? value.length : JSON.stringify(value ?? null).length;
-    if (size > max) throw new AgoraError('INVALID_OUTPUT', `${label}: result of ${size} characters is over the cap of ${max}`);
-    if (result.isError) throw new AgoraError('PEER_FAILURE', `${label} failed: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
+    if (size > max)
+      throw new AgoraError('INVALID_OUTPUT', `${label}: result of ${size} characters is over the cap of ${max}`);
+    if (result.isError)
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${label} failed: ${typeof value === 'string' ? value : JSON.stringify(value)}`,
+      );
     return value;
   }
 
@@ -85,12 +106,15 @@ export class McpConnection {
   }
 
   #connected(): Promise<Client> {
-    if (this.#closed) return Promise.reject(new AgoraError('PEER_FAILURE', `MCP server "${this.name}": the agent is closing`));
+    if (this.#closed)
+      return Promise.reject(new AgoraError('PEER_FAILURE', `MCP server "${this.name}": the agent is closing`));
     this.#client ??= this.#connect().catch((error: unknown) => {
       this.#client = undefined;
       this.#status.state = 'failed';
       this.#status.error = error instanceof Error ? error.message : String(error);
-      throw new AgoraError('PEER_FAILURE', `MCP server "${this.name}" did not start: ${this.#status.error}`, { cause: error });
+      throw new AgoraError('PEER_FAILURE', `MCP server "${this.name}" did not start: ${this.#status.error}`, {
+        cause: error,
+      });
     });
     return this.#client;
   }
@@ -99,10 +123,18 @@ export class McpConnection {
     const client = new Client({ name: 'agora-agent', version: '1.0.0' });
     const config = this.#config;
     const transport = isStdio(config)
-      ? new StdioClientTransport({ command: config.command, args: config.args, env: { ...inheritedEnv(), ...config.env }, cwd: config.cwd ?? this.#dir, stderr: 'pipe' })
+      ? new StdioClientTransport({
+          command: config.command,
+          args: config.args,
+          env: { ...inheritedEnv(), ...config.env },
+          cwd: config.cwd ?? this.#dir,
+          stderr: 'pipe',
+        })
       : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
     if (transport instanceof StdioClientTransport) {
-      transport.stderr?.on('data', (chunk: Buffer) => this.#logger.debug?.(`mcp ${this.name}: ${chunk.toString().trimEnd()}`));
+      transport.stderr?.on('data', (chunk: Buffer) =>
+        this.#logger.debug?.(`mcp ${this.name}: ${chunk.toString().trimEnd()}`),
+      );
     }
     // A server that dies is started again on the next call, not at once: a crash loop costs nothing while unused.
     client.onclose = () => {

@@ -57,12 +57,31 @@ const RETRY_AFTER_MS = 30_000;
  * Reads `<dir>/mcp.json`; starts no server (each starts when first needed, see {@link McpTools}). No file: no tools,
  * and the SDK is not loaded.
  */
-export async function loadMcpTools(dir: string, logger: Logger, servers?: Record<string, McpServerConfig>): Promise<McpTools> {
+export async function loadMcpTools(
+  dir: string,
+  logger: Logger,
+  servers?: Record<string, McpServerConfig>,
+): Promise<McpTools> {
   const config = servers ?? (await readMcpConfig(dir));
   const names = Object.keys(config);
-  if (names.length === 0) return { tools: () => [], ready: () => undefined, toolFor: async () => undefined, mayServe: () => false, pending: () => false, status: () => [], close: async () => {} };
+  if (names.length === 0)
+    return {
+      tools: () => [],
+      ready: () => undefined,
+      toolFor: async () => undefined,
+      mayServe: () => false,
+      pending: () => false,
+      status: () => [],
+      close: async () => {},
+    };
   const { McpConnection } = await import('./connection.js');
-  const entries = names.map((name) => ({ connection: new McpConnection(name, config[name]!, { dir, logger }), prefix: mcpToolName(name, ''), tools: undefined as Tool[] | undefined, listing: undefined as Promise<void> | undefined, failedAt: 0 }));
+  const entries = names.map((name) => ({
+    connection: new McpConnection(name, config[name]!, { dir, logger }),
+    prefix: mcpToolName(name, ''),
+    tools: undefined as Tool[] | undefined,
+    listing: undefined as Promise<void> | undefined,
+    failedAt: 0,
+  }));
   type Server = (typeof entries)[number];
   let all: Tool[] = [];
 
@@ -72,16 +91,21 @@ export async function loadMcpTools(dir: string, logger: Logger, servers?: Record
       .then((listed) => {
         server.tools = listed.map((tool) => toolOf(server.connection, tool));
         all = entries.flatMap((each) => each.tools ?? []);
-        logger.info(`MCP server "${server.connection.name}" started: ${listed.length} tool${listed.length === 1 ? '' : 's'}`);
+        logger.info(
+          `MCP server "${server.connection.name}" started: ${listed.length} tool${listed.length === 1 ? '' : 's'}`,
+        );
       })
       .catch((error: unknown) => {
         server.failedAt = Date.now();
-        logger.error(`MCP server "${server.connection.name}" failed: ${error instanceof Error ? error.message : String(error)}; the agent serves without its tools`);
+        logger.error(
+          `MCP server "${server.connection.name}" failed: ${error instanceof Error ? error.message : String(error)}; the agent serves without its tools`,
+        );
       })
       .finally(() => {
         server.listing = undefined;
       }));
-  const due = (server: Server) => server.tools === undefined && (server.listing !== undefined || Date.now() - server.failedAt >= RETRY_AFTER_MS);
+  const due = (server: Server) =>
+    server.tools === undefined && (server.listing !== undefined || Date.now() - server.failedAt >= RETRY_AFTER_MS);
 
   return {
     tools: () => all,
@@ -93,10 +117,16 @@ export async function loadMcpTools(dir: string, logger: Logger, servers?: Record
     },
     async toolFor(name) {
       // The longest prefix wins: servers "a" and "a_b" both claim "a_b_c".
-      const server = entries.filter((each) => name.startsWith(each.prefix)).sort((a, b) => b.prefix.length - a.prefix.length)[0];
+      const server = entries
+        .filter((each) => name.startsWith(each.prefix))
+        .sort((a, b) => b.prefix.length - a.prefix.length)[0];
       if (!server) return undefined;
       if (due(server)) await list(server);
-      if (server.tools === undefined) throw new AgoraError('PEER_FAILURE', `MCP server "${server.connection.name}" did not start: ${server.connection.status().error ?? 'unknown error'}`);
+      if (server.tools === undefined)
+        throw new AgoraError(
+          'PEER_FAILURE',
+          `MCP server "${server.connection.name}" did not start: ${server.connection.status().error ?? 'unknown error'}`,
+        );
       return server.tools.find((tool) => tool.name === name);
     },
     mayServe: (name) => entries.some((server) => server.tools === undefined && name.startsWith(server.prefix)),
@@ -108,7 +138,10 @@ export async function loadMcpTools(dir: string, logger: Logger, servers?: Record
   };
 }
 
-function toolOf(connection: McpConnection, tool: { name: string; description?: string | undefined; inputSchema: Record<string, unknown> }): Tool {
+function toolOf(
+  connection: McpConnection,
+  tool: { name: string; description?: string | undefined; inputSchema: Record<string, unknown> },
+): Tool {
   return defineTool({
     name: mcpToolName(connection.name, tool.name),
     description: `${tool.description ?? tool.name} (tool "${tool.name}" of MCP server "${connection.name}")`,

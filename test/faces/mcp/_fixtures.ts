@@ -2,7 +2,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-export const UNITS_PD = '---\nname: Unit conversion\ndescription: Converts metres to feet.\nmultiround: false\n---\nSend {"metres": number}; the reply is {"feet": number}.\n';
+export const UNITS_PD =
+  '---\nname: Unit conversion\ndescription: Converts metres to feet.\nmultiround: false\n---\nSend {"metres": number}; the reply is {"feet": number}.\n';
 export const UNITS_ROUTINE = `import { defineRoutine } from '${new URL('../../../src/index.ts', import.meta.url).pathname}';
 import { z } from 'zod';
 export default defineRoutine({
@@ -11,7 +12,8 @@ export default defineRoutine({
   handle: ({ metres }) => ({ feet: Math.round(metres * 3.28084 * 100) / 100 }),
 });
 `;
-export const COUNTER_PD = '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nSend {"add": number}; the reply is {"count": number}.\n';
+export const COUNTER_PD =
+  '---\nname: Counter\ndescription: Adds numbers over turns.\nmultiround: true\n---\nSend {"add": number}; the reply is {"count": number}.\n';
 export const COUNTER_ROUTINE = `export default function (body: { add: number }, context: any) {
   const state = context.conversation.state;
   state.count = (typeof state.count === 'number' ? state.count : 0) + body.add;
@@ -25,4 +27,3 @@ export async function connect(url: string, headers: Record<string, string> = {})
   await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), { requestInit: { headers } }));
   return client;
 }
-

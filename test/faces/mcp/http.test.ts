@@ -25,7 +25,16 @@ describe('the MCP face over Streamable HTTP', () => {
       'routines/counter.ts': COUNTER_ROUTINE,
     });
     fake = await FakeAnthropic.start({ replies: ['Paris is the capital of France.'] });
-    agent = await startAgent({ dir: folder.dir, port: 0, host: '127.0.0.1', llm: modelForFake(fake), logger: silentLogger, tokens: [TOKEN], dashboard: false, routineThreshold: 0 });
+    agent = await startAgent({
+      dir: folder.dir,
+      port: 0,
+      host: '127.0.0.1',
+      llm: modelForFake(fake),
+      logger: silentLogger,
+      tokens: [TOKEN],
+      dashboard: false,
+      routineThreshold: 0,
+    });
   });
 
   afterAll(async () => {
@@ -39,12 +48,19 @@ describe('the MCP face over Streamable HTTP', () => {
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(['ask', 'counter', 'unit_conversion']);
     const units = tools.find((tool) => tool.name === 'unit_conversion')!;
-    expect(units.inputSchema).toMatchObject({ type: 'object', properties: { metres: { type: 'number' } }, required: ['metres'] });
+    expect(units.inputSchema).toMatchObject({
+      type: 'object',
+      properties: { metres: { type: 'number' } },
+      required: ['metres'],
+    });
     expect(units.outputSchema).toMatchObject({ type: 'object', properties: { feet: { type: 'number' } } });
     expect(units.description).toContain('Converts metres to feet.');
     expect(units.description).toContain('the reply is {"feet": number}');
     // No zod input on the counter's routine: the body as the document describes it.
-    expect(tools.find((tool) => tool.name === 'counter')!.inputSchema).toMatchObject({ type: 'object', required: ['body'] });
+    expect(tools.find((tool) => tool.name === 'counter')!.inputSchema).toMatchObject({
+      type: 'object',
+      required: ['body'],
+    });
     await client.close();
   });
 
@@ -80,7 +96,11 @@ describe('the MCP face over Streamable HTTP', () => {
   it('keeps a multiround tool in one conversation per session', async () => {
     const first = await connect(agent.url, auth);
     const second = await connect(agent.url, auth);
-    const count = async (client: Client, add: number) => JSON.parse(((await client.callTool({ name: 'counter', arguments: { body: { add } } })).content as { text: string }[])[0]!.text).count as number;
+    const count = async (client: Client, add: number) =>
+      JSON.parse(
+        ((await client.callTool({ name: 'counter', arguments: { body: { add } } })).content as { text: string }[])[0]!
+          .text,
+      ).count as number;
     expect(await count(first, 2)).toBe(2);
     expect(await count(first, 3)).toBe(5);
     expect(await count(second, 1)).toBe(1);
@@ -96,16 +116,23 @@ describe('the MCP face over Streamable HTTP', () => {
     expect(units.uri).toMatch(/^agora:\/\/protocols\/[0-9a-f]{40}$/);
     const read = await client.readResource({ uri: units.uri });
     expect(read.contents[0]).toMatchObject({ uri: units.uri, text: UNITS_PD });
-    await expect(client.readResource({ uri: `agora://protocols/${'0'.repeat(40)}` })).rejects.toThrow(/Resource not found/);
+    await expect(client.readResource({ uri: `agora://protocols/${'0'.repeat(40)}` })).rejects.toThrow(
+      /Resource not found/,
+    );
     await client.close();
   });
 
   it('notifies list_changed when a protocol file is dropped in protocols/', async () => {
     const client = await connect(agent.url, auth);
-    const changed = new Promise<void>((resolve) => client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()));
+    const changed = new Promise<void>((resolve) =>
+      client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+    );
     // The notification stream opens after initialization; a request answered means the GET went out before it.
     await client.listTools();
-    await folder.write('protocols/greeting.md', '---\nname: Greeting\ndescription: Says hello.\nmultiround: false\n---\nSend a name.\n');
+    await folder.write(
+      'protocols/greeting.md',
+      '---\nname: Greeting\ndescription: Says hello.\nmultiround: false\n---\nSend a name.\n',
+    );
     await changed;
     const { tools } = await client.listTools();
     expect(tools.map((tool) => tool.name)).toContain('greeting');
@@ -114,16 +141,37 @@ describe('the MCP face over Streamable HTTP', () => {
 
   it('refuses a request without the token, in MCP error shape', async () => {
     await expect(connect(agent.url)).rejects.toThrow();
-    const response = await fetch(`${agent.url}/mcp`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const response = await fetch(`${agent.url}/mcp`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     expect(response.status).toBe(401);
-    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Unauthorized' } });
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: 'Unauthorized' },
+    });
   });
 
   it('refuses a cross-site request', async () => {
     await expect(connect(agent.url, { ...auth, origin: 'https://evil.example' })).rejects.toThrow(/403|Cross-site/);
-    const response = await fetch(`${agent.url}/mcp`, { method: 'POST', headers: { ...auth, origin: 'https://evil.example', 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const response = await fetch(`${agent.url}/mcp`, {
+      method: 'POST',
+      headers: {
+        ...auth,
+        origin: 'https://evil.example',
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+      },
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     expect(response.status).toBe(403);
-    expect(await response.json()).toEqual({ jsonrpc: '2.0', id: null, error: { code: -32000, message: 'Cross-site request refused' } });
+    expect(await response.json()).toEqual({
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32000, message: 'Cross-site request refused' },
+    });
   });
 
   it('answers an unknown session with 404 and ends a session on DELETE', async () => {
@@ -132,8 +180,17 @@ describe('the MCP face over Streamable HTTP', () => {
     const session = transport.sessionId!;
     expect(session).toMatch(/^[0-9a-f-]{36}$/);
     await transport.terminateSession();
-    const headers = { ...auth, 'mcp-session-id': session, 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
-    const response = await fetch(`${agent.url}/mcp`, { method: 'POST', headers, body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}' });
+    const headers = {
+      ...auth,
+      'mcp-session-id': session,
+      'content-type': 'application/json',
+      accept: 'application/json, text/event-stream',
+    };
+    const response = await fetch(`${agent.url}/mcp`, {
+      method: 'POST',
+      headers,
+      body: '{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    });
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ error: { code: -32001 } });
     await client.close();

@@ -66,7 +66,11 @@ describeRedis('MCP sessions on one Redis, two processes', () => {
     await transportB.terminateSession();
     const refused = await fetch(`${a.url}/mcp`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', 'mcp-session-id': session },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-session-id': session,
+      },
       body: '{"jsonrpc":"2.0","id":9,"method":"tools/list"}',
     });
     expect(refused.status).toBe(404);

@@ -9,14 +9,28 @@ async function initialize(url: string, token?: string): Promise<string> {
   const response = await fetch(`${url}/mcp`, {
     method: 'POST',
     headers: { ...JSON_AND_SSE, ...(token ? { authorization: `Bearer ${token}` } : {}) },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } } }),
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'test', version: '1' } },
+    }),
   });
   expect(response.status).toBe(200);
   return response.headers.get('mcp-session-id')!;
 }
 
 function call(url: string, method: string, session: string, token?: string, init: RequestInit = {}): Promise<Response> {
-  return fetch(`${url}/mcp`, { method, ...init, headers: { ...JSON_AND_SSE, 'mcp-session-id': session, ...(token ? { authorization: `Bearer ${token}` } : {}), ...(init.headers as Record<string, string>) } });
+  return fetch(`${url}/mcp`, {
+    method,
+    ...init,
+    headers: {
+      ...JSON_AND_SSE,
+      'mcp-session-id': session,
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(init.headers as Record<string, string>),
+    },
+  });
 }
 
 const LIST = { body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }) };
@@ -47,7 +61,11 @@ describe('MCP sessions', () => {
       return response.status;
     };
     try {
-      const [first, second, third] = [await initialize(served.url), await initialize(served.url), await initialize(served.url)];
+      const [first, second, third] = [
+        await initialize(served.url),
+        await initialize(served.url),
+        await initialize(served.url),
+      ];
       expect(await listen(first)).toBe(200);
       // As the SDK's own transport answers a second stream of one session.
       expect(await listen(first)).toBe(409);

@@ -3,7 +3,17 @@ import { RoarEvents } from '../../../src/faces/roar/events.js';
 import { makeFaces, serveFaces } from '../_helpers.js';
 
 const message = (to: string, id: string, session: string) =>
-  JSON.stringify({ roar: '1.0', id, from: { did: 'did:roar:agent:sender-0123456789abcdef' }, to: { did: to }, intent: 'delegate', payload: { task: 'hi' }, context: { session_id: session }, auth: {}, timestamp: 1_710_000_000 });
+  JSON.stringify({
+    roar: '1.0',
+    id,
+    from: { did: 'did:roar:agent:sender-0123456789abcdef' },
+    to: { did: to },
+    intent: 'delegate',
+    payload: { task: 'hi' },
+    context: { session_id: session },
+    auth: {},
+    timestamp: 1_710_000_000,
+  });
 
 /** Reads SSE text from a response until `count` events came. */
 async function readEvents(response: Response, count: number): Promise<Record<string, any>[]> {
@@ -32,10 +42,17 @@ describe('ROAR events (GET /roar/events)', () => {
     try {
       expect((await fetch(`${served.url}/roar/events`)).status).toBe(401);
       const did = (await faces.identity()).did;
-      const response = await fetch(`${served.url}/roar/events?session_id=s1`, { headers: { authorization: 'Bearer t0k' } });
+      const response = await fetch(`${served.url}/roar/events?session_id=s1`, {
+        headers: { authorization: 'Bearer t0k' },
+      });
       expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
       const reading = readEvents(response, 2);
-      const post = (id: string, session: string) => fetch(`${served.url}/roar/message`, { method: 'POST', headers: { authorization: 'Bearer t0k' }, body: message(did, id, session) });
+      const post = (id: string, session: string) =>
+        fetch(`${served.url}/roar/message`, {
+          method: 'POST',
+          headers: { authorization: 'Bearer t0k' },
+          body: message(did, id, session),
+        });
       expect((await post('msg_other', 's2')).status).toBe(200); // another session: not this listener's
       expect((await post('msg_mine', 's1')).status).toBe(200);
       const events = await reading;
@@ -68,7 +85,14 @@ describe('ROAR events (GET /roar/events)', () => {
     const events = new RoarEvents({ maxQueued: 3 });
     const feed = events.subscribe(undefined)!.frames;
     expect((await feed.next()).value).toContain(': roar events');
-    for (let index = 0; index < 5; index++) events.publish({ type: 'task_update', source: 'did:x', session_id: '', data: { task_id: String(index) }, timestamp: 0 });
+    for (let index = 0; index < 5; index++)
+      events.publish({
+        type: 'task_update',
+        source: 'did:x',
+        session_id: '',
+        data: { task_id: String(index) },
+        timestamp: 0,
+      });
     // Three were queued, the fourth found the queue full: the listener is dropped, nothing more is held for it.
     expect(await feed.next()).toEqual({ value: undefined, done: true });
     expect(events.subscribers).toBe(0);

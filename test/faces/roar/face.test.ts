@@ -10,9 +10,14 @@ import { pythonMessage as build, replyVerifies, SENDER, type MessageOptions } fr
 const SECRET = 'shared-secret';
 let clock = 1_710_000_000_000;
 const now = () => clock;
-const pythonMessage = (to: string, payload: LosslessValue, options: Omit<MessageOptions, 'now'> = {}) => build(to, payload, { now: clock, ...options });
+const pythonMessage = (to: string, payload: LosslessValue, options: Omit<MessageOptions, 'now'> = {}) =>
+  build(to, payload, { now: clock, ...options });
 
-async function post(faces: TestFaces, body: string, headers: Record<string, string> = {}): Promise<EdgeResponse & { json: Record<string, unknown> }> {
+async function post(
+  faces: TestFaces,
+  body: string,
+  headers: Record<string, string> = {},
+): Promise<EdgeResponse & { json: Record<string, unknown> }> {
   const response = (await faces.handle({ method: 'POST', path: '/roar/message', headers, body: Buffer.from(body) }))!;
   return { ...response, json: JSON.parse(response.body as string) as Record<string, unknown> };
 }
@@ -26,13 +31,32 @@ describe('ROAR face over HTTP', () => {
     const faces = makeFaces({ tokens: ['t0k'] });
     const health = await faces.handle({ method: 'GET', path: '/roar/health', headers: {}, body: undefined });
     expect(JSON.parse(health!.body as string)).toEqual({ status: 'ok', protocol: 'roar/1.0' });
-    const card = JSON.parse((await faces.handle({ method: 'GET', path: '/roar/card', headers: { host: 'agent.test:8080' }, body: undefined }))!.body as string);
-    expect(card.identity).toMatchObject({ did: expect.stringMatching(/^did:roar:agent:test-agent-[0-9a-f]{16}$/), display_name: 'Test agent', agent_type: 'agent', version: '1.0', public_key: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    const card = JSON.parse(
+      (await faces.handle({
+        method: 'GET',
+        path: '/roar/card',
+        headers: { host: 'agent.test:8080' },
+        body: undefined,
+      }))!.body as string,
+    );
+    expect(card.identity).toMatchObject({
+      did: expect.stringMatching(/^did:roar:agent:test-agent-[0-9a-f]{16}$/),
+      display_name: 'Test agent',
+      agent_type: 'agent',
+      version: '1.0',
+      public_key: expect.stringMatching(/^[0-9a-f]{64}$/),
+    });
     expect(card.skills).toEqual(['Unit conversion']);
     expect(card.channels).toEqual(['http', 'websocket']);
-    expect(card.endpoints).toEqual({ http: 'http://agent.test:8080', websocket: 'ws://agent.test:8080', ws: 'ws://agent.test:8080/roar/ws' });
+    expect(card.endpoints).toEqual({
+      http: 'http://agent.test:8080',
+      websocket: 'ws://agent.test:8080',
+      ws: 'ws://agent.test:8080/roar/ws',
+    });
     expect(card.declared_capabilities[0]).toMatchObject({ name: 'Unit conversion', protocolHash: PROTOCOL_HASH });
-    const agents = JSON.parse((await faces.handle({ method: 'GET', path: '/roar/agents', headers: {}, body: undefined }))!.body as string);
+    const agents = JSON.parse(
+      (await faces.handle({ method: 'GET', path: '/roar/agents', headers: {}, body: undefined }))!.body as string,
+    );
     expect(agents.agents[0].identity.did).toBe(card.identity.did);
     expect(await faces.handle({ method: 'GET', path: '/wellknown', headers: {}, body: undefined })).toBeUndefined();
   });
@@ -52,11 +76,23 @@ describe('ROAR face over HTTP', () => {
     const receiver = fakeReceiver();
     const faces = makeFaces({ roarSecret: SECRET, now }, receiver);
     const me = (await faces.identity()).did;
-    const payload = parseLossless(`{"protocolHash": "${PROTOCOL_HASH}", "body": {"value": 42, "from": "km", "to": "mi", "note": "caf\\u00e9 \\ud83d\\ude00", "ratio": 1.0}}`);
+    const payload = parseLossless(
+      `{"protocolHash": "${PROTOCOL_HASH}", "body": {"value": 42, "from": "km", "to": "mi", "note": "caf\\u00e9 \\ud83d\\ude00", "ratio": 1.0}}`,
+    );
     const response = await post(faces, pythonMessage(me, payload, { secret: SECRET, id: 'msg_one' }));
     expect(response.status).toBe(200);
-    expect(receiver.queries[0]).toEqual({ protocolHash: PROTOCOL_HASH, body: { value: 42, from: 'km', to: 'mi', note: 'café 😀', ratio: 1 } });
-    expect(response.json).toMatchObject({ roar: '1.0', intent: 'respond', from: { did: me }, to: { did: SENDER }, context: { in_reply_to: 'msg_one' }, payload: { status: 'ok', result: { converted: true } } });
+    expect(receiver.queries[0]).toEqual({
+      protocolHash: PROTOCOL_HASH,
+      body: { value: 42, from: 'km', to: 'mi', note: 'café 😀', ratio: 1 },
+    });
+    expect(response.json).toMatchObject({
+      roar: '1.0',
+      intent: 'respond',
+      from: { did: me },
+      to: { did: SENDER },
+      context: { in_reply_to: 'msg_one' },
+      payload: { status: 'ok', result: { converted: true } },
+    });
     expect(response.body as string).toContain('"timestamp": 1710000000.0');
     expect(replyVerifies(response.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
   });
@@ -66,10 +102,15 @@ describe('ROAR face over HTTP', () => {
     const me = (await faces.identity()).did;
     const payload = parseLossless(`{"protocolHash": "${PROTOCOL_HASH}", "body": {"value": 1e400}}`);
     // Signed over Python's text for it (`Infinity`), sent as `1e400`: the lossless reader takes such a message.
-    const message = pythonMessage(me, payload, { secret: SECRET }).replace('Infinity', '1e400').replace('"display_name": "sender"', '"display_name": "sender", "weight": -1e400');
+    const message = pythonMessage(me, payload, { secret: SECRET })
+      .replace('Infinity', '1e400')
+      .replace('"display_name": "sender"', '"display_name": "sender", "weight": -1e400');
     const response = await post(faces, message);
     expect(response.status).toBe(200);
-    expect(response.json).toMatchObject({ to: { did: SENDER, weight: null }, payload: { status: 'ok', result: { converted: true, input: { value: null } } } });
+    expect(response.json).toMatchObject({
+      to: { did: SENDER, weight: null },
+      payload: { status: 'ok', result: { converted: true, input: { value: null } } },
+    });
     expect(replyVerifies(response.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
   });
 
@@ -83,9 +124,17 @@ describe('ROAR face over HTTP', () => {
     expect([ok.status, (ok.json.payload as { status: string }).status]).toEqual([200, 'ok']);
     expect(replyVerifies(ok.body as string, (body, signature) => verifyHmac(body, signature, SECRET))).toBe(true);
     const refused = async (text: string) => (await post(faces, text)).json.error;
-    expect(await refused(pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 1_234 }).replace('"value": 10', '"value": 11'))).toBe('signature_invalid');
-    expect(await refused(pythonMessage(me, payload, { secret: 'wrong', timestamp: clock - 1_234 }))).toBe('signature_invalid');
-    expect(await refused(pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 300_001 }))).toBe('signature_invalid');
+    expect(
+      await refused(
+        pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 1_234 }).replace('"value": 10', '"value": 11'),
+      ),
+    ).toBe('signature_invalid');
+    expect(await refused(pythonMessage(me, payload, { secret: 'wrong', timestamp: clock - 1_234 }))).toBe(
+      'signature_invalid',
+    );
+    expect(await refused(pythonMessage(me, payload, { secret: SECRET, timestamp: clock - 300_001 }))).toBe(
+      'signature_invalid',
+    );
     expect(await refused(fresh)).toBe('duplicate_message');
   });
 
@@ -96,11 +145,22 @@ describe('ROAR face over HTTP', () => {
     const ok = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { key: sender.privateKey }));
     expect(ok.status).toBe(200);
     expect(ok.json.payload).toEqual({ status: 'ok', result: 'turn 1: hello' });
-    expect(replyVerifies(ok.body as string, (body, signature) => verifyEd25519(body, signature, publicKeyFromHex(identity.publicKeyHex)))).toBe(true);
+    expect(
+      replyVerifies(ok.body as string, (body, signature) =>
+        verifyEd25519(body, signature, publicKeyFromHex(identity.publicKeyHex)),
+      ),
+    ).toBe(true);
     const stranger = generateKeyPairSync('ed25519');
     const forged = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { key: stranger.privateKey }));
     expect([forged.status, forged.json.error]).toEqual([401, 'signature_invalid']);
-    const unknown = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { key: stranger.privateKey, from: 'did:roar:agent:other-0123456789abcdef' }));
+    const unknown = await post(
+      faces,
+      pythonMessage(
+        identity.did,
+        { task: 'hello' },
+        { key: stranger.privateKey, from: 'did:roar:agent:other-0123456789abcdef' },
+      ),
+    );
     expect([unknown.status, unknown.json.error]).toEqual([401, 'signature_invalid']);
     const hmac = await post(faces, pythonMessage(identity.did, { task: 'hello' }, { secret: SECRET }));
     expect([hmac.status, hmac.json.error]).toEqual([401, 'no_signing_secret']);
@@ -115,14 +175,29 @@ describe('ROAR face over HTTP', () => {
     };
     expect(await refused(pythonMessage(me, { task: 'x' }))).toEqual([401, 'signature_invalid']);
     expect(await refused(pythonMessage(me, { task: 'x' }, { secret: 'wrong' }))).toEqual([401, 'signature_invalid']);
-    expect(await refused(pythonMessage(me, { task: 'x', n: 42 }, { secret: SECRET }).replace('"n": 42', '"n": 42.0'))).toEqual([401, 'signature_invalid']);
-    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: SECRET, timestamp: clock - 301_000 }))).toEqual([401, 'signature_invalid']);
-    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: SECRET, timestamp: clock + 31_000 }))).toEqual([401, 'signature_invalid']);
-    expect(await refused(pythonMessage('did:roar:agent:someone-0123456789abcdef', { task: 'x' }, { secret: SECRET }))).toEqual([400, 'invalid_message']);
+    expect(
+      await refused(pythonMessage(me, { task: 'x', n: 42 }, { secret: SECRET }).replace('"n": 42', '"n": 42.0')),
+    ).toEqual([401, 'signature_invalid']);
+    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: SECRET, timestamp: clock - 301_000 }))).toEqual([
+      401,
+      'signature_invalid',
+    ]);
+    expect(await refused(pythonMessage(me, { task: 'x' }, { secret: SECRET, timestamp: clock + 31_000 }))).toEqual([
+      401,
+      'signature_invalid',
+    ]);
+    expect(
+      await refused(pythonMessage('did:roar:agent:someone-0123456789abcdef', { task: 'x' }, { secret: SECRET })),
+    ).toEqual([400, 'invalid_message']);
     const once = pythonMessage(me, { task: 'x' }, { secret: SECRET, id: 'msg_replayed' });
     expect((await post(faces, once)).status).toBe(200);
     expect(await refused(once)).toEqual([409, 'duplicate_message']);
-    for (const bad of ['{', '[]', '{"id": "m", "intent": "shout", "from": {"did": "did:roar:agent:a"}, "to": {"did": "did:roar:agent:b"}}', '{"id": 5}']) {
+    for (const bad of [
+      '{',
+      '[]',
+      '{"id": "m", "intent": "shout", "from": {"did": "did:roar:agent:a"}, "to": {"did": "did:roar:agent:b"}}',
+      '{"id": 5}',
+    ]) {
       expect(await refused(bad)).toEqual([400, 'invalid_message']);
     }
   });
@@ -143,14 +218,19 @@ describe('ROAR face over HTTP', () => {
       { status: 'ok', result: 'turn 3: more' },
       { status: 'ok', result: 'turn 1: other' },
     ]);
-    for (const reply of [first, second, third]) expect((reply.json.context as Record<string, unknown>).session_id).toBe('s1');
+    for (const reply of [first, second, third])
+      expect((reply.json.context as Record<string, unknown>).session_id).toBe('s1');
     expect((other.json.context as Record<string, unknown>).session_id).toBe('s2');
   });
 
-  it('keeps a signed sender\'s session_id as it chose it, scoped to the verified DID', async () => {
+  it("keeps a signed sender's session_id as it chose it, scoped to the verified DID", async () => {
     const faces = makeFaces({ roarSecret: SECRET, now }, fakeReceiver());
     const me = (await faces.identity()).did;
-    const send = (text: string, from?: string) => post(faces, pythonMessage(me, { text }, { secret: SECRET, context: { session_id: 's1' }, ...(from ? { from } : {}) }));
+    const send = (text: string, from?: string) =>
+      post(
+        faces,
+        pythonMessage(me, { text }, { secret: SECRET, context: { session_id: 's1' }, ...(from ? { from } : {}) }),
+      );
     const first = await send('hi');
     const second = await send('again');
     const other = await send('other', 'did:roar:agent:b-0123456789abcdef');
@@ -166,24 +246,38 @@ describe('ROAR face over HTTP', () => {
     const faces = makeFaces();
     const me = (await faces.identity()).did;
     const unsupported = await post(faces, pythonMessage(me, { protocolHash: 'bad', body: {} }));
-    expect(unsupported.json.payload).toEqual({ status: 'error', error: 'unsupported_protocol', message: 'Unsupported protocol' });
+    expect(unsupported.json.payload).toEqual({
+      status: 'error',
+      error: 'unsupported_protocol',
+      message: 'Unsupported protocol',
+    });
     const crashed = await post(faces, pythonMessage(me, { protocolHash: 'crash', body: {} }));
     expect(crashed.json.payload).toEqual({ status: 'error', error: 'internal', message: 'Internal error' });
     expect(crashed.body as string).not.toContain('secret internals');
-    const discover = await post(faces, pythonMessage(me, { task: 'who' }).replace(/"intent": "delegate"/g, '"intent": "discover"'));
+    const discover = await post(
+      faces,
+      pythonMessage(me, { task: 'who' }).replace(/"intent": "delegate"/g, '"intent": "discover"'),
+    );
     expect((discover.json.payload as { result: { skills: string[] } }).result.skills).toEqual(['Unit conversion']);
   });
 
   it('needs the bearer token on messages, caps the body, and answers the shared rate limit with Retry-After', async () => {
     // The edge's rate limit: 3 requests per 7 s per client; the client 'busy' has spent its 3 before the last call.
     const faces = makeFaces({ tokens: ['t0k'], maxBodyBytes: 2000, rateLimit: { windowMs: 7000, max: 3 } });
-    for (let index = 0; index < 3; index++) await faces.handle({ method: 'GET', path: '/roar/health', headers: {}, body: undefined, remoteAddress: 'busy' });
+    for (let index = 0; index < 3; index++)
+      await faces.handle({ method: 'GET', path: '/roar/health', headers: {}, body: undefined, remoteAddress: 'busy' });
     const me = (await faces.identity()).did;
     expect((await post(faces, pythonMessage(me, { task: 'x' }))).status).toBe(401);
     expect((await post(faces, pythonMessage(me, { task: 'x' }), { authorization: 'Bearer t0k' })).status).toBe(200);
     const big = await post(faces, pythonMessage(me, { task: 'x'.repeat(3000) }), { authorization: 'Bearer t0k' });
     expect([big.status, big.json.error]).toEqual([413, 'request_too_large']);
-    const limited = await faces.handle({ method: 'POST', path: '/roar/message', headers: {}, body: Buffer.from('{}'), remoteAddress: 'busy' });
+    const limited = await faces.handle({
+      method: 'POST',
+      path: '/roar/message',
+      headers: {},
+      body: Buffer.from('{}'),
+      remoteAddress: 'busy',
+    });
     expect([limited!.status, limited!.headers['retry-after']]).toEqual([429, '7']);
   });
 });
@@ -194,8 +288,15 @@ describe('ROAR face on a node:http server', () => {
     const served = await serveFaces(faces);
     try {
       const me = (await faces.identity()).did;
-      const http = await fetch(`${served.url}/roar/message`, { method: 'POST', headers: { authorization: 'Bearer t0k' }, body: pythonMessage(me, { task: 'over http' }) });
-      expect(((await http.json()) as { payload: unknown }).payload).toEqual({ status: 'ok', result: 'turn 1: over http' });
+      const http = await fetch(`${served.url}/roar/message`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer t0k' },
+        body: pythonMessage(me, { task: 'over http' }),
+      });
+      expect(((await http.json()) as { payload: unknown }).payload).toEqual({
+        status: 'ok',
+        result: 'turn 1: over http',
+      });
 
       const socket = new WebSocket(`${served.url.replace('http', 'ws')}/roar/ws`);
       const frames: Record<string, unknown>[] = [];

@@ -42,7 +42,11 @@ describe('MemoryReplayGuard bounds', () => {
 });
 
 if (redisUrl) {
-  contract('RedisReplayGuard, two processes on one Redis', () => [new RedisReplayGuard(redisUrl), new RedisReplayGuard(redisUrl)], true);
+  contract(
+    'RedisReplayGuard, two processes on one Redis',
+    () => [new RedisReplayGuard(redisUrl), new RedisReplayGuard(redisUrl)],
+    true,
+  );
 } else {
   it.skip('RedisReplayGuard (skipped: set AGORA_TEST_REDIS_URL=redis://127.0.0.1:6379/0)', () => {});
 }
@@ -59,9 +63,25 @@ describe('RedisReplayGuard during a Redis outage', () => {
       const did = (await faces.identity()).did;
       await redis.stop();
       await expect(guard.firstSeen('b', 60_000)).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
-      const message = JSON.stringify({ roar: '1.0', id: 'c', from: { did: 'did:roar:agent:peer-0123456789abcdef' }, to: { did }, intent: 'ask', payload: { task: 'hi' } });
-      const response = (await faces.handle({ method: 'POST', path: '/roar/message', headers: {}, body: Buffer.from(message) }))!;
-      expect([response.status, JSON.parse(response.body as string), response.headers['retry-after']]).toEqual([503, { error: 'store_unavailable', message: 'Store unavailable' }, '2']);
+      const message = JSON.stringify({
+        roar: '1.0',
+        id: 'c',
+        from: { did: 'did:roar:agent:peer-0123456789abcdef' },
+        to: { did },
+        intent: 'ask',
+        payload: { task: 'hi' },
+      });
+      const response = (await faces.handle({
+        method: 'POST',
+        path: '/roar/message',
+        headers: {},
+        body: Buffer.from(message),
+      }))!;
+      expect([response.status, JSON.parse(response.body as string), response.headers['retry-after']]).toEqual([
+        503,
+        { error: 'store_unavailable', message: 'Store unavailable' },
+        '2',
+      ]);
       await redis.start();
       await expect.poll(() => guard.firstSeen('d', 60_000).catch(() => false), { timeout: 10_000 }).toBe(true);
     } finally {

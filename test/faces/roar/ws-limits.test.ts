@@ -12,7 +12,10 @@ afterEach(async () => {
 
 async function socketServer(options: { maxFrameBytes?: number; heartbeatMs?: number }): Promise<string> {
   // The frame cap is the edge's socket router's; the heartbeat is the ROAR face's.
-  const served = await serveFaces(makeFaces({ roarSocket: options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs } }), options.maxFrameBytes === undefined ? {} : { maxMessageBytes: options.maxFrameBytes });
+  const served = await serveFaces(
+    makeFaces({ roarSocket: options.heartbeatMs === undefined ? {} : { heartbeatMs: options.heartbeatMs } }),
+    options.maxFrameBytes === undefined ? {} : { maxMessageBytes: options.maxFrameBytes },
+  );
   stops.push(served.close);
   return `${served.url.replace('http', 'ws')}/roar/ws`;
 }
@@ -30,10 +33,21 @@ describe('ROAR WebSocket limits', () => {
     const written: string[] = [];
     const answered = new Promise((resolve) => socket.once('end', resolve));
     socket.on('data', (chunk: Buffer) => written.push(chunk.toString()));
-    router.upgrade({ url: '/roar/ws', method: 'GET', headers: {}, socket: { remoteAddress: '127.0.0.1' } } as unknown as IncomingMessage, socket, Buffer.alloc(0));
+    router.upgrade(
+      {
+        url: '/roar/ws',
+        method: 'GET',
+        headers: {},
+        socket: { remoteAddress: '127.0.0.1' },
+      } as unknown as IncomingMessage,
+      socket,
+      Buffer.alloc(0),
+    );
     await answered;
     expect(written.join('')).toMatch(/^HTTP\/1\.1 503 /);
-    expect(() => socket.emit('error', Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' }))).not.toThrow();
+    expect(() =>
+      socket.emit('error', Object.assign(new Error('write ECONNRESET'), { code: 'ECONNRESET' })),
+    ).not.toThrow();
   });
 
   it('closes a socket that sends a frame over the cap with 1009, and never reads it as a message', async () => {
@@ -85,7 +99,16 @@ describe("the edge's rate limit on ROAR's WebSocket", () => {
     });
     await new Promise((resolve) => socket.once('open', resolve));
     for (let index = 0; index < 6; index++) {
-      socket.send(JSON.stringify({ roar: '1.0', id: `msg_${index}`, from: { did: 'did:roar:agent:peer-0123456789abcdef' }, to: { did }, intent: 'ask', payload: { task: `question ${index}` } }));
+      socket.send(
+        JSON.stringify({
+          roar: '1.0',
+          id: `msg_${index}`,
+          from: { did: 'did:roar:agent:peer-0123456789abcdef' },
+          to: { did },
+          intent: 'ask',
+          payload: { task: `question ${index}` },
+        }),
+      );
     }
     await sixAnswers;
     socket.close();

@@ -61,8 +61,15 @@ export async function startParticipants(modes: Mode[]): Promise<{ agents: TestAg
 }
 
 /** Reads a room's SSE events (from `lastEventId`) until `stop` holds or the stream ends. */
-export async function readRoomEvents(base: string, id: string, options: { lastEventId?: number; token?: string; stop?: (events: RoomEvent[]) => boolean } = {}): Promise<RoomEvent[]> {
-  const headers = { ...(options.token ? { authorization: `Bearer ${options.token}` } : {}), ...(options.lastEventId ? { 'last-event-id': String(options.lastEventId) } : {}) };
+export async function readRoomEvents(
+  base: string,
+  id: string,
+  options: { lastEventId?: number; token?: string; stop?: (events: RoomEvent[]) => boolean } = {},
+): Promise<RoomEvent[]> {
+  const headers = {
+    ...(options.token ? { authorization: `Bearer ${options.token}` } : {}),
+    ...(options.lastEventId ? { 'last-event-id': String(options.lastEventId) } : {}),
+  };
   const events: RoomEvent[] = [];
   for await (const event of readSse(await fetch(`${base}/rooms/${id}/events`, { headers }))) {
     if (event.id === undefined) continue;

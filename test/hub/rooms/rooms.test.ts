@@ -17,21 +17,37 @@ afterEach(async () => {
 
 async function setUp(modes: Mode[], tokens?: string[]) {
   participants = await startParticipants(modes);
-  hub = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger, ...(tokens ? { tokens } : {}), mounts: (core, rooms) => [createHubDashboard(core, { checkMs: 20, rooms: roomsSource(rooms!) })] });
+  hub = await startHub({
+    port: 0,
+    tickMs: 0,
+    allowPrivateAgents: true,
+    logger: silentLogger,
+    ...(tokens ? { tokens } : {}),
+    mounts: (core, rooms) => [createHubDashboard(core, { checkMs: 20, rooms: roomsSource(rooms!) })],
+  });
   return participants.agents.map((agent) => agent.url);
 }
 
-const headers = (token?: string) => ({ 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) });
+const headers = (token?: string) => ({
+  'content-type': 'application/json',
+  ...(token ? { authorization: `Bearer ${token}` } : {}),
+});
 
 async function post(path: string, body: unknown, token?: string): Promise<{ status: number; json: any }> {
-  const response = await fetch(`${hub!.url}${path}`, { method: 'POST', headers: headers(token), body: JSON.stringify(body) });
+  const response = await fetch(`${hub!.url}${path}`, {
+    method: 'POST',
+    headers: headers(token),
+    body: JSON.stringify(body),
+  });
   return { status: response.status, json: await response.json() };
 }
 
-const readEvents = (id: string, options: Parameters<typeof readRoomEvents>[2] = {}) => readRoomEvents(hub!.url, id, options);
+const readEvents = (id: string, options: Parameters<typeof readRoomEvents>[2] = {}) =>
+  readRoomEvents(hub!.url, id, options);
 
 const ended = (events: RoomEvent[]) => events.some((event) => event.type === 'flow_completed');
-const spoken = (room: RoomRecord) => room.transcript.filter((entry) => entry.kind !== 'person').map((entry) => entry.speaker);
+const spoken = (room: RoomRecord) =>
+  room.transcript.filter((entry) => entry.kind !== 'person').map((entry) => entry.speaker);
 
 describe('rooms on the hub', () => {
   it('runs a round-robin room of 6 turns in order, each an Agora query under the room document', async () => {
@@ -46,13 +62,20 @@ describe('rooms on the hub', () => {
     expect(spoken(room)).toEqual([...names, ...names]);
     expect(room.transcript[4]!.text).toBe(`${names[1]} at turn 5`);
     // The room document is in the hub's catalogue, so agents can fetch it by hash.
-    const listing = (await (await fetch(`${hub!.url}/protocols?q=room`)).json()) as { name: string }[] | { protocols: { name: string }[] };
+    const listing = (await (await fetch(`${hub!.url}/protocols?q=room`)).json()) as
+      { name: string }[] | { protocols: { name: string }[] };
     expect(JSON.stringify(listing)).toContain('Agora room turn');
   });
 
   it('lets a moderated room’s lead pick the speakers and end with its synthesis', async () => {
     const urls = await setUp(['lead', 'plain', 'plain']);
-    const created = await post('/rooms', { topic: 'release plan', participants: urls, pattern: 'moderated', lead: urls[0], maxTurns: 6 });
+    const created = await post('/rooms', {
+      topic: 'release plan',
+      participants: urls,
+      pattern: 'moderated',
+      lead: urls[0],
+      maxTurns: 6,
+    });
     const [lead, , last] = (created.json as RoomRecord).participants.map((participant) => participant.name);
     await readEvents(created.json.id, { stop: ended });
     const room = (await (await fetch(`${hub!.url}/rooms/${created.json.id}`)).json()) as RoomRecord;
@@ -80,7 +103,9 @@ describe('rooms on the hub', () => {
     const slow = room.participants[1]!;
     expect(slow.dropped).toBe(true);
     expect(room.transcript.filter((entry) => entry.kind === 'skipped')).toHaveLength(3);
-    expect(events.find((event) => event.type === 'new_message' && event.data.dropped === true)?.data.speaker).toBe(slow.name);
+    expect(events.find((event) => event.type === 'new_message' && event.data.dropped === true)?.data.speaker).toBe(
+      slow.name,
+    );
     // Once dropped it gets no more turns: the room goes on with the one left.
     expect(room.transcript.slice(-2).every((entry) => entry.speaker === room.participants[0]!.name)).toBe(true);
   });
@@ -92,10 +117,14 @@ describe('rooms on the hub', () => {
     const said = await post(`/rooms/${id}/messages`, { text: 'keep it short', from: 'ana' });
     expect(said.status).toBe(201);
     // While it runs, the hub dashboard shows it with its members and transcript.
-    const state = (await (await fetch(`${hub!.url}/dashboard/api/state`)).json()) as { rooms: { name: string; members: string[]; transcript: { from: string; text: string }[] }[] };
+    const state = (await (await fetch(`${hub!.url}/dashboard/api/state`)).json()) as {
+      rooms: { name: string; members: string[]; transcript: { from: string; text: string }[] }[];
+    };
     expect(state.rooms[0]!.name).toContain('costs (active');
     expect(state.rooms[0]!.members).toHaveLength(2);
-    expect(state.rooms[0]!.transcript.some((line) => line.from === 'ana (person)' && line.text === 'keep it short')).toBe(true);
+    expect(
+      state.rooms[0]!.transcript.some((line) => line.from === 'ana (person)' && line.text === 'keep it short'),
+    ).toBe(true);
     await readEvents(id, { stop: ended });
     const room = (await (await fetch(`${hub!.url}/rooms/${id}`)).json()) as RoomRecord;
     expect(room.endedBecause).toBe('the budget of 400 tokens was spent');
@@ -127,9 +156,17 @@ describe('rooms on the hub', () => {
     expect(rest.at(-1)).toMatchObject({ type: 'flow_completed', data: { state: 'cancelled' } });
     expect((await post(`/rooms/${id}/control`, { action: 'resume' }, 't0k')).status).toBe(400);
     // The hub dashboard lists open rooms only: this one ended.
-    const state = (await (await fetch(`${hub!.url}/dashboard/api/state`, { headers: { authorization: 'Bearer t0k' } })).json()) as { rooms: { name: string }[] };
+    const state = (await (
+      await fetch(`${hub!.url}/dashboard/api/state`, { headers: { authorization: 'Bearer t0k' } })
+    ).json()) as { rooms: { name: string }[] };
     expect(state.rooms).toEqual([]);
-    expect((await fetch(`${hub!.url}/rooms/${id}/events`, { headers: { authorization: 'Bearer t0k', 'last-event-id': 'x' } })).status).toBe(400);
+    expect(
+      (
+        await fetch(`${hub!.url}/rooms/${id}/events`, {
+          headers: { authorization: 'Bearer t0k', 'last-event-id': 'x' },
+        })
+      ).status,
+    ).toBe(400);
     expect((await fetch(`${hub!.url}/rooms/nope`, { headers: { authorization: 'Bearer t0k' } })).status).toBe(404);
   });
 
@@ -153,15 +190,37 @@ describe('rooms on the hub', () => {
         });
         socket.on('error', reject);
       });
-    const first = await read({}, (frames) => frames.filter((frame) => frame.type === 'new_message').length >= 1 && frames.some((frame) => frame.type === 'heartbeat_ack'));
+    const first = await read(
+      {},
+      (frames) =>
+        frames.filter((frame) => frame.type === 'new_message').length >= 1 &&
+        frames.some((frame) => frame.type === 'heartbeat_ack'),
+    );
     expect(first[0]).toMatchObject({ type: 'hello', flowId: id, heartbeatInterval: 30_000 });
-    expect(first.find((frame) => frame.type === 'turn_notification')).toMatchObject({ turn: 1, reason: 'your turn: open the discussion' });
-    const lastSeen = Math.max(...first.filter((frame) => frame.eventId !== undefined).map((frame) => frame.eventId as number));
-    const rest = await read({ 'last-event-id': String(lastSeen) }, (frames) => frames.some((frame) => frame.type === 'flow_completed'));
-    const ids = [...first, ...rest].filter((frame) => frame.eventId !== undefined).map((frame) => frame.eventId as number);
+    expect(first.find((frame) => frame.type === 'turn_notification')).toMatchObject({
+      turn: 1,
+      reason: 'your turn: open the discussion',
+    });
+    const lastSeen = Math.max(
+      ...first.filter((frame) => frame.eventId !== undefined).map((frame) => frame.eventId as number),
+    );
+    const rest = await read({ 'last-event-id': String(lastSeen) }, (frames) =>
+      frames.some((frame) => frame.type === 'flow_completed'),
+    );
+    const ids = [...first, ...rest]
+      .filter((frame) => frame.eventId !== undefined)
+      .map((frame) => frame.eventId as number);
     expect(ids).toEqual(Array.from({ length: ids.length }, (_, index) => index + 1));
-    expect(rest.filter((frame) => frame.type === 'new_message').every((frame) => typeof frame.message.agentName === 'string' && typeof frame.message.content === 'string')).toBe(true);
-    const status = await new Promise<number>((resolve) => new WebSocket(`${hub!.url.replace('http', 'ws')}/elsewhere`).once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0)));
+    expect(
+      rest
+        .filter((frame) => frame.type === 'new_message')
+        .every((frame) => typeof frame.message.agentName === 'string' && typeof frame.message.content === 'string'),
+    ).toBe(true);
+    const status = await new Promise<number>((resolve) =>
+      new WebSocket(`${hub!.url.replace('http', 'ws')}/elsewhere`).once('unexpected-response', (_request, response) =>
+        resolve(response.statusCode ?? 0),
+      ),
+    );
     expect(status).toBe(404);
   });
 });

@@ -26,7 +26,13 @@ describe('room SSE watchers', () => {
   it("open with hello and the heartbeat interval, then send ARP's frames that HubClient.watch reads back", async () => {
     const running = await startHub({ port: 0, tickMs: 0, allowPrivateAgents: true, logger: silentLogger });
     cleanups.push(() => running.close());
-    const room = await running.rooms!.create({ topic: 'frames', participants: await heldOpenParticipants(), pattern: 'round-robin', maxTurns: 12, turnTimeoutMs: 120_000 });
+    const room = await running.rooms!.create({
+      topic: 'frames',
+      participants: await heldOpenParticipants(),
+      pattern: 'round-robin',
+      maxTurns: 12,
+      turnTimeoutMs: 120_000,
+    });
     await running.rooms!.say(room.id, 'hello all', 'ana');
 
     const response = await fetch(`${running.url}/rooms/${room.id}/events`);
@@ -38,7 +44,12 @@ describe('room SSE watchers', () => {
     }
     expect(frames[0]).toEqual({ event: 'hello', data: { type: 'hello', flowId: room.id, heartbeatInterval: 30_000 } });
     const said = frames.find((frame) => frame.event === 'new_message')!;
-    expect(said.data).toMatchObject({ type: 'new_message', flowId: room.id, eventId: Number(said.id), message: { agentName: 'ana', content: 'hello all', kind: 'person' } });
+    expect(said.data).toMatchObject({
+      type: 'new_message',
+      flowId: room.id,
+      eventId: Number(said.id),
+      message: { agentName: 'ana', content: 'hello all', kind: 'person' },
+    });
     expect(frames.some((frame) => frame.event === 'flow_state' && frame.data.state === 'active')).toBe(true);
 
     const client = new HubClient({ url: running.url });
@@ -52,18 +63,37 @@ describe('room SSE watchers', () => {
       }
     }
     expect(watched.find((event) => event.type === 'state')).toMatchObject({ data: { state: 'active' } });
-    expect(watched.at(-1)).toMatchObject({ type: 'new_message', data: { speaker: 'ana', text: 'hello all', kind: 'person' } });
+    expect(watched.at(-1)).toMatchObject({
+      type: 'new_message',
+      data: { speaker: 'ana', text: 'hello all', kind: 'person' },
+    });
     // The same events the store holds, whole.
     const stored = await running.rooms!.store.events(room.id, 0);
     expect(watched).toEqual(stored.slice(0, watched.length));
   });
 
   it('sends a heartbeat frame when nothing came for the heartbeat interval', async () => {
-    const rooms = new Rooms({ resolve: async (target) => ({ name: target, url: target }), logger: silentLogger, sweepMs: 0 });
+    const rooms = new Rooms({
+      resolve: async (target) => ({ name: target, url: target }),
+      logger: silentLogger,
+      sweepMs: 0,
+    });
     cleanups.push(() => rooms.close());
-    const room = await rooms.create({ topic: 'quiet', participants: await heldOpenParticipants(), pattern: 'round-robin', maxTurns: 12, turnTimeoutMs: 120_000 });
+    const room = await rooms.create({
+      topic: 'quiet',
+      participants: await heldOpenParticipants(),
+      pattern: 'round-robin',
+      maxTurns: 12,
+      turnTimeoutMs: 120_000,
+    });
     const mount = roomsMount(rooms, { socketHeartbeatMs: 20 });
-    const response = await mount.handle({ method: 'GET', path: `/rooms/${room.id}/events`, headers: {}, body: undefined, remoteAddress: '127.0.0.1' });
+    const response = await mount.handle({
+      method: 'GET',
+      path: `/rooms/${room.id}/events`,
+      headers: {},
+      body: undefined,
+      remoteAddress: '127.0.0.1',
+    });
     if (response?.events === undefined) throw new Error('not a stream');
     const frames = response.events.frames;
     const seen: string[] = [];

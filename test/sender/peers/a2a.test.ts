@@ -13,7 +13,12 @@ describe("A2aClient, through @a2a-js/sdk's client, against @a2a-js/sdk's server"
       description: 'Echoes text back.',
       skills: [{ name: 'Echo', description: 'Says it again', tags: ['echo'] }],
       version,
-      answer: (input) => (input === 'fail' ? { fail: true } : input === 'stream' ? { pieces: ['one ', 'two ', 'three'] } : `echo: ${input}`),
+      answer: (input) =>
+        input === 'fail'
+          ? { fail: true }
+          : input === 'stream'
+            ? { pieces: ['one ', 'two ', 'three'] }
+            : `echo: ${input}`,
     });
     servers.push(server);
     return server;
@@ -31,7 +36,9 @@ describe("A2aClient, through @a2a-js/sdk's client, against @a2a-js/sdk's server"
       expect(data.result).toBe('echo: {"protocolHash":"abc","body":{"value":1}}');
       expect(server.received.at(-1)).toBe('{"protocolHash":"abc","body":{"value":1}}');
       expect((await client.getTask(server.url, text.taskId!)).result).toBe('echo: hello');
-      await expect(client.getTask(server.url, 'no-such-task')).rejects.toThrow(/A2A GetTask at http:\/\/127\.0\.0\.1:\d+: \w+/);
+      await expect(client.getTask(server.url, 'no-such-task')).rejects.toThrow(
+        /A2A GetTask at http:\/\/127\.0\.0\.1:\d+: \w+/,
+      );
       await expect(client.send(server.url, { body: 'fail' })).rejects.toThrow(/ended failed/);
     });
 
@@ -52,14 +59,25 @@ describe("A2aClient, through @a2a-js/sdk's client, against @a2a-js/sdk's server"
     const server = await start('1.0');
     const gone = await startA2aServer({ name: 'gone', description: '', skills: [], answer: () => '' });
     await gone.close();
-    await expect(new A2aClient({ timeoutMs: 2000 }).send(gone.url, { body: 'x' })).rejects.toThrow(new RegExp(`GET ${gone.url}/\\.well-known/agent-card\\.json: connection refused`));
+    await expect(new A2aClient({ timeoutMs: 2000 }).send(gone.url, { body: 'x' })).rejects.toThrow(
+      new RegExp(`GET ${gone.url}/\\.well-known/agent-card\\.json: connection refused`),
+    );
     const viaLocalhost = server.url.replace('127.0.0.1', 'localhost');
-    await expect(new A2aClient({ sameOrigin: true }).send(viaLocalhost, { body: 'x' })).rejects.toThrow(/names no interface on http:\/\/localhost/);
+    await expect(new A2aClient({ sameOrigin: true }).send(viaLocalhost, { body: 'x' })).rejects.toThrow(
+      /names no interface on http:\/\/localhost/,
+    );
   });
 
   it('caps what it reads of a reply', async () => {
-    const server = await startA2aServer({ name: 'big', description: 'Answers at length.', skills: [], answer: () => 'x'.repeat(100_000) });
+    const server = await startA2aServer({
+      name: 'big',
+      description: 'Answers at length.',
+      skills: [],
+      answer: () => 'x'.repeat(100_000),
+    });
     servers.push(server);
-    await expect(new A2aClient({ maxReplyBytes: 10_000 }).send(server.url, { body: 'hi' })).rejects.toThrow(/larger than 10000 bytes/);
+    await expect(new A2aClient({ maxReplyBytes: 10_000 }).send(server.url, { body: 'hi' })).rejects.toThrow(
+      /larger than 10000 bytes/,
+    );
   });
 });

@@ -8,7 +8,21 @@ import { writeRoarMessage } from '../../../src/sender/peers/roar-message.js';
 import { RoarClient, type RoarStreamEvent } from '../../../src/sender/peers/roar.js';
 import { startRoarServer, type RoarTestServer } from '../../helpers/roar-server.js';
 
-const golden = JSON.parse(readFileSync(new URL('../../fixtures/roar-golden/signature.json', import.meta.url), 'utf8')) as { secret: string; inputs: { id: string; from: string; to: string; intent: string; payload: Record<string, string>; context: Record<string, string> }; canonical_json: string; expected_signature: string };
+const golden = JSON.parse(
+  readFileSync(new URL('../../fixtures/roar-golden/signature.json', import.meta.url), 'utf8'),
+) as {
+  secret: string;
+  inputs: {
+    id: string;
+    from: string;
+    to: string;
+    intent: string;
+    payload: Record<string, string>;
+    context: Record<string, string>;
+  };
+  canonical_json: string;
+  expected_signature: string;
+};
 
 describe('RoarClient', () => {
   const servers: RoarTestServer[] = [];
@@ -16,7 +30,14 @@ describe('RoarClient', () => {
     for (const server of servers) await server.close();
   });
   const start = async (options: Partial<Parameters<typeof startRoarServer>[0]> = {}) => {
-    const server = await startRoarServer({ name: 'reviewer', description: 'Reviews code.', capabilities: ['review', 'python'], answer: (task): JsonValue | { pieces: string[] } => (task === 'stream' ? { pieces: ['a', 'b', 'c'] } : { reviewed: task }), ...options });
+    const server = await startRoarServer({
+      name: 'reviewer',
+      description: 'Reviews code.',
+      capabilities: ['review', 'python'],
+      answer: (task): JsonValue | { pieces: string[] } =>
+        task === 'stream' ? { pieces: ['a', 'b', 'c'] } : { reviewed: task },
+      ...options,
+    });
     servers.push(server);
     return server;
   };
@@ -24,7 +45,14 @@ describe('RoarClient', () => {
   it("signs a message with HMAC exactly as ROAR's golden fixture does", () => {
     const { inputs } = golden;
     const { text } = writeRoarMessage(
-      { id: inputs.id, self: { did: inputs.from }, to: { did: inputs.to }, intent: inputs.intent as 'delegate', payload: inputs.payload, context: inputs.context },
+      {
+        id: inputs.id,
+        self: { did: inputs.from },
+        to: { did: inputs.to },
+        intent: inputs.intent as 'delegate',
+        payload: inputs.payload,
+        context: inputs.context,
+      },
       { secret: golden.secret, now: () => 1_710_000_000_000 },
     );
     const sent = parseLossless(text) as { auth: { signature: string } };
@@ -34,9 +62,25 @@ describe('RoarClient', () => {
 
   it('signs with its Ed25519 key when it has no secret', () => {
     const { privateKey, publicKey } = generateKeyPairSync('ed25519');
-    const { id, text } = writeRoarMessage({ self: { did: 'did:roar:agent:me-0123456789abcdef', privateKey, publicKeyHex: rawKeyHex(publicKey) }, to: { did: 'did:roar:agent:you-0123456789abcdef' }, intent: 'delegate', payload: { task: 'x' } }, {});
+    const { id, text } = writeRoarMessage(
+      {
+        self: { did: 'did:roar:agent:me-0123456789abcdef', privateKey, publicKeyHex: rawKeyHex(publicKey) },
+        to: { did: 'did:roar:agent:you-0123456789abcdef' },
+        intent: 'delegate',
+        payload: { task: 'x' },
+      },
+      {},
+    );
     const sent = parseLossless(text) as Record<string, any>;
-    const body = signingBody({ id, from: sent.from.did, to: sent.to.did, intent: 'delegate', payload: sent.payload, context: sent.context, timestamp: sent.auth.timestamp });
+    const body = signingBody({
+      id,
+      from: sent.from.did,
+      to: sent.to.did,
+      intent: 'delegate',
+      payload: sent.payload,
+      context: sent.context,
+      timestamp: sent.auth.timestamp,
+    });
     expect(verifyEd25519(body, sent.auth.signature, publicKey)).toBe(true);
   });
 
@@ -49,14 +93,22 @@ describe('RoarClient', () => {
     expect(answer.result).toEqual({ reviewed: 'check this diff' });
     expect(answer.reply.verified).toBe('hmac');
     expect(answer.sessionId).toMatch(/^sess_/);
-    expect(server.received.at(-1)).toMatchObject({ intent: 'delegate', payload: { task: 'check this diff' }, signed: true });
+    expect(server.received.at(-1)).toMatchObject({
+      intent: 'delegate',
+      payload: { task: 'check this diff' },
+      signed: true,
+    });
   });
 
   it('is refused by an agent with another secret, and refuses a reply whose signature does not verify', async () => {
     const server = await start({ secret: 'shared-secret' });
-    await expect(new RoarClient({ secret: 'wrong' }).ask(server.url, { body: 'x' })).rejects.toThrow(/POST http:\/\/127\.0\.0\.1:\d+\/roar\/message: HTTP 401 \(signature_invalid\)/);
+    await expect(new RoarClient({ secret: 'wrong' }).ask(server.url, { body: 'x' })).rejects.toThrow(
+      /POST http:\/\/127\.0\.0\.1:\d+\/roar\/message: HTTP 401 \(signature_invalid\)/,
+    );
     const tampering = await start({ secret: 'shared-secret', tamper: true });
-    await expect(new RoarClient({ secret: 'shared-secret' }).ask(tampering.url, { body: 'x' })).rejects.toThrow(/HMAC signature does not verify/);
+    await expect(new RoarClient({ secret: 'shared-secret' }).ask(tampering.url, { body: 'x' })).rejects.toThrow(
+      /HMAC signature does not verify/,
+    );
   });
 
   it('streams over the WebSocket: deltas, then the verified reply frame; deltas can be turned off', async () => {
@@ -75,12 +127,17 @@ describe('RoarClient', () => {
     expect(quiet).toEqual(['done']);
   });
 
-  it("reads ROAR's router's refusal frame over the WebSocket (`{\"error\": code}`, no type) as a refusal, at once", async () => {
+  it('reads ROAR\'s router\'s refusal frame over the WebSocket (`{"error": code}`, no type) as a refusal, at once', async () => {
     const server = await start({ secret: 's' });
     const refused = (async () => {
-      for await (const piece of new RoarClient({ secret: 'not s', timeoutMs: 60_000 }).stream(server.url, { body: 'stream' })) void piece;
+      for await (const piece of new RoarClient({ secret: 'not s', timeoutMs: 60_000 }).stream(server.url, {
+        body: 'stream',
+      }))
+        void piece;
     })();
-    await expect(refused).rejects.toThrow(/WebSocket ws:\/\/127\.0\.0\.1:\d+\/roar\/ws\?deltas=true: the agent refused the message \(signature_invalid\)/);
+    await expect(refused).rejects.toThrow(
+      /WebSocket ws:\/\/127\.0\.0\.1:\d+\/roar\/ws\?deltas=true: the agent refused the message \(signature_invalid\)/,
+    );
   });
 
   it("reads the agent's task events over SSE", async () => {
@@ -97,7 +154,10 @@ describe('RoarClient', () => {
     await server.listening();
     await client.ask(server.url, { body: 'anything' });
     await reading;
-    expect(events.map((event) => [event.type, (event.data as { status: string }).status])).toEqual([['task_update', 'working'], ['task_update', 'completed']]);
+    expect(events.map((event) => [event.type, (event.data as { status: string }).status])).toEqual([
+      ['task_update', 'working'],
+      ['task_update', 'completed'],
+    ]);
     expect(events[0]!.source).toBe(server.did);
   });
 });

@@ -5,7 +5,9 @@ export default defineRoutine({
   input: z.object({ city: z.string(), date: z.string() }),
   async handle({ city, date }, context) {
     try {
-      const { precipitation } = z.object({ precipitation: z.number() }).parse(await context.tools.get_forecast!({ city, date }));
+      const { precipitation } = z
+        .object({ precipitation: z.number() })
+        .parse(await context.tools.get_forecast!({ city, date }));
       return { precipitation };
     } catch {
       return { error: 'Unsupported location' };
