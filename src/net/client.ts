@@ -94,7 +94,9 @@ function originOf(url: string): string | undefined {
 /**
  * The one outbound HTTP client. A reply of any status is returned (the caller reads its meaning); a request that
  * gets none fails with an AgoraError naming it: `TIMEOUT` (`no answer within 30 s`) or `PEER_FAILURE`.
- * @example const client = new HttpClient({ token, timeoutMs: 5000 }); const { status, bytes } = await client.request('GET', url);
+ * @example
+ * const client = new HttpClient({ token, timeoutMs: 5000 });
+ * const { status, bytes } = await client.request('GET', url);
  */
 export class HttpClient {
   readonly timeoutMs: number;

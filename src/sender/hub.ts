@@ -8,9 +8,6 @@ import { HttpClient } from '../net/client.js';
 import { hashText } from '../protocol/document.js';
 import { SENDER_DEFAULTS } from './config.js';
 
-/** The default bound on each exchange with the hub in the sender's path: short, as negotiation is the fallback. */
-export const DEFAULT_HUB_TIMEOUT_MS = SENDER_DEFAULTS.hubTimeoutMs;
-
 // A PD larger than the receivers' source cap is no PD.
 const MAX_DOCUMENT_BYTES = 256 * 1024;
 
@@ -109,7 +106,7 @@ export class HubProtocols implements ProtocolHub {
    */
   protected async request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
     const target = `${method} ${this.url}${path}`;
-    const reply = await this.client.request(method, `${this.url}${path}`, body === undefined ? {} : { json: body });
+    const reply = await this.client.request(method, `${this.url}${path}`, { json: body });
     let json: unknown;
     try {
       json = JSON.parse(reply.bytes.toString('utf8'));

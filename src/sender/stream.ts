@@ -110,7 +110,7 @@ export async function* streamPost(
     // an event stream is bounded by its idle timer instead, once its headers came.
     const reply = await client.request(method, target, {
       headers,
-      ...(body === undefined ? {} : { body }),
+      body,
       signal: options.signal,
       timeoutMs: options.idleTimeoutMs,
       streams: true,

@@ -90,12 +90,7 @@ export class PeerTransport {
     signal?: AbortSignal,
     maxBytes = this.client.maxReplyBytes,
   ): Promise<PeerResponse> {
-    const reply = await this.client.request(method, url, {
-      ...(payload === undefined ? {} : { json: payload }),
-      signal,
-      maxBytes,
-      retries: 0,
-    });
+    const reply = await this.client.request(method, url, { json: payload, signal, maxBytes, retries: 0 });
     return { status: reply.status, bytes: reply.bytes };
   }
 }
@@ -108,9 +103,5 @@ export type GetJsonOptions = { maxBytes?: number; signal?: AbortSignal; retries?
  * non-2xx reply is a PEER_FAILURE naming the URL and status (the peer's text is not copied).
  */
 export async function getJson(transport: PeerTransport, url: string, options: GetJsonOptions = {}): Promise<unknown> {
-  return transport.client.getJson(url, {
-    signal: options.signal,
-    retries: options.retries ?? 2,
-    ...(options.maxBytes === undefined ? {} : { maxBytes: options.maxBytes }),
-  });
+  return transport.client.getJson(url, { ...options, retries: options.retries ?? 2 });
 }

@@ -52,10 +52,7 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
     body?: unknown,
     signal?: AbortSignal,
   ): Promise<{ status: number; text: string }> {
-    const reply = await client.request(method, `${base}${path}`, {
-      ...(body === undefined ? {} : { json: body }),
-      signal,
-    });
+    const reply = await client.request(method, `${base}${path}`, { json: body, signal });
     return { status: reply.status, text: reply.bytes.toString('utf8') };
   }
 
