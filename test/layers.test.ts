@@ -21,8 +21,8 @@ const LAYERS: readonly (readonly string[])[] = [
     '_slug',
     '_plural',
   ],
-  // The one HTTP toolkit: it knows no protocol.
-  ['edge', 'memory'],
+  // The one HTTP toolkit, inbound (edge) and outbound (net): it knows no protocol.
+  ['edge', 'memory', 'net'],
   ['protocol'],
   ['conversation', 'routine', 'tool', 'llm'],
   ['negotiation'],

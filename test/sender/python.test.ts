@@ -4,6 +4,7 @@ import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AnthropicModel } from '../../src/llm/anthropic/model.js';
+import { chooseModel } from '../../src/llm/choose.js';
 import { parsedReply, textBody } from '../../src/sender/python.js';
 import { Sender } from '../../src/sender/sender.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
@@ -122,21 +123,20 @@ describe('the exact URL', () => {
 });
 
 describe('Sender and the environment', () => {
-  it('uses Claude when ANTHROPIC_API_KEY is set, none with llm: null', () => {
+  it('has an LLM only when given one: it never reads the environment for a model', () => {
     vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
     vi.stubEnv('AGORA_MODEL', 'claude-from-env');
-    expect(new Sender({ logger: silentLogger }).llm?.model).toBe('claude-from-env');
-    expect(new Sender({ logger: silentLogger, llm: null }).llm).toBeUndefined();
-    vi.stubEnv('ANTHROPIC_API_KEY', '');
     expect(new Sender({ logger: silentLogger }).llm).toBeUndefined();
+    expect(new Sender({ logger: silentLogger, llm: null }).llm).toBeUndefined();
+    expect(new Sender({ logger: silentLogger, llm: chooseModel() }).llm?.model).toBe('claude-from-env');
   });
 
-  it('runs a task that needs an LLM with the key from the environment', async () => {
+  it('runs a task that needs an LLM with the model chooseModel reads from the environment', async () => {
     const fake = await FakeAnthropic.start({ fallback: senderBrain });
     cleanup.push(() => fake.close());
     vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
     vi.stubEnv('ANTHROPIC_BASE_URL', fake.url);
-    const convert = new Sender({ logger: silentLogger }).task({
+    const convert = new Sender({ logger: silentLogger, llm: chooseModel() }).task({
       name: 'Convert miles',
       description: 'Miles to km.',
       input: z.object({ miles: z.number() }),

@@ -3,9 +3,9 @@
 // through the wire's schemas. A failure says what failed (`agent at http://…/ answered 401: Unauthorized`, `… answered:
 // Routine failed`); an Agora refusal comes with HTTP 200, so that status is never shown.
 import { z } from 'zod';
-import { AgoraError, FIXED_MESSAGES, isAgoraError, networkFailure, type AgoraErrorCode } from '../../errors.js';
+import { AgoraError, FIXED_MESSAGES, type AgoraErrorCode } from '../../errors.js';
+import { HttpClient } from '../../net/client.js';
 import type { ReceiverApi } from '../../receiver.js';
-import { readCapped } from '../../sender/transport.js';
 import {
   peerResponseSchema,
   wellknownSchema,
@@ -13,7 +13,7 @@ import {
   type QueryRequest,
   type SuccessResponse,
 } from '../../schemas.js';
-import { peerText, seconds, shownUrl } from './_wording.js';
+import { peerText, shownUrl } from './_wording.js';
 
 /** Options of {@link remoteReceiver}. */
 export type RemoteOptions = {
@@ -33,12 +33,18 @@ export type RemoteOptions = {
  */
 export function remoteReceiver(url: string, options: RemoteOptions = {}): ReceiverApi {
   const base = url.replace(/\/+$/, '');
-  const timeoutMs = options.timeoutMs ?? 60_000;
-  const maxReplyBytes = options.maxReplyBytes ?? 4 * 1024 * 1024;
-  const fetcher = options.fetch ?? fetch;
-
   // The agent's page a failure names: its URL (without credentials) and the path asked.
   const at = (path: string) => `agent at ${shownUrl(`${base}${path}`)}`;
+  // The one outbound client: the body read under the same bound, refused past the size cap whether declared or
+  // streamed; the token sent to the agent's origin only.
+  const client = new HttpClient({
+    fetch: options.fetch,
+    token: options.token,
+    tokenOrigin: base,
+    timeoutMs: options.timeoutMs ?? 60_000,
+    maxReplyBytes: options.maxReplyBytes ?? 4 * 1024 * 1024,
+    describe: (reason, request) => `agent at ${shownUrl(request.url)}: ${reason}`,
+  });
 
   async function exchange(
     method: string,
@@ -46,25 +52,8 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
     body?: unknown,
     signal?: AbortSignal,
   ): Promise<{ status: number; text: string }> {
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (options.token) headers.authorization = `Bearer ${options.token}`;
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const timeout = AbortSignal.timeout(timeoutMs);
-    try {
-      const response = await fetcher(`${base}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-      });
-      // The body is read under the same bound, and refused past the size cap whether declared or streamed.
-      return { status: response.status, text: (await readCapped(response, maxReplyBytes, at(path))).toString('utf8') };
-    } catch (error) {
-      if (isAgoraError(error)) throw error;
-      if (timeout.aborted)
-        throw new AgoraError('TIMEOUT', `${at(path)}: no answer within ${seconds(timeoutMs)}`, { cause: error });
-      throw new AgoraError('PEER_FAILURE', `${at(path)}: ${networkFailure(error)}`, { cause: error });
-    }
+    const reply = await client.request(method, `${base}${path}`, { json: body, signal });
+    return { status: reply.status, text: reply.bytes.toString('utf8') };
   }
 
   function parse<T>(schema: z.ZodType<T>, path: string, text: string, status: number): T {

@@ -8,6 +8,7 @@
 // `{"type":"error","error":code,"message":…}`, an error frame as ROAR's router sends one (no ROARMessage: `ws_send`
 // raises on it, as `http_send` does on a 4xx). Auth time, messages in flight per socket and heartbeats are bounded here.
 import type { WebSocket } from 'ws';
+import { bearerToken } from '../../edge/guard.js';
 import { header } from '../../edge/request.js';
 import type { SocketSession } from '../../edge/response.js';
 import { answerRoarMessage, type DeltaListeners, type RoarFaceDeps } from './answer.js';
@@ -52,10 +53,8 @@ export class RoarSockets {
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
     // No auth frame when the edge has no token to ask for, or when the upgrade carried one (a client that can set headers).
-    const bearer =
-      header(session.request, 'authorization')
-        ?.replace(/^Bearer\s+/i, '')
-        .trim() || undefined;
+    const authorization = header(session.request, 'authorization');
+    const bearer = (bearerToken(authorization) ?? authorization)?.trim() || undefined;
     const upgraded = bearer !== undefined && session.acceptsToken(bearer);
     let authenticated = upgraded || session.acceptsToken(undefined);
     // The token the socket authenticated with: its messages' sessions are scoped by it.
