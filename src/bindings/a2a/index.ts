@@ -1,0 +1,56 @@
+// A2A (1.0 and 0.3) on both sides: its face (the card and the JSON-RPC endpoint), its client (`A2aClient`, over
+// @a2a-js/sdk), and how its agents are recognised.
+import { AgoraError } from '../../errors.js';
+import type { JsonValue } from '../../schemas.js';
+import { agentBaseUrl } from '../../sender/transport.js';
+import type { Binding, PeerClient, PeerOptions, PeerQuery } from '../binding.js';
+import { chainReply, chainText } from '../chain.js';
+import { A2aClient, type A2aAnswer } from './client.js';
+import { a2aFace, type A2aOptions } from './face.js';
+import { A2A_PROBES } from './probes.js';
+
+/** What a query sends: under a protocol, a data part `{protocolHash, body}`; else the body, in its context. */
+function messageOf(query: PeerQuery) {
+  const body: JsonValue = query.protocol ? { protocolHash: query.protocol.hash, body: query.body } : query.body;
+  return { body, ...(query.conversationId ? { contextId: query.conversationId } : {}) };
+}
+
+/** A completed task's answer; any other end state is the peer's failure. */
+function completed(answer: A2aAnswer, url: string, detail = ''): A2aAnswer {
+  if (answer.state !== 'completed')
+    throw new AgoraError('PEER_FAILURE', `A2A task ${answer.taskId ?? ''} at ${url}: ${answer.state}${detail}`);
+  return answer;
+}
+
+/** An A2A peer client: its contexts as conversations. */
+function a2aPeer(options: PeerOptions): PeerClient {
+  const client = new A2aClient(options);
+  return {
+    async ask(url, query, signal) {
+      const answer = completed(await client.send(url, messageOf(query), signal), agentBaseUrl(url));
+      return { body: answer.result, ...(answer.contextId ? { conversationId: answer.contextId } : {}) };
+    },
+    async *stream(url, query, signal) {
+      for await (const piece of client.stream(url, messageOf(query), signal)) {
+        if (piece.type === 'delta') yield piece;
+        else {
+          const { result, contextId } = piece.answer;
+          yield { type: 'done', result: { body: result, ...(contextId ? { conversationId: contextId } : {}) } };
+        }
+      }
+    },
+    async hop(url, step) {
+      // A2A's answer is the completed task's artifacts (or the agent's message); any other end state failed the hop.
+      const answer = completed(await client.send(url, { body: chainText(step) }), url, ', not completed');
+      return chainReply(answer.result);
+    },
+  };
+}
+
+/** A2A, both directions. */
+export const a2a = {
+  name: 'a2a',
+  face: a2aFace,
+  probes: A2A_PROBES,
+  peer: a2aPeer,
+} satisfies Binding<'a2a', A2aOptions>;
