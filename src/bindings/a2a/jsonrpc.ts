@@ -12,22 +12,20 @@ import type { Ask } from '../../faces/ask.js';
 import { sessionKey, tokenScope } from '../../faces/sessions.js';
 import { isBadBody, isTooLarge, readBodyText } from '../../faces/body.js';
 import type { StreamAnswer } from '../../faces/stream.js';
+import {
+  jsonBytes,
+  isObject,
+  partJson,
+  taskJson,
+  questionOf,
+  RpcError,
+  A2A_ERRORS,
+  type StoredTask,
+  type Version,
+} from './shapes.js';
 
-/** A2A's error codes (JSON-RPC's own, then A2A's). */
-export const A2A_ERRORS = {
-  PARSE: -32700,
-  INVALID_REQUEST: -32600,
-  METHOD_NOT_FOUND: -32601,
-  INVALID_PARAMS: -32602,
-  INTERNAL: -32603,
-  TASK_NOT_FOUND: -32001,
-  TASK_NOT_CANCELABLE: -32002,
-  UNSUPPORTED_OPERATION: -32004,
-  CONTENT_TYPE_NOT_SUPPORTED: -32005,
-  VERSION_NOT_SUPPORTED: -32009,
-} as const;
+export { A2A_ERRORS } from './shapes.js';
 
-type Version = '1.0' | '0.3';
 type Method = 'send' | 'stream' | 'get' | 'cancel';
 // A Map, not an object: a method named `constructor` or `__proto__` must not find Object.prototype's.
 const METHODS = new Map<string, [Method, Version]>([
@@ -40,19 +38,6 @@ const METHODS = new Map<string, [Method, Version]>([
   ['tasks/get', ['get', '0.3']],
   ['tasks/cancel', ['cancel', '0.3']],
 ]);
-
-type State = 'working' | 'completed' | 'failed';
-/** A task as kept for `GetTask`; `owner` is the caller's principal (a token's digest), who alone may read it. */
-type StoredTask = {
-  id: string;
-  contextId: string;
-  owner: string;
-  state: State;
-  input: JsonValue[];
-  output?: JsonValue;
-  error?: string;
-  timestamp: string;
-};
 
 /** What the A2A face works with. */
 export type A2aRpcDeps = {
@@ -69,101 +54,6 @@ export type A2aRpcDeps = {
   /** Most bytes of their messages kept (default 32 MiB): a count alone would let strangers park 1 MiB in each. */
   maxTaskBytes?: number;
 };
-
-class RpcError extends Error {
-  constructor(
-    readonly code: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** The length of a value's JSON text: what keeping it costs, near enough. */
-function jsonBytes(value: JsonValue | undefined): number {
-  return value === undefined ? 0 : (JSON.stringify(value)?.length ?? 0);
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function partJson(value: JsonValue, version: Version): JsonObject {
-  if (typeof value === 'string') return version === '1.0' ? { text: value } : { kind: 'text', text: value };
-  if (version === '1.0') return { data: value, mediaType: 'application/json' };
-  // A 0.3 DataPart holds an object; any other JSON goes as its text.
-  return isObject(value) ? { kind: 'data', data: value } : { kind: 'text', text: JSON.stringify(value) };
-}
-
-function messageJson(
-  task: StoredTask,
-  role: 'user' | 'agent',
-  parts: JsonValue[],
-  version: Version,
-  messageId: string,
-): JsonObject {
-  const common = {
-    messageId,
-    contextId: task.contextId,
-    taskId: task.id,
-    parts: parts.map((part) => partJson(part, version)),
-  };
-  return version === '1.0'
-    ? { ...common, role: role === 'user' ? 'ROLE_USER' : 'ROLE_AGENT' }
-    : { kind: 'message', ...common, role };
-}
-
-const STATES_1_0: Record<State, string> = {
-  working: 'TASK_STATE_WORKING',
-  completed: 'TASK_STATE_COMPLETED',
-  failed: 'TASK_STATE_FAILED',
-};
-
-function taskJson(task: StoredTask, version: Version): JsonObject {
-  const answer = task.error !== undefined ? [task.error] : task.output !== undefined ? [task.output] : [];
-  const agent = answer.length ? messageJson(task, 'agent', answer, version, `${task.id}-reply`) : undefined;
-  const status: JsonObject = {
-    state: version === '1.0' ? STATES_1_0[task.state] : task.state,
-    timestamp: task.timestamp,
-  };
-  if (agent) status.message = agent;
-  const json: JsonObject = {
-    id: task.id,
-    contextId: task.contextId,
-    status,
-    artifacts:
-      task.output !== undefined
-        ? [{ artifactId: `${task.id}-answer`, name: 'answer', parts: [partJson(task.output, version)] }]
-        : [],
-    history: [messageJson(task, 'user', task.input, version, `${task.id}-request`), ...(agent ? [agent] : [])],
-  };
-  return version === '1.0' ? json : { kind: 'task', ...json };
-}
-
-/** Reads the question in a message's parts: a data part `{protocolHash, body}`, else the text parts joined. */
-function questionOf(message: JsonObject): { ask: Ask; input: JsonValue[] } {
-  const parts = message.parts;
-  if (!Array.isArray(parts) || parts.length === 0)
-    throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'message.parts must be a non-empty array');
-  const texts: string[] = [];
-  for (const part of parts) {
-    if (!isObject(part)) throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'each part must be an object');
-    const data = part.data;
-    if (isObject(data) && typeof data.protocolHash === 'string') {
-      if (data.body === undefined)
-        throw new RpcError(A2A_ERRORS.INVALID_PARAMS, 'a data part with protocolHash needs a body');
-      const ask: Ask = { protocolHash: data.protocolHash, body: data.body };
-      if (Array.isArray(data.protocolSources) && data.protocolSources.every((source) => typeof source === 'string'))
-        ask.protocolSources = data.protocolSources as string[];
-      return { ask, input: [data] };
-    }
-    if (typeof part.text === 'string') texts.push(part.text);
-    else if (data !== undefined) texts.push(JSON.stringify(data));
-    else throw new RpcError(A2A_ERRORS.CONTENT_TYPE_NOT_SUPPORTED, 'Only text and data parts are supported');
-  }
-  const text = texts.join('\n');
-  return { ask: { body: text }, input: [text] };
-}
 
 /** A2A's JSON-RPC error response: HTTP `status` (200 for a JSON-RPC-level error), the code and message in the body. */
 export function rpcError(status: number, id: JsonValue, code: number, message: string): EdgeResponse {
