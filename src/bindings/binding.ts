@@ -64,6 +64,17 @@ export type Binding<Name extends string = string, Options = never> = {
   readonly peer?: (options: PeerOptions) => PeerClient;
 };
 
+/** A protocol client's streamed pieces as the sender's events: deltas as they come, then the answer as a QueryResult. */
+export async function* senderEvents<Answer>(
+  pieces: AsyncIterable<{ type: 'delta'; delta: JsonValue } | { type: 'done'; answer: Answer }>,
+  resultOf: (answer: Answer) => QueryResult,
+): AsyncGenerator<SenderStreamEvent> {
+  for await (const piece of pieces) {
+    if (piece.type === 'delta') yield piece;
+    else yield { type: 'done', result: resultOf(piece.answer) };
+  }
+}
+
 /** The JSON fields of an object, or undefined for anything else. */
 export function fieldsOf(json: unknown): Record<string, unknown> | undefined {
   return typeof json === 'object' && json !== null && !Array.isArray(json)

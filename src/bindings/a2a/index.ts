@@ -2,8 +2,8 @@
 // @a2a-js/sdk), and how its agents are recognised.
 import { AgoraError } from '../../errors.js';
 import type { JsonValue } from '../../schemas.js';
-import { agentBaseUrl } from '../../sender/transport.js';
-import type { Binding, PeerClient, PeerOptions, PeerQuery } from '../binding.js';
+import { agentBaseUrl, type QueryResult } from '../../sender/transport.js';
+import { senderEvents, type Binding, type PeerClient, type PeerOptions, type PeerQuery } from '../binding.js';
 import { chainReply, chainText } from '../chain.js';
 import { A2aClient, type A2aAnswer } from './client.js';
 import { a2aFace, type A2aOptions } from './face.js';
@@ -22,23 +22,19 @@ function completed(answer: A2aAnswer, url: string, detail = ''): A2aAnswer {
   return answer;
 }
 
+/** An A2A answer as a QueryResult: its context is the conversation to continue. */
+function resultOf({ result, contextId }: A2aAnswer): QueryResult {
+  return { body: result, ...(contextId ? { conversationId: contextId } : {}) };
+}
+
 /** An A2A peer client: its contexts as conversations. */
 function a2aPeer(options: PeerOptions): PeerClient {
   const client = new A2aClient(options);
   return {
     async ask(url, query, signal) {
-      const answer = completed(await client.send(url, messageOf(query), signal), agentBaseUrl(url));
-      return { body: answer.result, ...(answer.contextId ? { conversationId: answer.contextId } : {}) };
+      return resultOf(completed(await client.send(url, messageOf(query), signal), agentBaseUrl(url)));
     },
-    async *stream(url, query, signal) {
-      for await (const piece of client.stream(url, messageOf(query), signal)) {
-        if (piece.type === 'delta') yield piece;
-        else {
-          const { result, contextId } = piece.answer;
-          yield { type: 'done', result: { body: result, ...(contextId ? { conversationId: contextId } : {}) } };
-        }
-      }
-    },
+    stream: (url, query, signal) => senderEvents(client.stream(url, messageOf(query), signal), resultOf),
     async hop(url, step) {
       // A2A's answer is the completed task's artifacts (or the agent's message); any other end state failed the hop.
       const answer = completed(await client.send(url, { body: chainText(step) }), url, ', not completed');

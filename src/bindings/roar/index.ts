@@ -1,8 +1,9 @@
 // ROAR (ROAR 1.0, spec 0.3) on both sides: its face (`/roar/…`, signed messages, WebSockets, events), its client
 // (`RoarClient`), how its agents are recognised, its card, and its crypto (canonical JSON, identities, signatures).
-import type { Binding, PeerClient, PeerOptions, PeerQuery } from '../binding.js';
+import type { QueryResult } from '../../sender/transport.js';
+import { senderEvents, type Binding, type PeerClient, type PeerOptions, type PeerQuery } from '../binding.js';
 import { chainReply, chainText, handoffOf } from '../chain.js';
-import { RoarClient } from './client.js';
+import { RoarClient, type RoarAnswer } from './client.js';
 import { roarFace, type RoarOptions } from './face.js';
 import { ROAR_PROBES } from './probes.js';
 
@@ -15,23 +16,19 @@ function askOf(query: PeerQuery) {
   };
 }
 
+/** A ROAR answer as a QueryResult: its session is the conversation to continue. */
+function resultOf({ result, sessionId }: RoarAnswer): QueryResult {
+  return { body: result, ...(sessionId ? { conversationId: sessionId } : {}) };
+}
+
 /** A ROAR peer client: one identity for the caller's messages, its sessions as conversations. */
 function roarPeer(options: PeerOptions): PeerClient {
   const client = new RoarClient(options);
   return {
     async ask(url, query, signal) {
-      const answer = await client.ask(url, askOf(query), signal);
-      return { body: answer.result, ...(answer.sessionId ? { conversationId: answer.sessionId } : {}) };
+      return resultOf(await client.ask(url, askOf(query), signal));
     },
-    async *stream(url, query, signal) {
-      for await (const piece of client.stream(url, askOf(query), signal)) {
-        if (piece.type === 'delta') yield piece;
-        else {
-          const { result, sessionId } = piece.answer;
-          yield { type: 'done', result: { body: result, ...(sessionId ? { conversationId: sessionId } : {}) } };
-        }
-      }
-    },
+    stream: (url, query, signal) => senderEvents(client.stream(url, askOf(query), signal), resultOf),
     async hop(url, step) {
       // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it in the payload.
       const answer = await client.ask(url, { body: chainText(step) });
