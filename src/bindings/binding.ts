@@ -8,7 +8,7 @@ import type { SenderStreamEvent } from '../sender/stream.js';
 import type { QueryResult, TransportOptions } from '../sender/transport.js';
 import type { ChainReply, ChainStep } from './chain.js';
 
-/** What one query to a foreign agent carries: a body, a protocol document to query under, a conversation to continue. */
+/** One query to a foreign agent: a body, a protocol document to query under, a conversation to continue. */
 export type PeerQuery = { body: JsonValue; protocol?: ProtocolDocument; conversationId?: string };
 
 /** Options of a peer client: the outbound transport's, and what some protocols add. */
@@ -47,7 +47,7 @@ export type Probe = {
   order: number;
   path: string;
   headers?: Readonly<Record<string, string>>;
-  /** Read only when no other probe recognised the agent (ROAR's card-less `/roar/health`): others pay nothing for it. */
+  /** Read only when no other probe recognised the agent (ROAR's card-less `/roar/health`): others pay nothing. */
   fallback?: boolean;
   /** What the JSON says of the agent; undefined when it is not this protocol's answer. */
   read(json: unknown): Recognition | undefined;
@@ -64,7 +64,7 @@ export type Binding<Name extends string = string, Options = never> = {
   readonly peer?: (options: PeerOptions) => PeerClient;
 };
 
-/** A protocol client's streamed pieces as the sender's events: deltas as they come, then the answer as a QueryResult. */
+/** A protocol client's streamed pieces as the sender's events: the deltas, then the answer as a QueryResult. */
 export async function* senderEvents<Answer>(
   pieces: AsyncIterable<{ type: 'delta'; delta: JsonValue } | { type: 'done'; answer: Answer }>,
   resultOf: (answer: Answer) => QueryResult,

@@ -54,5 +54,6 @@ export function chainReply(result: JsonValue, handoff = handoffOf(result)): Chai
 /** The goal, with what the previous agent found, as one text (what a natural-language agent reads). */
 export function chainText(step: Pick<ChainStep, 'goal' | 'input'>): string {
   if (step.input === undefined || step.input === null) return step.goal;
-  return `${step.goal}\n\nWhat the previous agent found:\n${typeof step.input === 'string' ? step.input : JSON.stringify(step.input)}`;
+  const found = typeof step.input === 'string' ? step.input : JSON.stringify(step.input);
+  return `${step.goal}\n\nWhat the previous agent found:\n${found}`;
 }

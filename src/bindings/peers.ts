@@ -111,7 +111,7 @@ export async function* streamPeer(
   else yield { type: 'done', result: await client.ask(url, query, signal) };
 }
 
-/** A conversation with a ROAR agent (its session) or an A2A agent (its context); OAP has none, each turn stands alone. */
+/** A conversation with a ROAR agent (its session) or an A2A agent (its context); an OAP turn stands alone. */
 export function peerConversation(
   kind: ForeignKind,
   url: string,

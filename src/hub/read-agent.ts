@@ -1,8 +1,9 @@
 // Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), and what each
 // binding's probes read (its ROAR card, its A2A card, its OAP `GET /`…), the fallback ones (ROAR's card-less
 // `/roar/health`, whose agent says nothing of itself: its name and capabilities come with its registration) only
-// when nothing else answered; what it serves tells its kind (Agora, then the probes' order). Every read goes through the SSRF guard, size cap and time limit of
-// protocol sources (src/protocol/sources.ts): the hub fetches URLs strangers give it.
+// when nothing else answered; what it serves tells its kind (Agora, then the probes' order). Every read goes through
+// the SSRF guard, size cap and time limit of protocol sources (src/protocol/sources.ts): the hub fetches URLs
+// strangers give it.
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
 import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '../protocol/document.js';
@@ -181,9 +182,11 @@ export async function readAgent(
     }
   }
   if (listing === undefined && !readings.some((reading) => reading.speaks)) {
+    const probed = PROBES.map((probe) => `GET ${probe.path} (${probe.kind.toUpperCase()})`);
+    const tried = ['GET /wellknown (Agora)', ...probed].join(', ');
     throw new AgoraError(
       'SOURCE_FAILED',
-      `${base} answers none of ${['GET /wellknown (Agora)', ...PROBES.map((probe) => `GET ${probe.path} (${probe.kind.toUpperCase()})`)].join(', ')}: ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`,
+      `${base} answers none of ${tried}: ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`,
     );
   }
   const documents: ProtocolDocument[] = [];

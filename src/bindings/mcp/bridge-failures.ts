@@ -19,7 +19,7 @@ export function hasNoMcpFace(error: unknown): boolean {
   return error instanceof SyntaxError || (error instanceof Error && /ZodError/.test(error.name));
 }
 
-/** Whether an error is the SDK's own word for a connection that closed under a request (not an agent's -32000 answer). */
+/** Whether an error is the SDK's word for a connection that closed under a request (not an agent's -32000). */
 export function isClosed(error: McpError): boolean {
   return error.code === ErrorCode.ConnectionClosed && /Connection closed$/.test(error.message);
 }

@@ -30,7 +30,7 @@ function roarPeer(options: PeerOptions): PeerClient {
     },
     stream: (url, query, signal) => senderEvents(client.stream(url, askOf(query), signal), resultOf),
     async hop(url, step) {
-      // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it in the payload.
+      // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it.
       const answer = await client.ask(url, { body: chainText(step) });
       return chainReply(answer.result, handoffOf(answer.result) ?? handoffOf(answer.reply.payload));
     },
