@@ -3,7 +3,7 @@ import type { Redis } from './_redis.js';
 import type { RedisStoreOptions } from './conversation/redis.js';
 import type { ConversationStore } from './conversation/store.js';
 import { AgoraError } from './errors.js';
-import type { FacesConfig } from './faces/index.js';
+import type { FacesConfig } from './bindings/faces.js';
 import type { AgentMountOptions, ServerOptions } from './agent/mounts.js';
 import type { RunningServer } from './edge/node.js';
 import { chooseModel } from './llm/choose.js';
@@ -268,6 +268,6 @@ async function facesWithState(
   redis: Redis | undefined,
 ): Promise<FacesConfig | false | undefined> {
   if (faces === false || redis === undefined || faces?.replay !== undefined) return faces;
-  const { RedisReplayGuard } = await import('./faces/roar/replay-redis.js');
+  const { RedisReplayGuard } = await import('./bindings/roar/replay-redis.js');
   return { ...faces, replay: new RedisReplayGuard(redis) };
 }

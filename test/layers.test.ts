@@ -28,8 +28,10 @@ const LAYERS: readonly (readonly string[])[] = [
   ['negotiation'],
   ['receiver', 'sender', 'conformance'],
   ['generation'],
-  // The mounts: the Agora wire, the faces (never the hub), the hub, the dashboards.
+  // The mounts: the Agora wire and the face kit; the bindings (one folder per foreign protocol, its face and its peer
+  // client, never the hub), the hub, the dashboards.
   ['agora', 'faces'],
+  ['bindings'],
   ['hub'],
   ['dashboard'],
   ['express', 'agent', 'init', 'init-dependency', 'testing'],

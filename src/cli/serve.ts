@@ -4,8 +4,8 @@ import { urlOf } from '../edge/node.js';
 import { isAgoraError } from '../errors.js';
 import type { Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
-import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
-import { readTrustFile } from '../faces/roar/trust.js';
+import { FACE_NAMES, parseFaceList, type FacesConfig } from '../bindings/faces.js';
+import { readTrustFile } from '../bindings/roar/trust.js';
 import { defineCommand, numberOption, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import type { LogFields } from '../log.js';
 import {

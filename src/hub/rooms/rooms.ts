@@ -5,7 +5,7 @@ import { AgoraError, describeError, isAgoraError } from '../../errors.js';
 import { consoleLogger, type Logger } from '../../log.js';
 import { KeyedQueue } from '../../_queue.js';
 import type { JsonValue } from '../../schemas.js';
-import { peerConversation } from '../../sender/peers/index.js';
+import { peerConversation } from '../../bindings/peers.js';
 import { Sender, type SenderConversation } from '../../sender/sender.js';
 import { readTurnReply, ROOM_DOCUMENT, type TurnReply } from './document.js';
 import {
