@@ -1,6 +1,5 @@
 import { join, resolve } from 'node:path';
 import { AgoraError, describeError } from '../errors.js';
-import { chooseModel } from '../llm/choose.js';
 import type { LanguageModel, UsageSink } from '../llm/toolformer.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
@@ -50,8 +49,8 @@ function hubOf(options: SenderOptions): ProtocolHub | undefined {
 /** Options of {@link Sender}. */
 export type SenderOptions = {
   /**
-   * The LLM that writes queries, reads replies, judges PDs and negotiates (default: the provider and model
-   * `chooseModel` reads from the environment, as `agora serve` does); `null` = plain queries only.
+   * The LLM that writes queries, reads replies, judges PDs and negotiates (default none: plain queries only; pass
+   * `chooseModel(options, process.env)` for the one `agora serve` would pick); `null` = none as well.
    */
   llm?: LanguageModel | null;
   /** Where task counters and fetched PDs are kept (default: `<dir>/.agora/`, else in this process only). */
@@ -142,7 +141,7 @@ export class Sender {
 
   constructor(options: SenderOptions = {}) {
     this.#options = options;
-    this.llm = options.llm === null ? undefined : (options.llm ?? chooseModel());
+    this.llm = options.llm ?? undefined;
     this.dir = options.dir === undefined ? undefined : resolve(options.dir);
     this.memory = options.memory ?? (this.dir ? new FileMemory(join(this.dir, '.agora')) : new InMemoryMemory());
     this.logger = options.logger ?? consoleLogger();
