@@ -29,7 +29,7 @@ export const command = defineCommand(
       const { serveMcpStdio } = await import('../bindings/mcp/stdio.js');
       const token = stringOption(args, 'token');
       const poll = numberOption(args, 'poll', { min: 0 }) ?? 30;
-      await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, ...(token ? { token } : {}) });
+      await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, token });
       return 0;
     },
   },

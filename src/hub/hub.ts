@@ -40,7 +40,7 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
   llm?: LanguageModel;
   /** Register agents (and sync peers) on loopback and private networks (default false: the SSRF rule of protocol sources). */
   allowPrivateAgents?: boolean;
-  /** Agents held at most (default 10,000). */
+  /** Agents held at most (default 10,000; 0 holds none: every registration is refused). */
   maxAgents?: number;
   /** Protocol documents held at most (default 10,000). */
   maxDocuments?: number;
@@ -121,7 +121,7 @@ export class Hub implements ChainBackend {
       catalogue: this.catalogue,
       now: this.#now,
       logger: this.logger,
-      ...(options.maxAgents ? { maxAgents: options.maxAgents } : {}),
+      maxAgents: options.maxAgents,
       ...(options.checkIntervalMs ? { checkIntervalMs: options.checkIntervalMs } : {}),
       ...(options.maxMissedChecks ? { maxMissedChecks: options.maxMissedChecks } : {}),
       ...(options.removeDownAfterMs ? { removeDownAfterMs: options.removeDownAfterMs } : {}),

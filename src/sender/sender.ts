@@ -44,8 +44,8 @@ function definedOf<T extends object>(options: T): Partial<T> {
 /** Options of {@link Sender}. */
 export type SenderOptions = {
   /**
-   * The LLM that writes queries, reads replies, judges PDs and negotiates; none (or `null`) = plain queries and
-   * routines only. A sender never reads the environment for one: pass `chooseModel()` to use the configured model.
+   * The LLM that writes queries, reads replies, judges PDs and negotiates (default none: plain queries only; pass
+   * `chooseModel(options, process.env)` for the one `agora serve` would pick); `null` = none as well.
    */
   llm?: LanguageModel | null;
   /** Where task counters and fetched PDs are kept (default: `<dir>/.agora/`, else in this process only). */

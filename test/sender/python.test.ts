@@ -122,21 +122,18 @@ describe('the exact URL', () => {
   });
 });
 
-describe('Sender and the environment', () => {
-  it('has an LLM only when given one: it never reads the environment for a model', () => {
+describe('Sender and its LLM', () => {
+  it('uses no LLM unless given one, even with ANTHROPIC_API_KEY set', () => {
     vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
-    vi.stubEnv('AGORA_MODEL', 'claude-from-env');
     expect(new Sender({ logger: silentLogger }).llm).toBeUndefined();
     expect(new Sender({ logger: silentLogger, llm: null }).llm).toBeUndefined();
-    expect(new Sender({ logger: silentLogger, llm: chooseModel() }).llm?.model).toBe('claude-from-env');
   });
 
-  it('runs a task that needs an LLM with the model chooseModel reads from the environment', async () => {
+  it('runs a task that needs an LLM with the model chosen from an environment', async () => {
     const fake = await FakeAnthropic.start({ fallback: senderBrain });
     cleanup.push(() => fake.close());
-    vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
-    vi.stubEnv('ANTHROPIC_BASE_URL', fake.url);
-    const convert = new Sender({ logger: silentLogger, llm: chooseModel() }).task({
+    const llm = chooseModel({}, { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url });
+    const convert = new Sender({ logger: silentLogger, llm }).task({
       name: 'Convert miles',
       description: 'Miles to km.',
       input: z.object({ miles: z.number() }),
