@@ -2,7 +2,7 @@ import { startAgent, type RunningAgent } from '../agent.js';
 import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker } from '../agent/workers.js';
 import { urlOf } from '../edge/node.js';
 import { isAgoraError } from '../errors.js';
-import type { Receiver } from '../receiver.js';
+import { RECEIVER_DEFAULTS, type Receiver } from '../receiver.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { FACE_NAMES, parseFaceList, type FacesConfig } from '../faces/index.js';
 import { readTrustFile } from '../faces/roar/trust.js';
@@ -34,6 +34,11 @@ async function unservedLines(receiver: Receiver): Promise<string[]> {
     );
 }
 
+/** A number of seconds from a flag, in ms (undefined when the flag was not given). */
+function msOf(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : Math.round(seconds * 1000);
+}
+
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
 export const command = defineCommand(
   {
@@ -55,14 +60,14 @@ export const command = defineCommand(
         value: '<seconds>',
         description: 'Idle seconds before a conversation expires',
         env: 'AGORA_CONVERSATION_TTL',
-        default: '300',
+        default: String(RECEIVER_DEFAULTS.conversationTtlMs / 1000),
       },
       'routine-timeout': {
         type: 'string',
         value: '<seconds>',
         description: 'Seconds a routine may run',
         env: 'AGORA_ROUTINE_TIMEOUT',
-        default: '10',
+        default: String(RECEIVER_DEFAULTS.routineTimeoutMs / 1000),
       },
       'isolate-routines': {
         type: 'boolean',
@@ -139,7 +144,7 @@ export const command = defineCommand(
         description:
           'Seconds between safety rescans of protocols/, routines/ and tools/ for changes the watcher missed (0: never)',
         env: 'AGORA_RESCAN_INTERVAL',
-        default: '300',
+        default: String(RECEIVER_DEFAULTS.rescanIntervalMs / 1000),
       },
       'max-document': {
         type: 'string',
@@ -165,9 +170,10 @@ export const command = defineCommand(
         throw new UsageError(`too many arguments: serve takes one folder, got ${args.positionals.length}`);
       const dir = await folderArgument(args.positionals[0], '[dir]');
       const port = portOption(args) ?? 3000;
-      const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 }) ?? 300;
-      const rescanInterval = secondsOption(args, 'rescan-interval', { min: 0 }) ?? 300;
-      const routineTimeout = secondsOption(args, 'routine-timeout') ?? 10;
+      // The flags are in seconds; the library's durations in ms (its defaults apply to a flag not given).
+      const conversationTtl = secondsOption(args, 'conversation-ttl', { min: 1 });
+      const rescanInterval = secondsOption(args, 'rescan-interval', { min: 0 });
+      const routineTimeout = secondsOption(args, 'routine-timeout');
       const workers = workersOption(args);
       const worker = startWorker();
       // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
@@ -189,7 +195,9 @@ export const command = defineCommand(
       const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
       const cors = corsOrigins(args);
       const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
-      const tombstoneTtl = secondsOption(args, 'tombstone-ttl', { min: conversationTtl });
+      const tombstoneTtl = secondsOption(args, 'tombstone-ttl', {
+        min: conversationTtl ?? RECEIVER_DEFAULTS.conversationTtlMs / 1000,
+      });
       const publicUrlText = stringOption(args, 'public-url');
       const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
       const llm = (await chooseLlm(args)) ?? null;
@@ -200,9 +208,10 @@ export const command = defineCommand(
         logger,
         port,
         host,
-        conversationTtl,
-        routineTimeout,
-        rescanInterval,
+        conversationTtlMs: msOf(conversationTtl),
+        routineTimeoutMs: msOf(routineTimeout),
+        rescanIntervalMs: msOf(rescanInterval),
+        tombstoneTtlMs: msOf(tombstoneTtl),
         // Resolves once listening: the banner below waits for protocols/ itself, saying meanwhile where it answers.
         waitForProtocols: false,
         allowPrivateSources: args.values['allow-private-sources'] === true,
@@ -220,7 +229,6 @@ export const command = defineCommand(
         ...(rate ? { rateLimit: { windowMs: 60_000, max: rate } } : {}),
         ...(cors.length > 0 ? { corsOrigins: cors } : {}),
         ...(maxConversations ? { maxConversations } : {}),
-        ...(tombstoneTtl !== undefined ? { tombstoneTtl } : {}),
       }).catch((error: unknown) => {
         // The library names its `store` option; here the user typed `--store`.
         if (isAgoraError(error) && error.code === 'INVALID_ARGUMENT' && error.message.startsWith('store:'))

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { silentLogger } from '../../src/log.js';
-import { modelFromEnvironment } from '../../src/llm/choose.js';
+import { chooseModel, modelFromEnvironment } from '../../src/llm/choose.js';
 import { Receiver } from '../../src/receiver.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
@@ -22,9 +22,18 @@ async function withFakeKey(replies: string[]) {
 }
 
 describe('Receiver and the environment', () => {
-  it('answers natural language with Claude when ANTHROPIC_API_KEY is set and no llm is given', async () => {
-    const { fake, dir } = await withFakeKey(['Bonjour!']);
+  it('reads no environment: with a key set and no llm given, it answers with routines only', async () => {
+    const { fake, dir } = await withFakeKey(['never sent']);
     const receiver = await Receiver.start({ dir, watch: false, logger: silentLogger });
+    cleanups.push(() => receiver.close());
+    expect(receiver.llm).toBeUndefined();
+    await expect(receiver.query({ body: 'Hello?' })).rejects.toMatchObject({ code: 'NATURAL_LANGUAGE_UNSUPPORTED' });
+    expect(fake.requests).toHaveLength(0);
+  });
+
+  it("answers natural language with Claude from the environment when given chooseModel()'s choice", async () => {
+    const { fake, dir } = await withFakeKey(['Bonjour!']);
+    const receiver = await Receiver.start({ dir, watch: false, logger: silentLogger, llm: chooseModel() });
     cleanups.push(() => receiver.close());
     expect(receiver.llm?.model).toBe('claude-from-env');
     expect(await receiver.query({ body: 'Hello?' })).toEqual({ status: 'success', body: 'Bonjour!' });

@@ -145,7 +145,8 @@ export class McpToolTable {
     // Sorted by name then hash, so a name shared by two documents gets the same suffix on every process.
     entries.sort((a, b) => a.name.localeCompare(b.name) || a.hash.localeCompare(b.hash));
     const tools = new Map<string, McpTool>();
-    const naturalLanguage = this.#naturalLanguage ?? this.#receiver.answersNaturalLanguage?.() ?? false;
+    const naturalLanguage =
+      this.#naturalLanguage ?? this.#receiver.capabilities.description?.answersNaturalLanguage() ?? false;
     if (naturalLanguage) {
       tools.set(ASK_TOOL, {
         name: ASK_TOOL,
@@ -174,7 +175,7 @@ export class McpToolTable {
     name: string,
     entry: { hash: string; name: string; description: string; content: string; multiround: boolean },
   ): McpTool {
-    const schemas = this.#receiver.routineSchemas?.(entry.hash);
+    const schemas = this.#receiver.capabilities.description?.routineSchemas(entry.hash);
     const input = jsonSchemaOf(schemas?.input, 'input');
     const output = jsonSchemaOf(schemas?.output, 'output');
     const body = input ?? { description: `The query body, as the protocol "${entry.name}" describes it` };
