@@ -4,8 +4,12 @@
 import { createServer } from 'node:http';
 import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox } from '../src/generation/quickjs.js';
+import { RoutineDeadlines } from '../src/routine/deadlines.js';
 import { runRoutine } from '../src/routine/run.js';
 import { context, document, GENERATED, handWritten } from './_sandbox-routine.js';
+
+/** Time limits of the hand-written runs, as a receiver gives them. */
+const limits = { timeoutMs: 2000, deadlines: new RoutineDeadlines() };
 
 const mode = process.argv[2] ?? 'bare';
 const sandbox =
@@ -33,7 +37,7 @@ const server = createServer((request, response) => {
         ? Promise.resolve(parsed)
         : mode === 'quickjs'
           ? sandbox!.run('handle', parsed.body, context()).then((result) => result.value)
-          : runRoutine(handWritten, parsed.body as never, context(), document, 2000);
+          : runRoutine(handWritten, parsed.body as never, context(), document, limits);
     run.then(
       (value) => answer(200, { status: 'success', body: value }),
       (error: unknown) => {

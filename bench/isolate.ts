@@ -4,10 +4,14 @@
 // `tsx bench/isolate.ts [--duration 2]`.
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { RoutineDeadlines } from '../src/routine/deadlines.js';
 import { runRoutine } from '../src/routine/run.js';
 import { SyncTimeLimit } from '../src/routine/isolate.js';
 import { formatNumber, table } from './_harness.js';
 import { body, context, document, handWritten } from './_sandbox-routine.js';
+
+/** Time limits of the hand-written runs, as a receiver gives them. */
+const limits = { timeoutMs: 2000, deadlines: new RoutineDeadlines() };
 
 async function rate(seconds: number, call: () => Promise<unknown>): Promise<number> {
   const warm = performance.now() + 300;
@@ -28,10 +32,10 @@ export async function benchIsolate(
 ): Promise<{ markdown: string; ratios: Record<string, number> }> {
   const limit = new SyncTimeLimit();
   log('  plain call…');
-  const plain = await rate(seconds, () => runRoutine(handWritten, body, context(), document, 2000));
+  const plain = await rate(seconds, () => runRoutine(handWritten, body, context(), document, limits));
   log('  node:vm timeout…');
   const timed = await rate(seconds, () =>
-    limit.run(() => runRoutine(handWritten, body, context(), document, 2000), 2000),
+    limit.run(() => runRoutine(handWritten, body, context(), document, limits), 2000),
   );
   log('  worker round trip…');
   const worker = new Worker(

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { newQuickJSAsyncWASMModule, newQuickJSWASMModule } from 'quickjs-emscripten';
+import { RoutineDeadlines } from '../src/routine/deadlines.js';
 import { runRoutine } from '../src/routine/run.js';
 import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
 import { QuickJSSandbox } from '../src/generation/quickjs.js';
@@ -23,6 +24,9 @@ import {
 } from './_harness.js';
 import { writeAgent } from './_sandbox-agent.js';
 import { body, context, document, GENERATED, handWritten } from './_sandbox-routine.js';
+
+/** Time limits of the hand-written runs, as a receiver gives them. */
+const limits = { timeoutMs: 2000, deadlines: new RoutineDeadlines() };
 
 // How long each side is loaded before it is measured. The generated side needs seconds: V8 first compiles QuickJS's
 // WebAssembly with its baseline compiler and moves hot functions to the optimizing one in the background. Measured
@@ -176,7 +180,7 @@ export async function benchSandbox(
   const quickjs = new QuickJSSandbox(await bundleForQuickJS(GENERATED));
   try {
     log('  hand-written on the main thread…');
-    const hand = await rate(seconds, () => runRoutine(handWritten, body, context(), document, 2000));
+    const hand = await rate(seconds, () => runRoutine(handWritten, body, context(), document, limits));
     log('  generated, QuickJS…');
     const sandboxed = await rate(seconds, () => quickjs.run('handle', body, context()));
     const agent = await throughAgent(seconds, rounds, log);

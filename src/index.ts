@@ -45,7 +45,14 @@ export { chooseModel, hasAnthropicKey, type ChooseModelOptions, type LlmProvider
 export { OfflineModel } from './llm/offline.js';
 export { consoleLogger, silentLogger, type Logger } from './log.js';
 /** The receiving side: an agent's folder answered by routines, then the LLM. */
-export { Receiver, type ReceiverOptions, type ReceiverApi, type RequestContext } from './receiver.js';
+export {
+  Receiver,
+  RECEIVER_DEFAULTS,
+  type ReceiverOptions,
+  type ReceiverApi,
+  type ReceiverCapabilities,
+  type RequestContext,
+} from './receiver.js';
 /** The sending side: queries, conversations, discovery, negotiation and typed tasks. */
 export {
   Sender,

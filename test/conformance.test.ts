@@ -152,7 +152,7 @@ describe('spec §2: the error table over HTTP', () => {
         'protocols/slow.md': slow,
         'routines/slow.ts': SLOW_ROUTINE,
       },
-      { routineTimeout: 0.05 },
+      { routineTimeoutMs: 50 },
     );
     expect(await post(`${url}/`, { protocolHash: ECHO_HEX, body: { message: 'x' } })).toEqual({
       status: 200,
@@ -207,7 +207,7 @@ describe('spec §2: conversations', () => {
 
   it('sends conversationExpires on every multiround reply, sliding with each follow-up', async () => {
     const time = clock();
-    const { url } = await counterAgent({ now: time.now, conversationTtl: 300 });
+    const { url } = await counterAgent({ now: time.now, conversationTtlMs: 300_000 });
     const first = await post(`${url}/`, { protocolHash: hashText(COUNTER), body: { add: 1 }, multiround: true });
     expect(first.json).toMatchObject({
       status: 'success',
@@ -263,7 +263,7 @@ describe('spec §2: conversations', () => {
 
   it('answers an expired conversation with 200 Conversation expired, on POST and on DELETE before any sweep', async () => {
     const time = clock();
-    const { url } = await counterAgent({ now: time.now, conversationTtl: 300 });
+    const { url } = await counterAgent({ now: time.now, conversationTtlMs: 300_000 });
     const start = async () =>
       (await post(`${url}/`, { protocolHash: hashText(COUNTER), body: { add: 1 }, multiround: true })).json
         .conversationId as string;
@@ -285,7 +285,7 @@ describe('spec §2: conversations', () => {
   it('keeps the tombstone of an expired conversation at least one TTL, also when the TTL exceeds the default period', async () => {
     const time = clock();
     const ttl = 3 * 3600;
-    const { url, receiver } = await counterAgent({ now: time.now, conversationTtl: ttl });
+    const { url, receiver } = await counterAgent({ now: time.now, conversationTtlMs: ttl * 1000 });
     const id = (await post(`${url}/`, { protocolHash: hashText(COUNTER), body: { add: 1 }, multiround: true })).json
       .conversationId as string;
     time.advance(ttl * 1000 + 1);
@@ -531,7 +531,7 @@ describe.skipIf(!redisUrl)('spec §2: tombstones in a Redis store last at least 
       watch: false,
       logger: silentLogger,
       llm: null,
-      conversationTtl: ttl,
+      conversationTtlMs: ttl * 1000,
       store: `${redisUrl}?prefix=${encodeURIComponent(prefix)}`,
     });
     const redis = new Redis(redisUrl ?? '');

@@ -37,6 +37,7 @@ function fakeReceiver() {
     async metrics() {
       return 'agora_queries_total 1\n';
     },
+    capabilities: {},
   };
   return { receiver, contexts, followUps };
 }

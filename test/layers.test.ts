@@ -139,6 +139,13 @@ describe('the layers of src/', () => {
     expect(upward).toEqual([]);
   });
 
+  it('keeps the receiver free of HTTP: it never imports the edge', () => {
+    const crossing = imports
+      .filter((edge) => edge.from === 'receiver' && edge.to === 'edge')
+      .map((edge) => `src/${edge.file} imports '${edge.specifier}'`);
+    expect(crossing).toEqual([]);
+  });
+
   it('keeps apart the parts that must not know each other', () => {
     const crossing = imports
       .filter((edge) =>

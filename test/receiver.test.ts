@@ -134,7 +134,7 @@ describe('Receiver with routines', () => {
   it('stops a routine past its time limit', async () => {
     const { receiver } = await setup(
       { 'protocols/echo.md': echoProtocol(), 'routines/echo.ts': 'export default () => new Promise(() => {});' },
-      { routineTimeout: 0.1 },
+      { routineTimeoutMs: 100 },
     );
     // The routine never settles: only the time limit can produce this answer.
     expect(await codeOf(receiver.query({ protocolHash: hashText(echoProtocol()), body: {} }))).toBe('ROUTINE_FAILED');
@@ -154,7 +154,7 @@ describe('Receiver with routines', () => {
     const store = new MemoryConversationStore({ now: () => now, sweepIntervalMs: 0 });
     const { receiver } = await setup(
       { 'protocols/counter.md': COUNTER_PD, 'routines/counter.ts': COUNTER_ROUTINE },
-      { store, now: () => now, conversationTtl: 60 },
+      { store, now: () => now, conversationTtlMs: 60_000 },
     );
     const first = await receiver.query({ protocolHash: hashText(COUNTER_PD), body: { add: 2 }, multiround: true });
     expect(first.conversationId).toMatch(/^[A-Za-z0-9_-]{21,}$/);

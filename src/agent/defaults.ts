@@ -1,7 +1,7 @@
 // The defaults of an agent, written once: `startAgent` merges its options over them, and `agora serve` shows them in
 // its help and parses its flags against them (in seconds where the flag is). Durations are in ms.
 import { DEFAULT_MAX_BODY_BYTES } from '../edge/mount.js';
-import { DEFAULT_MAX_DOCUMENT_BYTES } from '../protocol/sources.js';
+import { RECEIVER_DEFAULTS } from '../receiver/defaults.js';
 
 /** Every default of {@link startAgent} and `agora serve`; durations in ms, sizes in bytes. */
 export const AGENT_DEFAULTS = {
@@ -12,15 +12,15 @@ export const AGENT_DEFAULTS = {
   /** The LLM: `'auto'` picks it from the environment (`AGORA_LLM`, or the provider whose key is set). */
   llm: 'auto',
   /** Idle time before a conversation expires (the receiver's default). */
-  conversationTtlMs: 300_000,
+  conversationTtlMs: RECEIVER_DEFAULTS.conversationTtlMs,
   /** Time a routine may run (the receiver's default). */
-  routineTimeoutMs: 10_000,
+  routineTimeoutMs: RECEIVER_DEFAULTS.routineTimeoutMs,
   /** Time between safety rescans of `protocols/`, `routines/` and `tools/` (the receiver's default while watching). */
-  rescanIntervalMs: 300_000,
+  rescanIntervalMs: RECEIVER_DEFAULTS.rescanIntervalMs,
   /** Largest request body, counted after decompression. */
   maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
   /** Largest protocol document accepted from a peer's sources. */
-  maxDocumentBytes: DEFAULT_MAX_DOCUMENT_BYTES,
+  maxDocumentBytes: RECEIVER_DEFAULTS.maxDocumentBytes,
   /** LLM-served conversations under a protocol before the LLM writes a routine for it (0: never). */
   routineThreshold: 5,
   /** Use routines the LLM writes as soon as they pass their checks, without review. */

@@ -9,9 +9,11 @@ import { parseLastEventId, wantsEventStream } from '../edge/events.js';
 import { compose, DEFAULT_MAX_BODY_BYTES, type EdgeOptions, type Mount, type MountedRequest } from '../edge/mount.js';
 import { baseUrlOf, header, type EdgeRequest } from '../edge/request.js';
 import { failure, JSON_TYPE, respond, type EdgeResponse } from '../edge/response.js';
-import { agoraStatus, failureResponse, STORE_RETRY_AFTER } from '../edge/status.js';
+import { failureResponse, STORE_RETRY_AFTER } from '../edge/status.js';
 import { AGORA_ROUTES, matchRoute } from './routes.js';
+import { agoraStatus } from './status.js';
 import { openReplyStream, resumedStream } from './stream.js';
+import { wellknownResponse } from './wellknown.js';
 
 /** Options of the Agora mount. */
 export type AgoraOptions = {
@@ -42,6 +44,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const publicUrl = options.publicUrl?.replace(/\/+$/, '');
   const logger = options.logger ?? consoleLogger();
+  // What the receiver can do besides answering: fixed for its life, read once.
+  const { streaming, health } = receiver.capabilities;
 
   // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
   let lastHost: string | undefined;
@@ -77,8 +81,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
         request.body ?? (request.loadBody ? await request.loadBody() : EMPTY),
         maxBodyBytes,
       );
-      if (receiver.queryStream && wantsEventStream(request.headers.accept))
-        return await openReplyStream(receiver.queryStream(query, contextOf(request)));
+      if (streaming && wantsEventStream(request.headers.accept))
+        return await openReplyStream(streaming.queryStream(query, contextOf(request)));
       return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
     } catch (error) {
       // Refused before any answer (unknown protocol, bad body): the request log still says how it ended.
@@ -110,16 +114,16 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
             request.body ?? (request.loadBody ? await request.loadBody() : EMPTY),
             maxBodyBytes,
           );
-          if (receiver.followUpStream && wantsEventStream(request.headers.accept))
-            return await openReplyStream(receiver.followUpStream(id, followUp, contextOf(request)));
+          if (streaming && wantsEventStream(request.headers.accept))
+            return await openReplyStream(streaming.followUpStream(id, followUp, contextOf(request)));
           return respond(200, JSON_TYPE, JSON.stringify(await receiver.followUp(id, followUp, contextOf(request))));
         }
         case 'events': {
           if (method !== 'GET') break;
-          if (!CONVERSATION_ID.test(route.param) || !receiver.events) return failure(404, 'Conversation not found');
+          if (!CONVERSATION_ID.test(route.param) || !streaming) return failure(404, 'Conversation not found');
           const lastEventId = parseLastEventId(request.headers['last-event-id']);
           const controller = new AbortController();
-          const events = await receiver.events(route.param, lastEventId, {
+          const events = await streaming.events(route.param, lastEventId, {
             ...contextOf(request),
             signal: controller.signal,
           });
@@ -128,9 +132,7 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
         case 'wellknown':
           if (!isRead) break;
           // Built once per change: an ETag (If-None-Match → 304) and gzip/Brotli made once.
-          if (receiver.wellknownPrepared)
-            return await (await receiver.wellknownPrepared(contextOf(request))).prepared.respond(request);
-          return respond(200, JSON_TYPE, JSON.stringify(await receiver.wellknown(contextOf(request))), isHead);
+          return await wellknownResponse(receiver, request, contextOf(request));
         case 'protocol': {
           if (!isRead) break;
           let hash: string | undefined;
@@ -152,10 +154,10 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
           return respond(200, METRICS_TYPE, await receiver.metrics(), isHead);
         case 'health':
           if (!isRead) break;
-          return respond(200, JSON_TYPE, receiver.loading?.() ? HEALTH_LOADING_BODY : HEALTH_BODY, isHead);
+          return respond(200, JSON_TYPE, health?.loading() ? HEALTH_LOADING_BODY : HEALTH_BODY, isHead);
         case 'ready': {
           if (!isRead) break;
-          if ((await receiver.ready?.()) === false) {
+          if (health && !(await health.ready())) {
             const response = respond(503, JSON_TYPE, DEGRADED_BODY, isHead);
             response.headers['retry-after'] = STORE_RETRY_AFTER;
             return response;

@@ -3,6 +3,7 @@
 import { eventStream, failure, respond, SSE_HEADERS, type EdgeResponse, type EventStream } from '../edge/response.js';
 import { sseFrame } from '../edge/events.js';
 import type { EventChannel, ReplyEvent } from '../receiver.js';
+import { agoraStatus } from './status.js';
 
 /** One reply event in the SSE wire format. */
 export function formatEvent(event: ReplyEvent): string {
@@ -19,6 +20,16 @@ function framesOf(events: AsyncIterator<ReplyEvent>): AsyncIterator<string> {
           next.done ? { value: undefined, done: true } : { value: formatEvent(next.value), done: false },
         ),
   };
+}
+
+/**
+ * The plain JSON answer of an error event that comes before anything was streamed and is no Agora-level failure
+ * (those are 200 with their fixed text, sent as events as without streaming); undefined for any other event.
+ */
+function refusalOf(event: ReplyEvent): EdgeResponse | undefined {
+  if (event.type !== 'error' || event.code === undefined) return undefined;
+  const status = agoraStatus(event.code);
+  return status === 200 ? undefined : failure(status, event.error);
 }
 
 /**
@@ -42,14 +53,16 @@ export async function openReplyStream(events: EventChannel): Promise<EdgeRespons
   if (events.finished) {
     const all = events.drain();
     const head = all[0];
-    if (head !== undefined && head.type === 'error' && head.status !== 200) return failure(head.status, head.error);
+    const refused = head && refusalOf(head);
+    if (refused !== undefined) return refused;
     return wholeStream(all, events);
   }
   const first = events.next();
   const opened = await Promise.race([first, events.started.then(() => undefined)]);
-  if (opened && !opened.done && opened.value.type === 'error' && opened.value.status !== 200) {
+  const refused = opened && !opened.done ? refusalOf(opened.value) : undefined;
+  if (refused !== undefined) {
     await events.return();
-    return failure(opened.value.status, opened.value.error);
+    return refused;
   }
   let pending: Promise<IteratorResult<ReplyEvent>> | undefined = first;
   const iterator: AsyncIterator<ReplyEvent> = {

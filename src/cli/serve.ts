@@ -8,6 +8,11 @@ import { chooseLlm, commandLogger, corsOrigins, hostOf, KEY_ENV, storeUsageError
 import { banner, dashboardNote } from './_serve-banner.js';
 import { facesOption, SERVE_OPTIONS, workersOption } from './_serve-options.js';
 
+/** A number of seconds from a flag, in ms (undefined when the flag was not given). */
+function msOf(seconds: number | undefined): number | undefined {
+  return seconds === undefined ? undefined : Math.round(seconds * 1000);
+}
+
 /** `agora serve [dir]`: serves an agent folder until SIGINT/SIGTERM. */
 export const command = defineCommand(
   {
@@ -48,7 +53,9 @@ export const command = defineCommand(
       const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
       const cors = corsOrigins(args);
       const maxConversations = numberOption(args, 'max-conversations', { min: 1, integer: true });
-      const tombstoneTtl = secondsOption(args, 'tombstone-ttl', { min: conversationTtl });
+      const tombstoneTtl = secondsOption(args, 'tombstone-ttl', {
+        min: conversationTtl,
+      });
       const publicUrlText = stringOption(args, 'public-url');
       const publicUrl = publicUrlText === undefined ? undefined : urlArgument(publicUrlText, '--public-url');
       const llm = (await chooseLlm(args)) ?? null;
@@ -59,9 +66,10 @@ export const command = defineCommand(
         logger,
         port,
         host,
-        conversationTtl,
-        routineTimeout,
-        rescanInterval,
+        conversationTtlMs: msOf(conversationTtl),
+        routineTimeoutMs: msOf(routineTimeout),
+        rescanIntervalMs: msOf(rescanInterval),
+        tombstoneTtlMs: msOf(tombstoneTtl),
         // Resolves once listening: the banner below waits for protocols/ itself, saying meanwhile where it answers.
         waitForProtocols: false,
         allowPrivateSources: args.values['allow-private-sources'] === true,
@@ -79,7 +87,6 @@ export const command = defineCommand(
         rateLimit: rate ? { windowMs: 60_000, max: rate } : undefined,
         corsOrigins: cors.length > 0 ? cors : undefined,
         maxConversations,
-        ...(tombstoneTtl !== undefined ? { tombstoneTtl } : {}),
       }).catch(storeUsageError);
       const { receiver } = agent;
       // Signals are heard from now on: the agent already answers while protocols/ is read.

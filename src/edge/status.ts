@@ -1,18 +1,23 @@
-// AgoraError codes as HTTP statuses: the one place a code becomes a status (errors.ts knows no HTTP).
+// AgoraError codes as HTTP statuses on a plain HTTP wire, and a thrown value as a response (the Agora wire's own
+// statuses are in ../agora/status.ts; errors.ts and the receiver know no HTTP).
 import { describeError, isAgoraError, type AgoraError, type AgoraErrorCode } from '../errors.js';
 import type { Logger } from '../log.js';
 import { requestId, type EdgeRequest } from './request.js';
 import type { EdgeResponse } from './response.js';
 
-/** The HTTP status each code answers with at the receiver's edge (spec §2: Agora-level failures are 200). */
-const AGORA_STATUS: Record<AgoraErrorCode, number> = {
-  UNSUPPORTED_PROTOCOL: 200,
+/**
+ * The HTTP status each code answers with on a wire of plain HTTP statuses (the hub, rooms, dashboards, faces): a
+ * refusal is a 400, a peer or source that failed a 502. The Agora wire answers its own failures 200 instead
+ * (../agora/status.ts).
+ */
+const HTTP_STATUS: Record<AgoraErrorCode, number> = {
+  UNSUPPORTED_PROTOCOL: 400,
   PROTOCOL_CHANGED: 400,
-  CONVERSATION_EXPIRED: 200,
+  CONVERSATION_EXPIRED: 400,
   CONVERSATION_NOT_FOUND: 404,
-  NATURAL_LANGUAGE_UNSUPPORTED: 200,
-  ROUTINE_FAILED: 200,
-  LLM_UNAVAILABLE: 200,
+  NATURAL_LANGUAGE_UNSUPPORTED: 400,
+  ROUTINE_FAILED: 400,
+  LLM_UNAVAILABLE: 400,
   BAD_REQUEST: 400,
   REQUEST_TOO_LARGE: 413,
   NOT_FOUND: 404,
@@ -20,13 +25,13 @@ const AGORA_STATUS: Record<AgoraErrorCode, number> = {
   METHOD_NOT_ALLOWED: 405,
   UNAUTHORIZED: 401,
   RATE_LIMITED: 429,
-  TOO_MANY_CONVERSATIONS: 200,
+  TOO_MANY_CONVERSATIONS: 400,
   REQUEST_TIMEOUT: 408,
   INVALID_DOCUMENT: 400,
-  SOURCE_FAILED: 200,
+  SOURCE_FAILED: 502,
   PEER_FAILURE: 502,
-  NEGOTIATION_FAILED: 200,
-  INVALID_OUTPUT: 200,
+  NEGOTIATION_FAILED: 400,
+  INVALID_OUTPUT: 400,
   TIMEOUT: 504,
   // The agent's own code handed the framework a value it cannot take (a memory key, a tool name, a tool's input).
   INVALID_ARGUMENT: 500,
@@ -35,19 +40,14 @@ const AGORA_STATUS: Record<AgoraErrorCode, number> = {
   INTERNAL: 500,
 };
 
-/** The status a code answers with on the Agora wire, where Agora-level failures are 200 (spec §2). */
-export function agoraStatus(code: AgoraErrorCode): number {
-  return AGORA_STATUS[code];
+/** The status a code answers with on a wire of plain HTTP statuses (see {@link HTTP_STATUS}). */
+export function httpStatus(code: AgoraErrorCode): number {
+  return HTTP_STATUS[code] ?? 500;
 }
 
-/**
- * The status an error answers with on any other wire (the hub, rooms, dashboards): a refusal that the Agora wire
- * answers 200 is a 400 there, and a peer or source that failed is a 502.
- */
+/** The status an error answers with on a wire of plain HTTP statuses. */
 export function statusOf(error: AgoraError): number {
-  if (error.code === 'SOURCE_FAILED' || error.code === 'PEER_FAILURE') return 502;
-  const status = AGORA_STATUS[error.code] ?? 500;
-  return status === 200 ? 400 : status;
+  return httpStatus(error.code);
 }
 
 /** How one wire answers a thrown value: its status for an AgoraError, its failure shape, where internal errors go. */

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import { Slices } from '../_slices.js';
 import { describeError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { parseDocument, type ProtocolDocument } from './document.js';
-import { SortedListing, type ListedDocument } from './_listing.js';
+import { parseDocument } from './document.js';
+import { FolderDocuments, type LocalDocument } from './_folder-documents.js';
+import type { ListedDocument } from './_listing.js';
 import { isTransient, statAndReadSync, type FileRead } from './_read.js';
+import { Revisits } from './_revisits.js';
 
-/** A document of the folder: current, or replaced and kept while a conversation uses it. */
-export type LocalDocument = { document: ProtocolDocument; name: string; file: string; usedAt?: number };
+export type { LocalDocument } from './_folder-documents.js';
 
 /** Options of {@link ProtocolFolder}. */
 export type ProtocolFolderOptions = {
@@ -20,6 +21,11 @@ export type ProtocolFolderOptions = {
   settleMs: number;
   /** A replaced version unused for this long (ms) is forgotten. */
   liveMs: number;
+  /**
+   * While the folder is first read, a file still being written holds the load this long at most (ms, default 5,000):
+   * then its last complete read is taken, or (every read torn) it is read once it settles, the load done without it.
+   */
+  loadWaitMs?: number;
   now: () => number;
 };
 
@@ -28,6 +34,8 @@ type FileEntry = { mtimeMs: number; size: number; hash?: string };
 /** How long a file that failed for want of resources (EMFILE, EAGAIN…) waits before it is read again, ms (doubling). */
 const RETRY_MS = 100;
 const RETRY_MAX_MS = 5000;
+/** How long a file being written may hold the first load, ms (see ProtocolFolderOptions.loadWaitMs). */
+const LOAD_WAIT_MS = 5000;
 
 /** Whether a folder entry can be a protocol document: `*.md`, not hidden (an editor's `.x.md.swp`, `x.md~` are not). */
 export function isDocumentName(name: string): boolean {
@@ -43,28 +51,18 @@ export function isDocumentName(name: string): boolean {
  */
 export class ProtocolFolder {
   readonly #options: ProtocolFolderOptions;
-  /** By hash: the documents in the folder, and replaced ones still in use. */
-  readonly #local = new Map<string, LocalDocument>();
+  /** The documents the files hold, by hash and by name. */
+  readonly #documents: FolderDocuments;
   /** file name → what was last read from it. */
   readonly #files = new Map<string, FileEntry>();
-  /** hash → the file names holding it (almost always one), for the documents currently in the folder. */
-  readonly #current = new Map<string, string[]>();
-  /** The listing kept sorted by name (once first asked for). */
-  readonly #listing = new SortedListing();
-  /** Bumped by every change of the listing. */
-  #version = 0;
   #notifiedVersion = 0;
   /** File names to look at, and whether the whole folder must be. */
   readonly #queued = new Set<string>();
   #fullScan = false;
   #initial = false;
   #working: Promise<void> | undefined;
-  /** file name → when to look at it again (unsettled, or failed for want of resources), and its retry delay. */
-  readonly #later = new Map<string, { at: number; retryMs?: number }>();
-  #timer: NodeJS.Timeout | undefined;
-  #timerAt = Number.POSITIVE_INFINITY;
-  /** Hashes that left the folder, kept in `#local` while conversations use them. */
-  readonly #retired = new Set<string>();
+  /** Files to look at again: unsettled, or failed for want of resources. */
+  readonly #later: Revisits;
   #closed = false;
   readonly #listeners = new Set<() => void>();
   /** Whether a whole scan has gone through the listing; the first load, and how to end it. */
@@ -75,6 +73,11 @@ export class ProtocolFolder {
 
   constructor(options: ProtocolFolderOptions) {
     this.#options = options;
+    this.#documents = new FolderDocuments(options.directory);
+    this.#later = new Revisits(options.now, (due) => {
+      for (const name of due) this.#queued.add(name);
+      return this.#work();
+    });
   }
 
   /**
@@ -93,12 +96,12 @@ export class ProtocolFolder {
 
   /** Whether a hash is a document currently in the folder. */
   isCurrent(hash: string): boolean {
-    return this.#current.has(hash);
+    return this.#documents.isCurrent(hash);
   }
 
   /** A document by hash: current, or (with `retired`) a replaced version still kept. */
   find(hash: string, retired = false): LocalDocument | undefined {
-    return retired || this.#current.has(hash) ? this.#local.get(hash) : undefined;
+    return this.#documents.find(hash, retired);
   }
 
   /**
@@ -106,24 +109,12 @@ export class ProtocolFolder {
    * each change hands out a new array, so a listing already handed out never moves.
    */
   list(): readonly ListedDocument[] {
-    return this.#listing.get(() => {
-      const entries: ListedDocument[] = [];
-      for (const [hash, [fileName]] of this.#current) {
-        const known = this.#local.get(hash);
-        if (known && fileName) entries.push({ name: fileName.slice(0, -3), document: known.document });
-      }
-      return entries;
-    });
-  }
-
-  /** Keeps the sorted listing in step: `fileName` leaves it, or enters it with `hash`'s document. */
-  #relist(fileName: string, hash: string | undefined): void {
-    this.#listing.set(fileName.slice(0, -3), hash === undefined ? undefined : this.#local.get(hash)?.document);
+    return this.#documents.list();
   }
 
   /** A number that changes whenever the listing does (for answers built once per change). */
   get version(): number {
-    return this.#version;
+    return this.#documents.version;
   }
 
   /** Reads the whole folder; the first (`initial`) scan takes files as they are. Concurrent calls coalesce. */
@@ -148,7 +139,7 @@ export class ProtocolFolder {
   /** Stops the timer of files to look at again; whoever waits for the first load is let go. */
   close(): void {
     this.#closed = true;
-    clearTimeout(this.#timer);
+    this.#later.close();
     this.#finishLoad();
   }
 
@@ -160,10 +151,20 @@ export class ProtocolFolder {
 
   /**
    * The first load ends once a whole scan is done and no file waits to be looked at again: one that failed for want
-   * of resources, or was written to while it was read (then read once it has settled).
+   * of resources, or was written to while it was read (then read once it has settled, or after the load's bound).
    */
   #checkLoaded(): void {
-    if (this.#loading && this.#scannedOnce && this.#later.size === 0) this.#finishLoad();
+    if (this.#loading && this.#scannedOnce && this.#later.allWaitedLonger(this.#loadWaitMs)) this.#finishLoad();
+  }
+
+  get #loadWaitMs(): number {
+    return this.#options.loadWaitMs ?? LOAD_WAIT_MS;
+  }
+
+  /** Whether a file being written has held the first load for its bound: its next complete read is taken as it is. */
+  #waitedOut(fileName: string): boolean {
+    const wait = this.#later.get(fileName);
+    return this.#loading && wait !== undefined && this.#options.now() - wait.since >= this.#loadWaitMs;
   }
 
   #work(): Promise<void> {
@@ -187,9 +188,9 @@ export class ProtocolFolder {
         await this.#look(names, false);
       }
     }
-    this.#dropRetired(this.#options.now());
-    if (this.#version !== this.#notifiedVersion) {
-      this.#notifiedVersion = this.#version;
+    this.#documents.dropRetired(this.#options.now(), this.#options.liveMs);
+    if (this.#documents.version !== this.#notifiedVersion) {
+      this.#notifiedVersion = this.#documents.version;
       for (const listener of this.#listeners) listener();
     }
     this.#checkLoaded();
@@ -238,11 +239,12 @@ export class ProtocolFolder {
       if (!info || !info.isFile()) return this.#set(fileName, undefined);
       if (previous && previous.mtimeMs === info.mtimeMs && previous.size === info.size && wait?.retryMs === undefined)
         return;
-      // Changed and still being written: its old version leaves the listing now, the new one waits to settle.
+      // Changed and still being written: its old version leaves the listing now, the new one waits to settle (at
+      // the start, for the load's bound at most).
       const age = now() - info.mtimeMs;
-      if (!initial && age < settleMs) {
+      if (!initial && age < settleMs && !this.#waitedOut(fileName)) {
         this.#set(fileName, { mtimeMs: Number.NaN, size: -1 });
-        return this.#lookLater(fileName, Math.min(settleMs, settleMs - age));
+        return this.#later.schedule(fileName, Math.min(settleMs, settleMs - age));
       }
     }
     let read: FileRead | undefined;
@@ -252,7 +254,7 @@ export class ProtocolFolder {
       return this.#failed(fileName, file, error);
     }
     if (!read) return this.#set(fileName, undefined);
-    if (read.changed) return this.#lookLater(fileName, settleMs);
+    if (read.changed) return this.#later.schedule(fileName, settleMs);
     this.#later.delete(fileName);
     this.#take(fileName, file, read);
   }
@@ -264,8 +266,7 @@ export class ProtocolFolder {
       const document = parseDocument(read.raw, file);
       entry.hash = document.hash;
       // The same text under a second name keeps the first one's entry.
-      if (!this.#current.has(document.hash))
-        this.#local.set(document.hash, { document, name: fileName.slice(0, -3), file });
+      this.#documents.read(fileName, document);
       if (known) this.#options.logger.info(`protocol ${fileName} changed: ${document.hash}`);
     } catch (error) {
       this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
@@ -277,7 +278,7 @@ export class ProtocolFolder {
   #failed(fileName: string, file: string, error: unknown): void {
     if (isTransient(error)) {
       const retryMs = Math.min(RETRY_MAX_MS, (this.#later.get(fileName)?.retryMs ?? RETRY_MS / 2) * 2);
-      return this.#lookLater(fileName, retryMs, retryMs);
+      return this.#later.schedule(fileName, retryMs, retryMs);
     }
     // A directory named `*.md` is no protocol; a file removed between the listing and the read is gone.
     const code = (error as NodeJS.ErrnoException).code;
@@ -288,91 +289,15 @@ export class ProtocolFolder {
 
   /** Records what a file holds now (`undefined`: nothing, it left), moving it in or out of the listing. */
   #set(fileName: string, entry: FileEntry | undefined): void {
-    const previous = this.#files.get(fileName);
+    const previous = this.#files.get(fileName)?.hash;
     if (!entry) this.#later.delete(fileName);
-    if (previous?.hash === entry?.hash) {
-      if (entry) this.#files.set(fileName, entry);
-      else this.#files.delete(fileName);
-      return;
-    }
-    if (previous?.hash) {
-      const before = this.#current.get(previous.hash) ?? [];
-      const holders = before.filter((name) => name !== fileName);
-      const known = this.#local.get(previous.hash);
-      if (before[0] === fileName) this.#relist(fileName, undefined);
-      if (holders.length) {
-        this.#current.set(previous.hash, holders);
-        if (before[0] === fileName) {
-          // Another file holds the same text: the document now goes by its name.
-          if (known)
-            this.#local.set(previous.hash, {
-              ...known,
-              name: holders[0]!.slice(0, -3),
-              file: join(this.#options.directory, holders[0]!),
-            });
-          this.#relist(holders[0]!, previous.hash);
-        }
-      } else {
-        this.#current.delete(previous.hash);
-        this.#retired.add(previous.hash);
-      }
-    }
     if (entry) this.#files.set(fileName, entry);
     else this.#files.delete(fileName);
-    if (entry?.hash) {
-      const holders = this.#current.get(entry.hash);
-      if (holders) holders.push(fileName);
-      else {
-        this.#current.set(entry.hash, [fileName]);
-        this.#relist(fileName, entry.hash);
-      }
-      this.#retired.delete(entry.hash);
-    }
-    this.#listing.changed();
-    this.#version += 1;
-  }
-
-  #lookLater(fileName: string, delayMs: number, retryMs?: number): void {
-    const at = this.#options.now() + Math.max(1, delayMs) + 20;
-    this.#later.set(fileName, retryMs === undefined ? { at } : { at, retryMs });
-    if (at < this.#timerAt) this.#arm();
+    if (previous !== entry?.hash) this.#documents.move(fileName, previous, entry?.hash);
   }
 
   #retryScan(): void {
     if (this.#closed) return;
     setTimeout(() => void this.scan(), RETRY_MS).unref?.();
-  }
-
-  /** One timer, at the earliest file to look at again. */
-  #arm(): void {
-    clearTimeout(this.#timer);
-    this.#timerAt = Number.POSITIVE_INFINITY;
-    if (this.#closed) return;
-    let earliest = Number.POSITIVE_INFINITY;
-    for (const { at } of this.#later.values()) earliest = Math.min(earliest, at);
-    if (earliest === Number.POSITIVE_INFINITY) return;
-    this.#timerAt = earliest;
-    this.#timer = setTimeout(
-      () => {
-        this.#timer = undefined;
-        this.#timerAt = Number.POSITIVE_INFINITY;
-        const now = this.#options.now();
-        const due = [...this.#later].filter(([, { at }]) => at <= now).map(([name]) => name);
-        for (const name of due) this.#queued.add(name);
-        void this.#work().then(() => this.#arm());
-      },
-      Math.max(1, earliest - this.#options.now()),
-    );
-    this.#timer.unref?.();
-  }
-
-  /** Forgets replaced or removed versions no conversation has used within the live window. */
-  #dropRetired(now: number): void {
-    for (const hash of this.#retired) {
-      const known = this.#local.get(hash);
-      if (known?.usedAt !== undefined && now - known.usedAt < this.#options.liveMs) continue;
-      this.#local.delete(hash);
-      this.#retired.delete(hash);
-    }
   }
 }

@@ -2,45 +2,25 @@ import type { ConversationMessage } from '../conversation/store.js';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { fitHistory } from '../llm/budget.js';
 import { answerNaturalLanguage, answerUnderProtocol, type ResponderCall } from '../llm/responders.js';
-import type { Logger } from '../log.js';
-import { NATURAL_LANGUAGE, type Metrics, type QueryPath } from '../metrics.js';
+import { NATURAL_LANGUAGE, type QueryPath } from '../metrics.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import type { RoutineContext } from '../routine/define.js';
-import type { LoadedRoutine } from '../routine/load.js';
-import { runRoutine, type RoutineIsolation } from '../routine/run.js';
+import { runRoutine } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
+import type { AgentLlm } from './agent-llm.js';
 import type { AgentFolder } from './folder.js';
-import type { ReceiverExtensions, RequestContext, RoutineRunner, ServedEvent, SignalSource } from './types.js';
-
-/** Who answers a turn, looked up once per turn. */
-export type Route =
-  | { kind: 'negotiation' }
-  | { kind: 'natural' }
-  /** A routine file from `routines/`. */
-  | { kind: 'routine'; known: KnownDocument; routine: LoadedRoutine }
-  /** An extension's routine (e.g. LLM-written), with the LLM as fallback when it throws. */
-  | { kind: 'generated'; known: KnownDocument; runner: RoutineRunner }
-  | { kind: 'llm'; known: KnownDocument };
+import type { TurnParts } from './parts.js';
+import type { Route } from './route.js';
+import type { RequestContext, ServedEvent, SignalSource } from './types.js';
 
 /** A conversation's turn as the answer sees it; the answer mutates `state` and `history`. */
 export type Turn = { id: string | null; turn: number; state: JsonObject; history: ConversationMessage[] };
 
-/** What {@link TurnAnswerer} needs from its receiver. */
-export type TurnAnswererOptions = {
-  folder: AgentFolder;
-  counters: Metrics;
-  logger: Logger;
-  extensions: ReceiverExtensions;
-  hasLlm: boolean;
-  /** An LLM call setup (throws LLM_UNAVAILABLE without an LLM). */
-  responderCall(protocol: string, purpose: string, signal?: AbortSignal): ResponderCall;
-  routineTimeoutMs: number;
-  /** With `isolateRoutines`: the limit on a routine's synchronous stretches. */
-  isolation?: RoutineIsolation;
-  maxHistory: number;
-  /** Characters of history kept (the LLM's budget: more could never be sent). */
-  maxHistoryChars: number;
-};
+/** The parts an answerer reads. */
+export type AnswererParts = Pick<
+  TurnParts,
+  'folder' | 'counters' | 'logger' | 'extensions' | 'llm' | 'routineLimits' | 'maxHistory' | 'maxHistoryChars'
+>;
 
 /** The label a route is counted and logged under. */
 export function labelOf(route: Route): string {
@@ -59,42 +39,32 @@ export function signalNow(source: SignalSource): AbortSignal | undefined {
   return typeof source === 'function' ? source() : source;
 }
 
-/** Answers turns: routine first, else an extension's routine, else the LLM; records history, metrics and the served event. */
+/**
+ * Answers a routed turn: its routine, an extension's routine (the LLM if it fails), or the LLM; records history,
+ * metrics and the served event.
+ */
 export class TurnAnswerer {
-  constructor(private readonly options: TurnAnswererOptions) {}
+  readonly #parts: AnswererParts;
+
+  constructor(parts: AnswererParts) {
+    this.#parts = parts;
+  }
+
+  /** The LLM, or LLM_UNAVAILABLE for an agent of routines only. */
+  #llm(): AgentLlm {
+    if (!this.#parts.llm) throw new AgoraError('LLM_UNAVAILABLE');
+    return this.#parts.llm;
+  }
 
   /**
-   * Who answers a document when it needs no waiting: its routine file, else an extension's routine the extension
-   * has at hand; undefined when {@link route} must decide.
+   * Answers one turn; mutates `turn.state` and `turn.history`. The context's `onDelta` gets the reply's pieces as they
+   * come (streaming), its `outcome` what was taken.
    */
-  routeNow(known: KnownDocument): Route | undefined {
-    const routine = this.options.folder.routineFor(known);
-    if (routine) return { kind: 'routine', known, routine };
-    const runner = this.options.extensions.routineFor?.(known.document.hash, known.document);
-    if (typeof runner === 'function') return { kind: 'generated', known, runner };
-    // An answer still to come is asked for again by route(), which awaits it and reports its failure: not this one.
-    if (runner) runner.catch(() => undefined);
-    return undefined;
-  }
-
-  /** Who answers a document: its routine file, else an extension's routine, else the LLM. */
-  async route(known: KnownDocument): Promise<Route> {
-    const routine = this.options.folder.routineFor(known);
-    if (routine) return { kind: 'routine', known, routine };
-    const runner = await this.options.extensions.routineFor?.(known.document.hash, known.document);
-    return runner ? { kind: 'generated', known, runner } : { kind: 'llm', known };
-  }
-
-  /** Answers one turn; mutates `turn.state` and `turn.history`. `onDelta` gets the reply's pieces as they come (streaming). */
-  async answer(
-    route: Route,
-    turn: Turn,
-    body: JsonValue,
-    signal: SignalSource,
-    onDelta?: (delta: JsonValue) => void,
-    outcome?: RequestContext['outcome'],
-  ): Promise<JsonValue> {
+  async answer(route: Route, turn: Turn, body: JsonValue, context: RequestContext | undefined): Promise<JsonValue> {
     // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
+    const signal = signalOf(context);
+    const onDelta = context?.onDelta;
+    const outcome = context?.outcome;
     const label = labelOf(route);
     let path: QueryPath = 'failure';
     let reply: JsonValue | undefined;
@@ -120,7 +90,7 @@ export class TurnAnswerer {
       throw this.#failure(error, label);
     } finally {
       if (route.kind === 'routine') this.#took(label, started);
-      this.options.counters.query(path, label, reason);
+      this.#parts.counters.query(path, label, reason);
       if (outcome) {
         outcome.taken = path;
         if (route.kind !== 'natural' && route.kind !== 'negotiation') {
@@ -128,29 +98,29 @@ export class TurnAnswerer {
           outcome.protocolName = route.known.document.metadata.name;
         } else outcome.protocolName = label;
       }
-      if (this.options.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
+      if (this.#parts.extensions.served && route.kind !== 'negotiation') this.#served(route, turn, body, path, reply);
     }
   }
 
   /** Records a routine's run time, from its start on `performance.now()`'s clock. */
   #took(label: string, started: number): void {
-    this.options.counters.routineLatency(label, (performance.now() - started) / 1000);
+    this.#parts.counters.routineLatency(label, (performance.now() - started) / 1000);
   }
 
   /** Adds a turn to the history the LLM reads, bounded in turns and in size. */
   #remember(turn: Turn, body: JsonValue, reply: JsonValue): void {
     turn.history.push({ role: 'peer', body }, { role: 'agent', body: reply });
     // Bounded: a long conversation must not grow its record (and every turn's copy) forever.
-    if (turn.history.length > this.options.maxHistory)
-      turn.history.splice(0, turn.history.length - this.options.maxHistory);
+    if (turn.history.length > this.#parts.maxHistory)
+      turn.history.splice(0, turn.history.length - this.#parts.maxHistory);
     // And by size: a few huge turns must not make every later record (and its copies) huge.
-    const kept = fitHistory(turn.history, this.options.maxHistoryChars);
+    const kept = fitHistory(turn.history, this.#parts.maxHistoryChars);
     if (kept.length < turn.history.length) turn.history.splice(0, turn.history.length - kept.length);
   }
 
   /** Logs a failed turn as it deserves, and returns what to throw (anything not ours becomes INTERNAL). */
   #failure(error: unknown, label: string): unknown {
-    const { logger } = this.options;
+    const { logger } = this.#parts;
     if (
       isAgoraError(error) &&
       (error.code === 'ROUTINE_FAILED' || error.code === 'LLM_UNAVAILABLE' || error.code === 'INTERNAL')
@@ -178,8 +148,8 @@ export class TurnAnswerer {
       ...(reply !== undefined ? { reply } : {}),
     };
     Promise.resolve()
-      .then(() => this.options.extensions.served?.(event))
-      .catch((error: unknown) => this.options.logger.error(`served hook failed: ${describeError(error)}`));
+      .then(() => this.#parts.extensions.served?.(event))
+      .catch((error: unknown) => this.#parts.logger.error(`served hook failed: ${describeError(error)}`));
   }
 
   /**
@@ -194,7 +164,7 @@ export class TurnAnswerer {
     onDelta: ((delta: JsonValue) => void) | undefined,
     started: number,
   ): Promise<JsonValue> {
-    const { options } = this;
+    const parts = this.#parts;
     switch (route.kind) {
       case 'routine': {
         const { routine, known } = route;
@@ -203,26 +173,25 @@ export class TurnAnswerer {
           body,
           this.#routineContext(known, turn, signal),
           known.document,
-          options.routineTimeoutMs,
+          parts.routineLimits,
           onDelta,
-          options.isolation,
           started,
         );
       }
       case 'negotiation':
-        return options.extensions.negotiate!(
-          options.responderCall('negotiation', 'negotiation', signalNow(signal)),
+        return parts.extensions.negotiate!(
+          this.#llm().call('negotiation', 'negotiation', signalNow(signal)),
           turn.history,
           body,
         );
       case 'natural': {
-        if (!options.hasLlm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
+        if (!parts.llm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
         const answer = () =>
           answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
-        return afterTools(options.folder, answer);
+        return afterTools(parts.folder, answer);
       }
       case 'llm':
-        return afterTools(options.folder, () =>
+        return afterTools(parts.folder, () =>
           this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta)),
         );
     }
@@ -237,20 +206,20 @@ export class TurnAnswerer {
     signal: SignalSource,
     onDelta: ((delta: JsonValue) => void) | undefined,
   ): Promise<{ path: QueryPath; reply: JsonValue }> {
-    const { options } = this;
+    const parts = this.#parts;
     const started = performance.now();
     try {
       return { path: 'routine', reply: await route.runner(body, this.#routineContext(route.known, turn, signal)) };
     } catch (error) {
       if (isAgoraError(error) && error.code === 'BAD_REQUEST') throw error;
-      options.logger.warn(
+      parts.logger.warn(
         `${label}: generated routine failed, falling back to the LLM: ${describeError(error instanceof Error && error.cause ? error.cause : error)}`,
       );
-      if (!options.hasLlm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
+      if (!parts.llm) throw new AgoraError('ROUTINE_FAILED', 'Routine failed', { cause: error });
     } finally {
       this.#took(label, started);
     }
-    await options.folder.toolsReady();
+    await parts.folder.toolsReady();
     return {
       path: 'llm',
       reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)),
@@ -263,7 +232,7 @@ export class TurnAnswerer {
     body: JsonValue,
     call: () => ResponderCall,
   ): Promise<JsonValue> {
-    if (!this.options.hasLlm) throw new AgoraError('UNSUPPORTED_PROTOCOL');
+    if (!this.#parts.llm) throw new AgoraError('UNSUPPORTED_PROTOCOL');
     return answerUnderProtocol(call(), known.document, turn.history, body);
   }
 
@@ -272,7 +241,7 @@ export class TurnAnswerer {
     signal: SignalSource,
     onDelta: ((delta: JsonValue) => void) | undefined,
   ): ResponderCall {
-    const call = this.options.responderCall(protocol, 'answer', signalNow(signal));
+    const call = this.#llm().call(protocol, 'answer', signalNow(signal));
     return onDelta ? { ...call, onText: onDelta } : call;
   }
 
@@ -281,8 +250,8 @@ export class TurnAnswerer {
     return {
       conversation: { id: turn.id, turn: turn.turn, state: turn.state },
       protocol: { name: document.metadata.name, hash: document.hash, metadata: document.metadata },
-      logger: this.options.folder.routineLogger(known.name ?? document.hash.slice(0, 8)),
-      tools: this.options.folder.toolbox(signal),
+      logger: this.#parts.folder.routineLogger(known.name ?? document.hash.slice(0, 8)),
+      tools: this.#parts.folder.toolbox(signal),
     };
   }
 }

@@ -1,8 +1,9 @@
 // Resuming a streamed turn from its kept events (`GET /conversations/:id/events`), on any process sharing the log.
 import type { ConversationEventLog, StoredEvent } from '../conversation/events.js';
 import type { ConversationStore } from '../conversation/store.js';
-import { AgoraError, isAgoraError } from '../errors.js';
-import { toReplyEvent, type ReplyEvent } from './stream.js';
+import { AgoraError, FIXED_MESSAGES, isAgoraError } from '../errors.js';
+import type { ReplyEvent } from './event-channel.js';
+import { toReplyEvent } from './streamed-turn.js';
 
 /** Options of {@link followEvents}. */
 export type FollowOptions = {
@@ -80,7 +81,7 @@ export async function* followEvents(
     const next = batch.find((event) => event.id > cursor);
     if (next && next.id > cursor + 1) {
       // The follower fell behind the retention: say so rather than skip what was dropped.
-      yield failureEvent(`Events after ${cursor} are no longer kept`, 400);
+      yield failureEvent('BAD_REQUEST', `Events after ${cursor} are no longer kept`);
       return;
     }
     for (const event of batch) {
@@ -99,14 +100,14 @@ export async function* followEvents(
       batch = await log.after(conversationId, cursor);
     } else {
       // Nothing new for idleMs: the turn's process may have died; end clearly rather than hang.
-      yield failureEvent('Request timeout', 408);
+      yield failureEvent('REQUEST_TIMEOUT', FIXED_MESSAGES.REQUEST_TIMEOUT);
       return;
     }
   }
 }
 
-function failureEvent(message: string, status: number): ReplyEvent {
-  return { data: JSON.stringify({ status: 'failure', error: message }), type: 'error', error: message, status };
+function failureEvent(code: 'BAD_REQUEST' | 'REQUEST_TIMEOUT', message: string): ReplyEvent {
+  return { data: JSON.stringify({ status: 'failure', error: message }), type: 'error', error: message, code };
 }
 
 async function* nothing(): AsyncGenerator<ReplyEvent> {}

@@ -14,24 +14,35 @@ const NEGOTIATION: QueryTarget = { kind: 'negotiation' };
 /** The reserved `protocolHash` of a negotiation conversation (and its value in a stored record). */
 const NEGOTIATION_HASH = 'negotiation';
 
-// Most queries in a row name the same protocol: the last one's target is kept (targets are never mutated; a
-// hash is at most 44 characters, so a peer's long junk is never held).
-let lastRaw: string | undefined;
-let lastTarget: QueryTarget = NATURAL;
+/**
+ * Resolves a wire `protocolHash` (null or absent: natural language). Most queries in a row name the same protocol:
+ * the last one's target is kept, per receiver (targets are never mutated; a hash is at most 44 characters, so a
+ * peer's long junk is never held).
+ */
+export class QueryTargets {
+  #lastRaw: string | undefined;
+  #lastTarget: QueryTarget = NATURAL;
 
-/** Resolves a wire `protocolHash` (null or absent: natural language). */
+  /** The target a query's `protocolHash` names. */
+  of(protocolHash: string | null | undefined): QueryTarget {
+    if (protocolHash === undefined || protocolHash === null) return NATURAL;
+    if (protocolHash === NEGOTIATION_HASH) return NEGOTIATION;
+    if (protocolHash === this.#lastRaw) return this.#lastTarget;
+    const target = targetOf(protocolHash);
+    if (protocolHash.length <= 64) {
+      this.#lastRaw = protocolHash;
+      this.#lastTarget = target;
+    }
+    return target;
+  }
+}
+
+/** Resolves a wire `protocolHash` (null or absent: natural language), with no memory of the last one. */
 export function targetOf(protocolHash: string | null | undefined): QueryTarget {
   if (protocolHash === undefined || protocolHash === null) return NATURAL;
   if (protocolHash === NEGOTIATION_HASH) return NEGOTIATION;
-  if (protocolHash === lastRaw) return lastTarget;
   const hash = normalizeHash(protocolHash);
-  const target: QueryTarget =
-    hash === undefined ? { kind: 'malformed', raw: protocolHash } : { kind: 'protocol', hash, raw: protocolHash };
-  if (protocolHash.length <= 64) {
-    lastRaw = protocolHash;
-    lastTarget = target;
-  }
-  return target;
+  return hash === undefined ? { kind: 'malformed', raw: protocolHash } : { kind: 'protocol', hash, raw: protocolHash };
 }
 
 /** The target a stored conversation record names (records keep hex, null or `"negotiation"`). */

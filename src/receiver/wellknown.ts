@@ -1,17 +1,14 @@
 // What `/wellknown` lists (spec §4): every document the receiver can answer, with the sources a peer fetches it from,
-// built once per change (not per request) as a ready body with an ETag and its compressed encodings.
+// built once per change (not per request) as its JSON bytes and a digest (the wire makes its ETag and encodings).
 import { createHash } from 'node:crypto';
 import { Slices } from '../_slices.js';
 import { describeError } from '../errors.js';
-import { PreparedBody } from '../edge/prepared.js';
-import { JSON_TYPE } from '../edge/response.js';
 import type { Logger } from '../log.js';
 import type { ProtocolDocument } from '../protocol/document.js';
-import type { KnownDocument, ProtocolRegistry } from '../protocol/registry.js';
+import type { KnownDocument } from '../protocol/registry.js';
 import type { Wellknown } from '../schemas.js';
-import type { AgentFolder } from './folder.js';
-import type { Suitability } from './suitability.js';
-import type { PreparedListing, ReceiverExtensions, RequestContext } from './types.js';
+import type { TurnParts } from './parts.js';
+import type { ListingBody, ReceiverExtensions, RequestContext } from './types.js';
 
 // What other processes sharing the memory learned and judged (and what extensions answer for learned documents) is
 // looked at again at most this often.
@@ -19,18 +16,11 @@ const SHARED_READ_INTERVAL_MS = 1000;
 /** Entries joined and encoded at a time (about 120 KB). */
 const BATCH = 1000;
 
-/** The parts of a receiver its listing reads. */
-export type WellknownParts = {
-  registry: ProtocolRegistry;
-  folder: AgentFolder;
-  suitability: Suitability;
-  extensions: ReceiverExtensions;
-  hasLlm: boolean;
-  logger: Logger;
-  now: () => number;
-  /** The public base URL the sources are built from (else the request's). */
-  publicUrl: string | undefined;
-};
+/** The parts of a receiver its listing reads, and the public base URL of its sources (else the request's). */
+export type WellknownParts = Pick<
+  TurnParts,
+  'registry' | 'folder' | 'suitability' | 'extensions' | 'llm' | 'logger' | 'now'
+> & { publicUrl: string | undefined };
 
 /**
  * A part of the listing: its JSON text without the braces, as the bytes of each slice (a 6 MB string made whole and
@@ -51,7 +41,7 @@ type ForBase = {
   readyBuild?: { local: Part; learned: Part; ready: Promise<Ready> };
 };
 
-type Ready = PreparedListing & { local: Part; learned: Part };
+type Ready = ListingBody & { local: Part; learned: Part };
 
 /** The chunks as one buffer, copied a slice at a time (a 6 MB `Buffer.concat` held the loop ~12 ms). */
 async function joinInSlices(chunks: readonly Buffer[]): Promise<Buffer> {
@@ -109,8 +99,8 @@ export class WellknownListing {
     return (await this.prepared(context)).listing;
   }
 
-  /** The listing and its ready JSON body (ETag, gzip and Brotli made once). */
-  async prepared(context?: RequestContext): Promise<PreparedListing> {
+  /** The listing and its JSON body: the same object until the listing changes. */
+  async prepared(context?: RequestContext): Promise<ListingBody> {
     const { registry, suitability, logger, now, publicUrl, folder } = this.#parts;
     // Never a partial listing: while protocols/ is first read, the answer waits for it.
     if (registry.loading) await registry.loaded();
@@ -142,7 +132,7 @@ export class WellknownListing {
     return state.readyBuild.ready;
   }
 
-  /** The whole body from its parts, with its ETag (from the parts' digests) and the listing made when first asked for. */
+  /** The whole body from its parts, with its digest (from the parts' digests) and the listing made when first read. */
   async #ready(local: Part, learned: Part): Promise<Ready> {
     const separator = local.chunks.length && learned.chunks.length ? [COMMA] : [];
     const body = await joinInSlices([OPEN, ...local.chunks, ...separator, ...learned.chunks, CLOSE]);
@@ -155,7 +145,8 @@ export class WellknownListing {
       get listing() {
         return (listing ??= JSON.parse(body.toString()) as Wellknown);
       },
-      prepared: new PreparedBody(body, JSON_TYPE, digest),
+      body,
+      digest,
     };
   }
 
@@ -247,7 +238,8 @@ export class WellknownListing {
 
   /** Whether a document is answered, when that is known without waiting (a routine file, or a local one with the LLM). */
   #answersAtOnce(known: KnownDocument): boolean | undefined {
-    const { folder, extensions, hasLlm } = this.#parts;
+    const { folder, extensions } = this.#parts;
+    const hasLlm = this.#parts.llm !== undefined;
     if (folder.routineFor(known)) return true;
     if (known.origin === 'local' && (hasLlm || !extensions.routineFor)) return hasLlm;
     return undefined;
@@ -255,12 +247,12 @@ export class WellknownListing {
 
   /** Whether the receiver can answer a document: a routine, an extension routine, or the LLM (with a verdict for learned PDs). */
   async #canAnswer(known: KnownDocument): Promise<boolean> {
-    const { extensions, suitability, hasLlm } = this.#parts;
+    const { extensions, suitability, llm } = this.#parts;
     if (known.origin === 'local')
       return (await extensions.routineFor?.(known.document.hash, known.document)) !== undefined;
     const verdict = suitability.known(known.document.hash);
     if (verdict === false) return false;
     if ((await extensions.routineFor?.(known.document.hash, known.document)) !== undefined) return true;
-    return verdict === true && hasLlm;
+    return verdict === true && llm !== undefined;
   }
 }

@@ -3,10 +3,18 @@ import { AgoraError, describeError } from '../errors.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import type { Routine, RoutineContext } from './define.js';
+import type { RoutineDeadlines } from './deadlines.js';
 import type { SyncTimeLimit } from './isolate.js';
 
 /** Opt-in isolation of a routine's synchronous stretches (`--isolate-routines`): the limit, and its length in ms. */
 export type RoutineIsolation = { limit: SyncTimeLimit; syncMs: number };
+
+/** What bounds a routine's run: its time limit, the deadlines it is timed on, and the opt-in isolation. */
+export type RoutineLimits = {
+  timeoutMs: number;
+  deadlines: RoutineDeadlines;
+  isolation?: RoutineIsolation | undefined;
+};
 
 /**
  * The PD's own error reply for a malformed body, when its text prescribes one
@@ -46,35 +54,6 @@ function toJson(value: unknown): JsonValue {
   const text = JSON.stringify(value);
   if (text === undefined) throw new Error('the reply is not JSON-serializable');
   return JSON.parse(text) as JsonValue;
-}
-
-// Deadlines share timers, 25 ms apart: one setTimeout per query costs more than the routine itself in profiles,
-// and a time limit of seconds does not need millisecond precision. On the monotonic clock, from the start the caller
-// read already (for the routine's latency): a clock read costs about 90 ns here, a tenth of a small routine.
-const DEADLINE_STEP_MS = 25;
-const deadlines = new Map<number, Set<() => void>>();
-// The set the last deadline went into: under load most queries share it, and skip the Map lookup.
-let lastDue = -1;
-let lastSet: Set<() => void> | undefined;
-
-function onDeadline(startedMs: number, delayMs: number, fire: () => void): () => void {
-  const due = Math.ceil((startedMs + delayMs) / DEADLINE_STEP_MS) * DEADLINE_STEP_MS;
-  let set = due === lastDue ? lastSet : deadlines.get(due);
-  if (set === undefined) {
-    const created = new Set<() => void>();
-    set = created;
-    deadlines.set(due, created);
-    setTimeout(() => {
-      deadlines.delete(due);
-      if (lastSet === created) lastSet = undefined;
-      for (const callback of created) callback();
-    }, due - performance.now()).unref();
-  }
-  lastDue = due;
-  lastSet = set;
-  const dueSet = set;
-  dueSet.add(fire);
-  return () => void dueSet.delete(fire);
 }
 
 /** Whether a value is a thenable, as promise resolution reads one: an object or a function with a callable `then`. */
@@ -135,16 +114,15 @@ class RunContext {
  * throws, times out or returns what its output schema refuses (details are in `cause` for the log), and
  * AgoraError('BAD_REQUEST') when the body fails its input schema and the PD prescribes no error reply. A routine
  * that is an async generator has its yields handed to `onDelta` (as JSON) and its return value is the reply.
- * With `isolation`, the synchronous stretches of the routine are interrupted past `syncMs` (a failed call).
+ * With `limits.isolation`, the synchronous stretches of the routine are interrupted past `syncMs` (a failed call).
  */
 export function runRoutine(
   routine: Routine,
   body: JsonValue,
   context: Omit<RoutineContext, 'signal'>,
   document: ProtocolDocument,
-  timeoutMs: number,
+  limits: RoutineLimits,
   onDelta?: (delta: JsonValue) => void,
-  isolation?: RoutineIsolation,
   /** When the run began on `performance.now()`'s clock, when the caller read it already; the deadline counts from it. */
   started: number = performance.now(),
 ): Promise<JsonValue> {
@@ -152,6 +130,7 @@ export function runRoutine(
   // garbage is what slows a busy server down (0.6 KB less a query this way, measured). A promise is made only where
   // one is waited on.
   const runContext = new RunContext(context);
+  const isolation = limits.isolation;
   let output: unknown;
   let generator: AsyncGenerator<unknown, unknown, void> | undefined;
   try {
@@ -176,7 +155,7 @@ export function runRoutine(
   } catch (error) {
     return Promise.reject(routineFailure(error));
   }
-  return withDeadline(output, routine, runContext, generator, started, timeoutMs);
+  return withDeadline(output, routine, runContext, generator, started, limits);
 }
 
 /** The reply to a body its input schema refuses: the routine's or the PD's error reply, else BAD_REQUEST. */
@@ -216,10 +195,10 @@ function withDeadline(
   runContext: RunContext,
   generator: AsyncGenerator<unknown, unknown, void> | undefined,
   started: number,
-  timeoutMs: number,
+  { timeoutMs, deadlines }: RoutineLimits,
 ): Promise<JsonValue> {
   return new Promise<JsonValue>((resolve, reject) => {
-    const cancel = onDeadline(started, timeoutMs, () => {
+    const cancel = deadlines.add(started, timeoutMs, () => {
       const error = new Error(`timed out after ${timeoutMs} ms`);
       runContext.abort(error);
       // A generator is stopped at its next yield rather than left running for nobody.

@@ -56,6 +56,7 @@ export function fakeReceiver() {
     async metrics() {
       return '# TYPE agora_queries_total counter\nagora_queries_total 3\n';
     },
+    capabilities: {},
   };
   return { receiver, calls };
 }

@@ -57,6 +57,7 @@ const receiver: ReceiverApi = {
   async metrics() {
     return 'agora_queries_total 1\n';
   },
+  capabilities: {},
 };
 
 const silent = { error: () => {}, warn: () => {} };

@@ -56,6 +56,7 @@ export function fakeReceiver(): ReceiverApi & { queries: QueryRequest[]; followU
     async metrics() {
       return '';
     },
+    capabilities: {},
   };
 }
 

@@ -116,7 +116,7 @@ describe('the safety rescan of protocols/', () => {
   });
 });
 
-describe('the safety rescan of a receiver (rescanInterval)', () => {
+describe('the safety rescan of a receiver (rescanIntervalMs)', () => {
   it('finds a new document and a new routine with watch: false, and reloads nothing while the folders are unchanged', async () => {
     const { root, directory } = await folderWith(2);
     await mkdir(join(root, 'routines'));
@@ -126,7 +126,7 @@ describe('the safety rescan of a receiver (rescanInterval)', () => {
       llm: null,
       logger: silentLogger,
       watch: false,
-      rescanInterval: 0.03,
+      rescanIntervalMs: 30,
     });
     cleanups.push(() => receiver.close());
     expect(receiver.routines.size).toBe(1);

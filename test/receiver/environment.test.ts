@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.js';
-import { modelFromEnvironment } from '../../src/llm/choose.js';
+import { chooseModel, modelFromEnvironment } from '../../src/llm/choose.js';
 import { Receiver } from '../../src/receiver.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hashText } from '../../src/protocol/document.js';
-import { recordHashOf, targetOf, targetOfRecord } from '../../src/receiver/target.js';
+import { QueryTargets, recordHashOf, targetOf, targetOfRecord } from '../../src/receiver/target.js';
 
 const TEXT = '---\nname: A\ndescription: B\nmultiround: false\n---\nx\n';
 
@@ -17,5 +17,19 @@ describe('targetOf', () => {
 
   it('round-trips through a stored record', () => {
     for (const value of [null, 'negotiation', hashText(TEXT)]) expect(recordHashOf(targetOfRecord(value))).toBe(value);
+  });
+});
+
+describe('QueryTargets', () => {
+  it('keeps the last target per instance: two receivers never share one', () => {
+    const one = new QueryTargets();
+    const other = new QueryTargets();
+    const hex = hashText(TEXT);
+    const first = one.of(hex);
+    expect(one.of(hex)).toBe(first);
+    expect(other.of(hex)).not.toBe(first);
+    expect(other.of(hex)).toEqual(first);
+    expect(one.of('not a hash')).toEqual({ kind: 'malformed', raw: 'not a hash' });
+    expect(one.of(null)).toEqual({ kind: 'natural' });
   });
 });

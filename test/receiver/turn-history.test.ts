@@ -2,8 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { Metrics } from '../../src/metrics.js';
 import { silentLogger } from '../../src/log.js';
 import type { ProtocolDocument } from '../../src/protocol/document.js';
-import { TurnAnswerer, type Route, type Turn } from '../../src/receiver/answer.js';
+import { TurnAnswerer, type Turn } from '../../src/receiver/answer.js';
 import type { AgentFolder } from '../../src/receiver/folder.js';
+import type { Route } from '../../src/receiver/route.js';
+import { RoutineDeadlines } from '../../src/routine/deadlines.js';
 
 // Only what a generated routine's turn reads of the folder: a logger and the toolbox.
 const folder = {
@@ -20,11 +22,8 @@ function answerer(): TurnAnswerer {
     counters: new Metrics(),
     logger: silentLogger,
     extensions: {},
-    hasLlm: false,
-    responderCall: () => {
-      throw new Error('no LLM');
-    },
-    routineTimeoutMs: 1000,
+    llm: undefined,
+    routineLimits: { timeoutMs: 1000, deadlines: new RoutineDeadlines() },
     maxHistory: 20,
     maxHistoryChars: 10_000,
   });

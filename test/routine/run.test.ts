@@ -4,7 +4,8 @@ import { AgoraError, describeError } from '../../src/errors.js';
 import { silentLogger } from '../../src/log.js';
 import { parseDocument } from '../../src/protocol/document.js';
 import { defineRoutine, toRoutine, type RoutineContext } from '../../src/routine/define.js';
-import { protocolInvalidInputReply, runRoutine } from '../../src/routine/run.js';
+import { RoutineDeadlines } from '../../src/routine/deadlines.js';
+import { protocolInvalidInputReply, runRoutine, type RoutineLimits } from '../../src/routine/run.js';
 import type { JsonValue } from '../../src/schemas.js';
 
 const document = parseDocument(
@@ -19,6 +20,9 @@ const context: Omit<RoutineContext, 'signal'> = {
   logger: silentLogger,
   tools: {},
 };
+
+/** A run's limits on deadlines of its own: no state is shared between tests. */
+const within = (timeoutMs: number): RoutineLimits => ({ timeoutMs, deadlines: new RoutineDeadlines() });
 
 async function failureOf(promise: Promise<unknown>): Promise<AgoraError> {
   const error = await promise.then(
@@ -43,12 +47,15 @@ describe('runRoutine', () => {
     });
     const loaded = toRoutine(source, 'test.ts');
     expect(loaded.input).not.toBe(input);
-    expect(await runRoutine(loaded, { s: '  x  ', kind: 'a' }, context, document, 1000)).toEqual({ q: 1, s: 'x' });
+    expect(await runRoutine(loaded, { s: '  x  ', kind: 'a' }, context, document, within(1000))).toEqual({
+      q: 1,
+      s: 'x',
+    });
     const bodies: JsonValue[] = [{ s: ' ', kind: 'a' }, { q: 1.5, s: 'x', kind: 'c' }, { s: 3 }];
     for (const bad of bodies) {
       const [compiled, plain] = await Promise.all([
-        failureOf(runRoutine(loaded, bad, context, document, 1000)),
-        failureOf(runRoutine(source, bad, context, document, 1000)),
+        failureOf(runRoutine(loaded, bad, context, document, within(1000))),
+        failureOf(runRoutine(source, bad, context, document, within(1000))),
       ]);
       expect(compiled.message).toBe(plain.message);
       expect(compiled.code).toBe('BAD_REQUEST');
@@ -62,13 +69,15 @@ describe('runRoutine', () => {
         { text: 'hi' },
         context,
         document,
-        1000,
+        within(1000),
       ),
     ).toEqual({ echo: 'hi' });
     expect(
-      await runRoutine({ kind: 'routine', handle: async () => [1, 'two'] }, null, context, document, 1000),
+      await runRoutine({ kind: 'routine', handle: async () => [1, 'two'] }, null, context, document, within(1000)),
     ).toEqual([1, 'two']);
-    expect(await runRoutine({ kind: 'routine', handle: () => undefined }, null, context, document, 1000)).toBeNull();
+    expect(
+      await runRoutine({ kind: 'routine', handle: () => undefined }, null, context, document, within(1000)),
+    ).toBeNull();
   });
 
   it('passes the parsed input and turns a Date into JSON', async () => {
@@ -76,7 +85,7 @@ describe('runRoutine', () => {
       input: z.object({ n: z.coerce.number() }),
       handle: ({ n }) => ({ doubled: n * 2, at: new Date(0) }),
     });
-    expect(await runRoutine(routine, { n: '21' }, context, document, 1000)).toEqual({
+    expect(await runRoutine(routine, { n: '21' }, context, document, within(1000))).toEqual({
       doubled: 42,
       at: '1970-01-01T00:00:00.000Z',
     });
@@ -84,7 +93,7 @@ describe('runRoutine', () => {
 
   it('refuses a body its input schema refuses with BAD_REQUEST naming the protocol', async () => {
     const routine = defineRoutine({ input: z.object({ text: z.string() }), handle: ({ text }) => text });
-    const error = await failureOf(runRoutine(routine, { text: 1 }, context, document, 1000));
+    const error = await failureOf(runRoutine(routine, { text: 1 }, context, document, within(1000)));
     expect(error.code).toBe('BAD_REQUEST');
     expect(error.message).toMatch(/^body does not follow the protocol "Echo": ✖ .*\n  → at text$/);
   });
@@ -97,10 +106,12 @@ describe('runRoutine', () => {
         {},
         context,
         document,
-        1000,
+        within(1000),
       ),
     ).toEqual({ oops: true });
-    expect(await runRoutine(defineRoutine({ input, handle: () => 'never' }), {}, context, withError, 1000)).toEqual({
+    expect(
+      await runRoutine(defineRoutine({ input, handle: () => 'never' }), {}, context, withError, within(1000)),
+    ).toEqual({
       error: 'Invalid format',
     });
     expect(protocolInvalidInputReply(document)).toBeUndefined();
@@ -118,7 +129,7 @@ describe('runRoutine', () => {
         null,
         context,
         document,
-        1000,
+        within(1000),
       ),
     );
     expect(thrown).toMatchObject({ code: 'ROUTINE_FAILED', message: 'Routine failed' });
@@ -130,18 +141,19 @@ describe('runRoutine', () => {
         null,
         context,
         document,
-        1000,
+        within(1000),
       ),
     );
     expect((refused.cause as Error).message).toMatch(/the reply does not match the routine's output schema: ✖/);
     const unserializable = await failureOf(
-      runRoutine({ kind: 'routine', handle: () => ({ big: 1n }) }, null, context, document, 1000),
+      runRoutine({ kind: 'routine', handle: () => ({ big: 1n }) }, null, context, document, within(1000)),
     );
     expect(unserializable.code).toBe('ROUTINE_FAILED');
   });
 
   it('times a slow routine out and aborts the signal it reads', async () => {
     vi.useFakeTimers();
+    const deadlines = new RoutineDeadlines();
     let signal: AbortSignal | undefined;
     const pending = runRoutine(
       {
@@ -154,13 +166,15 @@ describe('runRoutine', () => {
       null,
       context,
       document,
-      500,
+      { timeoutMs: 500, deadlines },
     );
     const outcome = failureOf(pending);
+    expect(deadlines.pending).toBe(1);
     await vi.advanceTimersByTimeAsync(600);
     const error = await outcome;
     expect(error.code).toBe('ROUTINE_FAILED');
     expect((error.cause as Error).message).toContain('timed out after 500 ms');
     expect(signal?.aborted).toBe(true);
+    expect(deadlines.pending).toBe(0);
   });
 });

@@ -107,7 +107,7 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
       sessionKey(context.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined, id);
     let answerer: ReturnType<(typeof import('./transport.js'))['createAnswerer']> | undefined;
 
-    const stopWatching = context.receiver.onProtocolsChanged?.(() => {
+    const stopWatching = context.receiver.capabilities.description?.onProtocolsChanged(() => {
       tools.invalidate();
       for (const feed of feeds) for (const frame of LIST_CHANGED) feed.send(frame);
     });

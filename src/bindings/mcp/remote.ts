@@ -111,6 +111,8 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
     async metrics() {
       return '';
     },
+    // Over the wire it answers whole replies, and says nothing of its health or routines.
+    capabilities: {},
   };
 }
 

@@ -67,14 +67,14 @@ function describe(name: string, description: string, contract: string): string {
  * when the receiver answers natural language (`naturalLanguage` overrides, for a remote agent whose LLM cannot be seen).
  */
 export class McpToolTable {
-  readonly #receiver: Pick<ReceiverApi, 'answersNaturalLanguage' | 'routineSchemas'>;
+  readonly #receiver: Pick<ReceiverApi, 'capabilities'>;
   readonly #catalogue: Catalogue;
   readonly #naturalLanguage: boolean | undefined;
   #tools: Map<string, McpTool> | undefined;
   #building: Promise<Map<string, McpTool>> | undefined;
 
   constructor(
-    receiver: Pick<ReceiverApi, 'answersNaturalLanguage' | 'routineSchemas'>,
+    receiver: Pick<ReceiverApi, 'capabilities'>,
     catalogue: Catalogue,
     options: { naturalLanguage?: boolean } = {},
   ) {
@@ -124,7 +124,8 @@ export class McpToolTable {
       (a, b) => a.name.localeCompare(b.name) || a.hash.localeCompare(b.hash),
     );
     const tools = new Map<string, McpTool>();
-    const naturalLanguage = this.#naturalLanguage ?? this.#receiver.answersNaturalLanguage?.() ?? false;
+    const naturalLanguage =
+      this.#naturalLanguage ?? this.#receiver.capabilities.description?.answersNaturalLanguage() ?? false;
     if (naturalLanguage) {
       tools.set(ASK_TOOL, {
         name: ASK_TOOL,
@@ -150,7 +151,7 @@ export class McpToolTable {
   }
 
   #toolOf(name: string, entry: CatalogueEntry): McpTool {
-    const schemas = this.#receiver.routineSchemas?.(entry.hash);
+    const schemas = this.#receiver.capabilities.description?.routineSchemas(entry.hash);
     const input = jsonSchemaOf(schemas?.input, 'input');
     const output = jsonSchemaOf(schemas?.output, 'output');
     const body = input ?? { description: `The query body, as the protocol "${entry.name}" describes it` };
