@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { AgoraError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Catalogue } from './catalogue.js';
+import { HUB_DEFAULTS } from './defaults.js';
 import type { KeywordIndex, KeywordIndexOptions } from './keywords.js';
 import { normalizeAgentUrl, readAgent, vetAgentUrl, type ReadOptions } from './read-agent.js';
 import type { AgentRecord } from './records.js';
@@ -15,13 +16,13 @@ export { MAX_PAGE, type AgentHit, type AgentPage, type AgentQuery } from './_age
 export type DirectoryOptions = ReadOptions & {
   store: HubStore;
   catalogue: Catalogue;
-  /** Agents held at most (default 10,000). */
+  /** Agents held at most (defaults of these four: {@link HUB_DEFAULTS}). */
   maxAgents?: number;
-  /** Time between two checks of an agent (default 60 s). */
+  /** Time between two checks of an agent. */
   checkIntervalMs?: number;
-  /** Consecutive failed checks before an agent is marked down (default 3). */
+  /** Consecutive failed checks before an agent is marked down. */
   maxMissedChecks?: number;
-  /** An agent down and unseen this long is removed (default 7 days; `--remove-down-after`). */
+  /** An agent down and unseen this long is removed (`--remove-down-after`). */
   removeDownAfterMs?: number;
   now?: () => number;
   logger?: Logger;
@@ -79,9 +80,6 @@ export function agentId(url: string): string {
 
 const MAX_TEXT = 2000;
 
-/** The default of {@link DirectoryOptions.removeDownAfterMs}: 7 days. */
-export const DEFAULT_REMOVE_DOWN_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
-
 /**
  * The hub's directory: agents registered by URL, re-read periodically, searchable by words and protocol.
  * @example const record = await directory.register({ url: 'https://weather.example' });
@@ -103,9 +101,9 @@ export class Directory {
     this.#options = options;
     this.#store = options.store;
     this.#catalogue = options.catalogue;
-    this.#maxAgents = options.maxAgents ?? 10_000;
-    this.#checkIntervalMs = options.checkIntervalMs ?? 60_000;
-    this.#maxMissed = options.maxMissedChecks ?? 3;
+    this.#maxAgents = options.maxAgents ?? HUB_DEFAULTS.maxAgents;
+    this.#checkIntervalMs = options.checkIntervalMs ?? HUB_DEFAULTS.checkIntervalMs;
+    this.#maxMissed = options.maxMissedChecks ?? HUB_DEFAULTS.maxMissedChecks;
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#agents = new AgentIndex(options.index);
@@ -282,7 +280,7 @@ export class Directory {
         this.#logger.warn(`hub: ${record.name} (${record.url}) is down after ${missedChecks} missed checks`);
       if (
         status === 'down' &&
-        now - record.lastSeen >= (this.#options.removeDownAfterMs ?? DEFAULT_REMOVE_DOWN_AFTER_MS)
+        now - record.lastSeen >= (this.#options.removeDownAfterMs ?? HUB_DEFAULTS.removeDownAfterMs)
       ) {
         this.#logger.info(
           `hub: removing ${record.name} (${record.url}), down and unseen since ${new Date(record.lastSeen).toISOString()}`,

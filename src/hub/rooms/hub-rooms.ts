@@ -20,7 +20,7 @@ function roomName(text: string): string {
  * same address rule, `--allow-private-agents` to lift it); turns go out on connections pinned to vetted addresses.
  */
 export async function roomsForHub(hub: Hub, options: Omit<RoomsOptions, 'resolve'> = {}): Promise<Rooms> {
-  await hub.catalogue.publish(hashText(ROOM_DOCUMENT), ROOM_DOCUMENT);
+  await hub.publish(hashText(ROOM_DOCUMENT), ROOM_DOCUMENT);
   const allowPrivate = hub.allowsPrivateAgents;
   const fetch = guardedFetch({ allowPrivateAddresses: allowPrivate });
   const sender =
@@ -37,7 +37,7 @@ export async function roomsForHub(hub: Hub, options: Omit<RoomsOptions, 'resolve
     sender,
     peerFetch: options.peerFetch ?? fetch,
     async resolve(target) {
-      const known = await hub.directory.resolve(target);
+      const known = await hub.agent(target);
       // A registered ROAR, A2A or OAP agent takes its turns in its own protocol.
       if (known)
         return { name: roomName(known.name), url: known.url, ...(known.kind !== 'agora' ? { kind: known.kind } : {}) };
