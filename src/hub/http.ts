@@ -8,7 +8,7 @@ import { requestTarget } from '../edge/request.js';
 import { failure, json, respond, type EdgeResponse } from '../edge/response.js';
 import { statusOf } from '../edge/status.js';
 import { clientKey } from '../edge/guard.js';
-import { publicRecord, registrantOf } from './directory.js';
+import { publicRecord, registrantOf } from './registration.js';
 import type { Hub } from './hub.js';
 import type { ChainRun } from './records.js';
 

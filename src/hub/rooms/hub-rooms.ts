@@ -8,7 +8,8 @@ import { Sender } from '../../sender/sender.js';
 import type { Hub } from '../hub.js';
 import { normalizeAgentUrl, vetAgentUrl } from '../read-agent.js';
 import { ROOM_DOCUMENT } from './document.js';
-import { Rooms, turnReplyBytes, type RoomsOptions } from './rooms.js';
+import { turnReplyBytes } from './ask.js';
+import { Rooms, type RoomsOptions } from './rooms.js';
 
 /** A participant's name in a room: its directory name (or its URL's host), as `@name` can mention it. */
 function roomName(text: string): string {
