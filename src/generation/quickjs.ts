@@ -1,8 +1,8 @@
 // Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one
 // instance per routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and
 // an interrupt handler enforcing a CPU-time limit (./_cpu-slice.ts). The guest has the ECMAScript built-ins and
-// nothing else: no `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
-// `import()` reach only QuickJS. The host hands it no function at all: the guest's tool requests, log lines and
+// nothing else: no `process`, no environment, no file system, no network, no timers, no module loader; its `eval`,
+// `Function` and `import()` reach only QuickJS. The host hands it no function at all: the guest's tool requests, log lines and
 // the end of a call come back as the return value of the host's own calls into it, one string each time (see
 // ./_quickjs-guest.ts), so a call with one tool costs a handful of boundary crossings.
 import type { QuickJSHandle } from 'quickjs-emscripten';
@@ -12,9 +12,10 @@ import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { TurnGate } from './_turn-gate.js';
 import { answerTool } from './_quickjs-tools.js';
 import { callText, logLineOf, safeJson, sandboxResult, toolRequestOf } from './_quickjs-guest.js';
+import { writeLogLine, type CallLog, type LogBounds } from './_quickjs-log.js';
+import { WarmInstance } from './_quickjs-warm.js';
 import {
   breachError,
-  disposeInstance,
   guestErrorText,
   HIGH_WATER,
   instantiate,
@@ -35,7 +36,7 @@ type Call = {
   reject(error: Error): void;
   timer: NodeJS.Timeout | undefined;
   /** Log lines and bytes written so far, made at the first line (most calls log nothing); `cut` once cut. */
-  log: { lines: number; bytes: number; cut: boolean } | undefined;
+  log: CallLog | undefined;
 };
 
 /**
@@ -50,30 +51,26 @@ export class QuickJSSandbox {
   readonly #memoryBytes: number;
   readonly #loadTimeoutMs: number;
   readonly #name: string;
-  readonly #idleMs: number;
   readonly #limits: InstanceLimits;
-  #instance: Instance | undefined;
-  #loading: Promise<Instance> | undefined;
+  readonly #warm: WarmInstance;
   #queue: Promise<unknown> = Promise.resolve();
   readonly #turns = new TurnGate();
   #current: Call | undefined;
   #ids = 0;
-  readonly #maxLogLines: number;
-  readonly #maxLogBytes: number;
-  #lastUsed = 0;
-  #idleTimer: NodeJS.Timeout | undefined;
-  #closed = false;
+  readonly #logBounds: LogBounds;
 
   constructor(bundledCode: string, options: SandboxOptions = {}) {
     this.#code = bundledCode;
     this.#timeoutMs = options.timeoutMs ?? 2000;
-    this.#maxLogLines = options.maxLogLines ?? 50;
-    this.#maxLogBytes = options.maxLogBytes ?? 16 * 1024;
     this.#cpuLimitMs = options.cpuLimitMs ?? Math.min(this.#timeoutMs, 250);
     this.#memoryBytes = Math.max(24, options.memoryLimitMb ?? 64) * 1024 * 1024;
     this.#loadTimeoutMs = options.loadTimeoutMs ?? 1000;
     this.#name = options.name ?? 'generated routine';
-    this.#idleMs = options.idleMs ?? 5 * 60_000;
+    this.#logBounds = {
+      name: this.#name,
+      maxLines: options.maxLogLines ?? 50,
+      maxBytes: options.maxLogBytes ?? 16 * 1024,
+    };
     this.#limits = {
       memoryBytes: this.#memoryBytes,
       loadTimeoutMs: this.#loadTimeoutMs,
@@ -81,6 +78,11 @@ export class QuickJSSandbox {
       name: this.#name,
       cpuClock: options.cpuClock ?? processCpuClock,
     };
+    this.#warm = new WarmInstance(
+      () => instantiate(this.#code, this.#limits, (loading, error) => this.#describeBreach(loading, error)),
+      options.idleMs ?? 5 * 60_000,
+      () => this.#current !== undefined,
+    );
   }
 
   /** Calls `handle` (with a context), `buildBody`, `parseReply` or `checkOutput` (output schema → issues or null). */
@@ -97,18 +99,14 @@ export class QuickJSSandbox {
 
   /** Drops the context; later calls fail. */
   async close(): Promise<void> {
-    this.#closed = true;
-    clearTimeout(this.#idleTimer);
+    this.#warm.close();
     this.#fail(new Error('the routine was unloaded'));
-    const instance = this.#instance;
-    this.#instance = undefined;
-    if (instance) disposeInstance(instance);
-    await this.#loading?.catch(() => undefined);
+    await this.#warm.dispose();
   }
 
   async #run(method: SandboxMethod, payload: unknown, context: SandboxContext | undefined): Promise<SandboxResult> {
-    if (this.#closed) throw new Error('the routine was unloaded');
-    const instance = await this.#ready();
+    if (this.#warm.closed) throw new Error('the routine was unloaded');
+    const instance = await this.#warm.ready();
     const id = ++this.#ids;
     const text = callText(instance, id, method, payload, context);
     return new Promise<SandboxResult>((resolve, reject) => {
@@ -144,7 +142,7 @@ export class QuickJSSandbox {
       if (index > 0) {
         // Each answer goes to the call that asked, while it lasts; the call's time limit holds here too, as no timer
         // can fire while this loop runs.
-        if (this.#current !== call || this.#instance !== instance) return;
+        if (this.#current !== call || this.#warm.current !== instance) return;
         if (performance.now() >= call.ends) {
           this.#fail(this.#timedOut());
           return;
@@ -255,7 +253,7 @@ export class QuickJSSandbox {
     }
     this.#finish(call);
     // A context that grew close to its limit starts the next call fresh rather than fail it.
-    if (instance.memory.buffer.byteLength > this.#memoryBytes * HIGH_WATER) this.#drop(instance);
+    if (instance.memory.buffer.byteLength > this.#memoryBytes * HIGH_WATER) this.#warm.drop(instance);
     call.resolve(result);
   }
 
@@ -268,54 +266,14 @@ export class QuickJSSandbox {
     const call = this.#current;
     if (!call) return;
     this.#finish(call);
-    this.#drop(call.instance);
+    this.#warm.drop(call.instance);
     call.reject(new Error(`${this.#name}: ${error.message}`));
   }
 
   #finish(call: Call): void {
     this.#current = undefined;
     clearTimeout(call.timer);
-    this.#lastUsed = Date.now();
-    this.#armIdle();
-  }
-
-  /** Forgets an instance without touching it: after a breach its state is not trusted, and the GC frees its memory. */
-  #drop(instance: Instance): void {
-    if (this.#instance === instance) this.#instance = undefined;
-  }
-
-  #armIdle(): void {
-    if (this.#idleTimer || this.#closed) return;
-    this.#idleTimer = setTimeout(() => {
-      this.#idleTimer = undefined;
-      if (this.#current || !this.#instance) return;
-      if (Date.now() - this.#lastUsed >= this.#idleMs) {
-        const instance = this.#instance;
-        this.#instance = undefined;
-        disposeInstance(instance);
-      } else this.#armIdle();
-    }, this.#idleMs);
-    this.#idleTimer.unref();
-  }
-
-  #ready(): Promise<Instance> {
-    if (this.#instance) return Promise.resolve(this.#instance);
-    this.#loading ??= this.#load().finally(() => {
-      this.#loading = undefined;
-    });
-    return this.#loading;
-  }
-
-  async #load(): Promise<Instance> {
-    const instance = await instantiate(this.#code, this.#limits, (loading, error) =>
-      this.#describeBreach(loading, error),
-    );
-    if (this.#closed) {
-      disposeInstance(instance);
-      throw new Error('the routine was unloaded');
-    }
-    this.#instance = instance;
-    return instance;
+    this.#warm.used();
   }
 
   /** The call a report from the guest belongs to, if it is the current one. */
@@ -339,7 +297,7 @@ export class QuickJSSandbox {
       request.input,
       (answer) => {
         // A late answer, after the call failed or timed out, has nobody to go to.
-        if (this.#current === call && this.#instance === instance) this.#enter(call, instance.settle, answer);
+        if (this.#current === call && this.#warm.current === instance) this.#enter(call, instance.settle, answer);
       },
     );
   }
@@ -349,19 +307,7 @@ export class QuickJSSandbox {
     const line = logLineOf(text);
     const call = line && this.#callOf(instance, line.runId);
     if (!line || !call?.context) return;
-    const message = line.message.slice(0, 2000);
-    const log = (call.log ??= { lines: 0, bytes: 0, cut: false });
-    if (log.cut) return;
-    const bytes = Buffer.byteLength(message);
-    if (log.lines + 1 > this.#maxLogLines || log.bytes + bytes > this.#maxLogBytes) {
-      log.cut = true;
-      call.context.logger.warn(
-        `${this.#name}: log cut after ${log.lines} lines (${log.bytes} bytes) in one call; at most ${this.#maxLogLines} lines and ${this.#maxLogBytes} bytes`,
-      );
-      return;
-    }
-    log.lines += 1;
-    log.bytes += bytes;
-    call.context.logger[line.level](message);
+    call.log ??= { lines: 0, bytes: 0, cut: false };
+    writeLogLine(call.log, call.context.logger, line.level, line.message, this.#logBounds);
   }
 }
