@@ -2,8 +2,12 @@
 // conversation store, the generation book in memory) and from the recorder. Nothing here runs per query.
 import { readFile } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
-import { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
-import type { CheckCase } from '../generation/checks.js';
+import {
+  listGeneratedRoutines,
+  reviewGeneratedRoutine,
+  type GeneratedRoutineEntry,
+} from '../generation/lifecycle/review.js';
+import type { CheckCase } from '../generation/checks/checks.js';
 import { NATURAL_LANGUAGE, type MetricsSnapshot } from '../metrics.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { Receiver } from '../receiver.js';

@@ -1,7 +1,7 @@
 // Routines written by the LLM (spec §6), receiver side: after enough LLM-served uses of a protocol, the LLM writes a
 // TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may
-// approve it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./quickjs.ts). The sender side is
-// ./task-routines.ts, the review (`agora routines`) ./review.ts.
+// approve it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./sandbox/quickjs.ts). The sender side is
+// ./task-routines.ts, the review (`agora routines`) ./lifecycle/review.ts.
 import { z } from 'zod';
 import { describeError } from '../errors.js';
 import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/responders.js';
@@ -13,13 +13,13 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { ReceiverExtensions, RoutineRunner, ServedEvent } from '../receiver.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
-import { RoutineKeeper } from './book.js';
-import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks.js';
-import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
-import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
-import type { RoutineTypeChecker } from './typecheck.js';
-import { askTwice } from './value-check.js';
-import { preview, writeCheckedModule, type GenerationUsageSink } from './write.js';
+import { RoutineKeeper } from './lifecycle/book.js';
+import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks/checks.js';
+import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './writing/prompts.js';
+import { protocolPrefix, protocolStem, type RoutineStatus } from './lifecycle/records.js';
+import type { RoutineTypeChecker } from './checks/typecheck.js';
+import { askTwice } from './checks/value-check.js';
+import { preview, writeCheckedModule, type GenerationUsageSink } from './writing/write.js';
 
 /** Options of {@link RoutineGenerator}. */
 export type RoutineGeneratorOptions = {

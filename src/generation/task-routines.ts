@@ -1,6 +1,6 @@
 // Routines written by the LLM, sender side: a task performed under a PD costs two LLM calls (build the body, read
 // the reply); after enough of them the LLM writes `{ buildBody, parseReply }` in code, checked on the recorded
-// calls, and approved like a receiver routine (./generate.ts, ./review.ts).
+// calls, and approved like a receiver routine (./generate.ts, ./lifecycle/review.ts).
 import { z, type ZodType } from 'zod';
 import { describeError } from '../errors.js';
 import { prescribesJson } from '../llm/responders.js';
@@ -8,11 +8,11 @@ import type { LanguageModel } from '../llm/toolformer.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
-import { EXAMPLE_CAP, RoutineKeeper } from './book.js';
+import { EXAMPLE_CAP, RoutineKeeper } from './lifecycle/book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
-import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './prompts.js';
-import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
-import { RoutineTypeChecker } from './typecheck.js';
+import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './writing/prompts.js';
+import { taskPrefix, taskStem, type RoutineStatus } from './lifecycle/records.js';
+import { RoutineTypeChecker } from './checks/typecheck.js';
 import {
   FENCE,
   preview,
@@ -21,7 +21,7 @@ import {
   type GenerationUsageSink,
   type ModuleChecks,
   type WrittenModule,
-} from './write.js';
+} from './writing/write.js';
 import { plural } from '../_plural.js';
 
 /** A task as the sender's LLM-written routines see it: its schemas as JSON Schema. */

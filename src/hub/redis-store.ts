@@ -10,7 +10,7 @@ import {
   type ChainRun,
 } from './records.js';
 import { type AgentChanges, type DocumentChanges, type HubStore, type PutDocumentResult } from './store.js';
-import { CLAIM, DELETE_AGENT, DELETE_RUN, PUT_CAPPED, PUT_DOCUMENT, PUT_RUN, RELEASE } from './_redis-lua.js';
+import { CLAIM, DELETE_AGENT, DELETE_RUN, PUT_CAPPED, PUT_DOCUMENT, PUT_RUN, RELEASE } from './redis-lua.js';
 
 /** Options of {@link RedisHubStore}. */
 export type RedisHubStoreOptions = {

@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { startAgent } from '../../src/agent.js';
 import { RoutineGenerator } from '../../src/generation/generate.js';
-import { RoutineTypeChecker } from '../../src/generation/typecheck.js';
+import { RoutineTypeChecker } from '../../src/generation/checks/typecheck.js';
 import { HubClient } from '../../src/hub/client.js';
 import { startHub } from '../../src/hub/server.js';
 import { ROOM_DOCUMENT } from '../../src/hub/rooms/document.js';

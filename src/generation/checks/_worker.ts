@@ -45,6 +45,6 @@ export function workerModule(stem: string): URL {
 
 /** The folder that holds the framework's node_modules (zod resolves from there for builds and type-checks). */
 export function frameworkRoot(): string {
-  // Two levels up from src/generation/ and from dist/generation/ alike.
-  return resolve(here, '../..');
+  // Three levels up from src/generation/checks/ and from dist/generation/checks/ alike.
+  return resolve(here, '../../..');
 }

@@ -1,7 +1,7 @@
 // The types of the QuickJS sandbox (./quickjs.ts): what a call takes and gives back, and the sandbox's options.
-import type { Logger } from '../log.js';
-import type { ProtocolMetadata } from '../protocol/document.js';
-import type { JsonObject, JsonValue } from '../schemas.js';
+import type { Logger } from '../../log.js';
+import type { ProtocolMetadata } from '../../protocol/document.js';
+import type { JsonObject, JsonValue } from '../../schemas.js';
 
 /** What a sandboxed `handle` needs besides the body: the routine context, tools as functions on this thread. */
 export type SandboxContext = {

@@ -1,9 +1,9 @@
 // The prompts of routine generation, both sides: what the LLM is told a routine is, and how the protocol, the
 // tools and the recorded exchanges are shown to it. Their openings are stable: tests' fake LLMs recognize them.
-import { delimit } from '../llm/budget.js';
-import type { ProtocolDocument } from '../protocol/document.js';
-import type { JsonValue } from '../schemas.js';
-import { toolInputJsonSchema, type Tool } from '../tool/define.js';
+import { delimit } from '../../llm/budget.js';
+import type { ProtocolDocument } from '../../protocol/document.js';
+import type { JsonValue } from '../../schemas.js';
+import { toolInputJsonSchema, type Tool } from '../../tool/define.js';
 import { FENCE } from './write.js';
 
 // Said in every generation prompt: the protocol and the recorded exchanges may come from strangers, and the code

@@ -6,7 +6,7 @@
 // the end of a call come back as the return value of the host's own calls into it, one string each time (see
 // ./_quickjs-guest.ts), so a call with one tool costs a handful of boundary crossings.
 import type { QuickJSHandle } from 'quickjs-emscripten';
-import { describeError } from '../errors.js';
+import { describeError } from '../../errors.js';
 import type { SandboxContext, SandboxMethod, SandboxOptions, SandboxResult } from './quickjs-types.js';
 import { beginSlice, chargedMs, processCpuClock } from './_cpu-slice.js';
 import { TurnGate } from './_turn-gate.js';

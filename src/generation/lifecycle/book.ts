@@ -1,19 +1,19 @@
 // The bookkeeping both sides share (RoutineGenerator, TaskRoutineStore): the modules of approved routines, their
-// failures, examples and background work; counters (./counters.ts), statuses (./statuses.ts) and the life of a
+// failures, examples and background work; counters (./counters.ts), statuses (./status-cache.ts) and the life of a
 // generation (./lifecycle.ts) live beside it.
 import { resolve } from 'node:path';
-import { AgoraError, describeError } from '../errors.js';
-import { silentLogger, type Logger } from '../log.js';
-import { KeyedQueue } from '../_queue.js';
-import type { AgentMemory } from '../memory/file.js';
-import type { JsonObject } from '../schemas.js';
+import { AgoraError, describeError } from '../../errors.js';
+import { silentLogger, type Logger } from '../../log.js';
+import { KeyedQueue } from '../../_queue.js';
+import type { AgentMemory } from '../../memory/file.js';
+import type { JsonObject } from '../../schemas.js';
 import { CounterBatch } from './counters.js';
 import { writeGeneration, type Generation } from './lifecycle.js';
-import type { QuickJSSandbox, SandboxOptions } from './quickjs.js';
+import type { QuickJSSandbox, SandboxOptions } from '../sandbox/quickjs.js';
 import { RoutineSandboxes } from './_sandboxes.js';
-import type { CounterField, RoutineStatus } from './status.js';
-import { RoutineTypeChecker } from './typecheck.js';
-import { StatusCache, type StatusEntry } from './statuses.js';
+import type { CounterField, RoutineStatus } from './records.js';
+import { RoutineTypeChecker } from '../checks/typecheck.js';
+import { StatusCache, type StatusEntry } from './status-cache.js';
 
 /** The options both sides share, as RoutineGeneratorOptions documents them. */
 export type RoutineBookOptions = {

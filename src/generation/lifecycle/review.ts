@@ -2,10 +2,10 @@
 // loads neither the type checker nor the sandbox.
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { AgoraError } from '../errors.js';
-import type { AgentMemory } from '../memory/file.js';
-import { normalizeHash } from '../protocol/document.js';
-import type { JsonValue } from '../schemas.js';
+import { AgoraError } from '../../errors.js';
+import type { AgentMemory } from '../../memory/file.js';
+import { normalizeHash } from '../../protocol/document.js';
+import type { JsonValue } from '../../schemas.js';
 import {
   COUNTER_FIELDS,
   protocolStem,
@@ -14,7 +14,7 @@ import {
   type RoutineCounters,
   type RoutineStatus,
   type RoutineStatusName,
-} from './status.js';
+} from './records.js';
 
 /** One protocol (or task) with counters or a generated routine, as `agora routines list` shows it. */
 export type GeneratedRoutineEntry = {

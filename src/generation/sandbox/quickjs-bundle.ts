@@ -6,8 +6,8 @@
 // host objects: a computed `import()` or an `eval`'d one only reaches "could not load module".
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describeLoadError } from '../_files.js';
-import { MISSING_HANDLE } from '../routine/handle.js';
+import { describeLoadError } from '../../_files.js';
+import { MISSING_HANDLE } from '../../routine/handle.js';
 
 /** The build error every import but zod and agora-agents gets. */
 export const IMPORT_POLICY_ERROR = 'generated routines may only import zod and agora-agents';
@@ -32,8 +32,9 @@ export function defineRoutine(definition) {
 }
 `;
 
-// Two levels up from src/generation/ and dist/generation/ alike: the folder whose node_modules holds zod.
-const frameworkRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+// Three levels up from src/generation/sandbox/ and dist/generation/sandbox/ alike: the folder whose node_modules
+// holds zod.
+const frameworkRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /**
  * Bundles a generated module (TypeScript) into one classic script for QuickJS: zod included, `agora-agents` a

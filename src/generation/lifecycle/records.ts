@@ -1,4 +1,4 @@
-import { slug } from '../_slug.js';
+import { slug } from '../../_slug.js';
 // What memory keeps about generated routines, shared by the agent that writes and runs them and the CLI that
 // reviews them: the status record, the counters, and the names and key prefixes derived from a protocol or task.
 

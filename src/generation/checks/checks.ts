@@ -1,17 +1,17 @@
 // The checks a generated routine must pass before anyone may approve it: the recorded exchanges replayed (by value
 // when the routine is deterministic, else by shape) and the LLM-written test queries (by shape against the LLM's
 // reference answers).
-import { prescribesJson } from '../llm/responders.js';
-import { silentLogger } from '../log.js';
-import type { ProtocolDocument } from '../protocol/document.js';
-import { protocolInvalidInputReply } from '../routine/run.js';
-import type { JsonObject, JsonValue } from '../schemas.js';
-import { toolFunction, type Tool } from '../tool/define.js';
-import type { StoredExample } from './prompts.js';
-import type { CheckCase } from './status.js';
-import type { QuickJSSandbox, SandboxResult } from './quickjs.js';
-import { preview, sameValue } from './write.js';
-import { plural } from '../_plural.js';
+import { prescribesJson } from '../../llm/responders.js';
+import { silentLogger } from '../../log.js';
+import type { ProtocolDocument } from '../../protocol/document.js';
+import { protocolInvalidInputReply } from '../../routine/run.js';
+import type { JsonObject, JsonValue } from '../../schemas.js';
+import { toolFunction, type Tool } from '../../tool/define.js';
+import type { StoredExample } from '../writing/prompts.js';
+import type { CheckCase } from '../lifecycle/records.js';
+import type { QuickJSSandbox, SandboxResult } from '../sandbox/quickjs.js';
+import { preview, sameValue } from '../writing/write.js';
+import { plural } from '../../_plural.js';
 import { checkProbeValues, type ProbeOutcome, type ValueProbe } from './value-check.js';
 
 /** A test query the LLM wrote from the protocol, with the LLM responder's two reference answers (see ./value-check.ts). */
@@ -221,4 +221,4 @@ function toolbox(tools: readonly Tool[]): Record<string, (input: unknown) => Pro
   return Object.fromEntries(tools.map((tool) => [tool.name, toolFunction(tool)]));
 }
 
-export type { CheckCase } from './status.js';
+export type { CheckCase } from '../lifecycle/records.js';

@@ -1,9 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { memoryLogger } from '../../src/log.js';
-import { bundleForQuickJS } from '../../src/generation/quickjs-bundle.js';
-import { QuickJSSandbox, type SandboxContext, type SandboxOptions } from '../../src/generation/quickjs.js';
+import { memoryLogger } from '../../../src/log.js';
+import { bundleForQuickJS } from '../../../src/generation/sandbox/quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxContext, type SandboxOptions } from '../../../src/generation/sandbox/quickjs.js';
 import { z } from 'zod';
-import { defineTool, RUN_NOW, toolFunction } from '../../src/tool/define.js';
+import { defineTool, RUN_NOW, toolFunction } from '../../../src/tool/define.js';
 
 const SECRET = 'agora-test-secret-7c1f0d';
 const opened: QuickJSSandbox[] = [];

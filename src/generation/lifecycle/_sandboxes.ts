@@ -2,9 +2,9 @@
 // and rebuilt when its status or file changes (the status entry's stamp).
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { bundleForQuickJS } from './quickjs-bundle.js';
-import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
-import type { StatusEntry } from './statuses.js';
+import { bundleForQuickJS } from '../sandbox/quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxOptions } from '../sandbox/quickjs.js';
+import type { StatusEntry } from './status-cache.js';
 
 type Loaded = { stamp: string; module: Promise<QuickJSSandbox>; ready?: QuickJSSandbox };
 

@@ -3,7 +3,7 @@
 // asked of the responder twice: where both answers agree the reply is deterministic and the module must give the
 // same value; where they differ (an id, a clock, a free-text field) only the shape is compared. A routine that
 // matches the recorded examples but is wrong on a new input is refused here.
-import type { JsonObject, JsonValue } from '../schemas.js';
+import type { JsonObject, JsonValue } from '../../schemas.js';
 
 /** A check query with the LLM responder's two answers to it (asked separately, each from a fresh conversation). */
 export type ValueProbe = { body: JsonValue; answers: readonly [JsonValue, JsonValue] };

@@ -3,7 +3,7 @@
 // guest has to say after the host ran its pending jobs). The guest has no host function at all: what it says (a
 // call's end, a tool request, a log line) is queued in the prelude's closure and handed back as the return value of
 // the next host call. A host function costs ~36 µs a crossing in quickjs-emscripten; a return value almost nothing.
-import type { JsonObject, JsonValue } from '../schemas.js';
+import type { JsonObject, JsonValue } from '../../schemas.js';
 import type { SandboxContext, SandboxMethod } from './quickjs-types.js';
 import { MODULE_GLOBAL } from './quickjs-bundle.js';
 import type { SandboxResult } from './quickjs-types.js';

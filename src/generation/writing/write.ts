@@ -1,11 +1,11 @@
 // Writing a module with the LLM, for both sides: ask, build, type-check, check, feed the errors back.
-import { describeError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '../llm/toolformer.js';
-import { bundleForQuickJS } from './quickjs-bundle.js';
-import { QuickJSSandbox, type SandboxOptions } from './quickjs.js';
-import type { RoutineTypeChecker } from './typecheck.js';
-import type { CheckCase } from './status.js';
+import { describeError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '../../llm/toolformer.js';
+import { bundleForQuickJS } from '../sandbox/quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxOptions } from '../sandbox/quickjs.js';
+import type { RoutineTypeChecker } from '../checks/typecheck.js';
+import type { CheckCase } from '../lifecycle/records.js';
 
 /** A usage sink that also learns which protocol (by name) the LLM call was for. */
 export type GenerationUsageSink = (usage: LlmUsage & { model: string }, label: string) => void;

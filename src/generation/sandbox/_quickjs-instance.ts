@@ -15,7 +15,7 @@ import {
   type QuickJSHandle,
   type QuickJSRuntime,
 } from 'quickjs-emscripten';
-import { describeError } from '../errors.js';
+import { describeError } from '../../errors.js';
 import { guestCaller, type GuestCaller } from './_quickjs-call.js';
 import { beginSlice, cpuMeter, shouldInterrupt, type CpuClock, type CpuMeter, type CpuSlice } from './_cpu-slice.js';
 import { GUEST_PRELUDE, wrapBundle, type GuestStatics } from './_quickjs-guest.js';

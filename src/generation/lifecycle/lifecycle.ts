@@ -1,13 +1,13 @@
 // The life of one generation: status `generating`, the LLM's work, then the file with its header and the final
 // status (`pending`, `approved` with auto-approval, or `failed`).
 import { join } from 'node:path';
-import { describeError } from '../errors.js';
-import type { Logger } from '../log.js';
-import { writeFileAtomic } from '../_files.js';
-import type { RoutineStatus } from './status.js';
-import type { StatusCache } from './statuses.js';
-import type { WrittenModule } from './write.js';
-import { plural } from '../_plural.js';
+import { describeError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import { writeFileAtomic } from '../../_files.js';
+import type { RoutineStatus } from './records.js';
+import type { StatusCache } from './status-cache.js';
+import type { WrittenModule } from '../writing/write.js';
+import { plural } from '../../_plural.js';
 
 /** One routine to write and record: what names it, how its log lines read, and the LLM work itself. */
 export type Generation = {

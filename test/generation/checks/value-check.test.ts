@@ -1,9 +1,14 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { silentLogger } from '../../src/log.js';
-import { bundleForQuickJS } from '../../src/generation/quickjs-bundle.js';
-import { QuickJSSandbox, type SandboxContext } from '../../src/generation/quickjs.js';
-import { askTwice, checkProbeValues, type ProbeOutcome, type ValueProbe } from '../../src/generation/value-check.js';
-import type { JsonValue } from '../../src/schemas.js';
+import { silentLogger } from '../../../src/log.js';
+import { bundleForQuickJS } from '../../../src/generation/sandbox/quickjs-bundle.js';
+import { QuickJSSandbox, type SandboxContext } from '../../../src/generation/sandbox/quickjs.js';
+import {
+  askTwice,
+  checkProbeValues,
+  type ProbeOutcome,
+  type ValueProbe,
+} from '../../../src/generation/checks/value-check.js';
+import type { JsonValue } from '../../../src/schemas.js';
 
 // A routine that learned its one recorded example by heart: right on 10 km, wrong on anything else.
 const OVERFITTED = `import { z } from 'zod';

@@ -2,9 +2,9 @@
 // not read memory and stat the file each time.
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import type { AgentMemory } from '../memory/file.js';
-import type { JsonValue } from '../schemas.js';
-import type { RoutineStatus } from './status.js';
+import type { AgentMemory } from '../../memory/file.js';
+import type { JsonValue } from '../../schemas.js';
+import type { RoutineStatus } from './records.js';
 
 /** A routine's status and its file's stamp (status time, mtime, size), as read at `at`. */
 export type StatusEntry = { at: number; status: RoutineStatus | undefined; stamp: string | undefined };

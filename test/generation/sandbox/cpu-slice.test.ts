@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { beginSlice, chargedMs, cpuMeter, shouldInterrupt } from '../../src/generation/_cpu-slice.js';
+import { beginSlice, chargedMs, cpuMeter, shouldInterrupt } from '../../../src/generation/sandbox/_cpu-slice.js';
 
 // The wall clock is set by hand here; the CPU clock counts its readings and says what each test wants.
 let wall = 1000;

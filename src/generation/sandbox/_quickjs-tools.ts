@@ -1,8 +1,8 @@
 // How the QuickJS sandbox (./quickjs.ts) runs a guest's tool request on the host: the tool from the call's context,
 // its answer as the text the guest's `settle` takes ("+<callId>:<JSON>" or "-<callId>:<error>").
-import { describeError } from '../errors.js';
-import { isThenable } from '../routine/run.js';
-import { RUN_NOW, type ToolFunction } from '../tool/define.js';
+import { describeError } from '../../errors.js';
+import { isThenable } from '../../routine/run.js';
+import { RUN_NOW, type ToolFunction } from '../../tool/define.js';
 import type { SandboxContext } from './quickjs-types.js';
 
 /**

@@ -1,8 +1,8 @@
 // Counters of a protocol's (or task's) routine, batched so a routine-served query costs no memory write.
-import { describeError } from '../errors.js';
-import type { Logger } from '../log.js';
-import type { AgentMemory } from '../memory/file.js';
-import type { CounterField } from './status.js';
+import { describeError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { AgentMemory } from '../../memory/file.js';
+import type { CounterField } from './records.js';
 
 /** How long batched counters wait before they are written. */
 const COUNTER_FLUSH_MS = 1000;

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { describeError } from '../errors.js';
+import { describeError } from '../../errors.js';
 import { frameworkRoot, workerModule } from './_worker.js';
 
 const require = createRequire(import.meta.url);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseDocument } from '../../src/protocol/document.js';
-import { QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, TASK_SYSTEM } from '../../src/generation/prompts.js';
+import { parseDocument } from '../../../src/protocol/document.js';
+import { QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, TASK_SYSTEM } from '../../../src/generation/writing/prompts.js';
 
 const HOSTILE = [
   '---',

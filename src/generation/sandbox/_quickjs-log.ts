@@ -1,6 +1,6 @@
 // A generated routine's log lines, passed to the call's logger within the sandbox's bounds: at most so many lines
 // and bytes per call, then one warning and silence until the call ends.
-import type { Logger } from '../log.js';
+import type { Logger } from '../../log.js';
 
 /** Lines and bytes one call has logged so far; `cut` once it went past a bound. */
 export type CallLog = { lines: number; bytes: number; cut: boolean };

@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { RoutineBook } from '../../src/generation/book.js';
-import { protocolPrefix } from '../../src/generation/status.js';
-import { silentLogger } from '../../src/log.js';
-import { InMemoryMemory } from '../../src/memory/file.js';
+import { RoutineBook } from '../../../src/generation/lifecycle/book.js';
+import { protocolPrefix } from '../../../src/generation/lifecycle/records.js';
+import { silentLogger } from '../../../src/log.js';
+import { InMemoryMemory } from '../../../src/memory/file.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
