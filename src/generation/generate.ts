@@ -4,8 +4,8 @@
 // ./task-routines.ts, the review (`agora routines`) ./lifecycle/review.ts.
 import { z } from 'zod';
 import { describeError } from '../errors.js';
-import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/responders.js';
-import { converse, type LanguageModel, type LlmUsage } from '../llm/toolformer.js';
+import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/peer-answers.js';
+import { converse, type LanguageModel, type LlmUsage } from '../llm/tool-loop.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ProtocolDocument } from '../protocol/document.js';

@@ -3,8 +3,8 @@
 // calls, and approved like a receiver routine (./generate.ts, ./lifecycle/review.ts).
 import { z, type ZodType } from 'zod';
 import { describeError } from '../errors.js';
-import { prescribesJson } from '../llm/responders.js';
-import type { LanguageModel } from '../llm/toolformer.js';
+import { prescribesJson } from '../llm/peer-answers.js';
+import type { LanguageModel } from '../llm/tool-loop.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';

@@ -1,6 +1,6 @@
 // Who answers a query or a conversation's next turn, refusing what the agent cannot serve (spec §2, §4).
 import { AgoraError } from '../errors.js';
-import type { ResponderCall } from '../llm/responders.js';
+import type { ResponderCall } from '../llm/peer-answers.js';
 import { NATURAL_LANGUAGE, type Metrics } from '../metrics.js';
 import type { ProtocolRegistry } from '../protocol/registry.js';
 import type { Route, TurnAnswerer } from './answer.js';

@@ -11,7 +11,7 @@ import { HubClient } from '../../src/hub/client.js';
 import { startHub } from '../../src/hub/server.js';
 import { ROOM_DOCUMENT } from '../../src/hub/rooms/document.js';
 import type { LanguageModel } from '../../src/llm/model.js';
-import { converse } from '../../src/llm/toolformer.js';
+import { converse } from '../../src/llm/tool-loop.js';
 import { silentLogger } from '../../src/log.js';
 import { FileMemory } from '../../src/memory/file.js';
 import { hashText } from '../../src/protocol/document.js';

@@ -1,7 +1,7 @@
 // The checks a generated routine must pass before anyone may approve it: the recorded exchanges replayed (by value
 // when the routine is deterministic, else by shape) and the LLM-written test queries (by shape against the LLM's
 // reference answers).
-import { prescribesJson } from '../../llm/responders.js';
+import { prescribesJson } from '../../llm/peer-answers.js';
 import { silentLogger } from '../../log.js';
 import type { ProtocolDocument } from '../../protocol/document.js';
 import { protocolInvalidInputReply } from '../../routine/run.js';

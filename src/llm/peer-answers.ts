@@ -1,3 +1,5 @@
+// What the agent's LLM says to a peer: an answer in natural language, an answer under a protocol document (JSON
+// checked, one repair), and its judgement of whether it can serve a document learned from a peer.
 import { AgoraError, FIXED_MESSAGES, isAgoraError } from '../errors.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
@@ -10,7 +12,7 @@ import {
   type LanguageModel,
   type LlmMessage,
   type UsageSink,
-} from './toolformer.js';
+} from './tool-loop.js';
 
 /** How the agent presents itself to its LLM. */
 export type AgentProfile = {
@@ -21,7 +23,7 @@ export type AgentProfile = {
   tools: readonly Tool[];
 };
 
-/** A message of the conversation so far, as the responders see it. */
+/** A message of the conversation so far, as the LLM answering a peer sees it. */
 export type HistoryMessage = { role: 'peer' | 'agent'; body: JsonValue };
 
 /** What every responder call needs. */

@@ -1,3 +1,4 @@
+// The tool loop: asks the model, runs the tools it calls, hands their results back, until a reply calls none.
 import { AgoraError, describeError } from '../errors.js';
 import { callTool, toolInputJsonSchema, type Tool } from '../tool/define.js';
 import type {

@@ -7,7 +7,7 @@ import {
   judgeSuitability,
   prescribesJson,
   type ResponderCall,
-} from '../../src/llm/responders.js';
+} from '../../src/llm/peer-answers.js';
 import { parseDocument } from '../../src/protocol/document.js';
 import { delimit } from '../../src/llm/budget.js';
 import { scriptedModel, type ScriptedReply } from '../../src/testing/index.js';
@@ -31,7 +31,7 @@ function call(replies: ScriptedReply[]): ResponderCall & { model: ReturnType<typ
   };
 }
 
-describe('responders', () => {
+describe('peer answers', () => {
   it('answers natural language with the history as it was, an empty body included (providers adapt it to their wire)', async () => {
     const responder = call(['  Sunny.  ']);
     expect(

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AgoraError } from '../../src/errors.js';
-import { converse } from '../../src/llm/toolformer.js';
+import { converse } from '../../src/llm/tool-loop.js';
 import { scriptedModel } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tool/define.js';
 
