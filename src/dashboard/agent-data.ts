@@ -157,7 +157,9 @@ export class AgentData {
     return /^[0-9a-f]{40}$/.test(hash) ? this.receiver.document(hash) : undefined;
   }
 
-  /** Conversations open now (per protocol when the store can tell), the last two minutes' rates, the latest failures. */
+  /**
+   * Conversations open now (per protocol when the store can tell), the last two minutes' rates, the latest failures.
+   */
   async live(): Promise<{
     open: number;
     openByProtocol: { name: string; hash: string | null; count: number }[] | null;

@@ -1,6 +1,6 @@
 // Routines written by the LLM (spec §6), receiver side: after enough LLM-served uses of a protocol, the LLM writes a
-// TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may
-// approve it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./sandbox/quickjs.ts). The sender side is
+// TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may approve
+// it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./sandbox/quickjs.ts). The sender side is
 // ./task-routines.ts, the review (`agora routines`) ./lifecycle/review.ts.
 import { z } from 'zod';
 import { describeError } from '../errors.js';
@@ -29,7 +29,9 @@ export type RoutineGeneratorOptions = {
   llm: LanguageModel;
   /** The agent's tools, read when a routine is written, checked or run. */
   tools: () => readonly Tool[];
-  /** How the agent presents itself to its LLM when the checks ask it for reference answers (default: its tools only). */
+  /**
+   * How the agent presents itself to its LLM when the checks ask it for reference answers (default: its tools only).
+   */
   profile?: () => AgentProfile;
   logger?: Logger;
   /** LLM-served conversations under a protocol before a routine is written (default 5; 0 never writes one). */

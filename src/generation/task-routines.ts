@@ -53,7 +53,8 @@ export type GenerateTaskRoutineOptions = {
 
 /**
  * Writes a sender routine (`export default { buildBody, parseReply }`) for a task under a PD with the LLM, then
- * type-checks it and runs it in the QuickJS sandbox on the recorded calls: bodies and outputs must equal the recorded ones.
+ * type-checks it and runs it in the QuickJS sandbox on the recorded calls: bodies and outputs must equal the recorded
+ * ones.
  */
 export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): Promise<WrittenModule> {
   const typeChecker = options.typeChecker ?? new RoutineTypeChecker();
@@ -144,7 +145,9 @@ export type TaskCallEvent = {
   llmCalls: number;
 };
 
-/** Options of {@link TaskRoutineStore}: as {@link RoutineGeneratorOptions}, without tools (sender routines are pure). */
+/**
+ * Options of {@link TaskRoutineStore}: as {@link RoutineGeneratorOptions}, without tools (sender routines are pure).
+ */
 export type TaskRoutineStoreOptions = Omit<RoutineGeneratorOptions, 'tools' | 'profile' | 'checkQueries'>;
 
 function jsonSchemaOf(schema: ZodType, io: 'input' | 'output'): unknown {
@@ -163,9 +166,11 @@ function jsonCopy(value: unknown): JsonValue {
 }
 
 /**
- * Sender routines by task and PD: records LLM-made task calls as examples, writes a routine after the threshold,
- * and hands out sandboxed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
- * @example const store = new TaskRoutineStore({ dir, memory, llm }); const sender = new Sender({ llm, extensions: store.extensions() });
+ * Sender routines by task and PD: records LLM-made task calls as examples, writes a routine after the threshold, and
+ * hands out sandboxed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
+ * @example
+ * const store = new TaskRoutineStore({ dir, memory, llm });
+ * const sender = new Sender({ llm, extensions: store.extensions() });
  */
 export class TaskRoutineStore extends RoutineKeeper {
   readonly #options: TaskRoutineStoreOptions;

@@ -27,7 +27,10 @@ export type CatalogueOptions = {
 /** One document found by {@link Catalogue.search}, with why. */
 export type CatalogueHit = CatalogueEntry & { score?: number; matches?: Match[] };
 
-/** A page of documents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts). */
+/**
+ * A page of documents: `total` is how many the listing holds (absent for a word search, which ranks rather than
+ * counts).
+ */
 export type CataloguePage = { protocols: CatalogueHit[]; total?: number };
 
 /** What a sync with a peer hub did. */
@@ -136,7 +139,10 @@ export class Catalogue {
     return this.add(parseDocument(text, `protocol ${hash}`), client);
   }
 
-  /** Adds a document already parsed and hashed (read from an agent, or published), counted against `client`'s quota when given. */
+  /**
+   * Adds a document already parsed and hashed (read from an agent, or published), counted against `client`'s quota when
+   * given.
+   */
   async add(document: ProtocolDocument, client?: string): Promise<CatalogueEntry> {
     if (Buffer.byteLength(document.text) > this.#maxDocumentBytes) {
       throw new AgoraError(

@@ -72,7 +72,10 @@ export class Directory {
     );
   }
 
-  /** Brings the index in step when the store changed under another process (by the records that changed); cheap (one read) when it did not. */
+  /**
+   * Brings the index in step when the store changed under another process (by the records that changed); cheap (one
+   * read) when it did not.
+   */
   refresh(): Promise<void> {
     return this.#view.refresh();
   }
@@ -91,7 +94,10 @@ export class Directory {
     return changes.version;
   }
 
-  /** Agents held in this process's copy, up and down (after {@link refresh}); counted as records change, never recounted. */
+  /**
+   * Agents held in this process's copy, up and down (after {@link refresh}); counted as records change, never
+   * recounted.
+   */
   get counts(): { up: number; down: number } {
     return this.#agents.counts;
   }
@@ -109,7 +115,10 @@ export class Directory {
     this.#agents.remember(record);
   }
 
-  /** Registers (or re-reads) an agent: refused when it answers none of the kinds' reads (`readAgent`), or is private and not allowed. */
+  /**
+   * Registers (or re-reads) an agent: refused when it answers none of the kinds' reads (`readAgent`), or is private and
+   * not allowed.
+   */
   async register(registration: Registration): Promise<AgentRecord> {
     if (typeof registration?.url !== 'string')
       throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
@@ -189,7 +198,10 @@ export class Directory {
     }
   }
 
-  /** Re-reads one agent: up with what it now lists when it answers, one more missed check (down after the limit) when not. */
+  /**
+   * Re-reads one agent: up with what it now lists when it answers, one more missed check (down after the limit) when
+   * not.
+   */
   async check(id: string): Promise<AgentRecord | undefined> {
     const record = await this.#store.getAgent(id);
     if (record === undefined) return undefined;

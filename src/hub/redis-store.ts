@@ -16,7 +16,9 @@ import { CLAIM, DELETE_AGENT, DELETE_RUN, PUT_CAPPED, PUT_DOCUMENT, PUT_RUN, REL
 export type RedisHubStoreOptions = {
   /** Prefix of every key (default `agora-hub:`), so several hubs can share one Redis. */
   prefix?: string;
-  /** Where records that fail to parse are reported (they are skipped, never trusted), and Redis going and coming back. */
+  /**
+   * Where records that fail to parse are reported (they are skipped, never trusted), and Redis going and coming back.
+   */
   logger?: { warn(message: string): void; info?(message: string): void };
 };
 
@@ -173,7 +175,9 @@ export class RedisHubStore implements HubStore {
     return Number((await this.#call(() => this.#redis.get(this.#keys.version))) ?? 0);
   }
 
-  /** The ids changed after `since` and the version they are good for, read in one transaction; undefined past the floor. */
+  /**
+   * The ids changed after `since` and the version they are good for, read in one transaction; undefined past the floor.
+   */
   async #changedIds(
     since: number,
     changes: string,

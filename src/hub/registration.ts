@@ -41,7 +41,9 @@ export function givenCapabilities(value: unknown): string[] | undefined {
   return capabilities;
 }
 
-/** The digest a registration keeps of the caller's bearer token: proof, later, that a registration is the same agent's. */
+/**
+ * The digest a registration keeps of the caller's bearer token: proof, later, that a registration is the same agent's.
+ */
 export function registrantOf(token: string | undefined): string | undefined {
   return token === undefined || token === ''
     ? undefined

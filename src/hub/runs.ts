@@ -108,7 +108,9 @@ export class ChainRuns {
     );
   }
 
-  /** Deletes the oldest finished chains until one more (`added`) of `growth` more bytes fits; reads runs only when full. */
+  /**
+   * Deletes the oldest finished chains until one more (`added`) of `growth` more bytes fits; reads runs only when full.
+   */
   async #makeRoom(added: number, growth: number, keep: string): Promise<void> {
     const { maxRuns, maxRunsBytes: maxBytes } = this.#limits;
     const usage = await this.#store.runUsage();

@@ -20,7 +20,10 @@ export type StartHubOptions = HubOptions & {
   host?: string;
   /** Bearer tokens; when non-empty, writes, `/runs`, `/metrics`, every room route and the dashboard's data need one. */
   tokens?: string[];
-  /** At most `max` requests per client per `windowMs` (HTTP on every mount, room socket upgrades and messages); more → 429. */
+  /**
+   * At most `max` requests per client per `windowMs` (HTTP on every mount, room socket upgrades and messages); more →
+   * 429.
+   */
   rateLimit?: RateLimitOptions;
   /** Largest request body, in bytes (default 1 MiB). */
   maxBodyBytes?: number;
@@ -28,7 +31,10 @@ export type StartHubOptions = HubOptions & {
   corsOrigins?: string[];
   /** How often background work runs: agent checks and peer syncs (0: never, call `hub.tick()`). */
   tickMs?: number;
-  /** Mounts served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub` does. */
+  /**
+   * Mounts served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub`
+   * does.
+   */
   mounts?: (hub: Hub, rooms: Rooms | undefined) => Mount[];
   /** Rooms on `/rooms` (default on, in this process's memory), with their watcher caps; `false` serves none. */
   rooms?: false | (Omit<RoomsOptions, 'resolve'> & RoomsMountOptions);
@@ -61,7 +67,12 @@ function edgeOptions(options: StartHubOptions, logger: Logger): EdgeOptions {
 
 /**
  * Starts a hub on node:http, with its background checks: [hub API, rooms, the given mounts] behind one guard.
- * @example const { url, close } = await startHub({ port: 0, allowPrivateAgents: true, mounts: (hub, rooms) => [createHubDashboard(hub)] });
+ * @example
+ * const { url, close } = await startHub({
+ *   port: 0,
+ *   allowPrivateAgents: true,
+ *   mounts: (hub, rooms) => [createHubDashboard(hub)],
+ * });
  */
 export async function startHub(options: StartHubOptions = {}): Promise<RunningHub> {
   const logger = options.logger ?? consoleLogger('agora-hub');

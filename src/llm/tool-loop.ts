@@ -46,7 +46,9 @@ export type ConverseOptions = {
    * out once the call is known to be the last; a model without `stream` hands out the final text in one piece.
    */
   onText?: (text: string) => void;
-  /** Characters one call may carry (system and messages, tool results included); over it, no call. Default unlimited. */
+  /**
+   * Characters one call may carry (system and messages, tool results included); over it, no call. Default unlimited.
+   */
   maxChars?: number;
 };
 

@@ -14,7 +14,9 @@ import { preview, sameValue } from '../writing/write.js';
 import { plural } from '../../_plural.js';
 import { checkProbeValues, type ProbeOutcome, type ValueProbe } from './value-check.js';
 
-/** A test query the LLM wrote from the protocol, with the LLM responder's two reference answers (see ./value-check.ts). */
+/**
+ * A test query the LLM wrote from the protocol, with the LLM responder's two reference answers (see ./value-check.ts).
+ */
 export type Probe = ValueProbe;
 
 /** Cases kept per routine: enough to judge it, bounded so a status record stays small. */
@@ -163,7 +165,9 @@ export async function checkRoutine(
   return { errors, passed, cases };
 }
 
-/** A text protocol's probes: any text is a fitting reply (two LLM answers agreeing on prose say little about a routine). */
+/**
+ * A text protocol's probes: any text is a fitting reply (two LLM answers agreeing on prose say little about a routine).
+ */
 function textProbes(
   probes: readonly Probe[],
   outcomes: readonly ProbeOutcome[],
@@ -183,7 +187,9 @@ function prescribesMultiround(document: ProtocolDocument): boolean {
   return document.metadata.multiround === true;
 }
 
-/** The reply of a sandboxed `handle`: its value, or the PD's invalid-input reply when the input schema refused the body. */
+/**
+ * The reply of a sandboxed `handle`: its value, or the PD's invalid-input reply when the input schema refused the body.
+ */
 export function answerOf(result: SandboxResult, document: ProtocolDocument): JsonValue {
   if (!result.invalid) return result.value;
   const reply = result.invalid.reply ?? protocolInvalidInputReply(document);

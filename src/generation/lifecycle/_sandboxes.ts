@@ -25,7 +25,10 @@ export class RoutineSandboxes {
     return loaded && loaded.stamp === entry.stamp && entry.status?.status === 'approved' ? loaded.ready : undefined;
   }
 
-  /** The sandbox for a status entry, built on first use; undefined (and any older sandbox retired) when it is not approved. */
+  /**
+   * The sandbox for a status entry, built on first use; undefined (and any older sandbox retired) when it is not
+   * approved.
+   */
   module(prefix: string, entry: StatusEntry): Promise<QuickJSSandbox> | undefined {
     if (entry.status?.status !== 'approved' || !entry.status.file || entry.stamp === undefined) {
       this.retire(prefix);

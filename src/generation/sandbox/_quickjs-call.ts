@@ -58,7 +58,10 @@ export type GuestCaller = {
    * ran, or the pointer of the error that stopped them (an interrupt, memory running out), to read or free.
    */
   runJobs(): boolean | number;
-  /** The guest error at `pointer` as one line ("TypeError: …"), then frees it; call it under a CPU slice (its getters are guest code). */
+  /**
+   * The guest error at `pointer` as one line ("TypeError: …"), then frees it; call it under a CPU slice (its getters
+   * are guest code).
+   */
   errorText(pointer: number): string;
   /** Frees an error unread. */
   free(pointer: number): void;

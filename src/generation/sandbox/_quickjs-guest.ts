@@ -67,7 +67,10 @@ function isEmpty(object: object): boolean {
   return true;
 }
 
-/** A tool request from the outbox, "<runId>:<callId>:<tool index>:<input JSON>" (the index into the tool names last sent). */
+/**
+ * A tool request from the outbox, "<runId>:<callId>:<tool index>:<input JSON>" (the index into the tool names last
+ * sent).
+ */
 export function toolRequestOf(
   request: string,
 ): { runId: number; callId: string; index: number; input: unknown } | undefined {

@@ -1,6 +1,7 @@
-// Building one QuickJS instance for the sandbox (./quickjs.ts): a WebAssembly instance of quickjs-emscripten with
-// its own capped linear memory, a runtime with a stack cap and an interrupt handler, the prelude and the bundled
-// module, all evaluated under a load budget (no host function is installed: see ./_quickjs-guest.ts). Running calls is the sandbox's business.
+// Building one QuickJS instance for the sandbox (./quickjs.ts): a WebAssembly instance of quickjs-emscripten with its
+// own capped linear memory, a runtime with a stack cap and an interrupt handler, the prelude and the bundled module,
+// all evaluated under a load budget (no host function is installed: see ./_quickjs-guest.ts). Running calls is the
+// sandbox's business.
 //
 // Why a WebAssembly memory of our own: QuickJS's own malloc limit is not enforced in aggregate in this build
 // (malloc_usable_size is unavailable, so each block counts as 8 bytes: 100 ArrayBuffers of 16 MB pass a 64 MB
@@ -32,7 +33,9 @@ const wasmApi = (
   }
 ).WebAssembly;
 
-/** One loaded module: its runtime and context, its memory, the guest's `run`/`settle`/`flush`, and the running slice. */
+/**
+ * One loaded module: its runtime and context, its memory, the guest's `run`/`settle`/`flush`, and the running slice.
+ */
 export type Instance = GuestStatics & {
   runtime: QuickJSRuntime;
   context: QuickJSContext;

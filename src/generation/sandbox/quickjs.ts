@@ -1,9 +1,9 @@
-// Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one
-// instance per routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and
-// an interrupt handler enforcing a CPU-time limit (./_cpu-slice.ts). The guest has the ECMAScript built-ins and
-// nothing else: no `process`, no environment, no file system, no network, no timers, no module loader; its `eval`,
-// `Function` and `import()` reach only QuickJS. The host hands it no function at all: the guest's tool requests, log lines and
-// the end of a call come back as the return value of the host's own calls into it, one string each time (see
+// Where a generated routine runs: a QuickJS interpreter compiled to WebAssembly (quickjs-emscripten), one instance per
+// routine (built by ./_quickjs-instance.ts), with its own linear memory capped at the memory limit and an interrupt
+// handler enforcing a CPU-time limit (./_cpu-slice.ts). The guest has the ECMAScript built-ins and nothing else: no
+// `process`, no environment, no file system, no network, no timers, no module loader; its `eval`, `Function` and
+// `import()` reach only QuickJS. The host hands it no function at all: the guest's tool requests, log lines and the end
+// of a call come back as the return value of the host's own calls into it, one string each time (see
 // ./_quickjs-guest.ts), so a call with one tool costs a handful of boundary crossings.
 import type { QuickJSHandle } from 'quickjs-emscripten';
 import { describeError } from '../../errors.js';

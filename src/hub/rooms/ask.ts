@@ -116,7 +116,10 @@ export class TurnAsker {
     }
   }
 
-  /** A participant's conversation: the room document's over Agora; its session (ROAR), context (A2A) or nothing (OAP) else. */
+  /**
+   * A participant's conversation: the room document's over Agora; its session (ROAR), context (A2A) or nothing (OAP)
+   * else.
+   */
   #conversation(participant: Participant, timeoutMs: number): Pick<SenderConversation, 'send'> {
     if (participant.kind === undefined) return this.#options.sender.conversation(participant.url, ROOM_DOCUMENT);
     const fetch = this.#options.peerFetch;

@@ -30,9 +30,15 @@ export type RoomsOptions = {
   recentTurns?: number;
   /** Sends the turns (default: a sender of plain queries reading at most `maxReplyBytes` of each reply). */
   sender?: Sender;
-  /** Largest turn reply read, after decompression, in bytes: 64 KiB to 1 MiB (default 256 KiB; `--max-turn-reply-bytes`). */
+  /**
+   * Largest turn reply read, after decompression, in bytes: 64 KiB to 1 MiB (default 256 KiB;
+   * `--max-turn-reply-bytes`).
+   */
   maxReplyBytes?: number;
-  /** Time a runner's lease outlasts a turn's timeout (default 1 s): with the turn timeout, how long a dead process holds a room. */
+  /**
+   * Time a runner's lease outlasts a turn's timeout (default 1 s): with the turn timeout, how long a dead process holds
+   * a room.
+   */
   leaseMarginMs?: number;
   /** How often open rooms nobody runs are looked for, with a shared store (default 2 s; 0: only at start). */
   sweepMs?: number;
@@ -161,7 +167,8 @@ export class Rooms {
       if (room.state === 'completed' || room.state === 'cancelled')
         throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
       const speaker = from.trim().slice(0, 100);
-      // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as the agent's.
+      // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as
+      // the agent's.
       if (room.participants.some((participant) => participant.name.toLowerCase() === speaker.toLowerCase()))
         throw new AgoraError(
           'BAD_REQUEST',

@@ -62,7 +62,9 @@ export function nextTurn(
   return next === undefined ? undefined : { speaker: next, why: 'your turn' };
 }
 
-/** Why a room ends before its next turn, if it does; `synthesis` when a moderated room's lead should sum it up first. */
+/**
+ * Why a room ends before its next turn, if it does; `synthesis` when a moderated room's lead should sum it up first.
+ */
 export function endOf(room: RoomRecord): { reason: string; synthesis: boolean } | undefined {
   const left = active(room);
   if (room.pattern === 'moderated' && !left.some((participant) => participant.name === room.lead))
