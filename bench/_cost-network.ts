@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { z } from 'zod';
 import { startAgent } from '../src/agent.js';
 import { startHub } from '../src/hub/server.js';
-import { AnthropicModel } from '../src/llm/anthropic.js';
+import { AnthropicModel } from '../src/llm/anthropic/model.js';
 import type { Logger } from '../src/log.js';
 import { silentLogger } from '../src/log.js';
 import { FakeAnthropic } from '../src/testing/fake-anthropic.js';

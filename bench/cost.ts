@@ -22,7 +22,7 @@
 // `npm run bench:cost -- --queries 200 --window 20 --pairs 3 --pair-queries 30` for a shorter run.
 import { join } from 'node:path';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
-import { AnthropicModel } from '../src/llm/anthropic.js';
+import { AnthropicModel } from '../src/llm/anthropic/model.js';
 import { silentLogger, type Logger } from '../src/log.js';
 import { startAgent } from '../src/agent.js';
 import { z } from 'zod';

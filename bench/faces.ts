@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { canonicalJson, pythonFloat, RawNumber } from '../src/protocol/roar/canonical.js';
-import { hmacSignature, signingBody } from '../src/protocol/roar/signing.js';
+import { canonicalJson, pythonFloat, RawNumber } from '../src/bindings/roar/canonical.js';
+import { hmacSignature, signingBody } from '../src/bindings/roar/signing.js';
 import { hashText } from '../src/protocol/document.js';
 import {
   alternating,

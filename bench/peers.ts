@@ -7,10 +7,10 @@ import { fileURLToPath } from 'node:url';
 import { isDeepStrictEqual, parseArgs } from 'node:util';
 import { silentLogger } from '../src/log.js';
 import { parseDocument } from '../src/protocol/document.js';
-import { A2aClient } from '../src/sender/peers/a2a.js';
-import { OapClient } from '../src/sender/peers/oap.js';
-import { oapEnvelope } from '../src/sender/peers/oap-envelope.js';
-import { RoarClient } from '../src/sender/peers/roar.js';
+import { A2aClient } from '../src/bindings/a2a/client.js';
+import { OapClient } from '../src/bindings/oap/client.js';
+import { oapEnvelope } from '../src/bindings/oap/envelope.js';
+import { RoarClient } from '../src/bindings/roar/client.js';
 import { Sender } from '../src/sender/sender.js';
 import { formatNumber, startProcess, table } from './_harness.js';
 

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startServer } from '../src/agent.js';
-import { AnthropicModel } from '../src/llm/anthropic.js';
+import { AnthropicModel } from '../src/llm/anthropic/model.js';
 import { silentLogger } from '../src/log.js';
 import { hashText } from '../src/protocol/document.js';
 import { Receiver } from '../src/receiver.js';

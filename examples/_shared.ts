@@ -23,7 +23,7 @@ export type ExampleLlm = { llm: LanguageModel; name: string; offline: boolean; c
 
 /** Claude with a key in the environment; otherwise a FakeAnthropic running the deterministic brain (tokens ≈ characters / 4). */
 export async function exampleLlm(): Promise<ExampleLlm> {
-  if (hasAnthropicKey()) {
+  if (hasAnthropicKey(process.env)) {
     const llm = new AnthropicModel();
     return { llm, name: `Claude (${llm.model})`, offline: false, close: async () => {} };
   }

@@ -1,15 +1,13 @@
-import { join, resolve } from 'node:path';
-import type { Redis } from './_redis.js';
-import type { RedisStoreOptions } from './conversation/redis.js';
+import { resolve } from 'node:path';
+import { AGENT_DEFAULTS, withDefaults } from './agent/defaults.js';
+import { openStores, type AgentStores } from './agent/stores.js';
 import type { ConversationStore } from './conversation/store.js';
-import { AgoraError } from './errors.js';
-import type { FacesConfig } from './faces/index.js';
 import type { AgentMountOptions, ServerOptions } from './agent/mounts.js';
 import type { RunningServer } from './edge/node.js';
 import { chooseModel } from './llm/choose.js';
 import type { LanguageModel } from './llm/tool-loop.js';
 import { consoleLogger, type Logger } from './log.js';
-import { FileMemory, type AgentMemory } from './memory/file.js';
+import type { AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
 import { Receiver, tombstoneMsOf, type ReceiverOptions } from './receiver.js';
 import type { RoutineGenerator } from './generation/generate.js';
@@ -21,12 +19,15 @@ export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
   Omit<ServerOptions, 'dashboard' | 'port' | 'host'> & {
     port?: number;
     host?: string;
-    /** `memory` (default) or a `redis://host:port/db` URL shared by several processes (`?prefix=…&lockTtlMs=…`, see {@link parseRedisStoreUrl}). */
+    /** `memory` (default) or a `redis://host:port/db` URL shared by several processes (`?prefix=…&lockTtlMs=…`, see `parseStoreUrl`). */
     store?: string | ConversationStore;
     memory?: AgentMemory;
-    /** The LLM; `'auto'` (default) uses Claude when ANTHROPIC_API_KEY is set. `null` disables it. */
+    /**
+     * The LLM; `'auto'` (default) reads `process.env` as `agora serve` does (`AGORA_LLM`, else the provider whose key
+     * is set: ANTHROPIC_API_KEY, OPENAI_API_KEY…). `null` disables it.
+     */
     llm?: LanguageModel | 'auto' | null;
-    /** Claude model for `'auto'`. */
+    /** The model for `'auto'` (else AGORA_MODEL, else the provider's default). */
     model?: string;
     /** LLM-served conversations under a protocol before the LLM writes a routine for it (default 5; 0: never). */
     routineThreshold?: number;
@@ -62,83 +63,6 @@ export async function startServer(receiver: ReceiverApi, options: ServerOptions 
 
 export type { AgentMountOptions, ServerOptions, RunningServer };
 
-/** The store options a Redis store URL may carry in its query, beside what ioredis understands. */
-const STORE_PARAMETERS = ['prefix', 'lockTtlMs', 'lockWaitMs', 'tombstoneMs'] as const;
-
-/**
- * Splits a store Redis URL into the URL ioredis connects to and the store's own options, given as query
- * parameters: `prefix` (key prefix, default `agora:`), and `lockTtlMs`, `lockWaitMs`, `tombstoneMs` in ms.
- * @example parseRedisStoreUrl('redis://127.0.0.1:6379/0?prefix=shop:&lockTtlMs=5000')
- */
-export function parseRedisStoreUrl(text: string): { url: string; options: RedisStoreOptions } {
-  let parsed: URL;
-  try {
-    parsed = new URL(text);
-  } catch {
-    // Not echoed: the URL may hold a password.
-    throw new AgoraError('INVALID_ARGUMENT', 'store: not a valid redis:// URL');
-  }
-  const options: RedisStoreOptions = {};
-  for (const name of STORE_PARAMETERS) {
-    const value = parsed.searchParams.get(name);
-    if (value === null) continue;
-    parsed.searchParams.delete(name);
-    if (name === 'prefix') {
-      if (!value) throw new AgoraError('INVALID_ARGUMENT', 'store: prefix must not be empty');
-      options.prefix = value;
-      continue;
-    }
-    const number = Number(value);
-    if (!Number.isSafeInteger(number) || number < 1)
-      throw new AgoraError(
-        'INVALID_ARGUMENT',
-        `store: ${name} must be a positive integer of milliseconds, got ${JSON.stringify(value)}`,
-      );
-    options[name] = number;
-  }
-  // Other parameters (family, tls…) stay for ioredis; a bare `?` left behind would be harmless but untidy.
-  const url = parsed.search ? parsed.href : parsed.href.replace(/\?$/, '');
-  return { url, options };
-}
-
-/** Opens the conversation store and memory an agent will use (`memory` or a Redis URL, see {@link parseRedisStoreUrl}). */
-export async function openState(
-  dir: string,
-  store: string | ConversationStore | undefined,
-  memory: AgentMemory | undefined,
-  defaults: RedisStoreOptions = {},
-  logger?: Logger,
-): Promise<{
-  store?: ConversationStore;
-  memory: AgentMemory;
-  redis?: { client: Redis; prefix: string };
-  close(): Promise<void>;
-}> {
-  if (typeof store === 'string' && /^rediss?:\/\//.test(store)) {
-    const { url, options } = parseRedisStoreUrl(store);
-    const { connectRedis } = await import('./conversation/redis.js');
-    const redis = connectRedis(url, { ...defaults, ...options, ...(logger ? { logger } : {}) });
-    // An unreachable Redis is one clear failure naming its address, not a start that hangs on retries.
-    await redis.ready().catch(async (error: unknown) => {
-      await redis.close();
-      throw error;
-    });
-    return {
-      store: redis.store,
-      memory: memory ?? redis.memory,
-      redis: { client: redis.redis, prefix: options.prefix ?? defaults.prefix ?? 'agora:' },
-      close: () => redis.close(),
-    };
-  }
-  if (typeof store === 'string' && store !== 'memory')
-    throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(store)}`);
-  return {
-    ...(typeof store === 'object' ? { store } : {}),
-    memory: memory ?? new FileMemory(join(dir, '.agora')),
-    close: async () => {},
-  };
-}
-
 /**
  * Starts an agent from a folder: protocols, routines, tools, the LLM fallback, served over node:http. It listens
  * before `protocols/` is fully read and resolves once it is (with `waitForProtocols: false`, once it listens).
@@ -147,26 +71,28 @@ export async function openState(
 export async function startAgent(options: AgentOptions = {}): Promise<RunningAgent> {
   const dir = resolve(options.dir ?? '.');
   const logger: Logger = options.logger ?? consoleLogger();
-  const llm =
-    options.llm === null
-      ? undefined
-      : options.llm === undefined || options.llm === 'auto'
-        ? chooseModel(options.model ? { model: options.model } : {})
-        : options.llm;
-  // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
-  const state = await openState(dir, options.store, options.memory, { tombstoneMs: tombstoneMsOf(options) }, logger);
   const {
     port,
     host,
-    store: _store,
-    memory: _memory,
-    llm: _llm,
-    model: _model,
+    store,
+    memory,
+    llm: llmOption,
+    model,
     routineThreshold,
     autoApprove,
     dashboard: dashboardOption,
     ...rest
-  } = options;
+  } = withDefaults(AGENT_DEFAULTS, options);
+  // The agent's entry is the one place of the library that reads the environment, and only when asked ('auto').
+  const llm = llmOption === 'auto' ? chooseModel({ model }, process.env) : (llmOption ?? undefined);
+  // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
+  const stores = await openStores(store, {
+    role: 'agent',
+    dir,
+    memory,
+    redis: { tombstoneMs: tombstoneMsOf(options) },
+    logger,
+  });
   // Made once the receiver exists; the generator tells it of each routine status it writes.
   let dashboard: AgentDashboard | undefined;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
@@ -175,15 +101,15 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   const generator = llm
     ? new (await import('./generation/generate.js')).RoutineGenerator({
         dir,
-        memory: state.memory,
+        memory: stores.memory,
         llm,
         logger,
         tools: () => receiver.tools,
         profile: () => receiver.profile(),
         onUsage: (usage, protocol) =>
           receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
-        ...(routineThreshold !== undefined ? { threshold: routineThreshold } : {}),
-        ...(autoApprove !== undefined ? { autoApprove } : {}),
+        threshold: routineThreshold,
+        autoApprove,
         onStatus: () => dashboard?.routinesChanged(),
       })
     : undefined;
@@ -200,56 +126,31 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       logger,
       extensions,
       llm: llm ?? null,
-      ...(state.store ? { store: state.store } : {}),
-      memory: state.memory,
+      store: stores.conversations,
+      memory: stores.memory,
     });
   } catch (error) {
     await generator?.close();
-    await state.close();
+    await stores.close();
     throw error;
   }
   try {
-    const faces = await facesWithState(options.faces, state.redis?.client);
-    // With a Redis store, every process of the agent counts each client in one place.
-    const rateLimit =
-      options.rateLimit && state.redis && !options.rateLimit.redis
-        ? { ...options.rateLimit, redis: state.redis.client, prefix: state.redis.prefix }
-        : options.rateLimit;
-    const { createAgentDashboard } = await import('./dashboard/agent-dashboard.js');
-    dashboard =
-      dashboardOption === false
-        ? undefined
-        : createAgentDashboard(receiver, {
-            logger,
-            ...(options.tokens ? { tokens: options.tokens } : {}),
-            ...(generator ? { onReviewed: () => generator.forgetStatuses() } : {}),
-            ...(typeof dashboardOption === 'object' && dashboardOption.recorder
-              ? { recorder: dashboardOption.recorder }
-              : {}),
-          });
-    const server = await startServer(receiver, {
-      ...rest,
-      faces,
-      logger,
-      port: port ?? 3000,
-      ...(host ? { host } : {}),
-      ...(rateLimit ? { rateLimit } : {}),
-      dashboard: dashboard ?? false,
-    }).catch((error: unknown) => {
-      dashboard?.close?.();
-      throw error;
-    });
+    const server = await serve(receiver, { ...rest, port, host, logger, dashboard: dashboardOption }, stores, () =>
+      generator?.forgetStatuses(),
+    );
+    dashboard = server.dashboard;
     const running: RunningAgent = {
       receiver,
       url: server.url,
       port: server.port,
-      ...(generator ? { generator } : {}),
-      ...(dashboard ? { dashboard, dashboardUrl: `${server.url}/dashboard/` } : {}),
+      generator,
+      dashboard,
+      dashboardUrl: dashboard && `${server.url}/dashboard/`,
       async close() {
         await server.close();
         await generator?.close();
         await receiver.close();
-        await state.close();
+        await stores.close();
       },
     };
     if (options.waitForProtocols !== false) await receiver.loaded();
@@ -257,17 +158,42 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   } catch (error) {
     await generator?.close();
     await receiver.close();
-    await state.close();
+    await stores.close();
     throw error;
   }
 }
 
-// With a Redis store, ROAR message ids are remembered there, so every process of the agent refuses a replay.
-async function facesWithState(
-  faces: FacesConfig | false | undefined,
-  redis: Redis | undefined,
-): Promise<FacesConfig | false | undefined> {
-  if (faces === false || redis === undefined || faces?.replay !== undefined) return faces;
-  const { RedisReplayGuard } = await import('./faces/roar/replay-redis.js');
-  return { ...faces, replay: new RedisReplayGuard(redis) };
+type ServeOptions = Omit<AgentOptions, 'dashboard'> & { port: number; dashboard: AgentOptions['dashboard'] };
+
+// Serves the receiver with its dashboard; with a Redis store every process of the agent refuses a ROAR replay and
+// counts each client in one place.
+async function serve(
+  receiver: Receiver,
+  options: ServeOptions,
+  stores: AgentStores,
+  onReviewed: () => void,
+): Promise<RunningServer & { dashboard?: AgentDashboard }> {
+  const { dashboard: dashboardOption, faces, rateLimit, logger } = options;
+  const shared = stores.shared;
+  const { createAgentDashboard } = await import('./dashboard/agent-dashboard.js');
+  const dashboard =
+    dashboardOption === false
+      ? undefined
+      : createAgentDashboard(receiver, {
+          logger,
+          tokens: options.tokens,
+          onReviewed,
+          recorder: typeof dashboardOption === 'object' ? dashboardOption.recorder : undefined,
+        });
+  const server = await startServer(receiver, {
+    ...options,
+    faces:
+      faces === false || faces?.replay !== undefined || !stores.replay ? faces : { ...faces, replay: stores.replay },
+    rateLimit: rateLimit && shared && !rateLimit.redis ? { ...rateLimit, ...shared } : rateLimit,
+    dashboard: dashboard ?? false,
+  }).catch((error: unknown) => {
+    dashboard?.close?.();
+    throw error;
+  });
+  return { ...server, dashboard };
 }

@@ -64,7 +64,7 @@ export {
   type A2aClientOptions,
   type PeerKind,
   type RoarClientOptions,
-} from './sender/peers/index.js';
+} from './bindings/peers.js';
 /** A whole agent from a folder, or a receiver, served over node:http (the server machinery loads on first use). */
 export {
   startAgent,

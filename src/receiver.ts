@@ -7,7 +7,6 @@ import type { ZodType } from 'zod';
 import type { McpServerStatus } from './tool/mcp/index.js';
 import { DEFAULT_MAX_LLM_CHARS } from './llm/budget.js';
 import type { AgentProfile, ResponderCall } from './llm/peer-answers.js';
-import { chooseModel } from './llm/choose.js';
 import { llmInfoMetric } from './receiver/llm-info.js';
 import type { LanguageModel } from './llm/tool-loop.js';
 import { consoleLogger, type Logger } from './log.js';
@@ -102,8 +101,8 @@ export class Receiver implements ReceiverApi {
     this.store = options.store ?? new MemoryConversationStore({ now: this.#now, tombstoneMs: tombstoneMsOf(options) });
     this.memory = options.memory ?? new FileMemory(join(this.dir, '.agora'));
     this.counters = options.metrics ?? new Metrics();
-    // The same choice as `agora serve` (AGORA_LLM, or the provider whose key is set), unless `llm: null` says no LLM.
-    this.llm = options.llm === null ? undefined : (options.llm ?? chooseModel());
+    // The model given, if any: the environment is read by the CLI and `startAgent({ llm: 'auto' })`, not here.
+    this.llm = options.llm ?? undefined;
     this.extensions = options.extensions ?? {};
     this.registry = new ProtocolRegistry({
       directory: join(this.dir, 'protocols'),

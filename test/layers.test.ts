@@ -21,15 +21,17 @@ const LAYERS: readonly (readonly string[])[] = [
     '_slug',
     '_plural',
   ],
-  // The one HTTP toolkit: it knows no protocol.
-  ['edge', 'memory'],
+  // The one HTTP toolkit, inbound (edge) and outbound (net): it knows no protocol.
+  ['edge', 'memory', 'net'],
   ['protocol'],
   ['conversation', 'routine', 'tool', 'llm'],
   ['negotiation'],
   ['receiver', 'sender', 'conformance'],
   ['generation'],
-  // The mounts: the Agora wire, the faces (never the hub), the hub, the dashboards.
+  // The mounts: the Agora wire and the face kit; the bindings (one folder per foreign protocol, its face and its peer
+  // client, never the hub), the hub, the dashboards.
   ['agora', 'faces'],
+  ['bindings'],
   ['hub'],
   ['dashboard'],
   ['express', 'agent', 'init', 'init-dependency', 'testing'],

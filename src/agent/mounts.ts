@@ -2,7 +2,7 @@
 // Loaded on first use by `startServer`/`startAgent` (the edge, the faces and the dashboard are server machinery an
 // agent author's import never pays for).
 import { agoraMount, type HttpOptions } from '../agora/handler.js';
-import { agoraEnabled, facesFor, type FacesConfig } from '../faces/index.js';
+import { agoraEnabled, facesFor, type FacesConfig } from '../bindings/faces.js';
 import { createAgentDashboard, type AgentDashboard } from '../dashboard/agent-dashboard.js';
 import { compose, DEFAULT_MAX_BODY_BYTES, type Edge, type Mount } from '../edge/mount.js';
 import { listen, type ListenOptions, type RunningServer } from '../edge/node.js';

@@ -23,7 +23,7 @@ export async function hubClient(args: ParsedArgs): Promise<HubClient> {
   const { HubClient } = await import('../hub/client.js');
   const url = stringOption(args, 'hub');
   const token = stringOption(args, 'hub-token');
-  return new HubClient({ ...(url ? { url } : {}), ...(token ? { token } : {}) });
+  return new HubClient({ url, token });
 }
 
 /** A hub command's body as declared: its own options, and what its `--json` prints. */

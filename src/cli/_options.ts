@@ -1,6 +1,9 @@
 // Internal: the options several commands declare, written once so their flags, environment variables and help read
 // the same everywhere, with the code that reads them.
+import { isAgoraError } from '../errors.js';
+import { chooseModel, isLlmProvider, LLM_PROVIDERS } from '../llm/choose.js';
 import type { LanguageModel } from '../llm/model.js';
+import { PROVIDERS } from '../llm/providers.js';
 import {
   consoleLogger,
   withFields,
@@ -65,7 +68,7 @@ export function llmOptions(what: string): Record<'llm' | 'model' | 'llm-base-url
   return {
     llm: {
       type: 'string',
-      value: '<anthropic|openai|offline>',
+      value: `<${LLM_PROVIDERS.join('|')}>`,
       description:
         'LLM provider (default: the one whose API key is set, Anthropic first; offline: a scripted demo model, no key)',
       env: 'AGORA_LLM',
@@ -74,26 +77,24 @@ export function llmOptions(what: string): Record<'llm' | 'model' | 'llm-base-url
     'llm-base-url': {
       type: 'string',
       value: '<url>',
-      description:
-        'Base URL of the LLM API, e.g. http://localhost:11434/v1 for Ollama (ANTHROPIC_BASE_URL or OPENAI_BASE_URL)',
+      description: `Base URL of the LLM API, e.g. http://localhost:11434/v1 for Ollama (${BASE_URL_ENV.join(' or ')})`,
     },
   };
 }
 
+// The variables of the providers' endpoints, as `--llm-base-url` names them.
+const BASE_URL_ENV = PROVIDERS.flatMap((provider) => (provider.baseUrlEnv ? [provider.baseUrlEnv] : []));
+
+/** The variables of the providers' keys, as help names them (`ANTHROPIC_API_KEY or OPENAI_API_KEY`). */
+export const KEY_ENV = PROVIDERS.flatMap((provider) => provider.env.filter((name) => name.endsWith('_API_KEY')));
+
 /** The LLM `--llm`, `--model` and `--llm-base-url` (declared by {@link llmOptions}) and the environment choose, if any. */
 export async function chooseLlm(args: ParsedArgs): Promise<LanguageModel | undefined> {
-  // Loaded here, not at the top: `agora hash` and the other commands without an LLM never load the providers.
-  const { chooseModel, isLlmProvider, LLM_PROVIDERS } = await import('../llm/choose.js');
   const provider = stringOption(args, 'llm')?.trim().toLowerCase();
   if (provider !== undefined && !isLlmProvider(provider))
     throw new UsageError(`--llm must be one of ${LLM_PROVIDERS.join(', ')}, got ${JSON.stringify(provider)}`);
   const model = stringOption(args, 'model');
-  const baseUrl = stringOption(args, 'llm-base-url');
-  return chooseModel({
-    ...(provider ? { provider } : {}),
-    ...(model ? { model } : {}),
-    ...(baseUrl ? { baseUrl } : {}),
-  });
+  return chooseModel({ provider, model, baseUrl: stringOption(args, 'llm-base-url') }, process.env);
 }
 
 /** How a banner names the LLM: `openai gpt-4.1-mini`, `offline offline-demo (demo: …)`, or `none`. */
@@ -101,6 +102,14 @@ export function llmLabel(llm: LanguageModel | undefined): string {
   if (!llm) return 'none';
   const demo = llm.provider === 'offline' ? ' (demo: scripted answers, no network, not a real LLM)' : '';
   return `${llm.provider ?? 'custom'} ${llm.model}${demo}`;
+}
+
+/** Where a server of the CLI listens unless `--host` says otherwise: loopback, this machine only. */
+export const LOOPBACK = '127.0.0.1';
+
+/** `--host` (declared by {@link listenOptions}). */
+export function hostOf(args: ParsedArgs): string {
+  return stringOption(args, 'host') ?? LOOPBACK;
 }
 
 /** `--port` and `--host` of a command that listens (`AGORA_HOST`, loopback by default). */
@@ -119,14 +128,22 @@ export function listenOptions(portEnv: string, defaultPort: number): { port: Opt
       value: '<host>',
       description: 'Address to listen on',
       env: 'AGORA_HOST',
-      default: '127.0.0.1',
+      default: LOOPBACK,
     },
   };
 }
 
-/** `--store <memory|redis://…>`: where a command's state lives (`memory` by default). */
-export function storeOption(description: string, env: string): OptionSpec {
-  return { type: 'string', value: '<memory|redis://host:port/db>', description, env, default: 'memory' };
+/** `--store <memory|redis://…>`: where a command's state lives, `fallback` by default. */
+export function storeOption(description: string, env: string, fallback: string): OptionSpec {
+  return { type: 'string', value: '<memory|redis://host:port/db>', description, env, default: fallback };
+}
+
+/** A bad `--store` URL (the library's `store: …` refusal) as the usage error it is: `--store must be …`. */
+export function storeUsageError(error: unknown): never {
+  // The library names its `store` option; here the user typed `--store`.
+  if (isAgoraError(error) && error.code === 'INVALID_ARGUMENT' && error.message.startsWith('store: '))
+    throw new UsageError(`--${error.message.replace(/^store: must/, 'store must')}`);
+  throw error;
 }
 
 /** `--rate-limit <requests/minute>` of a server. */

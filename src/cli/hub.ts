@@ -1,6 +1,5 @@
-import type { Redis } from '../_redis.js';
 import { checkWorkers, isWorker, leaveCluster, runPrimary, startWorker } from '../agent/workers.js';
-import type { RoomStore } from '../hub/rooms/store.js';
+import { isSharedStore, openStores } from '../agent/stores.js';
 import { plural } from '../_plural.js';
 import {
   defineCommand,
@@ -18,6 +17,7 @@ import {
   CORS_ORIGIN_OPTION,
   LOG_OPTIONS,
   HUB_TOKEN_OPTION,
+  hostOf,
   corsOrigins as corsOriginsOf,
   jsonOption,
   listenOptions,
@@ -26,6 +26,7 @@ import {
   RATE_LIMIT_OPTION,
   requiredTokensOption,
   storeOption,
+  storeUsageError,
   wantsJson,
 } from './_options.js';
 
@@ -43,6 +44,7 @@ export const command = defineCommand(
       store: storeOption(
         'Where the hub keeps its state (Redis: shared by several hubs, kept across restarts; `?prefix=` in the URL)',
         'AGORA_HUB_STORE',
+        'memory',
       ),
       peer: {
         type: 'string',
@@ -156,17 +158,15 @@ export const command = defineCommand(
       ]);
       const worker = startWorker();
       const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub', worker);
-      const storeOption = stringOption(args, 'store') ?? 'memory';
-      if (storeOption !== 'memory' && !/^rediss?:\/\//.test(storeOption))
-        throw new UsageError('--store must be memory or a redis:// URL');
+      const store = stringOption(args, 'store') ?? 'memory';
       const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
       try {
-        checkWorkers(workers, storeOption !== 'memory');
+        checkWorkers(workers, isSharedStore(store));
       } catch (error) {
         throw new UsageError((error as Error).message);
       }
       if (workers > 1 && !isWorker()) {
-        const host = stringOption(args, 'host') ?? '127.0.0.1';
+        const host = hostOf(args);
         const { urlOf } = await import('../edge/node.js');
         return runPrimary({
           workers,
@@ -179,25 +179,7 @@ export const command = defineCommand(
             }),
         });
       }
-      let store;
-      let roomStore: RoomStore | undefined;
-      let shared: { redis: Redis; prefix: string; quit(redis: Redis): Promise<void> } | undefined;
-      if (storeOption !== 'memory') {
-        const { RedisHubStore } = await import('../hub/redis-store.js');
-        const { openRedis } = await import('../_redis-connection.js');
-        const url = new URL(storeOption);
-        const prefix = url.searchParams.get('prefix') ?? undefined;
-        url.searchParams.delete('prefix');
-        store = new RedisHubStore(url.href, { logger, ...(prefix ? { prefix } : {}) });
-        const { RedisRoomStore } = await import('../hub/rooms/redis-store.js');
-        roomStore = new RedisRoomStore({ url: url.href, logger, ...(prefix ? { prefix } : {}) });
-        // Every process of the hub counts each client in one place (a request may land on any worker).
-        shared = {
-          redis: openRedis(url.href),
-          prefix: prefix ?? 'agora-hub:',
-          quit: (await import('../_redis.js')).quit,
-        };
-      }
+      const stores = await openStores(store, { role: 'hub', logger }).catch(storeUsageError);
       const llm = await chooseLlm(args);
       const tokens = args.values.token as string[] | undefined;
       const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
@@ -208,7 +190,7 @@ export const command = defineCommand(
       };
       const running = await startHub({
         port: numberOption(args, 'port', { integer: true }) ?? 4000,
-        host: stringOption(args, 'host') ?? '127.0.0.1',
+        host: hostOf(args),
         allowPrivateAgents: args.values['allow-private-agents'] === true,
         checkIntervalMs: (numberOption(args, 'check-interval', { min: 1 }) ?? 60) * 1000,
         maxRunBytes: numberOption(args, 'max-run-bytes', { min: 1024, integer: true }) ?? 262_144,
@@ -217,36 +199,28 @@ export const command = defineCommand(
         removeDownAfterMs: (numberOption(args, 'remove-down-after', { min: 0.01 }) ?? 168) * 3_600_000,
         peers: (args.values.peer as string[] | undefined) ?? [],
         logger,
-        ...(store ? { store } : {}),
+        store: stores.hub,
         rooms: {
           ...watchers,
           maxReplyBytes: numberOption(args, 'max-turn-reply-bytes', { min: 65_536, integer: true }) ?? 262_144,
-          ...(roomStore ? { store: roomStore } : {}),
+          store: stores.rooms,
         },
-        ...(llm ? { llm } : {}),
-        ...(tokens?.length ? { tokens } : {}),
-        ...(rate
-          ? {
-              rateLimit: {
-                windowMs: 60_000,
-                max: rate,
-                ...(shared ? { redis: shared.redis, prefix: shared.prefix } : {}),
-              },
-            }
-          : {}),
-        ...(corsOrigins.length ? { corsOrigins } : {}),
+        llm,
+        tokens: tokens?.length ? tokens : undefined,
+        rateLimit: rate ? { windowMs: 60_000, max: rate, ...stores.shared } : undefined,
+        corsOrigins: corsOrigins.length ? corsOrigins : undefined,
         server: { requestLog },
         mounts: (hub, rooms) => [
           createHubDashboard(hub, {
             logger,
-            ...(tokens?.length ? { tokens } : {}),
-            ...(rooms ? { rooms: roomsSource(rooms) } : {}),
+            tokens,
+            rooms: rooms && roomsSource(rooms),
           }),
         ],
       });
-      say(`store ${store ? 'redis' : 'memory'}, LLM routing: ${llmLabel(llm)}`, {
+      say(`store ${stores.kind}, LLM routing: ${llmLabel(llm)}`, {
         event: 'hub',
-        store: store ? 'redis' : 'memory',
+        store: stores.kind,
         llm: llmLabel(llm),
       });
       if (worker === undefined) say(`listening on ${running.url}`, { event: 'listening', url: running.url });
@@ -256,8 +230,7 @@ export const command = defineCommand(
         const stop = () =>
           void running
             .close()
-            .then(() => roomStore?.close())
-            .then(() => shared?.quit(shared.redis))
+            .then(() => stores.close())
             .finally(() => {
               leaveCluster();
               done();

@@ -26,10 +26,10 @@ export const command = defineCommand(
       'Host configuration: {"mcpServers": {"weather": {"command": "npx", "args": ["agora", "mcp", "http://localhost:3000"]}}}',
     async run(args) {
       const url = urlArgument(requiredPositional(args, 0, '<agent-url>'));
-      const { serveMcpStdio } = await import('../faces/mcp/stdio.js');
+      const { serveMcpStdio } = await import('../bindings/mcp/stdio.js');
       const token = stringOption(args, 'token');
       const poll = numberOption(args, 'poll', { min: 0 }) ?? 30;
-      await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, ...(token ? { token } : {}) });
+      await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, token });
       return 0;
     },
   },

@@ -1,3 +1,4 @@
+import { AGENT_DEFAULTS } from '../agent/defaults.js';
 import { folderArgument } from './_arguments.js';
 import { openMemory } from './_memory.js';
 import { defineCommand, printJson, requiredPositional, stringOption, UsageError } from './_command.js';
@@ -17,7 +18,11 @@ export const command = defineCommand(
   {
     options: {
       json: jsonOption('Print the verdicts as JSON'),
-      store: storeOption('Where the agent keeps what it learned (as for agora serve)', 'AGORA_STORE'),
+      store: storeOption(
+        'Where the agent keeps what it learned (as for agora serve)',
+        'AGORA_STORE',
+        AGENT_DEFAULTS.store,
+      ),
     },
     details: [
       'A protocol a peer sends that the agent has no routine for is judged once by its LLM; a "no" is remembered and',

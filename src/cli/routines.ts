@@ -1,3 +1,4 @@
+import { AGENT_DEFAULTS } from '../agent/defaults.js';
 import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { plural } from '../_plural.js';
@@ -103,7 +104,11 @@ export const command = defineCommand(
   {
     options: {
       json: jsonOption('Print JSON (list, show)'),
-      store: storeOption('Where the agent keeps what it learned (as for agora serve)', 'AGORA_STORE'),
+      store: storeOption(
+        'Where the agent keeps what it learned (as for agora serve)',
+        'AGORA_STORE',
+        AGENT_DEFAULTS.store,
+      ),
     },
     details: [
       "A routine is named by its id (the generated file name, e.g. unit-conversion-0a1b2c3d), the protocol's name, or a hash prefix.",

@@ -8,11 +8,13 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import {
   askPeer,
   detectPeerKind,
+  PEER_KINDS,
   peerConversation,
   streamPeer,
   type ForeignKind,
   type PeerKind,
-} from '../sender/peers/index.js';
+} from '../bindings/peers.js';
+import { PROBES } from '../bindings/index.js';
 import { Sender, type QueryResult, type StreamQueryOptions } from '../sender/sender.js';
 import type { SenderStreamEvent } from '../sender/stream.js';
 import { fileArgument, urlArgument } from './_arguments.js';
@@ -92,8 +94,6 @@ async function printStream(events: AsyncIterable<SenderStreamEvent>, json: boole
   }
 }
 
-const KINDS: readonly PeerKind[] = ['agora', 'roar', 'a2a', 'oap'];
-
 /** Whether an Agora query failed because the agent does not speak Agora there (nothing was done): worth asking what it speaks. */
 function notAgora(error: unknown): boolean {
   return (
@@ -103,7 +103,7 @@ function notAgora(error: unknown): boolean {
   );
 }
 
-/** One query to a ROAR, A2A or OAP agent, streamed or not. */
+/** One query to an agent of a foreign kind (ROAR, OAP, A2A…), streamed or not. */
 async function sendForeign(
   kind: ForeignKind,
   url: string,
@@ -123,16 +123,14 @@ export const command = defineCommand(
   {
     name: 'send',
     summary: 'Send a query to an agent and print the reply body',
-    usage:
-      'agora send <url> [body|-] [--as agora|roar|a2a|oap] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--roar-secret <secret>] [--json] [--timeout <s>]',
+    usage: `agora send <url> [body|-] [--as ${PEER_KINDS.join('|')}] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--roar-secret <secret>] [--json] [--timeout <s>]`,
   },
   {
     options: {
       as: {
         type: 'string',
         value: '<protocol>',
-        description:
-          'Speak agora, roar, a2a or oap to the agent (default: Agora, or what the agent serves when it does not answer Agora)',
+        description: `Speak ${PEER_KINDS.slice(0, -1).join(', ')} or ${PEER_KINDS.at(-1)} to the agent (default: Agora, or what the agent serves when it does not answer Agora)`,
       },
       'roar-secret': {
         type: 'string',
@@ -168,7 +166,7 @@ export const command = defineCommand(
       '  agora send http://localhost:8089 "Review this diff" --as roar --roar-secret "$SECRET"',
       '  agora send http://localhost:41241 "Hello" --as a2a --stream',
       'Without --as, an agent that does not answer Agora (404, 405, or not an Agora reply) is asked what it serves',
-      '(/wellknown, /roar/card, /.well-known/agent-card.json, GET /, then /roar/health for a ROAR agent without a card)',
+      `(GET /wellknown, then ${PROBES.map((probe) => probe.path).join(', ')}, in that order)`,
       'and the query goes again in its protocol.',
     ].join('\n'),
     async run(args) {
@@ -186,8 +184,8 @@ export const command = defineCommand(
       const file = stringOption(args, 'protocol');
       const protocol = file ? parseDocument(await readFile(await fileArgument(file, '--protocol')), file) : undefined;
       const as = stringOption(args, 'as');
-      if (as !== undefined && !KINDS.includes(as as PeerKind))
-        throw new UsageError(`--as takes one of ${KINDS.join(', ')}`);
+      if (as !== undefined && !PEER_KINDS.includes(as as PeerKind))
+        throw new UsageError(`--as takes one of ${PEER_KINDS.join(', ')}`);
       const secret = stringOption(args, 'roar-secret') ?? process.env.AGORA_ROAR_SECRET;
       const peerOptions = { timeoutMs: timeout, ...agentToken(args), ...(secret ? { secret } : {}) };
       const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null, ...agentToken(args) });

@@ -7,6 +7,12 @@ function sha256(value: string): Buffer {
   return createHash('sha256').update(value).digest();
 }
 
+/** The token of an `Authorization: Bearer <token>` header (its first value), undefined without one: the one parser. */
+export function bearerToken(header: string | string[] | undefined): string | undefined {
+  const value = Array.isArray(header) ? header[0] : header;
+  return value === undefined ? undefined : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(value)?.[1];
+}
+
 /** Checks `Authorization: Bearer <token>` against a list of tokens, in constant time. */
 export class TokenCheck {
   // Digests make every comparison the same length, so timingSafeEqual leaks neither content nor length.
@@ -23,9 +29,7 @@ export class TokenCheck {
 
   /** Whether an `Authorization` header (or its values) carries one of the tokens. */
   accepts(header: string | string[] | undefined): boolean {
-    const value = Array.isArray(header) ? header[0] : header;
-    const match = value === undefined ? null : /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(value);
-    return this.acceptsToken(match?.[1]);
+    return this.acceptsToken(bearerToken(header));
   }
 
   /** Whether a bare token (a WebSocket's `?token=`, a stdio client's setting) is one of the tokens. */

@@ -33,6 +33,8 @@ export interface Mount {
   readonly routes: readonly Route[];
   /** A body cap smaller than the edge's, for this mount's requests. */
   readonly maxBodyBytes?: number;
+  /** Request headers of its wire beyond the usual ones (`mcp-session-id`…), which browsers may then send cross-site. */
+  readonly headers?: readonly string[];
   /** Answers a routed request; the guard has passed. A synchronous `undefined` declines it (the next route, else 404). */
   handle(request: MountedRequest): Promise<EdgeResponse> | EdgeResponse | undefined;
   /** Answers a WebSocket upgrade on a `socket` route: a refusal, or a response whose `upgrade` accepts it. */
@@ -91,8 +93,8 @@ function byMethod(all: Entry[], method: string): Entry[] {
   return taking.length > 0 ? taking : [all[0]!];
 }
 
-const PREFLIGHT_HEADERS =
-  'authorization, content-type, accept, last-event-id, a2a-version, mcp-session-id, mcp-protocol-version';
+/** The request headers a browser may send to any mount; each mount adds its wire's own (`Mount.headers`). */
+const PREFLIGHT_HEADERS = ['authorization', 'content-type', 'accept', 'last-event-id'];
 
 /**
  * Puts mounts behind one guard: the rate limit (every request), then routing by path, then OPTIONS (with CORS
@@ -107,6 +109,9 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const logger = options.logger;
   const fallback = mounts[0];
+  const preflightHeaders = [...new Set([...PREFLIGHT_HEADERS, ...mounts.flatMap((mount) => mount.headers ?? [])])].join(
+    ', ',
+  );
   const exact = new Map<string, Entry[]>();
   const prefixes: (Entry & { stem: string })[] = [];
   for (const mount of mounts) {
@@ -161,7 +166,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
     if (typeof origin === 'string' && (corsOrigins.has(origin) || corsOrigins.has('*'))) {
       headers['access-control-allow-origin'] = origin;
       headers['access-control-allow-methods'] = headers.allow!;
-      headers['access-control-allow-headers'] = PREFLIGHT_HEADERS;
+      headers['access-control-allow-headers'] = preflightHeaders;
       headers['access-control-max-age'] = '600';
       headers.vary = 'Origin';
     }

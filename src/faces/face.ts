@@ -1,9 +1,10 @@
-// What a face is: a mount that speaks another protocol (ROAR, OAP, A2A…) over the same receiver. A face is one
-// folder exporting one `FaceDefinition`, and one line in the list of faces (`faces/index.ts`).
+// What a face is: a mount that speaks another protocol (ROAR, OAP, A2A…) over the same receiver. A face is the
+// `FaceDefinition` of one binding (`src/bindings/<name>/`), listed once in `BINDINGS`.
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ReceiverApi } from '../receiver.js';
 import type { Mount } from '../edge/mount.js';
+import type { Catalogue } from './catalogue.js';
 
 /** A face: a mount with a face's name. Its routes, public routes and error shape are declared to the edge. */
 export interface Face extends Mount {
@@ -13,6 +14,8 @@ export interface Face extends Mount {
 /** What every face is made from: the receiver and what the agent shares with all of its faces. */
 export type FaceContext = {
   receiver: ReceiverApi;
+  /** What the agent serves, read once for all of its faces. */
+  catalogue: Catalogue;
   /** The agent's name (ROAR display name, OAP agent_id, A2A card name) and description. */
   name: string;
   description: string;

@@ -5,6 +5,7 @@
 // holds the caller's principal (a token's digest, a verified ROAR signer), so two callers who pick the same id have
 // separate conversations, and one caller cannot continue, read or end another's.
 import { createHash } from 'node:crypto';
+import { bearerToken } from '../edge/guard.js';
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { InMemoryMemory, type AgentMemory } from '../memory/file.js';
@@ -49,7 +50,7 @@ export function sessionKey(principal: string | undefined, id: string): string {
 
 /** A caller's principal from a bearer token (`Bearer …` or the bare token): its digest, `undefined` without one. */
 export function tokenScope(token: string | undefined): string | undefined {
-  const bare = token?.replace(/^Bearer\s+/i, '').trim();
+  const bare = (bearerToken(token) ?? token)?.trim();
   return bare ? `token:${createHash('sha256').update(bare).digest('base64url')}` : undefined;
 }
 

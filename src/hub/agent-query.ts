@@ -1,12 +1,10 @@
-// One hop of a chain: a query to an agent of the directory through the client of its kind (Agora `POST /`, OAP
-// `POST /invoke`, ROAR `POST /roar/message`, A2A's own client), bounded in time and size; its reply parsed (never
-// trusted), its result and the handoff it names read by the rules of its protocol.
+// One hop of a chain: a query to an agent of the directory through the client of its kind (Agora `POST /`, else its
+// binding's peer client: OAP `POST /invoke`, ROAR `POST /roar/message`, A2A's own client…), bounded in time and size;
+// its reply parsed (never trusted), its result and the handoff it names read by the rules of its protocol.
 import { AgoraError, isAgoraError } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
-import { A2aClient } from '../sender/peers/a2a.js';
-import { OapClient, readHandoff } from '../sender/peers/oap.js';
-import { oapEnvelope, oapStep } from '../sender/peers/oap-envelope.js';
-import { RoarClient } from '../sender/peers/roar.js';
+import { chainReply, chainText, type ChainReply } from '../bindings/chain.js';
+import { peerClient } from '../bindings/peers.js';
 import { PeerTransport } from '../sender/transport.js';
 import type { AgentProtocol, AgentRecord, Hop } from './records.js';
 import { replyShapeOf, shapeMismatch } from './reply-shape.js';
@@ -15,19 +13,10 @@ import { replyShapeOf, shapeMismatch } from './reply-shape.js';
 export type HopInput = { runId: string; goal: string; input?: JsonValue; done: readonly Hop[] };
 
 /** What a hop got back: the result, and the next agent when the reply names one. */
-export type HopOutput = { result: JsonValue; handoff?: { target: string; goal?: string } };
+export type HopOutput = ChainReply;
 
 /** Bounds of one hop, and the secret ROAR messages are signed with (else a fresh Ed25519 key). */
 export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?: string };
-
-/** The handoff a reply names: `handoff.next_agent` in a JSON object body (`handoff.goal` may narrow the goal). */
-export function handoffOf(body: unknown): HopOutput['handoff'] {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return undefined;
-  const handoff = readHandoff((body as Record<string, unknown>).handoff);
-  return handoff === undefined
-    ? undefined
-    : { target: handoff.next_agent, ...(handoff.goal ? { goal: handoff.goal } : {}) };
-}
 
 /** Whether a reply body is a protocol-level error: an object whose `error` is a non-empty string, beside no result. */
 export function isProtocolError(body: JsonValue): boolean {
@@ -50,18 +39,7 @@ async function bounded<T>(run: () => Promise<T>): Promise<T> {
 /** The body sent to an Agora agent: `{goal, input}` under a protocol, else natural language. */
 function agoraBody(hop: HopInput, protocol: AgentProtocol | undefined): JsonValue {
   if (protocol !== undefined) return { goal: hop.goal, input: hop.input ?? null };
-  return naturalLanguage(hop);
-}
-
-/** The goal, with what the previous agent found, as one text (what a ROAR or A2A agent reads). */
-function naturalLanguage(hop: HopInput): string {
-  if (hop.input === undefined || hop.input === null) return hop.goal;
-  return `${hop.goal}\n\nWhat the previous agent found:\n${typeof hop.input === 'string' ? hop.input : JSON.stringify(hop.input)}`;
-}
-
-/** A result and the handoff it names, if any. */
-function output(result: JsonValue, handoff = handoffOf(result)): HopOutput {
-  return { result, ...(handoff ? { handoff } : {}) };
+  return chainText(hop);
 }
 
 /**
@@ -75,46 +53,15 @@ export async function queryAgent(
   limits: HopLimits,
   documentText?: string,
 ): Promise<HopOutput> {
-  const options = { timeoutMs: limits.timeoutMs, maxReplyBytes: limits.maxReplyBytes };
-  switch (agent.kind) {
-    case 'oap': {
-      // OAP's rules: a full TaskEnvelope (the chain's id, the previous result as memory, a Step per finished hop), and
-      // the reply's `result` winning over `memory.last_result`; the chain stops when the reply sets no handoff. Every
-      // finished hop before this one handed the chain on: a hop that named no next agent would have ended it.
-      const steps = hop.done.map((done) => oapStep(done.agentName, 'handed off', done.result ?? null, done.finishedAt));
-      const envelope = oapEnvelope({ id: hop.runId, goal: hop.goal, input: hop.input ?? null, stepsTaken: steps });
-      const reply = await bounded(() => new OapClient(options).invoke(agent.url, envelope));
-      return output(
-        reply.result,
-        reply.handoff
-          ? { target: reply.handoff.next_agent, ...(reply.handoff.goal ? { goal: reply.handoff.goal } : {}) }
-          : undefined,
-      );
-    }
-    case 'roar': {
-      // ROAR's answer is the `respond` message's `payload.result`; a handoff is named in it, or beside it in the payload.
-      const answer = await bounded(() =>
-        new RoarClient({ ...options, ...(limits.roarSecret ? { secret: limits.roarSecret } : {}) }).ask(agent.url, {
-          body: naturalLanguage(hop),
-        }),
-      );
-      return output(answer.result, handoffOf(answer.result) ?? handoffOf(answer.reply.payload));
-    }
-    case 'a2a': {
-      // A2A's answer is the completed task's artifacts (or the agent's message); any other end state failed the hop.
-      const answer = await bounded(() =>
-        new A2aClient({ ...options, sameOrigin: true }).send(agent.url, { body: naturalLanguage(hop) }),
-      );
-      if (answer.state !== 'completed')
-        throw new AgoraError(
-          'PEER_FAILURE',
-          `A2A task ${answer.taskId ?? ''} at ${agent.url}: ${answer.state}, not completed`,
-        );
-      return output(answer.result);
-    }
-    default:
-      return agoraHop(agent, protocol, hop, limits, documentText);
-  }
+  if (agent.kind === 'agora') return agoraHop(agent, protocol, hop, limits, documentText);
+  const client = peerClient(agent.kind, {
+    timeoutMs: limits.timeoutMs,
+    maxReplyBytes: limits.maxReplyBytes,
+    // A card cannot send the hub's requests to another host than the agent's.
+    sameOrigin: true,
+    ...(limits.roarSecret ? { secret: limits.roarSecret } : {}),
+  });
+  return bounded(() => client.hop(agent.url, hop));
 }
 
 async function agoraHop(
@@ -155,5 +102,5 @@ async function agoraHop(
       'PEER_FAILURE',
       `POST ${url}: the reply does not match ${JSON.stringify(protocol.name.slice(0, 100))}'s reply (${mismatch})`,
     );
-  return output(reply.body);
+  return chainReply(reply.body);
 }

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { AgoraError, describeError, isAgoraError } from '../errors.js';
+import { AgoraError, isAgoraError } from '../errors.js';
+import { CLIENT_DEFAULTS } from '../net/client.js';
 import { hashText } from '../protocol/document.js';
 import { HubProtocols, type ProtocolHub } from '../sender/hub.js';
-import { MAX_REPLY_BYTES } from '../sender/transport.js';
 import type { ChainBackend } from './chains.js';
 import {
   agentProtocolSchema,
@@ -23,7 +23,7 @@ export type HubClientOptions = {
   url?: string;
   /** Bearer token for writes, `/runs`, `/metrics` and rooms (the CLI reads `--hub-token` or `AGORA_HUB_TOKEN`). */
   token?: string;
-  /** Bound on each request (default 30 s). */
+  /** Bound on each request (default 30 s; a room's event stream: until its headers). */
   timeoutMs?: number;
   fetch?: typeof fetch;
 };
@@ -78,22 +78,12 @@ export type HubAgent = z.infer<typeof hitSchema>;
  * @example const hub = new HubClient({ url: 'http://127.0.0.1:4000' }); const { agent, reason } = await hub.route('weather in Paris');
  */
 export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub {
-  readonly #fetch: typeof fetch;
-  readonly #token: string | undefined;
-
   constructor(options: HubClientOptions = {}) {
     // The environment (AGORA_HUB, AGORA_HUB_TOKEN) is the CLI's to read, through its options.
-    const { url, token } = options;
+    const { url, token, fetch } = options;
     if (!url) throw new AgoraError('BAD_REQUEST', 'No hub: pass --hub <url> or set AGORA_HUB');
-    super({
-      url,
-      token,
-      timeoutMs: options.timeoutMs ?? 30_000,
-      maxReplyBytes: MAX_REPLY_BYTES,
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-    });
-    this.#fetch = options.fetch ?? globalThis.fetch;
-    this.#token = token;
+    const timeoutMs = options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs;
+    super({ url, token, fetch, timeoutMs, maxReplyBytes: CLIENT_DEFAULTS.maxReplyBytes });
   }
 
   /** Registers an agent by URL (the hub reads it); a name, description or capabilities given win over what it says of itself. */
@@ -200,29 +190,25 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
     const url = `${this.url}/rooms/${encodeURIComponent(id)}/events`;
     for (let attempt = 0; attempt <= (options.maxResumes ?? 5); attempt++) {
       if (attempt > 0) options.onResume?.(last);
-      const headers: Record<string, string> = {
-        accept: 'text/event-stream',
-        ...(this.#token ? { authorization: `Bearer ${this.#token}` } : {}),
-        ...(last ? { 'last-event-id': String(last) } : {}),
-      };
-      let response: Response;
+      const headers: Record<string, string> = { accept: 'text/event-stream' };
+      if (last) headers['last-event-id'] = String(last);
+      let reply;
       try {
-        response = await this.#fetch(url, { headers, ...(options.signal ? { signal: options.signal } : {}) });
+        reply = await this.client.request('GET', url, { headers, signal: options.signal, streams: true });
       } catch (error) {
         if (options.signal?.aborted) return;
-        throw new AgoraError('PEER_FAILURE', `GET ${url} failed: ${describeError(error)}`, { cause: error });
+        throw error;
       }
-      if (!response.ok || !response.body) {
-        const text = await response.text().catch(() => '');
-        const message = /"error":"([^"]*)"/.exec(text)?.[1] ?? 'no detail';
+      if (reply.status !== 200 || !reply.body) {
+        const message = /"error":"([^"]*)"/.exec(reply.bytes.toString('utf8'))?.[1] ?? 'no detail';
         throw new AgoraError(
-          response.status === 401 ? 'UNAUTHORIZED' : response.status === 404 ? 'NOT_FOUND' : 'PEER_FAILURE',
-          `GET ${url}: HTTP ${response.status}: ${message}`,
-          { status: response.status },
+          reply.status === 401 ? 'UNAUTHORIZED' : reply.status === 404 ? 'NOT_FOUND' : 'PEER_FAILURE',
+          `GET ${url}: HTTP ${reply.status}: ${message}`,
+          { status: reply.status },
         );
       }
       try {
-        for await (const event of sseEvents(response.body)) {
+        for await (const event of sseEvents(reply.body)) {
           // The hub sends ARP's frames (`hello` and heartbeats carry no id and are left out).
           const room =
             typeof event.data === 'object' && event.data !== null

@@ -43,9 +43,11 @@ export const HUB_DEFAULTS = {
   headersTimeoutMs: 10_000,
 } as const;
 
-/** The limits that must be whole numbers of at least 1: a hub holding 0 agents or 0-byte checkpoints is no hub. */
+/**
+ * The limits that must be whole numbers of at least 1: a hub holding 0 documents or 0-byte checkpoints could not
+ * work. `maxAgents` may be 0 (a hub of documents and rooms, holding no agent: every registration is refused).
+ */
 const POSITIVE_LIMITS = [
-  'maxAgents',
   'maxMissedChecks',
   'maxDocuments',
   'maxDocumentBytes',
@@ -57,14 +59,15 @@ const POSITIVE_LIMITS = [
 
 /** The hub's limits, each given or its default. */
 export type HubLimits = { -readonly [K in (typeof POSITIVE_LIMITS)[number]]: number } & {
+  maxAgents: number;
   checkIntervalMs: number;
   removeDownAfterMs: number;
   syncIntervalMs: number;
 };
 
 /**
- * The limits of a hub's options merged over {@link HUB_DEFAULTS}; a limit that is not a positive integer (0
- * included: it would refuse every agent, document or chain) is refused with `INVALID_ARGUMENT`, naming it.
+ * The limits of a hub's options merged over {@link HUB_DEFAULTS}; a limit no hub can work with (a count or size of
+ * 0, a fraction, a negative duration) is refused with `INVALID_ARGUMENT`, naming it, never replaced by its default.
  */
 export function hubLimits(options: Partial<HubLimits>): HubLimits {
   const limits: HubLimits = {
@@ -85,6 +88,11 @@ export function hubLimits(options: Partial<HubLimits>): HubLimits {
     if (!Number.isSafeInteger(value) || value < 1)
       throw new AgoraError('INVALID_ARGUMENT', `Hub option ${name} must be a positive integer, not ${value}`);
   }
+  if (!Number.isSafeInteger(limits.maxAgents) || limits.maxAgents < 0)
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      `Hub option maxAgents must be 0 or a positive integer, not ${limits.maxAgents}`,
+    );
   // An agent checked every 0 ms would be checked without end; removing one as soon as it is down, or syncing at
   // every round, are choices a hub may make.
   if (!Number.isFinite(limits.checkIntervalMs) || limits.checkIntervalMs <= 0)

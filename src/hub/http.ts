@@ -7,7 +7,7 @@ import type { Mount, MountedRequest, Route } from '../edge/mount.js';
 import { requestTarget } from '../edge/request.js';
 import { failure, json, respond, type EdgeResponse } from '../edge/response.js';
 import { statusOf } from '../edge/status.js';
-import { clientKey } from '../edge/guard.js';
+import { bearerToken, clientKey } from '../edge/guard.js';
 import { publicRecord, registrantOf } from './registration.js';
 import type { Hub } from './hub.js';
 import type { ChainRun } from './records.js';
@@ -71,10 +71,7 @@ function pageBody(
 
 /** The bearer token a request carries, if any. */
 function bearerOf(request: MountedRequest): string | undefined {
-  const header = request.headers.authorization;
-  const value = Array.isArray(header) ? header[0] : header;
-  const match = value === undefined ? null : /^Bearer\s+(\S+)\s*$/i.exec(value);
-  return match?.[1];
+  return bearerToken(request.headers.authorization);
 }
 
 function notAllowed(allow: string): EdgeResponse {

@@ -20,7 +20,7 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
   llm?: LanguageModel;
   /** Register agents (and sync peers) on loopback and private networks (the SSRF rule of protocol sources lifted). */
   allowPrivateAgents?: boolean;
-  /** Agents held at most (a positive integer). */
+  /** Agents held at most (0 holds none: every registration is refused). */
   maxAgents?: number;
   /** Protocol documents held at most. */
   maxDocuments?: number;

@@ -1,15 +1,17 @@
-// Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), its ROAR card, its
-// A2A card and its OAP `GET /` where it has them, else ROAR's `/roar/health` (a card-less ROAR agent, which says
-// nothing of itself: its name and capabilities come with its registration); what it serves tells its kind (Agora,
-// ROAR, A2A, OAP, that order). Every read goes through the SSRF guard, size cap and time limit of
-// protocol sources (src/protocol/sources.ts): the hub fetches URLs strangers give it.
+// Reads what an agent says about itself: `/wellknown` and its documents (each verified by hash), and what each
+// binding's probes read (its ROAR card, its A2A card, its OAP `GET /`…), the fallback ones (ROAR's card-less
+// `/roar/health`, whose agent says nothing of itself: its name and capabilities come with its registration) only
+// when nothing else answered; what it serves tells its kind (Agora, then the probes' order). Every read goes through
+// the SSRF guard, size cap and time limit of protocol sources (src/protocol/sources.ts): the hub fetches URLs
+// strangers give it.
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
 import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '../protocol/document.js';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 import { decodeDataUri, fetchSource, isForbiddenAddress, type SourceOptions } from '../protocol/sources.js';
-import { isRoarHealth } from '../sender/peers/roar.js';
+import type { Recognition } from '../bindings/binding.js';
+import { PROBES, type PeerKind } from '../bindings/index.js';
 
 /** How the hub reads agents: the source options (private networks, time, size), and caps. */
 export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs' | 'lookup' | 'headers'> & {
@@ -21,7 +23,7 @@ export type ReadOptions = Pick<SourceOptions, 'allowPrivateSources' | 'timeoutMs
 
 /** What an agent told the hub about itself. */
 export type AgentReading = {
-  kind: 'agora' | 'oap' | 'roar' | 'a2a';
+  kind: PeerKind;
   name?: string;
   description?: string;
   capabilities: string[];
@@ -32,71 +34,6 @@ export type AgentReading = {
 };
 
 const wellknownSchema = z.record(z.string(), z.array(z.string()));
-const oapInfoSchema = z.object({
-  agent_id: z.string().max(200).optional(),
-  capabilities: z.array(z.string().max(100)).max(100).optional(),
-  description: z.string().max(2000).optional(),
-});
-const roarCardSchema = z.object({
-  identity: z
-    .object({
-      did: z.string().min(1).max(600),
-      display_name: z.string().max(200).optional(),
-      capabilities: z.array(z.string().max(100)).max(100).optional(),
-    })
-    .optional(),
-  display_name: z.string().max(200).optional(),
-  name: z.string().max(200).optional(),
-  description: z.string().max(2000).optional(),
-  capabilities: z.array(z.string().max(100)).max(100).optional(),
-  skills: z.array(z.string().max(200)).max(100).optional(),
-  declared_capabilities: z
-    .array(z.object({ name: z.string().max(200) }))
-    .max(100)
-    .optional(),
-});
-// An A2A card, 1.0 (`supportedInterfaces`) or 0.3 (`url`): its name, description and skills (names and tags).
-const a2aCardSchema = z
-  .object({
-    name: z.string().max(200),
-    description: z.string().max(2000).optional(),
-    supportedInterfaces: z
-      .array(z.object({ url: z.string().max(2000) }))
-      .max(20)
-      .optional(),
-    url: z.string().max(2000).optional(),
-    skills: z
-      .array(
-        z.object({
-          name: z.string().max(200),
-          description: z.string().max(2000).optional(),
-          tags: z.array(z.string().max(100)).max(50).optional(),
-        }),
-      )
-      .max(100)
-      .optional(),
-  })
-  .refine(
-    (card) => (card.supportedInterfaces?.length ?? 0) > 0 || card.url !== undefined,
-    'an A2A card names an interface',
-  );
-
-/** What an A2A card gives as capabilities: its skills' names, then their tags. */
-function a2aCapabilities(card: z.infer<typeof a2aCardSchema>): string[] {
-  const skills = card.skills ?? [];
-  return [...skills.map((skill) => skill.name), ...skills.flatMap((skill) => skill.tags ?? [])];
-}
-
-/** What a ROAR card gives as capabilities: its identity's capabilities, skills and declared capabilities' names. */
-function roarCapabilities(card: z.infer<typeof roarCardSchema>): string[] {
-  return [
-    ...(card.identity?.capabilities ?? []),
-    ...(card.capabilities ?? []),
-    ...(card.skills ?? []),
-    ...(card.declared_capabilities ?? []).map((capability) => capability.name),
-  ];
-}
-
 /** A base URL as the directory keys it: http(s) only, no query, fragment or credentials, no trailing slash. */
 export function normalizeAgentUrl(raw: string): string {
   let url: URL;
@@ -152,11 +89,6 @@ async function getJson(url: string, options: ReadOptions): Promise<unknown> {
   }
 }
 
-/** A JSON value as an object's fields (none when it is not an object). */
-function objectOf(json: unknown): Record<string, unknown> {
-  return typeof json === 'object' && json !== null && !Array.isArray(json) ? (json as Record<string, unknown>) : {};
-}
-
 async function optional<T>(read: () => Promise<T>): Promise<T | undefined> {
   try {
     return await read();
@@ -206,7 +138,7 @@ async function readDocument(
 }
 
 /**
- * Reads an agent at `base`: `/wellknown`, documents, ROAR card, A2A card, OAP `GET /`, else ROAR's `/roar/health`;
+ * Reads an agent at `base`: `/wellknown`, documents, then every binding's probes (the fallback ones last);
  * throws SOURCE_FAILED when the agent answers none of them. `known(hash)` gives documents the hub already holds, so they are not fetched again.
  */
 export async function readAgent(
@@ -225,34 +157,36 @@ export async function readAgent(
   } catch (error) {
     wellknownError = error;
   }
-  const [card, a2a, oap] =
+  // Each probe of the bindings, read together; the fallback ones only when nothing else answered, so the agents
+  // of the other kinds cost no more requests than before.
+  const read = (probe: (typeof PROBES)[number]) =>
+    optional(async () => {
+      const json = await getJson(
+        `${base}${probe.path}`,
+        probe.headers ? { ...options, headers: probe.headers } : options,
+      );
+      const recognition = probe.read(json);
+      return recognition && { ...recognition, kind: probe.kind };
+    });
+  const readings: (Recognition & { kind: PeerKind })[] =
     withProfile || listing === undefined
-      ? await Promise.all([
-          optional(async () => roarCardSchema.parse(await getJson(`${base}/roar/card`, options))),
-          // The version header: an a2a-js 1.0 server with its 0.3 layer on refuses a card request without it.
-          optional(async () =>
-            a2aCardSchema.parse(
-              await getJson(`${base}/.well-known/agent-card.json`, {
-                ...options,
-                headers: { accept: 'application/json', 'a2a-version': '1.0' },
-              }),
-            ),
-          ),
-          optional(async () => oapInfoSchema.parse(await getJson(`${base}/`, options))),
-        ])
-      : [undefined, undefined, undefined];
-  // A ROAR card counts only with the DID messages are addressed to.
-  const roar = card?.identity !== undefined ? card : undefined;
-  // ROAR's own router serves no card, only `/roar/health`: read last, and only when nothing else answered, so the
-  // agents of the other kinds cost no more requests than before.
-  const unread = listing === undefined && roar === undefined && a2a === undefined && oap === undefined;
-  const cardless =
-    unread &&
-    (await optional(async () => isRoarHealth(objectOf(await getJson(`${base}/roar/health`, options))))) === true;
-  if (unread && !cardless) {
+      ? (await Promise.all(PROBES.filter((probe) => !probe.fallback).map(read))).filter((reading) => !!reading)
+      : [];
+  if (listing === undefined && !readings.some((reading) => reading.speaks)) {
+    for (const probe of PROBES.filter((probe) => probe.fallback)) {
+      const reading = await read(probe);
+      if (reading?.speaks) {
+        readings.push(reading);
+        break;
+      }
+    }
+  }
+  if (listing === undefined && !readings.some((reading) => reading.speaks)) {
+    const probed = PROBES.map((probe) => `GET ${probe.path} (${probe.kind.toUpperCase()})`);
+    const tried = ['GET /wellknown (Agora)', ...probed].join(', ');
     throw new AgoraError(
       'SOURCE_FAILED',
-      `${base} answers none of /wellknown (Agora), /roar/card or /roar/health (ROAR), /.well-known/agent-card.json (A2A) and GET / (OAP): ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`,
+      `${base} answers none of ${tried}: ${wellknownError instanceof Error ? wellknownError.message : String(wellknownError)}`,
     );
   }
   const documents: ProtocolDocument[] = [];
@@ -272,21 +206,19 @@ export async function readAgent(
     if (document) documents.push(document);
     else if (problem) problems.push(problem);
   }
-  const name = card?.identity?.display_name || card?.display_name || card?.name || a2a?.name || oap?.agent_id;
-  const description = card?.description || a2a?.description || oap?.description;
-  const kind: AgentReading['kind'] =
-    listing !== undefined ? 'agora' : roar !== undefined || cardless ? 'roar' : a2a !== undefined ? 'a2a' : 'oap';
+  const kind: PeerKind = listing !== undefined ? 'agora' : readings.find((reading) => reading.speaks)!.kind;
+  const name = readings.find((reading) => reading.name)?.name;
+  const description = readings.find((reading) => reading.description)?.description;
   return {
     kind,
     ...(name ? { name } : {}),
     ...(description ? { description } : {}),
-    // An Agora agent's faces describe its protocols, listed already: only a ROAR or A2A agent's card adds capabilities.
+    // An Agora agent's faces describe its protocols, listed already: only the capabilities of the agent's own kind
+    // count, and those a card announces for any kind (OAP's `GET /`).
     capabilities: [
-      ...new Set([
-        ...(kind === 'roar' && card ? roarCapabilities(card) : (card?.capabilities ?? [])),
-        ...(kind === 'a2a' && a2a ? a2aCapabilities(a2a) : []),
-        ...(oap?.capabilities ?? []),
-      ]),
+      ...new Set(
+        readings.flatMap((reading) => (reading.kind === kind ? reading.capabilities : reading.announced) ?? []),
+      ),
     ],
     documents,
     problems,

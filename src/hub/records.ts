@@ -1,5 +1,6 @@
 // What the hub keeps, as zod schemas: records read back from Redis or from another hub are parsed, never trusted.
 import { z } from 'zod';
+import { PEER_KINDS } from '../bindings/index.js';
 import type { JsonValue } from '../schemas.js';
 
 const json = z.custom<JsonValue>((value) => value !== undefined);
@@ -22,11 +23,8 @@ export const agentRecordSchema = z.object({
   url: z.string(),
   name: z.string(),
   description: z.string(),
-  /**
-   * How the hub talks to it: `agora` (spec §2: `/wellknown`, `POST /`), `oap` (`GET /`, `POST /invoke`), `roar`
-   * (`/roar/card`, `POST /roar/message`) or `a2a` (`/.well-known/agent-card.json`, its JSON-RPC or HTTP+JSON interface).
-   */
-  kind: z.enum(['agora', 'oap', 'roar', 'a2a']),
+  /** How the hub talks to it: `agora` (spec §2: `/wellknown`, `POST /`), or a binding's kind (`roar`, `oap`, `a2a`…). */
+  kind: z.enum(PEER_KINDS),
   protocols: z.array(agentProtocolSchema),
   /** Capabilities announced by an OAP `GET /`, a ROAR card (its capabilities and skills) or an A2A card (its skills). */
   capabilities: z.array(z.string()),

@@ -3,6 +3,7 @@
 // tried on a fresh clone. It answers by the request's `intent` (the framework's stable seam), never by prompt text.
 // It is a demo: it knows one skill, shortening a text to a number of words, and says what it is in every reply.
 import type { LanguageModel, LlmContentBlock, LlmRequest, LlmResponse } from './model.js';
+import { defineProvider } from './provider.js';
 
 /** The model id the offline demo model reports (banners, metrics, logs). */
 export const OFFLINE_MODEL_ID = 'offline-demo';
@@ -144,3 +145,11 @@ export class OfflineModel implements LanguageModel {
     }
   }
 }
+
+/** `--llm offline`: the scripted demo model; reads no variable, so it is never picked unless named. */
+export const offlineProvider = defineProvider({
+  name: 'offline',
+  env: [],
+  defaultModel: OFFLINE_MODEL_ID,
+  create: () => new OfflineModel(),
+});

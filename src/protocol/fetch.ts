@@ -1,10 +1,8 @@
-// Fetching one http(s) protocol source behind the SSRF guard: vetted addresses, a pinned connection, bounds.
-import { lookup as dnsLookup } from 'node:dns/promises';
-import { request as httpRequest, type ClientRequest, type IncomingMessage } from 'node:http';
-import { request as httpsRequest } from 'node:https';
-import { isIP, type LookupFunction } from 'node:net';
-import { AgoraError, describeError } from '../errors.js';
-import { isForbiddenAddress, stripBrackets } from './address.js';
+// Fetching one http(s) protocol source on the one outbound client, behind its SSRF guard: vetted addresses, a pinned
+// connection, every redirect vetted afresh, one clock over the whole chain, a size cap.
+import { AgoraError, isAgoraError } from '../errors.js';
+import { HttpClient } from '../net/client.js';
+import type { ResolvedAddress } from '../net/guard.js';
 
 /** How protocol sources are read (spec §3); every field has a safe default for a receiver on the internet. */
 export type SourceOptions = {
@@ -17,7 +15,7 @@ export type SourceOptions = {
   /** Redirects followed per source. Default 3. */
   maxRedirects?: number;
   /** DNS resolution, injectable for tests. Default: `node:dns/promises` lookup with `all: true`. */
-  lookup?: (hostname: string) => Promise<{ address: string; family: 4 | 6 }[]>;
+  lookup?: (hostname: string) => Promise<ResolvedAddress[]>;
   /** Where skipped sources are reported. Default `console`. */
   logger?: { warn(message: string): void };
   /** Sources tried per query by `resolveSources`, the rest ignored. Default 5. */
@@ -30,238 +28,52 @@ export type SourceOptions = {
   headers?: Record<string, string>;
 };
 
-type ResolvedAddress = { address: string; family: 4 | 6 };
-
-type Settings = {
-  allowPrivateSources: boolean;
-  timeoutMs: number;
-  maxBytes: number;
-  maxRedirects: number;
-  lookup: (hostname: string) => Promise<ResolvedAddress[]>;
-  outer: AbortSignal | undefined;
-  headers: Record<string, string>;
-};
-
-const DEFAULT_TIMEOUT_MS = 5000;
-const DEFAULT_MAX_BYTES = 256 * 1024;
-const DEFAULT_MAX_REDIRECTS = 3;
-const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
-async function systemLookup(hostname: string): Promise<ResolvedAddress[]> {
-  const addresses = await dnsLookup(hostname, { all: true, verbatim: true });
-  return addresses.map(({ address, family }) => ({ address, family: family === 6 ? 6 : 4 }));
-}
-
-function withDefaults(options: SourceOptions): Settings {
-  return {
-    allowPrivateSources: options.allowPrivateSources ?? false,
-    timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
-    maxBytes: options.maxBytes ?? DEFAULT_MAX_BYTES,
-    maxRedirects: options.maxRedirects ?? DEFAULT_MAX_REDIRECTS,
-    lookup: options.lookup ?? systemLookup,
-    outer: options.signal,
-    headers: {
-      accept: 'text/plain, text/markdown;q=0.9, */*;q=0.1',
-      ...options.headers,
-      'accept-encoding': 'identity',
-    },
-  };
-}
+/** The defaults of {@link SourceOptions} for one source. */
+export const SOURCE_DEFAULTS = { timeoutMs: 5000, maxBytes: 256 * 1024, maxRedirects: 3 } as const;
 
 /**
  * Fetches one http(s) source with all guards; throws AgoraError('SOURCE_FAILED', reason) on any failure.
  * @example const bytes = await fetchSource('https://agent.example/protocols/2814712b…', { timeoutMs: 2000 });
  */
 export async function fetchSource(url: string, options: SourceOptions = {}): Promise<Buffer> {
-  const settings = withDefaults(options);
-  let current: URL;
-  try {
-    current = new URL(url);
-  } catch {
-    throw new AgoraError('SOURCE_FAILED', `Cannot fetch ${describeSource(url)}: not a valid URL`);
-  }
-  // One clock for the whole chain, so a slow redirect ladder cannot stretch the budget.
-  const controller = new AbortController();
-  const timer = setTimeout(() => controller.abort(), settings.timeoutMs);
-  // The caller's deadline (all the sources of a query) ends this source too.
-  const outer = options.signal;
-  const onOuter = () => controller.abort();
-  if (outer?.aborted) controller.abort();
-  else outer?.addEventListener('abort', onOuter, { once: true });
-  try {
-    for (let redirects = 0; ; redirects += 1) {
-      const hop = current;
-      const fail = (reason: string, cause?: unknown): AgoraError => {
-        const where = hop.href === url ? '' : ` (at ${describeSource(hop.href)})`;
-        return new AgoraError('SOURCE_FAILED', `Cannot fetch ${describeSource(url)}: ${reason}${where}`, { cause });
-      };
-      const outcome = await fetchOnce(hop, settings, controller.signal, fail);
-      if (outcome.kind === 'body') return outcome.body;
-      if (redirects >= settings.maxRedirects) throw fail(`more than ${settings.maxRedirects} redirects`);
-      current = outcome.location;
-    }
-  } finally {
-    clearTimeout(timer);
-    outer?.removeEventListener('abort', onOuter);
-  }
-}
-
-type Outcome = { kind: 'body'; body: Buffer } | { kind: 'redirect'; location: URL };
-type Fail = (reason: string, cause?: unknown) => AgoraError;
-
-// Every hop, the first included, is checked afresh: a redirect may change scheme, host and address.
-async function fetchOnce(url: URL, settings: Settings, signal: AbortSignal, fail: Fail): Promise<Outcome> {
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw fail(`unsupported scheme ${url.protocol}`);
-  const target = await vetHost(url, settings, signal, fail);
-  return download(url, target, settings, signal, fail);
-}
-
-async function vetHost(url: URL, settings: Settings, signal: AbortSignal, fail: Fail): Promise<ResolvedAddress> {
-  const host = stripBrackets(url.hostname);
-  let addresses: ResolvedAddress[];
-  const literalFamily = isIP(host);
-  if (literalFamily !== 0) {
-    addresses = [{ address: host, family: literalFamily === 6 ? 6 : 4 }];
-  } else {
-    try {
-      addresses = await untilAborted(settings.lookup(host), signal);
-    } catch (error) {
-      if (signal.aborted) throw fail(timedOut(settings));
-      throw fail(`cannot resolve ${host}: ${describeError(error)}`, error);
-    }
-  }
-  const first = addresses[0];
-  if (first === undefined) throw fail(`${host} resolves to no address`);
-  const invalid = addresses.find(({ address }) => isIP(address) === 0);
-  if (invalid !== undefined) throw fail(`${host} resolves to ${describeSource(invalid.address)}, not an IP address`);
-  if (!settings.allowPrivateSources) {
-    // Any forbidden address refuses the host: a name mixing public and private answers is a rebinding attempt.
-    const forbidden = addresses.find(({ address }) => isForbiddenAddress(address));
-    if (forbidden !== undefined) {
-      const subject = forbidden.address === host ? host : `${host} resolves to ${forbidden.address}, which`;
-      throw fail(
-        `${subject} is a loopback, private, link-local, reserved or metadata address (allowPrivateSources is off)`,
-      );
-    }
-  }
-  return { address: first.address, family: isIP(first.address) === 6 ? 6 : 4 };
-}
-
-function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener('abort', onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(error);
-      },
+  const failure = (reason: string, hop = url, cause?: unknown) =>
+    new AgoraError(
+      'SOURCE_FAILED',
+      `Cannot fetch ${describeSource(url)}: ${reason}${hop === url ? '' : ` (at ${describeSource(hop)})`}`,
+      { cause },
     );
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw failure('not a valid URL');
+  }
+  const client = new HttpClient({
+    guard: {
+      allowPrivateAddresses: options.allowPrivateSources ?? false,
+      lookup: options.lookup,
+      setting: 'allowPrivateSources',
+    },
+    timeoutMs: options.timeoutMs ?? SOURCE_DEFAULTS.timeoutMs,
+    maxReplyBytes: options.maxBytes ?? SOURCE_DEFAULTS.maxBytes,
+    maxRedirects: options.maxRedirects ?? SOURCE_DEFAULTS.maxRedirects,
+    describe: (reason, at) => failure(reason, at.hop === at.url ? url : at.hop).message,
   });
-}
-
-// Hands the socket the address we vetted, so a second DNS answer (rebinding) never reaches the connection.
-function pinnedLookup(target: ResolvedAddress): LookupFunction {
-  return (_hostname, lookupOptions, callback) => {
-    // Node 20 asks for `all` when autoSelectFamily (happy eyeballs) is on, and for one address otherwise.
-    if (lookupOptions.all) callback(null, [{ address: target.address, family: target.family }]);
-    else callback(null, target.address, target.family);
-  };
-}
-
-function timedOut(settings: Settings): string {
-  return settings.outer?.aborted
-    ? "the deadline for this query's sources passed"
-    : `timed out after ${settings.timeoutMs} ms`;
-}
-
-function formatSize(bytes: number): string {
-  return bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`;
-}
-
-function download(
-  url: URL,
-  target: ResolvedAddress,
-  settings: Settings,
-  signal: AbortSignal,
-  fail: Fail,
-): Promise<Outcome> {
-  return new Promise<Outcome>((resolve, reject) => {
-    if (signal.aborted) {
-      reject(fail(timedOut(settings)));
-      return;
-    }
-    const tooLarge = `larger than ${formatSize(settings.maxBytes)}`;
-    let settled = false;
-    let request: ClientRequest | undefined;
-    const finish = (result: { error: AgoraError } | { outcome: Outcome }): void => {
-      if (settled) return;
-      settled = true;
-      signal.removeEventListener('abort', onAbort);
-      // Destroyed on every path, success included: nothing else is left to read, and no socket outlives its use.
-      request?.destroy();
-      if ('error' in result) reject(result.error);
-      else resolve(result.outcome);
-    };
-    const onAbort = (): void => finish({ error: fail(timedOut(settings)) });
-    signal.addEventListener('abort', onAbort, { once: true });
-
-    const onResponse = (response: IncomingMessage): void => {
-      const status = response.statusCode ?? 0;
-      if (REDIRECT_STATUSES.has(status)) {
-        const location = response.headers.location;
-        if (!location) return finish({ error: fail(`HTTP ${status} redirect without a Location header`) });
-        let next: URL;
-        try {
-          next = new URL(location, url);
-        } catch (error) {
-          return finish({ error: fail(`HTTP ${status} redirect to an invalid URL`, error) });
-        }
-        return finish({ outcome: { kind: 'redirect', location: next } });
-      }
-      if (status < 200 || status > 299) return finish({ error: fail(`HTTP ${status}`) });
-      const declared = Number(response.headers['content-length']);
-      if (Number.isFinite(declared) && declared > settings.maxBytes) return finish({ error: fail(tooLarge) });
-
-      // Content-Length may be absent or lie: count what actually arrives.
-      const chunks: Buffer[] = [];
-      let received = 0;
-      response.on('data', (chunk: Buffer) => {
-        received += chunk.length;
-        if (received > settings.maxBytes) return finish({ error: fail(tooLarge) });
-        chunks.push(chunk);
-      });
-      response.on('end', () => finish({ outcome: { kind: 'body', body: Buffer.concat(chunks, received) } }));
-      response.on('error', (error) => finish({ error: fail(`connection failed: ${error.message}`, error) }));
-      response.on('close', () => {
-        if (!response.complete) finish({ error: fail('connection closed before the end of the body') });
-      });
-    };
-
-    const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
-    try {
-      request = send({
-        protocol: url.protocol,
-        hostname: stripBrackets(url.hostname), // kept for the Host header and TLS server name
-        port: url.port || undefined,
-        path: `${url.pathname}${url.search}`,
-        method: 'GET',
-        headers: settings.headers,
-        agent: false, // a fresh socket per hop: no pooled connection to a host we have not vetted this time
-        lookup: pinnedLookup(target),
-      });
-    } catch (error) {
-      finish({ error: fail(describeError(error), error) });
-      return;
-    }
-    request.on('response', onResponse);
-    request.on('error', (error) => finish({ error: fail(error.message, error) }));
-    request.end();
-  });
+  try {
+    const reply = await client.request('GET', parsed.href, {
+      signal: options.signal,
+      headers: { accept: 'text/plain, text/markdown;q=0.9, */*;q=0.1', ...options.headers },
+    });
+    if (reply.status < 200 || reply.status > 299)
+      throw failure(`HTTP ${reply.status}`, reply.url === parsed.href ? url : reply.url);
+    return reply.bytes;
+  } catch (error) {
+    // The caller's deadline (all the sources of a query) ended this source.
+    if (options.signal?.aborted) throw failure("the deadline for this query's sources passed");
+    if (isAgoraError(error) && error.code !== 'SOURCE_FAILED')
+      throw new AgoraError('SOURCE_FAILED', error.message, { cause: error });
+    throw error;
+  }
 }
 
 /** A source as it may appear in a log line: no credentials, no control characters, data URIs cut short. */

@@ -3,7 +3,7 @@ import { decodeDataUri } from './data-uri.js';
 import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from './document.js';
 import { describeSource, fetchSource, type SourceOptions } from './fetch.js';
 
-export { isForbiddenAddress } from './address.js';
+export { isForbiddenAddress } from '../net/address.js';
 export { decodeDataUri, encodeDataUri } from './data-uri.js';
 export { fetchSource, type SourceOptions } from './fetch.js';
 

@@ -102,7 +102,7 @@ export type ReceiverOptions = {
   store?: ConversationStore;
   /** What the agent learns (default: files under `<dir>/.agora/`). */
   memory?: AgentMemory;
-  /** The LLM fallback (default: the provider and model `chooseModel` reads from the environment); `null` = routines only. */
+  /** The LLM fallback (default none: routines only; `startAgent({ llm: 'auto' })` picks one from the environment). */
   llm?: LanguageModel | null;
   /** Tools in addition to those in `tools/`. */
   tools?: Tool[];

@@ -3,17 +3,13 @@
 // import one way); the one hub client (src/hub/client.ts, `HubClient`) extends it with the rest of the hub's API,
 // so every exchange with a hub goes through one request here.
 import { z } from 'zod';
-import { AgoraError, isAgoraError, networkFailure } from '../errors.js';
+import { AgoraError } from '../errors.js';
+import { HttpClient } from '../net/client.js';
 import { hashText } from '../protocol/document.js';
-import { readCapped } from './transport.js';
-
-/** The default bound on each exchange with the hub in the sender's path: short, as negotiation is the fallback. */
-export const DEFAULT_HUB_TIMEOUT_MS = 2_000;
+import { SENDER_DEFAULTS } from './config.js';
 
 // A PD larger than the receivers' source cap is no PD.
 const MAX_DOCUMENT_BYTES = 256 * 1024;
-// A search answer larger than this is not a hub's.
-const MAX_LISTING_BYTES = 1024 * 1024;
 
 /** A document the hub lists: its hex hash, name and description. */
 export type HubListing = { hash: string; name: string; description: string };
@@ -38,7 +34,7 @@ const listingSchema = z.object({
 export type HubProtocolsOptions = {
   url: string;
   token?: string | undefined;
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /** Bound on each exchange, ms (default 2 s). */
   timeoutMs?: number;
   /** Largest reply read, in bytes (default 1 MiB). */
@@ -48,53 +44,13 @@ export type HubProtocolsOptions = {
 const failureSchema = z.object({ error: z.string() }).loose();
 
 /**
- * Downloads `<hub>/protocols/<hash>` and checks its SHA1: a hub serving another text under a hash is refused.
- * Undefined when the hub answers 404.
- */
-export async function downloadVerified(
-  fetcher: typeof fetch,
-  hubUrl: string,
-  hash: string,
-  timeoutMs: number,
-): Promise<string | undefined> {
-  const url = `${hubUrl}/protocols/${encodeURIComponent(hash)}`;
-  let response: Response;
-  try {
-    response = await fetcher(url, { signal: AbortSignal.timeout(timeoutMs) });
-  } catch (error) {
-    throw new AgoraError(
-      'PEER_FAILURE',
-      `GET ${url}: ${error instanceof Error && error.name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : networkFailure(error)}`,
-      { cause: error },
-    );
-  }
-  if (response.status === 404) return undefined;
-  if (!response.ok)
-    throw new AgoraError('PEER_FAILURE', `GET ${url}: HTTP ${response.status}`, { status: response.status });
-  let bytes: Buffer;
-  try {
-    // Read as it comes and cut off past the cap: a lying hub's body is never buffered whole.
-    bytes = await readCapped(response, MAX_DOCUMENT_BYTES, `GET ${url}`);
-  } catch (error) {
-    if (isAgoraError(error)) throw error;
-    throw new AgoraError('PEER_FAILURE', `GET ${url}: ${networkFailure(error)}`, { cause: error });
-  }
-  const actual = hashText(bytes);
-  if (actual !== hash.toLowerCase())
-    throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
-  return bytes.toString('utf8');
-}
-
-/**
  * A hub's protocol database over HTTP, each exchange bounded (default 2 s): what `new Sender({ hub })` uses.
  * @example const hub = new HubProtocols({ url: 'http://127.0.0.1:4000' }); const found = await hub.protocols('weather forecast');
  */
 export class HubProtocols implements ProtocolHub {
   readonly url: string;
-  readonly #token: string | undefined;
-  readonly #fetch: typeof fetch;
-  readonly #timeoutMs: number;
-  readonly #maxReplyBytes: number;
+  /** The one client, its token kept to the hub's origin. */
+  protected readonly client: HttpClient;
 
   constructor(options: HubProtocolsOptions) {
     let parsed: URL;
@@ -106,10 +62,13 @@ export class HubProtocols implements ProtocolHub {
     if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
       throw new AgoraError('BAD_REQUEST', `hub: not an http(s) URL: ${options.url}`);
     this.url = options.url.replace(/\/+$/, '');
-    this.#token = options.token;
-    this.#fetch = options.fetch ?? globalThis.fetch;
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_HUB_TIMEOUT_MS;
-    this.#maxReplyBytes = options.maxReplyBytes ?? MAX_LISTING_BYTES;
+    this.client = new HttpClient({
+      fetch: options.fetch,
+      token: options.token,
+      tokenOrigin: parsed.origin,
+      timeoutMs: options.timeoutMs ?? SENDER_DEFAULTS.hubTimeoutMs,
+      maxReplyBytes: options.maxReplyBytes ?? SENDER_DEFAULTS.hubMaxReplyBytes,
+    });
   }
 
   async protocols(query: string, limit = 5): Promise<HubListing[]> {
@@ -121,8 +80,20 @@ export class HubProtocols implements ProtocolHub {
     return protocols.map(({ hash, name, description }) => ({ hash, name, description }));
   }
 
-  protocolText(hash: string): Promise<string | undefined> {
-    return downloadVerified(this.#fetch, this.url, hash, this.#timeoutMs);
+  /** Downloads `<hub>/protocols/<hash>` and checks its SHA1: a hub serving another text under a hash is refused. */
+  async protocolText(hash: string): Promise<string | undefined> {
+    const url = `${this.url}/protocols/${encodeURIComponent(hash)}`;
+    // Read as it comes and cut off past the cap: a lying hub's body is never buffered whole.
+    const reply = await this.client.request('GET', url, { maxBytes: MAX_DOCUMENT_BYTES, headers: { accept: '*/*' } });
+    if (reply.status === 404) return undefined;
+    if (reply.status < 200 || reply.status > 299)
+      throw new AgoraError('PEER_FAILURE', this.client.wording('GET', url)(`HTTP ${reply.status}`), {
+        status: reply.status,
+      });
+    const actual = hashText(reply.bytes);
+    if (actual !== hash.toLowerCase())
+      throw new AgoraError('PEER_FAILURE', `The hub served a document under ${hash} that hashes to ${actual}: refused`);
+    return reply.bytes.toString('utf8');
   }
 
   async publish(text: string): Promise<unknown> {
@@ -135,53 +106,24 @@ export class HubProtocols implements ProtocolHub {
    */
   protected async request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
     const target = `${method} ${this.url}${path}`;
-    const headers: Record<string, string> = { accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    if (this.#token) headers.authorization = `Bearer ${this.#token}`;
-    const timedOut = (error: unknown) => error instanceof Error && error.name === 'TimeoutError';
-    let response: Response;
-    try {
-      response = await this.#fetch(`${this.url}${path}`, {
-        method,
-        headers,
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-        signal: AbortSignal.timeout(this.#timeoutMs),
-      });
-    } catch (error) {
-      throw new AgoraError(
-        'PEER_FAILURE',
-        `${target}: ${timedOut(error) ? `no answer within ${this.#timeoutMs} ms` : networkFailure(error)}`,
-        { cause: error },
-      );
-    }
-    let text: string;
-    try {
-      text = (await readCapped(response, this.#maxReplyBytes, target)).toString('utf8');
-    } catch (error) {
-      if (isAgoraError(error)) throw error;
-      throw new AgoraError(
-        'PEER_FAILURE',
-        `${target}: ${timedOut(error) ? `no whole answer within ${this.#timeoutMs} ms` : networkFailure(error)}`,
-        { cause: error },
-      );
-    }
+    const reply = await this.client.request(method, `${this.url}${path}`, { json: body });
     let json: unknown;
     try {
-      json = JSON.parse(text);
+      json = JSON.parse(reply.bytes.toString('utf8'));
     } catch {
-      throw new AgoraError('PEER_FAILURE', `${target}: HTTP ${response.status}, not JSON`, { status: response.status });
+      throw new AgoraError('PEER_FAILURE', `${target}: HTTP ${reply.status}, not JSON`, { status: reply.status });
     }
-    if (!response.ok) {
-      const message = failureSchema.safeParse(json).data?.error ?? `HTTP ${response.status}`;
+    if (reply.status < 200 || reply.status > 299) {
+      const message = failureSchema.safeParse(json).data?.error ?? `HTTP ${reply.status}`;
       const code =
-        response.status === 404
+        reply.status === 404
           ? 'NOT_FOUND'
-          : response.status === 401
+          : reply.status === 401
             ? 'UNAUTHORIZED'
-            : response.status < 500
+            : reply.status < 500
               ? 'BAD_REQUEST'
               : 'PEER_FAILURE';
-      throw new AgoraError(code, `${message} (${target}: HTTP ${response.status})`, { status: response.status });
+      throw new AgoraError(code, `${message} (${target}: HTTP ${reply.status})`, { status: reply.status });
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success)

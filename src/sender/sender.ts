@@ -1,6 +1,5 @@
 import { join, resolve } from 'node:path';
 import { AgoraError, describeError } from '../errors.js';
-import { chooseModel } from '../llm/choose.js';
 import type { LanguageModel, UsageSink } from '../llm/tool-loop.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
@@ -9,19 +8,14 @@ import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import { toJsonValue, type Wellknown } from '../schemas.js';
 import { openConversation, sendQuery, type SenderConversation } from './conversation.js';
 import { SenderDocuments } from './documents.js';
+import { SENDER_DEFAULTS, type SenderThresholds } from './config.js';
 import { HubProtocols, type ProtocolHub } from './hub.js';
 import { negotiateWithPeer, type NegotiationParts, type SenderNegotiation } from './negotiate.js';
-import {
-  TaskRunner,
-  type SenderExtensions,
-  type SenderThresholds,
-  type TaskFunction,
-  type TaskSpec,
-  type TaskState,
-} from './tasks.js';
+import { TaskRunner, type SenderExtensions, type TaskFunction, type TaskSpec, type TaskState } from './tasks.js';
 import { streamPost, type SenderStreamEvent } from './stream.js';
-import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, peerHeaders, PeerTransport, type QueryResult } from './transport.js';
+import { agentBaseUrl, PeerTransport, type QueryResult } from './transport.js';
 
+export { SENDER_DEFAULTS } from './config.js';
 export { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, type QueryResult } from './transport.js';
 export type { SenderConversation } from './conversation.js';
 export type { SenderNegotiation } from './negotiate.js';
@@ -36,22 +30,22 @@ function exactUrl(url: string): string {
 }
 
 /** The sender's hub: the option as given, a URL made a client (the CLI passes AGORA_HUB), else none. */
-function hubOf(options: SenderOptions): ProtocolHub | undefined {
+function hubOf(options: SenderOptions, timeoutMs: number): ProtocolHub | undefined {
   const hub = options.hub ?? undefined;
   if (hub === undefined || typeof hub !== 'string') return hub;
-  return new HubProtocols({
-    url: hub,
-    token: options.hubToken,
-    ...(options.fetch ? { fetch: options.fetch } : {}),
-    ...(options.hubTimeoutMs !== undefined ? { timeoutMs: options.hubTimeoutMs } : {}),
-  });
+  return new HubProtocols({ url: hub, token: options.hubToken, fetch: options.fetch, timeoutMs });
+}
+
+/** The options a caller set (an `undefined` one leaves its default in place when merged over the defaults). */
+function definedOf<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
 /** Options of {@link Sender}. */
 export type SenderOptions = {
   /**
-   * The LLM that writes queries, reads replies, judges PDs and negotiates (default: the provider and model
-   * `chooseModel` reads from the environment, as `agora serve` does); `null` = plain queries only.
+   * The LLM that writes queries, reads replies, judges PDs and negotiates (default none: plain queries only; pass
+   * `chooseModel(options, process.env)` for the one `agora serve` would pick); `null` = none as well.
    */
   llm?: LanguageModel | null;
   /** Where task counters and fetched PDs are kept (default: `<dir>/.agora/`, else in this process only). */
@@ -60,6 +54,7 @@ export type SenderOptions = {
   dir?: string;
   /** This agent's own base URL when it runs a receiver: its `/protocols/:hash` URL is added to the sources. */
   publicUrl?: string;
+  /** The connector under the one outbound client (default `globalThis.fetch`). */
   fetch?: typeof fetch;
   /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
   timeoutMs?: number;
@@ -125,6 +120,7 @@ export class Sender {
   /** The hub asked for protocols before negotiating, if any. */
   readonly hub: ProtocolHub | undefined;
   readonly #options: SenderOptions;
+  readonly #timeoutMs: number;
   readonly #parts: NegotiationParts;
   readonly #tasks: TaskRunner;
   readonly #usage: SenderUsage = { llmCalls: 0, inputTokens: 0, outputTokens: 0 };
@@ -142,38 +138,40 @@ export class Sender {
 
   constructor(options: SenderOptions = {}) {
     this.#options = options;
-    this.llm = options.llm === null ? undefined : (options.llm ?? chooseModel());
+    const config = { ...SENDER_DEFAULTS, ...definedOf(options) };
+    this.#timeoutMs = config.timeoutMs;
+    this.llm = options.llm ?? undefined;
     this.dir = options.dir === undefined ? undefined : resolve(options.dir);
     this.memory = options.memory ?? (this.dir ? new FileMemory(join(this.dir, '.agora')) : new InMemoryMemory());
     this.logger = options.logger ?? consoleLogger();
     this.extensions = options.extensions ?? {};
     const transport = new PeerTransport({
-      ...(options.fetch ? { fetch: options.fetch } : {}),
-      ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
-      ...(options.token ? { token: options.token } : {}),
-      ...(options.headers ? { headers: options.headers } : {}),
-      ...(options.maxReplyBytes !== undefined ? { maxReplyBytes: options.maxReplyBytes } : {}),
+      fetch: options.fetch,
+      timeoutMs: config.timeoutMs,
+      token: options.token,
+      headers: options.headers,
+      maxReplyBytes: config.maxReplyBytes,
     });
     const documents = new SenderDocuments({
       transport,
       memory: this.memory,
       logger: this.logger,
-      ...(this.dir ? { dir: this.dir } : {}),
-      ...(options.publicUrl ? { publicUrl: options.publicUrl } : {}),
+      dir: this.dir,
+      publicUrl: options.publicUrl,
     });
-    this.hub = hubOf(options);
+    this.hub = hubOf(options, config.hubTimeoutMs);
     this.#parts = {
       transport,
       documents,
       logger: this.logger,
       llm: this.llm,
       dir: this.dir,
-      maxNegotiationRounds: options.maxNegotiationRounds,
+      maxNegotiationRounds: config.maxNegotiationRounds,
       hub: this.hub,
     };
     this.#tasks = new TaskRunner(
       { ...this.#parts, memory: this.memory, extensions: this.extensions, onUsage: this.#countUsage },
-      options.thresholds,
+      { ...SENDER_DEFAULTS.thresholds, ...definedOf(options.thresholds ?? {}) },
     );
   }
 
@@ -208,11 +206,9 @@ export class Sender {
       body,
       ...(options.multiround && options.conversationId === undefined ? { multiround: true } : {}),
     };
-    yield* streamPost(base, path, payload, {
-      fetch: this.#options.fetch ?? globalThis.fetch,
-      idleTimeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS,
+    yield* streamPost(this.#parts.transport.client, base, path, payload, {
+      idleTimeoutMs: this.#timeoutMs,
       signal: options.signal,
-      headers: peerHeaders(this.#options),
     });
   }
 

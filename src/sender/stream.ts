@@ -1,20 +1,19 @@
 // Streamed replies on the sender's side: Server-Sent Events read as they come, resumed once on a dropped connection.
-import { AgoraError, networkFailure } from '../errors.js';
-import { jsonText, peerResponseSchema, type JsonValue } from '../schemas.js';
-import { MAX_REPLY_BYTES, peerFailure, readCapped, type QueryResult } from './transport.js';
+import { AgoraError, isAgoraError } from '../errors.js';
+import type { HttpClient } from '../net/client.js';
+import { networkError } from '../net/failure.js';
+import { jsonText, type JsonValue } from '../schemas.js';
+import { queryResult, type QueryResult } from './replies.js';
 
 /** One event of a streamed reply as the sender yields it: pieces of the reply, then the whole reply. */
 export type SenderStreamEvent = { type: 'delta'; delta: JsonValue } | { type: 'done'; result: QueryResult };
 
-/**
- * What a stream needs: the wire, and its time bound: until the reply's headers (and the whole body of a peer that
- * does not stream), then between two pieces of an event stream.
- */
+/** How an event stream is read: the bound between two pieces, and the caller's signal. */
 export type StreamOptions = {
-  fetch: typeof fetch;
   idleTimeoutMs: number;
   signal?: AbortSignal | undefined;
-  headers?: Record<string, string>;
+  /** Unused: kept so the peer clients' calls type-check. */
+  fetch?: typeof fetch;
 };
 
 // Bounds on what a peer may send: one event's size and the whole stream's.
@@ -85,29 +84,13 @@ function parseJson(what: string, data: string): unknown {
   }
 }
 
-/** A peer's whole reply (a `done` event, or the JSON of a peer that does not stream) as a result, or its failure. */
-function toResult(method: string, url: string, status: number, json: unknown): QueryResult {
-  const parsed = peerResponseSchema.safeParse(json);
-  if (!parsed.success)
-    throw new AgoraError('PEER_FAILURE', `${method} ${url}: HTTP ${status}, not an Agora reply`, { status });
-  const reply = parsed.data;
-  if (reply.status === 'failure') throw peerFailure(method, url, status, reply.error);
-  if (reply.status === 'error') throw peerFailure(method, url, status, reply.message);
-  return {
-    body: (reply.body ?? null) as JsonValue,
-    ...(reply.conversationId ? { conversationId: reply.conversationId } : {}),
-    ...(reply.conversationExpires !== undefined && Number.isFinite(reply.conversationExpires)
-      ? { conversationExpires: reply.conversationExpires }
-      : {}),
-  };
-}
-
 /**
  * Posts a query or a turn asking for a stream and yields its deltas, then `done` with the whole reply. A peer that
  * does not stream answers in one delta (the body's text) and `done`. When the connection drops mid-stream of a
  * conversation, it resumes once from the last event received (`GET /conversations/:id/events`, `Last-Event-ID`).
  */
 export async function* streamPost(
+  client: HttpClient,
   base: string,
   path: string,
   payload: Record<string, unknown>,
@@ -119,51 +102,22 @@ export async function* streamPost(
   let resumed = false;
   let method = 'POST';
   let target = url;
-  let headers: Record<string, string> = {
-    ...options.headers,
-    accept: 'text/event-stream',
-    'content-type': 'application/json',
-  };
+  let headers: Record<string, string> = { accept: 'text/event-stream', 'content-type': 'application/json' };
   let body: string | undefined = JSON.stringify(payload);
   for (;;) {
     const what = `${method} ${target}`;
     // A peer that never answers, or answers whole but never finishes its body, is cut off like any other exchange;
     // an event stream is bounded by its idle timer instead, once its headers came.
-    const attempt = new AbortController();
-    const deadline = setTimeout(
-      () => attempt.abort(new AgoraError('TIMEOUT', `${what}: no reply within ${options.idleTimeoutMs} ms`)),
-      options.idleTimeoutMs,
-    );
-    const fail = (error: unknown): never => {
-      if (options.signal?.aborted) throw options.signal.reason;
-      if (attempt.signal.aborted) throw attempt.signal.reason;
-      throw wrap(error, what);
-    };
-    let response: Response;
-    try {
-      response = await options.fetch(target, {
-        method,
-        headers,
-        ...(body === undefined ? {} : { body }),
-        signal: options.signal ? AbortSignal.any([options.signal, attempt.signal]) : attempt.signal,
-        redirect: 'manual',
-      });
-    } catch (error) {
-      clearTimeout(deadline);
-      return fail(error);
-    }
-    const type = response.headers.get('content-type') ?? '';
-    if (!type.includes('text/event-stream')) {
+    const reply = await client.request(method, target, {
+      headers,
+      body,
+      signal: options.signal,
+      timeoutMs: options.idleTimeoutMs,
+      streams: true,
+    });
+    if (!reply.body) {
       // A peer that does not stream (or a failure before the stream began) answers with its JSON, size-capped.
-      let text: string;
-      try {
-        text = (await readCapped(response, MAX_REPLY_BYTES, what)).toString('utf8');
-      } catch (error) {
-        return fail(error);
-      } finally {
-        clearTimeout(deadline);
-      }
-      const result = toResult(method, target, response.status, parseJson(what, text));
+      const result = queryResult(method, target, reply.status, parseJson(what, reply.bytes.toString('utf8')));
       if (method === 'POST') {
         const whole = jsonText(result.body);
         if (whole) yield { type: 'delta', delta: result.body };
@@ -171,11 +125,10 @@ export async function* streamPost(
       yield { type: 'done', result };
       return;
     }
-    clearTimeout(deadline);
     let final: unknown;
     let dropped: unknown;
     try {
-      for await (const event of readEvents(response.body!, what, options)) {
+      for await (const event of readEvents(reply.body, what, options)) {
         if (event.id !== undefined) lastId = event.id;
         const data = parseJson(what, event.data);
         const fields = (typeof data === 'object' && data !== null ? data : {}) as {
@@ -196,24 +149,19 @@ export async function* streamPost(
       dropped = error;
     }
     if (final !== undefined) {
-      yield { type: 'done', result: toResult(method, target, response.status, final) };
+      yield { type: 'done', result: queryResult(method, target, reply.status, final) };
       return;
     }
     if (resumed || conversationId === undefined || lastId === undefined) {
       throw dropped === undefined
         ? new AgoraError('PEER_FAILURE', `${method} ${target}: the stream ended before its reply`)
-        : wrap(dropped, `${method} ${target}`);
+        : networkError((reason) => `${method} ${target}: ${reason}`, dropped);
     }
     // The stream ended (or broke) before its reply: resume once where it stopped.
     resumed = true;
     method = 'GET';
     target = `${base}/conversations/${encodeURIComponent(conversationId)}/events`;
-    headers = { ...options.headers, accept: 'text/event-stream', 'last-event-id': lastId };
+    headers = { accept: 'text/event-stream', 'last-event-id': lastId };
     body = undefined;
   }
-}
-
-function wrap(error: unknown, what: string): AgoraError {
-  if (error instanceof AgoraError) return error;
-  return new AgoraError('PEER_FAILURE', `${what}: ${networkFailure(error)}`, { cause: error });
 }

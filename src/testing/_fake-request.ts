@@ -1,6 +1,7 @@
 // What the fake reads from a Messages API request: the checks the real API makes first, the credential, the texts
 // tests match on, and the character counts of the `chars` token model.
 import type { IncomingMessage } from 'node:http';
+import { bearerToken } from '../edge/guard.js';
 import type { ResponseBlock } from './_fake-stream.js';
 
 /** The first check the real API makes that a request fails (model, max_tokens, messages), as its message. */
@@ -15,8 +16,7 @@ export function invalidRequest(body: any): string | undefined {
 export function credential(request: IncomingMessage): string | undefined {
   const key = request.headers['x-api-key'];
   if (typeof key === 'string' && key) return key;
-  const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '');
-  return bearer?.[1];
+  return bearerToken(request.headers.authorization);
 }
 
 /** Tokens of `chars` characters in the `chars` token model: a quarter, rounded up. */

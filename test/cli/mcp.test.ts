@@ -13,7 +13,7 @@ import { InMemoryMemory } from '../../src/memory/file.js';
 import { FakeAnthropic, modelForFake } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { cliArgs } from '../helpers/cli.js';
-import { connect, COUNTER_PD, COUNTER_ROUTINE, UNITS_PD, UNITS_ROUTINE } from '../faces/mcp/_fixtures.js';
+import { connect, COUNTER_PD, COUNTER_ROUTINE, UNITS_PD, UNITS_ROUTINE } from '../bindings/mcp/_fixtures.js';
 
 const TOKEN = 'stdio-secret';
 const AGENT_FILES = {

@@ -62,7 +62,7 @@ describe('agora send to ROAR and A2A agents', () => {
       expect(JSON.parse(json.stdout)).toMatchObject({ body: 'echo: hello', conversationId: expect.any(String) });
       expect((await runCli(['send', a2a.url, 'stream', '--stream'])).stdout).toBe('one two\n');
       expect((await runCli(['send', a2a.url, 'x', '--as', 'mcp'])).stderr).toMatch(
-        /--as takes one of agora, roar, a2a, oap/,
+        /--as takes one of agora, roar, oap, a2a/,
       );
     },
   );

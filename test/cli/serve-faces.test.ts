@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { canonicalJson, pythonFloat, RawNumber, type LosslessValue } from '../../src/protocol/roar/canonical.js';
-import { hmacSignature, signingBody } from '../../src/protocol/roar/signing.js';
+import { canonicalJson, pythonFloat, RawNumber, type LosslessValue } from '../../src/bindings/roar/canonical.js';
+import { hmacSignature, signingBody } from '../../src/bindings/roar/signing.js';
 import { hashText } from '../../src/protocol/document.js';
 import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';
 import { runCli, startServe } from '../helpers/cli.js';

@@ -1,19 +1,13 @@
 // `agora serve --llm openai --llm-base-url …`: the CLI chooses the provider from its flags, says which model answers,
 // and answers natural language through the openai SDK against the fake Chat Completions API.
 import { describe, expect, it } from 'vitest';
+import { LLM_ENV } from '../../src/llm/providers.js';
 import { FakeOpenAI, type FakeRequest } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { runCli, startServe } from '../helpers/cli.js';
 
 // No key of the machine's environment may choose for the test.
-const NO_KEYS = {
-  ANTHROPIC_API_KEY: '',
-  ANTHROPIC_AUTH_TOKEN: '',
-  OPENAI_API_KEY: '',
-  OPENAI_BASE_URL: '',
-  AGORA_LLM: '',
-  AGORA_MODEL: '',
-};
+const NO_KEYS = Object.fromEntries(LLM_ENV.map((name) => [name, '']));
 
 describe('agora serve with an OpenAI-compatible LLM', () => {
   it('answers natural language through --llm openai --llm-base-url, and says so in its banner and /metrics', async () => {

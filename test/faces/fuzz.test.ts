@@ -2,8 +2,8 @@
 // face's own error shape or a reply, never a 5xx, never an internal error logged, and every answer is JSON.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { canonicalJson } from '../../src/protocol/roar/canonical.js';
-import { hmacSignature, signingBody } from '../../src/protocol/roar/signing.js';
+import { canonicalJson } from '../../src/bindings/roar/canonical.js';
+import { hmacSignature, signingBody } from '../../src/bindings/roar/signing.js';
 import { fakeReceiver, makeFaces, PROTOCOL_HASH } from './_helpers.js';
 
 // FUZZ_RUNS=5000 npx vitest run test/faces/fuzz.test.ts for a deeper search.

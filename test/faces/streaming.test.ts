@@ -4,7 +4,7 @@ import WebSocket from 'ws';
 import { startTestAgent, type TestAgent } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { roarMessage } from './_peer-schemas.js';
-import { sdkSendRemote } from './roar/_messages.js';
+import { sdkSendRemote } from '../bindings/roar/_messages.js';
 
 // The faces on a whole agent: the LLM's text reaches an A2A client as it is written, not once it is done.
 describe('streaming through the faces', () => {

@@ -7,7 +7,7 @@ import { ClientFactory, ClientFactoryOptions, JsonRpcTransportFactory } from '@a
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import WebSocket from 'ws';
-import { pythonMessage } from '../faces/roar/_messages.js';
+import { pythonMessage } from '../bindings/roar/_messages.js';
 import { COUNTER_HASH, type CounterReply } from './counter-agent.js';
 
 /** How a driver reaches the agent: its URL, the token when the agent asks for one, and the `fetch` its SDK uses. */

@@ -25,8 +25,8 @@ import {
   RawNumber,
   toPlain,
   type LosslessValue,
-} from '../../src/protocol/roar/canonical.js';
-import { hmacSignature, signingBody, verifyHmac } from '../../src/protocol/roar/signing.js';
+} from '../../src/bindings/roar/canonical.js';
+import { hmacSignature, signingBody, verifyHmac } from '../../src/bindings/roar/signing.js';
 import type { JsonObject } from '../../src/schemas.js';
 
 /** One message the agent took: what it was addressed to, and whether it carried a signature. */

@@ -12,8 +12,8 @@ import {
   RawNumber,
   toPlain,
   type LosslessValue,
-} from '../../src/protocol/roar/canonical.js';
-import { hmacSignature, signingBody, verifyHmac } from '../../src/protocol/roar/signing.js';
+} from '../../src/bindings/roar/canonical.js';
+import { hmacSignature, signingBody, verifyHmac } from '../../src/bindings/roar/signing.js';
 import type { JsonValue } from '../../src/schemas.js';
 
 /** What the agent answers to a task's text: a result (any JSON), its pieces when streamed over the WebSocket. */

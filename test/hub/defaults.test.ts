@@ -10,13 +10,15 @@ describe('a hub configuration', () => {
     expect(limits.removeDownAfterMs).toBe(7 * 24 * 60 * 60 * 1000);
   });
 
-  it('refuses maxAgents 0, naming it, rather than falling back to the default', () => {
-    expect(() => new Hub({ maxAgents: 0 })).toThrow(
+  it('refuses maxRuns 0 and a negative maxAgents, naming them, rather than falling back to the default', () => {
+    expect(() => new Hub({ maxRuns: 0 })).toThrow(
       expect.objectContaining({
         code: 'INVALID_ARGUMENT',
-        message: 'Hub option maxAgents must be a positive integer, not 0',
+        message: 'Hub option maxRuns must be a positive integer, not 0',
       }),
     );
+    expect(() => new Hub({ maxAgents: -1 })).toThrow(/maxAgents must be 0 or a positive integer, not -1/);
+    expect(hubLimits({ maxAgents: 0 }).maxAgents).toBe(0);
   });
 
   it('refuses a limit that is not a whole number, and a check interval of 0 ms', () => {

@@ -71,7 +71,7 @@ describe('hub directory', () => {
     cleanups.push(fake.close);
     fake.state.healthy = false;
     await expect(hub.register({ url: fake.url })).rejects.toThrow(
-      /answers none of \/wellknown \(Agora\), \/roar\/card or \/roar\/health \(ROAR\), \/.well-known\/agent-card.json \(A2A\) and GET \/ \(OAP\)/,
+      /answers none of GET \/wellknown \(Agora\), GET \/roar\/card \(ROAR\), GET \/.well-known\/agent-card.json \(A2A\), GET \/ \(OAP\), GET \/roar\/health \(ROAR\)/,
     );
     expect(await hub.agents({ includeDown: true })).toEqual([]);
   });

@@ -4,6 +4,7 @@ import { writeFile, mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { AnthropicModel } from '../../src/llm/anthropic/model.js';
+import { chooseModel } from '../../src/llm/choose.js';
 import { parsedReply, textBody } from '../../src/sender/python.js';
 import { Sender } from '../../src/sender/sender.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
@@ -121,22 +122,18 @@ describe('the exact URL', () => {
   });
 });
 
-describe('Sender and the environment', () => {
-  it('uses Claude when ANTHROPIC_API_KEY is set, none with llm: null', () => {
+describe('Sender and its LLM', () => {
+  it('uses no LLM unless given one, even with ANTHROPIC_API_KEY set', () => {
     vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
-    vi.stubEnv('AGORA_MODEL', 'claude-from-env');
-    expect(new Sender({ logger: silentLogger }).llm?.model).toBe('claude-from-env');
-    expect(new Sender({ logger: silentLogger, llm: null }).llm).toBeUndefined();
-    vi.stubEnv('ANTHROPIC_API_KEY', '');
     expect(new Sender({ logger: silentLogger }).llm).toBeUndefined();
+    expect(new Sender({ logger: silentLogger, llm: null }).llm).toBeUndefined();
   });
 
-  it('runs a task that needs an LLM with the key from the environment', async () => {
+  it('runs a task that needs an LLM with the model chosen from an environment', async () => {
     const fake = await FakeAnthropic.start({ fallback: senderBrain });
     cleanup.push(() => fake.close());
-    vi.stubEnv('ANTHROPIC_API_KEY', 'sk-ant-test');
-    vi.stubEnv('ANTHROPIC_BASE_URL', fake.url);
-    const convert = new Sender({ logger: silentLogger }).task({
+    const llm = chooseModel({}, { ANTHROPIC_API_KEY: 'sk-ant-test', ANTHROPIC_BASE_URL: fake.url });
+    const convert = new Sender({ logger: silentLogger, llm }).task({
       name: 'Convert miles',
       description: 'Miles to km.',
       input: z.object({ miles: z.number() }),

@@ -45,7 +45,7 @@ describe('getJson and boundedFetch', () => {
       /GET http:\/\/127\.0\.0\.1:\d+\/stream: stream larger than 8000 bytes/,
     );
     await expect((await bounded(`${await url}/stall`)).text()).rejects.toThrow(
-      /GET http:\/\/127\.0\.0\.1:\d+\/stall: timed out after 300 ms/,
+      /GET http:\/\/127\.0\.0\.1:\d+\/stall: no answer within 300 ms/,
     );
   });
 });

@@ -63,7 +63,7 @@ describe('peer failures', () => {
 
     const silent = await rawServer(() => undefined);
     const timeout = await failureOf(sender({ timeoutMs: 200 }).query(silent.url, { body: 'hi' }));
-    expect(timeout).toMatchObject({ code: 'TIMEOUT', message: `POST ${silent.url}/: timed out after 200 ms` });
+    expect(timeout).toMatchObject({ code: 'TIMEOUT', message: `POST ${silent.url}/: no answer within 200 ms` });
 
     const closed = await rawServer(() => undefined);
     await new Promise<void>((resolve) => closed.server.close(() => resolve()));

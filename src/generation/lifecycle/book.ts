@@ -27,10 +27,7 @@ export type RoutineBookOptions = {
   maxFailures?: number;
   typeChecker?: RoutineTypeChecker;
   now?: () => number;
-  /**
-   * Told after each status this process writes (written, approved automatically, failed, disabled): the dashboard's
-   * cue.
-   */
+  /** Told after each status this process writes (written, approved, failed, disabled): the dashboard's cue. */
   onStatus?: (status: RoutineStatus) => void;
 };
 

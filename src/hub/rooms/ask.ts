@@ -3,7 +3,7 @@
 // A failure is told in fixed words: nothing a participant wrote reaches the transcript unless it is its reply.
 import { AgoraError, isAgoraError } from '../../errors.js';
 import type { JsonValue } from '../../schemas.js';
-import { peerConversation } from '../../sender/peers/index.js';
+import { peerConversation } from '../../bindings/peers.js';
 import type { Sender, SenderConversation } from '../../sender/sender.js';
 import { readTurnReply, ROOM_DOCUMENT, type TurnReply } from './document.js';
 import type { Participant, RoomRecord } from './records.js';

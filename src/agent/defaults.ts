@@ -1,0 +1,42 @@
+// The defaults of an agent, written once: `startAgent` merges its options over them, and `agora serve` shows them in
+// its help and parses its flags against them (in seconds where the flag is). Durations are in ms.
+import { DEFAULT_MAX_BODY_BYTES } from '../edge/mount.js';
+import { DEFAULT_MAX_DOCUMENT_BYTES } from '../protocol/sources.js';
+
+/** Every default of {@link startAgent} and `agora serve`; durations in ms, sizes in bytes. */
+export const AGENT_DEFAULTS = {
+  /** The port listened on. */
+  port: 3000,
+  /** Where conversations and what the agent learns live: `memory` (in the process, files under `.agora/`). */
+  store: 'memory',
+  /** The LLM: `'auto'` picks it from the environment (`AGORA_LLM`, or the provider whose key is set). */
+  llm: 'auto',
+  /** Idle time before a conversation expires (the receiver's default). */
+  conversationTtlMs: 300_000,
+  /** Time a routine may run (the receiver's default). */
+  routineTimeoutMs: 10_000,
+  /** Time between safety rescans of `protocols/`, `routines/` and `tools/` (the receiver's default while watching). */
+  rescanIntervalMs: 300_000,
+  /** Largest request body, counted after decompression. */
+  maxBodyBytes: DEFAULT_MAX_BODY_BYTES,
+  /** Largest protocol document accepted from a peer's sources. */
+  maxDocumentBytes: DEFAULT_MAX_DOCUMENT_BYTES,
+  /** LLM-served conversations under a protocol before the LLM writes a routine for it (0: never). */
+  routineThreshold: 5,
+  /** Use routines the LLM writes as soon as they pass their checks, without review. */
+  autoApprove: false,
+  /** Processes serving the one port (`agora serve --workers`). */
+  workers: 1,
+} as const;
+
+/** The options with every value left undefined taken from `defaults` (an explicit `0` or `false` is kept). */
+export function withDefaults<Defaults extends object, Options extends object>(
+  defaults: Defaults,
+  options: Options,
+): Omit<Options, keyof Defaults> & {
+  [Key in keyof Defaults]: Exclude<Key extends keyof Options ? Options[Key] : never, undefined> | Defaults[Key];
+} {
+  const merged: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
+  for (const [key, value] of Object.entries(options)) if (value !== undefined) merged[key] = value;
+  return merged as never;
+}
