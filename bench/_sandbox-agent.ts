@@ -4,7 +4,7 @@
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { protocolPrefix, protocolStem } from '../src/generation/status.js';
+import { protocolPrefix, protocolStem } from '../src/generation/lifecycle/records.js';
 import { FileMemory } from '../src/memory/file.js';
 import { hashText } from '../src/protocol/document.js';
 import { body, GENERATED } from './_sandbox-routine.js';

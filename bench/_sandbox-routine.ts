@@ -5,7 +5,7 @@ import { silentLogger } from '../src/log.js';
 import type { ProtocolDocument } from '../src/protocol/document.js';
 import { defineRoutine } from '../src/routine/define.js';
 import { defineTool, toolFunction } from '../src/tool/define.js';
-import type { SandboxContext } from '../src/generation/quickjs.js';
+import type { SandboxContext } from '../src/generation/sandbox/quickjs.js';
 import { convert } from '../tools/convert-units.js';
 
 // The repository's unit-conversion routine, as an LLM would write it (zod from 'zod', a tool call), and by hand.

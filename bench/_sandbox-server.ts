@@ -2,8 +2,8 @@
 // the receiver would (hand-written through runRoutine, or generated in the QuickJS sandbox), or echoes the body
 // (the bare baseline). `tsx bench/_sandbox-server.ts hand|quickjs|bare`; prints `PORT n` once listening.
 import { createServer } from 'node:http';
-import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
-import { QuickJSSandbox } from '../src/generation/quickjs.js';
+import { bundleForQuickJS } from '../src/generation/sandbox/quickjs-bundle.js';
+import { QuickJSSandbox } from '../src/generation/sandbox/quickjs.js';
 import { RoutineDeadlines } from '../src/routine/deadlines.js';
 import { runRoutine } from '../src/routine/run.js';
 import { context, document, GENERATED, handWritten } from './_sandbox-routine.js';

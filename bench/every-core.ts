@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { agentId } from '../src/hub/directory.js';
+import { agentId } from '../src/hub/registration.js';
 import type { AgentRecord } from '../src/hub/records.js';
 import { RedisHubStore } from '../src/hub/redis-store.js';
 import { startHub, type RunningHub } from '../src/hub/server.js';

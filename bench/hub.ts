@@ -3,7 +3,7 @@
 // throughput. Agents are generated with a vocabulary that grows with the directory (new agents bring new topics,
 // as in a real network) plus generic words every agent shares, whose postings grow with it.
 import { performance } from 'node:perf_hooks';
-import { agentId } from '../src/hub/directory.js';
+import { agentId } from '../src/hub/registration.js';
 import { Hub } from '../src/hub/hub.js';
 import type { AgentRecord } from '../src/hub/records.js';
 

@@ -9,8 +9,8 @@ import { pathToFileURL } from 'node:url';
 import { newQuickJSAsyncWASMModule, newQuickJSWASMModule } from 'quickjs-emscripten';
 import { RoutineDeadlines } from '../src/routine/deadlines.js';
 import { runRoutine } from '../src/routine/run.js';
-import { bundleForQuickJS } from '../src/generation/quickjs-bundle.js';
-import { QuickJSSandbox } from '../src/generation/quickjs.js';
+import { bundleForQuickJS } from '../src/generation/sandbox/quickjs-bundle.js';
+import { QuickJSSandbox } from '../src/generation/sandbox/quickjs.js';
 import {
   alternating,
   formatNumber,

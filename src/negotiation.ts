@@ -5,8 +5,8 @@ import type { ConversationMessage } from './conversation/store.js';
 import { plural } from './_plural.js';
 import { AgoraError, isAgoraError } from './errors.js';
 import { charsOf, DEFAULT_MAX_LLM_CHARS, fitHistory, refuseOverBudget } from './llm/budget.js';
-import type { ResponderCall } from './llm/responders.js';
-import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './llm/toolformer.js';
+import type { ResponderCall } from './llm/peer-answers.js';
+import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './llm/tool-loop.js';
 import { documentFileName, formatDocument, parseDocument, type ProtocolDocument } from './protocol/document.js';
 import type { JsonValue } from './schemas.js';
 

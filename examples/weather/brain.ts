@@ -30,11 +30,11 @@ export const PROMPT_MARKERS = {
   proposeProtocol: 'You negotiate a protocol document (PD) with another agent',
   /** src/negotiation.ts: the receiver's side of a negotiation. */
   answerNegotiation: 'Another agent negotiates a protocol document (PD) with you',
-  /** src/llm/responders.ts: can this agent serve a PD learned from a peer? */
+  /** src/llm/peer-answers.ts: can this agent serve a PD learned from a peer? */
   suitability: 'Decide whether you can honour it',
-  /** src/llm/responders.ts: answer a natural-language query with the tools. */
+  /** src/llm/peer-answers.ts: answer a natural-language query with the tools. */
   answerNaturalLanguage: 'Another agent sends you a message in natural language.',
-  /** src/llm/responders.ts: answer a query under a PD with the tools. */
+  /** src/llm/peer-answers.ts: answer a query under a PD with the tools. */
   answerUnderProtocol: 'Another agent queries you under this protocol document',
   /** src/routine/generate.ts: write a receiver routine. */
   writeRoutine: 'You write routines for an agent on the Agora network.',

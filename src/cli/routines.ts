@@ -9,7 +9,7 @@ import {
   listGeneratedRoutines,
   reviewGeneratedRoutine,
   type GeneratedRoutineEntry,
-} from '../generation/review.js';
+} from '../generation/lifecycle/review.js';
 import { defineCommand, printJson, stringOption, UsageError, type ParsedArgs } from './_command.js';
 import { jsonOption, storeOption, wantsJson } from './_options.js';
 

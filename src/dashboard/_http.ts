@@ -12,7 +12,10 @@ import type { AccessKind, Refusal } from './access.js';
 /** Where the page's files live: `assets/dashboard/` at the package root, the same from `src/` and `dist/`. */
 const ASSETS_DIR = fileURLToPath(new URL('../../assets/dashboard/', import.meta.url));
 
-/** The page's Content-Security-Policy: its own scripts and styles only, no inline script, no frames, no forms posting away. */
+/**
+ * The page's Content-Security-Policy: its own scripts and styles only, no inline script, no frames, no forms posting
+ * away.
+ */
 export const CSP =
   "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'";
 
@@ -116,7 +119,10 @@ export class AssetServer {
 /** Live feeds open at once per dashboard; more are refused with 503 (each holds a connection). */
 export const MAX_FEEDS = 32;
 
-/** Bytes a feed may leave unread in its queue (past what its connection buffers) before it is dropped; the page reconnects. */
+/**
+ * Bytes a feed may leave unread in its queue (past what its connection buffers) before it is dropped; the page
+ * reconnects.
+ */
 const MAX_QUEUED_BYTES = 1024 * 1024;
 
 /** The open live feeds of one dashboard: each gets every message sent; one that does not read is dropped. */
@@ -128,7 +134,10 @@ export class EventFeeds {
     return this.#feeds.size;
   }
 
-  /** Opens a feed (503 when too many are open); `first` (frames, see `sseFrame`) is sent to it alone; `onClose` runs when it ends. */
+  /**
+   * Opens a feed (503 when too many are open); `first` (frames, see `sseFrame`) is sent to it alone; `onClose` runs
+   * when it ends.
+   */
   open(first: string[], onClose: () => void): EdgeResponse {
     if (this.#feeds.size >= MAX_FEEDS) return sendFailure(503, 'Too many dashboard feeds open', { 'retry-after': '5' });
     const feed: FeedChannel = new FeedChannel(MAX_QUEUED_BYTES, () => {

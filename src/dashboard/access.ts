@@ -80,7 +80,8 @@ export class DashboardAccess {
   check(request: Pick<EdgeRequest, 'headers' | 'boundAddress'>, kind: AccessKind): Refusal {
     if (!this.#tokens.enabled) {
       if (!listensOnLoopback(request)) return { status: 403, message: needsToken(this.#advice) };
-      // A web page can point its own host name at 127.0.0.1 (DNS rebinding): without a token, the Host must say loopback.
+      // A web page can point its own host name at 127.0.0.1 (DNS rebinding): without a token, the Host must say
+      // loopback.
       if (!isLoopbackHost(header(request, 'host'))) return { status: 403, message: LOOPBACK_HOST_ONLY };
       return kind === 'write' ? { status: 403, message: reviewNeedsToken(this.#advice) } : undefined;
     }

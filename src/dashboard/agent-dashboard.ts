@@ -134,7 +134,8 @@ export function createAgentDashboard(receiver: Receiver, options: AgentDashboard
     const url = request.path;
     const path = subPath(url, DASHBOARD_PATH);
     const { method } = request;
-    // The page links its assets relatively (`assets/…`, `api/…`), so it must be read at `…/dashboard/`, under any prefix.
+    // The page links its assets relatively (`assets/…`, `api/…`), so it must be read at `…/dashboard/`, under any
+    // prefix.
     if (!url.startsWith(`${DASHBOARD_PATH}/`)) return redirectToFolder();
     const kind: AccessKind =
       path === '/api/access'

@@ -2,8 +2,12 @@
 // conversation store, the generation book in memory) and from the recorder. Nothing here runs per query.
 import { readFile } from 'node:fs/promises';
 import { resolve, sep } from 'node:path';
-import { listGeneratedRoutines, reviewGeneratedRoutine, type GeneratedRoutineEntry } from '../generation/review.js';
-import type { CheckCase } from '../generation/checks.js';
+import {
+  listGeneratedRoutines,
+  reviewGeneratedRoutine,
+  type GeneratedRoutineEntry,
+} from '../generation/lifecycle/review.js';
+import type { CheckCase } from '../generation/checks/checks.js';
 import { NATURAL_LANGUAGE, type MetricsSnapshot } from '../metrics.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import type { Receiver } from '../receiver.js';
@@ -153,7 +157,9 @@ export class AgentData {
     return /^[0-9a-f]{40}$/.test(hash) ? this.receiver.document(hash) : undefined;
   }
 
-  /** Conversations open now (per protocol when the store can tell), the last two minutes' rates, the latest failures. */
+  /**
+   * Conversations open now (per protocol when the store can tell), the last two minutes' rates, the latest failures.
+   */
   async live(): Promise<{
     open: number;
     openByProtocol: { name: string; hash: string | null; count: number }[] | null;

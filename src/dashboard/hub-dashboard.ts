@@ -32,7 +32,9 @@ export type RoomView = {
  */
 export type RoomsSource = { rooms(): Promise<RoomView[]> };
 
-/** The hub's open rooms as the dashboard shows them (topic, state and turn; members, dropped ones marked; transcript). */
+/**
+ * The hub's open rooms as the dashboard shows them (topic, state and turn; members, dropped ones marked; transcript).
+ */
 export function roomsSource(rooms: Rooms): RoomsSource {
   return {
     rooms: async () =>
@@ -103,8 +105,13 @@ function chainView(run: ChainRun) {
 }
 
 /**
- * The hub's dashboard as a mount: `startHub({ mounts: (hub, rooms) => [createHubDashboard(hub)] })` (what `agora hub` does).
- * @example await startHub({ port: 4000, mounts: (hub, rooms) => [createHubDashboard(hub, { tokens, ...(rooms ? { rooms: roomsSource(rooms) } : {}) })] });
+ * The hub's dashboard as a mount: `startHub({ mounts: (hub, rooms) => [createHubDashboard(hub)] })` (what `agora hub`
+ * does).
+ * @example
+ * await startHub({
+ *   port: 4000,
+ *   mounts: (hub, rooms) => [createHubDashboard(hub, { tokens, ...(rooms ? { rooms: roomsSource(rooms) } : {}) })],
+ * });
  */
 export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}): Mount {
   const logger = options.logger ?? consoleLogger('agora-hub');

@@ -1,6 +1,7 @@
 // `agora-agents/hub`: a network of agents. The hub (directory, protocol catalogue, routing, chains), its mounts
 // (API, rooms, dashboard) and server, its client, and rooms.
 export { Hub, type HubOptions, type ProtocolListing } from '../hub/hub.js';
+export { HUB_DEFAULTS } from '../hub/defaults.js';
 export { startHub, type StartHubOptions, type RunningHub } from '../hub/server.js';
 export { hubMount, type HubMountOptions } from '../hub/http.js';
 export { roomsMount, type RoomsMountOptions } from '../hub/rooms/http.js';

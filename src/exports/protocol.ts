@@ -24,12 +24,12 @@ export {
 } from '../negotiation.js';
 export { checkAgent, type CaseResult, type CheckOptions } from '../conformance.js';
 export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from '../init.js';
-export { converse, type ConverseOptions, type ConverseResult, type UsageSink } from '../llm/toolformer.js';
+export { converse, type ConverseOptions, type ConverseResult, type UsageSink } from '../llm/tool-loop.js';
 export { describeModel, modelFromEnvironment, LLM_PROVIDERS } from '../llm/choose.js';
 export { DEFAULT_MODEL } from '../llm/anthropic/model.js';
 export { DEFAULT_OPENAI_MODEL } from '../llm/openai/model.js';
 export type { RetryOptions } from '../llm/retry.js';
-export type { AgentProfile, ResponderCall, HistoryMessage } from '../llm/responders.js';
+export type { AgentProfile, ResponderCall, HistoryMessage } from '../llm/peer-answers.js';
 export { Metrics, type MetricsObserver, type MetricsSnapshot, type QueryPath } from '../metrics.js';
 export type { ReceiverExtensions, RoutineRunner, ServedEvent, QueryTarget } from '../receiver.js';
 export {

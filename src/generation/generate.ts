@@ -1,11 +1,11 @@
 // Routines written by the LLM (spec §6), receiver side: after enough LLM-served uses of a protocol, the LLM writes a
-// TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may
-// approve it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./quickjs.ts). The sender side is
-// ./task-routines.ts, the review (`agora routines`) ./review.ts.
+// TypeScript module; it is built, type-checked and run against recorded and fresh examples before anyone may approve
+// it, and it runs in a QuickJS sandbox with a time, CPU and memory limit (./sandbox/quickjs.ts). The sender side is
+// ./task-routines.ts, the review (`agora routines`) ./lifecycle/review.ts.
 import { z } from 'zod';
 import { describeError } from '../errors.js';
-import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/responders.js';
-import { converse, type LanguageModel, type LlmUsage } from '../llm/toolformer.js';
+import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/peer-answers.js';
+import { converse, type LanguageModel, type LlmUsage } from '../llm/tool-loop.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ProtocolDocument } from '../protocol/document.js';
@@ -13,13 +13,13 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { ReceiverExtensions, RoutineRunner, ServedEvent } from '../receiver.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
-import { RoutineKeeper } from './book.js';
-import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks.js';
-import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './prompts.js';
-import { protocolPrefix, protocolStem, type RoutineStatus } from './status.js';
-import type { RoutineTypeChecker } from './typecheck.js';
-import { askTwice } from './value-check.js';
-import { preview, writeCheckedModule, type GenerationUsageSink } from './write.js';
+import { RoutineKeeper } from './lifecycle/book.js';
+import { answerOf, checkRoutine, parseStoredExample, type Probe } from './checks/checks.js';
+import { protocolBlock, QUERIES_SYSTEM, ROUTINE_SYSTEM, routinePrompt, type StoredExample } from './writing/prompts.js';
+import { protocolPrefix, protocolStem, type RoutineStatus } from './lifecycle/records.js';
+import type { RoutineTypeChecker } from './checks/typecheck.js';
+import { askTwice } from './checks/value-check.js';
+import { preview, writeCheckedModule, type GenerationUsageSink } from './writing/write.js';
 
 /** Options of {@link RoutineGenerator}. */
 export type RoutineGeneratorOptions = {
@@ -29,7 +29,9 @@ export type RoutineGeneratorOptions = {
   llm: LanguageModel;
   /** The agent's tools, read when a routine is written, checked or run. */
   tools: () => readonly Tool[];
-  /** How the agent presents itself to its LLM when the checks ask it for reference answers (default: its tools only). */
+  /**
+   * How the agent presents itself to its LLM when the checks ask it for reference answers (default: its tools only).
+   */
   profile?: () => AgentProfile;
   logger?: Logger;
   /** LLM-served conversations under a protocol before a routine is written (default 5; 0 never writes one). */

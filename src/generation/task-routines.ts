@@ -1,18 +1,18 @@
 // Routines written by the LLM, sender side: a task performed under a PD costs two LLM calls (build the body, read
 // the reply); after enough of them the LLM writes `{ buildBody, parseReply }` in code, checked on the recorded
-// calls, and approved like a receiver routine (./generate.ts, ./review.ts).
+// calls, and approved like a receiver routine (./generate.ts, ./lifecycle/review.ts).
 import { z, type ZodType } from 'zod';
 import { describeError } from '../errors.js';
-import { prescribesJson } from '../llm/responders.js';
-import type { LanguageModel } from '../llm/toolformer.js';
+import { prescribesJson } from '../llm/peer-answers.js';
+import type { LanguageModel } from '../llm/tool-loop.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
-import { EXAMPLE_CAP, RoutineKeeper } from './book.js';
+import { EXAMPLE_CAP, RoutineKeeper } from './lifecycle/book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
-import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './prompts.js';
-import { taskPrefix, taskStem, type RoutineStatus } from './status.js';
-import { RoutineTypeChecker } from './typecheck.js';
+import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './writing/prompts.js';
+import { taskPrefix, taskStem, type RoutineStatus } from './lifecycle/records.js';
+import { RoutineTypeChecker } from './checks/typecheck.js';
 import {
   FENCE,
   preview,
@@ -21,7 +21,7 @@ import {
   type GenerationUsageSink,
   type ModuleChecks,
   type WrittenModule,
-} from './write.js';
+} from './writing/write.js';
 import { plural } from '../_plural.js';
 
 /** A task as the sender's LLM-written routines see it: its schemas as JSON Schema. */
@@ -53,7 +53,8 @@ export type GenerateTaskRoutineOptions = {
 
 /**
  * Writes a sender routine (`export default { buildBody, parseReply }`) for a task under a PD with the LLM, then
- * type-checks it and runs it in the QuickJS sandbox on the recorded calls: bodies and outputs must equal the recorded ones.
+ * type-checks it and runs it in the QuickJS sandbox on the recorded calls: bodies and outputs must equal the recorded
+ * ones.
  */
 export async function generateTaskRoutine(options: GenerateTaskRoutineOptions): Promise<WrittenModule> {
   const typeChecker = options.typeChecker ?? new RoutineTypeChecker();
@@ -144,7 +145,9 @@ export type TaskCallEvent = {
   llmCalls: number;
 };
 
-/** Options of {@link TaskRoutineStore}: as {@link RoutineGeneratorOptions}, without tools (sender routines are pure). */
+/**
+ * Options of {@link TaskRoutineStore}: as {@link RoutineGeneratorOptions}, without tools (sender routines are pure).
+ */
 export type TaskRoutineStoreOptions = Omit<RoutineGeneratorOptions, 'tools' | 'profile' | 'checkQueries'>;
 
 function jsonSchemaOf(schema: ZodType, io: 'input' | 'output'): unknown {
@@ -163,9 +166,11 @@ function jsonCopy(value: unknown): JsonValue {
 }
 
 /**
- * Sender routines by task and PD: records LLM-made task calls as examples, writes a routine after the threshold,
- * and hands out sandboxed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
- * @example const store = new TaskRoutineStore({ dir, memory, llm }); const sender = new Sender({ llm, extensions: store.extensions() });
+ * Sender routines by task and PD: records LLM-made task calls as examples, writes a routine after the threshold, and
+ * hands out sandboxed runners once approved. Plug it into a Sender with `extensions: store.extensions()`.
+ * @example
+ * const store = new TaskRoutineStore({ dir, memory, llm });
+ * const sender = new Sender({ llm, extensions: store.extensions() });
  */
 export class TaskRoutineStore extends RoutineKeeper {
   readonly #options: TaskRoutineStoreOptions;

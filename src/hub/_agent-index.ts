@@ -13,7 +13,9 @@ export type AgentHit = AgentRecord & { score?: number; matches?: Match[] };
 /** A query of a directory search: `offset` skips that many results (a listing's later pages). */
 export type AgentQuery = { q?: string; protocol?: string; limit?: number; offset?: number; includeDown?: boolean };
 
-/** A page of agents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts). */
+/**
+ * A page of agents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts).
+ */
 export type AgentPage = { agents: AgentHit[]; total?: number };
 
 /** Most results a directory search returns at once (`limit`). */

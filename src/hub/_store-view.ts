@@ -19,7 +19,9 @@ export class StoreView {
   #running: Promise<void> | undefined;
   #next: Promise<void> | undefined;
 
-  /** `reload` replaces the whole copy with what the store holds now; `apply`, when given, updates it by what changed. */
+  /**
+   * `reload` replaces the whole copy with what the store holds now; `apply`, when given, updates it by what changed.
+   */
   constructor(store: Pick<HubStore, 'version'>, reload: () => Promise<void>, apply?: ApplyChanges) {
     this.#store = store;
     this.#reload = reload;

@@ -3,6 +3,7 @@ import { AgoraError, describeError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { hashText, normalizeHash, parseDocument, type ProtocolDocument } from '../protocol/document.js';
 import { fetchSource } from '../protocol/sources.js';
+import { HUB_DEFAULTS } from './defaults.js';
 import { KeywordIndex, type Match } from './keywords.js';
 import type { ReadOptions } from './read-agent.js';
 import type { CatalogueEntry } from './records.js';
@@ -13,11 +14,11 @@ import { StoreView } from './_store-view.js';
 /** Options of {@link Catalogue}. */
 export type CatalogueOptions = {
   store: HubStore;
-  /** Documents held at most (default 10,000); more are refused. */
+  /** Documents held at most; more are refused (defaults of these three: {@link HUB_DEFAULTS}). */
   maxDocuments?: number;
-  /** Largest document accepted, in bytes (default 64 KiB). */
+  /** Largest document accepted, in bytes. */
   maxDocumentBytes?: number;
-  /** New documents one client (address, or IPv6 /64) may add, by publishing or registering, per hub process (default 500). */
+  /** New documents one client (address, or IPv6 /64) may add, by publishing or registering, per hub process. */
   maxDocumentsPerClient?: number;
   now?: () => number;
   logger?: Logger;
@@ -26,7 +27,10 @@ export type CatalogueOptions = {
 /** One document found by {@link Catalogue.search}, with why. */
 export type CatalogueHit = CatalogueEntry & { score?: number; matches?: Match[] };
 
-/** A page of documents: `total` is how many the listing holds (absent for a word search, which ranks rather than counts). */
+/**
+ * A page of documents: `total` is how many the listing holds (absent for a word search, which ranks rather than
+ * counts).
+ */
 export type CataloguePage = { protocols: CatalogueHit[]; total?: number };
 
 /** What a sync with a peer hub did. */
@@ -65,9 +69,9 @@ export class Catalogue {
 
   constructor(options: CatalogueOptions) {
     this.#store = options.store;
-    this.#maxDocuments = options.maxDocuments ?? 10_000;
-    this.#maxDocumentBytes = options.maxDocumentBytes ?? 64 * 1024;
-    this.#maxPerClient = options.maxDocumentsPerClient ?? 500;
+    this.#maxDocuments = options.maxDocuments ?? HUB_DEFAULTS.maxDocuments;
+    this.#maxDocumentBytes = options.maxDocumentBytes ?? HUB_DEFAULTS.maxDocumentBytes;
+    this.#maxPerClient = options.maxDocumentsPerClient ?? HUB_DEFAULTS.maxDocumentsPerClient;
     this.#now = options.now ?? Date.now;
     this.#view = new StoreView(
       this.#store,
@@ -135,7 +139,10 @@ export class Catalogue {
     return this.add(parseDocument(text, `protocol ${hash}`), client);
   }
 
-  /** Adds a document already parsed and hashed (read from an agent, or published), counted against `client`'s quota when given. */
+  /**
+   * Adds a document already parsed and hashed (read from an agent, or published), counted against `client`'s quota when
+   * given.
+   */
   async add(document: ProtocolDocument, client?: string): Promise<CatalogueEntry> {
     if (Buffer.byteLength(document.text) > this.#maxDocumentBytes) {
       throw new AgoraError(

@@ -9,7 +9,10 @@ import type { RouteDecision } from './routing.js';
 /** What a chain needs from a hub, in process ({@link Hub}) or over HTTP (`HubClient`). */
 export interface ChainBackend {
   route(goal: string, handoff?: string): Promise<RouteDecision>;
-  /** Writes a checkpoint, taking or renewing the chain's lease for `run.owner`; refused while another owner holds it, unless `force`. */
+  /**
+   * Writes a checkpoint, taking or renewing the chain's lease for `run.owner`; refused while another owner holds it,
+   * unless `force`.
+   */
   saveRun(run: ChainRun, leaseMs: number, force?: boolean): Promise<void>;
   getRun(id: string): Promise<ChainRun | undefined>;
   /** A protocol document's text by hash (its reply shape is checked against a hop's reply), when the backend has it. */
@@ -18,7 +21,10 @@ export interface ChainBackend {
 
 /** Options of {@link runChain} and {@link resumeChain}. */
 export type ChainOptions = {
-  /** Hops run by this call at most (default 10); a chain stopped by the cap with a handoff pending is `capped`, resumable. */
+  /**
+   * Hops run by this call at most (default 10); a chain stopped by the cap with a handoff pending is `capped`,
+   * resumable.
+   */
   maxHops?: number;
   /** Time one agent has to answer (default 60 s). */
   hopTimeoutMs?: number;

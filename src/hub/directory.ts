@@ -1,86 +1,42 @@
-import { createHash } from 'node:crypto';
 import { AgoraError, describeError } from '../errors.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { Catalogue } from './catalogue.js';
+import { HUB_DEFAULTS } from './defaults.js';
 import type { KeywordIndex, KeywordIndexOptions } from './keywords.js';
 import { normalizeAgentUrl, readAgent, vetAgentUrl, type ReadOptions } from './read-agent.js';
 import type { AgentRecord } from './records.js';
+import {
+  agentId,
+  givenCapabilities,
+  listedProtocols,
+  MAX_CAPABILITIES,
+  MAX_TEXT,
+  refuseTakeover,
+  type Registration,
+} from './registration.js';
 import type { HubStore } from './store.js';
 import { AgentIndex, type AgentHit, type AgentPage, type AgentQuery } from './_agent-index.js';
 import { StoreView } from './_store-view.js';
 
 export { MAX_PAGE, type AgentHit, type AgentPage, type AgentQuery } from './_agent-index.js';
+export type { Registration } from './registration.js';
 
 /** Options of {@link Directory}. */
 export type DirectoryOptions = ReadOptions & {
   store: HubStore;
   catalogue: Catalogue;
-  /** Agents held at most (default 10,000). */
+  /** Agents held at most (defaults of these four: {@link HUB_DEFAULTS}). */
   maxAgents?: number;
-  /** Time between two checks of an agent (default 60 s). */
+  /** Time between two checks of an agent. */
   checkIntervalMs?: number;
-  /** Consecutive failed checks before an agent is marked down (default 3). */
+  /** Consecutive failed checks before an agent is marked down. */
   maxMissedChecks?: number;
-  /** An agent down and unseen this long is removed (default 7 days; `--remove-down-after`). */
+  /** An agent down and unseen this long is removed (`--remove-down-after`). */
   removeDownAfterMs?: number;
   now?: () => number;
   logger?: Logger;
   index?: KeywordIndexOptions;
 };
-
-/**
- * What `POST /agents` takes; `registrant` is a digest of the caller's token (`registrantOf`), when it sent one. A
- * name, description or capabilities given here win over what the agent says of itself (an agent that says nothing,
- * such as a card-less ROAR agent, is known only by them).
- */
-export type Registration = {
-  url: string;
-  name?: string;
-  description?: string;
-  capabilities?: string[];
-  registrant?: string;
-  client?: string;
-};
-
-/** Capabilities kept per agent, and the longest one. */
-const MAX_CAPABILITIES = 100;
-const MAX_CAPABILITY_LENGTH = 100;
-
-/** A registration's capabilities, checked: undefined when not given; each trimmed, empty ones and repeats dropped. */
-function givenCapabilities(value: unknown): string[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string'))
-    throw new AgoraError('BAD_REQUEST', 'capabilities must be an array of strings');
-  const capabilities = [...new Set(value.map((item) => item.trim()).filter((item) => item !== ''))];
-  if (capabilities.length > MAX_CAPABILITIES)
-    throw new AgoraError('BAD_REQUEST', `capabilities: at most ${MAX_CAPABILITIES}`);
-  if (capabilities.some((item) => item.length > MAX_CAPABILITY_LENGTH))
-    throw new AgoraError('BAD_REQUEST', `capabilities: each at most ${MAX_CAPABILITY_LENGTH} characters`);
-  return capabilities;
-}
-
-/** The digest a registration keeps of the caller's bearer token: proof, later, that a registration is the same agent's. */
-export function registrantOf(token: string | undefined): string | undefined {
-  return token === undefined || token === ''
-    ? undefined
-    : createHash('sha256').update(`agora-registrant\u0000${token}`).digest('hex').slice(0, 32);
-}
-
-/** A record as the hub serves it: without its registrant digest. */
-export function publicRecord<T extends AgentRecord>(record: T): Omit<T, 'registrant'> {
-  const { registrant: _kept, ...rest } = record;
-  return rest;
-}
-
-/** The directory id of an agent URL: stable, so registering the same URL again updates its record. */
-export function agentId(url: string): string {
-  return createHash('sha1').update(url).digest('hex').slice(0, 16);
-}
-
-const MAX_TEXT = 2000;
-
-/** The default of {@link DirectoryOptions.removeDownAfterMs}: 7 days. */
-export const DEFAULT_REMOVE_DOWN_AFTER_MS = 7 * 24 * 60 * 60 * 1000;
 
 /**
  * The hub's directory: agents registered by URL, re-read periodically, searchable by words and protocol.
@@ -103,9 +59,9 @@ export class Directory {
     this.#options = options;
     this.#store = options.store;
     this.#catalogue = options.catalogue;
-    this.#maxAgents = options.maxAgents ?? 10_000;
-    this.#checkIntervalMs = options.checkIntervalMs ?? 60_000;
-    this.#maxMissed = options.maxMissedChecks ?? 3;
+    this.#maxAgents = options.maxAgents ?? HUB_DEFAULTS.maxAgents;
+    this.#checkIntervalMs = options.checkIntervalMs ?? HUB_DEFAULTS.checkIntervalMs;
+    this.#maxMissed = options.maxMissedChecks ?? HUB_DEFAULTS.maxMissedChecks;
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? silentLogger;
     this.#agents = new AgentIndex(options.index);
@@ -116,7 +72,10 @@ export class Directory {
     );
   }
 
-  /** Brings the index in step when the store changed under another process (by the records that changed); cheap (one read) when it did not. */
+  /**
+   * Brings the index in step when the store changed under another process (by the records that changed); cheap (one
+   * read) when it did not.
+   */
   refresh(): Promise<void> {
     return this.#view.refresh();
   }
@@ -135,7 +94,10 @@ export class Directory {
     return changes.version;
   }
 
-  /** Agents held in this process's copy, up and down (after {@link refresh}); counted as records change, never recounted. */
+  /**
+   * Agents held in this process's copy, up and down (after {@link refresh}); counted as records change, never
+   * recounted.
+   */
   get counts(): { up: number; down: number } {
     return this.#agents.counts;
   }
@@ -153,7 +115,10 @@ export class Directory {
     this.#agents.remember(record);
   }
 
-  /** Registers (or re-reads) an agent: refused when it answers none of the kinds' reads (`readAgent`), or is private and not allowed. */
+  /**
+   * Registers (or re-reads) an agent: refused when it answers none of the kinds' reads (`readAgent`), or is private and
+   * not allowed.
+   */
   async register(registration: Registration): Promise<AgentRecord> {
     if (typeof registration?.url !== 'string')
       throw new AgoraError('BAD_REQUEST', 'url must be a string (the agent base URL)');
@@ -181,12 +146,7 @@ export class Directory {
         previous?.description ??
         reading.documents.map((document) => document.metadata.name).join(', '),
       kind: reading.kind,
-      protocols: reading.documents.map(({ hash, metadata }) => ({
-        hash,
-        name: metadata.name.slice(0, 200),
-        description: metadata.description.slice(0, MAX_TEXT),
-        multiround: metadata.multiround,
-      })),
+      protocols: listedProtocols(reading.documents),
       capabilities:
         capabilities ??
         (reading.capabilities.length > 0
@@ -216,20 +176,9 @@ export class Directory {
     registration: Registration,
     capabilities: string[] | undefined,
   ): Promise<void> {
+    if (previous !== undefined) refuseTakeover(previous, registration, name, capabilities);
     const sameRegistrant = (record: AgentRecord) =>
       record.registrant !== undefined && record.registrant === registration.registrant;
-    if (previous !== undefined && previous.registrant !== undefined && !sameRegistrant(previous)) {
-      const renames =
-        (registration.name !== undefined && name !== previous.name) ||
-        (registration.description !== undefined && registration.description.trim() !== previous.description);
-      const recapabilities =
-        capabilities !== undefined && capabilities.join('\u0000') !== previous.capabilities.join('\u0000');
-      if (renames || recapabilities)
-        throw new AgoraError(
-          'CONFLICT',
-          `${previous.url} was registered with a token; only that token may change its name, description or capabilities`,
-        );
-    }
     await this.refresh();
     for (const record of this.#agents.named(name)) {
       if (record.id === id || sameRegistrant(record)) continue;
@@ -249,7 +198,10 @@ export class Directory {
     }
   }
 
-  /** Re-reads one agent: up with what it now lists when it answers, one more missed check (down after the limit) when not. */
+  /**
+   * Re-reads one agent: up with what it now lists when it answers, one more missed check (down after the limit) when
+   * not.
+   */
   async check(id: string): Promise<AgentRecord | undefined> {
     const record = await this.#store.getAgent(id);
     if (record === undefined) return undefined;
@@ -262,12 +214,7 @@ export class Directory {
       next = {
         ...rest,
         kind: reading.kind,
-        protocols: reading.documents.map(({ hash, metadata }) => ({
-          hash,
-          name: metadata.name.slice(0, 200),
-          description: metadata.description.slice(0, MAX_TEXT),
-          multiround: metadata.multiround,
-        })),
+        protocols: listedProtocols(reading.documents),
         status: 'up',
         missedChecks: 0,
         lastSeen: now,
@@ -282,7 +229,7 @@ export class Directory {
         this.#logger.warn(`hub: ${record.name} (${record.url}) is down after ${missedChecks} missed checks`);
       if (
         status === 'down' &&
-        now - record.lastSeen >= (this.#options.removeDownAfterMs ?? DEFAULT_REMOVE_DOWN_AFTER_MS)
+        now - record.lastSeen >= (this.#options.removeDownAfterMs ?? HUB_DEFAULTS.removeDownAfterMs)
       ) {
         this.#logger.info(
           `hub: removing ${record.name} (${record.url}), down and unseen since ${new Date(record.lastSeen).toISOString()}`,

@@ -8,7 +8,7 @@ import { requestTarget } from '../edge/request.js';
 import { failure, json, respond, type EdgeResponse } from '../edge/response.js';
 import { statusOf } from '../edge/status.js';
 import { bearerToken, clientKey } from '../edge/guard.js';
-import { publicRecord, registrantOf } from './directory.js';
+import { publicRecord, registrantOf } from './registration.js';
 import type { Hub } from './hub.js';
 import type { ChainRun } from './records.js';
 
@@ -104,13 +104,13 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
   // Requests answered by route and status, for /metrics; bounded (statuses are few, routes fixed).
   const counts = new Map<string, number>();
 
-  function metrics(): string {
+  async function metrics(): Promise<string> {
     const lines = ['# TYPE agora_hub_requests_total counter'];
     for (const [key, count] of counts) {
       const [route, status] = key.split(' ');
       lines.push(`agora_hub_requests_total{route="${route}",status="${status}"} ${count}`);
     }
-    const { up, down } = hub.directory.counts;
+    const { up, down } = await hub.agentCounts();
     lines.push(
       '# TYPE agora_hub_agents gauge',
       `agora_hub_agents{status="up"} ${up}`,
@@ -133,14 +133,13 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
           description?: string;
           capabilities?: string[];
         };
-        const registrant = registrantOf(bearerOf(request));
         const record = await hub.register({
           url: body.url,
           name: body.name,
           description: body.description,
           capabilities: body.capabilities,
           client: clientKey(request.remoteAddress),
-          ...(registrant ? { registrant } : {}),
+          registrant: registrantOf(bearerOf(request)),
         });
         return json(201, publicRecord(record));
       }
@@ -159,11 +158,11 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       return json(200, pageBody('agents', page.agents.map(publicRecord), page.total, offset, limit));
     }
     if (method === 'DELETE')
-      return (await hub.directory.remove(id))
+      return (await hub.removeAgent(id))
         ? json(200, { status: 'success', removed: id })
         : failure(404, `No agent ${id}`);
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, DELETE');
-    const agent = await hub.directory.resolve(id);
+    const agent = await hub.agent(id);
     return agent ? json(200, publicRecord(agent)) : failure(404, `No agent ${id}`);
   }
 
@@ -176,7 +175,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
     if (id === undefined) {
       if (method === 'POST') {
         const body = await readJson(request, objectSchema);
-        return json(201, await hub.catalogue.publish(body.hash, body.text, clientKey(request.remoteAddress)));
+        return json(201, await hub.publish(body.hash, body.text, clientKey(request.remoteAddress)));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
       const limit = limitOf(params) ?? 50;
@@ -185,7 +184,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       return json(200, pageBody('protocols', page.protocols, page.total, offset, limit));
     }
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET');
-    const document = await hub.catalogue.text(id);
+    const document = await hub.protocolText(id);
     if (document === undefined) return failure(404, 'Protocol not found');
     const response = text(document, 'text/plain; charset=utf-8');
     response.headers['cache-control'] = 'public, max-age=31536000, immutable';
@@ -203,11 +202,12 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
       const body = await readJson(request, objectSchema);
       const run = body.run as ChainRun | undefined;
       if (run?.id !== id) throw new AgoraError('BAD_REQUEST', 'run.id must be the id in the path');
-      await hub.saveRun(run, typeof body.leaseMs === 'number' ? body.leaseMs : 60_000, body.force === true);
+      await hub.saveRun(run, typeof body.leaseMs === 'number' ? body.leaseMs : undefined, body.force === true);
       return json(200, { status: 'success' });
     }
     if (method === 'DELETE') {
-      await hub.store.deleteRun(id);
+      // The chain's lease, as a PUT takes it: `?owner=` names the caller, `?force=true` takes the chain over.
+      await hub.deleteRun(id, params.get('owner') ?? undefined, params.get('force') === 'true');
       return json(200, { status: 'success' });
     }
     if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, PUT, DELETE');
@@ -228,8 +228,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
         return isRead ? json(200, { status: 'ok' }) : notAllowed('GET');
       case 'metrics':
         if (!isRead) return notAllowed('GET');
-        await hub.directory.refresh();
-        return text(metrics(), METRICS_TYPE);
+        return text(await metrics(), METRICS_TYPE);
       case 'agents':
         return agents(request, id, params);
       case 'protocols':
@@ -274,7 +273,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
   return {
     name: 'hub',
     routes: HUB_ROUTES,
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
+    maxBodyBytes: options.maxBodyBytes,
     handle,
     failure,
   };

@@ -73,7 +73,10 @@ function postingsOf(id: string, fields: readonly IndexedField[]): Map<string, Po
 
 /**
  * An inverted index of words → entries with a weight per field (a name counts more than a description).
- * @example const index = new KeywordIndex(); index.set('a1', [{ field: 'name', text: 'Weather', weight: 3 }]); index.search('weather in Paris');
+ * @example
+ * const index = new KeywordIndex();
+ * index.set('a1', [{ field: 'name', text: 'Weather', weight: 3 }]);
+ * index.search('weather in Paris');
  */
 export class KeywordIndex {
   readonly #postings = new Map<string, Posting[]>();
@@ -102,7 +105,10 @@ export class KeywordIndex {
     this.#forward.set(id, best);
   }
 
-  /** Indexes many entries at once (a process's first read of a directory): each word's postings sorted once, not inserted one by one. */
+  /**
+   * Indexes many entries at once (a process's first read of a directory): each word's postings sorted once, not
+   * inserted one by one.
+   */
   setMany(entries: Iterable<readonly [string, readonly IndexedField[]]>): void {
     const all = [...entries];
     // Deletes first: they binary-search lists that the additions below leave unsorted until the end.

@@ -6,28 +6,35 @@ import type { RateLimitOptions } from '../edge/guard.js';
 import type { Server } from 'node:http';
 import { consoleLogger, type Logger } from '../log.js';
 import { hubMount } from './http.js';
+import { HUB_DEFAULTS } from './defaults.js';
 import { Hub, type HubOptions } from './hub.js';
 import { roomsMount, type RoomsMountOptions } from './rooms/http.js';
-import { roomsForHub } from './rooms/mount.js';
+import { roomsForHub } from './rooms/hub-rooms.js';
 import type { Rooms, RoomsOptions } from './rooms/rooms.js';
 
 /** Options of {@link startHub}: the hub's, its guard's, and where to listen. */
 export type StartHubOptions = HubOptions & {
-  /** Port (default 4000; 0 picks a free one). */
+  /** Port (0 picks a free one); this and the others left out take their value in {@link HUB_DEFAULTS}. */
   port?: number;
-  /** Interface (default 127.0.0.1). */
+  /** Interface. */
   host?: string;
   /** Bearer tokens; when non-empty, writes, `/runs`, `/metrics`, every room route and the dashboard's data need one. */
   tokens?: string[];
-  /** At most `max` requests per client per `windowMs` (HTTP on every mount, room socket upgrades and messages); more → 429. */
+  /**
+   * At most `max` requests per client per `windowMs` (HTTP on every mount, room socket upgrades and messages); more →
+   * 429.
+   */
   rateLimit?: RateLimitOptions;
   /** Largest request body, in bytes (default 1 MiB). */
   maxBodyBytes?: number;
   /** Origins allowed to make state-changing requests from a browser (`--cors-origin`); others' are refused (403). */
   corsOrigins?: string[];
-  /** How often background work runs: agent checks and peer syncs (default 5 s; 0: never, call `hub.tick()`). */
+  /** How often background work runs: agent checks and peer syncs (0: never, call `hub.tick()`). */
   tickMs?: number;
-  /** Mounts served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub` does. */
+  /**
+   * Mounts served beside the hub's API, made once the hub exists: the dashboard (`createHubDashboard`), as `agora hub`
+   * does.
+   */
   mounts?: (hub: Hub, rooms: Rooms | undefined) => Mount[];
   /** Rooms on `/rooms` (default on, in this process's memory), with their watcher caps; `false` serves none. */
   rooms?: false | (Omit<RoomsOptions, 'resolve'> & RoomsMountOptions);
@@ -54,21 +61,24 @@ function isLoopbackHost(host: string): boolean {
 
 /** The guard's settings of a hub's options. */
 function edgeOptions(options: StartHubOptions, logger: Logger): EdgeOptions {
-  return {
-    logger,
-    ...(options.tokens ? { tokens: options.tokens } : {}),
-    ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
-    ...(options.maxBodyBytes !== undefined ? { maxBodyBytes: options.maxBodyBytes } : {}),
-    ...(options.corsOrigins ? { corsOrigins: options.corsOrigins } : {}),
-  };
+  const { tokens, rateLimit, maxBodyBytes, corsOrigins } = options;
+  return { logger, tokens, rateLimit, maxBodyBytes, corsOrigins };
 }
 
 /**
  * Starts a hub on node:http, with its background checks: [hub API, rooms, the given mounts] behind one guard.
- * @example const { url, close } = await startHub({ port: 0, allowPrivateAgents: true, mounts: (hub, rooms) => [createHubDashboard(hub)] });
+ * @example
+ * const { url, close } = await startHub({
+ *   port: 0,
+ *   allowPrivateAgents: true,
+ *   mounts: (hub, rooms) => [createHubDashboard(hub)],
+ * });
  */
 export async function startHub(options: StartHubOptions = {}): Promise<RunningHub> {
   const logger = options.logger ?? consoleLogger('agora-hub');
+  const { requestTimeoutMs, headersTimeoutMs } = HUB_DEFAULTS;
+  const host = options.host ?? HUB_DEFAULTS.host;
+  const tickMs = options.tickMs ?? HUB_DEFAULTS.tickMs;
   const hub = new Hub(options);
   const rooms = options.rooms === false ? undefined : await roomsForHub(hub, { ...options.rooms, logger });
   const mounts: Mount[] = [
@@ -80,11 +90,11 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
   let running;
   try {
     running = await listen(edge, {
-      requestTimeoutMs: 30_000,
-      headersTimeoutMs: 10_000,
+      requestTimeoutMs,
+      headersTimeoutMs,
       ...options.server,
-      port: options.port ?? 4000,
-      host: options.host ?? '127.0.0.1',
+      port: options.port ?? HUB_DEFAULTS.port,
+      host,
       logger,
     });
   } catch (error) {
@@ -93,12 +103,12 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
     await hub.close();
     throw error;
   }
-  if (!isLoopbackHost(options.host ?? '127.0.0.1') && (options.tokens ?? []).length === 0) {
+  if (!isLoopbackHost(host) && (options.tokens ?? []).length === 0) {
     logger.warn(
-      `hub: listening on ${options.host} without a token: anyone who reaches it may register, publish, save chains, run rooms and sync; set --token (AGORA_TOKEN)`,
+      `hub: listening on ${host} without a token: anyone who reaches it may register, publish, save chains, run rooms and sync; set --token (AGORA_TOKEN)`,
     );
   }
-  if ((options.tickMs ?? 5000) > 0) hub.startBackground(options.tickMs ?? 5000);
+  if (tickMs > 0) hub.startBackground(tickMs);
   if ((options.peers ?? []).length > 0) void hub.syncPeers();
   const { server, url, port } = running;
   return {

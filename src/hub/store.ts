@@ -6,7 +6,10 @@ export type PutDocumentResult = 'added' | 'exists' | 'full';
 /** The agents written or removed after a version, as they stand now, and the version this answer is good for. */
 export type AgentChanges = { version: number; changed: AgentRecord[]; removed: string[] };
 
-/** The documents added after a version (documents are never replaced nor removed), and the version this answer is good for. */
+/**
+ * The documents added after a version (documents are never replaced nor removed), and the version this answer is good
+ * for.
+ */
 export type DocumentChanges = { version: number; added: CatalogueEntry[] };
 
 /**
@@ -41,7 +44,9 @@ export interface HubStore extends Leases {
   listDocuments(): Promise<CatalogueEntry[]>;
   /** A number that changes whenever an agent or a document changes: processes update their indexes on a change. */
   version(): Promise<number>;
-  /** The agents changed after `since` (a {@link version}); undefined when the store no longer remembers that far back. */
+  /**
+   * The agents changed after `since` (a {@link version}); undefined when the store no longer remembers that far back.
+   */
   agentChanges(since: number): Promise<AgentChanges | undefined>;
   /** The documents added after `since`; undefined when the store no longer remembers that far back. */
   documentChanges(since: number): Promise<DocumentChanges | undefined>;

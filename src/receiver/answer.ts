@@ -1,7 +1,7 @@
 import type { ConversationMessage } from '../conversation/store.js';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { fitHistory } from '../llm/budget.js';
-import { answerNaturalLanguage, answerUnderProtocol, type ResponderCall } from '../llm/responders.js';
+import { answerNaturalLanguage, answerUnderProtocol, type ResponderCall } from '../llm/peer-answers.js';
 import { NATURAL_LANGUAGE, type QueryPath } from '../metrics.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import type { RoutineContext } from '../routine/define.js';

@@ -1,5 +1,5 @@
 import { describeError } from '../errors.js';
-import { judgeSuitability, type ResponderCall } from '../llm/responders.js';
+import { judgeSuitability, type ResponderCall } from '../llm/peer-answers.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ProtocolDocument } from '../protocol/document.js';

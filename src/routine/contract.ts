@@ -1,5 +1,5 @@
 // The routine contract, stated once. `define.ts` builds on these types, and the type-check of routines the LLM
-// writes (src/generation/typecheck.ts) reads this very file as the declaration of 'agora-agents', so the two
+// writes (src/generation/checks/typecheck.ts) reads this very file as the declaration of 'agora-agents', so the two
 // cannot drift. Keep it self-contained: types only, importing nothing but zod.
 import type { z } from 'zod';
 

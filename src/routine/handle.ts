@@ -1,5 +1,5 @@
 // What makes a value a routine definition at run time, shared by `defineRoutine` and the QuickJS
-// sandbox's shim of it (src/generation/quickjs-bundle.ts).
+// sandbox's shim of it (src/generation/sandbox/quickjs-bundle.ts).
 
 /** The message of a `defineRoutine` call without a handle function. */
 export const MISSING_HANDLE = 'defineRoutine needs a handle function';

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path';
 import { AgoraError, describeError } from '../errors.js';
-import type { LanguageModel, UsageSink } from '../llm/toolformer.js';
+import type { LanguageModel, UsageSink } from '../llm/tool-loop.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
 import type { NegotiationTask } from '../negotiation.js';

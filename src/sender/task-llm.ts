@@ -1,8 +1,8 @@
 // The steps of a typed task that its LLM does: judge whether a PD fits, write the query body, read the reply.
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
-import { extractJson, prescribesJson } from '../llm/responders.js';
-import { converse, type LanguageModel, type LlmMessage, type UsageSink } from '../llm/toolformer.js';
+import { extractJson, prescribesJson } from '../llm/peer-answers.js';
+import { converse, type LanguageModel, type LlmMessage, type UsageSink } from '../llm/tool-loop.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import { jsonText, type JsonValue } from '../schemas.js';
 

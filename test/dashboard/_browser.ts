@@ -5,7 +5,10 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
 
-/** Chromium's path: `AGORA_TEST_CHROMIUM` (set by `.ci/run`), else Debian's `/usr/bin/chromium`; undefined when neither exists. */
+/**
+ * Chromium's path: `AGORA_TEST_CHROMIUM` (set by `.ci/run`), else Debian's `/usr/bin/chromium`; undefined when neither
+ * exists.
+ */
 export function chromiumPath(): string | undefined {
   const candidates = [process.env.AGORA_TEST_CHROMIUM, '/usr/bin/chromium', '/usr/bin/chromium-browser'];
   return candidates.find((path): path is string => typeof path === 'string' && path !== '' && existsSync(path));

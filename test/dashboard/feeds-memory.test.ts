@@ -15,7 +15,9 @@ function residentMb(pid: number): number {
   return Number(match![1]) / 1024;
 }
 
-/** A protocol document with a long description, not all Latin-1 (the dashboard lists the catalogue with descriptions). */
+/**
+ * A protocol document with a long description, not all Latin-1 (the dashboard lists the catalogue with descriptions).
+ */
 function longDocument(index: number): string {
   return `---\nname: Protocol ${index}\ndescription: ${`${index} → `.repeat(4000).slice(0, 24_000)}\nmultiround: false\n---\n\nThe sender sends JSON.\n`;
 }

@@ -11,12 +11,12 @@ import { parseDocument, type ProtocolDocument } from '../../src/protocol/documen
 import { Receiver, type ServedEvent } from '../../src/receiver.js';
 import type { SenderExtensions } from '../../src/sender/tasks.js';
 import { RoutineGenerator, type RoutineGeneratorOptions } from '../../src/generation/generate.js';
-import { listGeneratedRoutines, reviewGeneratedRoutine } from '../../src/generation/review.js';
-import { bundleForQuickJS, IMPORT_POLICY_ERROR } from '../../src/generation/quickjs-bundle.js';
-import { QuickJSSandbox } from '../../src/generation/quickjs.js';
-import type { RoutineStatus } from '../../src/generation/status.js';
+import { listGeneratedRoutines, reviewGeneratedRoutine } from '../../src/generation/lifecycle/review.js';
+import { bundleForQuickJS, IMPORT_POLICY_ERROR } from '../../src/generation/sandbox/quickjs-bundle.js';
+import { QuickJSSandbox } from '../../src/generation/sandbox/quickjs.js';
+import type { RoutineStatus } from '../../src/generation/lifecycle/records.js';
 import { generateTaskRoutine, TaskRoutineStore } from '../../src/generation/task-routines.js';
-import { RoutineTypeChecker } from '../../src/generation/typecheck.js';
+import { RoutineTypeChecker } from '../../src/generation/checks/typecheck.js';
 import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
 import { defineTool } from '../../src/tool/define.js';
 

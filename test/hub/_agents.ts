@@ -1,5 +1,5 @@
-// Real agents on loopback for the hub's tests: a Receiver served by the Agora mount on the edge, each protocol answered by a
-// function of the test (so a test can count calls, hold a hop, or answer with a handoff).
+// Real agents on loopback for the hub's tests: a Receiver served by the Agora mount on the edge, each protocol answered
+// by a function of the test (so a test can count calls, hold a hop, or answer with a handoff).
 import { createServer, type Server } from 'node:http';
 import { agoraMount } from '../../src/agora/handler.js';
 import { compose } from '../../src/edge/mount.js';

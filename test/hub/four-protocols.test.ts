@@ -1,5 +1,5 @@
-// `agora hub` as a process on Redis: it registers an a2a-js agent and a ROAR agent, routes goals to them by their skills
-// and capabilities, and a four-hop chain Agora → OAP → ROAR → A2A completes after the hub is killed mid-chain.
+// `agora hub` as a process on Redis: it registers an a2a-js agent and a ROAR agent, routes goals to them by their
+// skills and capabilities, and a four-hop chain Agora → OAP → ROAR → A2A completes after the hub is killed mid-chain.
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';

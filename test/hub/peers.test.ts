@@ -1,5 +1,5 @@
-// The hub speaks Agora, OAP, ROAR and A2A: registration tells each kind from what it serves, routing finds them by their
-// capabilities and skills, chains reach each through its client with its protocol's result and handoff rules.
+// The hub speaks Agora, OAP, ROAR and A2A: registration tells each kind from what it serves, routing finds them by
+// their capabilities and skills, chains reach each through its client with its protocol's result and handoff rules.
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { resolve } from 'node:path';
@@ -108,7 +108,8 @@ describe('the hub and the other protocols', () => {
     expect(run.hops.map((hop) => hop.agentName)).toEqual(['scout', 'planner']);
     expect(run.hops[1]!.result).toEqual({ plan: ['Lyon', 'Paris'] });
     const envelope = oapTaskEnvelopeSent.parse(envelopes[0]);
-    // oap/envelope.py: `steps_taken` is a list of Step {agent_id, action, result, timestamp}; `version` defaults to "0.1".
+    // oap/envelope.py: `steps_taken` is a list of Step {agent_id, action, result, timestamp}; `version` defaults to
+    // "0.1".
     const scouted = {
       agent_id: 'scout',
       action: 'handed off',

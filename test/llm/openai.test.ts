@@ -2,7 +2,7 @@
 // comes back. The behaviour shared with every provider is in provider-contract.ts.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { converse } from '../../src/llm/toolformer.js';
+import { converse } from '../../src/llm/tool-loop.js';
 import { OpenAIModel } from '../../src/llm/openai/model.js';
 import { FakeOpenAI } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tool/define.js';

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { AgoraError } from '../../src/errors.js';
-import { converse } from '../../src/llm/toolformer.js';
+import { converse } from '../../src/llm/tool-loop.js';
 import { hashText } from '../../src/protocol/document.js';
 import { FakeAnthropic, scriptedModel, startTestAgent, type TestAgent } from '../../src/testing/index.js';
 import { defineTool } from '../../src/tool/define.js';

@@ -1,6 +1,6 @@
 // Rooms over HTTP on the hub, as a mount: create, read, control, a person's message, the live events in ARP's frames
-// over SSE (`Last-Event-ID` resumes with no repeat) and over WebSocket. Every route needs the hub's token when tokens are set;
-// the guard, the SSE writer (a replay waits for the reader to drain) and the socket caps are the edge's.
+// over SSE (`Last-Event-ID` resumes with no repeat) and over WebSocket. Every route needs the hub's token when tokens
+// are set; the guard, the SSE writer (a replay waits for the reader to drain) and the socket caps are the edge's.
 import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../../errors.js';
 import { readJson } from '../../edge/body.js';
@@ -23,7 +23,10 @@ export type RoomsMountOptions = {
   maxWatchersPerRoom?: number;
   /** Open SSE watchers per client address or IPv6 /64 (default 64, as its sockets); more are refused with 503. */
   maxWatchersPerClient?: number;
-  /** The interval announced in a watcher's `hello` (socket or SSE) and kept by the hub's heartbeats, ms (default 30 000). */
+  /**
+   * The interval announced in a watcher's `hello` (socket or SSE) and kept by the hub's heartbeats, ms (default 30
+   * 000).
+   */
   socketHeartbeatMs?: number;
 };
 

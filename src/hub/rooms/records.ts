@@ -91,7 +91,10 @@ export type RoomEvent = {
   data: Record<string, unknown>;
 };
 
-/** The ARP frame of a room event (the WebSocket's and SSE's shape); fields ARP does not name ride along, so it reads back whole. */
+/**
+ * The ARP frame of a room event (the WebSocket's and SSE's shape); fields ARP does not name ride along, so it reads
+ * back whole.
+ */
 export function arpFrame(roomId: string, event: RoomEvent): Record<string, unknown> {
   const { speaker, text, why, ...rest } = event.data;
   if (event.type === 'new_message')
@@ -108,7 +111,9 @@ export function arpFrame(roomId: string, event: RoomEvent): Record<string, unkno
   return { type: 'flow_state', flowId: roomId, eventId: event.id, ...event.data };
 }
 
-/** The room event an ARP frame of {@link arpFrame} stands for (`undefined` for `hello`, heartbeats and unknown frames). */
+/**
+ * The room event an ARP frame of {@link arpFrame} stands for (`undefined` for `hello`, heartbeats and unknown frames).
+ */
 export function roomEventOfFrame(frame: Record<string, unknown>): RoomEvent | undefined {
   const { type, flowId: _flow, eventId: id, ...data } = frame;
   if (typeof id !== 'number') return undefined;

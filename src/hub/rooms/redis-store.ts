@@ -2,7 +2,7 @@
 // once its lease runs out, at the turn it was on.
 import { openRedis } from '../../_redis-connection.js';
 import { quit, type Redis, runScript, script } from '../../_redis.js';
-import { CLAIM, RELEASE } from '../redis-store.js';
+import { CLAIM, RELEASE } from '../redis-lua.js';
 import type { RoomEvent, RoomRecord } from './records.js';
 import type { RoomStore } from './store.js';
 

@@ -1,13 +1,11 @@
 // Rooms on the hub: created, run turn by turn (each an Agora query to a participant under the room document),
 // paused, resumed, cancelled, joined by people, watched live. The record is saved after every turn.
 import { nanoid } from 'nanoid';
-import { AgoraError, describeError, isAgoraError } from '../../errors.js';
+import { AgoraError, describeError } from '../../errors.js';
 import { consoleLogger, type Logger } from '../../log.js';
 import { KeyedQueue } from '../../_queue.js';
-import type { JsonValue } from '../../schemas.js';
-import { peerConversation } from '../../bindings/peers.js';
-import { Sender, type SenderConversation } from '../../sender/sender.js';
-import { readTurnReply, ROOM_DOCUMENT, type TurnReply } from './document.js';
+import { Sender } from '../../sender/sender.js';
+import { TurnAsker, turnReplyBytes, type TurnOutcome } from './ask.js';
 import {
   MAX_MESSAGE_CHARS,
   trimTranscript,
@@ -17,7 +15,7 @@ import {
   type RoomRequest,
 } from './records.js';
 import { MemoryRoomStore, type RoomStore } from './store.js';
-import { endOf, firstTurn, MAX_FAILURES, nextTurn } from './turns.js';
+import { applyTurn, endOf, firstTurn } from './turns.js';
 
 /** Options of {@link Rooms}. */
 export type RoomsOptions = {
@@ -32,9 +30,15 @@ export type RoomsOptions = {
   recentTurns?: number;
   /** Sends the turns (default: a sender of plain queries reading at most `maxReplyBytes` of each reply). */
   sender?: Sender;
-  /** Largest turn reply read, after decompression, in bytes: 64 KiB to 1 MiB (default 256 KiB; `--max-turn-reply-bytes`). */
+  /**
+   * Largest turn reply read, after decompression, in bytes: 64 KiB to 1 MiB (default 256 KiB;
+   * `--max-turn-reply-bytes`).
+   */
   maxReplyBytes?: number;
-  /** Time a runner's lease outlasts a turn's timeout (default 1 s): with the turn timeout, how long a dead process holds a room. */
+  /**
+   * Time a runner's lease outlasts a turn's timeout (default 1 s): with the turn timeout, how long a dead process holds
+   * a room.
+   */
   leaseMarginMs?: number;
   /** How often open rooms nobody runs are looked for, with a shared store (default 2 s; 0: only at start). */
   sweepMs?: number;
@@ -45,64 +49,14 @@ export type RoomsOptions = {
 /** What a person may do to a room. */
 export type RoomAction = 'pause' | 'resume' | 'cancel';
 
-/** The default of {@link RoomsOptions.maxReplyBytes}, and its bounds. */
-export const TURN_REPLY_BYTES = { default: 256 * 1024, min: 64 * 1024, max: 1024 * 1024 } as const;
-
-/** A turn reply cap within its bounds. */
-export function turnReplyBytes(requested: number | undefined): number {
-  return Math.min(TURN_REPLY_BYTES.max, Math.max(TURN_REPLY_BYTES.min, requested ?? TURN_REPLY_BYTES.default));
-}
-
-/** A turn as natural language, for a ROAR, A2A or OAP participant (which knows nothing of the room document). */
-export function turnText(query: {
-  topic: string;
-  you: string;
-  why: string;
-  participants: string[];
-  transcript: { speaker: string; text: string }[];
-}): string {
-  const lines = query.transcript.map((entry) => `${entry.speaker}: ${entry.text}`);
-  return [
-    `You take part in a discussion of several agents (${query.participants.join(', ')}) as ${query.you}. Topic: ${query.topic}`,
-    `Why it is your turn: ${query.why}`,
-    ...(lines.length ? ['The discussion so far:', ...lines] : []),
-    'Answer with what you say, in plain text.',
-  ].join('\n');
-}
-
-/**
- * Why a turn failed, in fixed words (its kind and HTTP status): nothing a participant wrote is copied into the
- * transcript, which people and other participants read.
- */
-export function turnFailure(error: unknown, timedOut: boolean, timeoutMs: number): string {
-  if (timedOut || (isAgoraError(error) && error.code === 'TIMEOUT')) return `timed out after ${timeoutMs} ms`;
-  const cause = (error as { cause?: { cause?: { code?: string }; code?: string } } | undefined)?.cause;
-  if (cause?.code === 'EFORBIDDENADDRESS' || cause?.cause?.code === 'EFORBIDDENADDRESS')
-    return 'refused: the participant is on a loopback or private address';
-  if (!isAgoraError(error)) return 'failed';
-  const status = error.status === undefined ? '' : ` (HTTP ${error.status})`;
-  if (error.code !== 'PEER_FAILURE') return `failed: ${error.code.toLowerCase().replaceAll('_', ' ')}${status}`;
-  if (error.status === undefined) return 'unreachable';
-  if (/: reply larger than \d+ bytes$/.test(error.message)) return `reply too large${status}`;
-  if (/, not JSON/.test(error.message)) return `not JSON${status}`;
-  if (/, not an Agora reply$/.test(error.message)) return `not an Agora reply${status}`;
-  return `answered a failure${status}`;
-}
-
-/** Tokens of a turn: the count a participant reports, else an estimate of characters / 4 of the query and reply. */
-function tokensOf(query: string, reply: TurnReply): number {
-  return reply.tokens ?? Math.ceil((query.length + reply.message.length) / 4);
-}
-
 /** The rooms of one hub process. */
 export class Rooms {
   readonly store: RoomStore;
   readonly #options: RoomsOptions;
   readonly #queue = new KeyedQueue();
   readonly #running = new Set<string>();
-  readonly #conversations = new Map<string, Pick<SenderConversation, 'send'>>();
   readonly #wakers = new Map<string, Set<() => void>>();
-  readonly #sender: Sender;
+  readonly #asker: TurnAsker;
   readonly #now: () => number;
   readonly #logger: Logger;
   #closed = false;
@@ -114,9 +68,10 @@ export class Rooms {
     this.store = options.store ?? new MemoryRoomStore();
     this.#now = options.now ?? Date.now;
     this.#logger = options.logger ?? consoleLogger('agora-hub');
-    this.#sender =
+    const sender =
       options.sender ??
       new Sender({ llm: null, hub: null, logger: this.#logger, maxReplyBytes: turnReplyBytes(options.maxReplyBytes) });
+    this.#asker = new TurnAsker({ ...options, sender });
     // With a shared store another process may die mid-room: its rooms are taken over once their leases run out.
     const sweepMs = options.sweepMs ?? 2000;
     if (!(this.store instanceof MemoryRoomStore) && sweepMs > 0) {
@@ -212,7 +167,8 @@ export class Rooms {
       if (room.state === 'completed' || room.state === 'cancelled')
         throw new AgoraError('BAD_REQUEST', `the room has ended (${room.state})`);
       const speaker = from.trim().slice(0, 100);
-      // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as the agent's.
+      // A person never speaks under a participant's name: the transcript, the events and the pages would pass it off as
+      // the agent's.
       if (room.participants.some((participant) => participant.name.toLowerCase() === speaker.toLowerCase()))
         throw new AgoraError(
           'BAD_REQUEST',
@@ -327,102 +283,16 @@ export class Rooms {
       });
       if (!planned) return;
       const { room, turn, synthesis } = planned;
-      const outcome = await this.#ask(room, turn.speaker, turn.why);
+      const outcome = await this.#asker.ask(room, turn.speaker, turn.why);
       await this.#queue.run(id, () => this.#record(id, turn.speaker, synthesis, outcome));
     }
   }
 
-  /** Asks one participant for its turn, within the room's turn timeout. */
-  async #ask(
-    room: RoomRecord,
-    speaker: string,
-    why: string,
-  ): Promise<{ reply: TurnReply; tokens: number } | { error: string }> {
-    const participant = room.participants.find((candidate) => candidate.name === speaker)!;
-    const recent = room.transcript
-      .slice(-(this.#options.recentTurns ?? 20))
-      .map(({ speaker: who, kind, text }) => ({ speaker: who, kind, text }));
-    const query = {
-      topic: room.topic,
-      you: speaker,
-      turn: room.turns + 1,
-      why,
-      pattern: room.pattern,
-      participants: room.participants.filter((p) => !p.dropped).map((p) => p.name),
-      transcript: recent,
-    };
-    const key = `${room.id}\u0000${speaker}`;
-    let conversation = this.#conversations.get(key);
-    if (!conversation)
-      this.#conversations.set(key, (conversation = this.#conversation(participant, room.turnTimeoutMs)));
-    const controller = new AbortController();
-    const timer = setTimeout(
-      () => controller.abort(new AgoraError('TIMEOUT', `no answer within ${room.turnTimeoutMs} ms`)),
-      room.turnTimeoutMs,
-    );
-    try {
-      const result = await conversation.send(participant.kind === undefined ? query : turnText(query), {
-        signal: controller.signal,
-      });
-      const reply = readTurnReply(result.body);
-      return { reply, tokens: tokensOf(JSON.stringify(query), reply) };
-    } catch (error) {
-      // A conversation that failed is opened anew on the next turn.
-      this.#conversations.delete(key);
-      return { error: turnFailure(error, controller.signal.aborted, room.turnTimeoutMs) };
-    } finally {
-      clearTimeout(timer);
-    }
-  }
-
-  /** A participant's conversation: the room document's over Agora; its session (ROAR), context (A2A) or nothing (OAP) else. */
-  #conversation(participant: Participant, timeoutMs: number): Pick<SenderConversation, 'send'> {
-    if (participant.kind === undefined) return this.#sender.conversation(participant.url, ROOM_DOCUMENT);
-    const fetch = this.#options.peerFetch;
-    const peer = peerConversation(participant.kind, participant.url, undefined, {
-      timeoutMs,
-      maxReplyBytes: turnReplyBytes(this.#options.maxReplyBytes),
-      ...(fetch ? { fetch } : {}),
-    });
-    return { send: (body) => peer.send(body as JsonValue) };
-  }
-
   /** Applies a turn's outcome to the latest record (a pause or a message may have come meanwhile) and saves it. */
-  async #record(
-    id: string,
-    speaker: string,
-    synthesis: boolean,
-    outcome: { reply: TurnReply; tokens: number } | { error: string },
-  ): Promise<void> {
+  async #record(id: string, speaker: string, synthesis: boolean, outcome: TurnOutcome): Promise<void> {
     const room = await this.store.get(id);
     if (!room || room.state === 'cancelled' || room.state === 'completed') return;
-    const participant = room.participants.find((candidate) => candidate.name === speaker)!;
-    room.turns += 1;
-    const at = this.#now();
-    if ('error' in outcome) {
-      participant.failures += 1;
-      if (participant.failures >= MAX_FAILURES) participant.dropped = true;
-      room.transcript.push({ turn: room.turns, speaker, kind: 'skipped', text: outcome.error, tokens: 0, at });
-    } else {
-      participant.failures = 0;
-      room.tokens += outcome.tokens;
-      if (outcome.reply.done && !room.done.includes(speaker)) room.done.push(speaker);
-      room.transcript.push({
-        turn: room.turns,
-        speaker,
-        kind: synthesis ? 'synthesis' : 'agent',
-        text: outcome.reply.message,
-        tokens: outcome.tokens,
-        at,
-      });
-    }
-    const next = nextTurn(room, speaker, 'error' in outcome ? undefined : outcome.reply);
-    if (next) room.next = next;
-    else delete room.next;
-    if (synthesis) {
-      room.state = 'completed';
-      room.endedBecause = endOf(room)?.reason ?? 'the lead wrote the synthesis';
-    }
+    const participant = applyTurn(room, speaker, synthesis, outcome, this.#now());
     await this.#save(room);
     const entry = room.transcript.at(-1)!;
     await this.#emit(id, 'new_message', {

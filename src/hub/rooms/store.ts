@@ -2,7 +2,10 @@
 import type { Leases } from '../store.js';
 import type { RoomEvent, RoomRecord } from './records.js';
 
-/** A room store: in memory by default; a shared store lets another hub process resume a room (its lease key: the room id). */
+/**
+ * A room store: in memory by default; a shared store lets another hub process resume a room (its lease key: the room
+ * id).
+ */
 export interface RoomStore extends Leases {
   get(id: string): Promise<RoomRecord | undefined>;
   /** Stores a room; false when `cap` active rooms exist and this one is new. */

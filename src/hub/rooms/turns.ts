@@ -1,5 +1,6 @@
-// The rules of a room's turns: who speaks next and why, and when a room ends. Pure functions of the record.
+// The rules of a room's turns: who speaks next and why, when a room ends, and what a turn writes into the record.
 import { mentionIn, type TurnReply } from './document.js';
+import type { TurnOutcome } from './ask.js';
 import type { Participant, RoomRecord } from './records.js';
 
 /** A failed or timed-out turn in a row this many times drops the participant. */
@@ -61,7 +62,9 @@ export function nextTurn(
   return next === undefined ? undefined : { speaker: next, why: 'your turn' };
 }
 
-/** Why a room ends before its next turn, if it does; `synthesis` when a moderated room's lead should sum it up first. */
+/**
+ * Why a room ends before its next turn, if it does; `synthesis` when a moderated room's lead should sum it up first.
+ */
 export function endOf(room: RoomRecord): { reason: string; synthesis: boolean } | undefined {
   const left = active(room);
   if (room.pattern === 'moderated' && !left.some((participant) => participant.name === room.lead))
@@ -77,4 +80,44 @@ export function endOf(room: RoomRecord): { reason: string; synthesis: boolean } 
   // A moderated room keeps its last turn for the synthesis.
   if (room.turns >= room.maxTurns - (synthesis ? 1 : 0)) return { reason: `${room.maxTurns} turns taken`, synthesis };
   return undefined;
+}
+
+/**
+ * A turn's outcome written into the room's record: the transcript entry, the participant's failures (dropped after
+ * {@link MAX_FAILURES}), who is done, the next turn, and the end after a synthesis. Returns the participant.
+ */
+export function applyTurn(
+  room: RoomRecord,
+  speaker: string,
+  synthesis: boolean,
+  outcome: TurnOutcome,
+  at: number,
+): Participant {
+  const participant = room.participants.find((candidate) => candidate.name === speaker)!;
+  room.turns += 1;
+  if ('error' in outcome) {
+    participant.failures += 1;
+    if (participant.failures >= MAX_FAILURES) participant.dropped = true;
+    room.transcript.push({ turn: room.turns, speaker, kind: 'skipped', text: outcome.error, tokens: 0, at });
+  } else {
+    participant.failures = 0;
+    room.tokens += outcome.tokens;
+    if (outcome.reply.done && !room.done.includes(speaker)) room.done.push(speaker);
+    room.transcript.push({
+      turn: room.turns,
+      speaker,
+      kind: synthesis ? 'synthesis' : 'agent',
+      text: outcome.reply.message,
+      tokens: outcome.tokens,
+      at,
+    });
+  }
+  const next = nextTurn(room, speaker, 'error' in outcome ? undefined : outcome.reply);
+  if (next) room.next = next;
+  else delete room.next;
+  if (synthesis) {
+    room.state = 'completed';
+    room.endedBecause = endOf(room)?.reason ?? 'the lead wrote the synthesis';
+  }
+  return participant;
 }
