@@ -23,8 +23,8 @@ export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
     store?: string | ConversationStore;
     memory?: AgentMemory;
     /**
-     * The LLM; `'auto'` (default) reads `process.env` as `agora serve` does (`AGORA_LLM`, else the provider whose key
-     * is set: ANTHROPIC_API_KEY, OPENAI_API_KEY…). `null` disables it.
+     * The LLM (default none: routines only); `'auto'` reads `process.env` as `agora serve` does (`AGORA_LLM`, else
+     * the provider whose key is set: ANTHROPIC_API_KEY, OPENAI_API_KEY…).
      */
     llm?: LanguageModel | 'auto' | null;
     /** The model for `'auto'` (else AGORA_MODEL, else the provider's default). */

@@ -9,8 +9,8 @@ export const AGENT_DEFAULTS = {
   port: 3000,
   /** Where conversations and what the agent learns live: `memory` (in the process, files under `.agora/`). */
   store: 'memory',
-  /** The LLM: `'auto'` picks it from the environment (`AGORA_LLM`, or the provider whose key is set). */
-  llm: 'auto',
+  /** The LLM: none (routines only); `'auto'` picks it from the environment as `agora serve` does. */
+  llm: null,
   /** Idle time before a conversation expires (the receiver's default). */
   conversationTtlMs: RECEIVER_DEFAULTS.conversationTtlMs,
   /** Time a routine may run (the receiver's default). */

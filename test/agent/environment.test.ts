@@ -60,7 +60,7 @@ describe('the environment', () => {
     expect(new Sender({ logger: silentLogger }).llm).toBeUndefined();
   });
 
-  it("gives startAgent the model of the environment with llm: 'auto' (its default), none with null", async () => {
+  it("gives startAgent the model of the environment only with llm: 'auto'; none without it", async () => {
     const fake = await FakeAnthropic.start({ replies: ['Bonjour!'] });
     const folder = await makeAgentFolder();
     cleanups.push(() => fake.close(), folder.cleanup);
@@ -68,13 +68,14 @@ describe('the environment', () => {
     vi.stubEnv('ANTHROPIC_BASE_URL', fake.url);
     vi.stubEnv('AGORA_MODEL', 'claude-from-env');
     const options = { dir: folder.dir, port: 0, host: '127.0.0.1', watch: false, logger: silentLogger };
-    const agent = await startAgent({ ...options, dashboard: false });
+    const agent = await startAgent({ ...options, dashboard: false, llm: 'auto' });
     cleanups.push(() => agent.close());
     expect(agent.receiver.llm?.model).toBe('claude-from-env');
     expect(await agent.receiver.query({ body: 'Hello?' })).toEqual({ status: 'success', body: 'Bonjour!' });
     expect(fake.requests[0]!.apiKey).toBe('sk-ant-test');
-    const none = await startAgent({ ...options, dashboard: false, llm: null });
+    const none = await startAgent({ ...options, dashboard: false });
     cleanups.push(() => none.close());
     expect(none.receiver.llm).toBeUndefined();
+    expect(fake.requests).toHaveLength(1);
   });
 });
