@@ -14,7 +14,7 @@ import {
   type RunningAgent,
 } from 'agora-agents';
 import { listGeneratedRoutines, TaskRoutineStore } from 'agora-agents/generation';
-import type { SenderThresholds, TaskServedEvent } from 'agora-agents/protocol';
+import type { SenderThresholds, TaskServedEvent } from 'agora-agents';
 import { FakeAnthropic } from 'agora-agents/testing';
 import { brain } from './weather/brain.js';
 

@@ -1,7 +1,8 @@
 // agora-agents: what an agent author needs. Every name here is a promise, and importing it loads no server
 // machinery (no ioredis, ws, quickjs-emscripten or express: test/index.test.ts checks). The rest lives at subpaths:
-// `agora-agents/edge` (serving: mounts, the Agora wire, dashboards), `/express`, `/faces`, `/hub`, `/redis`,
-// `/protocol` (documents, registry, negotiation, conformance), `/generation` (LLM-written routines), `/testing`.
+// `agora-agents/llm` (the LLM seam and providers), `/protocol` (documents, registry, negotiation, conformance),
+// `/edge` (serving: mounts, the Agora wire, dashboards, metrics), `/express`, `/faces` (the other protocols' faces),
+// `/hub`, `/generation` (LLM-written routines), `/redis` (every Redis backend), `/testing`. Each lists its names.
 /** zod, re-exported so routines and tools need no dependency of their own. */
 export { z } from 'zod';
 export { AgoraError, isAgoraError, FIXED_MESSAGES, type AgoraErrorCode } from './errors.js';
@@ -25,7 +26,12 @@ export {
 } from './routine/define.js';
 export { defineTool, type Tool, type ToolContext } from './tool/define.js';
 /** Where conversations and what an agent learns are kept: interfaces with their in-process defaults. */
-export { MemoryConversationStore, type ConversationStore, type ConversationRecord } from './conversation/store.js';
+export {
+  MemoryConversationStore,
+  type ConversationStore,
+  type ConversationRecord,
+  type ConversationMessage,
+} from './conversation/store.js';
 export { FileMemory, InMemoryMemory, type AgentMemory } from './memory/file.js';
 /** The LLM seam: any model behind `LanguageModel`, chosen in one place (`chooseModel`); each SDK loads at its first call. */
 export type {
@@ -52,6 +58,10 @@ export {
   type ReceiverApi,
   type ReceiverCapabilities,
   type RequestContext,
+  type ReceiverExtensions,
+  type RoutineRunner,
+  type ServedEvent,
+  type QueryTarget,
 } from './receiver.js';
 /** The sending side: queries, conversations, discovery, negotiation and typed tasks. */
 export {
@@ -60,7 +70,23 @@ export {
   type SenderConversation,
   type QueryOptions,
   type QueryResult,
+  agentBaseUrl,
+  HubProtocols,
+  type SenderNegotiation,
+  type SenderUsage,
+  type PeerProtocol,
+  type HubListing,
+  type ProtocolHub,
 } from './sender/sender.js';
+export type {
+  SenderExtensions,
+  SenderThresholds,
+  TaskSpec,
+  TaskFunction,
+  TaskRoutine,
+  TaskServedEvent,
+  TaskState,
+} from './sender/tasks.js';
 export {
   A2aClient,
   askPeer,
@@ -72,6 +98,8 @@ export {
   type PeerKind,
   type RoarClientOptions,
 } from './bindings/peers.js';
+/** A new agent's folder, scaffolded as `agora init` does. */
+export { initAgent, type InitOptions, type FrameworkDependency, type DependencyOrigin } from './init.js';
 /** A whole agent from a folder, or a receiver, served over node:http (the server machinery loads on first use). */
 export {
   startAgent,

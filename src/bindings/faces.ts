@@ -13,16 +13,6 @@ import { mcpFace } from './mcp/face.js';
 import { oapFace } from './oap/face.js';
 import { roarFace } from './roar/face.js';
 
-export type { Face, FaceContext, FaceDefinition } from '../faces/face.js';
-export type { A2aOptions } from './a2a/face.js';
-export type { McpOptions } from './mcp/face.js';
-export type { RoarFace, RoarOptions } from './roar/face.js';
-export type { RoarSocketOptions } from './roar/ws.js';
-export type { RoarEventOptions } from './roar/events.js';
-export type { RoarIdentity } from './roar/identity.js';
-export { MemoryReplayGuard, type ReplayGuard } from './roar/replay.js';
-export type { StreamAnswer, StreamEvent } from '../faces/stream.js';
-export { FACES, FACE_NAMES, type FaceName } from './index.js';
 export { a2aFace, mcpFace, oapFace, roarFace };
 
 type Listed = (typeof BINDINGS)[number]['face'];

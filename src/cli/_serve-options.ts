@@ -3,7 +3,8 @@
 import { AGENT_DEFAULTS } from '../agent/defaults.js';
 import { isSharedStore } from '../agent/stores.js';
 import { checkWorkers } from '../agent/workers.js';
-import { FACE_NAMES, parseFaceList, type FacesConfig } from '../bindings/faces.js';
+import { parseFaceList, type FacesConfig } from '../bindings/faces.js';
+import { FACE_NAMES } from '../bindings/index.js';
 import { readTrustFile } from '../bindings/roar/trust.js';
 import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 import {

@@ -301,6 +301,3 @@ export function connectRedis(
     },
   };
 }
-
-export { RedisMemory };
-export { RedisEventLog, type RedisEventLogOptions } from './redis-events.js';

@@ -2,6 +2,7 @@
 // (API, rooms, dashboard) and server, its client, and rooms.
 export { Hub, type HubOptions, type ProtocolListing } from '../hub/hub.js';
 export { HUB_DEFAULTS } from '../hub/defaults.js';
+export { MemoryHubStore, type HubStore } from '../hub/store.js';
 export { startHub, type StartHubOptions, type RunningHub } from '../hub/server.js';
 export { hubMount, type HubMountOptions } from '../hub/http.js';
 export { roomsMount, type RoomsMountOptions } from '../hub/rooms/http.js';
@@ -19,5 +20,4 @@ export type { AgentRecord, ChainRun, Hop } from '../hub/records.js';
 export { Rooms, type RoomsOptions, type RoomAction } from '../hub/rooms/rooms.js';
 export { ROOM_DOCUMENT, type TurnQuery, type TurnReply } from '../hub/rooms/document.js';
 export { MemoryRoomStore, type RoomStore } from '../hub/rooms/store.js';
-export { RedisRoomStore, type RedisRoomStoreOptions } from '../hub/rooms/redis-store.js';
 export type { RoomRecord, RoomEvent, RoomRequest, RoomState, TranscriptEntry } from '../hub/rooms/records.js';

@@ -5,7 +5,8 @@ import { compose, DEFAULT_MAX_BODY_BYTES, type Edge, type MountedRequest } from 
 import { listen, type ListenOptions, type RunningServer } from '../../src/edge/node.js';
 import type { EdgeRequest } from '../../src/edge/request.js';
 import type { EdgeResponse } from '../../src/edge/response.js';
-import { facesFor, type Face, type FacesConfig, type RoarFace, type RoarIdentity } from '../../src/bindings/faces.js';
+import { facesFor } from '../../src/bindings/faces.js';
+import { type Face, type FacesConfig, type RoarFace, type RoarIdentity } from '../../src/exports/faces.js';
 import type { Logger } from '../../src/log.js';
 import { InMemoryMemory } from '../../src/memory/file.js';
 import type { ReceiverApi } from '../../src/receiver.js';

@@ -9,7 +9,7 @@ import type { Route } from '../../src/edge/mount.js';
 import type { RunningServer } from '../../src/edge/node.js';
 import type { EdgeRequest } from '../../src/edge/request.js';
 import type { EdgeResponse } from '../../src/edge/response.js';
-import { FACES, type Face } from '../../src/bindings/faces.js';
+import { FACES, type Face } from '../../src/exports/faces.js';
 import { makeFaces, serveFaces, type FaceTestOptions, type TestFaces } from './_helpers.js';
 
 const TOKEN = 't0k';
