@@ -1,17 +1,17 @@
 // The routes of spec §2: declared to the edge (which routes by them and knows which are public), and matched again
 // here only for the parameter of the two prefix routes (a hash, a conversation id).
-import type { Route as EdgeRoute } from '../edge/mount.js';
+import type { MountRoute } from '../edge/mount.js';
 
 /** What a path names. */
 export type RouteKind = 'root' | 'wellknown' | 'health' | 'ready' | 'metrics' | 'protocol' | 'conversation' | 'events';
 
 /** A matched route: its kind, the rest of the path (hash or conversation id), its `Allow` header. */
-export type Route = { kind: RouteKind; param: string; allow: string };
+export type AgoraRoute = { kind: RouteKind; param: string; allow: string };
 
 const GET_ALLOW = 'GET, HEAD, OPTIONS';
 
 /** The Agora routes as the edge routes them; probes and documents are public reads (load balancers hold no token). */
-export const AGORA_ROUTES: readonly EdgeRoute[] = [
+export const AGORA_ROUTES: readonly MountRoute[] = [
   { path: '/', name: 'root', methods: ['POST', 'OPTIONS'], allow: 'POST, OPTIONS' },
   { path: '/wellknown', public: 'read', allow: GET_ALLOW },
   { path: '/.wellknown', public: 'read', allow: GET_ALLOW },
@@ -22,14 +22,14 @@ export const AGORA_ROUTES: readonly EdgeRoute[] = [
   { path: '/conversations', prefix: true, allow: 'POST, DELETE, OPTIONS' },
 ];
 
-const ROOT: Route = { kind: 'root', param: '', allow: 'POST, OPTIONS' };
-const WELLKNOWN: Route = { kind: 'wellknown', param: '', allow: GET_ALLOW };
-const HEALTH: Route = { kind: 'health', param: '', allow: GET_ALLOW };
-const READY: Route = { kind: 'ready', param: '', allow: GET_ALLOW };
-const METRICS: Route = { kind: 'metrics', param: '', allow: GET_ALLOW };
+const ROOT: AgoraRoute = { kind: 'root', param: '', allow: 'POST, OPTIONS' };
+const WELLKNOWN: AgoraRoute = { kind: 'wellknown', param: '', allow: GET_ALLOW };
+const HEALTH: AgoraRoute = { kind: 'health', param: '', allow: GET_ALLOW };
+const READY: AgoraRoute = { kind: 'ready', param: '', allow: GET_ALLOW };
+const METRICS: AgoraRoute = { kind: 'metrics', param: '', allow: GET_ALLOW };
 
 /** The route a mount-relative path names, or undefined (a 404). */
-export function matchRoute(rawPath: string): Route | undefined {
+export function matchRoute(rawPath: string): AgoraRoute | undefined {
   let path = rawPath;
   const query = path.indexOf('?');
   if (query !== -1) path = path.slice(0, query);

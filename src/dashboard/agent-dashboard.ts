@@ -3,7 +3,7 @@
 // the edge's guard (rate limit, cross-site rule) runs first.
 import { describeError } from '../errors.js';
 import { sseFrame } from '../edge/events.js';
-import type { Mount, MountedRequest, Route } from '../edge/mount.js';
+import type { Mount, MountedRequest, MountRoute } from '../edge/mount.js';
 import { consoleLogger, type Logger } from '../log.js';
 import type { Receiver } from '../receiver.js';
 import type { EdgeResponse } from '../edge/response.js';
@@ -16,7 +16,7 @@ import { DashboardRecorder, type RecorderEvent, type RecorderOptions } from './r
 export const DASHBOARD_PATH = '/dashboard';
 
 /** The dashboard's route: public to the edge, which leaves the access rule to the dashboard. */
-export const DASHBOARD_ROUTES: readonly Route[] = [
+export const DASHBOARD_ROUTES: readonly MountRoute[] = [
   { path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, POST, OPTIONS' },
 ];
 

@@ -3,7 +3,7 @@
 // edge: the dashboard applies its own access rule (see access.ts) after the edge's guard.
 import { describeError } from '../errors.js';
 import { sseFrame } from '../edge/events.js';
-import type { Mount, MountedRequest, Route } from '../edge/mount.js';
+import type { Mount, MountedRequest, MountRoute } from '../edge/mount.js';
 import type { EdgeResponse } from '../edge/response.js';
 import type { Hub } from '../hub/hub.js';
 import type { ChainRun } from '../hub/records.js';
@@ -14,7 +14,7 @@ import type { Rooms } from '../hub/rooms/rooms.js';
 import { DASHBOARD_PATH } from './agent-dashboard.js';
 
 /** The hub dashboard's route: read-only, public to the edge, which leaves the access rule to the dashboard. */
-export const HUB_DASHBOARD_ROUTES: readonly Route[] = [
+export const HUB_DASHBOARD_ROUTES: readonly MountRoute[] = [
   { path: DASHBOARD_PATH, prefix: true, public: true, allow: 'GET, HEAD, OPTIONS' },
 ];
 

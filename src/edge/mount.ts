@@ -7,7 +7,7 @@ import { failure, type EdgeResponse } from './response.js';
 import { failureResponse, statusOf } from './status.js';
 
 /** A route a mount declares: a path, exact or (with `prefix`) with everything under it. */
-export type Route = {
+export type MountRoute = {
   /** `/wellknown`, or with `prefix` `/roar` (which takes `/roar` and `/roar/…`). */
   path: string;
   prefix?: boolean;
@@ -24,13 +24,13 @@ export type Route = {
 };
 
 /** A request after routing: its route and mount. */
-export type MountedRequest = EdgeRequest & { route?: Route; mount?: Mount };
+export type MountedRequest = EdgeRequest & { route?: MountRoute; mount?: Mount };
 
 /** A surface behind the edge: its routes, its answers, and how a failure looks on its wire. */
 export interface Mount {
   /** A short name for logs (`agora`, `roar`, `hub`, `rooms`, `dashboard`). */
   readonly name: string;
-  readonly routes: readonly Route[];
+  readonly routes: readonly MountRoute[];
   /** A body cap smaller than the edge's, for this mount's requests. */
   readonly maxBodyBytes?: number;
   /** Request headers of its wire beyond the usual ones (`mcp-session-id`…), which browsers may then send cross-site. */
@@ -82,7 +82,7 @@ export type Edge = {
 /** Default largest request body: 1 MiB. */
 export const DEFAULT_MAX_BODY_BYTES = 1024 * 1024;
 
-type Entry = { route: Route; mount: Mount };
+type Entry = { route: MountRoute; mount: Mount };
 
 const NONE: readonly Entry[] = [];
 
@@ -160,7 +160,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
     return response;
   }
 
-  function preflight(request: EdgeRequest, route: Route): EdgeResponse {
+  function preflight(request: EdgeRequest, route: MountRoute): EdgeResponse {
     const headers: Record<string, string> = { allow: route.allow ?? 'GET, HEAD, POST, OPTIONS', 'content-length': '0' };
     const origin = request.headers.origin;
     if (typeof origin === 'string' && (corsOrigins.has(origin) || corsOrigins.has('*'))) {

@@ -7,7 +7,7 @@ export {
   type EdgeOptions,
   type Mount,
   type MountedRequest,
-  type Route,
+  type MountRoute,
 } from '../edge/mount.js';
 export { listen, type ListenOptions, type RunningServer } from '../edge/node.js';
 export { requestTarget, type EdgeRequest } from '../edge/request.js';

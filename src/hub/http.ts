@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { readJson } from '../edge/body.js';
-import type { Mount, MountedRequest, Route } from '../edge/mount.js';
+import type { Mount, MountedRequest, MountRoute } from '../edge/mount.js';
 import { requestTarget } from '../edge/request.js';
 import { failure, json, respond, type EdgeResponse } from '../edge/response.js';
 import { statusOf } from '../edge/status.js';
@@ -26,7 +26,7 @@ const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
  * The hub's routes: reads of the directory, the catalogue and routing are public; writes (register, publish,
  * delete, checkpoint, sync), `/runs` and `/metrics` need a token when tokens are set.
  */
-export const HUB_ROUTES: readonly Route[] = [
+export const HUB_ROUTES: readonly MountRoute[] = [
   { path: '/health', public: true, allow: GET_ALLOW },
   { path: '/agents', prefix: true, public: 'read', allow: 'GET, HEAD, POST, DELETE, OPTIONS' },
   { path: '/protocols', prefix: true, public: 'read', allow: 'GET, HEAD, POST, OPTIONS' },

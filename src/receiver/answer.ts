@@ -10,7 +10,7 @@ import type { JsonObject, JsonValue } from '../schemas.js';
 import type { AgentLlm } from './agent-llm.js';
 import type { AgentFolder } from './folder.js';
 import type { TurnParts } from './parts.js';
-import type { Route } from './route.js';
+import type { TurnRoute } from './route.js';
 import type { RequestContext, ServedEvent, SignalSource } from './types.js';
 
 /** A conversation's turn as the answer sees it; the answer mutates `state` and `history`. */
@@ -23,7 +23,7 @@ export type AnswererParts = Pick<
 >;
 
 /** The label a route is counted and logged under. */
-export function labelOf(route: Route): string {
+export function labelOf(route: TurnRoute): string {
   if (route.kind === 'negotiation') return 'negotiation';
   if (route.kind === 'natural') return NATURAL_LANGUAGE;
   return route.known.document.metadata.name;
@@ -60,7 +60,7 @@ export class TurnAnswerer {
    * Answers one turn; mutates `turn.state` and `turn.history`. The context's `onDelta` gets the reply's pieces as they
    * come (streaming), its `outcome` what was taken.
    */
-  async answer(route: Route, turn: Turn, body: JsonValue, context: RequestContext | undefined): Promise<JsonValue> {
+  async answer(route: TurnRoute, turn: Turn, body: JsonValue, context: RequestContext | undefined): Promise<JsonValue> {
     // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
     const signal = signalOf(context);
     const onDelta = context?.onDelta;
@@ -135,7 +135,7 @@ export class TurnAnswerer {
     return error;
   }
 
-  #served(route: Route, turn: Turn, body: JsonValue, path: QueryPath, reply: JsonValue | undefined): void {
+  #served(route: TurnRoute, turn: Turn, body: JsonValue, path: QueryPath, reply: JsonValue | undefined): void {
     const known = route.kind === 'natural' || route.kind === 'negotiation' ? undefined : route.known;
     const event: ServedEvent = {
       hash: known?.document.hash ?? null,
@@ -157,7 +157,7 @@ export class TurnAnswerer {
    * so a query awaits once here, not twice (V8 allocates an async function's register file each time it awaits).
    */
   #reply(
-    route: Exclude<Route, { kind: 'generated' }>,
+    route: Exclude<TurnRoute, { kind: 'generated' }>,
     turn: Turn,
     body: JsonValue,
     signal: SignalSource,
@@ -199,7 +199,7 @@ export class TurnAnswerer {
 
   /** An extension's routine (timed), or the LLM when it fails (BAD_REQUEST aside). */
   async #generated(
-    route: Extract<Route, { kind: 'generated' }>,
+    route: Extract<TurnRoute, { kind: 'generated' }>,
     label: string,
     turn: Turn,
     body: JsonValue,

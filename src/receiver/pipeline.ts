@@ -5,7 +5,7 @@ import { AgoraError } from '../errors.js';
 import type { FollowUpRequest, JsonValue, QueryRequest, SuccessResponse } from '../schemas.js';
 import { labelOf, TurnAnswerer, type Turn } from './answer.js';
 import type { TurnParts } from './parts.js';
-import { Router, type Route } from './route.js';
+import { Router, type TurnRoute } from './route.js';
 import { recordHashOf, targetOf, targetOfRecord, type QueryTarget } from './target.js';
 import type { RequestContext } from './types.js';
 
@@ -55,7 +55,7 @@ export class TurnPipeline {
 
   /** The seam: a route still being decided is awaited here, and a conversation is opened from here. */
   async #routedQuery(
-    decided: Route | Promise<Route>,
+    decided: TurnRoute | Promise<TurnRoute>,
     target: QueryTarget,
     request: QueryRequest,
     context: RequestContext | undefined,
@@ -66,14 +66,14 @@ export class TurnPipeline {
   }
 
   /** A query's one turn, with no conversation kept. */
-  #singleRound(route: Route, request: QueryRequest, context: RequestContext | undefined): Promise<JsonValue> {
+  #singleRound(route: TurnRoute, request: QueryRequest, context: RequestContext | undefined): Promise<JsonValue> {
     context?.onTurn?.(null, true);
     return this.#answerer.answer(route, { id: null, turn: 1, state: {}, history: [] }, request.body, context);
   }
 
   /** A conversation's first turn: answered, then stored under a new id (within the cap on live conversations). */
   async #firstTurn(
-    route: Route,
+    route: TurnRoute,
     target: QueryTarget,
     request: QueryRequest,
     context: RequestContext | undefined,

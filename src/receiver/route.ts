@@ -9,7 +9,7 @@ import type { QueryTarget } from './target.js';
 import type { RoutineRunner } from './types.js';
 
 /** Who answers a turn, looked up once per turn. */
-export type Route =
+export type TurnRoute =
   | { kind: 'negotiation' }
   | { kind: 'natural' }
   /** A routine file from `routines/`. */
@@ -19,13 +19,13 @@ export type Route =
   | { kind: 'llm'; known: KnownDocument };
 
 /** A route known at once, or one still being decided. */
-export type RouteDecision = Route | Promise<Route>;
+export type RouteDecision = TurnRoute | Promise<TurnRoute>;
 
 /** The codes a refused query answers with. */
 export type RefusalCode = 'UNSUPPORTED_PROTOCOL' | 'NATURAL_LANGUAGE_UNSUPPORTED' | 'TOO_MANY_CONVERSATIONS';
 
-const NATURAL: Route = { kind: 'natural' };
-const NEGOTIATION: Route = { kind: 'negotiation' };
+const NATURAL: TurnRoute = { kind: 'natural' };
+const NEGOTIATION: TurnRoute = { kind: 'negotiation' };
 
 /** The parts a router reads. */
 export type RouterParts = Pick<TurnParts, 'registry' | 'folder' | 'suitability' | 'extensions' | 'counters' | 'llm'>;
@@ -49,7 +49,7 @@ export class Router {
     const runner = extensions.routineFor?.(known.document.hash, known.document);
     if (runner === undefined) return { kind: 'llm', known };
     if (typeof runner === 'function') return { kind: 'generated', known, runner };
-    return Promise.resolve(runner).then((found): Route =>
+    return Promise.resolve(runner).then((found): TurnRoute =>
       found ? { kind: 'generated', known, runner: found } : { kind: 'llm', known },
     );
   }
@@ -87,7 +87,7 @@ export class Router {
     hash: string,
     sources: readonly string[] | null | undefined,
     held: { known: KnownDocument; route: RouteDecision } | undefined,
-  ): Promise<Route> {
+  ): Promise<TurnRoute> {
     const { registry, suitability, llm } = this.#parts;
     const known = held?.known ?? (await registry.resolve(hash, sources ?? undefined));
     if (!known) this.refuse('UNSUPPORTED_PROTOCOL', 'unknown');
@@ -106,7 +106,7 @@ export class Router {
   }
 
   /** Who answers the next turn of a stored conversation (its document was servable when it began). */
-  async ofRecord(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<Route> {
+  async ofRecord(target: QueryTarget, sources: readonly string[] | null | undefined): Promise<TurnRoute> {
     if (target.kind === 'natural') return NATURAL;
     if (target.kind === 'negotiation') return NEGOTIATION;
     const hash = target.kind === 'protocol' ? target.hash : target.raw;

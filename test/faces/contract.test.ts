@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { AGORA_ROUTES } from '../../src/agora/routes.js';
-import type { Route } from '../../src/edge/mount.js';
+import type { MountRoute } from '../../src/edge/mount.js';
 import type { RunningServer } from '../../src/edge/node.js';
 import type { EdgeRequest } from '../../src/edge/request.js';
 import type { EdgeResponse } from '../../src/edge/response.js';
@@ -48,7 +48,7 @@ const HOSTILE_BODIES = [
   Buffer.from([0xff, 0xfe, 0x00, 0xc3]).toString('latin1'),
 ];
 
-function takes(route: Route, method: string): boolean {
+function takes(route: MountRoute, method: string): boolean {
   return route.allow !== undefined && route.allow.split(/,\s*/).includes(method);
 }
 

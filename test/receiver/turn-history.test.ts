@@ -4,7 +4,7 @@ import { silentLogger } from '../../src/log.js';
 import type { ProtocolDocument } from '../../src/protocol/document.js';
 import { TurnAnswerer, type Turn } from '../../src/receiver/answer.js';
 import type { AgentFolder } from '../../src/receiver/folder.js';
-import type { Route } from '../../src/receiver/route.js';
+import type { TurnRoute } from '../../src/receiver/route.js';
 import { RoutineDeadlines } from '../../src/routine/deadlines.js';
 
 // Only what a generated routine's turn reads of the folder: a logger and the toolbox.
@@ -14,7 +14,7 @@ const folder = {
   routineFor: () => undefined,
 } as unknown as AgentFolder;
 const document = { hash: 'h', metadata: { name: 'Echo' } } as unknown as ProtocolDocument;
-const route: Route = { kind: 'generated', known: { document, origin: 'local' }, runner: async (body) => body };
+const route: TurnRoute = { kind: 'generated', known: { document, origin: 'local' }, runner: async (body) => body };
 
 function answerer(): TurnAnswerer {
   return new TurnAnswerer({

@@ -1,6 +1,6 @@
 // The A2A face (1.0 and 0.3: each method name is one version's, answered in its shapes): the agent card at the well-known paths, JSON-RPC at `POST /a2a`.
 // Every failure, the edge's 401, 413 and 429 included, is a JSON-RPC error with its HTTP status kept.
-import type { Route } from '../../edge/mount.js';
+import type { MountRoute } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
 import { ask } from '../../faces/ask.js';
@@ -22,7 +22,7 @@ const READ_ALLOW = 'GET, HEAD, OPTIONS';
 const SUPPORTED_VERSION = /^(?:0\.3|1\.0)(?:\.\d+)?$/;
 
 /** A2A's routes: the cards are public reads; `/a2a` (and anything under it) needs the token when tokens are set. */
-export const A2A_ROUTES: readonly Route[] = [
+export const A2A_ROUTES: readonly MountRoute[] = [
   { path: '/.well-known/agent-card.json', name: 'card', public: 'read', allow: READ_ALLOW },
   { path: '/.well-known/agent.json', name: 'card', public: 'read', allow: READ_ALLOW },
   { path: A2A_RPC_PATH, prefix: true, name: 'rpc', allow: 'POST, OPTIONS' },

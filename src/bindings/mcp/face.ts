@@ -5,7 +5,7 @@
 // opened it. A GET opens the session's stream of list_changed notifications (one per session, a few per client).
 // Every failure, the edge's 401, 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its HTTP status kept.
 import { randomUUID } from 'node:crypto';
-import type { Route } from '../../edge/mount.js';
+import type { MountRoute } from '../../edge/mount.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, type EdgeResponse } from '../../edge/response.js';
 import { FeedChannel, sseFrame, wantsEventStream } from '../../edge/events.js';
@@ -35,7 +35,7 @@ export const MCP_PATH = '/mcp';
 const ALLOW = 'GET, POST, DELETE, OPTIONS';
 
 /** MCP's route: `/mcp`, which needs the token when tokens are set. */
-export const MCP_ROUTES: readonly Route[] = [{ path: MCP_PATH, name: 'mcp', allow: ALLOW }];
+export const MCP_ROUTES: readonly MountRoute[] = [{ path: MCP_PATH, name: 'mcp', allow: ALLOW }];
 
 // JSON-RPC codes as the SDK's transport answers transport-level refusals: -32000 for a refused request, -32001 for
 // an unknown session, -32700 for a body that is not JSON, -32603 for the server's own failure.

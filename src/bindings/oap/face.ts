@@ -1,6 +1,6 @@
 // The OAP face (Open Agent Protocol 0.3, PyPI `open-agent-protocol`): `GET /` is what `oap register` reads,
 // `POST /invoke` takes a TaskEnvelope. Errors are OAP's `{error, detail}`. `POST /` stays the Agora wire's.
-import type { Route } from '../../edge/mount.js';
+import type { MountRoute } from '../../edge/mount.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
 import { errorCodeOf } from '../../faces/body.js';
 import { capabilityWords } from '../../faces/catalogue.js';
@@ -13,7 +13,7 @@ export type OapOptions = Record<never, never>;
 const READ_ALLOW = 'GET, HEAD, OPTIONS';
 
 /** OAP's routes: its registration card is a public read; `/invoke` needs the token when tokens are set. */
-export const OAP_ROUTES: readonly Route[] = [
+export const OAP_ROUTES: readonly MountRoute[] = [
   // GET and HEAD only: the Agora mount, composed first, takes `POST /`.
   { path: '/', name: 'card', methods: ['GET', 'HEAD'], public: 'read', allow: READ_ALLOW },
   { path: '/invoke', name: 'invoke', allow: 'POST, OPTIONS' },

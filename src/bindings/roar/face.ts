@@ -2,7 +2,7 @@
 // agent's identity kept in its memory, signatures checked and replies signed, replays refused.
 import type { KeyObject } from 'node:crypto';
 import { AgoraError } from '../../errors.js';
-import type { Route } from '../../edge/mount.js';
+import type { MountRoute } from '../../edge/mount.js';
 import { baseUrlOf } from '../../edge/request.js';
 import type { Face, FaceDefinition } from '../../faces/face.js';
 import { FaceSessions } from '../../faces/sessions.js';
@@ -37,7 +37,7 @@ export type RoarFace = Face & { identity(): Promise<RoarIdentity> };
 const READ_ALLOW = 'GET, HEAD, OPTIONS';
 
 /** ROAR's routes: health and the cards are public reads, `/roar/ws` checks its own auth frame, the rest needs the token. */
-export const ROAR_ROUTES: readonly Route[] = [
+export const ROAR_ROUTES: readonly MountRoute[] = [
   { path: '/roar/health', public: 'read', allow: READ_ALLOW },
   { path: '/roar/card', public: 'read', allow: READ_ALLOW },
   { path: '/roar/agents', public: 'read', allow: READ_ALLOW },

@@ -6,7 +6,7 @@ import { AgoraError, isAgoraError } from '../../errors.js';
 import { readJson } from '../../edge/body.js';
 import { parseLastEventId, sseFrame } from '../../edge/events.js';
 import { clientKey } from '../../edge/guard.js';
-import type { Mount, MountedRequest, Route } from '../../edge/mount.js';
+import type { Mount, MountedRequest, MountRoute } from '../../edge/mount.js';
 import { cleanPath, requestTarget } from '../../edge/request.js';
 import { eventStream, failure, json, type EdgeResponse, type EventStream } from '../../edge/response.js';
 import { arpFrame, roomRequestSchema, type RoomEvent } from './records.js';
@@ -38,7 +38,7 @@ export const DEFAULT_MAX_WATCHERS_PER_ROOM = 256;
 export const DEFAULT_MAX_WATCHERS_PER_CLIENT = 64;
 
 /** The rooms' routes: all under `/rooms`, all behind the token, sockets at `/rooms/:id/ws`. */
-export const ROOM_ROUTES: readonly Route[] = [
+export const ROOM_ROUTES: readonly MountRoute[] = [
   { path: '/rooms', prefix: true, socket: true, allow: 'GET, POST, OPTIONS' },
 ];
 
