@@ -29,14 +29,4 @@ export const AGENT_DEFAULTS = {
   workers: 1,
 } as const;
 
-/** The options with every value left undefined taken from `defaults` (an explicit `0` or `false` is kept). */
-export function withDefaults<Defaults extends object, Options extends object>(
-  defaults: Defaults,
-  options: Options,
-): Omit<Options, keyof Defaults> & {
-  [Key in keyof Defaults]: Exclude<Key extends keyof Options ? Options[Key] : never, undefined> | Defaults[Key];
-} {
-  const merged: Record<string, unknown> = { ...(defaults as Record<string, unknown>) };
-  for (const [key, value] of Object.entries(options)) if (value !== undefined) merged[key] = value;
-  return merged as never;
-}
+export { withDefaults } from '../_defaults.js';

@@ -1,4 +1,5 @@
 import { describeError } from '../errors.js';
+import { DEFAULT_CONVERSATION_TTL_MS } from '../_defaults.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
@@ -86,7 +87,7 @@ export class LearnedDocuments {
     this.#now = options.now ?? Date.now;
     this.#maxCount = options.maxCount ?? 500;
     this.#maxBytes = options.maxBytes ?? 16 * 1024 * 1024;
-    this.#liveMs = options.liveMs ?? 300_000;
+    this.#liveMs = options.liveMs ?? DEFAULT_CONVERSATION_TTL_MS;
   }
 
   /** Loads what is stored and not known yet (learned before a restart, or by another process sharing the memory). */

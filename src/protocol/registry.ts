@@ -1,4 +1,5 @@
 import type { Logger } from '../log.js';
+import { DEFAULT_CONVERSATION_TTL_MS } from '../_defaults.js';
 import type { AgentMemory } from '../memory/file.js';
 import { watchFolder } from '../_files.js';
 import { parseDocument, type ProtocolDocument } from './document.js';
@@ -59,7 +60,7 @@ export class ProtocolRegistry {
   constructor(options: RegistryOptions) {
     this.#options = options;
     this.#now = options.now ?? Date.now;
-    const liveMs = options.learned?.liveMs ?? 300_000;
+    const liveMs = options.learned?.liveMs ?? DEFAULT_CONVERSATION_TTL_MS;
     this.#folder = new ProtocolFolder({
       directory: options.directory,
       logger: options.logger,

@@ -2,9 +2,9 @@
 import { DEFAULT_MAX_LLM_CHARS } from '../llm/budget.js';
 import { DEFAULT_MAX_DOCUMENT_BYTES } from '../protocol/sources.js';
 import type { ReceiverOptions } from './types.js';
+import { DEFAULT_CONVERSATION_TTL_MS, withDefaults } from '../_defaults.js';
 
-/** How long an idle conversation lives, ms: five minutes (and the least a tombstone is kept, spec §2). */
-export const DEFAULT_CONVERSATION_TTL_MS = 300_000;
+export { DEFAULT_CONVERSATION_TTL_MS } from '../_defaults.js';
 
 /**
  * The defaults of {@link ReceiverOptions}, durations in ms. `tombstoneTtlMs` defaults to `conversationTtlMs`, and
@@ -39,9 +39,7 @@ export type ReceiverSettings = Omit<ReceiverOptions, keyof Defaulted | 'tombston
 
 /** The options merged over {@link RECEIVER_DEFAULTS} (an option given as `undefined` takes the default). */
 export function receiverSettings(options: ReceiverOptions): ReceiverSettings {
-  const merged: Record<string, unknown> = { ...RECEIVER_DEFAULTS };
-  for (const [key, value] of Object.entries(options)) if (value !== undefined) merged[key] = value;
-  const settings = merged as ReceiverSettings;
+  const settings = withDefaults(RECEIVER_DEFAULTS, options) as unknown as ReceiverSettings;
   if (options.rescanIntervalMs === undefined && !settings.watch) settings.rescanIntervalMs = 0;
   settings.tombstoneTtlMs = tombstoneMsOf(settings);
   return settings;

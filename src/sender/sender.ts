@@ -1,4 +1,5 @@
 import { join, resolve } from 'node:path';
+import { withDefaults } from '../_defaults.js';
 import { AgoraError, describeError } from '../errors.js';
 import type { LanguageModel, UsageSink } from '../llm/tool-loop.js';
 import { consoleLogger, type Logger } from '../log.js';
@@ -34,11 +35,6 @@ function hubOf(options: SenderOptions, timeoutMs: number): ProtocolHub | undefin
   const hub = options.hub ?? undefined;
   if (hub === undefined || typeof hub !== 'string') return hub;
   return new HubProtocols({ url: hub, token: options.hubToken, fetch: options.fetch, timeoutMs });
-}
-
-/** The options a caller set (an `undefined` one leaves its default in place when merged over the defaults). */
-function definedOf<T extends object>(options: T): Partial<T> {
-  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as Partial<T>;
 }
 
 /** Options of {@link Sender}. */
@@ -138,7 +134,7 @@ export class Sender {
 
   constructor(options: SenderOptions = {}) {
     this.#options = options;
-    const config = { ...SENDER_DEFAULTS, ...definedOf(options) };
+    const config = withDefaults(SENDER_DEFAULTS, options);
     this.#timeoutMs = config.timeoutMs;
     this.llm = options.llm ?? undefined;
     this.dir = options.dir === undefined ? undefined : resolve(options.dir);
@@ -171,7 +167,7 @@ export class Sender {
     };
     this.#tasks = new TaskRunner(
       { ...this.#parts, memory: this.memory, extensions: this.extensions, onUsage: this.#countUsage },
-      { ...SENDER_DEFAULTS.thresholds, ...definedOf(options.thresholds ?? {}) },
+      withDefaults(SENDER_DEFAULTS.thresholds, options.thresholds ?? {}),
     );
   }
 

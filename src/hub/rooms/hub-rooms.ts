@@ -3,7 +3,7 @@
 import { slug } from '../../_slug.js';
 import { consoleLogger } from '../../log.js';
 import { hashText } from '../../protocol/document.js';
-import { guardedFetch } from '../../protocol/guarded-fetch.js';
+import { guardedFetch } from '../../net/guard.js';
 import { Sender } from '../../sender/sender.js';
 import type { Hub } from '../hub.js';
 import { normalizeAgentUrl, vetAgentUrl } from '../read-agent.js';
