@@ -75,8 +75,9 @@ function textFields(fields: LogFields | undefined, message = ''): string {
 /**
  * A logger writing one line per event to stderr: timestamped text, or JSON lines written by pino (the well-kept
  * standard for structured logs in Node; its pretty printer is a separate package running in a worker, so the text
- * format is our own). Every text message goes through {@link inert}; JSON escapes by itself and is capped. Below `level` nothing is formatted; `debug` is left out entirely unless enabled, so
- * callers check for it once instead of paying per request.
+ * format is our own). Every text message goes through {@link inert}; JSON escapes by itself and is capped. Below
+ * `level` nothing is formatted; `debug` is left out entirely unless enabled, so callers check for it once instead of
+ * paying per request.
  * @example const logger = consoleLogger('agora', { level: 'debug', format: 'json' });
  */
 export function consoleLogger(prefix = 'agora', options: ConsoleLoggerOptions = {}): Logger {

@@ -111,7 +111,8 @@ export function normaliseNegotiatedDocument(text: string): ProtocolDocument {
  * The sender's side of a negotiation (spec §5): its LLM proposes a PD, the peer answers, until the LLM emits the
  * final document between `<FINALPROTOCOL>` markers. Knows no HTTP: `send` carries one turn.
  * @example
- * const { document } = await negotiateProtocol({ llm, task: { name: 'Weather', description: 'Forecast for a city' }, send: (text) => peer.send(text) });
+ * const { document } = await negotiateProtocol({ llm, task: { name: 'Weather', description: 'Forecast for a city' },
+ * send: (text) => peer.send(text) });
  */
 export async function negotiateProtocol(options: NegotiateOptions): Promise<NegotiationResult> {
   const maxRounds = options.maxRounds ?? DEFAULT_MAX_ROUNDS;

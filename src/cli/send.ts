@@ -200,7 +200,8 @@ export const command = defineCommand(
           if (stream) await printStream(sender.stream(url, query), json);
           else printReply(await sender.query(url, query), json);
         } catch (error) {
-          // Not an Agora agent: ask it what it speaks, and send again in that protocol (nothing was done the first time).
+          // Not an Agora agent: ask it what it speaks, and send again in that protocol (nothing was done the first
+          // time).
           const kind = as === undefined && notAgora(error) ? await detectPeerKind(url, peerOptions) : undefined;
           if (kind === undefined || kind === 'agora') throw error;
           await sendForeign(kind, url, body, protocol, stream, json, peerOptions);

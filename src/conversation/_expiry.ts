@@ -38,7 +38,8 @@ export class ExpiryIndex {
     const bucket = this.#buckets.get(at);
     if (!bucket) return;
     bucket.pending -= 1;
-    // Nobody expires at this instant any more: its stale ids go now; the bucket stays until due (its slot is in the order).
+    // Nobody expires at this instant any more: its stale ids go now; the bucket stays until due (its slot is in the
+    // order).
     if (bucket.pending <= 0) {
       bucket.ids = [];
       bucket.next = 0;

@@ -140,7 +140,8 @@ export class FeedChannel implements EventStream {
       this.#wake = undefined;
       return wake({ value: frame, done: false });
     }
-    // A frame alone is always taken (a dashboard's whole state may be larger than the bound); behind others, the bound holds.
+    // A frame alone is always taken (a dashboard's whole state may be larger than the bound); behind others, the bound
+    // holds.
     if (this.#queue.length > 0 && this.#queued + frame.length > this.maxQueuedBytes) return this.cancel();
     this.#queued += frame.length;
     this.#queue.push(frame);

@@ -84,7 +84,8 @@ export class RateLimiter {
   readonly #limiter: Promise<Limiter>;
 
   constructor(options: RateLimitOptions) {
-    // Loaded on demand: the library's index pulls in every backend (~0.1 s), which an agent without a limit never needs.
+    // Loaded on demand: the library's index pulls in every backend (~0.1 s), which an agent without a limit never
+    // needs.
     this.#limiter = import('rate-limiter-flexible').then(({ RateLimiterMemory, RateLimiterRedis }) => {
       const memory = new RateLimiterMemory({ points: options.max, duration: options.windowMs / 1000 });
       if (!options.redis) return memory;

@@ -104,7 +104,8 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
       try {
         result = await edge.handle(request);
       } catch (error) {
-        // A mount's rejection, answered in its own shape (no `.catch` on the hot path: it allocates a promise a request).
+        // A mount's rejection, answered in its own shape (no `.catch` on the hot path: it allocates a promise a
+        // request).
         result = edge.failure(request, error);
       }
       // A stream is logged when it ends: its protocol and path taken are known only once its answer has run.

@@ -85,7 +85,8 @@ export class FaceSessions {
 
   /**
    * Whether another session may open. The first call sweeps the memory (sessions left by an earlier run), later ones
-   * sweep in the background at most every `sweepEveryMs`; a full count sweeps first (at most once a second) before refusing.
+   * sweep in the background at most every `sweepEveryMs`; a full count sweeps first (at most once a second) before
+   * refusing.
    */
   async hasRoom(): Promise<boolean> {
     if (this.#count === undefined) await this.#sweep();

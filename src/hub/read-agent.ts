@@ -138,8 +138,9 @@ async function readDocument(
 }
 
 /**
- * Reads an agent at `base`: `/wellknown`, documents, then every binding's probes (the fallback ones last);
- * throws SOURCE_FAILED when the agent answers none of them. `known(hash)` gives documents the hub already holds, so they are not fetched again.
+ * Reads an agent at `base`: `/wellknown`, documents, then every binding's probes (the fallback ones last); throws
+ * SOURCE_FAILED when the agent answers none of them. `known(hash)` gives documents the hub already holds, so they are
+ * not fetched again.
  */
 export async function readAgent(
   base: string,

@@ -106,8 +106,10 @@ function isForbiddenIPv6(bytes: readonly number[]): boolean {
 }
 
 /**
- * Whether an IP address (v4 or v6, including IPv4-mapped IPv6 like ::ffff:127.0.0.1 and ::ffff:7f00:1) is loopback, private (10/8, 172.16/12, 192.168/16, 100.64/10 CGNAT, fc00::/7), link-local (169.254/16, fe80::/10), unspecified (0.0.0.0/8, ::), multicast/reserved, or a metadata address (169.254.169.254, fd00:ec2::254).
- * Anything that is not an IP address counts as forbidden, so a caller's mistake fails closed.
+ * Whether an IP address (v4 or v6, including IPv4-mapped IPv6 like ::ffff:127.0.0.1 and ::ffff:7f00:1) is loopback,
+ * private (10/8, 172.16/12, 192.168/16, 100.64/10 CGNAT, fc00::/7), link-local (169.254/16, fe80::/10), unspecified
+ * (0.0.0.0/8, ::), multicast/reserved, or a metadata address (169.254.169.254, fd00:ec2::254). Anything that is not an
+ * IP address counts as forbidden, so a caller's mistake fails closed.
  * @example isForbiddenAddress('::ffff:7f00:1') // true
  */
 export function isForbiddenAddress(address: string): boolean {

@@ -4,7 +4,8 @@
 const TEXT_MEDIA_TYPES = new Set(['', 'text/plain', 'text/markdown']);
 
 /**
- * Decodes a `data:` URI (both forms of spec §3); undefined for other media types / malformed. Returns raw bytes (Buffer).
+ * Decodes a `data:` URI (both forms of spec §3); undefined for other media types / malformed. Returns raw bytes
+ * (Buffer).
  * @example decodeDataUri('data:text/plain;charset=utf-8,1%2B1') // Buffer of "1+1"
  */
 export function decodeDataUri(uri: string): Buffer | undefined {
@@ -58,7 +59,8 @@ function decodeBase64(data: Buffer): Buffer | undefined {
 }
 
 /**
- * Encodes a document text as a `data:text/plain;charset=utf-8,<percent-encoded>` URI the way Python's urllib.parse.quote does (safe chars: letters, digits, `_.-~/`).
+ * Encodes a document text as a `data:text/plain;charset=utf-8,<percent-encoded>` URI the way Python's
+ * urllib.parse.quote does (safe chars: letters, digits, `_.-~/`).
  * @example encodeDataUri('hello world/+') // 'data:text/plain;charset=utf-8,hello%20world/%2B'
  */
 export function encodeDataUri(text: string): string {

@@ -15,9 +15,9 @@ export const DEFAULT_MAX_SOURCES = 5;
 export const DEFAULT_SOURCES_DEADLINE_MS = 8000;
 
 /**
- * Tries sources in order; returns the first document whose exact bytes hash to `expectedHash` (hex, already normalized).
- * Bounded: at most `maxSources` (5) tried, all under one deadline (`deadlineMs`, 8 s), each document at most
- * `maxBytes` (64 KiB), `data:` URIs included.
+ * Tries sources in order; returns the first document whose exact bytes hash to `expectedHash` (hex, already
+ * normalized). Bounded: at most `maxSources` (5) tried, all under one deadline (`deadlineMs`, 8 s), each document at
+ * most `maxBytes` (64 KiB), `data:` URIs included.
  * @example const document = await resolveSources(hash, request.protocolSources ?? [], { logger });
  */
 export async function resolveSources(

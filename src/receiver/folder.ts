@@ -114,7 +114,8 @@ export class AgentFolder {
     });
     await Promise.all([this.#loadRoutines(), this.#loadTools()]);
     if (watch) {
-      // An editor's swap or backup file changes nothing: only source files reload (each unchanged one is kept by digest).
+      // An editor's swap or backup file changes nothing: only source files reload (each unchanged one is kept by
+      // digest).
       this.#closers.push(
         watchFolder(join(this.dir, 'routines'), (names) => void (touchesSources(names) && this.reloadRoutines())),
       );

@@ -135,7 +135,8 @@ export type ReceiverOptions = {
   memory?: AgentMemory;
   /**
    * The LLM fallback; absent or `null`: routines only. The receiver never reads the environment for one: pass
-   * `chooseModel({}, process.env)` (what `agora serve` and `startAgent({ llm: 'auto' })` do) to pick the provider whose key is set.
+   * `chooseModel({}, process.env)` (what `agora serve` and `startAgent({ llm: 'auto' })` do) to pick the provider whose
+   * key is set.
    */
   llm?: LanguageModel | null;
   /** Tools in addition to those in `tools/`. */

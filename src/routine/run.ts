@@ -81,7 +81,8 @@ async function drain(
   isolation: RoutineIsolation | undefined,
 ): Promise<unknown> {
   for (;;) {
-    // Each step runs the generator's body synchronously up to its next await or yield: isolated, that stretch is bounded.
+    // Each step runs the generator's body synchronously up to its next await or yield: isolated, that stretch is
+    // bounded.
     const step = await (isolation ? isolation.limit.run(() => generator.next(), isolation.syncMs) : generator.next());
     if (step.done) return step.value;
     if (onDelta) onDelta(toJson(step.value));
@@ -182,7 +183,8 @@ function checkedReply(routine: Routine, output: unknown): JsonValue {
 function routineFailure(error: unknown): unknown {
   // A bad argument from the routine's own code (memory key, tool input) is the routine's failure, like any bug.
   if (error instanceof AgoraError && error.code !== 'ROUTINE_FAILED' && error.code !== 'INVALID_ARGUMENT') return error;
-  // The routine's own error is the cause, as thrown (wrapping it would log `Error: Error: boom`); a thrown non-Error becomes one.
+  // The routine's own error is the cause, as thrown (wrapping it would log `Error: Error: boom`); a thrown non-Error
+  // becomes one.
   return new AgoraError('ROUTINE_FAILED', 'Routine failed', {
     cause: error instanceof Error ? error : new Error(`threw ${describeError(error)}`),
   });

@@ -193,7 +193,8 @@ export class SenderDocuments {
 
   /**
    * Fetches a peer's PD and checks its hash: `data:` sources, then the peer's own URLs (its `/protocols/:hash` first);
-   * sources on other hosts go through the receiver's guarded fetch (spec §3), so a peer cannot point us into our own network.
+   * sources on other hosts go through the receiver's guarded fetch (spec §3), so a peer cannot point us into our own
+   * network.
    */
   async peer(
     base: string,

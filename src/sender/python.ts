@@ -10,7 +10,8 @@ export function textBody(body: JsonValue): string {
 
 /**
  * A Python-like peer's reply under a protocol, read back: the JSON text of an object or an array becomes that value,
- * (fenced or not) so typed outputs and routines see what the protocol prescribes; other text (`42`, `sunny`) stays text.
+ * (fenced or not) so typed outputs and routines see what the protocol prescribes; other text (`42`, `sunny`) stays
+ * text.
  */
 export function parsedReply(body: JsonValue): JsonValue {
   if (typeof body !== 'string') return body;

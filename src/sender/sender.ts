@@ -253,7 +253,8 @@ export class Sender {
   }
 
   /**
-   * Negotiates a PD for a task with a peer (spec §5) and writes it into `<dir>/protocols/` when the sender has a folder.
+   * Negotiates a PD for a task with a peer (spec §5) and writes it into `<dir>/protocols/` when the sender has a
+   * folder.
    * @example const { document, path } = await sender.negotiate(url, { name: 'Weather', description: 'Forecast for a city' });
    */
   async negotiate(
@@ -272,8 +273,9 @@ export class Sender {
    * A typed task: natural language first, then a fitting PD from the `lookForProtocolFrom`-th use, then a negotiated
    * one from the `negotiateFrom`-th; counters and choices persist in the sender's memory.
    * @example
-   * const forecast = sender.task({ name: 'Forecast', description: 'Weather in a city', input: z.object({ city: z.string() }), output: z.object({ weather: z.string() }) });
-   * const { weather } = await forecast({ city: 'Paris' }, { target: 'http://localhost:3000' });
+   * const forecast = sender.task({ name: 'Forecast', description: 'Weather in a city', input: z.object({ city:
+   * z.string() }), output: z.object({ weather: z.string() }) }); const { weather } = await forecast({ city: 'Paris' },
+   * { target: 'http://localhost:3000' });
    */
   task<Input, Output>(spec: TaskSpec<Input, Output>): TaskFunction<Input, Output> {
     return this.#tasks.task(spec);

@@ -89,7 +89,8 @@ const replySchema = z.union([
 ]);
 
 /**
- * Starts a receiver for an agent folder on a free loopback port, its LLM the real SDK against a {@link FakeAnthropic} or a {@link FakeOpenAI}.
+ * Starts a receiver for an agent folder on a free loopback port, its LLM the real SDK against a {@link FakeAnthropic}
+ * or a {@link FakeOpenAI}.
  * @example
  * const agent = await startTestAgent({ dir, fake: { replies: ['Hello!'] } });
  * expect(await agent.query('Hi')).toEqual({ status: 'success', body: 'Hello!' });
@@ -187,7 +188,8 @@ export type ScriptedModel = LanguageModel & {
 };
 
 /**
- * A tiny in-process LLM for fast unit tests: replies in order, usage 10 in / 5 out unless given; an exhausted script or an `Error` reply throws `LLM unavailable`.
+ * A tiny in-process LLM for fast unit tests: replies in order, usage 10 in / 5 out unless given; an exhausted script or
+ * an `Error` reply throws `LLM unavailable`.
  * @example const llm = scriptedModel(['Hello!', { toolUse: [{ name: 'get_forecast', input: { city: 'Paris' } }] }]);
  */
 export function scriptedModel(replies: ScriptedReply[] = []): ScriptedModel {

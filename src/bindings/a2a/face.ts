@@ -1,5 +1,6 @@
-// The A2A face (1.0 and 0.3: each method name is one version's, answered in its shapes): the agent card at the well-known paths, JSON-RPC at `POST /a2a`.
-// Every failure, the edge's 401, 413 and 429 included, is a JSON-RPC error with its HTTP status kept.
+// The A2A face (1.0 and 0.3: each method name is one version's, answered in its shapes): the agent card at the
+// well-known paths, JSON-RPC at `POST /a2a`. Every failure, the edge's 401, 413 and 429 included, is a JSON-RPC error
+// with its HTTP status kept.
 import type { MountRoute } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { json, type EdgeResponse } from '../../edge/response.js';

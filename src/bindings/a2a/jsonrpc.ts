@@ -152,12 +152,14 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
     } catch (error) {
       failure = error;
     }
-    // An answer that came whole (a routine, a JSON reply) is one artifact, a data part when it is JSON, as `SendMessage` gives it.
+    // An answer that came whole (a routine, a JSON reply) is one artifact, a data part when it is JSON, as
+    // `SendMessage` gives it.
     if (!streamed && failure === undefined && output !== undefined) yield artifactUpdate(output, false, true);
     finish(task, output, failure);
     const status = taskJson(task, version).status as JsonValue;
     const update = { taskId: task.id, contextId: task.contextId, status };
-    // `final` is 0.3's: A2A 1.0's TaskStatusUpdateEvent has no such field (the stream's end says it), and 1.0 clients that parse strictly refuse it.
+    // `final` is 0.3's: A2A 1.0's TaskStatusUpdateEvent has no such field (the stream's end says it), and 1.0 clients
+    // that parse strictly refuse it.
     yield event(version === '1.0' ? { statusUpdate: update } : { kind: 'status-update', ...update, final: true });
   }
 
@@ -169,7 +171,8 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
         envelope = JSON.parse(await readBodyText(request, deps.maxBodyBytes));
       } catch (error) {
         if (isTooLarge(error)) return rpcError(413, null, A2A_ERRORS.INVALID_REQUEST, 'Request too large');
-        // Refused by the edge before any parse (nested too deeply): not a request this server takes, with its HTTP status.
+        // Refused by the edge before any parse (nested too deeply): not a request this server takes, with its HTTP
+        // status.
         if (isBadBody(error)) return rpcError(400, null, A2A_ERRORS.INVALID_REQUEST, error.message);
         return fail(null, A2A_ERRORS.PARSE, 'Parse error');
       }

@@ -1,9 +1,10 @@
-// The MCP face: the agent as an MCP server over Streamable HTTP at `/mcp`, through `@modelcontextprotocol/sdk`'s
-// server (loaded on the first request, never by the package root). One SDK server answers every POST through the
-// face's transport (transport.ts); the face keeps the sessions (`Mcp-Session-Id`) itself, as every face does (sessions.ts):
-// in the agent's memory when it is shared, so with Redis any process answers any session, and each bound to the token that
-// opened it. A GET opens the session's stream of list_changed notifications (one per session, a few per client).
-// Every failure, the edge's 401, 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its HTTP status kept.
+// The MCP face: the agent as an MCP server over Streamable HTTP at `/mcp`, through `@modelcontextprotocol/sdk`'s server
+// (loaded on the first request, never by the package root). One SDK server answers every POST through the face's
+// transport (transport.ts); the face keeps the sessions (`Mcp-Session-Id`) itself, as every face does (sessions.ts): in
+// the agent's memory when it is shared, so with Redis any process answers any session, and each bound to the token that
+// opened it. A GET opens the session's stream of list_changed notifications (one per session, a few per client). Every
+// failure, the edge's 401, 403, 413 and 429 included, is a JSON-RPC error as the SDK's HTTP transport writes them, its
+// HTTP status kept.
 import { randomUUID } from 'node:crypto';
 import type { MountRoute } from '../../edge/mount.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
@@ -118,7 +119,8 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
         message = JSON.parse(await readBodyText(request, context.maxBodyBytes));
       } catch (error) {
         if (isTooLarge(error)) return mcpFailure(413, 'Request body too large');
-        // Refused by the edge before any parse (nested too deeply): the SDK's transport answers a body it cannot take as a message so.
+        // Refused by the edge before any parse (nested too deeply): the SDK's transport answers a body it cannot take
+        // as a message so.
         if (isBadBody(error)) return mcpFailure(400, `Parse error: ${error.message}`, -32700);
         if (!(error instanceof SyntaxError)) throw error;
         return mcpFailure(400, 'Parse error: Invalid JSON', -32700);

@@ -123,7 +123,8 @@ export async function readResource(source: McpServerSource, uri: string): Promis
 
 /**
  * A new SDK `Server` answering from `source`; `sessionOf` reads a request's session key (the HTTP face's
- * `Mcp-Session-Id` scoped by the caller's token, or the one session of a stdio server); `jsonSchemaValidator` shared by the servers of many requests.
+ * `Mcp-Session-Id` scoped by the caller's token, or the one session of a stdio server); `jsonSchemaValidator` shared by
+ * the servers of many requests.
  */
 export function createMcpServer(
   source: McpServerSource,

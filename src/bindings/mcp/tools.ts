@@ -64,7 +64,8 @@ function describe(name: string, description: string, contract: string): string {
 
 /**
  * The tools an agent offers over MCP, derived from its catalogue (each document parsed once there). `ask` is offered
- * when the receiver answers natural language (`naturalLanguage` overrides, for a remote agent whose LLM cannot be seen).
+ * when the receiver answers natural language (`naturalLanguage` overrides, for a remote agent whose LLM cannot be
+ * seen).
  */
 export class McpToolTable {
   readonly #receiver: Pick<ReceiverApi, 'capabilities'>;

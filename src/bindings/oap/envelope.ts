@@ -91,8 +91,8 @@ export function oapStep(agentId: string, action: string, result: JsonValue, at: 
 }
 
 /**
- * A step as read from an envelope: an OAP Step as it came (unknown fields too), or a bare agent name (our earlier versions wrote those
- * for an agent that answered) as a Step with no timestamp; undefined when it is neither.
+ * A step as read from an envelope: an OAP Step as it came (unknown fields too), or a bare agent name (our earlier
+ * versions wrote those for an agent that answered) as a Step with no timestamp; undefined when it is neither.
  */
 export function readOapStep(value: unknown): OapStep | undefined {
   if (typeof value === 'string') return { agent_id: value, action: 'answered', result: null };

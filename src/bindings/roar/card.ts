@@ -31,7 +31,8 @@ export function roarCard(input: RoarCardInput): Record<string, unknown> {
     description: input.description,
     skills: input.protocols.map((protocol) => protocol.name),
     channels: ['http', 'websocket'],
-    // `websocket` is the base URL ROAR's SDK connects under (`/roar/ws`, `/roar/ws/stream`); `ws` the full path, as before.
+    // `websocket` is the base URL ROAR's SDK connects under (`/roar/ws`, `/roar/ws/stream`); `ws` the full path, as
+    // before.
     endpoints: { http: input.baseUrl, websocket: ws, ws: `${ws}/roar/ws` },
     declared_capabilities: input.protocols.map((protocol) => ({
       name: protocol.name,

@@ -27,7 +27,8 @@ export async function* roarSocketExchange(
   text: string,
   options: RoarSocketOptions,
 ): AsyncGenerator<RoarSocketPiece> {
-  // `?deltas=true` asks our agents for delta frames (without it they send the reply frame only); ROAR's router ignores the query.
+  // `?deltas=true` asks our agents for delta frames (without it they send the reply frame only); ROAR's router ignores
+  // the query.
   const url = `${base.replace(/^http/, 'ws')}/roar/ws${options.deltas === false ? '' : '?deltas=true'}`;
   const what = `WebSocket ${url}`;
   const { WebSocket } = await import('ws');
@@ -105,7 +106,8 @@ export async function* roarSocketExchange(
         if (typeof frame.delta === 'string') yield { type: 'delta', delta: frame.delta };
         continue;
       }
-      // ROAR's own router refuses with a bare `{"error": "signature_invalid"}` frame (roar_sdk `router.py`); ours add `"type": "error"`.
+      // ROAR's own router refuses with a bare `{"error": "signature_invalid"}` frame (roar_sdk `router.py`); ours add
+      // `"type": "error"`.
       if (frame.type === 'error' || (typeof frame.error === 'string' && frame.intent === undefined)) {
         const code = typeof frame.error === 'string' && /^[\w.-]{1,60}$/.test(frame.error) ? ` (${frame.error})` : '';
         throw new AgoraError('PEER_FAILURE', `${what}: the agent refused the message${code}`);

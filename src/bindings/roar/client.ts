@@ -198,8 +198,8 @@ export class RoarClient {
   }
 
   /**
-   * Asks over the agent's WebSocket (`/roar/ws`): `delta` pieces while the agent streams (asked for; `deltas: false` does not ask, and drops any that come),
-   * then the verified answer. Each wait is bounded by the timeout.
+   * Asks over the agent's WebSocket (`/roar/ws`): `delta` pieces while the agent streams (asked for; `deltas: false`
+   * does not ask, and drops any that come), then the verified answer. Each wait is bounded by the timeout.
    */
   async *stream(
     url: string,

@@ -1,5 +1,5 @@
-// The ROAR face (spec 0.3): HTTP routes under `/roar`, the WebSockets `/roar/ws` and `/roar/ws/stream` accepted through the edge, the
-// agent's identity kept in its memory, signatures checked and replies signed, replays refused.
+// The ROAR face (spec 0.3): HTTP routes under `/roar`, the WebSockets `/roar/ws` and `/roar/ws/stream` accepted through
+// the edge, the agent's identity kept in its memory, signatures checked and replies signed, replays refused.
 import type { KeyObject } from 'node:crypto';
 import { AgoraError } from '../../errors.js';
 import type { MountRoute } from '../../edge/mount.js';

@@ -1,12 +1,13 @@
 // ROAR over WebSocket (`/roar/ws`), accepted through the edge's socket router (which caps sockets and frame size,
-// nesting, and counts every message against the rate limit): when tokens are set, an auth frame first (browsers
-// cannot send headers on an upgrade) or the token in the upgrade's Authorization header, then each frame a bare ROAR
-// message. Each message is answered with one frame, the signed reply ROARMessage, as ROAR's own router answers it:
-// ROAR's SDK `ws_send` sends one message and reads exactly one frame as a ROARMessage. Deltas only when asked for
-// (`?deltas=true` on the upgrade, or `context.deltas: true` in the message; `context.deltas: false` turns a socket's
-// off for one message): `{"type":"delta","delta":…}` frames, then the reply with `"type": "done"` added. A refusal is
+// nesting, and counts every message against the rate limit): when tokens are set, an auth frame first (browsers cannot
+// send headers on an upgrade) or the token in the upgrade's Authorization header, then each frame a bare ROAR message.
+// Each message is answered with one frame, the signed reply ROARMessage, as ROAR's own router answers it: ROAR's SDK
+// `ws_send` sends one message and reads exactly one frame as a ROARMessage. Deltas only when asked for (`?deltas=true`
+// on the upgrade, or `context.deltas: true` in the message; `context.deltas: false` turns a socket's off for one
+// message): `{"type":"delta","delta":…}` frames, then the reply with `"type": "done"` added. A refusal is
 // `{"type":"error","error":code,"message":…}`, an error frame as ROAR's router sends one (no ROARMessage: `ws_send`
-// raises on it, as `http_send` does on a 4xx). Auth time, messages in flight per socket and heartbeats are bounded here.
+// raises on it, as `http_send` does on a 4xx). Auth time, messages in flight per socket and heartbeats are bounded
+// here.
 import type { WebSocket } from 'ws';
 import { bearerToken } from '../../edge/guard.js';
 import { header } from '../../edge/request.js';
@@ -52,7 +53,8 @@ export class RoarSockets {
     this.#watch(socket);
     const { deps } = this;
     const maxInFlight = this.#maxInFlight;
-    // No auth frame when the edge has no token to ask for, or when the upgrade carried one (a client that can set headers).
+    // No auth frame when the edge has no token to ask for, or when the upgrade carried one (a client that can set
+    // headers).
     const authorization = header(session.request, 'authorization');
     const bearer = (bearerToken(authorization) ?? authorization)?.trim() || undefined;
     const upgraded = bearer !== undefined && session.acceptsToken(bearer);
@@ -110,7 +112,8 @@ export class RoarSockets {
       };
       answerRoarMessage(deps, text, () => baseUrl, undefined, listeners, token)
         .then(
-          // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put it.
+          // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put
+          // it.
           (outcome) => send(socket, streamed ? `${outcome.text.slice(0, -1)}, "type": "done"}` : outcome.text),
           (error: unknown) => {
             if (error instanceof RoarRefusal)

@@ -47,7 +47,8 @@ export class OpenAIModel implements LanguageModel {
   readonly #policy: RetryPolicy;
   readonly #maxTokens: number;
   readonly #stream: boolean;
-  // api.openai.com wants `max_completion_tokens` (newer models refuse `max_tokens`); compatible servers know `max_tokens`.
+  // api.openai.com wants `max_completion_tokens` (newer models refuse `max_tokens`); compatible servers know
+  // `max_tokens`.
   readonly #tokenField: 'max_tokens' | 'max_completion_tokens';
   // The SDK's error classes, once loaded, for the policy to tell transient failures.
   #sdk: Sdk | undefined;
