@@ -24,9 +24,11 @@ describe('agora room', () => {
       { env },
     );
     expect(created.stderr).toBe('');
+    expect(created.code, 'agora room create').toBe(0);
     const id = created.stdout.trim();
+    expect(id).not.toBe('');
     const watched = await runCli(['room', 'watch', id], { env });
-    expect(watched.code).toBe(0);
+    expect(watched.code, `agora room watch: ${watched.stderr}`).toBe(0);
     expect(watched.stdout.match(/^— turn \d+:/gm)).toHaveLength(4);
     expect(watched.stdout.trim().split('\n').at(-1)).toBe('room ended: 4 turns taken');
     const shown = JSON.parse((await runCli(['room', 'show', id], { env })).stdout) as { state: string; turns: number };
