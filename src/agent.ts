@@ -5,7 +5,7 @@ import type { ConversationStore } from './conversation/store.js';
 import type { AgentMountOptions, ServerOptions } from './agent/mounts.js';
 import type { RunningServer } from './edge/node.js';
 import { chooseModel } from './llm/choose.js';
-import type { LanguageModel } from './llm/tool-loop.js';
+import type { LanguageModel } from './llm/model.js';
 import { consoleLogger, type Logger } from './log.js';
 import type { AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';

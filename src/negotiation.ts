@@ -6,7 +6,8 @@ import { plural } from './_plural.js';
 import { AgoraError, isAgoraError } from './errors.js';
 import { charsOf, DEFAULT_MAX_LLM_CHARS, fitHistory, refuseOverBudget } from './llm/budget.js';
 import type { ResponderCall } from './llm/peer-answers.js';
-import { converse, type LanguageModel, type LlmMessage, type UsageSink } from './llm/tool-loop.js';
+import { converse } from './llm/tool-loop.js';
+import { type LanguageModel, type LlmMessage, type UsageSink } from './llm/model.js';
 import { documentFileName, formatDocument, parseDocument, type ProtocolDocument } from './protocol/document.js';
 import type { JsonValue } from './schemas.js';
 

@@ -13,7 +13,7 @@ import type { ZodType } from 'zod';
 import type { McpServerStatus } from './tool/mcp/index.js';
 import type { AgentProfile, ResponderCall } from './llm/peer-answers.js';
 import { llmInfoMetric } from './receiver/llm-info.js';
-import type { LanguageModel } from './llm/tool-loop.js';
+import type { LanguageModel } from './llm/model.js';
 import { normalizeHash } from './protocol/document.js';
 import type { LoadedRoutine } from './routine/load.js';
 import type { FollowUpRequest, QueryRequest, SuccessResponse, Wellknown } from './schemas.js';

@@ -5,7 +5,8 @@
 import { z } from 'zod';
 import { describeError } from '../errors.js';
 import { answerUnderProtocol, extractJson, prescribesJson, type AgentProfile } from '../llm/peer-answers.js';
-import { converse, type LanguageModel, type LlmUsage } from '../llm/tool-loop.js';
+import { converse } from '../llm/tool-loop.js';
+import { type LanguageModel, type LlmUsage } from '../llm/model.js';
 import { silentLogger, type Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ProtocolDocument } from '../protocol/document.js';

@@ -4,7 +4,7 @@
 import { z, type ZodType } from 'zod';
 import { describeError } from '../errors.js';
 import { prescribesJson } from '../llm/peer-answers.js';
-import type { LanguageModel } from '../llm/tool-loop.js';
+import type { LanguageModel } from '../llm/model.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';

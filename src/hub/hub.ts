@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { describeError } from '../errors.js';
-import type { LanguageModel } from '../llm/tool-loop.js';
+import type { LanguageModel } from '../llm/model.js';
 import { silentLogger, type Logger } from '../log.js';
 import { Catalogue, type CatalogueHit, type SyncReport } from './catalogue.js';
 import type { ChainBackend } from './chains.js';

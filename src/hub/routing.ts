@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgoraError, describeError } from '../errors.js';
-import { converse, type LanguageModel } from '../llm/tool-loop.js';
+import { converse } from '../llm/tool-loop.js';
+import { type LanguageModel } from '../llm/model.js';
 import { silentLogger, type Logger } from '../log.js';
 import { words, type Match, type Scored } from './keywords.js';
 import type { Directory } from './directory.js';

@@ -5,14 +5,8 @@ import type { ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
 import type { Tool } from '../tool/define.js';
 import { charsOf, DEFAULT_MAX_LLM_CHARS, delimit, fitHistory, refuseOverBudget } from './budget.js';
-import {
-  converse as converseLoop,
-  type ConverseOptions,
-  type ConverseResult,
-  type LanguageModel,
-  type LlmMessage,
-  type UsageSink,
-} from './tool-loop.js';
+import { converse as converseLoop, type ConverseOptions, type ConverseResult } from './tool-loop.js';
+import type { LanguageModel, LlmMessage, UsageSink } from './model.js';
 
 /** How the agent presents itself to its LLM. */
 export type AgentProfile = {

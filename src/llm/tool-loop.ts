@@ -11,21 +11,6 @@ import type {
   UsageSink,
 } from './model.js';
 
-export type {
-  LanguageModel,
-  LlmContentBlock,
-  LlmIntent,
-  LlmMessage,
-  LlmPurpose,
-  LlmRequest,
-  LlmResponse,
-  LlmStopReason,
-  LlmToolCall,
-  LlmToolSpec,
-  LlmUsage,
-  UsageSink,
-} from './model.js';
-
 /** Options of {@link converse}. */
 export type ConverseOptions = {
   /** What the call is for (see {@link LlmIntent}). */

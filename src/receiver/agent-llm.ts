@@ -1,6 +1,6 @@
 // The receiver's LLM: how the agent presents itself to it, and each call's setup (its usage counted).
 import type { AgentProfile, ResponderCall } from '../llm/peer-answers.js';
-import type { LanguageModel } from '../llm/tool-loop.js';
+import type { LanguageModel } from '../llm/model.js';
 import type { Metrics } from '../metrics.js';
 import type { ProtocolRegistry } from '../protocol/registry.js';
 import type { AgentFolder } from './folder.js';

@@ -2,7 +2,7 @@
 // one object of parts its pipeline, listing and streams share.
 import { join, resolve } from 'node:path';
 import { MemoryConversationStore } from '../conversation/store.js';
-import type { LanguageModel } from '../llm/tool-loop.js';
+import type { LanguageModel } from '../llm/model.js';
 import { consoleLogger } from '../log.js';
 import { FileMemory, type AgentMemory } from '../memory/file.js';
 import { Metrics } from '../metrics.js';

@@ -1,7 +1,7 @@
 import type { ZodType } from 'zod';
 import type { ConversationMessage, ConversationStore } from '../conversation/store.js';
 import type { ResponderCall } from '../llm/peer-answers.js';
-import type { LanguageModel } from '../llm/tool-loop.js';
+import type { LanguageModel } from '../llm/model.js';
 import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { Metrics, QueryPath } from '../metrics.js';

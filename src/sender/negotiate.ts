@@ -2,7 +2,7 @@
 // `negotiateProtocol`, the agreed PD remembered and written into `<dir>/protocols/`.
 import { plural } from '../_plural.js';
 import { AgoraError, describeError } from '../errors.js';
-import type { LanguageModel, UsageSink } from '../llm/tool-loop.js';
+import type { LanguageModel, UsageSink } from '../llm/model.js';
 import { negotiateProtocol, writeProtocolFile, type NegotiationMessage, type NegotiationTask } from '../negotiation.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import { jsonText } from '../schemas.js';

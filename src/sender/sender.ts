@@ -1,7 +1,7 @@
 import { join, resolve } from 'node:path';
 import { withDefaults } from '../_defaults.js';
 import { AgoraError, describeError } from '../errors.js';
-import type { LanguageModel, UsageSink } from '../llm/tool-loop.js';
+import type { LanguageModel, UsageSink } from '../llm/model.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
 import type { NegotiationTask } from '../negotiation.js';

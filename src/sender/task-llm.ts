@@ -2,7 +2,8 @@
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
 import { extractJson, prescribesJson } from '../llm/peer-answers.js';
-import { converse, type LanguageModel, type LlmMessage, type UsageSink } from '../llm/tool-loop.js';
+import { converse } from '../llm/tool-loop.js';
+import { type LanguageModel, type LlmMessage, type UsageSink } from '../llm/model.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import { jsonText, type JsonValue } from '../schemas.js';
 

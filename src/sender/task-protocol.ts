@@ -1,7 +1,7 @@
 // Which protocol a typed task uses with a target: the one chosen before, a fitting one (listed by the peer, found at
 // the hub, or in the sender's folder), else one negotiated; verdicts and outcomes kept in the task's state.
 import { describeError } from '../errors.js';
-import type { UsageSink } from '../llm/tool-loop.js';
+import type { UsageSink } from '../llm/model.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { SenderThresholds } from './config.js';
 import { hubCandidates, type HubBackoff } from './hub-candidates.js';

@@ -2,7 +2,7 @@
 // the LLM's steps in task-llm.ts, the remembered state in task-state.ts.
 import { z } from 'zod';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
-import type { LanguageModel, UsageSink } from '../llm/tool-loop.js';
+import type { LanguageModel, UsageSink } from '../llm/model.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ProtocolDocument } from '../protocol/document.js';
 import { toJsonValue, type JsonValue } from '../schemas.js';

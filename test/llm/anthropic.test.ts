@@ -4,7 +4,8 @@ import { APIError } from '@anthropic-ai/sdk';
 import { AgoraError } from '../../src/errors.js';
 import { AnthropicModel, DEFAULT_MODEL, type AnthropicModelOptions } from '../../src/llm/anthropic/model.js';
 import { hasAnthropicKey } from '../../src/llm/choose.js';
-import { converse, type LlmRequest } from '../../src/llm/tool-loop.js';
+import { converse } from '../../src/llm/tool-loop.js';
+import { type LlmRequest } from '../../src/llm/model.js';
 import { defineTool } from '../../src/tool/define.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 

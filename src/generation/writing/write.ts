@@ -1,7 +1,8 @@
 // Writing a module with the LLM, for both sides: ask, build, type-check, check, feed the errors back.
 import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { converse, type LanguageModel, type LlmMessage, type LlmUsage } from '../../llm/tool-loop.js';
+import { converse } from '../../llm/tool-loop.js';
+import { type LanguageModel, type LlmMessage, type LlmUsage } from '../../llm/model.js';
 import { bundleForQuickJS } from '../sandbox/quickjs-bundle.js';
 import { QuickJSSandbox, type SandboxOptions } from '../sandbox/quickjs.js';
 import type { RoutineTypeChecker } from '../checks/typecheck.js';
