@@ -8,6 +8,7 @@ import type { LanguageModel } from '../llm/model.js';
 import { silentLogger, type Logger } from '../log.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import type { JsonValue } from '../schemas.js';
+import type { TaskServedEvent } from '../sender/tasks.js';
 import { EXAMPLE_CAP, RoutineKeeper } from './lifecycle/book.js';
 import type { RoutineGeneratorOptions } from './generate.js';
 import { exchangesBlock, protocolBlock, TASK_SYSTEM } from './writing/prompts.js';
@@ -134,16 +135,7 @@ export type TaskRoutineRunner = {
 };
 
 /** What the sender reports after each task call (the shape of `SenderExtensions.served`'s argument). */
-export type TaskCallEvent = {
-  task: string;
-  target: string;
-  hash: string | null;
-  input: unknown;
-  body: unknown;
-  reply: unknown;
-  output: unknown;
-  llmCalls: number;
-};
+export type TaskCallEvent = TaskServedEvent;
 
 /**
  * Options of {@link TaskRoutineStore}: as {@link RoutineGeneratorOptions}, without tools (sender routines are pure).
