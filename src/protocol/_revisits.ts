@@ -1,8 +1,11 @@
 // Internal: the files of a protocol folder to look at again (still being written, or failed for want of resources),
 // on one timer set at the earliest.
 
-/** When to look at a file again, its retry delay after a failed read, and since when it has been waiting. */
-export type Revisit = { at: number; retryMs?: number; since: number };
+/**
+ * When to look at a file again, its retry delay after a failed read, since when it has been waiting, and when it was
+ * last looked at (scheduled again).
+ */
+export type Revisit = { at: number; retryMs?: number; since: number; last: number };
 
 /** File names to look at again, each at its time, on one timer; `onDue` is handed the names whose time came. */
 export class Revisits {
@@ -27,10 +30,14 @@ export class Revisits {
     return this.#later.get(name);
   }
 
-  /** Whether every file waiting has waited `ms` or more, failed reads aside (those always hold). */
+  /**
+   * Whether every file waiting was last looked at `ms` or more after it began waiting, failed reads aside (those
+   * always hold). It is the last look that counts, not the clock now: a file looked at just before its bound still
+   * gets the look after it (which takes its read as it is) before the wait can end.
+   */
   allWaitedLonger(ms: number): boolean {
-    const now = this.#now();
-    for (const { retryMs, since } of this.#later.values()) if (retryMs !== undefined || now - since < ms) return false;
+    for (const { retryMs, since, last } of this.#later.values())
+      if (retryMs !== undefined || last - since < ms) return false;
     return true;
   }
 
@@ -44,7 +51,7 @@ export class Revisits {
     const now = this.#now();
     const at = now + Math.max(1, delayMs) + 20;
     const since = this.#later.get(name)?.since ?? now;
-    this.#later.set(name, retryMs === undefined ? { at, since } : { at, retryMs, since });
+    this.#later.set(name, retryMs === undefined ? { at, since, last: now } : { at, retryMs, since, last: now });
     if (at < this.#timerAt) this.#arm();
   }
 
