@@ -125,6 +125,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     }
     return [...counts].map(([kind, entry]) => `${kind} ${entry.calls} (${number(entry.tokens)} tokens)`).join(', ');
   };
+  const writing = agora.outcomes.filter((outcome) => outcome.wroteRoutine);
   const agoraCalls = sum(agora.outcomes, (o) => o.calls);
   const nlCalls = sum(nl.outcomes, (o) => o.calls);
   const markdown = [
@@ -152,6 +153,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     `- LLM calls by kind, natural language only: ${kinds(ledgers.nl)}`,
     `- hubs' catalogues at the end (after a last sync): ${agora.catalogues.join(', ')} protocols`,
     `- LLM latency ${options.latencyMs} ms per call; actions played one after another. At 1 s per call the LLM alone would take about ${number(nlCalls / 60, 0)} min for the natural-language run and ${number(agoraCalls / 60, 0)} min for the Agora run`,
+    `- where the Agora run's time went: ${number(sum(writing, (o) => o.ms) / 1000, 0)} s in the ${writing.length} actions that wrote a routine (the LLM's reply, then building, type-checking and checking it in QuickJS), ${number(sum(agora.outcomes, (o) => (o.wroteRoutine ? 0 : o.ms)) / 1000, 0)} s in the ${agora.outcomes.length - writing.length} others; natural language only: ${number(sum(nl.outcomes, (o) => o.ms) / nl.outcomes.length, 0)} ms per action`,
     `- answers checked against the hidden tables: ${mismatches.length === 0 ? `all ${2 * world.actions.length} right` : `${mismatches.length} wrong`}`,
   ].join('\n');
   return { markdown, svg, mismatches, ratio, runs };

@@ -25,6 +25,8 @@ export type Outcome = {
   output: number;
   dollars: number;
   ms: number;
+  /** Whether a routine was written during the action (and its time spent building and checking it). */
+  wroteRoutine: boolean;
   wrong?: string;
 };
 
@@ -167,6 +169,7 @@ export async function runNetwork(options: RunOptions): Promise<RunSummary> {
         output: bill.output,
         dollars: bill.dollars,
         ms: performance.now() - began,
+        wroteRoutine: bill.kinds.has('writeRoutine') || bill.kinds.has('writeTaskRoutine'),
         ...(wrong
           ? {
               wrong: `action ${index + 1} (user-${action.user + 1} ${action.task.spec.name} → ${action.service.name} ${JSON.stringify(action.input)}): ${wrong}`,
