@@ -13,7 +13,7 @@ import {
   type Logger,
   type RunningAgent,
 } from 'agora-agents';
-import { listGeneratedRoutines, TaskRoutineStore } from 'agora-agents/generation';
+import { listGeneratedRoutines, TaskRoutineStore, type RoutineTypeChecker } from 'agora-agents/generation';
 import type { SenderThresholds, TaskServedEvent } from 'agora-agents';
 import { FakeAnthropic } from 'agora-agents/testing';
 import { brain } from './weather/brain.js';
@@ -133,6 +133,8 @@ export async function startAssistant(options: {
   threshold?: number;
   thresholds?: SenderThresholds;
   hub?: string;
+  /** Shared by the agents of one process, so each does not start (and warm) its own compiler. */
+  typeChecker?: RoutineTypeChecker;
 }): Promise<Assistant> {
   await mkdir(options.dir, { recursive: true });
   const memory = new FileMemory(join(options.dir, '.agora'));
@@ -150,6 +152,7 @@ export async function startAssistant(options: {
     threshold: options.threshold ?? 5,
     autoApprove: true,
     onUsage: count,
+    ...(options.typeChecker ? { typeChecker: options.typeChecker } : {}),
   });
   let last: TaskServedEvent | undefined;
   const sender = new Sender({

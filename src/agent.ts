@@ -11,6 +11,7 @@ import type { AgentMemory } from './memory/file.js';
 import { respondToNegotiation } from './negotiation.js';
 import { Receiver, tombstoneMsOf, type ReceiverOptions } from './receiver.js';
 import type { RoutineGenerator } from './generation/generate.js';
+import type { RoutineTypeChecker } from './generation/checks/typecheck.js';
 import type { AgentDashboard, AgentDashboardOptions } from './dashboard/agent-dashboard.js';
 import type { ReceiverApi } from './receiver.js';
 
@@ -33,6 +34,8 @@ export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
     routineThreshold?: number;
     /** Use routines the LLM writes as soon as they pass their checks, without `agora routines approve` (default false). */
     autoApprove?: boolean;
+    /** The type-checker of LLM-written routines (default: the agent's own); agents of one process may share one. */
+    typeChecker?: RoutineTypeChecker;
     /** `GET /dashboard` (default on; `false` serves none). Its tokens are the agent's `tokens`. */
     dashboard?: boolean | Pick<AgentDashboardOptions, 'recorder'>;
   };
@@ -80,6 +83,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     model,
     routineThreshold,
     autoApprove,
+    typeChecker,
     dashboard: dashboardOption,
     ...rest
   } = withDefaults(AGENT_DEFAULTS, options);
@@ -110,6 +114,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
           receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
         threshold: routineThreshold,
         autoApprove,
+        ...(typeChecker ? { typeChecker } : {}),
         onStatus: () => dashboard?.routinesChanged(),
       })
     : undefined;
