@@ -10,6 +10,7 @@ import {
   trace,
   type Attributes,
   type Context,
+  type Link,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
@@ -75,8 +76,22 @@ export function spanFailed(
   span.setStatus({ code: SpanStatusCode.ERROR, message: code });
 }
 
-/** Options of a span the framework opens. */
-export type SpanOptions = { kind?: SpanKind; attributes?: Attributes; parent?: Context };
+/** Options of a span the framework opens: its kind, attributes, parent (default: the current span), links. */
+export type SpanOptions = { kind?: SpanKind; attributes?: Attributes; parent?: Context; links?: Link[] };
+
+/** A span's W3C `traceparent` (`00-<trace id>-<span id>-<flags>`), to keep with a record and link to later. */
+export function traceparentOf(span: Span): string | undefined {
+  const ids = span.spanContext();
+  if (!trace.isSpanContextValid(ids)) return undefined;
+  return `00-${ids.traceId}-${ids.spanId}-${(ids.traceFlags & 1).toString(16).padStart(2, '0')}`;
+}
+
+/** A link to the span a kept `traceparent` names (a resumed chain's first run); none when it names none. */
+export function linkTo(traceparent: string | undefined): Link[] {
+  if (!traceparent) return [];
+  const ids = trace.getSpanContext(contextFrom({ traceparent }));
+  return ids && trace.isSpanContextValid(ids) ? [{ context: ids }] : [];
+}
 
 /**
  * Runs `work` inside a new span (the current span its parent), ends it when `work` settles, and marks it failed when
@@ -87,7 +102,11 @@ export function inSpan<T>(name: string, options: SpanOptions, work: (span: Span)
   const parent = options.parent ?? context.active();
   const span = agoraTracer().startSpan(
     name,
-    { kind: options.kind ?? SpanKind.INTERNAL, ...(options.attributes ? { attributes: options.attributes } : {}) },
+    {
+      kind: options.kind ?? SpanKind.INTERNAL,
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+      ...(options.links?.length ? { links: options.links } : {}),
+    },
     parent,
   );
   return context.with(trace.setSpan(parent, span), async () => {

@@ -78,7 +78,7 @@ describe('traces across a face', () => {
     ['mcp', (url: string) => mcpTurns(url, 1, { fetch: tracingFetch })],
   ])('%s: the client span parents the agent server span, its turn and its routine', async (face, ask) => {
     const before = receiver.spans.length;
-    await inSpan(`test ${face}`, {}, () => ask(agent.url));
+    await inSpan(`test ${face}`, {}, async () => void (await ask(agent.url)));
     await tracing.flush();
     const spans = receiver.spans.slice(before);
     const root = spans.find((span) => span.name === `test ${face}`);
