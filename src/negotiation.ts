@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { inSpan, TRACING } from './telemetry/tracing.js';
 import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ConversationMessage } from './conversation/store.js';
@@ -115,7 +116,16 @@ export function normaliseNegotiatedDocument(text: string): ProtocolDocument {
  * const { document } = await negotiateProtocol({ llm, task: { name: 'Weather', description: 'Forecast for a city' },
  * send: (text) => peer.send(text) });
  */
-export async function negotiateProtocol(options: NegotiateOptions): Promise<NegotiationResult> {
+export function negotiateProtocol(options: NegotiateOptions): Promise<NegotiationResult> {
+  if (!TRACING.on) return negotiate(options);
+  return inSpan('agora.negotiation', { attributes: { 'agora.task.name': options.task.name } }, async (span) => {
+    const result = await negotiate(options);
+    span.setAttributes({ 'agora.negotiation.rounds': result.rounds, 'agora.protocol.hash': result.document.hash });
+    return result;
+  });
+}
+
+async function negotiate(options: NegotiateOptions): Promise<NegotiationResult> {
   const maxRounds = options.maxRounds ?? DEFAULT_MAX_ROUNDS;
   const system = senderSystemPrompt(options.task, maxRounds);
   const messages: LlmMessage[] = [{ role: 'user', content: 'Propose your protocol document to the other agent now.' }];
@@ -145,8 +155,13 @@ export async function negotiateProtocol(options: NegotiateOptions): Promise<Nego
       throw new AgoraError('NEGOTIATION_FAILED', `no agreement after ${plural(maxRounds, 'round')}`);
     if (!text) throw new AgoraError('NEGOTIATION_FAILED', 'the LLM proposed nothing');
     transcript.push({ role: 'sender', text });
-    const answer = await options.send(text);
-    rounds += 1;
+    const round = rounds + 1;
+    const answer = TRACING.on
+      ? await inSpan('agora.negotiation.round', { attributes: { 'agora.negotiation.round': round } }, () =>
+          options.send(text),
+        )
+      : await options.send(text);
+    rounds = round;
     transcript.push({ role: 'receiver', text: answer });
     options.onRound?.(rounds, text, answer);
     const last =

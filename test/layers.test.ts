@@ -21,6 +21,8 @@ const LAYERS: readonly (readonly string[])[] = [
     '_redis-connection',
     '_slug',
     '_plural',
+    // OpenTelemetry's API: spans opened on every floor, and the SDK started by the CLI.
+    'telemetry',
   ],
   // The one HTTP toolkit, inbound (edge) and outbound (net): it knows no protocol.
   ['edge', 'memory', 'net'],

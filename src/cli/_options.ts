@@ -173,6 +173,14 @@ export function corsOrigins(args: ParsedArgs): string[] {
     .filter((value) => value !== '');
 }
 
+/** `--trace`: OpenTelemetry traces sent by OTLP, also without an endpoint variable (then OTLP's default, :4318). */
+export const TRACE_OPTION: OptionSpec = {
+  type: 'boolean',
+  description:
+    'Send OpenTelemetry traces by OTLP/HTTP (on by itself when OTEL_EXPORTER_OTLP_ENDPOINT is set; default endpoint http://localhost:4318)',
+  default: false,
+};
+
 /** `--log-level`, `--log-format` and `--quiet-requests`, for a command that serves. */
 export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', OptionSpec> = {
   'log-level': {

@@ -10,6 +10,7 @@ import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArg
 import {
   CORS_ORIGIN_OPTION,
   LOG_OPTIONS,
+  TRACE_OPTION,
   listenOptions,
   llmOptions,
   RATE_LIMIT_OPTION,
@@ -130,6 +131,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: String(AGENT_DEFAULTS.maxDocumentBytes),
   },
   ...LOG_OPTIONS,
+  trace: TRACE_OPTION,
   workers: {
     type: 'string',
     value: '<n>',

@@ -16,6 +16,7 @@ import {
   commandLogger,
   CORS_ORIGIN_OPTION,
   LOG_OPTIONS,
+  TRACE_OPTION,
   HUB_TOKEN_OPTION,
   hostOf,
   corsOrigins as corsOriginsOf,
@@ -70,6 +71,7 @@ export const command = defineCommand(
       ...llmOptions('Model that routes goals keywords leave tied'),
       'cors-origin': CORS_ORIGIN_OPTION,
       ...LOG_OPTIONS,
+      trace: TRACE_OPTION,
       'max-turn-reply-bytes': {
         type: 'string',
         value: '<bytes>',

@@ -1,4 +1,5 @@
 import { plainFileError } from './_arguments.js';
+import { startTracing, tracingRequested, type RunningTracing } from '../telemetry/setup.js';
 import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
 
 /** Every command, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
@@ -73,8 +74,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(commandHelp(command));
     return 0;
   }
+  let tracing: RunningTracing | undefined;
   try {
-    return await command.run(parseCommandArgs(command, rest));
+    const args = parseCommandArgs(command, rest);
+    // Before the command builds a client or a server, so no call falls out of its trace; stopped (its spans sent)
+    // before the CLI exits, a short command's too.
+    if (args.values.trace === true || tracingRequested(process.env))
+      tracing = await startTracing({ serviceName: SERVICE_NAMES[name] ?? 'agora-cli', env: process.env });
+    return await command.run(args);
   } catch (error) {
     if (error instanceof UsageError) {
       process.stderr.write(`agora ${name}: ${error.message}\n`);
@@ -84,8 +91,13 @@ export async function main(argv: string[]): Promise<number> {
     const message = plainFileError(error) ?? (error instanceof Error ? error.message : String(error));
     process.stderr.write(`agora ${name}: ${message.split('\n')[0]}\n`);
     return 1;
+  } finally {
+    await tracing?.stop();
   }
 }
+
+/** The `service.name` of each long-running command's spans (`OTEL_SERVICE_NAME` wins); `agora-cli` for the rest. */
+const SERVICE_NAMES: Record<string, string> = { serve: 'agora-agent', hub: 'agora-hub', mcp: 'agora-mcp' };
 
 // Run directly (`tsx src/cli/main.ts …`, used by tests without a build).
 if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) {

@@ -3,9 +3,19 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describeError } from '../errors.js';
 import { consoleLogger, type LogFields, type Logger } from '../log.js';
+import {
+  agoraTracer,
+  contextFrom,
+  inContext,
+  setSpan,
+  spanFailed,
+  SpanKind,
+  traceFields,
+  TRACING,
+} from '../telemetry/tracing.js';
 import { disconnectSignal, NodeRequest } from './body.js';
 import { writeEvents, type StreamingOptions } from './events.js';
-import type { Edge } from './mount.js';
+import type { Edge, MountedRequest } from './mount.js';
 import { requestId } from './request.js';
 import { failure, type EdgeResponse, type EventStream } from './response.js';
 import { onCheckExpectation, onClientError, onConnect } from './_refusals.js';
@@ -170,7 +180,35 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
       settled();
       return;
     }
-    void answer(incoming, response, request);
+    if (TRACING.on) answerTraced(incoming, response, request);
+    else void answer(incoming, response, request);
+  }
+
+  // With tracing on, a request is a server span: the child of the trace context it carries (`traceparent`), the
+  // parent of every span its answer opens (the current span across its awaits), ended when the response is done.
+  function answerTraced(incoming: IncomingMessage, response: ServerResponse, request: NodeRequest): void {
+    const parent = contextFrom(incoming.headers);
+    const method = request.method;
+    const span = agoraTracer().startSpan(
+      method,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { 'http.request.method': method, 'url.path': pathOf(request.path), 'url.scheme': 'http' },
+      },
+      parent,
+    );
+    response.once('close', () => {
+      const route = (request as MountedRequest).route;
+      if (route) {
+        const template = route.prefix ? `${route.path}/*` : route.path;
+        span.setAttribute('http.route', template);
+        span.updateName(`${method} ${template}`);
+      }
+      span.setAttribute('http.response.status_code', response.statusCode);
+      if (response.statusCode >= 500) spanFailed(span, undefined, String(response.statusCode));
+      span.end();
+    });
+    void inContext(setSpan(parent, span), () => answer(incoming, response, request));
   }
 
   const server = createServer(
@@ -250,7 +288,15 @@ function logRequest(
     ...(protocol ? { protocol } : {}),
     ...(protocolName ? { protocolName } : {}),
     ...(taken ? { taken } : {}),
+    // Joined to the request's trace (the active span is its server span) when tracing is on.
+    ...(TRACING.on ? traceFields() : {}),
   });
+}
+
+/** A request target's path, without its query (which may carry what a stranger typed). */
+function pathOf(target: string): string {
+  const query = target.indexOf('?');
+  return query === -1 ? target : target.slice(0, query);
 }
 
 // Reads and drops the rest of a refused body, bounded, so the client reads its 413 rather than a reset: node would

@@ -5,6 +5,7 @@ import type { JsonValue } from '../schemas.js';
 import { queryAgent, type HopLimits } from './agent-query.js';
 import type { ChainRun, Hop } from './records.js';
 import type { RouteDecision } from './routing.js';
+import { inSpan, linkTo, traceparentOf, TRACING, type Attributes, type SpanOptions } from '../telemetry/tracing.js';
 
 /** What a chain needs from a hub, in process ({@link Hub}) or over HTTP (`HubClient`). */
 export interface ChainBackend {
@@ -86,7 +87,12 @@ export async function runChain(backend: ChainBackend, goal: string, options: Cha
     owner: processOwner(),
     leaseUntil: 0,
   };
-  return drive(backend, run, options);
+  if (!TRACING.on) return drive(backend, run, options);
+  return inSpan('agora.chain', { attributes: { 'agora.chain.id': run.id } }, (span) => {
+    const traceparent = traceparentOf(span);
+    if (traceparent) run.trace = traceparent;
+    return drive(backend, run, options);
+  });
 }
 
 /**
@@ -105,16 +111,30 @@ export async function resumeChain(backend: ChainBackend, id: string, options: Ch
       'BAD_REQUEST',
       `Chain ${id} is being run by ${run.owner} until ${new Date(run.leaseUntil).toISOString()}; wait, or resume with --force`,
     );
-  return drive(
-    backend,
-    {
-      ...run,
-      status: 'running',
-      owner: processOwner(),
-      ...(options.maxHops !== undefined ? { maxHops: options.maxHops } : {}),
-    },
-    { ...options, force: true },
+  const resumed: ChainRun = {
+    ...run,
+    status: 'running',
+    owner: processOwner(),
+    ...(options.maxHops !== undefined ? { maxHops: options.maxHops } : {}),
+  };
+  if (!TRACING.on) return drive(backend, resumed, { ...options, force: true });
+  // A trace of its own, linked to the run that started the chain.
+  const attributes = { 'agora.chain.id': run.id, 'agora.chain.resumed_hops': run.hops.length };
+  return inSpan('agora.chain.resume', { attributes, links: linkTo(run.trace) }, () =>
+    drive(backend, resumed, { ...options, force: true }),
   );
+}
+
+/** A hop's span: which agent, chosen how, under which protocol, its place in the chain. */
+function hopSpan(hop: Pick<Hop, 'agentId' | 'agentName' | 'by' | 'protocolHash'>, index: number): SpanOptions {
+  const attributes: Attributes = {
+    'agora.hop.index': index,
+    'agora.hop.agent.id': hop.agentId,
+    'agora.hop.agent.name': hop.agentName,
+    'agora.hop.by': hop.by,
+  };
+  if (hop.protocolHash) attributes['agora.protocol.hash'] = hop.protocolHash;
+  return { attributes };
 }
 
 async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions): Promise<ChainRun> {
@@ -183,13 +203,15 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
           ? undefined
           : await backend.protocolText(protocol.hash).catch(() => undefined);
       const done = run.hops.filter((finished) => finished.ok);
-      const output = await queryAgent(
-        agent,
-        protocol,
-        { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), done },
-        limits,
-        text,
-      );
+      const ask = () =>
+        queryAgent(
+          agent,
+          protocol,
+          { runId: run.id, goal: next.goal, ...(next.input !== undefined ? { input: next.input } : {}), done },
+          limits,
+          text,
+        );
+      const output = TRACING.on ? await inSpan('agora.hop', hopSpan(base, run.hops.length + 1), ask) : await ask();
       hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
       handoff = output.handoff;
     } catch (error) {

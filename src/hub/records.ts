@@ -92,6 +92,8 @@ export const chainRunSchema = z.object({
   owner: z.string(),
   leaseUntil: z.number(),
   error: z.string().optional(),
+  /** The W3C `traceparent` of the span that started the chain (when traced): a resume's trace links to it. */
+  trace: z.string().max(55).optional(),
 });
 
 /** A chain's checkpoint. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { inSpan, TRACING } from '../telemetry/tracing.js';
 import { AgoraError, describeError } from '../errors.js';
 import { converse } from '../llm/tool-loop.js';
 import { type LanguageModel } from '../llm/model.js';
@@ -92,7 +93,21 @@ export class Router {
   }
 
   /** Picks the agent for `goal`; throws NOT_FOUND (with why) when none fits. */
-  async route(goal: string, options: RouteOptions = {}): Promise<RouteDecision> {
+  route(goal: string, options: RouteOptions = {}): Promise<RouteDecision> {
+    if (!TRACING.on) return this.#route(goal, options);
+    return inSpan('agora.route', {}, async (span) => {
+      const decision = await this.#route(goal, options);
+      span.setAttributes({
+        'agora.route.by': decision.by,
+        'agora.route.agent.id': decision.agent.id,
+        'agora.route.agent.name': decision.agent.name,
+        ...(decision.protocol ? { 'agora.protocol.hash': decision.protocol.hash } : {}),
+      });
+      return decision;
+    });
+  }
+
+  async #route(goal: string, options: RouteOptions): Promise<RouteDecision> {
     if (typeof goal !== 'string' || goal.trim() === '')
       throw new AgoraError('BAD_REQUEST', 'goal must be a non-empty string');
     if (goal.length > MAX_GOAL) throw new AgoraError('BAD_REQUEST', `goal is longer than ${MAX_GOAL} characters`);

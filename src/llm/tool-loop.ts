@@ -7,9 +7,11 @@ import type {
   LlmIntent,
   LlmMessage,
   LlmRequest,
+  LlmResponse,
   LlmUsage,
   UsageSink,
 } from './model.js';
+import { inSpan, SpanKind, TRACING, type Attributes, type Span, type SpanOptions } from '../telemetry/tracing.js';
 
 /** Options of {@link converse}. */
 export type ConverseOptions = {
@@ -45,6 +47,46 @@ export function requestChars(system: string, messages: readonly LlmMessage[]): n
     else for (const block of message.content) chars += JSON.stringify(block).length;
   }
   return chars;
+}
+
+/** One call of the model, streamed when its pieces go out live; its usage on the span (GenAI conventions). */
+async function call(
+  model: LanguageModel,
+  request: LlmRequest,
+  live: boolean,
+  onText: ((text: string) => void) | undefined,
+  span: Span | undefined,
+): Promise<LlmResponse> {
+  const response = live ? await model.stream!(request, onText!) : await model.complete(request);
+  if (span) {
+    span.setAttributes({
+      'gen_ai.response.model': response.model,
+      'gen_ai.usage.input_tokens': response.usage.inputTokens,
+      'gen_ai.usage.output_tokens': response.usage.outputTokens,
+      'gen_ai.response.finish_reasons': [response.stopReason],
+    });
+  }
+  return response;
+}
+
+/** An LLM call's span, by OpenTelemetry's GenAI conventions: what was asked of which model (never the prompt's text). */
+function chatSpan(model: LanguageModel, request: LlmRequest): SpanOptions {
+  const attributes: Attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': model.model };
+  if (model.provider) {
+    attributes['gen_ai.provider.name'] = model.provider;
+    attributes['gen_ai.system'] = model.provider;
+  }
+  if (request.maxTokens !== undefined) attributes['gen_ai.request.max_tokens'] = request.maxTokens;
+  if (request.temperature !== undefined) attributes['gen_ai.request.temperature'] = request.temperature;
+  if (request.intent) attributes['agora.llm.purpose'] = request.intent.purpose;
+  return { kind: SpanKind.CLIENT, attributes };
+}
+
+/** A tool call's span (GenAI conventions' `execute_tool`). */
+function toolSpan(name: string, id: string): SpanOptions {
+  return {
+    attributes: { 'gen_ai.operation.name': 'execute_tool', 'gen_ai.tool.name': name, 'gen_ai.tool.call.id': id },
+  };
 }
 
 /** The outcome of {@link converse}. */
@@ -86,7 +128,11 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
       ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     };
-    const response = live ? await model.stream!(request, onText) : await model.complete(request);
+    const response = TRACING.on
+      ? await inSpan(`chat ${model.model}`, chatSpan(model, request), (span) =>
+          call(model, request, live, onText, span),
+        )
+      : await call(model, request, live, onText, undefined);
     if (onText && !live && response.toolCalls.length === 0 && response.text) onText(response.text);
     usage.inputTokens += response.usage.inputTokens;
     usage.outputTokens += response.usage.outputTokens;
@@ -101,7 +147,11 @@ export async function converse(model: LanguageModel, options: ConverseOptions): 
       const tool = byName.get(call.name);
       try {
         if (!tool) throw new Error(`Unknown tool ${call.name}`);
-        const output = await callTool(tool, call.input, options.signal ? { signal: options.signal } : {});
+        const input = call.input;
+        const run = () => callTool(tool, input, options.signal ? { signal: options.signal } : {});
+        const output = TRACING.on
+          ? await inSpan(`execute_tool ${tool.name}`, toolSpan(tool.name, call.id), run)
+          : await run();
         results.push({
           type: 'tool-result',
           toolCallId: call.id,

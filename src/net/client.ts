@@ -6,6 +6,16 @@ import { AgoraError, isAgoraError } from '../errors.js';
 import { guardRefusal, networkError, noAnswerWithin, requestName, type Wording } from './failure.js';
 import { guardedFetch, type GuardOptions } from './guard.js';
 import { readCapped } from './read.js';
+import {
+  injectContext,
+  inSpan,
+  SpanKind,
+  spanFailed,
+  TRACING,
+  type Attributes,
+  type Span,
+  type SpanOptions,
+} from '../telemetry/tracing.js';
 
 /** Every default of the one client, in one place (durations in ms). */
 export const CLIENT_DEFAULTS = {
@@ -83,6 +93,20 @@ export function bearer(token: string): string {
   return `Bearer ${token}`;
 }
 
+/** A client span's options: its kind and where it goes (the URL without its query or credentials). */
+function clientSpan(method: string, url: string): SpanOptions {
+  const attributes: Attributes = { 'http.request.method': method };
+  try {
+    const parsed = new URL(url);
+    attributes['server.address'] = parsed.hostname;
+    attributes['server.port'] = Number(parsed.port) || (parsed.protocol === 'https:' ? 443 : 80);
+    attributes['url.full'] = `${parsed.origin}${parsed.pathname}`;
+  } catch {
+    // An invalid URL fails in the request itself, in its own words.
+  }
+  return { kind: SpanKind.CLIENT, attributes };
+}
+
 function originOf(url: string): string | undefined {
   try {
     return new URL(url).origin;
@@ -127,7 +151,20 @@ export class HttpClient {
    * One request, its reply read whole within the cap and the time bound; retried only when safe. With `streams`, an
    * event stream is handed over once its headers came (its reader owns the body, and the bound between pieces).
    */
-  async request(method: string, url: string, options: RequestOptions = {}): Promise<HttpReply> {
+  request(method: string, url: string, options: RequestOptions = {}): Promise<HttpReply> {
+    if (TRACING.on) return inSpan(method, clientSpan(method, url), (span) => this.#traced(span, method, url, options));
+    return this.#request(method, url, options);
+  }
+
+  /** A request as a client span: the status it got, and `traceparent` naming the span (sent by `#headersFor`). */
+  async #traced(span: Span, method: string, url: string, options: RequestOptions): Promise<HttpReply> {
+    const reply = await this.#request(method, url, options);
+    span.setAttribute('http.response.status_code', reply.status);
+    if (reply.status >= 400) spanFailed(span, undefined, String(reply.status));
+    return reply;
+  }
+
+  async #request(method: string, url: string, options: RequestOptions): Promise<HttpReply> {
     return this.#attempts(method, url, options, async (response, at) => {
       const type = response.headers.get('content-type') ?? '';
       if (options.streams && response.body && /^text\/event-stream/i.test(type))
@@ -235,6 +272,8 @@ export class HttpClient {
     if (!asAsked) delete headers.authorization;
     if (this.#options.token && origin === tokenOrigin) headers.authorization = bearer(this.#options.token);
     else if (this.#options.token) delete headers.authorization;
+    // The trace context goes to every hop (it names a span, nothing secret).
+    injectContext(headers);
     return headers;
   }
 }

@@ -7,6 +7,7 @@ import type { KnownDocument } from '../protocol/registry.js';
 import type { RoutineContext } from '../routine/define.js';
 import { runRoutine } from '../routine/run.js';
 import type { JsonObject, JsonValue } from '../schemas.js';
+import { inSpan, TRACING, type Attributes, type Span, type SpanOptions } from '../telemetry/tracing.js';
 import type { AgentLlm } from './agent-llm.js';
 import type { AgentFolder } from './folder.js';
 import type { TurnParts } from './parts.js';
@@ -27,6 +28,28 @@ export function labelOf(route: TurnRoute): string {
   if (route.kind === 'negotiation') return 'negotiation';
   if (route.kind === 'natural') return NATURAL_LANGUAGE;
   return route.known.document.metadata.name;
+}
+
+/** A turn's span attributes: the protocol (hash and name), how it is routed, the conversation and turn number. */
+function turnAttributes(route: TurnRoute, turn: Turn): Attributes {
+  const attributes: Attributes = { 'agora.route': route.kind, 'agora.turn': turn.turn };
+  if (turn.id !== null) attributes['agora.conversation.id'] = turn.id;
+  if (route.kind !== 'natural' && route.kind !== 'negotiation') {
+    attributes['agora.protocol.hash'] = route.known.document.hash;
+    attributes['agora.protocol.name'] = route.known.document.metadata.name;
+  }
+  return attributes;
+}
+
+/** A routine run's span attributes: the protocol it answers, and whose routine (`routines/` or `generated`). */
+function routineSpan(known: KnownDocument, source: string): SpanOptions {
+  return {
+    attributes: {
+      'agora.protocol.hash': known.document.hash,
+      'agora.protocol.name': known.document.metadata.name,
+      'agora.routine.source': source,
+    },
+  };
 }
 
 /** The signal source of a request context. */
@@ -60,7 +83,20 @@ export class TurnAnswerer {
    * Answers one turn; mutates `turn.state` and `turn.history`. The context's `onDelta` gets the reply's pieces as they
    * come (streaming), its `outcome` what was taken.
    */
-  async answer(route: TurnRoute, turn: Turn, body: JsonValue, context: RequestContext | undefined): Promise<JsonValue> {
+  answer(route: TurnRoute, turn: Turn, body: JsonValue, context: RequestContext | undefined): Promise<JsonValue> {
+    if (!TRACING.on) return this.#answer(route, turn, body, context, undefined);
+    return inSpan('agora.turn', { attributes: turnAttributes(route, turn) }, (span) =>
+      this.#answer(route, turn, body, context, span),
+    );
+  }
+
+  async #answer(
+    route: TurnRoute,
+    turn: Turn,
+    body: JsonValue,
+    context: RequestContext | undefined,
+    span: Span | undefined,
+  ): Promise<JsonValue> {
     // Kept small, its work in helpers: V8 allocates an async function's whole register file each time it awaits.
     const signal = signalOf(context);
     const onDelta = context?.onDelta;
@@ -91,6 +127,7 @@ export class TurnAnswerer {
     } finally {
       if (route.kind === 'routine') this.#took(label, started);
       this.#parts.counters.query(path, label, reason);
+      span?.setAttribute('agora.path', path);
       if (outcome) {
         outcome.taken = path;
         if (route.kind !== 'natural' && route.kind !== 'negotiation') {
@@ -168,15 +205,17 @@ export class TurnAnswerer {
     switch (route.kind) {
       case 'routine': {
         const { routine, known } = route;
-        return runRoutine(
-          routine.routine,
-          body,
-          this.#routineContext(known, turn, signal),
-          known.document,
-          parts.routineLimits,
-          onDelta,
-          started,
-        );
+        const run = () =>
+          runRoutine(
+            routine.routine,
+            body,
+            this.#routineContext(known, turn, signal),
+            known.document,
+            parts.routineLimits,
+            onDelta,
+            started,
+          );
+        return TRACING.on ? inSpan('agora.routine', routineSpan(known, 'routines/'), run) : run();
       }
       case 'negotiation':
         return parts.extensions.negotiate!(
@@ -209,7 +248,11 @@ export class TurnAnswerer {
     const parts = this.#parts;
     const started = performance.now();
     try {
-      return { path: 'routine', reply: await route.runner(body, this.#routineContext(route.known, turn, signal)) };
+      const run = () => route.runner(body, this.#routineContext(route.known, turn, signal));
+      const reply = TRACING.on
+        ? await inSpan('agora.routine', routineSpan(route.known, 'generated'), run)
+        : await run();
+      return { path: 'routine', reply };
     } catch (error) {
       if (isAgoraError(error) && error.code === 'BAD_REQUEST') throw error;
       parts.logger.warn(

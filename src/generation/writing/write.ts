@@ -1,4 +1,5 @@
 // Writing a module with the LLM, for both sides: ask, build, type-check, check, feed the errors back.
+import { inSpan, TRACING } from '../../telemetry/tracing.js';
 import { describeError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import { converse } from '../../llm/tool-loop.js';
@@ -61,7 +62,22 @@ export function extractCode(text: string): string | undefined {
  * Asks the LLM for a module, then builds, type-checks and checks it in a sandbox, feeding the errors back, until
  * it passes or `maxAttempts` are spent.
  */
-export async function writeCheckedModule(options: WriteOptions): Promise<WrittenModule> {
+export function writeCheckedModule(options: WriteOptions): Promise<WrittenModule> {
+  if (!TRACING.on) return write(options);
+  const attributes = { 'agora.routine.label': options.label, 'agora.routine.kind': options.kind };
+  return inSpan('agora.routine.write', { attributes }, async (span) => {
+    const written = await write(options);
+    span.setAttributes({ 'agora.routine.ok': written.ok, 'agora.routine.attempts': written.attempts });
+    return written;
+  });
+}
+
+/** Traced when tracing is on (a step's span, else the step itself). */
+function step<T>(name: string, work: () => Promise<T>): Promise<T> {
+  return TRACING.on ? inSpan(name, {}, work) : work();
+}
+
+async function write(options: WriteOptions): Promise<WrittenModule> {
   let messages: LlmMessage[] = [{ role: 'user', content: options.prompt }];
   let errors: string[] = [];
   const model = options.llm.model;
@@ -93,9 +109,9 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
           (bundle) => ({ bundle, error: undefined }),
           (error: unknown) => ({ bundle: undefined, error: error instanceof Error ? error.message : String(error) }),
         ),
-        options.typeChecker
-          .check(code, options.kind)
-          .catch((error: unknown) => ({ errors: [describeError(error)], ms: 0 })),
+        step('agora.routine.typecheck', () => options.typeChecker.check(code, options.kind)).catch(
+          (error: unknown) => ({ errors: [describeError(error)], ms: 0 }),
+        ),
       ]);
       typeCheckMs = typed.ms;
       errors = [
@@ -108,7 +124,7 @@ export async function writeCheckedModule(options: WriteOptions): Promise<Written
           options.logger.info(
             `${options.label}: ${options.kind} attempt ${attempt}/${options.maxAttempts}: type-checked in ${typeCheckMs} ms, running its checks`,
           );
-          const checked = await options.check(module);
+          const checked = await step('agora.routine.checks', () => options.check(module));
           errors = checked.errors;
           if (!errors.length)
             return {

@@ -1,5 +1,6 @@
 // Rooms on the hub: created, run turn by turn (each an Agora query to a participant under the room document),
 // paused, resumed, cancelled, joined by people, watched live. The record is saved after every turn.
+import { inSpan, TRACING, type SpanOptions } from '../../telemetry/tracing.js';
 import { nanoid } from 'nanoid';
 import { AgoraError, describeError } from '../../errors.js';
 import { consoleLogger, type Logger } from '../../log.js';
@@ -283,7 +284,9 @@ export class Rooms {
       });
       if (!planned) return;
       const { room, turn, synthesis } = planned;
-      const outcome = await this.#asker.ask(room, turn.speaker, turn.why);
+      const ask = () => this.#asker.ask(room, turn.speaker, turn.why);
+      // Traced, each turn is the hub's span, the participant's own spans under it (the query carries its context).
+      const outcome = TRACING.on ? await inSpan('agora.room.turn', turnSpan(room, turn.speaker), ask) : await ask();
       await this.#queue.run(id, () => this.#record(id, turn.speaker, synthesis, outcome));
     }
   }
@@ -307,4 +310,9 @@ export class Rooms {
     if (synthesis)
       await this.#emit(id, 'flow_completed', { reason: room.endedBecause!, state: 'completed', turns: room.turns });
   }
+}
+
+/** A room turn's span: the room, the turn's number and speaker. */
+function turnSpan(room: RoomRecord, speaker: string): SpanOptions {
+  return { attributes: { 'agora.room.id': room.id, 'agora.room.turn': room.turns + 1, 'agora.room.speaker': speaker } };
 }
