@@ -8,6 +8,18 @@
     columns ? el('tr', {}, el('td', { colspan: columns, class: 'empty' }, text)) : el('p', { class: 'empty' }, text);
   let stopFeed;
 
+  // A hop's bar on the chain's time line: where it started and how long it took, to the chain's whole span. Set
+  // through the CSSOM (the page's policy refuses style attributes).
+  function waterfall(chain, hop) {
+    const bar = el('span', { class: hop.ok ? 'waterfall-bar' : 'waterfall-bar failed' });
+    bar.style.marginLeft = `${((hop.offsetMs / chain.spanMs) * 100).toFixed(2)}%`;
+    bar.style.width = `${Math.max(0.5, (hop.ms / chain.spanMs) * 100).toFixed(2)}%`;
+    return el(
+      'div',
+      { class: 'waterfall', role: 'img', 'aria-label': `${hop.agentName}: from ${hop.offsetMs} ms, for ${hop.ms} ms` },
+      bar,
+    );
+  }
   function render(state) {
     replace(
       $('agent-rows'),
@@ -84,6 +96,7 @@
                     {},
                     `${hop.agentName} (${hop.by}: ${hop.reason || '—'}) · ${hop.ms} ms · `,
                     el('span', { class: hop.ok ? 'state-up' : 'state-down' }, hop.ok ? 'ok' : 'failed'),
+                    waterfall(chain, hop),
                     hop.result ? el('div', {}, el('code', {}, hop.result)) : null,
                     hop.error ? el('div', { class: 'error' }, hop.error) : null,
                   ),

@@ -84,7 +84,10 @@ function preview(value: unknown): string | undefined {
 }
 
 function chainView(run: ChainRun) {
+  // The waterfall's scale: from the chain's start to its last hop's end.
+  const spanMs = Math.max(1, ...run.hops.map((hop) => hop.finishedAt - run.createdAt));
   return {
+    spanMs,
     id: run.id,
     goal: preview(run.goal),
     status: run.status,
@@ -100,6 +103,7 @@ function chainView(run: ChainRun) {
       result: preview(hop.result),
       error: preview(hop.error),
       ms: hop.finishedAt - hop.startedAt,
+      offsetMs: Math.max(0, hop.startedAt - run.createdAt),
     })),
   };
 }

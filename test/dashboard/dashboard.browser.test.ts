@@ -300,7 +300,18 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
         id: 'chain-1',
         goal: 'Weather in Paris, then pack a bag',
         status: 'done',
-        hops: [hop, { ...hop, agentName: 'packer', ok: false, result: undefined, error: 'Unsupported protocol' }],
+        hops: [
+          hop,
+          {
+            ...hop,
+            agentName: 'packer',
+            ok: false,
+            result: undefined,
+            error: 'Unsupported protocol',
+            startedAt: at + 12,
+            finishedAt: at + 30,
+          },
+        ],
         next: null,
         maxHops: 5,
         createdAt: at,
@@ -321,6 +332,20 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
     const chain = page.locator('#chain-list article', { hasText: 'Weather in Paris' });
     await chain.locator('li', { hasText: 'meteo (keyword: forecast) · 12 ms' }).waitFor();
     await chain.locator('li .error', { hasText: 'Unsupported protocol' }).waitFor();
+    // The hops as a waterfall on the chain's 30 ms: meteo from 0 for 12 ms (40%), packer from 12 ms for 18 (60%).
+    const bars = await chain.locator('.waterfall-bar').evaluateAll((nodes) =>
+      nodes.map((node) => {
+        const track = node.parentElement!.getBoundingClientRect();
+        const box = node.getBoundingClientRect();
+        return { left: (box.left - track.left) / track.width, width: box.width / track.width };
+      }),
+    );
+    expect(bars).toHaveLength(2);
+    expect(bars[0]!.left).toBeCloseTo(0, 2);
+    expect(bars[0]!.width).toBeCloseTo(0.4, 2);
+    expect(bars[1]!.left).toBeCloseTo(0.4, 2);
+    expect(bars[1]!.width).toBeCloseTo(0.6, 2);
+    await chain.locator('.waterfall[aria-label="packer: from 12 ms, for 18 ms"]').waitFor();
 
     // A hostile name is shown as text, never as markup.
     const hostile = await startLoopbackAgent({ 'Air quality': 'Pollution levels.' }, () => 'ok');
