@@ -57,8 +57,6 @@ export async function queryAgent(
   const client = peerClient(agent.kind, {
     timeoutMs: limits.timeoutMs,
     maxReplyBytes: limits.maxReplyBytes,
-    // A card cannot send the hub's requests to another host than the agent's.
-    sameOrigin: true,
     ...(limits.roarSecret ? { secret: limits.roarSecret } : {}),
   });
   return bounded(() => client.hop(agent.url, hop));
