@@ -42,7 +42,7 @@ export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCom
   });
 }
 
-/** `--max-hops`, `--timeout` and `--roar-secret` of the commands that run a chain (`chain`, `resume`). */
+/** `--max-hops`, `--timeout`, `--roar-secret` and `--allow-private-agents` of the commands that run a chain. */
 export function chainOptions(
   maxHopsDescription: string,
   defaultHops?: number,
@@ -77,7 +77,10 @@ export function chainOptions(
   };
 }
 
-/** `--max-hops`, `--timeout`, `--allow-private-agents` (declared by {@link chainOptions}), checked: the hop cap, and each hop's time in ms. */
+/**
+ * `--max-hops`, `--timeout`, `--allow-private-agents` (declared by {@link chainOptions}), checked: the hop cap, each
+ * hop's time in ms, and whether hops may reach private addresses.
+ */
 export function chainLimits(args: ParsedArgs): {
   maxHops: number | undefined;
   hopTimeoutMs: number;

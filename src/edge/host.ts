@@ -12,7 +12,7 @@ export type HostRuleOptions = {
   allowedHosts?: readonly string[] | undefined;
   /** The public base URL (`--public-url`): its host is served. */
   publicUrl?: string | undefined;
-  /** Whether every route that is not public needs a credential (a token): then a stranger's page has nothing to gain. */
+  /** Whether every route that is not public needs a credential (a token): a stranger's page then gains nothing. */
   credentialsRequired?: boolean;
 };
 
@@ -45,7 +45,7 @@ export function isLoopbackHost(host: string | undefined): boolean {
  * `allowedHosts` holds `*`), else a test that takes loopback names, IP addresses (a page can only send one as the
  * Host when it was loaded from that address: nothing to rebind), the public URL's host and the allowed hosts. A
  * request without a Host (HTTP/1.0, an in-process call) is not a browser's and passes.
- * @example const allows = hostRule({ publicUrl: 'https://agent.example' }); allows?.('rebind.attacker.example') // false
+ * @example hostRule({ publicUrl: 'https://agent.example' })?.('rebind.attacker.example') // false
  */
 export function hostRule(options: HostRuleOptions): ((host: string | undefined) => boolean) | undefined {
   const given = (options.allowedHosts ?? []).map((host) => host.trim().toLowerCase()).filter((host) => host !== '');

@@ -16,7 +16,7 @@ const bounds = {
   maxTools: z.number().int().positive().optional(),
   /** Longest tool description kept, characters; longer ones are cut (default 2 000). */
   maxDescriptionChars: z.number().int().positive().optional(),
-  /** First wait, seconds, before a server that died is started again; doubled at each death in a row, to 60 s (default 1). */
+  /** Seconds before a server that died is started again, doubled at each death in a row, to 60 s (default 1). */
   restartDelay: z.number().nonnegative().max(3600).optional(),
 };
 
