@@ -15,8 +15,11 @@ export type PeerQuery = { body: JsonValue; protocol?: ProtocolDocument; conversa
 export type PeerOptions = TransportOptions & {
   /** The HMAC secret a signing protocol signs with (ROAR; else a fresh Ed25519 key). */
   secret?: string;
-  /** Only talk to endpoints on the agent's own origin, whatever its card names (the hub sets this). */
-  sameOrigin?: boolean;
+  /**
+   * Origins beyond the agent's own that its card may send requests (and the token) to (`agora send --allow-origin`);
+   * by default a card naming another origin is refused and nothing is sent there.
+   */
+  allowOrigins?: readonly string[];
 };
 
 /** A client of one protocol, for one caller: what it keeps (a ROAR identity) lasts as long as it. */

@@ -42,12 +42,19 @@ export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCom
   });
 }
 
-/** `--max-hops`, `--timeout` and `--roar-secret` of the commands that run a chain (`chain`, `resume`). */
+/** `--max-hops`, `--timeout`, `--roar-secret` and `--allow-private-agents` of the commands that run a chain. */
 export function chainOptions(
   maxHopsDescription: string,
   defaultHops?: number,
-): Record<'max-hops' | 'timeout' | 'roar-secret', OptionSpec> {
+): Record<'max-hops' | 'timeout' | 'roar-secret' | 'allow-private-agents', OptionSpec> {
   return {
+    'allow-private-agents': {
+      type: 'boolean',
+      description:
+        "Let hops reach agents on loopback and private networks (checked at every connection, as the hub's --allow-private-agents)",
+      env: 'AGORA_ALLOW_PRIVATE_SOURCES',
+      default: false,
+    },
     'roar-secret': {
       type: 'string',
       value: '<secret>',
@@ -70,11 +77,15 @@ export function chainOptions(
   };
 }
 
-/** `--max-hops` and `--timeout` (declared by {@link chainOptions}), checked: the hop cap, and each hop's time in ms. */
+/**
+ * `--max-hops`, `--timeout`, `--allow-private-agents` (declared by {@link chainOptions}), checked: the hop cap, each
+ * hop's time in ms, and whether hops may reach private addresses.
+ */
 export function chainLimits(args: ParsedArgs): {
   maxHops: number | undefined;
   hopTimeoutMs: number;
   roarSecret?: string;
+  allowPrivateAgents: boolean;
 } {
   const roarSecret =
     typeof args.values['roar-secret'] === 'string' && args.values['roar-secret'] !== ''
@@ -84,5 +95,6 @@ export function chainLimits(args: ParsedArgs): {
     maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }),
     hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000,
     ...(roarSecret ? { roarSecret } : {}),
+    allowPrivateAgents: args.values['allow-private-agents'] === true,
   };
 }

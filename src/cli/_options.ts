@@ -181,6 +181,25 @@ export const TRACE_OPTION: OptionSpec = {
   default: false,
 };
 
+/** `--allowed-host <name>` (repeatable or comma-separated): host names a server answers beside loopback and IPs. */
+export const ALLOWED_HOST_OPTION: OptionSpec = {
+  type: 'string',
+  multiple: true,
+  value: '<name>',
+  description:
+    'Answer requests for this host name (agent.example, or name:port; * for any); without a token, other names get 421 (DNS rebinding)',
+  env: 'AGORA_ALLOWED_HOSTS',
+};
+
+/** The names of `--allowed-host` (declared by {@link ALLOWED_HOST_OPTION}), split at commas; undefined when none. */
+export function allowedHosts(args: ParsedArgs): string[] | undefined {
+  const values = ((args.values['allowed-host'] as string[] | undefined) ?? [])
+    .flatMap((value) => value.split(','))
+    .map((value) => value.trim())
+    .filter((value) => value !== '');
+  return values.length > 0 ? values : undefined;
+}
+
 /** `--log-level`, `--log-format` and `--quiet-requests`, for a command that serves. */
 export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', OptionSpec> = {
   'log-level': {

@@ -8,6 +8,7 @@ import { FACE_NAMES } from '../bindings/index.js';
 import { readTrustFile } from '../bindings/roar/trust.js';
 import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 import {
+  ALLOWED_HOST_OPTION,
   CORS_ORIGIN_OPTION,
   LOG_OPTIONS,
   TRACE_OPTION,
@@ -29,7 +30,8 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   'public-url': {
     type: 'string',
     value: '<url>',
-    description: 'Public base URL behind a proxy, used in /wellknown sources',
+    description:
+      'Public base URL behind a proxy, used in /wellknown sources; its host is answered (see --allowed-host)',
     env: 'AGORA_PUBLIC_URL',
   },
   'conversation-ttl': {
@@ -96,6 +98,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: FACE_NAMES.join(','),
   },
   'cors-origin': CORS_ORIGIN_OPTION,
+  'allowed-host': ALLOWED_HOST_OPTION,
   'roar-secret': {
     type: 'string',
     value: '<secret>',

@@ -12,6 +12,8 @@ import {
 } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
 import {
+  ALLOWED_HOST_OPTION,
+  allowedHosts,
   chooseLlm,
   commandLogger,
   CORS_ORIGIN_OPTION,
@@ -70,6 +72,7 @@ export const command = defineCommand(
       'rate-limit': RATE_LIMIT_OPTION,
       ...llmOptions('Model that routes goals keywords leave tied'),
       'cors-origin': CORS_ORIGIN_OPTION,
+      'allowed-host': ALLOWED_HOST_OPTION,
       ...LOG_OPTIONS,
       trace: TRACE_OPTION,
       'max-turn-reply-bytes': {
@@ -211,6 +214,7 @@ export const command = defineCommand(
         tokens: tokens?.length ? tokens : undefined,
         rateLimit: rate ? { windowMs: 60_000, max: rate, ...stores.shared } : undefined,
         corsOrigins: corsOrigins.length ? corsOrigins : undefined,
+        allowedHosts: allowedHosts(args),
         server: { requestLog },
         mounts: (hub, rooms) => [
           createHubDashboard(hub, {

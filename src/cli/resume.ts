@@ -22,7 +22,7 @@ export const command = hubCommand(
     async run(args) {
       const id = requiredPositional(args, 0, '<id>');
       const force = args.values.force === true;
-      return followChain(args, ({ resumeChain }, hub, { maxHops, hopTimeoutMs, roarSecret }) =>
+      return followChain(args, ({ resumeChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents }) =>
         resumeChain(hub, id, {
           hopTimeoutMs,
           force,

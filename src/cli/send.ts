@@ -13,6 +13,7 @@ import {
   streamPeer,
   type ForeignKind,
   type PeerKind,
+  type PeerOptions,
 } from '../bindings/peers.js';
 import { PROBES } from '../bindings/index.js';
 import { Sender, type QueryResult, type StreamQueryOptions } from '../sender/sender.js';
@@ -26,8 +27,24 @@ import {
   timeoutMs,
   timeoutOption,
   UsageError,
+  type ParsedArgs,
 } from './_command.js';
 import { AGENT_TOKEN_OPTION, agentToken, jsonOption, wantsJson } from './_options.js';
+
+/** The origins of `--allow-origin` (repeatable or comma-separated), each checked to be one. */
+function originsOption(args: ParsedArgs): string[] {
+  return ((args.values['allow-origin'] as string[] | undefined) ?? [])
+    .flatMap((value) => value.split(','))
+    .map((value) => value.trim())
+    .filter((value) => value !== '')
+    .map((value) => {
+      if (!URL.canParse(value) || !/^https?:$/.test(new URL(value).protocol))
+        throw new UsageError(
+          `--allow-origin takes an http(s) origin (https://api.example), got ${JSON.stringify(value)}`,
+        );
+      return new URL(value).origin;
+    });
+}
 
 /** A body as typed: JSON when it parses, else the text itself. */
 export function parseBody(text: string): JsonValue {
@@ -111,7 +128,7 @@ async function sendForeign(
   protocol: ProtocolDocument | undefined,
   stream: boolean,
   json: boolean,
-  options: { timeoutMs: number; token?: string; secret?: string },
+  options: PeerOptions,
 ): Promise<void> {
   const query = { body, ...(protocol ? { protocol } : {}) };
   if (stream) await printStream(streamPeer(kind, url, query, options), json);
@@ -123,7 +140,7 @@ export const command = defineCommand(
   {
     name: 'send',
     summary: 'Send a query to an agent and print the reply body',
-    usage: `agora send <url> [body|-] [--as ${PEER_KINDS.join('|')}] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--roar-secret <secret>] [--json] [--timeout <s>]`,
+    usage: `agora send <url> [body|-] [--as ${PEER_KINDS.join('|')}] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--allow-origin <origin>] [--roar-secret <secret>] [--json] [--timeout <s>]`,
   },
   {
     options: {
@@ -154,6 +171,13 @@ export const command = defineCommand(
         description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)',
       },
       token: AGENT_TOKEN_OPTION,
+      'allow-origin': {
+        type: 'string',
+        multiple: true,
+        value: '<origin>',
+        description:
+          "Let the agent's card send the query (and the token) to this other origin (https://api.example); without it such a card is refused",
+      },
       timeout: timeoutOption(30),
     },
     details: [
@@ -187,8 +211,23 @@ export const command = defineCommand(
       if (as !== undefined && !PEER_KINDS.includes(as as PeerKind))
         throw new UsageError(`--as takes one of ${PEER_KINDS.join(', ')}`);
       const secret = stringOption(args, 'roar-secret') ?? process.env.AGORA_ROAR_SECRET;
-      const peerOptions = { timeoutMs: timeout, ...agentToken(args), ...(secret ? { secret } : {}) };
-      const sender = new Sender({ timeoutMs: timeout, logger: silentLogger, llm: null, ...agentToken(args) });
+      // The token belongs to the URL's origin, and to the origins the user allowed a card to name.
+      const allowOrigins = originsOption(args);
+      const tokenOrigin = [new URL(url).origin, ...allowOrigins];
+      const peerOptions = {
+        timeoutMs: timeout,
+        ...agentToken(args),
+        tokenOrigin,
+        allowOrigins,
+        ...(secret ? { secret } : {}),
+      };
+      const sender = new Sender({
+        timeoutMs: timeout,
+        logger: silentLogger,
+        llm: null,
+        ...agentToken(args),
+        tokenOrigin,
+      });
       if (!multiround) {
         const body = bodyArgument === '-' ? parseBody(await readStdin()) : parseBody(bodyArgument!);
         if (as !== undefined && as !== 'agora') {

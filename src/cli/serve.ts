@@ -4,7 +4,7 @@ import { isWorker, leaveCluster, runPrimary, startWorker } from '../agent/worker
 import { urlOf } from '../edge/node.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { defineCommand, numberOption, stringOption, UsageError } from './_command.js';
-import { chooseLlm, commandLogger, corsOrigins, hostOf, KEY_ENV, storeUsageError } from './_options.js';
+import { allowedHosts, chooseLlm, commandLogger, corsOrigins, hostOf, KEY_ENV, storeUsageError } from './_options.js';
 import { banner, dashboardNote } from './_serve-banner.js';
 import { facesOption, SERVE_OPTIONS, workersOption } from './_serve-options.js';
 
@@ -86,6 +86,7 @@ export const command = defineCommand(
         tokens: tokens?.length ? tokens : undefined,
         rateLimit: rate ? { windowMs: 60_000, max: rate } : undefined,
         corsOrigins: cors.length > 0 ? cors : undefined,
+        allowedHosts: allowedHosts(args),
         maxConversations,
       }).catch(storeUsageError);
       const { receiver } = agent;

@@ -1,9 +1,9 @@
 // Who may see and act on a dashboard: without a token, only on a server bound to loopback and read-only; beyond
 // loopback a token is needed to show anything; approving or rejecting always needs one. The token is checked by the
-// edge's one check; the edge's guard (rate limit, cross-site rule) has run before.
-import { isIP } from 'node:net';
+// edge's one check; the edge's guard (rate limit, Host rule against DNS rebinding, cross-site rule) has run before.
 import { TokenCheck } from '../edge/guard.js';
-import { header, type EdgeRequest } from '../edge/request.js';
+import { isLoopbackName } from '../edge/host.js';
+import type { EdgeRequest } from '../edge/request.js';
 
 /** What a request wants to do: load the page or its assets, read data, or change something. */
 export type AccessKind = 'page' | 'read' | 'write';
@@ -25,10 +25,6 @@ export function needsToken(advice: string = CLI_TOKEN_ADVICE): string {
 /** The message of a dashboard turned off for want of a token, for a server started by the CLI. */
 export const NEEDS_TOKEN = needsToken();
 
-/** The message of a request without a token whose Host is not loopback (a DNS-rebinding page, say). */
-export const LOOPBACK_HOST_ONLY =
-  'Dashboard without a token: only requests addressed to localhost, 127.0.0.1 or [::1] are answered.';
-
 /** The message of an approval or rejection on a server without a token, with the advice of how to set one. */
 export function reviewNeedsToken(advice: string = CLI_TOKEN_ADVICE): string {
   return `Approving or rejecting a routine needs a token: ${advice}, then sign in.`;
@@ -37,19 +33,6 @@ export function reviewNeedsToken(advice: string = CLI_TOKEN_ADVICE): string {
 /** The message of an approval or rejection on a server without a token, for a server started by the CLI. */
 export const REVIEW_NEEDS_TOKEN = reviewNeedsToken();
 
-function isLoopback(address: string): boolean {
-  const bare = address.startsWith('::ffff:') ? address.slice(7) : address;
-  if (bare === '::1') return true;
-  return isIP(bare) === 4 && bare.startsWith('127.');
-}
-
-/** Whether a Host header names this machine: `localhost`, a 127/8 address or `[::1]`, with any port. */
-export function isLoopbackHost(host: string | undefined): boolean {
-  if (host === undefined) return false;
-  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
-  return name.toLowerCase() === 'localhost' || isLoopback(name);
-}
-
 /**
  * Whether the server that took this request listens on loopback only, judged by the address it is bound to (a
  * server on 0.0.0.0 is reachable from other machines, whoever asks); a Unix socket (a path) is this machine's.
@@ -57,7 +40,7 @@ export function isLoopbackHost(host: string | undefined): boolean {
 export function listensOnLoopback(request: Pick<EdgeRequest, 'boundAddress'>): boolean {
   const bound = request.boundAddress;
   if (bound === undefined) return false;
-  return bound.startsWith('/') || isLoopback(bound);
+  return bound.startsWith('/') || isLoopbackName(bound);
 }
 
 /** The dashboard's token rules (see the file's head); the page itself (the sign-in form) needs no token. */
@@ -79,10 +62,8 @@ export class DashboardAccess {
   /** Why this request may not do `kind`, or undefined. */
   check(request: Pick<EdgeRequest, 'headers' | 'boundAddress'>, kind: AccessKind): Refusal {
     if (!this.#tokens.enabled) {
+      // A page that points its own name at 127.0.0.1 (DNS rebinding) was answered 421 by the edge's Host rule.
       if (!listensOnLoopback(request)) return { status: 403, message: needsToken(this.#advice) };
-      // A web page can point its own host name at 127.0.0.1 (DNS rebinding): without a token, the Host must say
-      // loopback.
-      if (!isLoopbackHost(header(request, 'host'))) return { status: 403, message: LOOPBACK_HOST_ONLY };
       return kind === 'write' ? { status: 403, message: reviewNeedsToken(this.#advice) } : undefined;
     }
     if (kind === 'page') return undefined;

@@ -2,7 +2,8 @@
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
-import { cleanPath, type EdgeRequest } from './request.js';
+import { hostRule, misdirected } from './host.js';
+import { cleanPath, header, type EdgeRequest } from './request.js';
 import { failure, type EdgeResponse } from './response.js';
 import { failureResponse, statusOf } from './status.js';
 
@@ -57,6 +58,13 @@ export type EdgeOptions = {
   maxBodyBytes?: number;
   /** Origins allowed to make state-changing requests from a browser (`--cors-origin`); `*` allows any. */
   corsOrigins?: readonly string[];
+  /**
+   * Host names served beside loopback names and IP addresses (`--allowed-host`; `*`: any). Without a token the
+   * edge answers any other `Host` with 421 (DNS rebinding); given, the rule holds with a token too.
+   */
+  allowedHosts?: readonly string[];
+  /** The server's public base URL (`--public-url`): its host is served. */
+  publicUrl?: string;
   logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
 };
 
@@ -97,7 +105,7 @@ function byMethod(all: Entry[], method: string): Entry[] {
 const PREFLIGHT_HEADERS = ['authorization', 'content-type', 'accept', 'last-event-id'];
 
 /**
- * Puts mounts behind one guard: the rate limit (every request), then routing by path, then OPTIONS (with CORS
+ * Puts mounts behind one guard: the rate limit (every request), then routing by path, the Host rule, OPTIONS (with CORS
  * headers for an allowed origin), the cross-site rule and the token; a route's mount answers the rest. Earlier
  * mounts win a path they share (by method: OAP's `GET /` and Agora's `POST /`).
  * @example const edge = compose([agoraMount(receiver), ...faces], { tokens: ['secret'] });
@@ -107,6 +115,11 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   const limiter = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
   const corsOrigins = new Set(options.corsOrigins ?? []);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
+  const allowsHost = hostRule({
+    allowedHosts: options.allowedHosts,
+    publicUrl: options.publicUrl,
+    credentialsRequired: tokens.enabled,
+  });
   const logger = options.logger;
   const fallback = mounts[0];
   const preflightHeaders = [...new Set([...PREFLIGHT_HEADERS, ...mounts.flatMap((mount) => mount.headers ?? [])])].join(
@@ -181,6 +194,11 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   ): Promise<EdgeResponse> | EdgeResponse {
     const { method } = request;
     for (const { route, mount } of entries) {
+      const host = header(request, 'host');
+      if (allowsHost !== undefined && host !== undefined && !allowsHost(host)) {
+        logger?.warn(`refused ${method} ${cleanPath(request.path)} for host ${JSON.stringify(host.slice(0, 100))}`);
+        return refusal(mount, 421, misdirected(host));
+      }
       if (method === 'OPTIONS' && !upgrade) return preflight(request, route);
       if (isCrossSite(method, request.headers, corsOrigins, upgrade)) {
         logger?.warn(

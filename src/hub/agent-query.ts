@@ -5,6 +5,7 @@ import { AgoraError, isAgoraError } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
 import { chainReply, chainText, type ChainReply } from '../bindings/chain.js';
 import { peerClient } from '../bindings/peers.js';
+import type { GuardOptions } from '../net/guard.js';
 import { PeerTransport } from '../sender/transport.js';
 import type { AgentProtocol, AgentRecord, Hop } from './records.js';
 import { replyShapeOf, shapeMismatch } from './reply-shape.js';
@@ -15,8 +16,11 @@ export type HopInput = { runId: string; goal: string; input?: JsonValue; done: r
 /** What a hop got back: the result, and the next agent when the reply names one. */
 export type HopOutput = ChainReply;
 
-/** Bounds of one hop, and the secret ROAR messages are signed with (else a fresh Ed25519 key). */
-export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?: string };
+/**
+ * Bounds of one hop, the secret ROAR messages are signed with (else a fresh Ed25519 key), and the address guard every
+ * connection of the hop goes through (at each connect and redirect; none: the plain fetch).
+ */
+export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?: string; guard?: GuardOptions };
 
 /** Whether a reply body is a protocol-level error: an object whose `error` is a non-empty string, beside no result. */
 export function isProtocolError(body: JsonValue): boolean {
@@ -57,8 +61,7 @@ export async function queryAgent(
   const client = peerClient(agent.kind, {
     timeoutMs: limits.timeoutMs,
     maxReplyBytes: limits.maxReplyBytes,
-    // A card cannot send the hub's requests to another host than the agent's.
-    sameOrigin: true,
+    ...(limits.guard ? { guard: limits.guard } : {}),
     ...(limits.roarSecret ? { secret: limits.roarSecret } : {}),
   });
   return bounded(() => client.hop(agent.url, hop));
@@ -79,7 +82,10 @@ async function agoraHop(
   // A failure reply, or one that is not an Agora reply, is the transport's PEER_FAILURE naming the URL.
   const url = `${agent.url}/`;
   const reply = await bounded(async () => {
-    const transport = new PeerTransport({ timeoutMs: limits.timeoutMs });
+    const transport = new PeerTransport({
+      timeoutMs: limits.timeoutMs,
+      ...(limits.guard ? { guard: limits.guard } : {}),
+    });
     const response = await transport.exchange('POST', url, request, undefined, limits.maxReplyBytes);
     const json = transport.parseJson('POST', url, response);
     const parsed = peerResponseSchema.safeParse(json);

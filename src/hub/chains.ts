@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AgoraError, describeError } from '../errors.js';
+import type { GuardOptions } from '../net/guard.js';
 import type { JsonValue } from '../schemas.js';
 import { queryAgent, type HopLimits } from './agent-query.js';
 import type { ChainRun, Hop } from './records.js';
@@ -18,6 +19,8 @@ export interface ChainBackend {
   getRun(id: string): Promise<ChainRun | undefined>;
   /** A protocol document's text by hash (its reply shape is checked against a hop's reply), when the backend has it. */
   protocolText?(hash: string): Promise<string | undefined>;
+  /** Whether the backend accepts agents on private networks (a hub's `allowPrivateAgents`): the hops' default. */
+  readonly allowsPrivateAgents?: boolean;
 }
 
 /** Options of {@link runChain} and {@link resumeChain}. */
@@ -33,6 +36,14 @@ export type ChainOptions = {
   maxReplyBytes?: number;
   /** HMAC secret shared with the chain's ROAR agents (default: messages signed with a fresh Ed25519 key). */
   roarSecret?: string;
+  /**
+   * Let hops reach agents on loopback and private networks (default: the backend's `allowsPrivateAgents`, an
+   * in-process hub's setting; else false). Every hop's address is checked when it connects and at each redirect, not
+   * only when the agent registered: a name that later resolves to a private address is refused.
+   */
+  allowPrivateAgents?: boolean;
+  /** DNS resolution of the hops' guard, injectable for tests. */
+  lookup?: GuardOptions['lookup'];
   /** Take the chain over even when another live process holds it. */
   force?: boolean;
   /** Called after each hop is checkpointed (CLI progress). */
@@ -143,6 +154,11 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
     timeoutMs: options.hopTimeoutMs ?? 60_000,
     maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024,
     ...(options.roarSecret ? { roarSecret: options.roarSecret } : {}),
+    guard: {
+      allowPrivateAddresses: options.allowPrivateAgents ?? backend.allowsPrivateAgents ?? false,
+      setting: 'allowPrivateAgents',
+      ...(options.lookup ? { lookup: options.lookup } : {}),
+    },
   };
   // Long enough for one hop and its checkpoint; a crashed owner's lease lapses after this.
   const leaseMs = limits.timeoutMs + 30_000;

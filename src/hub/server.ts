@@ -29,6 +29,8 @@ export type StartHubOptions = HubOptions & {
   maxBodyBytes?: number;
   /** Origins allowed to make state-changing requests from a browser (`--cors-origin`); others' are refused (403). */
   corsOrigins?: string[];
+  /** Host names answered beside loopback names and IPs (`--allowed-host`); without a token, others get 421. */
+  allowedHosts?: string[];
   /** How often background work runs: agent checks and peer syncs (0: never, call `hub.tick()`). */
   tickMs?: number;
   /**
@@ -61,8 +63,8 @@ function isLoopbackHost(host: string): boolean {
 
 /** The guard's settings of a hub's options. */
 function edgeOptions(options: StartHubOptions, logger: Logger): EdgeOptions {
-  const { tokens, rateLimit, maxBodyBytes, corsOrigins } = options;
-  return { logger, tokens, rateLimit, maxBodyBytes, corsOrigins };
+  const { tokens, rateLimit, maxBodyBytes, corsOrigins, allowedHosts } = options;
+  return { logger, tokens, rateLimit, maxBodyBytes, corsOrigins, allowedHosts };
 }
 
 /**

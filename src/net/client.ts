@@ -49,8 +49,11 @@ export type HttpClientOptions = {
   maxRedirects?: number;
   /** Bearer token (`Authorization: Bearer <token>`), sent only to `tokenOrigin`. */
   token?: string | undefined;
-  /** The origin the token belongs to (default: the origin of each request as asked, never a redirect's other one). */
-  tokenOrigin?: string | undefined;
+  /**
+   * The origin (or origins) the token belongs to (default: the origin of each request as asked, never a redirect's
+   * other one): a request elsewhere goes without it.
+   */
+  tokenOrigin?: string | readonly string[] | undefined;
   /** Headers sent with every request (a proxy's key, a tracing id); the token wins over an `authorization` here. */
   headers?: Record<string, string> | undefined;
   /** Words a failure from its reason (default `GET http://host/x: <reason>`). */
@@ -128,9 +131,13 @@ export class HttpClient {
   readonly #options: HttpClientOptions;
   readonly #fetch: typeof fetch;
   readonly #headers: Record<string, string> = {};
+  readonly #tokenOrigins: ReadonlySet<string | undefined> | undefined;
 
   constructor(options: HttpClientOptions = {}) {
     this.#options = options;
+    const tokenOrigin = options.tokenOrigin;
+    if (tokenOrigin !== undefined)
+      this.#tokenOrigins = new Set((typeof tokenOrigin === 'string' ? [tokenOrigin] : tokenOrigin).map(originOf));
     this.#fetch = options.guard ? guardedFetch(options.guard) : (options.fetch ?? globalThis.fetch);
     this.timeoutMs = options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs;
     this.maxReplyBytes = options.maxReplyBytes ?? CLIENT_DEFAULTS.maxReplyBytes;
@@ -228,7 +235,7 @@ export class HttpClient {
 
   /** Sends a request and follows its redirects (a safe request only), each hop vetted, the token kept to its origin. */
   async #follow(at: RequestAt, options: RequestOptions, safe: boolean, signal: AbortSignal): Promise<Response> {
-    const tokenOrigin = this.#options.tokenOrigin ? originOf(this.#options.tokenOrigin) : originOf(at.url);
+    const tokenOrigins = this.#tokenOrigins ?? new Set([originOf(at.url)]);
     const maxRedirects = options.maxRedirects ?? this.#options.maxRedirects ?? CLIENT_DEFAULTS.maxRedirects;
     const fail = (reason: string) => new AgoraError('PEER_FAILURE', this.describe(reason, at));
     for (let redirects = 0; ; redirects++) {
@@ -236,7 +243,7 @@ export class HttpClient {
       if (hop.protocol !== 'http:' && hop.protocol !== 'https:') throw fail(`unsupported scheme ${hop.protocol}`);
       const response = await this.#fetch(hop.href, {
         method: at.method,
-        headers: this.#headersFor(hop.origin, hop.origin === originOf(at.url), tokenOrigin, options),
+        headers: this.#headersFor(hop.origin, hop.origin === originOf(at.url), tokenOrigins, options),
         ...(options.json !== undefined
           ? { body: options.json instanceof JsonText ? options.json.text : JSON.stringify(options.json) }
           : options.body !== undefined
@@ -262,7 +269,7 @@ export class HttpClient {
   #headersFor(
     origin: string,
     asAsked: boolean,
-    tokenOrigin: string | undefined,
+    tokenOrigins: ReadonlySet<string | undefined>,
     options: RequestOptions,
   ): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json', ...this.#headers };
@@ -270,7 +277,7 @@ export class HttpClient {
     if (options.json !== undefined) headers['content-type'] = 'application/json';
     // A credential never follows a redirect to another origin.
     if (!asAsked) delete headers.authorization;
-    if (this.#options.token && origin === tokenOrigin) headers.authorization = bearer(this.#options.token);
+    if (this.#options.token && tokenOrigins.has(origin)) headers.authorization = bearer(this.#options.token);
     else if (this.#options.token) delete headers.authorization;
     // The trace context goes to every hop (it names a span, nothing secret).
     injectContext(headers);

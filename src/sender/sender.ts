@@ -54,8 +54,13 @@ export type SenderOptions = {
   fetch?: typeof fetch;
   /** Bound on each HTTP exchange with a peer, in ms (default 30 000). */
   timeoutMs?: number;
-  /** Bearer token sent to every peer (an agent started with `--token`); `agora send` passes `--token`, AGORA_TOKEN. */
+  /** Bearer token for peers (an agent started with `--token`); `agora send` passes `--token`, AGORA_TOKEN. */
   token?: string;
+  /**
+   * The origin (or origins) the token belongs to: requests elsewhere go without it (`agora send` passes the origin
+   * of its URL). Default: the origin of each query's URL; never a redirect's other origin.
+   */
+  tokenOrigin?: string | readonly string[];
   /** Headers sent with every request to a peer (a gateway's key, a tracing id). */
   headers?: Record<string, string>;
   /** Largest reply read from a peer, in bytes, after decompression (default 16 MiB). */
@@ -145,6 +150,7 @@ export class Sender {
       fetch: options.fetch,
       timeoutMs: config.timeoutMs,
       token: options.token,
+      tokenOrigin: options.tokenOrigin,
       headers: options.headers,
       maxReplyBytes: config.maxReplyBytes,
     });

@@ -24,7 +24,7 @@ export type PeerResponse = { status: number; bytes: Uint8Array };
 /** Options of {@link PeerTransport}: the one client's (timeout, cap, token, headers, connector, guard). */
 export type TransportOptions = Pick<
   HttpClientOptions,
-  'fetch' | 'timeoutMs' | 'token' | 'headers' | 'maxReplyBytes' | 'guard'
+  'fetch' | 'timeoutMs' | 'token' | 'tokenOrigin' | 'headers' | 'maxReplyBytes' | 'guard'
 >;
 
 /** The headers every request to a peer carries: the caller's own, then the bearer token. */

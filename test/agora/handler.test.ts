@@ -167,14 +167,22 @@ describe('createHandler', () => {
     const request = { method: 'GET', path: '/wellknown', body: undefined };
     await createHandler(fake.receiver, { publicUrl: 'https://agent.example/agora/' })({
       ...request,
-      headers: { host: 'evil' },
+      headers: { host: '127.0.0.1:9' },
     });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBe('https://agent.example/agora');
     await createHandler(fake.receiver)({ ...request, headers: { host: 'localhost:8080' } });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://localhost:8080');
-    await createHandler(fake.receiver)({ ...request, headers: { host: 'evil.example/"><script>' } });
+    // Only a server that answers any Host (`allowedHosts: ['*']`; a tokenless one refuses this 421) reads it.
+    await createHandler(fake.receiver, { allowedHosts: ['*'] })({
+      ...request,
+      headers: { host: 'evil.example/"><script>' },
+    });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBeUndefined();
-    await createHandler(fake.receiver)({ ...request, headers: { host: 'x' }, baseUrl: 'http://h:8080/prefix/' });
+    await createHandler(fake.receiver)({
+      ...request,
+      headers: { host: '127.0.0.1' },
+      baseUrl: 'http://h:8080/prefix/',
+    });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBe('http://h:8080/prefix');
     await createHandler(fake.receiver)({ ...request, headers: {}, baseUrl: 'http://evil"><script>/agora' });
     expect(fake.calls.at(-1)?.context?.baseUrl).toBeUndefined();

@@ -406,7 +406,7 @@ describe('client disconnects', () => {
       await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
       const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
       socket.write(
-        'POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"body": "hal',
+        'POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"body": "hal',
       );
       // The server has read the half body once /health, on another connection, is answered after it.
       await new Promise((resolve) => setImmediate(resolve));

@@ -58,7 +58,7 @@ describe('what a stream costs', () => {
     socket.pause();
     const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
     socket.write(
-      `POST / HTTP/1.1\r\nHost: test\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
+      `POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\n\r\n${payload}`,
     );
     await vi.waitFor(() => expect(drops).toHaveLength(1), { timeout: 10_000 });
     // At most the bound plus one event was left buffered when the connection was dropped.

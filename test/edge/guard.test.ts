@@ -97,7 +97,7 @@ describe('request bodies', () => {
       socket.on('error', () => resolve(answer === '' ? 'reset' : answer));
       socket.on('close', () => resolve(answer));
       socket.write(
-        `POST / HTTP/1.1\r\nHost: test\r\nContent-Type: application/json\r\n${declareLength ? `Content-Length: ${body.length}\r\n` : 'Transfer-Encoding: chunked\r\n'}Connection: close\r\n\r\n`,
+        `POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n${declareLength ? `Content-Length: ${body.length}\r\n` : 'Transfer-Encoding: chunked\r\n'}Connection: close\r\n\r\n`,
       );
       if (declareLength) socket.end(body);
       else

@@ -97,7 +97,10 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
       expect(JSON.parse(bySkill.stdout)).toMatchObject({ agent: { name: 'translator', kind: 'a2a' }, by: 'keyword' });
 
       const env = { ...process.env, AGORA_ROAR_SECRET: 'roar-network-secret' };
-      const chain = await runCli(['chain', 'scout destinations for a trip', '--hub', hub.url], { env });
+      const chain = await runCli(
+        ['chain', 'scout destinations for a trip', '--hub', hub.url, '--allow-private-agents'],
+        { env },
+      );
       expect(chain.code).toBe(1);
       expect(chain.stderr).toMatch(/the checkpoint could not be written/);
       const id = /chain ([\w-]{36})/.exec(chain.stderr)![1]!;
@@ -105,7 +108,7 @@ describeRedis('a hub process speaking Agora, OAP, ROAR and A2A', () => {
       // A new hub process on the same store lost nothing: the chain resumes at the ROAR hop.
       hub = await startHubCommand(['--store', store, '--allow-private-agents']);
       expect((await runCli(['runs', '--hub', hub.url])).stdout).toContain(`${id}  running  2 hops `);
-      const resumed = await runCli(['resume', id, '--hub', hub.url, '--json'], { env });
+      const resumed = await runCli(['resume', id, '--hub', hub.url, '--json', '--allow-private-agents'], { env });
       expect(resumed.code, resumed.stderr).toBe(0);
       const run = JSON.parse(resumed.stdout) as {
         status: string;

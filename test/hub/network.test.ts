@@ -14,6 +14,9 @@ import { runCli, startHubCommand } from '../helpers/cli.js';
 import { startOapPlanner } from '../helpers/oap-agent.js';
 import { document, startLoopbackAgent, type LoopbackAgent } from './_agents.js';
 
+// The agents here listen on loopback: the hops' address guard lets them through, as the hub's setting does.
+const LOCAL = { allowPrivateAgents: true };
+
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -107,7 +110,7 @@ describe('a network of agents around a hub', () => {
     });
     await expect(hub.route('anything', 'nobody-by-that-name')).rejects.toThrow(/no such agent in the directory/);
 
-    const run = await runChain(hub, 'research the best vector databases');
+    const run = await runChain(hub, 'research the best vector databases', LOCAL);
     expect(run.status).toBe('done');
     expect(run.hops.map((hop) => [hop.agentName, hop.by])).toEqual([
       ['researcher', 'keyword'],
@@ -202,7 +205,7 @@ describe('a network of agents around a hub', () => {
     expect(planner).toMatchObject({ name: 'planner', kind: 'oap', capabilities: ['itinerary planning'] });
     await hub.register(publisher.url, { name: 'publisher' });
 
-    const run = await runChain(hub, 'plan an itinerary for a trip');
+    const run = await runChain(hub, 'plan an itinerary for a trip', LOCAL);
     expect(run.status).toBe('done');
     expect(run.hops.map((hop) => [hop.agentName, hop.by, hop.ok])).toEqual([
       ['planner', 'keyword', true],
@@ -217,13 +220,13 @@ describe('a network of agents around a hub', () => {
 
     // The OAP agent fails: the chain records the failure and stays listed; once it is back, a resume finishes it.
     healthy = false;
-    const failed = await runChain(hub, 'plan an itinerary for a trip');
+    const failed = await runChain(hub, 'plan an itinerary for a trip', LOCAL);
     expect(failed.status).not.toBe('done');
     expect(failed.hops.at(-1)).toMatchObject({ agentName: 'planner', ok: false });
     expect((await hub.runs()).map((entry) => entry.id)).toEqual([failed.id]);
     healthy = true;
     const { resumeChain } = await import('../../src/hub/chains.js');
-    const resumed = await resumeChain(hub, failed.id);
+    const resumed = await resumeChain(hub, failed.id, LOCAL);
     expect(resumed.status).toBe('done');
     expect(resumed.hops.filter((hop) => hop.ok).map((hop) => hop.agentName)).toEqual(['planner', 'publisher']);
     expect(await hub.runs()).toEqual([]);
@@ -255,7 +258,13 @@ describeRedis('hub processes on Redis', () => {
     });
     await registerAll(new HubClient({ url: first.url }), agents);
 
-    const chain = await runCli(['chain', 'research the best vector databases', '--hub', first.url]);
+    const chain = await runCli([
+      'chain',
+      'research the best vector databases',
+      '--hub',
+      first.url,
+      '--allow-private-agents',
+    ]);
     expect(chain.code).toBe(1);
     expect(chain.stderr).toMatch(/the checkpoint could not be written/);
     const id = /chain ([\w-]{36})/.exec(chain.stderr)![1]!;
@@ -264,7 +273,7 @@ describeRedis('hub processes on Redis', () => {
     first = await startHubCommand(['--store', store, '--allow-private-agents']);
     const runs = await runCli(['runs', '--hub', first.url]);
     expect(runs.stdout).toContain(`${id}  running  1 hop `);
-    const resumed = await runCli(['resume', id, '--hub', first.url, '--json']);
+    const resumed = await runCli(['resume', id, '--hub', first.url, '--json', '--allow-private-agents']);
     expect(resumed.code, resumed.stderr).toBe(0);
     const run = JSON.parse(resumed.stdout) as { status: string; hops: { agentName: string }[] };
     expect(run.status).toBe('done');

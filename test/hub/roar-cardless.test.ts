@@ -9,6 +9,9 @@ import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
 import { startRoarRouter } from '../helpers/roar-router.js';
 
+// The agents here listen on loopback: the hops' address guard lets them through, as the hub's setting does.
+const LOCAL = { allowPrivateAgents: true };
+
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
   for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
@@ -51,7 +54,7 @@ describe('the hub and a ROAR agent without a card', () => {
     });
 
     expect((await client.route('a python code-review of this diff')).agent.name).toBe('py-reviewer');
-    const run = await runChain(client, 'a python code-review of this diff');
+    const run = await runChain(client, 'a python code-review of this diff', LOCAL);
     expect(run.status).toBe('done');
     expect(run.hops.map((hop) => [hop.agentName, hop.ok, hop.result])).toEqual([
       ['py-reviewer', true, { status: 'ok', review: 'LGTM: a python code-review of this diff' }],

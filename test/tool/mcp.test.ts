@@ -37,6 +37,8 @@ describe('MCP servers as tools (mcp.json)', () => {
         args: ['--import', import.meta.resolve('tsx'), MCP_SERVERS_FILE, 'stdio'],
         timeout: 2,
         maxResultChars: 50_000,
+        // Started again at once after a crash (the wait that grows at each death in a row: mcp-bounds.test.ts).
+        restartDelay: 0,
       },
       web: { url: web.url },
       broken: { command: `${MCP_SERVERS_FILE}.does-not-exist` },

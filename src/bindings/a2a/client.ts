@@ -17,11 +17,17 @@ import {
 /** Options of {@link A2aClient}. */
 export type A2aClientOptions = TransportOptions & {
   /**
-   * Only talk to interfaces on the agent's own origin (default false): a card naming another host is refused, so a
-   * card cannot send the client's requests elsewhere (the hub sets this).
+   * Origins beyond the agent's own that its card may send the client's requests (and token) to. By default only the
+   * agent's origin: a card naming no interface there is refused before anything is sent (RFC 9110 §11.5: a
+   * credential belongs to its origin).
    */
-  sameOrigin?: boolean;
+  allowOrigins?: readonly string[];
 };
+
+/** The origin of a URL, or undefined when it is none. */
+function originOf(url: string): string | undefined {
+  return URL.canParse(url) ? new URL(url).origin : undefined;
+}
 
 /** A task's state in A2A's own words (`completed`, `failed`, `input-required`…). */
 export type A2aState =
@@ -251,22 +257,25 @@ export class A2aClient {
       made = (async () => {
         const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } =
           await import('@a2a-js/sdk/client');
-        const fetchImpl = boundedFetch(this.#options);
+        // The token goes to the agent's origin and those the caller allowed, never to one a card names.
+        const origin = new URL(base).origin;
+        const allowed = new Set([origin, ...(this.#options.allowOrigins ?? []).map(originOf)]);
+        const fetchImpl = boundedFetch({ ...this.#options, tokenOrigin: [...allowed].filter((o) => o !== undefined) });
         const legacyCompat = { enabled: true };
         const cardResolver = new DefaultAgentCardResolver({ fetchImpl, legacyCompat });
         let card = await this.#call('GetAgentCard', base, () => cardResolver.resolve(base));
-        if (this.#options.sameOrigin === true) {
-          const origin = new URL(base).origin;
-          const supportedInterfaces = card.supportedInterfaces.filter(
-            (entry) => URL.canParse(entry.url) && new URL(entry.url).origin === origin,
+        const supportedInterfaces = card.supportedInterfaces.filter((entry) => allowed.has(originOf(entry.url)));
+        if (supportedInterfaces.length === 0) {
+          const named = card.supportedInterfaces.map((entry) => originOf(entry.url) ?? 'an invalid URL')[0];
+          throw new AgoraError(
+            'PEER_FAILURE',
+            named === undefined
+              ? `A2A GetAgentCard at ${base}: the card names no interface on ${origin}`
+              : `A2A GetAgentCard at ${base}: the card sends requests to ${named.slice(0, 200)}, not to the agent's ` +
+                  `origin ${origin}; nothing was sent there (allow it with --allow-origin ${named.slice(0, 200)})`,
           );
-          if (supportedInterfaces.length === 0)
-            throw new AgoraError(
-              'PEER_FAILURE',
-              `A2A GetAgentCard at ${base}: the card names no interface on ${origin}`,
-            );
-          card = { ...card, supportedInterfaces };
         }
+        card = { ...card, supportedInterfaces };
         const factory = new ClientFactory({
           transports: [
             new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),

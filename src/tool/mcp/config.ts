@@ -10,7 +10,26 @@ const bounds = {
   timeout: z.number().positive().max(3600).optional(),
   /** Largest tool result, characters of its JSON (default 100 000). */
   maxResultChars: z.number().int().positive().optional(),
+  /** Largest HTTP response (a result, a listing), bytes, counted while reading (default 4 MiB); HTTP servers only. */
+  maxResponseBytes: z.number().int().positive().optional(),
+  /** Tools taken from the server's listing; the rest are left out, with a warning (default 256). */
+  maxTools: z.number().int().positive().optional(),
+  /** Longest tool description kept, characters; longer ones are cut (default 2 000). */
+  maxDescriptionChars: z.number().int().positive().optional(),
+  /** Seconds before a server that died is started again, doubled at each death in a row, to 60 s (default 1). */
+  restartDelay: z.number().nonnegative().max(3600).optional(),
 };
+
+/** The defaults of the bounds of each server of `mcp.json` (durations in ms). */
+export const MCP_DEFAULTS = {
+  timeoutMs: 30_000,
+  maxResultChars: 100_000,
+  maxResponseBytes: 4 * 1024 * 1024,
+  maxTools: 256,
+  maxDescriptionChars: 2_000,
+  restartDelayMs: 1_000,
+  maxRestartDelayMs: 60_000,
+} as const;
 
 const stdioServer = z.object({
   command: z.string().min(1),

@@ -1,13 +1,15 @@
 // One MCP server an agent uses, through the SDK's `Client`: started (or connected) when first needed, started again
-// on the next call after it died, every call bounded in time and in the size of its result. This module loads the SDK
-// client; the agent loads it only when `mcp.json` names a server.
+// after it died (on a later call, waiting longer at each death in a row), every call bounded in time and in the size
+// of its result (an HTTP server's bytes counted while they are read, before anything parses them). This module loads
+// the SDK client; the agent loads it only when `mcp.json` names a server. A server is a peer like any other.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ErrorCode, McpError, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { AgoraError } from '../../errors.js';
 import type { Logger } from '../../log.js';
-import { isStdio, type McpServerConfig } from './config.js';
+import { boundedFetch } from '../../net/bounded-fetch.js';
+import { isStdio, MCP_DEFAULTS, type McpServerConfig } from './config.js';
 
 /** A tool a server lists: its name, description and input JSON Schema. */
 export type ListedTool = { name: string; description?: string | undefined; inputSchema: Record<string, unknown> };
@@ -21,8 +23,6 @@ export type McpServerStatus = {
   error?: string;
 };
 
-const DEFAULT_TIMEOUT_MS = 30_000;
-const DEFAULT_MAX_RESULT_CHARS = 100_000;
 // Starting a server (a process that may be `npx` fetching a package) is bounded apart from its calls.
 const START_TIMEOUT_MS = 60_000;
 
@@ -36,6 +36,9 @@ export class McpConnection {
   #status: McpServerStatus;
   #closed = false;
   #started = false;
+  /** Deaths in a row (reset by a call that is answered), and when the server may be started again. */
+  #deaths = 0;
+  #restartAt = 0;
 
   constructor(name: string, config: McpServerConfig, options: { dir: string; logger: Logger }) {
     this.name = name;
@@ -51,7 +54,15 @@ export class McpConnection {
   }
 
   get #timeoutMs(): number {
-    return this.#config.timeout !== undefined ? this.#config.timeout * 1000 : DEFAULT_TIMEOUT_MS;
+    return this.#config.timeout !== undefined ? this.#config.timeout * 1000 : MCP_DEFAULTS.timeoutMs;
+  }
+
+  /** The cap on the tools taken from the listing, and on each description's length. */
+  get listingBounds(): { maxTools: number; maxDescriptionChars: number } {
+    return {
+      maxTools: this.#config.maxTools ?? MCP_DEFAULTS.maxTools,
+      maxDescriptionChars: this.#config.maxDescriptionChars ?? MCP_DEFAULTS.maxDescriptionChars,
+    };
   }
 
   /** The server's tools (starting it when it is not running). */
@@ -84,8 +95,9 @@ export class McpConnection {
         cause: error,
       });
     }
+    this.#deaths = 0;
     const value = valueOf(result);
-    const max = this.#config.maxResultChars ?? DEFAULT_MAX_RESULT_CHARS;
+    const max = this.#config.maxResultChars ?? MCP_DEFAULTS.maxResultChars;
     const size = typeof value === 'string' ? value.length : JSON.stringify(value ?? null).length;
     if (size > max)
       throw new AgoraError('INVALID_OUTPUT', `${label}: result of ${size} characters is over the cap of ${max}`);
@@ -108,6 +120,14 @@ export class McpConnection {
   #connected(): Promise<Client> {
     if (this.#closed)
       return Promise.reject(new AgoraError('PEER_FAILURE', `MCP server "${this.name}": the agent is closing`));
+    const wait = this.#restartAt - Date.now();
+    if (this.#client === undefined && wait > 0)
+      return Promise.reject(
+        new AgoraError(
+          'PEER_FAILURE',
+          `MCP server "${this.name}" died ${this.#deaths} time${this.#deaths === 1 ? '' : 's'} in a row; it is started again in ${Math.ceil(wait / 1000)} s`,
+        ),
+      );
     this.#client ??= this.#connect().catch((error: unknown) => {
       this.#client = undefined;
       this.#status.state = 'failed';
@@ -130,19 +150,32 @@ export class McpConnection {
           cwd: config.cwd ?? this.#dir,
           stderr: 'pipe',
         })
-      : new StreamableHTTPClientTransport(new URL(config.url), { requestInit: { headers: config.headers } });
+      : new StreamableHTTPClientTransport(new URL(config.url), {
+          requestInit: { headers: config.headers },
+          // Every response is read under the cap as it arrives: a 200 MB answer is cut at the cap, never parsed.
+          fetch: boundedFetch({
+            maxReplyBytes: config.maxResponseBytes ?? MCP_DEFAULTS.maxResponseBytes,
+            timeoutMs: Math.max(this.#timeoutMs, START_TIMEOUT_MS),
+          }),
+        });
     if (transport instanceof StdioClientTransport) {
       transport.stderr?.on('data', (chunk: Buffer) =>
         this.#logger.debug?.(`mcp ${this.name}: ${chunk.toString().trimEnd()}`),
       );
     }
-    // A server that dies is started again on the next call, not at once: a crash loop costs nothing while unused.
+    // A server that dies is started again on a later call, not at once, and after a longer wait at each death in a
+    // row: a server that exits on every call costs one start per wait, not one per query.
     client.onclose = () => {
       if (this.#closed) return;
       this.#client = undefined;
+      this.#deaths += 1;
+      const first =
+        this.#config.restartDelay !== undefined ? this.#config.restartDelay * 1000 : MCP_DEFAULTS.restartDelayMs;
+      const delay = Math.min(first * 2 ** (this.#deaths - 1), Math.max(first, MCP_DEFAULTS.maxRestartDelayMs));
+      this.#restartAt = Date.now() + delay;
       this.#status.state = 'failed';
       this.#status.error = 'exited';
-      this.#logger.warn(`MCP server "${this.name}" closed; it is started again on its next call`);
+      this.#logger.warn(`MCP server "${this.name}" closed; it is started again on a call after ${delay} ms`);
     };
     await client.connect(transport, { timeout: START_TIMEOUT_MS });
     if (this.#started) this.#status.restarts += 1;

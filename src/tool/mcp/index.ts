@@ -89,7 +89,12 @@ export async function loadMcpTools(
     (server.listing ??= server.connection
       .listTools()
       .then((listed) => {
-        server.tools = listed.map((tool) => toolOf(server.connection, tool));
+        const { maxTools, maxDescriptionChars } = server.connection.listingBounds;
+        if (listed.length > maxTools)
+          logger.warn(
+            `MCP server "${server.connection.name}" lists ${listed.length} tools; the first ${maxTools} are used (maxTools)`,
+          );
+        server.tools = listed.slice(0, maxTools).map((tool) => toolOf(server.connection, tool, maxDescriptionChars));
         all = entries.flatMap((each) => each.tools ?? []);
         logger.info(
           `MCP server "${server.connection.name}" started: ${listed.length} tool${listed.length === 1 ? '' : 's'}`,
@@ -141,10 +146,13 @@ export async function loadMcpTools(
 function toolOf(
   connection: McpConnection,
   tool: { name: string; description?: string | undefined; inputSchema: Record<string, unknown> },
+  maxDescriptionChars: number,
 ): Tool {
+  const text = tool.description ?? tool.name;
+  const description = text.length > maxDescriptionChars ? `${text.slice(0, maxDescriptionChars)}…` : text;
   return defineTool({
     name: mcpToolName(connection.name, tool.name),
-    description: `${tool.description ?? tool.name} (tool "${tool.name}" of MCP server "${connection.name}")`,
+    description: `${description} (tool "${tool.name.slice(0, 64)}" of MCP server "${connection.name}")`,
     input: inputOf(tool.inputSchema),
     run: (input, context) => connection.call(tool.name, input, context.signal),
   });

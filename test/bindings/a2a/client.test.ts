@@ -55,7 +55,7 @@ describe("A2aClient, through @a2a-js/sdk's client, against @a2a-js/sdk's server"
     });
   }
 
-  it('names the method and URL when the agent is not there, and refuses a card pointing elsewhere when sameOrigin', async () => {
+  it('names the method and URL when the agent is not there, and refuses a card pointing elsewhere', async () => {
     const server = await start('1.0');
     const gone = await startA2aServer({ name: 'gone', description: '', skills: [], answer: () => '' });
     await gone.close();
@@ -63,9 +63,11 @@ describe("A2aClient, through @a2a-js/sdk's client, against @a2a-js/sdk's server"
       new RegExp(`GET ${gone.url}/\\.well-known/agent-card\\.json: connection refused`),
     );
     const viaLocalhost = server.url.replace('127.0.0.1', 'localhost');
-    await expect(new A2aClient({ sameOrigin: true }).send(viaLocalhost, { body: 'x' })).rejects.toThrow(
-      /names no interface on http:\/\/localhost/,
+    await expect(new A2aClient().send(viaLocalhost, { body: 'x' })).rejects.toThrow(
+      /the card sends requests to http:\/\/127\.0\.0\.1:\d+, not to the agent's origin http:\/\/localhost/,
     );
+    const allowed = new A2aClient({ allowOrigins: [server.url] });
+    expect((await allowed.send(viaLocalhost, { body: 'x' })).result).toBe('echo: x');
   });
 
   it('caps what it reads of a reply', async () => {
