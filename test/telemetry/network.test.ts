@@ -78,9 +78,12 @@ async function spansWhen(ready: (spans: ReceivedSpan[]) => boolean): Promise<Rec
 
 describe('a traced network', () => {
   it('makes one trace of a chain over three agents, across five processes, with the LLM tokens', async () => {
-    const chain = await runCli(['chain', 'research the best vector databases', '--hub', hub.url], {
-      env: traced('chain-cli'),
-    });
+    const chain = await runCli(
+      ['chain', 'research the best vector databases', '--hub', hub.url, '--allow-private-agents'],
+      {
+        env: traced('chain-cli'),
+      },
+    );
     expect(chain.code, chain.stderr).toBe(0);
     const root = receiver.spans.find((span) => span.name === 'agora.chain' && span.service === 'chain-cli');
     // The CLI sent its spans before it exited.
