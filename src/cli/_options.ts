@@ -5,6 +5,7 @@ import { chooseModel, isLlmProvider, LLM_PROVIDERS } from '../llm/choose.js';
 import type { LanguageModel } from '../llm/model.js';
 import { PROVIDERS } from '../llm/providers.js';
 import {
+  batchedStderr,
   consoleLogger,
   withFields,
   LOG_LEVELS,
@@ -13,7 +14,7 @@ import {
   type LogFormat,
   type LogLevel,
 } from '../log.js';
-import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
+import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** `--json`: print `what` as JSON for scripts instead of lines for people. */
 export function jsonOption(what: string): OptionSpec {
@@ -174,7 +175,7 @@ export function corsOrigins(args: ParsedArgs): string[] {
 }
 
 /** `--log-level`, `--log-format` and `--quiet-requests`, for a command that serves. */
-export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', OptionSpec> = {
+export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests' | 'log-sample', OptionSpec> = {
   'log-level': {
     type: 'string',
     value: '<debug|info|warn|error|silent>',
@@ -195,6 +196,13 @@ export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', 
     description: 'No record per request (method, path, status, ms, protocol, path taken) at info',
     env: 'AGORA_QUIET_REQUESTS',
     default: false,
+  },
+  'log-sample': {
+    type: 'string',
+    value: '<fraction>',
+    description: 'Share of requests logged, from 0 to 1 (0.01: one in a hundred); errors are all logged',
+    env: 'AGORA_LOG_SAMPLE',
+    default: '1',
   },
 };
 
@@ -218,8 +226,16 @@ export function commandLogger(
   name: string,
   banner = name,
   worker?: number,
-): { logger: Logger; say: (line: string, fields?: LogFields) => void; requestLog: boolean } {
-  const options = logOptions(args);
+): {
+  logger: Logger;
+  say: (line: string, fields?: LogFields) => void;
+  requestLog: boolean;
+  requestLogSample: number;
+} {
+  const options = { ...logOptions(args), write: batchedStderr() };
+  const requestLogSample = numberOption(args, 'log-sample', { min: 0 }) ?? 1;
+  if (requestLogSample > 1)
+    throw new UsageError(`--log-sample must be a fraction from 0 to 1, got ${requestLogSample}`);
   // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
   const logger =
     worker === undefined
@@ -228,5 +244,5 @@ export function commandLogger(
   const prefix = worker === undefined ? banner : `${banner} (worker ${worker})`;
   const say = (line: string, fields?: LogFields) =>
     options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${prefix}: ${line}\n`);
-  return { logger, say, requestLog: args.values['quiet-requests'] !== true };
+  return { logger, say, requestLog: args.values['quiet-requests'] !== true, requestLogSample };
 }

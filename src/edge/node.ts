@@ -35,6 +35,8 @@ export type ListenOptions = StreamingOptions &
      * (`--quiet-requests` turns it off). At `debug` requests are logged whatever this says.
      */
     requestLog?: boolean;
+    /** Share of requests that get their record, from 0 to 1 (default 1: every one); errors are all logged. */
+    requestLogSample?: number;
   };
 
 /** A running server: its address and a graceful `close`. */
@@ -69,7 +71,9 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   // Checked once: with the request log off (the library's default) a request pays nothing for it.
   const debug = logger.debug?.bind(logger);
   const info = options.requestLog === true && logger.info ? logger.info.bind(logger) : undefined;
-  const record = info ?? debug;
+  const recordRequest = info ?? debug;
+  const sample = options.requestLogSample ?? 1;
+  if (!(sample >= 0 && sample <= 1)) throw new RangeError(`requestLogSample must be from 0 to 1, got ${sample}`);
 
   function settled(): void {
     inFlight -= 1;
@@ -95,6 +99,7 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   async function answer(incoming: IncomingMessage, response: ServerResponse, request: NodeRequest): Promise<void> {
     let queued = false;
     try {
+      const record = sample >= 1 || Math.random() < sample ? recordRequest : undefined;
       const started = record ? performance.now() : 0;
       if (record) {
         request.id = requestId();
@@ -247,9 +252,10 @@ function logRequest(
     path: incoming.url,
     status,
     ms: Math.round(ms * 10) / 10,
-    ...(protocol ? { protocol } : {}),
-    ...(protocolName ? { protocolName } : {}),
-    ...(taken ? { taken } : {}),
+    // Undefined fields are left out of both formats.
+    protocol: protocol || undefined,
+    protocolName: protocolName || undefined,
+    taken: taken || undefined,
   });
 }
 
