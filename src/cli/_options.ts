@@ -7,6 +7,7 @@ import { PROVIDERS } from '../llm/providers.js';
 import {
   batchedStderr,
   consoleLogger,
+  flushLogs,
   withFields,
   LOG_LEVELS,
   type LogFields,
@@ -237,12 +238,22 @@ export function commandLogger(
   if (requestLogSample > 1)
     throw new UsageError(`--log-sample must be a fraction from 0 to 1, got ${requestLogSample}`);
   // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
-  const logger =
+  const batched =
     worker === undefined
       ? consoleLogger(name, options)
       : withFields(consoleLogger(`${name}[w${worker}]`, options), { worker });
+  // Request records wait for the end of the turn; a warning or an error is written at once, with what came before
+  // it (the last words before a crash are on disk, and a warning comes before the banner that follows it).
+  const logger: Logger = {
+    ...batched,
+    warn: (message, fields) => (batched.warn(message, fields), flushLogs()),
+    error: (message, fields) => (batched.error(message, fields), flushLogs()),
+  };
   const prefix = worker === undefined ? banner : `${banner} (worker ${worker})`;
-  const say = (line: string, fields?: LogFields) =>
-    options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${prefix}: ${line}\n`);
+  const say = (line: string, fields?: LogFields) => {
+    if (options.format === 'json') return logger.info(line, fields);
+    flushLogs();
+    process.stdout.write(`${prefix}: ${line}\n`);
+  };
   return { logger, say, requestLog: args.values['quiet-requests'] !== true, requestLogSample };
 }
