@@ -1,8 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync } from 'node:fs';
 import { rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 
@@ -11,15 +11,26 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** A server process started for a benchmark. */
 export type BenchServer = { url: string; port: number; child: ChildProcess; stop(): Promise<void> };
 
-/** Starts an entry in its own process (JavaScript with plain node, TypeScript with tsx) and waits for its `PORT n` line. */
-export function startProcess(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<BenchServer> {
+/**
+ * Starts an entry in its own process (JavaScript with plain node, TypeScript with tsx) and waits for its `PORT n`
+ * line (or `listening on http://…:n`, as `agora serve` says it); its stderr goes to ours, or to the file `stderr`
+ * names (a log file, as a process manager would keep it). A `script` that is an absolute path is run as it is.
+ */
+export function startProcess(
+  script: string,
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  stderr?: string,
+): Promise<BenchServer> {
   return new Promise((resolve, reject) => {
     const loader = /\.[cm]?js$/.test(script) ? [] : ['--import', 'tsx'];
-    const child = spawn(process.execPath, [...loader, `${root}${script}`, ...args], {
+    const log = stderr === undefined ? 'inherit' : openSync(stderr, 'a');
+    const child = spawn(process.execPath, [...loader, isAbsolute(script) ? script : `${root}${script}`, ...args], {
       cwd: root,
       env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
+      stdio: ['ignore', 'pipe', log],
     });
+    if (typeof log === 'number') closeSync(log);
     let output = '';
     child.stdout!.on('data', (chunk: Buffer) => {
       output += chunk.toString();

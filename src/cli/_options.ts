@@ -5,7 +5,9 @@ import { chooseModel, isLlmProvider, LLM_PROVIDERS } from '../llm/choose.js';
 import type { LanguageModel } from '../llm/model.js';
 import { PROVIDERS } from '../llm/providers.js';
 import {
+  batchedStderr,
   consoleLogger,
+  flushLogs,
   withFields,
   LOG_LEVELS,
   type LogFields,
@@ -13,7 +15,7 @@ import {
   type LogFormat,
   type LogLevel,
 } from '../log.js';
-import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
+import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** `--json`: print `what` as JSON for scripts instead of lines for people. */
 export function jsonOption(what: string): OptionSpec {
@@ -201,7 +203,7 @@ export function allowedHosts(args: ParsedArgs): string[] | undefined {
 }
 
 /** `--log-level`, `--log-format` and `--quiet-requests`, for a command that serves. */
-export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', OptionSpec> = {
+export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests' | 'log-sample', OptionSpec> = {
   'log-level': {
     type: 'string',
     value: '<debug|info|warn|error|silent>',
@@ -222,6 +224,13 @@ export const LOG_OPTIONS: Record<'log-level' | 'log-format' | 'quiet-requests', 
     description: 'No record per request (method, path, status, ms, protocol, path taken) at info',
     env: 'AGORA_QUIET_REQUESTS',
     default: false,
+  },
+  'log-sample': {
+    type: 'string',
+    value: '<fraction>',
+    description: 'Share of requests logged, from 0 to 1 (0.01: one in a hundred); errors are all logged',
+    env: 'AGORA_LOG_SAMPLE',
+    default: '1',
   },
 };
 
@@ -245,15 +254,33 @@ export function commandLogger(
   name: string,
   banner = name,
   worker?: number,
-): { logger: Logger; say: (line: string, fields?: LogFields) => void; requestLog: boolean } {
-  const options = logOptions(args);
+): {
+  logger: Logger;
+  say: (line: string, fields?: LogFields) => void;
+  requestLog: boolean;
+  requestLogSample: number;
+} {
+  const options = { ...logOptions(args), write: batchedStderr() };
+  const requestLogSample = numberOption(args, 'log-sample', { min: 0 }) ?? 1;
+  if (requestLogSample > 1)
+    throw new UsageError(`--log-sample must be a fraction from 0 to 1, got ${requestLogSample}`);
   // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
-  const logger =
+  const batched =
     worker === undefined
       ? consoleLogger(name, options)
       : withFields(consoleLogger(`${name}[w${worker}]`, options), { worker });
+  // Request records wait for the end of the turn; a warning or an error is written at once, with what came before
+  // it (the last words before a crash are on disk, and a warning comes before the banner that follows it).
+  const logger: Logger = {
+    ...batched,
+    warn: (message, fields) => (batched.warn(message, fields), flushLogs()),
+    error: (message, fields) => (batched.error(message, fields), flushLogs()),
+  };
   const prefix = worker === undefined ? banner : `${banner} (worker ${worker})`;
-  const say = (line: string, fields?: LogFields) =>
-    options.format === 'json' ? logger.info(line, fields) : void process.stdout.write(`${prefix}: ${line}\n`);
-  return { logger, say, requestLog: args.values['quiet-requests'] !== true };
+  const say = (line: string, fields?: LogFields) => {
+    if (options.format === 'json') return logger.info(line, fields);
+    flushLogs();
+    process.stdout.write(`${prefix}: ${line}\n`);
+  };
+  return { logger, say, requestLog: args.values['quiet-requests'] !== true, requestLogSample };
 }

@@ -162,7 +162,7 @@ export const command = defineCommand(
         import('../dashboard/hub-dashboard.js'),
       ]);
       const worker = startWorker();
-      const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub', worker);
+      const { logger, say, requestLog, requestLogSample } = commandLogger(args, 'agora-hub', 'agora hub', worker);
       const store = stringOption(args, 'store') ?? 'memory';
       const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
       try {
@@ -215,7 +215,7 @@ export const command = defineCommand(
         rateLimit: rate ? { windowMs: 60_000, max: rate, ...stores.shared } : undefined,
         corsOrigins: corsOrigins.length ? corsOrigins : undefined,
         allowedHosts: allowedHosts(args),
-        server: { requestLog },
+        server: { requestLog, requestLogSample },
         mounts: (hub, rooms) => [
           createHubDashboard(hub, {
             logger,

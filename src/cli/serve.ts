@@ -35,7 +35,7 @@ export const command = defineCommand(
       const workers = workersOption(args);
       const worker = startWorker();
       // A worker's records say which worker: in the name of every text line, as a field of every JSON record.
-      const { logger, say, requestLog } = commandLogger(args, 'agora', 'agora', worker);
+      const { logger, say, requestLog, requestLogSample } = commandLogger(args, 'agora', 'agora', worker);
       if (workers > 1 && !isWorker()) {
         const host = hostOf(args);
         return runPrimary({
@@ -81,6 +81,7 @@ export const command = defineCommand(
         routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }),
         faces,
         requestLog,
+        requestLogSample,
         publicUrl,
         llm,
         tokens: tokens?.length ? tokens : undefined,

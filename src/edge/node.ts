@@ -45,6 +45,8 @@ export type ListenOptions = StreamingOptions &
      * (`--quiet-requests` turns it off). At `debug` requests are logged whatever this says.
      */
     requestLog?: boolean;
+    /** Share of requests that get their record, from 0 to 1 (default 1: every one); errors are all logged. */
+    requestLogSample?: number;
   };
 
 /** A running server: its address and a graceful `close`. */
@@ -79,7 +81,9 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   // Checked once: with the request log off (the library's default) a request pays nothing for it.
   const debug = logger.debug?.bind(logger);
   const info = options.requestLog === true && logger.info ? logger.info.bind(logger) : undefined;
-  const record = info ?? debug;
+  const recordRequest = info ?? debug;
+  const sample = options.requestLogSample ?? 1;
+  if (!(sample >= 0 && sample <= 1)) throw new RangeError(`requestLogSample must be from 0 to 1, got ${sample}`);
 
   function settled(): void {
     inFlight -= 1;
@@ -105,6 +109,7 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   async function answer(incoming: IncomingMessage, response: ServerResponse, request: NodeRequest): Promise<void> {
     let queued = false;
     try {
+      const record = sample >= 1 || Math.random() < sample ? recordRequest : undefined;
       const started = record ? performance.now() : 0;
       if (record) {
         request.id = requestId();
@@ -278,6 +283,7 @@ function logRequest(
   ms: number,
 ): void {
   const { protocol, protocolName, taken } = request.log ?? {};
+  const trace = TRACING.on ? traceFields() : undefined;
   const how = taken ? ` ${taken}${protocolName ? ` "${protocolName}"` : ''}` : '';
   record(`request ${request.id}: ${incoming.method} ${incoming.url} ${status} ${ms.toFixed(1)}ms${how}`, {
     requestId: request.id,
@@ -285,11 +291,13 @@ function logRequest(
     path: incoming.url,
     status,
     ms: Math.round(ms * 10) / 10,
-    ...(protocol ? { protocol } : {}),
-    ...(protocolName ? { protocolName } : {}),
-    ...(taken ? { taken } : {}),
+    // Undefined fields are left out of both formats.
+    protocol: protocol || undefined,
+    protocolName: protocolName || undefined,
+    taken: taken || undefined,
     // Joined to the request's trace (the active span is its server span) when tracing is on.
-    ...(TRACING.on ? traceFields() : {}),
+    trace_id: trace?.trace_id,
+    span_id: trace?.span_id,
   });
 }
 

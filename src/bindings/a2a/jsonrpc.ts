@@ -3,7 +3,7 @@
 // each version's shapes. A text part is natural language; a data part `{protocolHash, body}` a protocol query.
 import { randomUUID } from 'node:crypto';
 import { describeError, isAgoraError } from '../../errors.js';
-import type { Logger } from '../../log.js';
+import { isoTime, type Logger } from '../../log.js';
 import type { RequestContext } from '../../receiver.js';
 import type { JsonObject, JsonValue, SuccessResponse } from '../../schemas.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
@@ -103,13 +103,13 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
       owner,
       state: 'working',
       input,
-      timestamp: new Date(deps.now()).toISOString(),
+      timestamp: isoTime(deps.now()),
     };
     return { task, ask };
   }
 
   function finish(task: StoredTask, output: JsonValue | undefined, error: unknown): void {
-    task.timestamp = new Date(deps.now()).toISOString();
+    task.timestamp = isoTime(deps.now());
     if (error === undefined) {
       task.state = 'completed';
       task.output = output;
