@@ -26,6 +26,8 @@ import {
   RATE_LIMIT_OPTION,
   requiredTokensOption,
   storeOption,
+  STORE_CONNECTION_OPTIONS,
+  storeOf,
   storeUsageError,
   wantsJson,
 } from './_options.js';
@@ -46,6 +48,7 @@ export const command = defineCommand(
         'AGORA_HUB_STORE',
         'memory',
       ),
+      ...STORE_CONNECTION_OPTIONS,
       peer: {
         type: 'string',
         multiple: true,
@@ -158,7 +161,7 @@ export const command = defineCommand(
       ]);
       const worker = startWorker();
       const { logger, say, requestLog } = commandLogger(args, 'agora-hub', 'agora hub', worker);
-      const store = stringOption(args, 'store') ?? 'memory';
+      const store = storeOf(args) ?? 'memory';
       const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
       try {
         checkWorkers(workers, isSharedStore(store));

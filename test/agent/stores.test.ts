@@ -25,7 +25,7 @@ describe('parseStoreUrl', () => {
 
   it('refuses anything else with a `store:` error that never echoes a URL', () => {
     expect(() => parseStoreUrl('postgres://x')).toThrow(
-      'store: must be "memory" or a redis:// URL, got "postgres://x"',
+      'store: must be "memory" or a redis://, redis-cluster:// or redis-sentinel:// URL, got "postgres://x"',
     );
     expect(() => parseStoreUrl('redis://:secret@[bad')).toThrow(/^store: not a valid redis:\/\/ URL$/);
     expect(() => parseStoreUrl('redis://h/0?prefix=')).toThrow('store: prefix must not be empty');
