@@ -58,7 +58,7 @@ export function watchRedis(redis: RedisClient, log: RedisLog | undefined): void 
   // their timeout, while the other masters keep answering. It is down only when it closes.
   const cluster = redis instanceof Cluster;
   if (cluster)
-    redis.on('node error', (error: Error, node: string) => {
+    redis.on('nodeError', (error: Error, node: string) => {
       if (started) log?.warn(`Redis Cluster node ${node} unavailable (${error.message}); waiting for its failover`);
     });
   redis.on('error', (error: Error) => {

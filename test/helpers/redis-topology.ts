@@ -152,6 +152,13 @@ export async function startCluster() {
   };
 }
 
+/** One plain Redis. */
+export async function startSingle() {
+  const port = await freePort();
+  const child = await server(['--port', String(port)]);
+  return { url: `redis://127.0.0.1:${port}/0`, stop: () => kill(child) };
+}
+
 /**
  * A master, two replicas and one Sentinel watching them as `agora` (down after 1 s): after a failover the promoted
  * replica still has one, so writes waiting for a replica go on.
