@@ -43,8 +43,10 @@ process.once('exit', () => {
 
 /** Starts one redis-server (or Sentinel) with these arguments and resolves once it accepts connections. */
 async function server(args: string[]): Promise<ChildProcess> {
+  // A replica writes the snapshot it receives into its folder: a temporary one unless the arguments name one.
   const child = spawn('redis-server', [...args, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    cwd: tmpdir(),
   });
   LIVE.add(child);
   child.once('exit', () => LIVE.delete(child));
@@ -168,10 +170,10 @@ export async function startSentinel() {
   const [masterPort, replicaPort, secondPort, sentinelPort] = await Promise.all(
     Array.from({ length: 4 }, () => freePort()),
   );
-  const master = await server(['--port', String(masterPort!)]);
+  const master = await server(['--port', String(masterPort!), '--dir', dir]);
   const replicas = await Promise.all(
     [replicaPort!, secondPort!].map((port) =>
-      server(['--port', String(port), '--replicaof', '127.0.0.1', String(masterPort)]),
+      server(['--port', String(port), '--replicaof', '127.0.0.1', String(masterPort), '--dir', dir]),
     ),
   );
   await until('the replicas to sync', async () =>
