@@ -20,6 +20,10 @@ import {
 } from './conversation/store-contract.js';
 import { describeMemoryContract } from './memory/memory-contract.js';
 import { missingRedis, startCluster } from './helpers/redis-topology.js';
+import { makeAgentFolder } from './helpers/agent-folder.js';
+import { startHubCommand, startServe } from './helpers/cli.js';
+import { COUNTER_PD, COUNTER_ROUTINE } from './bindings/mcp/_fixtures.js';
+import { hashText } from '../src/protocol/document.js';
 
 const missing = missingRedis();
 const describeCluster = missing ? describe.skip : describe;
@@ -132,6 +136,48 @@ describeCluster(title, () => {
     const greedy = new RedisConversationStore(open('?waitReplicas=2&waitMs=50'), { prefix: freshPrefix() });
     await expect(greedy.create(sampleRecord(clock.now()))).rejects.toMatchObject({ code: 'STORE_UNAVAILABLE' });
   });
+
+  it('serves two agents and a hub on the cluster: a conversation alternates between the agents turn by turn', async () => {
+    const folder = await makeAgentFolder({
+      'protocols/counter.md': COUNTER_PD,
+      'routines/counter.ts': COUNTER_ROUTINE,
+    });
+    const store = `${cluster.url}?prefix=${encodeURIComponent(freshPrefix())}`;
+    const env = { ANTHROPIC_API_KEY: '', ANTHROPIC_AUTH_TOKEN: '', OPENAI_API_KEY: '' };
+    const started = await Promise.all([
+      startServe([folder.dir, '--port', '0', '--store', store], { env }),
+      startServe([folder.dir, '--port', '0', '--store', store], { env }),
+      startHubCommand(['--store', store]),
+    ]);
+    try {
+      const [first, second, hub] = started;
+      const post = async (url: string, body: unknown) =>
+        (await (
+          await fetch(url, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(body),
+          })
+        ).json()) as { body?: { count: number; pid: number }; conversationId?: string };
+      const opened = await post(`${first.url}/`, {
+        protocolHash: hashText(COUNTER_PD),
+        multiround: true,
+        body: { add: 1 },
+      });
+      const pids = new Set<number>();
+      for (let index = 2; index <= 10; index += 1) {
+        const agent = index % 2 === 0 ? second : first;
+        const reply = await post(`${agent.url}/conversations/${opened.conversationId}`, { body: { add: 1 } });
+        expect(reply.body?.count).toBe(index);
+        pids.add(reply.body!.pid);
+      }
+      expect(pids.size).toBe(2);
+      expect((await fetch(`${hub.url}/agents`)).status).toBe(200);
+    } finally {
+      await Promise.all(started.map((command) => command.stop('SIGKILL')));
+      await folder.cleanup();
+    }
+  }, 60_000);
 
   it('loses no acknowledged turn of 1,000 alternating between two agents while a master is SIGKILLed', async () => {
     const prefix = freshPrefix();
