@@ -4,11 +4,11 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { promisify } from 'node:util';
+import { freePort } from './redis-server.js';
 
 const run = promisify(execFile);
 
@@ -24,16 +24,6 @@ export function missingRedis(options: { tls?: boolean } = {}): string | undefine
       return 'this redis-server was built without TLS';
   }
   return undefined;
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 const LIVE = new Set<ChildProcess>();
@@ -176,9 +166,11 @@ export async function startSentinel() {
       server(['--port', String(port), '--replicaof', '127.0.0.1', String(masterPort), '--dir', dir]),
     ),
   );
-  await until('the replicas to sync', async () =>
-    (await cli(masterPort!, 'info', 'replication')).includes('connected_slaves:2'),
-  );
+  // A replica acknowledges writes (WAIT) once its first sync is done: its link is up.
+  await until('the replicas to sync', async () => {
+    const links = await Promise.all([replicaPort!, secondPort!].map((port) => cli(port, 'info', 'replication')));
+    return links.every((info) => info.includes('master_link_status:up'));
+  });
   const config = join(dir, 'sentinel.conf');
   writeFileSync(
     config,
