@@ -59,9 +59,10 @@ function nodes(text: string, defaultPort: number): RedisNode[] {
 /**
  * Reads a Redis URL: `redis[s]://[user:password@]host:port/db`, `redis[s]-cluster://host:port[,host:port…]`,
  * `redis[s]-sentinel://host:port[,host:port…]/<master>[/db]`; the query's `ca` (a PEM file, read here),
- * `waitReplicas` and `waitMs` are taken out. Failures are AgoraError('INVALID_ARGUMENT') starting `store:`, never echoing a password.
+ * `waitReplicas` and `waitMs` are taken out. Failures are AgoraError('INVALID_ARGUMENT') starting `store:`, never
+ * echoing a password.
  */
-export function parseRedisTarget(text: string, defaults: { waitReplicas?: number } = {}): RedisTarget {
+export function parseRedisTarget(text: string): RedisTarget {
   const match = /^(rediss?)(-cluster|-sentinel)?:\/\/(?:([^@/?#]*)@)?([^/?#]+)(\/[^?#]*)?(?:\?([^#]*))?$/.exec(text);
   if (!match) fail('not a valid redis:// URL');
   const [, scheme, mode, userinfo, hosts, path = '', search = ''] = match;
@@ -76,9 +77,7 @@ export function parseRedisTarget(text: string, defaults: { waitReplicas?: number
   const waitText = take('waitMs');
   // Cluster and Sentinel exist to survive a lost master: by default a turn waits for one replica there.
   const waitReplicas =
-    replicasText === null
-      ? (defaults.waitReplicas ?? (mode ? 1 : 0))
-      : integer('waitReplicas', replicasText, 0, MAX_WAIT_REPLICAS);
+    replicasText === null ? (mode ? 1 : 0) : integer('waitReplicas', replicasText, 0, MAX_WAIT_REPLICAS);
   const waitMs = waitText === null ? DEFAULT_WAIT_MS : integer('waitMs', waitText, 1, MAX_WAIT_MS);
   let ca: Buffer | undefined;
   if (caFile !== null) {
