@@ -8,6 +8,7 @@ import { benchHttp } from './http.js';
 import { benchMcp } from './mcp.js';
 import { benchPeers } from './peers.js';
 import { benchSandbox } from './sandbox.js';
+import { benchCluster } from './cluster.js';
 import { benchHub } from './hub.js';
 import { benchRooms } from './rooms.js';
 import { benchStreaming } from './streaming.js';
@@ -69,6 +70,7 @@ const extra = await import('./scale.js').then(
 );
 sections.push(...extra);
 sections.push(...(await import('./every-core.js')).sections(duration, log));
+sections.push(['cluster', () => benchCluster(duration, log)]);
 
 for (const [name, run] of sections) {
   if (values.only && values.only !== name) continue;

@@ -1,7 +1,8 @@
 // Internal: how every Redis connection of the framework is opened, watched and checked, so that Redis being down
 // is an answer (503 Store unavailable), never a hang, a crash or a flood of stack traces.
 import { AgoraError, isAgoraError } from './errors.js';
-import { Redis, type RedisOptions } from './_redis.js';
+import { Cluster, Redis, setDurability, type RedisClient, type RedisOptions } from './_redis.js';
+import { parseRedisTarget, type RedisTarget } from './_redis-target.js';
 
 /** How long one Redis command may take before it fails (and the request answers 503). */
 export const REDIS_COMMAND_TIMEOUT_MS = 2000;
@@ -28,30 +29,42 @@ export const REDIS_OPTIONS: RedisOptions = {
   retryStrategy: (times) => Math.min(100 * times, 2000),
 };
 
+/** What a cluster or a Sentinel connection is called in messages (its seed nodes, its master's name). */
+const LABELS = new WeakMap<RedisClient, string>();
+
 /** `host:port` of a connection, for messages (never the password). */
-export function redisAddress(redis: Redis): string {
+export function redisAddress(redis: RedisClient): string {
+  const label = LABELS.get(redis);
+  if (label !== undefined || redis instanceof Cluster) return label ?? 'Redis Cluster';
   const { host, port, path } = redis.options;
   return path ? String(path) : `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 }
 
 /** Connections whose errors are listened to, and those known to be down (lost after being ready, not back yet). */
-const WATCHED = new WeakSet<Redis>();
-const DOWN = new WeakSet<Redis>();
+const WATCHED = new WeakSet<RedisClient>();
+const DOWN = new WeakSet<RedisClient>();
 
 /**
  * Listens to a connection's errors, so ioredis never prints "Unhandled error event" stacks: one warning when the
  * connection is lost, one line when it is back.
  */
-export function watchRedis(redis: Redis, log: RedisLog | undefined): void {
+export function watchRedis(redis: RedisClient, log: RedisLog | undefined): void {
   if (WATCHED.has(redis)) return;
   WATCHED.add(redis);
   let down = false;
   // Until the first ready, a failure is the starting caller's to report (redisReady names the address once).
   let started = redis.status === 'ready';
+  // A cluster reports a lost node (its failover under way) and stays ready: only the node's commands fail, within
+  // their timeout, while the other masters keep answering. It is down only when it closes.
+  const cluster = redis instanceof Cluster;
+  if (cluster)
+    redis.on('nodeError', (error: Error, node: string) => {
+      if (started) log?.warn(`Redis Cluster node ${node} unavailable (${error.message}); waiting for its failover`);
+    });
   redis.on('error', (error: Error) => {
     if (down || !started) return;
     down = true;
-    DOWN.add(redis);
+    if (!cluster) DOWN.add(redis);
     log?.warn(
       `Redis at ${redisAddress(redis)} unavailable (${error.message}); retrying, requests that need it answer 503`,
     );
@@ -69,15 +82,61 @@ export function watchRedis(redis: Redis, log: RedisLog | undefined): void {
   });
 }
 
-/** Opens a watched connection with {@link REDIS_OPTIONS}. */
-export function openRedis(url: string, log?: RedisLog): Redis {
-  const redis = new Redis(url, REDIS_OPTIONS);
+/**
+ * Opens a watched connection with {@link REDIS_OPTIONS} to what a Redis URL names: one server (`redis://`,
+ * `rediss://`), a cluster from its seed nodes (`redis-cluster://`), the master a Sentinel group names
+ * (`redis-sentinel://`, following a promoted replica), with the durability of the URL's `waitReplicas`.
+ */
+export function openRedis(url: string | RedisTarget, log?: RedisLog): RedisClient {
+  const target = typeof url === 'string' ? parseRedisTarget(url) : url;
+  const redis = connect(target);
+  setDurability(redis, { replicas: target.waitReplicas, waitMs: target.waitMs });
   watchRedis(redis, log);
   return redis;
 }
 
+function connect(target: RedisTarget): RedisClient {
+  const { username, password, tls, extra } = target;
+  const auth = { ...(username === undefined ? {} : { username }), ...(password === undefined ? {} : { password }) };
+  const secure = tls && { tls: tls.ca ? { ca: tls.ca } : {} };
+  if (target.kind === 'single') return new Redis(target.url, { ...REDIS_OPTIONS, ...secure });
+  const addresses = (target.kind === 'cluster' ? target.nodes : target.sentinels).map(
+    ({ host, port }) => `${host}:${port}`,
+  );
+  if (target.kind === 'sentinel') {
+    const redis = new Redis({
+      ...extra,
+      ...REDIS_OPTIONS,
+      ...auth,
+      ...secure,
+      sentinels: target.sentinels,
+      name: target.name,
+      db: target.db,
+      ...(tls && { enableTLSForSentinelMode: true, sentinelTLS: tls.ca ? { ca: tls.ca } : {} }),
+      // A failover is noticed at once (the Sentinels' +switch-master), not at the next failed command.
+      failoverDetector: true,
+    });
+    LABELS.set(redis, `Redis master "${target.name}" (Sentinels ${addresses.join(',')})`);
+    return redis;
+  }
+  const { retryStrategy, enableAutoPipelining, ...node } = REDIS_OPTIONS;
+  const cluster = new Cluster(target.nodes, {
+    ...extra,
+    redisOptions: { ...node, ...auth, ...secure },
+    enableAutoPipelining,
+    clusterRetryStrategy: retryStrategy ?? undefined,
+    // Moved slots and a failover under way are retried a little; the command timeout still bounds every call.
+    retryDelayOnFailover: 100,
+    retryDelayOnClusterDown: 100,
+    retryDelayOnTryAgain: 100,
+    slotsRefreshTimeout: REDIS_COMMAND_TIMEOUT_MS,
+  });
+  LABELS.set(cluster, `Redis Cluster ${addresses.join(',')}`);
+  return cluster;
+}
+
 /** Resolves once the connection is ready; rejects with STORE_UNAVAILABLE naming the address at its first failure or after `timeoutMs`. */
-export function redisReady(redis: Redis, timeoutMs = REDIS_STARTUP_TIMEOUT_MS): Promise<void> {
+export function redisReady(redis: RedisClient, timeoutMs = REDIS_STARTUP_TIMEOUT_MS): Promise<void> {
   if (redis.status === 'ready') return Promise.resolve();
   return new Promise((resolve, reject) => {
     const done = (error?: Error) => {
@@ -117,7 +176,7 @@ export function isUnavailable(error: unknown): boolean {
  * burst of new conversations in twice the timeout).
  */
 export async function storeCall<T>(
-  redis: Redis,
+  redis: RedisClient,
   call: () => Promise<T>,
   timeoutMs = REDIS_COMMAND_TIMEOUT_MS,
 ): Promise<T> {

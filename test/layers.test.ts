@@ -19,6 +19,7 @@ const LAYERS: readonly (readonly string[])[] = [
     '_slices',
     '_redis',
     '_redis-connection',
+    '_redis-target',
     '_slug',
     '_plural',
     // OpenTelemetry's API: spans opened on every floor, and the SDK started by the CLI.

@@ -3,7 +3,8 @@
 // keeps everything in the process (and the agent's memory in `<dir>/.agora/`), a `redis://` URL shares it between
 // processes. The Redis backends load only for a Redis URL.
 import { join } from 'node:path';
-import type { Redis } from '../_redis.js';
+import type { RedisClient } from '../_redis.js';
+import { parseRedisTarget, REDIS_SCHEMES } from '../_redis-target.js';
 import type { RedisStoreOptions } from '../conversation/redis.js';
 import type { ConversationStore } from '../conversation/store.js';
 import { AgoraError } from '../errors.js';
@@ -21,32 +22,35 @@ export type StoreLocation = { kind: 'memory' } | { kind: 'redis'; url: string; o
 
 /** Whether a store URL names a store that several processes share (`--workers` over 1 needs one). */
 export function isSharedStore(store: string): boolean {
-  return /^rediss?:\/\//.test(store);
+  return REDIS_SCHEMES.test(store);
 }
 
 /**
- * Reads a store URL: `memory`, or a Redis URL whose query may carry the store's options: `prefix` (key prefix), and
- * `lockTtlMs`, `lockWaitMs`, `tombstoneMs` in ms (an agent's). Other parameters (family, tls…) stay for ioredis.
+ * Reads a store URL: `memory`, or a Redis URL (`redis[s]://`, `redis[s]-cluster://host:port,…`,
+ * `redis[s]-sentinel://host:port,…/<master>`) whose query may carry the store's options: `prefix` (key prefix), and
+ * `lockTtlMs`, `lockWaitMs`, `tombstoneMs` in ms (an agent's); and the connection's: `ca` (a PEM file),
+ * `waitReplicas`, `waitMs` (what a turn's write waits for). Other parameters (family…) stay for ioredis.
  * Failures are AgoraError('INVALID_ARGUMENT') starting `store:` (the URL is never echoed: it may hold a password).
- * @example parseStoreUrl('redis://127.0.0.1:6379/0?prefix=shop:&lockTtlMs=5000')
+ * @example parseStoreUrl('redis-cluster://10.0.0.1:6379,10.0.0.2:6379?prefix=shop:&waitReplicas=1')
  */
 export function parseStoreUrl(text: string): StoreLocation {
   if (text === 'memory') return { kind: 'memory' };
   if (!isSharedStore(text))
-    throw new AgoraError('INVALID_ARGUMENT', `store: must be "memory" or a redis:// URL, got ${JSON.stringify(text)}`);
-  let parsed: URL;
-  try {
-    parsed = new URL(text);
-  } catch {
-    throw new AgoraError('INVALID_ARGUMENT', 'store: not a valid redis:// URL');
-  }
+    throw new AgoraError(
+      'INVALID_ARGUMENT',
+      `store: must be "memory" or a redis://, redis-cluster:// or redis-sentinel:// URL, got ${JSON.stringify(text)}`,
+    );
+  const mark = text.indexOf('?');
+  const query = new URLSearchParams(mark < 0 ? '' : text.slice(mark + 1));
   const options: RedisStoreOptions = {};
   for (const name of STORE_PARAMETERS) {
-    const value = parsed.searchParams.get(name);
+    const value = query.get(name);
     if (value === null) continue;
-    parsed.searchParams.delete(name);
+    query.delete(name);
     if (name === 'prefix') {
       if (!value) throw new AgoraError('INVALID_ARGUMENT', 'store: prefix must not be empty');
+      // A brace would start a cluster hash tag of its own and split one conversation's keys over slots.
+      if (/[{}]/.test(value)) throw new AgoraError('INVALID_ARGUMENT', 'store: prefix must not hold { or }');
       options.prefix = value;
       continue;
     }
@@ -59,12 +63,15 @@ export function parseStoreUrl(text: string): StoreLocation {
     options[name] = number;
   }
   // A bare `?` left behind would be harmless but untidy.
-  const url = parsed.search ? parsed.href : parsed.href.replace(/\?$/, '');
+  const rest = query.toString();
+  const url = `${mark < 0 ? text : text.slice(0, mark)}${rest ? `?${rest}` : ''}`;
+  // Checked now (hosts, ports, the CA file, the wait bounds), so a bad URL is a usage error before any connection.
+  parseRedisTarget(url);
   return { kind: 'redis', url, options };
 }
 
 /** The connection every process of an agent or a hub counts rate limits in, with its key prefix (Redis only). */
-export type SharedConnection = { redis: Redis; prefix: string };
+export type SharedConnection = { redis: RedisClient; prefix: string };
 
 /** What an agent's store needs besides its URL: its folder, a memory of its own, the defaults of a Redis store. */
 export type AgentStoreOptions = {
@@ -128,7 +135,7 @@ function memoryStores(): { kind: 'memory'; close(): Promise<void> } {
 }
 
 // Fails (closing the connection) unless Redis answers within the start-up bound.
-async function ready(redis: Redis, close: () => Promise<void>): Promise<void> {
+async function ready(redis: RedisClient, close: () => Promise<void>): Promise<void> {
   const { redisReady } = await import('../_redis-connection.js');
   await redisReady(redis).catch(async (error: unknown) => {
     await close();

@@ -137,7 +137,51 @@ export function listenOptions(portEnv: string, defaultPort: number): { port: Opt
 
 /** `--store <memory|redis://…>`: where a command's state lives, `fallback` by default. */
 export function storeOption(description: string, env: string, fallback: string): OptionSpec {
-  return { type: 'string', value: '<memory|redis://host:port/db>', description, env, default: fallback };
+  return {
+    type: 'string',
+    value: '<memory|redis[s]://…|redis[s]-cluster://…|redis[s]-sentinel://…>',
+    description,
+    env,
+    default: fallback,
+  };
+}
+
+/** The flags of a Redis store's connection, each a query parameter of the `--store` URL by another name. */
+export const STORE_CONNECTION_OPTIONS: Record<string, OptionSpec> = {
+  'store-ca': {
+    type: 'string',
+    value: '<file>',
+    description: 'CA certificates (PEM) a rediss:// store is verified with (default: the system CAs)',
+    env: 'AGORA_STORE_CA',
+  },
+  'store-wait-replicas': {
+    type: 'string',
+    value: '<count>',
+    description:
+      "Replicas a turn's write must reach before it is answered (Redis WAIT, 0-16; default 1 on a cluster or Sentinel, else 0)",
+    env: 'AGORA_STORE_WAIT_REPLICAS',
+  },
+  'store-wait-ms': {
+    type: 'string',
+    value: '<ms>',
+    description: 'How long a write waits for its replicas before the request fails with 503 (1-1500, default 500)',
+    env: 'AGORA_STORE_WAIT_MS',
+  },
+};
+
+/** The `--store` URL with {@link STORE_CONNECTION_OPTIONS} folded into its query (what the URL sets itself wins). */
+export function storeOf(args: ParsedArgs): string | undefined {
+  const store = stringOption(args, 'store');
+  if (store === undefined || store === 'memory') return store;
+  const mark = store.indexOf('?');
+  const query = new URLSearchParams(mark < 0 ? '' : store.slice(mark + 1));
+  const flags = { ca: 'store-ca', waitReplicas: 'store-wait-replicas', waitMs: 'store-wait-ms' } as const;
+  for (const [parameter, flag] of Object.entries(flags)) {
+    const value = stringOption(args, flag);
+    if (value !== undefined && !query.has(parameter)) query.set(parameter, value);
+  }
+  const rest = query.toString();
+  return `${mark < 0 ? store : store.slice(0, mark)}${rest ? `?${rest}` : ''}`;
 }
 
 /** A bad `--store` URL (the library's `store: …` refusal) as the usage error it is: `--store must be …`. */

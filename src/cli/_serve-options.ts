@@ -17,6 +17,7 @@ import {
   RATE_LIMIT_OPTION,
   requiredTokensOption,
   storeOption,
+  STORE_CONNECTION_OPTIONS,
 } from './_options.js';
 
 /** A duration of the library (ms) as a flag in seconds shows it. */
@@ -62,6 +63,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   },
   ...llmOptions("Model for the LLM fallback (default: the provider's)"),
   store: storeOption('Where conversations and learned state live', 'AGORA_STORE', AGENT_DEFAULTS.store),
+  ...STORE_CONNECTION_OPTIONS,
   token: requiredTokensOption('(repeatable; /wellknown and /protocols stay public)'),
   'rate-limit': RATE_LIMIT_OPTION,
   'max-conversations': {

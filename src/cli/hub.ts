@@ -29,6 +29,8 @@ import {
   RATE_LIMIT_OPTION,
   requiredTokensOption,
   storeOption,
+  STORE_CONNECTION_OPTIONS,
+  storeOf,
   storeUsageError,
   wantsJson,
 } from './_options.js';
@@ -49,6 +51,7 @@ export const command = defineCommand(
         'AGORA_HUB_STORE',
         'memory',
       ),
+      ...STORE_CONNECTION_OPTIONS,
       peer: {
         type: 'string',
         multiple: true,
@@ -163,7 +166,7 @@ export const command = defineCommand(
       ]);
       const worker = startWorker();
       const { logger, say, requestLog, requestLogSample } = commandLogger(args, 'agora-hub', 'agora hub', worker);
-      const store = stringOption(args, 'store') ?? 'memory';
+      const store = storeOf(args) ?? 'memory';
       const workers = numberOption(args, 'workers', { min: 1, integer: true }) ?? 1;
       try {
         checkWorkers(workers, isSharedStore(store));

@@ -2,7 +2,7 @@ import { AGENT_DEFAULTS } from '../agent/defaults.js';
 import { folderArgument } from './_arguments.js';
 import { openMemory } from './_memory.js';
 import { defineCommand, printJson, requiredPositional, stringOption, UsageError } from './_command.js';
-import { jsonOption, storeOption, wantsJson } from './_options.js';
+import { jsonOption, STORE_CONNECTION_OPTIONS, storeOf, storeOption, wantsJson } from './_options.js';
 
 const PREFIX = 'suitability/';
 
@@ -23,6 +23,7 @@ export const command = defineCommand(
         'AGORA_STORE',
         AGENT_DEFAULTS.store,
       ),
+      ...STORE_CONNECTION_OPTIONS,
     },
     details: [
       'A protocol a peer sends that the agent has no routine for is judged once by its LLM; a "no" is remembered and',
@@ -38,7 +39,7 @@ export const command = defineCommand(
       if (args.positionals.length > (action === 'reset' ? 3 : 2))
         throw new UsageError(`unexpected arguments: ${args.positionals.slice(action === 'reset' ? 3 : 2).join(' ')}`);
       const dir = await folderArgument(dirArgument, '[dir]');
-      const { memory, close } = await openMemory(dir, stringOption(args, 'store'));
+      const { memory, close } = await openMemory(dir, storeOf(args));
       try {
         const verdicts: Verdict[] = [];
         for (const key of await memory.keys(PREFIX)) {

@@ -11,7 +11,7 @@ import {
   type GeneratedRoutineEntry,
 } from '../generation/lifecycle/review.js';
 import { defineCommand, printJson, stringOption, UsageError, type ParsedArgs } from './_command.js';
-import { jsonOption, storeOption, wantsJson } from './_options.js';
+import { jsonOption, STORE_CONNECTION_OPTIONS, storeOf, storeOption, wantsJson } from './_options.js';
 
 const ACTIONS = ['list', 'show', 'approve', 'reject'] as const;
 type Action = (typeof ACTIONS)[number];
@@ -109,6 +109,7 @@ export const command = defineCommand(
         'AGORA_STORE',
         AGENT_DEFAULTS.store,
       ),
+      ...STORE_CONNECTION_OPTIONS,
     },
     details: [
       "A routine is named by its id (the generated file name, e.g. unit-conversion-0a1b2c3d), the protocol's name, or a hash prefix.",
@@ -118,7 +119,7 @@ export const command = defineCommand(
     async run(args) {
       const { action, reference, dir } = await parse(args);
       const json = wantsJson(args);
-      const { memory, close } = await openMemory(dir, stringOption(args, 'store'));
+      const { memory, close } = await openMemory(dir, storeOf(args));
       try {
         if (action === 'list') {
           const entries = await listGeneratedRoutines(memory);

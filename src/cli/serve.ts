@@ -4,7 +4,16 @@ import { isWorker, leaveCluster, runPrimary, startWorker } from '../agent/worker
 import { urlOf } from '../edge/node.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { defineCommand, numberOption, stringOption, UsageError } from './_command.js';
-import { allowedHosts, chooseLlm, commandLogger, corsOrigins, hostOf, KEY_ENV, storeUsageError } from './_options.js';
+import {
+  allowedHosts,
+  chooseLlm,
+  commandLogger,
+  corsOrigins,
+  hostOf,
+  KEY_ENV,
+  storeOf,
+  storeUsageError,
+} from './_options.js';
 import { banner, dashboardNote } from './_serve-banner.js';
 import { facesOption, SERVE_OPTIONS, workersOption } from './_serve-options.js';
 
@@ -76,7 +85,7 @@ export const command = defineCommand(
         isolateRoutines: args.values['isolate-routines'] === true,
         maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }),
         maxDocumentBytes: numberOption(args, 'max-document', { min: 1, integer: true }),
-        store: stringOption(args, 'store'),
+        store: storeOf(args),
         autoApprove: args.values['auto-approve'] === true,
         routineThreshold: numberOption(args, 'routine-threshold', { min: 0, integer: true }),
         faces,

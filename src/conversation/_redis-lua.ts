@@ -1,33 +1,45 @@
-// Internal: the Lua scripts of the Redis conversation store, each one atomic round trip.
+// Internal: the Lua scripts of the Redis conversation store, each one atomic round trip. A script touches the keys
+// of one conversation only (one hash tag, one cluster slot); the live index, one key of its own, is written apart.
 import { script } from '../_redis.js';
 
 /**
- * Drops at most 32 expired ids from the live index (KEYS[3]; ARGV[1] of the caller's "now" is passed as `now`): each
- * write prunes a little, so the index stays near the live set without a sweep, and no write does unbounded work.
+ * Notes a conversation's expiry in the live index (KEYS[1]) and drops at most 32 expired ids: each write prunes a
+ * little, so the index stays near the live set without a sweep, and no write does unbounded work.
+ * ARGV: id, expiresAt, now.
  */
-const PRUNE = (now: string) => `
-local due = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', ${now}, 'LIMIT', 0, 32)
-if #due > 0 then redis.call('ZREM', KEYS[3], unpack(due)) end
-`;
-
-/** KEYS: record, tombstone, index. ARGV: json, px, id, expiresAt, now. */
-export const CREATE = script(`
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[3], ARGV[4], ARGV[3])
-${PRUNE('ARGV[5]')}
+export const INDEX = script(`
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[3], 'LIMIT', 0, 32)
+if #due > 0 then redis.call('ZREM', KEYS[1], unpack(due)) end
 return 1
 `);
 
-/** KEYS: record, tombstone, index. ARGV: id, tombstonePx, now. 1 when the conversation was live. */
-export const DELETE = script(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local score = redis.call('ZSCORE', KEYS[3], ARGV[1])
+/** KEYS: record. ARGV: json, px. */
+export const CREATE = script(
+  `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+`,
+  { durable: true },
+);
+
+/**
+ * KEYS: record, tombstone. ARGV: tombstonePx, now. 1 when the conversation was live (its record's expiresAt, read
+ * here, is after now).
+ */
+export const DELETE = script(
+  `
+local raw = redis.call('GET', KEYS[1])
+if not raw then return 0 end
+local ok, record = pcall(cjson.decode, raw)
 redis.call('DEL', KEYS[1])
-redis.call('ZREM', KEYS[3], ARGV[1])
-if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], '1', 'PX', ARGV[2]) end
-if score and tonumber(score) > tonumber(ARGV[3]) then return 1 end
+if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[1]) then redis.call('SET', KEYS[2], '1', 'PX', ARGV[1]) end
+if ok and type(record) == 'table' and tonumber(record.expiresAt) and tonumber(record.expiresAt) > tonumber(ARGV[2])
+then return 1 end
 return 0
-`);
+`,
+  { durable: true },
+);
 
 /**
  * Takes the lock and reads the record in one round trip. KEYS: lock, record, tombstone. ARGV: token, px.
@@ -41,18 +53,19 @@ return {0}
 `);
 
 /**
- * Saves the record under the lock, then releases it, in one round trip. KEYS: record, tombstone, index, lock.
- * ARGV: token, json, px, id, expiresAt, now. 0 = lock lost, 2 = deleted meanwhile.
+ * Saves the record under the lock, then releases it, in one round trip. KEYS: record, lock. ARGV: token, json, px.
+ * 0 = lock lost, 2 = deleted meanwhile.
  */
-export const SAVE_AND_RELEASE = script(`
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[4])
+export const SAVE_AND_RELEASE = script(
+  `
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2])
 if redis.call('EXISTS', KEYS[1]) == 0 then return 2 end
 redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[5], ARGV[4])
-${PRUNE('ARGV[6]')}
 return 1
-`);
+`,
+  { durable: true },
+);
 
 /** KEYS: lock. ARGV: token, px. */
 export const RENEW = script(`

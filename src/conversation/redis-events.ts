@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { quit, runScript, script, type Redis } from '../_redis.js';
+import { duplicate, quit, runScript, script, tag, type RedisClient } from '../_redis.js';
 import {
   DEFAULT_MAX_EVENTS,
   type ConversationEventLog,
@@ -52,17 +52,17 @@ function toEvent([id, fields]: Entry): StoredEvent {
  * @example const events = new RedisEventLog(redis, { prefix: 'weather:' });
  */
 export class RedisEventLog implements ConversationEventLog {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
   readonly #maxEvents: number;
   readonly #counterMs: number;
   readonly #maxBlocking: number;
   /** Blocking connections not in use; `#blocking` counts all of them. */
-  readonly #idle: Redis[] = [];
-  readonly #busy = new Set<Redis>();
+  readonly #idle: RedisClient[] = [];
+  readonly #busy = new Set<RedisClient>();
   #closed = false;
 
-  constructor(redis: Redis, options: RedisEventLogOptions = {}) {
+  constructor(redis: RedisClient, options: RedisEventLogOptions = {}) {
     this.#redis = redis;
     this.#prefix = options.prefix ?? 'agora:';
     this.#maxEvents = Math.max(1, options.maxEvents ?? DEFAULT_MAX_EVENTS);
@@ -70,8 +70,9 @@ export class RedisEventLog implements ConversationEventLog {
     this.#maxBlocking = Math.max(0, options.maxBlockingConnections ?? 32);
   }
 
+  // A conversation's stream and counter share its id as hash tag (one cluster slot), as its record does.
   #stream(conversationId: string): string {
-    return `${this.#prefix}events:${conversationId}`;
+    return `${this.#prefix}events:${tag(conversationId)}`;
   }
 
   async append(conversationId: string, event: NewEvent, ttlMs: number): Promise<number> {
@@ -79,7 +80,7 @@ export class RedisEventLog implements ConversationEventLog {
     const id = await runScript(
       this.#redis,
       APPEND,
-      [this.#stream(conversationId), `${this.#prefix}events-last:${conversationId}`],
+      [this.#stream(conversationId), `${this.#prefix}events-last:${tag(conversationId)}`],
       [event.turn, event.kind, event.data, this.#maxEvents, px, px + this.#counterMs],
     );
     return Number(id);
@@ -123,10 +124,9 @@ export class RedisEventLog implements ConversationEventLog {
     }
   }
 
-  #take(): Redis | undefined {
+  #take(): RedisClient | undefined {
     let connection = this.#idle.pop();
-    if (!connection && this.#busy.size < this.#maxBlocking)
-      connection = this.#redis.duplicate({ enableAutoPipelining: false });
+    if (!connection && this.#busy.size < this.#maxBlocking) connection = duplicate(this.#redis);
     if (connection) this.#busy.add(connection);
     return connection;
   }

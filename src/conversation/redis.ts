@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { KeyedQueue } from '../_queue.js';
-import { quit, Redis, runScript } from '../_redis.js';
+import { quit, runScript, tag, type RedisClient } from '../_redis.js';
 import { openRedis, watchRedis, redisReady, storeCall, type RedisLog } from '../_redis-connection.js';
 import { AgoraError } from '../errors.js';
 import { RedisMemory } from '../memory/redis.js';
-import { ACQUIRE, CREATE, DELETE, RELEASE, RENEW, SAVE_AND_RELEASE } from './_redis-lua.js';
+import { ACQUIRE, CREATE, DELETE, INDEX, RELEASE, RENEW, SAVE_AND_RELEASE } from './_redis-lua.js';
 import type { EventRetention } from './events.js';
 import { RedisEventLog } from './redis-events.js';
 import type { ConversationRecord, ConversationStore, TurnUpdate } from './store.js';
@@ -52,11 +52,11 @@ const REAL_TIMERS: LockTimers = {
  * @example const store = new RedisConversationStore('redis://127.0.0.1:6379/0', { prefix: 'weather:' });
  */
 export class RedisConversationStore implements ConversationStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #owned: boolean;
   readonly #prefix: string;
   /** Sorted set of conversation ids scored by expiresAt, for count() and sweep(). */
-  readonly #index: string;
+  readonly #indexKey: string;
   readonly #tombstoneMs: number;
   readonly #lockTtlMs: number;
   readonly #lockWaitMs: number;
@@ -68,13 +68,13 @@ export class RedisConversationStore implements ConversationStore {
   /** The events of streamed turns, in Redis Streams beside the records. */
   readonly events: RedisEventLog;
 
-  constructor(redis: Redis | string, options: RedisStoreOptions = {}) {
+  constructor(redis: RedisClient | string, options: RedisStoreOptions = {}) {
     this.#owned = typeof redis === 'string';
     this.#redis = typeof redis === 'string' ? openRedis(redis) : redis;
     // A connection handed in is listened to as well: its errors must not become unhandled-error stacks.
     watchRedis(this.#redis, undefined);
     this.#prefix = options.prefix ?? 'agora:';
-    this.#index = `${this.#prefix}conversations`;
+    this.#indexKey = `${this.#prefix}conversations`;
     this.#tombstoneMs = options.tombstoneMs ?? 60 * 60 * 1000;
     this.#lockTtlMs = options.lockTtlMs ?? 30_000;
     this.#lockWaitMs = options.lockWaitMs ?? 60_000;
@@ -87,13 +87,18 @@ export class RedisConversationStore implements ConversationStore {
     });
   }
 
+  // One conversation's keys share its id as hash tag: one cluster slot, so each script touches one slot.
   #keys(id: string) {
     return {
-      record: `${this.#prefix}conversation:${id}`,
-      tombstone: `${this.#prefix}tombstone:${id}`,
-      lock: `${this.#prefix}lock:${id}`,
-      index: this.#index,
+      record: `${this.#prefix}conversation:${tag(id)}`,
+      tombstone: `${this.#prefix}tombstone:${tag(id)}`,
+      lock: `${this.#prefix}lock:${tag(id)}`,
     };
+  }
+
+  /** Notes a conversation's expiry in the live index (its own key, so in a cluster its own slot). */
+  async #index(id: string, expiresAt: number): Promise<void> {
+    await storeCall(this.#redis, () => runScript(this.#redis, INDEX, [this.#indexKey], [id, expiresAt, this.#now()]));
   }
 
   /**
@@ -125,15 +130,10 @@ export class RedisConversationStore implements ConversationStore {
 
   async create(record: ConversationRecord): Promise<void> {
     const keys = this.#keys(record.id);
-    // Each write also drops a few expired ids from the index, so it stays near the live set with no sweep.
     await storeCall(this.#redis, () =>
-      runScript(
-        this.#redis,
-        CREATE,
-        [keys.record, keys.tombstone, keys.index],
-        [JSON.stringify(record), this.#px(record.expiresAt), record.id, record.expiresAt, this.#now()],
-      ),
+      runScript(this.#redis, CREATE, [keys.record], [JSON.stringify(record), this.#px(record.expiresAt)]),
     );
+    await this.#index(record.id, record.expiresAt);
   }
 
   async get(id: string): Promise<ConversationRecord> {
@@ -191,13 +191,15 @@ export class RedisConversationStore implements ConversationStore {
         runScript(
           this.#redis,
           SAVE_AND_RELEASE,
-          [keys.record, keys.tombstone, keys.index, keys.lock],
-          [token, JSON.stringify(record), this.#px(expiresAt), id, expiresAt, this.#now()],
+          [keys.record, keys.lock],
+          [token, JSON.stringify(record), this.#px(expiresAt)],
         ),
       );
       released = true;
       // Our lease expired and someone else may have taken a turn: saving now would overwrite theirs.
       if (saved === 0) throw new AgoraError('INTERNAL', 'Conversation lock lost');
+      // The turn stands once saved: a missed index entry (its slot failing over) only undercounts until the next turn.
+      if (saved === 1) await this.#index(id, expiresAt).catch(() => undefined);
       // saved === 2: ended during the turn; like the memory store, the answer stands and the end stays.
       return update.result;
     } finally {
@@ -232,23 +234,19 @@ export class RedisConversationStore implements ConversationStore {
   async delete(id: string): Promise<boolean> {
     const keys = this.#keys(id);
     const live = await storeCall(this.#redis, () =>
-      runScript(
-        this.#redis,
-        DELETE,
-        [keys.record, keys.tombstone, keys.index],
-        [id, Math.max(1, this.#tombstoneMs), this.#now()],
-      ),
+      runScript(this.#redis, DELETE, [keys.record, keys.tombstone], [Math.max(1, this.#tombstoneMs), this.#now()]),
     );
+    await storeCall(this.#redis, () => this.#redis.zrem(this.#indexKey, id));
     return live === 1;
   }
 
   async count(): Promise<number> {
-    return storeCall(this.#redis, () => this.#redis.zcount(this.#index, `(${this.#now()}`, '+inf'));
+    return storeCall(this.#redis, () => this.#redis.zcount(this.#indexKey, `(${this.#now()}`, '+inf'));
   }
 
   /** Drops expired conversations from the live index; their records and tombstones leave by Redis TTL. */
   async sweep(): Promise<number> {
-    return storeCall(this.#redis, () => this.#redis.zremrangebyscore(this.#index, '-inf', this.#now()));
+    return storeCall(this.#redis, () => this.#redis.zremrangebyscore(this.#indexKey, '-inf', this.#now()));
   }
 
   /** Whether Redis answers now (a PING within the command timeout): what `GET /ready` reports. */
@@ -281,7 +279,7 @@ export function connectRedis(
 ): {
   store: RedisConversationStore;
   memory: RedisMemory;
-  redis: Redis;
+  redis: RedisClient;
   ready(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 } {

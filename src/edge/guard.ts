@@ -1,7 +1,7 @@
 // The guard every request and upgrade of every mount passes: who may call (bearer tokens, one constant-time check),
 // how often (a rate limit per client or IPv6 /64), and from where (the cross-site rule).
 import { createHash, timingSafeEqual } from 'node:crypto';
-import type { Redis } from '../_redis.js';
+import type { RedisClient } from '../_redis.js';
 
 function sha256(value: string): Buffer {
   return createHash('sha256').update(value).digest();
@@ -43,7 +43,7 @@ export class TokenCheck {
 }
 
 /** What a rate limit needs: a window, a maximum, and optionally a Redis connection to share the counts on. */
-export type RateLimitOptions = { windowMs: number; max: number; redis?: Redis; prefix?: string };
+export type RateLimitOptions = { windowMs: number; max: number; redis?: RedisClient; prefix?: string };
 
 type Limiter = { consume(key: string): Promise<unknown> };
 

@@ -20,39 +20,54 @@ end`;
 }
 
 // The cap is checked and the record written in one step, so two hub processes cannot both take the last place.
-export const PUT_CAPPED = script(`
+export const PUT_CAPPED = script(
+  `
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 or redis.call('HLEN', KEYS[1]) < tonumber(ARGV[3]) then
   redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])${noteChange(3, 4, 'ARGV[1]')}
   return 1
 end
-return 0`);
+return 0`,
+  { durable: true },
+);
 
 // A checkpoint's bytes are counted as it is written or deleted, so the total is read without reading the runs.
-export const PUT_RUN = script(`
+export const PUT_RUN = script(
+  `
 local old = redis.call('HSTRLEN', KEYS[1], ARGV[1])
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('INCRBY', KEYS[2], string.len(ARGV[2]) - old)
-return 1`);
+return 1`,
+  { durable: true },
+);
 
-export const DELETE_RUN = script(`
+export const DELETE_RUN = script(
+  `
 local old = redis.call('HSTRLEN', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[1], ARGV[1])
 if old > 0 then redis.call('DECRBY', KEYS[2], old) end
-return 1`);
+return 1`,
+  { durable: true },
+);
 
 // KEYS: documents, version, changes, floor, texts.
-export const PUT_DOCUMENT = script(`
+export const PUT_DOCUMENT = script(
+  `
 if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then return 2 end
 if redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[4]) then return 0 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
 redis.call('HSET', KEYS[5], ARGV[1], ARGV[3])${noteChange(3, 4, 'ARGV[1]')}
-return 1`);
+return 1`,
+  { durable: true },
+);
 
-export const DELETE_AGENT = script(`
+export const DELETE_AGENT = script(
+  `
 local removed = redis.call('HDEL', KEYS[1], ARGV[1])
 if removed == 1 then${noteChange(3, 4, 'ARGV[1]')}
 end
-return removed`);
+return removed`,
+  { durable: true },
+);
 
 /** Takes or renews a lease (KEYS[1]) for an owner (ARGV[1]) for ARGV[2] ms: 1, or 0 while another owner holds it. */
 export const CLAIM = script(`

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { quit, type Redis, runScript } from '../_redis.js';
+import { quit, type RedisClient, runScript, tag } from '../_redis.js';
 import { openRedis, storeCall, type RedisLog } from '../_redis-connection.js';
 import {
   agentRecordSchema,
@@ -37,7 +37,7 @@ function redisLog(logger: RedisHubStoreOptions['logger']): RedisLog | undefined 
  * @example const store = new RedisHubStore('redis://127.0.0.1:6379/0', { prefix: 'hub:' });
  */
 export class RedisHubStore implements HubStore {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #owned: boolean;
   readonly #keys: {
     agents: string;
@@ -55,22 +55,27 @@ export class RedisHubStore implements HubStore {
   readonly #logger: { warn(message: string): void };
 
   /** @param redis a connection (left open on close) or a `redis://` URL (connected here, closed on close). */
-  constructor(redis: Redis | string, options: RedisHubStoreOptions = {}) {
+  constructor(redis: RedisClient | string, options: RedisHubStoreOptions = {}) {
     this.#owned = typeof redis === 'string';
     // Opened as every connection of the framework is: commands time out, an outage is logged once, never a hang.
     this.#redis = typeof redis === 'string' ? openRedis(redis, redisLog(options.logger)) : redis;
     const prefix = options.prefix ?? 'agora-hub:';
+    // The directory, the catalogue and their change log are written together by one script, with one version: in a
+    // cluster they share one slot (the hash tag `{<prefix>hub}`). Runs share another; leases and counts are keys
+    // of their own, spread over the cluster.
+    const hub = `${prefix}${tag(`${prefix}hub`)}`;
+    const runs = `${prefix}${tag(`${prefix}runs`)}`;
     this.#keys = {
-      agents: `${prefix}agents`,
-      documents: `${prefix}documents`,
-      texts: `${prefix}texts`,
-      version: `${prefix}version`,
-      runs: `${prefix}runs`,
+      agents: `${hub}agents`,
+      documents: `${hub}documents`,
+      texts: `${hub}texts`,
+      version: `${hub}version`,
+      runs: `${runs}runs`,
       lease: `${prefix}lease:`,
-      agentChanges: `${prefix}changes:agents`,
-      agentFloor: `${prefix}changes:agents:floor`,
-      documentChanges: `${prefix}changes:documents`,
-      documentFloor: `${prefix}changes:documents:floor`,
+      agentChanges: `${hub}changes:agents`,
+      agentFloor: `${hub}changes:agents:floor`,
+      documentChanges: `${hub}changes:documents`,
+      documentFloor: `${hub}changes:documents:floor`,
       clientAdds: `${prefix}client-adds`,
     };
     this.#logger = options.logger ?? console;

@@ -1,4 +1,4 @@
-import { escapeGlob, parseJson, quit, Redis, runScript, script } from '../_redis.js';
+import { escapeGlob, parseJson, quit, runScript, scanKeys, script, type RedisClient } from '../_redis.js';
 import { openRedis, watchRedis, storeCall } from '../_redis-connection.js';
 import type { JsonValue } from '../schemas.js';
 import { checkKey, type AgentMemory } from './file.js';
@@ -22,12 +22,12 @@ return 1
 export class RedisMemory implements AgentMemory {
   /** Shared by processes: what one keeps, another may change. */
   readonly shared = true;
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #owned: boolean;
   readonly #prefix: string;
   #closed = false;
 
-  constructor(redis: Redis | string, options: { prefix?: string } = {}) {
+  constructor(redis: RedisClient | string, options: { prefix?: string } = {}) {
     this.#owned = typeof redis === 'string';
     this.#redis = typeof redis === 'string' ? openRedis(redis) : redis;
     // A connection handed in is listened to as well: its errors must not become unhandled-error stacks.
@@ -53,17 +53,9 @@ export class RedisMemory implements AgentMemory {
 
   async keys(prefix: string): Promise<string[]> {
     const pattern = `${escapeGlob(this.#prefix + prefix)}*`;
-    const found = new Set<string>();
-    let cursor = '0';
-    do {
-      const [next, batch] = await storeCall(this.#redis, () =>
-        this.#redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500),
-      );
-      // SCAN may return a key more than once; the set deduplicates.
-      for (const name of batch) found.add(name.slice(this.#prefix.length));
-      cursor = next;
-    } while (cursor !== '0');
-    return [...found].sort();
+    // On a cluster every master is scanned: keys spread over all of them.
+    const found = await scanKeys(this.#redis, pattern, (run) => storeCall(this.#redis, run));
+    return [...found].map((name) => name.slice(this.#prefix.length)).sort();
   }
 
   async increment(key: string, by = 1): Promise<number> {

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { isSharedStore, openStores, parseStoreUrl } from '../../src/agent/stores.js';
+import { parseRedisTarget } from '../../src/_redis-target.js';
 import { FileMemory } from '../../src/memory/file.js';
 import { MemoryConversationStore } from '../../src/conversation/store.js';
 import { useTestRedis } from '../helpers/redis.js';
@@ -23,9 +24,56 @@ describe('parseStoreUrl', () => {
     expect(isSharedStore('memory')).toBe(false);
   });
 
+  it('reads cluster and Sentinel URLs, their credentials, and what a write waits for (1 replica by default there)', () => {
+    const cluster = 'redis-cluster://u:p%40ss@10.0.0.1:7000,10.0.0.2?prefix=shop:';
+    expect(parseStoreUrl(cluster)).toMatchObject({ url: 'redis-cluster://u:p%40ss@10.0.0.1:7000,10.0.0.2' });
+    expect(parseRedisTarget('redis-cluster://u:p%40ss@10.0.0.1:7000,[::1]')).toMatchObject({
+      kind: 'cluster',
+      username: 'u',
+      password: 'p@ss',
+      nodes: [
+        { host: '10.0.0.1', port: 7000 },
+        { host: '::1', port: 6379 },
+      ],
+      waitReplicas: 1,
+      waitMs: 500,
+    });
+    expect(parseRedisTarget('rediss-sentinel://s1,s2:26380/main/2?waitReplicas=0&sentinelPassword=x')).toMatchObject({
+      kind: 'sentinel',
+      sentinels: [
+        { host: 's1', port: 26379 },
+        { host: 's2', port: 26380 },
+      ],
+      name: 'main',
+      db: 2,
+      tls: {},
+      waitReplicas: 0,
+      extra: { sentinelPassword: 'x' },
+    });
+    expect(parseRedisTarget('redis://h/0?waitMs=100')).toMatchObject({
+      kind: 'single',
+      url: 'redis://h/0',
+      waitReplicas: 0,
+    });
+    expect(isSharedStore('rediss-cluster://h')).toBe(true);
+  });
+
+  it('refuses bad cluster and Sentinel URLs, wait bounds and CA files with a `store:` error', () => {
+    expect(() => parseStoreUrl('redis-sentinel://h:1')).toThrow('store: a Sentinel URL ends with /<master name>[/db]');
+    expect(() => parseStoreUrl('redis-cluster://h:1/3')).toThrow('store: a cluster URL has no path');
+    expect(() => parseStoreUrl('redis-cluster://h:99999')).toThrow('store: port must be an integer from 1 to 65535');
+    expect(() => parseStoreUrl('redis://h/0?waitMs=5000')).toThrow('store: waitMs must be an integer from 1 to 1500');
+    expect(() => parseStoreUrl('redis://h/0?waitReplicas=-1')).toThrow('store: waitReplicas must be an integer');
+    expect(() => parseStoreUrl('redis://h/0?ca=/x.pem')).toThrow('store: ca needs a TLS URL (rediss://…)');
+    expect(() => parseStoreUrl('rediss://h/0?ca=/nonexistent.pem')).toThrow(
+      'store: cannot read the CA file "/nonexistent.pem": ENOENT',
+    );
+    expect(() => parseStoreUrl('redis-cluster://h?prefix=a{b}')).toThrow('store: prefix must not hold { or }');
+  });
+
   it('refuses anything else with a `store:` error that never echoes a URL', () => {
     expect(() => parseStoreUrl('postgres://x')).toThrow(
-      'store: must be "memory" or a redis:// URL, got "postgres://x"',
+      'store: must be "memory" or a redis://, redis-cluster:// or redis-sentinel:// URL, got "postgres://x"',
     );
     expect(() => parseStoreUrl('redis://:secret@[bad')).toThrow(/^store: not a valid redis:\/\/ URL$/);
     expect(() => parseStoreUrl('redis://h/0?prefix=')).toThrow('store: prefix must not be empty');

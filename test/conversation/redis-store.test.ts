@@ -59,7 +59,7 @@ describeRedis(title, () => {
       const record = sampleRecord(clock.now());
       const store = new RedisConversationStore(shared, { prefix, now: clock.now, ...options });
       await store.create(record);
-      return { prefix, clock, record, store, lock: `${prefix}lock:${record.id}` };
+      return { prefix, clock, record, store, lock: `${prefix}lock:{${record.id}}` };
     };
 
     it('serializes turns across two processes: 40 increments split over two connections end at 40', async () => {
@@ -158,12 +158,12 @@ describeRedis(title, () => {
     it('leaves collection to Redis TTLs: the record outlives its expiry by the tombstone period, a deleted one leaves a tombstone', async () => {
       const tombstoneMs = 2 * TTL_MS;
       const { prefix, record, store } = await setUp({ tombstoneMs });
-      const recordTtl = await shared.pttl(`${prefix}conversation:${record.id}`);
+      const recordTtl = await shared.pttl(`${prefix}conversation:{${record.id}}`);
       expect(recordTtl).toBeGreaterThan(TTL_MS + tombstoneMs - 1_000);
       expect(recordTtl).toBeLessThanOrEqual(TTL_MS + tombstoneMs);
       await store.delete(record.id);
-      expect(await shared.exists(`${prefix}conversation:${record.id}`)).toBe(0);
-      expect(await shared.pttl(`${prefix}tombstone:${record.id}`)).toBeGreaterThan(tombstoneMs - 1_000);
+      expect(await shared.exists(`${prefix}conversation:{${record.id}}`)).toBe(0);
+      expect(await shared.pttl(`${prefix}tombstone:{${record.id}}`)).toBeGreaterThan(tombstoneMs - 1_000);
     });
 
     it('prunes its index as it goes: each write drops up to 32 expired ids, with no sweep', async () => {
@@ -183,7 +183,7 @@ describeRedis(title, () => {
     it('answers CONVERSATION_NOT_FOUND once Redis has dropped the tombstone', async () => {
       const { prefix, record, store } = await setUp();
       await store.delete(record.id);
-      await shared.del(`${prefix}tombstone:${record.id}`);
+      await shared.del(`${prefix}tombstone:{${record.id}}`);
       await expect(store.get(record.id)).rejects.toMatchObject({ code: 'CONVERSATION_NOT_FOUND' });
     });
 

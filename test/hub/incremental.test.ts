@@ -118,7 +118,7 @@ describeRedis('on Redis', () => {
     await a.directory.put(record('one', 'One', 'first'));
     await b.directory.refresh();
     await a.directory.put(record('two', 'Two', 'second'));
-    await redis.shared.set(`${prefix}changes:agents:floor`, '1000');
+    await redis.shared.set(`${prefix}{${prefix}hub}changes:agents:floor`, '1000');
     expect((await b.agents()).map((hit) => hit.id)).toEqual(['one', 'two']);
     expect(reads.agents).toBe(2);
     await a.close();

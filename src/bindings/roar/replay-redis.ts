@@ -1,14 +1,14 @@
 import { openRedis, storeCall } from '../../_redis-connection.js';
-import { quit, type Redis } from '../../_redis.js';
+import { quit, type RedisClient } from '../../_redis.js';
 import type { ReplayGuard } from './replay.js';
 
 /** A replay guard in Redis (`SET NX PX`), so every process of an agent refuses an id any of them has seen. */
 export class RedisReplayGuard implements ReplayGuard {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #owned: boolean;
   readonly #prefix: string;
 
-  constructor(redis: Redis | string, options: { prefix?: string } = {}) {
+  constructor(redis: RedisClient | string, options: { prefix?: string } = {}) {
     this.#owned = typeof redis === 'string';
     this.#redis = typeof redis === 'string' ? openRedis(redis) : redis;
     this.#prefix = options.prefix ?? 'agora:roar:seen:';
