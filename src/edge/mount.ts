@@ -2,6 +2,7 @@
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
+import { admitBearer, metadataMount, type BearerVerifier } from './oauth.js';
 import { cleanPath, type EdgeRequest } from './request.js';
 import { failure, type EdgeResponse } from './response.js';
 import { failureResponse, statusOf } from './status.js';
@@ -21,6 +22,8 @@ export type MountRoute = {
   socket?: boolean;
   /** The route's name, for the mount's own dispatch (`request.route.name`). */
   name?: string;
+  /** The scope kind of its requests other than GET and HEAD (those are `read`): `query` (default) or `admin`. */
+  access?: 'query' | 'admin';
 };
 
 /** A request after routing: its route and mount. */
@@ -57,6 +60,8 @@ export type EdgeOptions = {
   maxBodyBytes?: number;
   /** Origins allowed to make state-changing requests from a browser (`--cors-origin`); `*` allows any. */
   corsOrigins?: readonly string[];
+  /** Access tokens of an OAuth authorization server, beside `tokens` (an `OAuthResource`); its metadata is served. */
+  oauth?: BearerVerifier;
   logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
 };
 
@@ -64,6 +69,8 @@ export type EdgeOptions = {
 export type Edge = {
   readonly mounts: readonly Mount[];
   readonly tokens: TokenCheck;
+  /** The access-token verifier, when the edge takes OAuth tokens. */
+  readonly oauth?: BearerVerifier | undefined;
   readonly maxBodyBytes: number;
   readonly corsOrigins: ReadonlySet<string>;
   /** Answers any request (404 in the first mount's shape when no route takes it). */
@@ -104,6 +111,7 @@ const PREFLIGHT_HEADERS = ['authorization', 'content-type', 'accept', 'last-even
  */
 export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Edge {
   const tokens = new TokenCheck(options.tokens ?? []);
+  const oauth = options.oauth;
   const limiter = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
   const corsOrigins = new Set(options.corsOrigins ?? []);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -114,7 +122,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   );
   const exact = new Map<string, Entry[]>();
   const prefixes: (Entry & { stem: string })[] = [];
-  for (const mount of mounts) {
+  for (const mount of oauth ? [...mounts, metadataMount(oauth, failure)] : mounts) {
     for (const route of mount.routes) {
       const path = route.path.length > 1 && route.path.endsWith('/') ? route.path.slice(0, -1) : route.path;
       if (route.prefix) prefixes.push({ route, mount, stem: path });
@@ -178,6 +186,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
     request: MountedRequest,
     entries: readonly Entry[],
     upgrade: boolean,
+    admitted = false,
   ): Promise<EdgeResponse> | EdgeResponse {
     const { method } = request;
     for (const { route, mount } of entries) {
@@ -189,7 +198,13 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
         return refusal(mount, 403, 'Cross-site request refused');
       }
       const open = route.public === true || (route.public === 'read' && (method === 'GET' || method === 'HEAD'));
-      if (tokens.enabled && !open && !tokens.accepts(request.headers.authorization))
+      if (oauth !== undefined && !admitted)
+        return admitBearer(oauth, tokens, request, route, open).then((refused) =>
+          refused
+            ? refusal(mount, refused.status, refused.message, refused.headers)
+            : guarded(request, entries, upgrade, true),
+        );
+      if (oauth === undefined && tokens.enabled && !open && !tokens.accepts(request.headers.authorization))
         return refusal(mount, 401, 'Unauthorized', { 'www-authenticate': 'Bearer' });
       request.route = route;
       request.mount = mount;
@@ -259,6 +274,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   return {
     mounts,
     tokens,
+    oauth,
     maxBodyBytes,
     corsOrigins,
     handle: (request) => routed(request, false),
