@@ -8,6 +8,7 @@ import { FACE_NAMES } from '../bindings/index.js';
 import { readTrustFile } from '../bindings/roar/trust.js';
 import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 import {
+  AUTH_OPTIONS,
   CORS_ORIGIN_OPTION,
   LOG_OPTIONS,
   listenOptions,
@@ -95,6 +96,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     default: FACE_NAMES.join(','),
   },
   'cors-origin': CORS_ORIGIN_OPTION,
+  ...AUTH_OPTIONS,
   'roar-secret': {
     type: 'string',
     value: '<secret>',

@@ -12,6 +12,7 @@ import {
 } from './_command.js';
 import { hubClient, hubOption } from './_hub.js';
 import {
+  AUTH_OPTIONS,
   chooseLlm,
   commandLogger,
   CORS_ORIGIN_OPTION,
@@ -23,6 +24,7 @@ import {
   listenOptions,
   llmLabel,
   llmOptions,
+  oauthOption,
   RATE_LIMIT_OPTION,
   requiredTokensOption,
   storeOption,
@@ -69,6 +71,7 @@ export const command = defineCommand(
       'rate-limit': RATE_LIMIT_OPTION,
       ...llmOptions('Model that routes goals keywords leave tied'),
       'cors-origin': CORS_ORIGIN_OPTION,
+      ...AUTH_OPTIONS,
       ...LOG_OPTIONS,
       'max-turn-reply-bytes': {
         type: 'string',
@@ -184,6 +187,7 @@ export const command = defineCommand(
       const tokens = args.values.token as string[] | undefined;
       const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
       const corsOrigins = corsOriginsOf(args);
+      const oauth = oauthOption(args, undefined);
       const watchers = {
         maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256,
         maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64,
@@ -207,6 +211,7 @@ export const command = defineCommand(
         },
         llm,
         tokens: tokens?.length ? tokens : undefined,
+        oauth,
         rateLimit: rate ? { windowMs: 60_000, max: rate, ...stores.shared } : undefined,
         corsOrigins: corsOrigins.length ? corsOrigins : undefined,
         server: { requestLog },
@@ -214,6 +219,7 @@ export const command = defineCommand(
           createHubDashboard(hub, {
             logger,
             tokens,
+            oauth: oauth !== undefined,
             rooms: rooms && roomsSource(rooms),
           }),
         ],

@@ -4,7 +4,7 @@ import { isWorker, leaveCluster, runPrimary, startWorker } from '../agent/worker
 import { urlOf } from '../edge/node.js';
 import { folderArgument, portOption, secondsOption, urlArgument } from './_arguments.js';
 import { defineCommand, numberOption, stringOption, UsageError } from './_command.js';
-import { chooseLlm, commandLogger, corsOrigins, hostOf, KEY_ENV, storeUsageError } from './_options.js';
+import { chooseLlm, commandLogger, corsOrigins, hostOf, KEY_ENV, oauthOption, storeUsageError } from './_options.js';
 import { banner, dashboardNote } from './_serve-banner.js';
 import { facesOption, SERVE_OPTIONS, workersOption } from './_serve-options.js';
 
@@ -84,6 +84,7 @@ export const command = defineCommand(
         publicUrl,
         llm,
         tokens: tokens?.length ? tokens : undefined,
+        oauth: oauthOption(args, publicUrl),
         rateLimit: rate ? { windowMs: 60_000, max: rate } : undefined,
         corsOrigins: cors.length > 0 ? cors : undefined,
         maxConversations,

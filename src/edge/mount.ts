@@ -2,7 +2,8 @@
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
-import { admitBearer, metadataMount, type BearerVerifier } from './oauth.js';
+import { admitBearer, metadataMount } from './bearer.js';
+import type { BearerVerifier } from './oauth.js';
 import { cleanPath, type EdgeRequest } from './request.js';
 import { failure, type EdgeResponse } from './response.js';
 import { failureResponse, statusOf } from './status.js';

@@ -250,6 +250,8 @@ function logRequest(
     ...(protocol ? { protocol } : {}),
     ...(protocolName ? { protocolName } : {}),
     ...(taken ? { taken } : {}),
+    // Who asked, as the guard found it (an access token's subject); never the token.
+    ...(request.principal !== undefined ? { principal: request.principal } : {}),
   });
 }
 

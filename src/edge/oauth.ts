@@ -3,9 +3,7 @@
 // server's resource URL, RFC 8707), with the scopes each kind of request needs; and the Protected Resource Metadata
 // (RFC 9728) a client reads to find where to get a token. `jose` is loaded when the first token is verified.
 import { AgoraError } from '../errors.js';
-import { bearerToken, type TokenCheck } from './guard.js';
-import type { EdgeRequest } from './request.js';
-import { failure, JSON_TYPE, type EdgeResponse } from './response.js';
+import { JSON_TYPE, type EdgeResponse } from './response.js';
 
 /** The kinds of request a scope can be asked for: reading, querying (a turn on any face), administering. */
 export type AccessKind = 'read' | 'query' | 'admin';
@@ -64,7 +62,19 @@ export interface BearerVerifier {
   challenge(error?: 'invalid_token' | 'insufficient_scope', kind?: AccessKind): string;
   /** The Protected Resource Metadata, as a response. */
   metadata(): EdgeResponse;
+  /** What cards say of it: the metadata's URL, the issuer, the scopes, the token endpoint once discovered. */
+  describe(): Promise<AuthDescription>;
 }
+
+/** How a card describes the OAuth scheme of an agent or hub. */
+export type AuthDescription = {
+  resourceMetadata: string;
+  issuer: string;
+  scopes: Partial<Record<AccessKind, readonly string[]>>;
+  tokenEndpoint?: string;
+  /** The authorization server's metadata document, once discovered. */
+  serverMetadata?: string;
+};
 
 const ASYMMETRIC = /^(?:RS|PS|ES)(?:256|384|512)$|^EdDSA$|^Ed25519$|^ES256K$/;
 const MAX_DOCUMENT_BYTES = 256 * 1024;
@@ -83,6 +93,8 @@ export class OAuthResource implements BearerVerifier {
   readonly #fetch: typeof fetch;
   readonly #metadataUrl: string;
   #keys: Promise<{ jose: Jose; keys: Keys }> | undefined;
+  #tokenEndpoint: string | undefined;
+  #serverMetadata: string | undefined;
   #failedAt = -Infinity;
 
   constructor(options: OAuthOptions) {
@@ -166,6 +178,14 @@ export class OAuthResource implements BearerVerifier {
     };
   }
 
+  async describe(): Promise<AuthDescription> {
+    await this.#load().catch(() => undefined);
+    const { issuer } = this;
+    const token = this.#tokenEndpoint === undefined ? {} : { tokenEndpoint: this.#tokenEndpoint };
+    const server = this.#serverMetadata === undefined ? {} : { serverMetadata: this.#serverMetadata };
+    return { resourceMetadata: this.#metadataUrl, issuer, scopes: this.#scopes, ...token, ...server };
+  }
+
   // The issuer's keys: discovered once; a failed discovery is tried again after `retryMs`, never on every request.
   #load(): Promise<{ jose: Jose; keys: Keys }> {
     if (this.#keys === undefined && Date.now() - this.#failedAt >= this.#options.retryMs) {
@@ -200,6 +220,8 @@ export class OAuthResource implements BearerVerifier {
         if (document.issuer !== this.issuer)
           throw new Error(`it names issuer ${String(document.issuer).slice(0, 200)}`);
         if (typeof document.jwks_uri !== 'string') throw new Error('it has no jwks_uri');
+        if (typeof document.token_endpoint === 'string') this.#tokenEndpoint = document.token_endpoint;
+        this.#serverMetadata = url;
         return httpUrl(document.jwks_uri, 'jwks_uri').href;
       } catch (error) {
         failures.push(`${url}: ${(error as Error).message}`);
@@ -262,60 +284,4 @@ function scopesOf(payload: Record<string, unknown>): Set<string> {
 // What jose says (never the token): the failed check, `"exp" claim timestamp check failed`.
 function reason(error: unknown): string {
   return error instanceof Error ? error.message.slice(0, 200) : 'unreadable';
-}
-
-/** A refusal of the guard with OAuth on: its status, message and headers (the challenge). */
-export type BearerRefusal = { status: 401 | 403 | 503; message: string; headers: Record<string, string> };
-
-/**
- * The guard's token check with OAuth on: a static token, else an access token, checked even on a public route (whose
- * answer may depend on who asks: a dashboard's data); a route that is not public needs one, with the scopes of its
- * kind (GET and HEAD read; other methods the route's `access`, default `query`). Sets the request's principal.
- */
-export async function admitBearer(
-  verifier: BearerVerifier,
-  tokens: Pick<TokenCheck, 'enabled' | 'acceptsToken'>,
-  request: EdgeRequest,
-  route: { access?: 'query' | 'admin' },
-  open: boolean,
-): Promise<BearerRefusal | undefined> {
-  const token = bearerToken(request.headers.authorization);
-  if (token !== undefined && tokens.enabled && tokens.acceptsToken(token)) return undefined;
-  if (token === undefined)
-    return open
-      ? undefined
-      : { status: 401, message: 'Unauthorized', headers: { 'www-authenticate': verifier.challenge() } };
-  let caller: Verified;
-  try {
-    caller = await verifier.verify(token);
-  } catch (error) {
-    if (open) return undefined;
-    if (error instanceof AgoraError && error.code === 'UNAUTHORIZED')
-      return {
-        status: 401,
-        message: 'Unauthorized',
-        headers: { 'www-authenticate': verifier.challenge('invalid_token') },
-      };
-    return { status: 503, message: 'Authorization server unavailable', headers: { 'retry-after': '30' } };
-  }
-  request.principal = caller.principal;
-  request.grants = caller.grants;
-  const kind: AccessKind = request.method === 'GET' || request.method === 'HEAD' ? 'read' : (route.access ?? 'query');
-  if (open || caller.grants.has(kind)) return undefined;
-  const challenge = verifier.challenge('insufficient_scope', kind);
-  return { status: 403, message: 'Insufficient scope', headers: { 'www-authenticate': challenge } };
-}
-
-/** The mount of the Protected Resource Metadata (RFC 9728), at its well-known path and under it. */
-export function metadataMount(
-  verifier: BearerVerifier,
-  shape: (status: number, message: string) => EdgeResponse = failure,
-) {
-  return {
-    name: 'oauth',
-    routes: [{ path: RESOURCE_METADATA_PATH, prefix: true, public: true, allow: 'GET, HEAD, OPTIONS' }],
-    handle: (request: EdgeRequest): EdgeResponse =>
-      request.method === 'GET' || request.method === 'HEAD' ? verifier.metadata() : shape(405, 'Method not allowed'),
-    failure: shape,
-  };
 }
