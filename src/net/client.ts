@@ -6,6 +6,7 @@ import { AgoraError, isAgoraError } from '../errors.js';
 import { guardRefusal, networkError, noAnswerWithin, requestName, type Wording } from './failure.js';
 import { guardedFetch, type GuardOptions } from './guard.js';
 import { readCapped } from './read.js';
+import type { TokenSource } from './token-source.js';
 
 /** Every default of the one client, in one place (durations in ms). */
 export const CLIENT_DEFAULTS = {
@@ -41,6 +42,8 @@ export type HttpClientOptions = {
   token?: string | undefined;
   /** The origin the token belongs to (default: the origin of each request as asked, never a redirect's other one). */
   tokenOrigin?: string | undefined;
+  /** Where a token renewed over time comes from (client credentials, `token-source.ts`); wins over `token`. */
+  tokenSource?: TokenSource | undefined;
   /** Headers sent with every request (a proxy's key, a tracing id); the token wins over an `authorization` here. */
   headers?: Record<string, string> | undefined;
   /** Words a failure from its reason (default `GET http://host/x: <reason>`). */
@@ -192,6 +195,7 @@ export class HttpClient {
   /** Sends a request and follows its redirects (a safe request only), each hop vetted, the token kept to its origin. */
   async #follow(at: RequestAt, options: RequestOptions, safe: boolean, signal: AbortSignal): Promise<Response> {
     const tokenOrigin = this.#options.tokenOrigin ? originOf(this.#options.tokenOrigin) : originOf(at.url);
+    const token = this.#options.tokenSource ? await this.#options.tokenSource.token() : this.#options.token;
     const maxRedirects = options.maxRedirects ?? this.#options.maxRedirects ?? CLIENT_DEFAULTS.maxRedirects;
     const fail = (reason: string) => new AgoraError('PEER_FAILURE', this.describe(reason, at));
     for (let redirects = 0; ; redirects++) {
@@ -199,7 +203,7 @@ export class HttpClient {
       if (hop.protocol !== 'http:' && hop.protocol !== 'https:') throw fail(`unsupported scheme ${hop.protocol}`);
       const response = await this.#fetch(hop.href, {
         method: at.method,
-        headers: this.#headersFor(hop.origin, hop.origin === originOf(at.url), tokenOrigin, options),
+        headers: this.#headersFor(hop.origin, hop.origin === originOf(at.url), tokenOrigin, options, token),
         ...(options.json !== undefined
           ? { body: options.json instanceof JsonText ? options.json.text : JSON.stringify(options.json) }
           : options.body !== undefined
@@ -227,14 +231,15 @@ export class HttpClient {
     asAsked: boolean,
     tokenOrigin: string | undefined,
     options: RequestOptions,
+    token: string | undefined,
   ): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json', ...this.#headers };
     for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
     if (options.json !== undefined) headers['content-type'] = 'application/json';
     // A credential never follows a redirect to another origin.
     if (!asAsked) delete headers.authorization;
-    if (this.#options.token && origin === tokenOrigin) headers.authorization = bearer(this.#options.token);
-    else if (this.#options.token) delete headers.authorization;
+    if (token && origin === tokenOrigin) headers.authorization = bearer(token);
+    else if (token) delete headers.authorization;
     return headers;
   }
 }
