@@ -2,6 +2,7 @@
 // `npm run bench -- --duration 10` for longer runs; `--only http` for one section.
 import { parseArgs } from 'node:util';
 import { loadGenerator } from './_harness.js';
+import { benchAuth } from './auth.js';
 import { benchFaces } from './faces.js';
 import { benchGrowth } from './growth.js';
 import { benchHttp } from './http.js';
@@ -22,6 +23,11 @@ const sections: [string, () => Promise<string>][] = [
     'http',
     async () =>
       `## HTTP hot path (50 connections, load from ${loadGenerator()})\n\n${(await benchHttp(duration, log)).markdown}`,
+  ],
+  [
+    'auth',
+    async () =>
+      `## The guard's token check per request, in process: none, static, JWT (${duration} s each)\n\n${await benchAuth(duration, log)}`,
   ],
   [
     'sandbox',

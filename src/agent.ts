@@ -187,6 +187,7 @@ async function serve(
       : createAgentDashboard(receiver, {
           logger,
           tokens: options.tokens,
+          oauth: options.oauth !== undefined,
           onReviewed,
           recorder: typeof dashboardOption === 'object' ? dashboardOption.recorder : undefined,
         });

@@ -30,7 +30,8 @@ export function agentEdge(receiver: ReceiverApi, options: AgentMountOptions = {}
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const faces = facesFor(receiver, options.faces, {
     maxBodyBytes,
-    tokensRequired: (options.tokens ?? []).length > 0,
+    tokensRequired: (options.tokens ?? []).length > 0 || options.oauth !== undefined,
+    oauth: options.oauth,
     logger,
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl } : {}),
     ...(options.now ? { now: options.now } : {}),
@@ -43,6 +44,7 @@ export function agentEdge(receiver: ReceiverApi, options: AgentMountOptions = {}
           ? createAgentDashboard(receiver, {
               logger,
               ...(options.tokens ? { tokens: options.tokens } : {}),
+              ...(options.oauth ? { oauth: true } : {}),
               ...(tokenAdvice !== undefined ? { tokenAdvice } : {}),
             })
           : undefined));

@@ -1,6 +1,7 @@
 // The faces: other protocols' endpoints (ROAR, OAP, A2A, MCP) over one Agora receiver, each a `Face` (a mount)
 // composed behind the edge's one guard after the Agora mount. The faces, the names the CLI's `--faces` takes, and the
 // options `FacesConfig` holds all come from `BINDINGS`; the face kit they share is `src/faces/`.
+import type { BearerVerifier } from '../edge/oauth.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { InMemoryMemory, type AgentMemory } from '../memory/file.js';
 import type { ReceiverApi } from '../receiver.js';
@@ -42,6 +43,8 @@ export type FacesOptions = FacesConfig & {
   memory: AgentMemory;
   /** Whether the edge asks for a bearer token (the cards say so); the edge checks it. */
   tokensRequired?: boolean;
+  /** The edge's OAuth access-token verifier, when it takes them (the cards describe it). */
+  oauth?: BearerVerifier | undefined;
   publicUrl?: string;
   /** Largest request body, as the edge's (default 1 MiB). */
   maxBodyBytes?: number;
@@ -54,6 +57,7 @@ export type FacesOptions = FacesConfig & {
 export type SharedEdge = {
   maxBodyBytes: number;
   tokensRequired: boolean;
+  oauth?: BearerVerifier | undefined;
   publicUrl?: string;
   logger?: Pick<Logger, 'warn' | 'error'> & Partial<Logger>;
   now?: () => number;
@@ -73,6 +77,7 @@ export function createFaces(receiver: ReceiverApi, options: FacesOptions): Face[
     description: options.description ?? '',
     memory: options.memory,
     tokensRequired: options.tokensRequired ?? false,
+    ...(options.oauth !== undefined ? { oauth: options.oauth } : {}),
     ...(options.publicUrl !== undefined ? { publicUrl: options.publicUrl.replace(/\/+$/, '') } : {}),
     maxBodyBytes: options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES,
     logger: options.logger ? { info() {}, ...options.logger } : consoleLogger(),
@@ -126,6 +131,7 @@ export function facesFor(receiver: ReceiverApi, config: FacesConfig | false | un
     memory: config?.memory ?? (isMemory(named.memory) ? named.memory : new InMemoryMemory()),
     ...(description !== undefined ? { description } : {}),
     tokensRequired: shared.tokensRequired,
+    oauth: shared.oauth,
     maxBodyBytes: shared.maxBodyBytes,
     ...(shared.publicUrl !== undefined ? { publicUrl: shared.publicUrl } : {}),
     ...(shared.logger ? { logger: shared.logger } : {}),

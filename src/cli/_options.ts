@@ -1,5 +1,6 @@
 // Internal: the options several commands declare, written once so their flags, environment variables and help read
 // the same everywhere, with the code that reads them.
+import { ACCESS_KINDS, OAuthResource, type AccessKind } from '../edge/oauth.js';
 import { isAgoraError } from '../errors.js';
 import { chooseModel, isLlmProvider, LLM_PROVIDERS } from '../llm/choose.js';
 import type { LanguageModel } from '../llm/model.js';
@@ -58,6 +59,57 @@ export function requiredTokensOption(what: string): OptionSpec {
     description: `Require this bearer token ${what}`,
     env: 'AGORA_TOKENS',
   };
+}
+
+/** `--auth-issuer`, `--auth-audience`, `--auth-scope`: a server also takes an OAuth 2.1 issuer's access tokens. */
+export const AUTH_OPTIONS: Record<'auth-issuer' | 'auth-audience' | 'auth-scope', OptionSpec> = {
+  'auth-issuer': {
+    type: 'string',
+    value: '<url>',
+    description: 'Also take JWT access tokens of this OAuth 2.1 issuer (keys found by RFC 8414 / OpenID discovery)',
+    env: 'AGORA_AUTH_ISSUER',
+  },
+  'auth-audience': {
+    type: 'string',
+    value: '<url>',
+    description: "This server's resource URL, the audience its tokens must carry (default: --public-url)",
+    env: 'AGORA_AUTH_AUDIENCE',
+  },
+  'auth-scope': {
+    type: 'string',
+    multiple: true,
+    value: '<kind=scope>',
+    description: 'Scope a kind of request needs, kind read, query or admin (repeatable; a bare scope: every kind)',
+    env: 'AGORA_AUTH_SCOPES',
+  },
+};
+
+/** The OAuth resource server of `--auth-issuer` (declared by {@link AUTH_OPTIONS}), or undefined without one. */
+export function oauthOption(args: ParsedArgs, publicUrl: string | undefined): OAuthResource | undefined {
+  const issuer = stringOption(args, 'auth-issuer');
+  const scopeArgs = (args.values['auth-scope'] as string[] | undefined) ?? [];
+  const audienceArg = stringOption(args, 'auth-audience');
+  if (issuer === undefined) {
+    if (scopeArgs.length > 0 || audienceArg !== undefined)
+      throw new UsageError('--auth-audience and --auth-scope need --auth-issuer');
+    return undefined;
+  }
+  const audience = audienceArg ?? publicUrl;
+  if (audience === undefined)
+    throw new UsageError('--auth-issuer needs the resource URL its tokens name: set --auth-audience or --public-url');
+  const scopes: Partial<Record<AccessKind, string[]>> = {};
+  for (const entry of scopeArgs) {
+    const [kind, scope] = entry.includes('=') ? entry.split('=', 2) : [undefined, entry];
+    if (kind !== undefined && !(ACCESS_KINDS as readonly string[]).includes(kind))
+      throw new UsageError(`--auth-scope: unknown kind ${JSON.stringify(kind)} (known: ${ACCESS_KINDS.join(', ')})`);
+    if (!scope || /\s/.test(scope)) throw new UsageError(`--auth-scope: ${JSON.stringify(entry)} names no scope`);
+    for (const each of kind === undefined ? ACCESS_KINDS : [kind as AccessKind]) (scopes[each] ??= []).push(scope);
+  }
+  try {
+    return new OAuthResource({ issuer, audience, scopes });
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
 }
 
 /** `--model <model>`: the model id (`AGORA_MODEL`); `what` says what it does in this command. */

@@ -9,6 +9,7 @@ import { readTrustFile } from '../bindings/roar/trust.js';
 import { numberOption, stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 import {
   ALLOWED_HOST_OPTION,
+  AUTH_OPTIONS,
   CORS_ORIGIN_OPTION,
   LOG_OPTIONS,
   TRACE_OPTION,
@@ -101,6 +102,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   },
   'cors-origin': CORS_ORIGIN_OPTION,
   'allowed-host': ALLOWED_HOST_OPTION,
+  ...AUTH_OPTIONS,
   'roar-secret': {
     type: 'string',
     value: '<secret>',

@@ -14,6 +14,7 @@ import { hubClient, hubOption } from './_hub.js';
 import {
   ALLOWED_HOST_OPTION,
   allowedHosts,
+  AUTH_OPTIONS,
   chooseLlm,
   commandLogger,
   CORS_ORIGIN_OPTION,
@@ -26,6 +27,7 @@ import {
   listenOptions,
   llmLabel,
   llmOptions,
+  oauthOption,
   RATE_LIMIT_OPTION,
   requiredTokensOption,
   storeOption,
@@ -76,6 +78,7 @@ export const command = defineCommand(
       ...llmOptions('Model that routes goals keywords leave tied'),
       'cors-origin': CORS_ORIGIN_OPTION,
       'allowed-host': ALLOWED_HOST_OPTION,
+      ...AUTH_OPTIONS,
       ...LOG_OPTIONS,
       trace: TRACE_OPTION,
       'max-turn-reply-bytes': {
@@ -192,6 +195,7 @@ export const command = defineCommand(
       const tokens = args.values.token as string[] | undefined;
       const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
       const corsOrigins = corsOriginsOf(args);
+      const oauth = oauthOption(args, undefined);
       const watchers = {
         maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256,
         maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64,
@@ -215,6 +219,7 @@ export const command = defineCommand(
         },
         llm,
         tokens: tokens?.length ? tokens : undefined,
+        oauth,
         rateLimit: rate ? { windowMs: 60_000, max: rate, ...stores.shared } : undefined,
         corsOrigins: corsOrigins.length ? corsOrigins : undefined,
         allowedHosts: allowedHosts(args),
@@ -223,6 +228,7 @@ export const command = defineCommand(
           createHubDashboard(hub, {
             logger,
             tokens,
+            oauth: oauth !== undefined,
             rooms: rooms && roomsSource(rooms),
           }),
         ],

@@ -11,6 +11,7 @@ import {
   corsOrigins,
   hostOf,
   KEY_ENV,
+  oauthOption,
   storeOf,
   storeUsageError,
 } from './_options.js';
@@ -94,6 +95,7 @@ export const command = defineCommand(
         publicUrl,
         llm,
         tokens: tokens?.length ? tokens : undefined,
+        oauth: oauthOption(args, publicUrl),
         rateLimit: rate ? { windowMs: 60_000, max: rate } : undefined,
         corsOrigins: cors.length > 0 ? cors : undefined,
         allowedHosts: allowedHosts(args),

@@ -48,26 +48,37 @@ export class DashboardAccess {
   readonly #tokens: TokenCheck;
   readonly #advice: string;
 
-  /** `advice` says how tokens are set where this dashboard runs (default: the CLI's `--token`). */
-  constructor(tokens: readonly string[] = [], advice: string = CLI_TOKEN_ADVICE) {
+  readonly #oauth: boolean;
+
+  /**
+   * `advice` says how tokens are set where this dashboard runs (default: the CLI's `--token`); with `oauth`, the
+   * edge's guard has checked an access token and set the request's principal and grants.
+   */
+  constructor(tokens: readonly string[] = [], advice: string = CLI_TOKEN_ADVICE, oauth = false) {
     this.#tokens = new TokenCheck(tokens);
     this.#advice = advice;
+    this.#oauth = oauth;
   }
 
-  /** Whether tokens are set (the page then asks for one). */
+  /** Whether tokens are set (the page then asks for one): static ones, or an authorization server's. */
   get tokensEnabled(): boolean {
-    return this.#tokens.enabled;
+    return this.#tokens.enabled || this.#oauth;
   }
 
   /** Why this request may not do `kind`, or undefined. */
-  check(request: Pick<EdgeRequest, 'headers' | 'boundAddress'>, kind: AccessKind): Refusal {
-    if (!this.#tokens.enabled) {
+  check(request: Pick<EdgeRequest, 'headers' | 'boundAddress' | 'principal' | 'grants'>, kind: AccessKind): Refusal {
+    if (!this.tokensEnabled) {
       // A page that points its own name at 127.0.0.1 (DNS rebinding) was answered 421 by the edge's Host rule.
       if (!listensOnLoopback(request)) return { status: 403, message: needsToken(this.#advice) };
       return kind === 'write' ? { status: 403, message: reviewNeedsToken(this.#advice) } : undefined;
     }
     if (kind === 'page') return undefined;
-    return this.#tokens.accepts(request.headers.authorization)
+    // An access token the edge verified: its scopes decide (reading needs `read`, approving `admin`).
+    if (this.#oauth && request.grants !== undefined)
+      return request.grants.has(kind === 'write' ? 'admin' : 'read')
+        ? undefined
+        : { status: 403, message: 'Insufficient scope' };
+    return this.#tokens.enabled && this.#tokens.accepts(request.headers.authorization)
       ? undefined
       : { status: 401, message: "Unauthorized: sign in with the agent's token" };
   }

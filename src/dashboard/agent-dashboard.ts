@@ -26,6 +26,8 @@ export type AgentDashboardOptions = {
   tokens?: readonly string[];
   /** How tokens are set where the dashboard runs, for its refusals (default: the CLI's `--token`). */
   tokenAdvice?: string;
+  /** Whether the agent's edge takes OAuth access tokens (its guard verifies them; the page signs in with one). */
+  oauth?: boolean;
   /** Called after an approval or rejection from the page: the generator's `forgetStatuses`, so it applies at once. */
   onReviewed?: () => void;
   /** The recorder's clock and sizes (tests inject a clock). */
@@ -56,7 +58,7 @@ const PROTOCOL_TEXT = /^\/api\/protocols\/([0-9a-f]{40})$/;
  */
 export function createAgentDashboard(receiver: Receiver, options: AgentDashboardOptions = {}): AgentDashboard {
   const logger = options.logger ?? consoleLogger();
-  const access = new DashboardAccess(options.tokens ?? [], options.tokenAdvice);
+  const access = new DashboardAccess(options.tokens ?? [], options.tokenAdvice, options.oauth);
   const recorder = new DashboardRecorder(options.recorder);
   const data = new AgentData(receiver, recorder, options.onReviewed);
   const assets = new AssetServer();

@@ -63,6 +63,8 @@ export function roomsSource(rooms: Rooms): RoomsSource {
 export type HubDashboardOptions = {
   /** The hub's bearer tokens (see the README's token rules). */
   tokens?: readonly string[];
+  /** Whether the hub's edge takes OAuth access tokens (its guard verifies them; the page signs in with one). */
+  oauth?: boolean;
   /** Where rooms come from (see {@link RoomsSource}); absent: no rooms panel data. */
   rooms?: RoomsSource;
   /** How often the hub's state is compared with the last push, in ms (default 1000; only while a page is open). */
@@ -119,7 +121,7 @@ function chainView(run: ChainRun) {
  */
 export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}): Mount {
   const logger = options.logger ?? consoleLogger('agora-hub');
-  const access = new DashboardAccess(options.tokens ?? []);
+  const access = new DashboardAccess(options.tokens ?? [], undefined, options.oauth);
   const assets = new AssetServer();
   const feeds = new EventFeeds();
   let last = '';

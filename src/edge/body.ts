@@ -177,6 +177,8 @@ export class NodeRequest implements EdgeRequest {
   signal: AbortSignal | undefined = undefined;
   id: string | undefined = undefined;
   log: RequestLogFields | undefined = undefined;
+  principal: string | undefined = undefined;
+  grants: ReadonlySet<'read' | 'query' | 'admin'> | undefined = undefined;
 
   constructor(
     private readonly incoming: IncomingMessage,

@@ -2,7 +2,9 @@
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
+import { admitBearer, metadataMount } from './bearer.js';
 import { hostRule, misdirected } from './host.js';
+import type { BearerVerifier } from './oauth.js';
 import { cleanPath, header, type EdgeRequest } from './request.js';
 import { failure, type EdgeResponse } from './response.js';
 import { failureResponse, statusOf } from './status.js';
@@ -22,6 +24,8 @@ export type MountRoute = {
   socket?: boolean;
   /** The route's name, for the mount's own dispatch (`request.route.name`). */
   name?: string;
+  /** The scope kind of its requests other than GET and HEAD (those are `read`): `query` (default) or `admin`. */
+  access?: 'query' | 'admin';
 };
 
 /** A request after routing: its route and mount. */
@@ -65,6 +69,8 @@ export type EdgeOptions = {
   allowedHosts?: readonly string[];
   /** The server's public base URL (`--public-url`): its host is served. */
   publicUrl?: string;
+  /** Access tokens of an OAuth authorization server, beside `tokens` (an `OAuthResource`); its metadata is served. */
+  oauth?: BearerVerifier;
   logger?: Pick<Logger, 'error' | 'warn'> & Partial<Pick<Logger, 'debug'>>;
 };
 
@@ -72,6 +78,8 @@ export type EdgeOptions = {
 export type Edge = {
   readonly mounts: readonly Mount[];
   readonly tokens: TokenCheck;
+  /** The access-token verifier, when the edge takes OAuth tokens. */
+  readonly oauth?: BearerVerifier | undefined;
   readonly maxBodyBytes: number;
   readonly corsOrigins: ReadonlySet<string>;
   /** Answers any request (404 in the first mount's shape when no route takes it). */
@@ -112,13 +120,15 @@ const PREFLIGHT_HEADERS = ['authorization', 'content-type', 'accept', 'last-even
  */
 export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Edge {
   const tokens = new TokenCheck(options.tokens ?? []);
+  const oauth = options.oauth;
   const limiter = options.rateLimit ? new RateLimiter(options.rateLimit) : undefined;
   const corsOrigins = new Set(options.corsOrigins ?? []);
   const maxBodyBytes = options.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const allowsHost = hostRule({
     allowedHosts: options.allowedHosts,
     publicUrl: options.publicUrl,
-    credentialsRequired: tokens.enabled,
+    // An access token is a credential too: a server that asks for one answers any name it is reached by.
+    credentialsRequired: tokens.enabled || oauth !== undefined,
   });
   const logger = options.logger;
   const fallback = mounts[0];
@@ -127,7 +137,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   );
   const exact = new Map<string, Entry[]>();
   const prefixes: (Entry & { stem: string })[] = [];
-  for (const mount of mounts) {
+  for (const mount of oauth ? [...mounts, metadataMount(oauth, failure)] : mounts) {
     for (const route of mount.routes) {
       const path = route.path.length > 1 && route.path.endsWith('/') ? route.path.slice(0, -1) : route.path;
       if (route.prefix) prefixes.push({ route, mount, stem: path });
@@ -191,6 +201,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
     request: MountedRequest,
     entries: readonly Entry[],
     upgrade: boolean,
+    admitted = false,
   ): Promise<EdgeResponse> | EdgeResponse {
     const { method } = request;
     for (const { route, mount } of entries) {
@@ -207,7 +218,13 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
         return refusal(mount, 403, 'Cross-site request refused');
       }
       const open = route.public === true || (route.public === 'read' && (method === 'GET' || method === 'HEAD'));
-      if (tokens.enabled && !open && !tokens.accepts(request.headers.authorization))
+      if (oauth !== undefined && !admitted)
+        return admitBearer(oauth, tokens, request, route, open).then((refused) =>
+          refused
+            ? refusal(mount, refused.status, refused.message, refused.headers)
+            : guarded(request, entries, upgrade, true),
+        );
+      if (oauth === undefined && tokens.enabled && !open && !tokens.accepts(request.headers.authorization))
         return refusal(mount, 401, 'Unauthorized', { 'www-authenticate': 'Bearer' });
       request.route = route;
       request.mount = mount;
@@ -277,6 +294,7 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   return {
     mounts,
     tokens,
+    oauth,
     maxBodyBytes,
     corsOrigins,
     handle: (request) => routed(request, false),

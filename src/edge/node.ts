@@ -295,6 +295,8 @@ function logRequest(
     protocol: protocol || undefined,
     protocolName: protocolName || undefined,
     taken: taken || undefined,
+    // Who asked, as the guard found it (an access token's subject); never the token.
+    principal: request.principal,
     // Joined to the request's trace (the active span is its server span) when tracing is on.
     trace_id: trace?.trace_id,
     span_id: trace?.span_id,

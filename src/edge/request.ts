@@ -31,6 +31,13 @@ export type EdgeRequest = {
    * puts the protocol hash and the path taken (`taken`: `routine`, `llm`, `failure`) here.
    */
   log?: RequestLogFields | undefined;
+  /**
+   * Who the guard found the caller to be, when it checked a token: `token:<digest>` for a static token, `oauth:<sub>`
+   * for an access token. Sessions, contexts and the request log use it; the token itself goes nowhere.
+   */
+  principal?: string | undefined;
+  /** The kinds of request (`read`, `query`, `admin`) an access token's scopes allow; undefined for a static token. */
+  grants?: ReadonlySet<'read' | 'query' | 'admin'> | undefined;
 };
 
 /** The fields a mount adds to a request's log record. */

@@ -177,8 +177,9 @@ export class SocketRouter {
   }
 
   // One token check for every surface: a socket's own auth frame is checked against the edge's tokens too.
+  // With OAuth on, a token is needed even without static ones; an access token is checked on the upgrade only.
   readonly #acceptsToken = (token: string | undefined): boolean =>
-    !this.edge.tokens.enabled || this.edge.tokens.acceptsToken(token);
+    (!this.edge.tokens.enabled && this.edge.oauth === undefined) || this.edge.tokens.acceptsToken(token);
 
   /** Ends every open socket. */
   close(): void {

@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { AgentMemory } from '../memory/file.js';
 import type { ReceiverApi } from '../receiver.js';
 import type { Mount } from '../edge/mount.js';
+import type { BearerVerifier } from '../edge/oauth.js';
 import type { Catalogue } from './catalogue.js';
 
 /** A face: a mount with a face's name. Its routes, public routes and error shape are declared to the edge. */
@@ -23,6 +24,8 @@ export type FaceContext = {
   memory: AgentMemory;
   /** Whether the edge asks for a token (cards say so). */
   tokensRequired: boolean;
+  /** The edge's OAuth access-token verifier, when it takes them (cards describe the scheme). */
+  oauth?: BearerVerifier;
   publicUrl?: string;
   maxBodyBytes: number;
   logger: Logger;

@@ -6,6 +6,7 @@
 // separate conversations, and one caller cannot continue, read or end another's.
 import { createHash } from 'node:crypto';
 import { bearerToken } from '../edge/guard.js';
+import { header, type EdgeRequest } from '../edge/request.js';
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { InMemoryMemory, type AgentMemory } from '../memory/file.js';
@@ -52,6 +53,17 @@ export function sessionKey(principal: string | undefined, id: string): string {
 export function tokenScope(token: string | undefined): string | undefined {
   const bare = (bearerToken(token) ?? token)?.trim();
   return bare ? `token:${createHash('sha256').update(bare).digest('base64url')}` : undefined;
+}
+
+/**
+ * A request's caller, whose sessions and contexts are its own: the principal the edge's guard found (an access
+ * token's subject), else, when the edge asks for tokens, its bearer token's digest; `undefined` for anyone.
+ */
+export function callerOf(
+  request: Pick<EdgeRequest, 'headers' | 'principal'>,
+  tokensRequired: boolean,
+): string | undefined {
+  return request.principal ?? (tokensRequired ? tokenScope(header(request, 'authorization')) : undefined);
 }
 
 /** The sessions of one face, over a memory. */

@@ -28,11 +28,11 @@ const METRICS_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
  */
 export const HUB_ROUTES: readonly MountRoute[] = [
   { path: '/health', public: true, allow: GET_ALLOW },
-  { path: '/agents', prefix: true, public: 'read', allow: 'GET, HEAD, POST, DELETE, OPTIONS' },
-  { path: '/protocols', prefix: true, public: 'read', allow: 'GET, HEAD, POST, OPTIONS' },
+  { path: '/agents', prefix: true, public: 'read', access: 'admin', allow: 'GET, HEAD, POST, DELETE, OPTIONS' },
+  { path: '/protocols', prefix: true, public: 'read', access: 'admin', allow: 'GET, HEAD, POST, OPTIONS' },
   { path: '/route', public: 'read', allow: GET_ALLOW },
-  { path: '/runs', prefix: true, allow: 'GET, HEAD, PUT, DELETE, OPTIONS' },
-  { path: '/sync', public: 'read', allow: 'POST, OPTIONS' },
+  { path: '/runs', prefix: true, access: 'admin', allow: 'GET, HEAD, PUT, DELETE, OPTIONS' },
+  { path: '/sync', public: 'read', access: 'admin', allow: 'POST, OPTIONS' },
   { path: '/metrics', allow: GET_ALLOW },
 ];
 
@@ -139,7 +139,8 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
           description: body.description,
           capabilities: body.capabilities,
           client: clientKey(request.remoteAddress),
-          registrant: registrantOf(bearerOf(request)),
+          // The caller as the guard found it (an access token's subject outlives the token), else its static token.
+          registrant: registrantOf(request.principal ?? bearerOf(request)),
         });
         return json(201, publicRecord(record));
       }

@@ -1,5 +1,6 @@
 // A hub served: its API, its rooms and whatever else it is given (the dashboard) composed as mounts behind the
 // edge's one guard, on the edge's node server.
+import type { BearerVerifier } from '../edge/oauth.js';
 import { compose, type Edge, type EdgeOptions, type Mount } from '../edge/mount.js';
 import { listen, type ListenOptions } from '../edge/node.js';
 import type { RateLimitOptions } from '../edge/guard.js';
@@ -20,6 +21,8 @@ export type StartHubOptions = HubOptions & {
   host?: string;
   /** Bearer tokens; when non-empty, writes, `/runs`, `/metrics`, every room route and the dashboard's data need one. */
   tokens?: string[];
+  /** An OAuth authorization server's access tokens, beside `tokens` (an `OAuthResource`); writes need `admin`. */
+  oauth?: BearerVerifier;
   /**
    * At most `max` requests per client per `windowMs` (HTTP on every mount, room socket upgrades and messages); more →
    * 429.
@@ -63,8 +66,8 @@ function isLoopbackHost(host: string): boolean {
 
 /** The guard's settings of a hub's options. */
 function edgeOptions(options: StartHubOptions, logger: Logger): EdgeOptions {
-  const { tokens, rateLimit, maxBodyBytes, corsOrigins, allowedHosts } = options;
-  return { logger, tokens, rateLimit, maxBodyBytes, corsOrigins, allowedHosts };
+  const { tokens, rateLimit, maxBodyBytes, corsOrigins, allowedHosts, oauth } = options;
+  return { logger, tokens, rateLimit, maxBodyBytes, corsOrigins, allowedHosts, ...(oauth ? { oauth } : {}) };
 }
 
 /**
@@ -105,7 +108,7 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
     await hub.close();
     throw error;
   }
-  if (!isLoopbackHost(host) && (options.tokens ?? []).length === 0) {
+  if (!isLoopbackHost(host) && (options.tokens ?? []).length === 0 && options.oauth === undefined) {
     logger.warn(
       `hub: listening on ${host} without a token: anyone who reaches it may register, publish, save chains, run rooms and sync; set --token (AGORA_TOKEN)`,
     );

@@ -16,6 +16,7 @@ import {
   type Span,
   type SpanOptions,
 } from '../telemetry/tracing.js';
+import type { TokenSource } from './token-source.js';
 
 /** Every default of the one client, in one place (durations in ms). */
 export const CLIENT_DEFAULTS = {
@@ -54,6 +55,8 @@ export type HttpClientOptions = {
    * other one): a request elsewhere goes without it.
    */
   tokenOrigin?: string | readonly string[] | undefined;
+  /** Where a token renewed over time comes from (client credentials, `token-source.ts`); wins over `token`. */
+  tokenSource?: TokenSource | undefined;
   /** Headers sent with every request (a proxy's key, a tracing id); the token wins over an `authorization` here. */
   headers?: Record<string, string> | undefined;
   /** Words a failure from its reason (default `GET http://host/x: <reason>`). */
@@ -236,6 +239,7 @@ export class HttpClient {
   /** Sends a request and follows its redirects (a safe request only), each hop vetted, the token kept to its origin. */
   async #follow(at: RequestAt, options: RequestOptions, safe: boolean, signal: AbortSignal): Promise<Response> {
     const tokenOrigins = this.#tokenOrigins ?? new Set([originOf(at.url)]);
+    const token = this.#options.tokenSource ? await this.#options.tokenSource.token() : this.#options.token;
     const maxRedirects = options.maxRedirects ?? this.#options.maxRedirects ?? CLIENT_DEFAULTS.maxRedirects;
     const fail = (reason: string) => new AgoraError('PEER_FAILURE', this.describe(reason, at));
     for (let redirects = 0; ; redirects++) {
@@ -243,7 +247,7 @@ export class HttpClient {
       if (hop.protocol !== 'http:' && hop.protocol !== 'https:') throw fail(`unsupported scheme ${hop.protocol}`);
       const response = await this.#fetch(hop.href, {
         method: at.method,
-        headers: this.#headersFor(hop.origin, hop.origin === originOf(at.url), tokenOrigins, options),
+        headers: this.#headersFor(hop.origin, hop.origin === originOf(at.url), tokenOrigins, options, token),
         ...(options.json !== undefined
           ? { body: options.json instanceof JsonText ? options.json.text : JSON.stringify(options.json) }
           : options.body !== undefined
@@ -271,14 +275,15 @@ export class HttpClient {
     asAsked: boolean,
     tokenOrigins: ReadonlySet<string | undefined>,
     options: RequestOptions,
+    token: string | undefined,
   ): Record<string, string> {
     const headers: Record<string, string> = { accept: 'application/json', ...this.#headers };
     for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
     if (options.json !== undefined) headers['content-type'] = 'application/json';
     // A credential never follows a redirect to another origin.
     if (!asAsked) delete headers.authorization;
-    if (this.#options.token && tokenOrigins.has(origin)) headers.authorization = bearer(this.#options.token);
-    else if (this.#options.token) delete headers.authorization;
+    if (token && tokenOrigins.has(origin)) headers.authorization = bearer(token);
+    else if (token) delete headers.authorization;
     // The trace context goes to every hop (it names a span, nothing secret).
     injectContext(headers);
     return headers;

@@ -95,6 +95,7 @@ export const a2aFace: FaceDefinition<A2aOptions, 'a2a'> = {
         baseUrl: baseUrlOf(request, context.publicUrl) ?? 'http://localhost',
         protocols: await context.catalogue.entries(),
         tokens: context.tokensRequired,
+        auth: await context.oauth?.describe(),
       });
       const response = json(200, card, { 'cache-control': 'public, max-age=60' });
       if (request.method === 'HEAD') response.body = '';

@@ -9,7 +9,7 @@ import type { JsonObject, JsonValue, SuccessResponse } from '../../schemas.js';
 import { header, type EdgeRequest } from '../../edge/request.js';
 import { eventStream, json, jsonText, type EdgeResponse } from '../../edge/response.js';
 import type { Ask } from '../../faces/ask.js';
-import { sessionKey, tokenScope } from '../../faces/sessions.js';
+import { callerOf, sessionKey } from '../../faces/sessions.js';
 import { isBadBody, isTooLarge, readBodyText } from '../../faces/body.js';
 import type { StreamAnswer } from '../../faces/stream.js';
 import {
@@ -82,8 +82,7 @@ export function createA2aRpc(deps: A2aRpcDeps): (request: EdgeRequest) => Promis
   const fail = (id: JsonValue, code: number, message: string) => rpcError(200, id, code, message);
 
   /** The caller as its token names it (`""` without tokens): its conversations and tasks are its own. */
-  const principalOf = (request: EdgeRequest): string =>
-    deps.tokensRequired ? (tokenScope(header(request, 'authorization')) ?? '') : '';
+  const principalOf = (request: EdgeRequest): string => callerOf(request, deps.tokensRequired ?? false) ?? '';
 
   function start(params: JsonObject, request: EdgeRequest): { task: StoredTask; ask: Ask } {
     const message = params.message;

@@ -13,7 +13,7 @@ import { FeedChannel, sseFrame, wantsEventStream } from '../../edge/events.js';
 import { clientKey } from '../../edge/guard.js';
 import { isBadBody, isTooLarge, readBodyText } from '../../faces/body.js';
 import type { Face, FaceDefinition } from '../../faces/face.js';
-import { FaceSessions, sessionKey, tokenScope } from '../../faces/sessions.js';
+import { callerOf, FaceSessions, sessionKey } from '../../faces/sessions.js';
 import { McpToolTable } from './tools.js';
 
 /** Options of the MCP face. */
@@ -104,8 +104,7 @@ export const mcpFace: FaceDefinition<McpOptions, 'mcp'> = {
     const streamOfSession = new Map<string, FeedChannel>();
     const streamsOfClient = new Map<string, number>();
     /** A request's session key: its `Mcp-Session-Id` under the caller's token, so a session answers only the token that opened it. */
-    const keyOf = (request: EdgeRequest, id: string) =>
-      sessionKey(context.tokensRequired ? tokenScope(header(request, 'authorization')) : undefined, id);
+    const keyOf = (request: EdgeRequest, id: string) => sessionKey(callerOf(request, context.tokensRequired), id);
     let answerer: ReturnType<(typeof import('./transport.js'))['createAnswerer']> | undefined;
 
     const stopWatching = context.receiver.capabilities.description?.onProtocolsChanged(() => {

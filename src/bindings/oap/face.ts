@@ -1,5 +1,6 @@
 // The OAP face (Open Agent Protocol 0.3, PyPI `open-agent-protocol`): `GET /` is what `oap register` reads,
 // `POST /invoke` takes a TaskEnvelope. Errors are OAP's `{error, detail}`. `POST /` stays the Agora wire's.
+import { cardAuth } from '../../edge/bearer.js';
 import type { MountRoute } from '../../edge/mount.js';
 import { json, type EdgeResponse } from '../../edge/response.js';
 import { errorCodeOf } from '../../faces/body.js';
@@ -54,6 +55,7 @@ export const oapFace: FaceDefinition<OapOptions, 'oap'> = {
           capabilities: capabilityWords(protocols),
           description: context.description,
           status: 'ok',
+          ...(context.tokensRequired ? { auth: cardAuth(await context.oauth?.describe()) } : {}),
         });
         if (request.method === 'HEAD') card.body = '';
         return card;

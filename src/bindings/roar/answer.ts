@@ -5,7 +5,8 @@ import type { Logger } from '../../log.js';
 import type { ReceiverApi, RequestContext } from '../../receiver.js';
 import type { JsonValue, SuccessResponse } from '../../schemas.js';
 import { ask, type Ask } from '../../faces/ask.js';
-import { tokenScope, type FaceSessions } from '../../faces/sessions.js';
+import type { BearerVerifier } from '../../edge/oauth.js';
+import type { FaceSessions } from '../../faces/sessions.js';
 import type { Catalogue } from '../../faces/catalogue.js';
 import { canonicalJson } from './canonical.js';
 import { roarCard } from './card.js';
@@ -41,6 +42,8 @@ export type RoarFaceDeps = {
   stream: StreamAnswer;
   /** Whether the edge asks for a token (then an unsigned message's session is scoped by it). */
   tokensRequired?: boolean;
+  /** The edge's OAuth verifier, when it takes access tokens (the card describes it). */
+  oauth?: BearerVerifier | undefined;
   /** Where the tasks' statuses go out (`GET /roar/events`). */
   events: RoarEvents;
   now: () => number;
@@ -63,8 +66,8 @@ export type DeltaListeners = (asked: JsonValue | undefined) => ((delta: string) 
 
 /**
  * Answers one ROAR message given as text: checks it, asks the receiver, and returns the signed reply. `baseUrl`
- * is asked for only by `discover` (the card's links), so other messages never build it. `token` is the bearer
- * token the message came with, when the edge asks for one (a session's scope when messages are not signed).
+ * is asked for only by `discover` (the card's links), so other messages never build it. `caller` is who sent
+ * it as the edge found (`callerOf`): a session's scope when messages are not signed.
  */
 export async function answerRoarMessage(
   deps: RoarFaceDeps,
@@ -72,7 +75,7 @@ export async function answerRoarMessage(
   baseUrl: () => string,
   signal?: AbortSignal,
   deltas?: DeltaListeners,
-  token?: string,
+  caller?: string,
 ): Promise<RoarOutcome> {
   const message = parseRoarMessage(text);
   const onDelta = deltas?.(message.context.deltas);
@@ -83,7 +86,7 @@ export async function answerRoarMessage(
   // The client's `context.session_id` is kept and echoed, scoped by who sent it: the verified signer when messages
   // are signed, else the token; two callers who pick the same id have two conversations.
   const signed = deps.security.secret !== undefined || (deps.security.trust?.size ?? 0) > 0;
-  const principal = signed ? `did:${message.fromDid}` : tokenScope(token);
+  const principal = signed ? `did:${message.fromDid}` : caller;
   const action = roarAction(message, principal);
   if (action.kind === 'discover') {
     const card = roarCard({
@@ -91,6 +94,8 @@ export async function answerRoarMessage(
       description: deps.description,
       baseUrl: baseUrl(),
       protocols: await deps.catalogue.entries(),
+      tokens: deps.tokensRequired ?? false,
+      auth: await deps.oauth?.describe(),
     });
     return {
       status: 200,

@@ -1,5 +1,7 @@
 // ROAR's agent card (`GET /roar/card`, and `GET /roar/agents` as its SDK lists it): the identity, the served
 // protocols as skills and declared capabilities (with their Agora hash), the endpoints.
+import { cardAuth } from '../../edge/bearer.js';
+import type { AuthDescription } from '../../edge/oauth.js';
 import type { CatalogueEntry } from '../../faces/catalogue.js';
 import { identityJson, type RoarIdentity } from './identity.js';
 
@@ -21,6 +23,9 @@ export type RoarCardInput = {
   description: string;
   baseUrl: string;
   protocols: readonly CatalogueEntry[];
+  /** Whether a bearer token is needed, and the OAuth scheme when an authorization server issues it. */
+  tokens?: boolean;
+  auth?: AuthDescription | undefined;
 };
 
 /** The agent card as ROAR's `AgentCard` JSON. */
@@ -42,6 +47,9 @@ export function roarCard(input: RoarCardInput): Record<string, unknown> {
       input_schema: {},
       output_schema: {},
     })),
-    metadata: { agora: { wellknown: `${input.baseUrl}/wellknown`, protocols: `${input.baseUrl}/protocols/` } },
+    metadata: {
+      agora: { wellknown: `${input.baseUrl}/wellknown`, protocols: `${input.baseUrl}/protocols/` },
+      ...(input.tokens ? { auth: cardAuth(input.auth) } : {}),
+    },
   };
 }

@@ -102,6 +102,7 @@ export const roarFace = {
       logger: context.logger,
       stream: options.stream ?? receiverStream(context.receiver, sessions),
       tokensRequired: context.tokensRequired,
+      oauth: context.oauth,
       events: new RoarEvents(options.roarEvents),
       now,
     };

@@ -5,6 +5,7 @@ import type { Logger } from '../../log.js';
 import type { MountedRequest } from '../../edge/mount.js';
 import { baseUrlOf, cleanPath, header } from '../../edge/request.js';
 import { eventStream, json, jsonText, SSE_HEADERS, type EdgeResponse } from '../../edge/response.js';
+import { callerOf } from '../../faces/sessions.js';
 import { errorCodeOf, isBadBody, isTooLarge, readBodyText } from '../../faces/body.js';
 import { answerRoarMessage, type RoarFaceDeps } from './answer.js';
 import { roarCard } from './card.js';
@@ -64,6 +65,8 @@ export function roarHttp(deps: RoarFaceDeps): (request: MountedRequest) => Promi
             description: deps.description,
             baseUrl: baseUrl(request),
             protocols: await deps.catalogue.entries(),
+            tokens: deps.tokensRequired ?? false,
+            auth: await deps.oauth?.describe(),
           });
           return json(200, path === '/roar/card' ? card : { agents: [card] }, {
             'cache-control': 'public, max-age=60',
@@ -85,8 +88,15 @@ export function roarHttp(deps: RoarFaceDeps): (request: MountedRequest) => Promi
         case '/roar/message': {
           if (method !== 'POST') break;
           const text = await readBodyText(request, deps.maxBodyBytes);
-          const token = deps.tokensRequired ? header(request, 'authorization') : undefined;
-          const outcome = await answerRoarMessage(deps, text, () => baseUrl(request), request.signal, undefined, token);
+          const caller = callerOf(request, deps.tokensRequired ?? false);
+          const outcome = await answerRoarMessage(
+            deps,
+            text,
+            () => baseUrl(request),
+            request.signal,
+            undefined,
+            caller,
+          );
           // ROAR's canonical JSON escapes every non-ASCII character: its length is its byte count.
           return jsonText(outcome.status, outcome.text, {}, outcome.text.length);
         }

@@ -12,6 +12,7 @@ import type { WebSocket } from 'ws';
 import { bearerToken } from '../../edge/guard.js';
 import { header } from '../../edge/request.js';
 import type { SocketSession } from '../../edge/response.js';
+import { tokenScope } from '../../faces/sessions.js';
 import { answerRoarMessage, type DeltaListeners, type RoarFaceDeps } from './answer.js';
 import { RoarRefusal } from './message.js';
 
@@ -57,7 +58,8 @@ export class RoarSockets {
     // headers).
     const authorization = header(session.request, 'authorization');
     const bearer = (bearerToken(authorization) ?? authorization)?.trim() || undefined;
-    const upgraded = bearer !== undefined && session.acceptsToken(bearer);
+    // A bearer on the upgrade is the edge's to check: a static token here, an access token by the guard (principal).
+    const upgraded = bearer !== undefined && (session.acceptsToken(bearer) || session.request.principal !== undefined);
     let authenticated = upgraded || session.acceptsToken(undefined);
     // The token the socket authenticated with: its messages' sessions are scoped by it.
     let token: string | undefined = upgraded ? bearer : undefined;
@@ -110,7 +112,7 @@ export class RoarSockets {
         streamed = true;
         return (delta) => send(socket, JSON.stringify({ type: 'delta', delta }));
       };
-      answerRoarMessage(deps, text, () => baseUrl, undefined, listeners, token)
+      answerRoarMessage(deps, text, () => baseUrl, undefined, listeners, session.request.principal ?? tokenScope(token))
         .then(
           // The reply's canonical text ends in `}` and has no `type` of its own: `type` goes last, as sorted keys put
           // it.
