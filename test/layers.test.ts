@@ -21,6 +21,7 @@ const LAYERS: readonly (readonly string[])[] = [
     '_redis-connection',
     '_slug',
     '_plural',
+    '_optional',
   ],
   // The one HTTP toolkit, inbound (edge) and outbound (net): it knows no protocol.
   ['edge', 'memory', 'net'],
