@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// Runs the CLI: the compiled one (dist/, built by `npm run build` and before packing), else, in a checkout that
-// has run `npm ci` but not built, the TypeScript source through tsx (a dependency). In a checkout that is not
+// Runs the CLI: the compiled one (dist/, built by `npm ci`'s prepare step and before packing), else, in a checkout that
+// has run `npm ci` but not built, the TypeScript source through tsx (a dev dependency). In a checkout that is not
 // installed at all, it says what to run instead of failing with a module error.
 import { existsSync } from 'node:fs';
 

@@ -2,10 +2,11 @@
 // `npm test`: runs the vitest suite, with a throwaway Redis server when one can be started, so the Redis
 // store contract and the multi-process tests run too. Extra arguments go to vitest.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { buildIfStale } from './build.mjs';
 
 const freePort = () =>
   new Promise((resolve, reject) => {
@@ -50,35 +51,11 @@ async function startRedis() {
   return undefined;
 }
 
-// `agora init` scaffolds new agents from this checkout's dist/ (the tests of init do too): built here when it is
-// missing or older than a source file, so `npm ci && npm test` on a fresh clone needs no other step.
-function newestSource(dir) {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-function builtAt() {
-  try {
-    return statSync('dist/index.js').mtimeMs;
-  } catch {
-    return -1;
-  }
-}
-
-if (builtAt() < newestSource('src')) {
-  console.error('test: building dist/ (npm run build), which agora init scaffolds from…');
-  const build = spawnSync(process.execPath, ['node_modules/typescript/bin/tsc', '-p', 'tsconfig.build.json'], {
-    stdio: 'inherit',
-  });
-  if (build.status !== 0) {
-    console.error('test: the build failed');
-    process.exit(build.status ?? 1);
-  }
-}
+// `agora init` scaffolds new agents from this checkout's dist/ (the tests of init, and the package's test, too):
+// built here when it is missing or older than a source file, so `npm ci && npm test` on a fresh clone needs no other
+// step.
+const built = buildIfStale('which agora init and the package test use');
+if (built !== 0) process.exit(built);
 
 const redis = process.env.AGORA_TEST_REDIS_URL ? undefined : await startRedis();
 const env = { ...process.env, ...(redis ? { AGORA_TEST_REDIS_URL: redis.url } : {}) };

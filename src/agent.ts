@@ -14,6 +14,7 @@ import type { RoutineGenerator } from './generation/generate.js';
 import type { RoutineTypeChecker } from './generation/checks/typecheck.js';
 import type { AgentDashboard, AgentDashboardOptions } from './dashboard/agent-dashboard.js';
 import type { ReceiverApi } from './receiver.js';
+import { installHint, missingPackages, ROUTINE_WRITER_PACKAGES } from './_optional.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
 export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
@@ -101,23 +102,27 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   let dashboard: AgentDashboard | undefined;
   // With an LLM, frequent protocols get LLM-written routines (checked, then approved); the closures read the
   // receiver created below, and only run once it serves.
-  // The writer of routines (and its QuickJS sandbox) loads only for an agent with an LLM.
-  const generator = llm
-    ? new (await import('./generation/generate.js')).RoutineGenerator({
-        dir,
-        memory: stores.memory,
-        llm,
-        logger,
-        tools: () => receiver.tools,
-        profile: () => receiver.profile(),
-        onUsage: (usage, protocol) =>
-          receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
-        threshold: routineThreshold,
-        autoApprove,
-        ...(typeChecker ? { typeChecker } : {}),
-        onStatus: () => dashboard?.routinesChanged(),
-      })
-    : undefined;
+  // The writer of routines (and its QuickJS sandbox) loads only for an agent with an LLM, and with its packages.
+  const writerMissing = llm ? missingPackages(ROUTINE_WRITER_PACKAGES) : [];
+  if (writerMissing.length)
+    logger.warn(`routines are not written: ${installHint('the routine writer', writerMissing)}`);
+  const generator =
+    llm && !writerMissing.length
+      ? new (await import('./generation/generate.js')).RoutineGenerator({
+          dir,
+          memory: stores.memory,
+          llm,
+          logger,
+          tools: () => receiver.tools,
+          profile: () => receiver.profile(),
+          onUsage: (usage, protocol) =>
+            receiver.counters.llmCall(protocol, 'routine', usage.inputTokens, usage.outputTokens),
+          threshold: routineThreshold,
+          autoApprove,
+          ...(typeChecker ? { typeChecker } : {}),
+          onStatus: () => dashboard?.routinesChanged(),
+        })
+      : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
   const extensions = { negotiate: respondToNegotiation, ...generator?.extensions(), ...rest.extensions };
   let receiver: Receiver;

@@ -7,7 +7,12 @@ import { frameworkDependency, type FrameworkDependency } from './init-dependency
 
 export type { FrameworkDependency, DependencyOrigin } from './init-dependency.js';
 
-type Manifest = { version: string; dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+type Manifest = {
+  version: string;
+  dependencies?: Record<string, string>;
+  devDependencies?: Record<string, string>;
+  peerDependencies?: Record<string, string>;
+};
 
 /** The framework's own folder (the package root): its root agent is the template of new agents. */
 export function frameworkRoot(): string {
@@ -183,10 +188,12 @@ async function scaffold(directory: string, options: InitOptions): Promise<string
           validate: 'agora validate .',
         },
         dependencies: { 'agora-agents': dependency.spec },
-        // The framework's own versions: what its routines and tools were checked against.
+        // The framework's own versions: what its routines and tools were checked against. QuickJS and TypeScript
+        // are also the routine writer's sandbox and checker (optional peers of agora-agents, wanted by an agent).
         devDependencies: {
           '@types/node': manifest.devDependencies?.['@types/node'] ?? '^20.19.0',
-          typescript: manifest.dependencies?.typescript ?? '~5.9.0',
+          'quickjs-emscripten': manifest.peerDependencies?.['quickjs-emscripten'] ?? '^0.32.0',
+          typescript: manifest.peerDependencies?.typescript ?? '~5.9.0',
         },
         // esbuild (which loads routines) installs its binary in a script: allowed, so npm neither skips nor warns.
         allowScripts: { esbuild: true },

@@ -22,6 +22,7 @@ const LAYERS: readonly (readonly string[])[] = [
     '_redis-target',
     '_slug',
     '_plural',
+    '_optional',
     // OpenTelemetry's API: spans opened on every floor, and the SDK started by the CLI.
     'telemetry',
   ],

@@ -2,6 +2,7 @@
 // the W3C propagator, async context, and an OTLP/HTTP exporter configured by OpenTelemetry's standard variables. The
 // SDK is loaded only here, only when tracing is on.
 import { context, propagation, trace } from '@opentelemetry/api';
+import { installHint, missingPackages } from '../_optional.js';
 import { enableTracing } from './tracing.js';
 
 /** The variables that turn tracing on (either one): where spans are sent. */
@@ -63,6 +64,11 @@ export async function startTracing(options: TracingOptions = {}): Promise<Runnin
   if (running) return running;
   const env = options.env ?? {};
   const protocol = otlpProtocol(env);
+  const exporterPackage =
+    protocol === 'http/json' ? '@opentelemetry/exporter-trace-otlp-http' : '@opentelemetry/exporter-trace-otlp-proto';
+  // Optional peer dependencies: not installed with agora-agents, named with the command that installs them.
+  const missing = missingPackages(['@opentelemetry/sdk-trace-node', '@opentelemetry/resources', exporterPackage]);
+  if (missing.length) throw new Error(installHint('Tracing', missing));
   const [{ NodeTracerProvider, BatchSpanProcessor }, resources, exporterModule] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),
     import('@opentelemetry/resources'),

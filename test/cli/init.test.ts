@@ -98,7 +98,7 @@ describe('agora init', () => {
     const manifest = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8'));
     // A relative file: path, so the checkout and the agent can move together; what a tsc and a test need.
     expect(manifest.dependencies['agora-agents']).toBe(`file:${relative(dir, root)}`);
-    expect(Object.keys(manifest.devDependencies)).toEqual(['@types/node', 'typescript']);
+    expect(Object.keys(manifest.devDependencies)).toEqual(['@types/node', 'quickjs-emscripten', 'typescript']);
     expect(manifest.allowScripts).toEqual({ esbuild: true });
     expect(result.stdout).toContain(`agora-agents: "file:${relative(dir, root)}" (this checkout of agora-agents`);
 

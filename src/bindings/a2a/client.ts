@@ -7,12 +7,24 @@ import type { AgentCard, Message, Part, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { AgoraError, isAgoraError } from '../../errors.js';
 import type { JsonValue } from '../../schemas.js';
+import { importOptional } from '../../_optional.js';
 import {
   agentBaseUrl,
   boundedFetch,
   DEFAULT_SENDER_TIMEOUT_MS,
   type TransportOptions,
 } from '../../sender/transport.js';
+
+/**
+ * The fields of an A2A agent card that callers read (the SDK's `AgentCard` has more): declared here so the package's
+ * types need no @a2a-js/sdk, an optional peer loaded when the first client is made.
+ */
+export type A2aCard = {
+  name: string;
+  description: string;
+  version: string;
+  skills: { id: string; name: string; description: string; tags: string[] }[];
+};
 
 /** Options of {@link A2aClient}. */
 export type A2aClientOptions = TransportOptions & {
@@ -72,7 +84,7 @@ function partValue(part: Part): JsonValue | undefined {
 }
 
 /** Parts as one result: texts joined, a lone data part as itself, anything else as the list of part values. */
-export function partsResult(parts: readonly Part[]): JsonValue {
+function partsResult(parts: readonly Part[]): JsonValue {
   const values = parts.map(partValue).filter((value): value is JsonValue => value !== undefined);
   if (values.length > 0 && values.every((value) => typeof value === 'string')) return values.join('');
   if (values.length === 1) return values[0]!;
@@ -127,7 +139,7 @@ export class A2aClient {
   }
 
   /** The agent's card (resolved by the SDK, a 0.3 card translated to 1.0's shape). */
-  async card(url: string): Promise<AgentCard> {
+  async card(url: string): Promise<A2aCard> {
     return (await this.#client(url)).card;
   }
 
@@ -256,7 +268,7 @@ export class A2aClient {
     if (made === undefined) {
       made = (async () => {
         const { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } =
-          await import('@a2a-js/sdk/client');
+          await importOptional('@a2a-js/sdk', 'Calling A2A agents', () => import('@a2a-js/sdk/client'), 'PEER_FAILURE');
         // The token goes to the agent's origin and those the caller allowed, never to one a card names.
         const origin = new URL(base).origin;
         const allowed = new Set([origin, ...(this.#options.allowOrigins ?? []).map(originOf)]);

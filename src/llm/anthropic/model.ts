@@ -10,6 +10,7 @@ import {
   type RetryPolicy,
 } from '../retry.js';
 import { toMessageParams, toResponse, toToolParam } from './messages.js';
+import { importOptional } from '../../_optional.js';
 
 // Not claude-sonnet-4-5: the installed SDK marks it deprecated (end of life 2026-11-30) and warns on every call.
 /** The Claude model used when neither the `model` option nor AGORA_MODEL names one. */
@@ -67,7 +68,12 @@ export class AnthropicModel implements LanguageModel {
       maxRetries: 0,
     };
     this.#connect = lazyClient(() =>
-      import('@anthropic-ai/sdk').then((sdk) => ({ sdk, client: new sdk.default(clientOptions) })),
+      importOptional(
+        '@anthropic-ai/sdk',
+        'The Anthropic provider',
+        () => import('@anthropic-ai/sdk'),
+        'LLM_UNAVAILABLE',
+      ).then((sdk) => ({ sdk, client: new sdk.default(clientOptions) })),
     );
   }
 

@@ -10,6 +10,7 @@ import {
   type RetryPolicy,
 } from '../retry.js';
 import { toChatMessages, toChatTool, toResponse } from './chat.js';
+import { importOptional } from '../../_optional.js';
 
 /** The OpenAI model used when neither the `model` option nor AGORA_MODEL names one. */
 export const DEFAULT_OPENAI_MODEL = 'gpt-4.1-mini';
@@ -70,7 +71,12 @@ export class OpenAIModel implements LanguageModel {
       timeout: this.#policy.timeoutMs,
       maxRetries: 0,
     };
-    this.#connect = lazyClient(() => import('openai').then((sdk) => ({ sdk, client: new sdk.default(clientOptions) })));
+    this.#connect = lazyClient(() =>
+      importOptional('openai', 'The OpenAI provider', () => import('openai'), 'LLM_UNAVAILABLE').then((sdk) => ({
+        sdk,
+        client: new sdk.default(clientOptions),
+      })),
+    );
   }
 
   /** Sends one request, retrying transient failures; any other failure is AgoraError('LLM_UNAVAILABLE'). */
