@@ -15,7 +15,7 @@ import type { AgentDashboard, AgentDashboardOptions } from './dashboard/agent-da
 import type { ReceiverApi } from './receiver.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
-export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
+export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm' | 'typeCheck'> &
   Omit<ServerOptions, 'dashboard' | 'port' | 'host'> & {
     port?: number;
     host?: string;
@@ -33,6 +33,11 @@ export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
     routineThreshold?: number;
     /** Use routines the LLM writes as soon as they pass their checks, without `agora routines approve` (default false). */
     autoApprove?: boolean;
+    /**
+     * Type-check `routines/` and `tools/` as they load, in a worker thread, each error a warning naming the file and
+     * line (default true; the file is served all the same).
+     */
+    typeCheck?: boolean;
     /** `GET /dashboard` (default on; `false` serves none). Its tokens are the agent's `tokens`. */
     dashboard?: boolean | Pick<AgentDashboardOptions, 'recorder'>;
   };
@@ -81,10 +86,14 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     routineThreshold,
     autoApprove,
     dashboard: dashboardOption,
+    typeCheck,
     ...rest
   } = withDefaults(AGENT_DEFAULTS, options);
   // The agent's entry is the one place of the library that reads the environment, and only when asked ('auto').
   const llm = llmOption === 'auto' ? chooseModel({ model }, process.env) : (llmOption ?? undefined);
+  // One type checker (a worker thread, started on the first check) for hand-written files and the LLM's routines.
+  const typeChecker =
+    typeCheck || llm ? new (await import('./generation/checks/typecheck.js')).RoutineTypeChecker() : undefined;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const stores = await openStores(store, {
     role: 'agent',
@@ -111,6 +120,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         threshold: routineThreshold,
         autoApprove,
         onStatus: () => dashboard?.routinesChanged(),
+        typeChecker,
       })
     : undefined;
   // Negotiation is answered by default; an extension given in the options takes precedence.
@@ -125,12 +135,14 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       dir,
       logger,
       extensions,
+      typeCheck: typeCheck ? (files, root) => typeChecker!.checkFiles(files, root) : undefined,
       llm: llm ?? null,
       store: stores.conversations,
       memory: stores.memory,
     });
   } catch (error) {
     await generator?.close();
+    await typeChecker?.close();
     await stores.close();
     throw error;
   }
@@ -150,6 +162,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         await server.close();
         await generator?.close();
         await receiver.close();
+        await typeChecker?.close();
         await stores.close();
       },
     };
@@ -158,6 +171,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   } catch (error) {
     await generator?.close();
     await receiver.close();
+    await typeChecker?.close();
     await stores.close();
     throw error;
   }
