@@ -6,7 +6,7 @@ import { startAgent } from '../../src/agent.js';
 import { main } from '../../src/cli/main.js';
 import { silentLogger } from '../../src/log.js';
 import { echoProtocol, makeAgentFolder } from '../helpers/agent-folder.js';
-import { cliArgs, startHubCommand } from '../helpers/cli.js';
+import { captureOutput, cliArgs, startHubCommand } from '../helpers/cli.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -16,17 +16,11 @@ afterEach(async () => {
 
 /** Runs `agora …` in process and returns its exit code and output. */
 async function run(...argv: string[]) {
-  let stdout = '';
-  let stderr = '';
-  vi.spyOn(process.stdout, 'write').mockImplementation(
-    (chunk: string | Uint8Array) => ((stdout += String(chunk)), true),
-  );
-  vi.spyOn(process.stderr, 'write').mockImplementation(
-    (chunk: string | Uint8Array) => ((stderr += String(chunk)), true),
-  );
+  const output = captureOutput();
   const code = await main(argv);
+  const result = { code, stdout: output.stdout(), stderr: output.stderr() };
   vi.restoreAllMocks();
-  return { code, stdout, stderr };
+  return result;
 }
 
 /** A loopback port nothing listens on (taken, then let go). */
