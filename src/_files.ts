@@ -243,3 +243,11 @@ export function touchesSources(names: ReadonlySet<string> | undefined): boolean 
     if (!name.startsWith('.') && (MODULE_EXTENSIONS.has(extname(name)) || name.endsWith('.json'))) return true;
   return false;
 }
+
+/** Whether a path exists (a file that failed to load is still there: logged as such, not as removed). */
+export function fileExists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}

@@ -17,7 +17,7 @@ import type { ReceiverApi } from './receiver.js';
 import { installHint, missingPackages, ROUTINE_WRITER_PACKAGES } from './_optional.js';
 
 /** Options of {@link startAgent}: the receiver's, the HTTP server's, and where state lives. */
-export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
+export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm' | 'typeCheck'> &
   Omit<ServerOptions, 'dashboard' | 'port' | 'host'> & {
     port?: number;
     host?: string;
@@ -35,8 +35,13 @@ export type AgentOptions = Omit<ReceiverOptions, 'store' | 'memory' | 'llm'> &
     routineThreshold?: number;
     /** Use routines the LLM writes as soon as they pass their checks, without `agora routines approve` (default false). */
     autoApprove?: boolean;
-    /** The type-checker of LLM-written routines (default: the agent's own); agents of one process may share one. */
+    /** The type-checker of routines (default: the agent's own); agents of one process may share one (left open). */
     typeChecker?: RoutineTypeChecker;
+    /**
+     * Type-check `routines/` and `tools/` as they load, in a worker thread, each error a warning naming the file and
+     * line (default true; the file is served all the same; skipped when TypeScript is not installed).
+     */
+    typeCheck?: boolean;
     /** `GET /dashboard` (default on; `false` serves none). Its tokens are the agent's `tokens`. */
     dashboard?: boolean | Pick<AgentDashboardOptions, 'recorder'>;
   };
@@ -84,12 +89,21 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
     model,
     routineThreshold,
     autoApprove,
-    typeChecker,
+    typeChecker: sharedChecker,
     dashboard: dashboardOption,
+    typeCheck: typeCheckOption,
     ...rest
   } = withDefaults(AGENT_DEFAULTS, options);
   // The agent's entry is the one place of the library that reads the environment, and only when asked ('auto').
   const llm = llmOption === 'auto' ? chooseModel({ model }, process.env) : (llmOption ?? undefined);
+  // One type checker (a worker thread, started on the first check) for hand-written files and the LLM's routines.
+  // Hand-written files are checked when TypeScript (an optional peer) is installed.
+  const typeCheck = typeCheckOption && missingPackages(['typescript']).length === 0;
+  const ownChecker =
+    !sharedChecker && (typeCheck || (llm && missingPackages(ROUTINE_WRITER_PACKAGES).length === 0))
+      ? new (await import('./generation/checks/typecheck.js')).RoutineTypeChecker()
+      : undefined;
+  const typeChecker = sharedChecker ?? ownChecker;
   // Spec §2: an expired id answers "Conversation expired" for at least one TTL (unless the URL sets tombstoneMs).
   const stores = await openStores(store, {
     role: 'agent',
@@ -135,12 +149,14 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
       dir,
       logger,
       extensions,
+      typeCheck: typeCheck ? (files, root) => typeChecker!.checkFiles(files, root) : undefined,
       llm: llm ?? null,
       store: stores.conversations,
       memory: stores.memory,
     });
   } catch (error) {
     await generator?.close();
+    await ownChecker?.close();
     await stores.close();
     throw error;
   }
@@ -160,6 +176,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
         await server.close();
         await generator?.close();
         await receiver.close();
+        await ownChecker?.close();
         await stores.close();
       },
     };
@@ -168,6 +185,7 @@ export async function startAgent(options: AgentOptions = {}): Promise<RunningAge
   } catch (error) {
     await generator?.close();
     await receiver.close();
+    await ownChecker?.close();
     await stores.close();
     throw error;
   }

@@ -6,6 +6,7 @@ import type { Metrics } from './metrics.js';
 import type { KnownDocument, ProtocolRegistry } from './protocol/registry.js';
 import { agentProfile, type AgentLlm } from './receiver/agent-llm.js';
 import { assembleReceiver } from './receiver/assemble.js';
+import { FolderReport } from './receiver/folder-report.js';
 import type { AgentFolder } from './receiver/folder.js';
 import type { Suitability } from './receiver/suitability.js';
 import { AgoraError } from './errors.js';
@@ -81,6 +82,8 @@ export class Receiver implements ReceiverApi, PreparedListing, ReceiverHealth, S
   readonly #pipeline: TurnPipeline;
   readonly #wellknown: WellknownListing;
   readonly #streams: ReplyStreams;
+  readonly #report: FolderReport;
+  #reportStarted: Promise<void> = Promise.resolve();
 
   constructor(options: ReceiverOptions = {}) {
     this.#settings = receiverSettings(options);
@@ -91,6 +94,13 @@ export class Receiver implements ReceiverApi, PreparedListing, ReceiverHealth, S
     this.#pipeline = new TurnPipeline(parts);
     this.#wellknown = new WellknownListing({ ...parts, publicUrl: this.#settings.publicUrl });
     this.#streams = new ReplyStreams({ ...parts, turns: this.#pipeline });
+    this.#report = new FolderReport({
+      registry: this.registry,
+      folder: this.#folder,
+      logger: this.logger,
+      hasLlm: this.llm !== undefined,
+      listed: async () => new Set(Object.keys(await this.wellknown())),
+    });
     this.capabilities = { streaming: this.#streams, listing: this, health: this, description: this };
   }
 
@@ -112,6 +122,15 @@ export class Receiver implements ReceiverApi, PreparedListing, ReceiverHealth, S
       this.#folder.load(this.#settings.watch),
       this.#suitability.load(),
     ]);
+    // Once protocols/ is read, what it serves and not is said at each change (the report's own errors are logged).
+    this.#reportStarted = this.registry.loaded().then(() => this.#report.start());
+  }
+
+  /** Resolves once the type-checks of the hand-written files and the reports of folder changes so far are logged. */
+  async settled(): Promise<void> {
+    await this.#folder.typeChecked();
+    await this.#reportStarted;
+    await this.#report.settled();
   }
 
   /** Whether `protocols/` is still being read at the start (a lookup that misses waits for it). */
@@ -247,6 +266,7 @@ export class Receiver implements ReceiverApi, PreparedListing, ReceiverHealth, S
 
   /** Stops watching and closes the store and memory. */
   async close(): Promise<void> {
+    this.#report.close();
     this.registry.close();
     await this.#folder.close();
     await this.store.close();

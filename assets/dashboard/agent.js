@@ -375,7 +375,8 @@
       el(
         'p',
         {},
-        `Uses: ${routine.uses.uses} (${routine.uses.llm} by the LLM, ${routine.uses.routine} by the routine, ${routine.uses.failures} routine failures)`,
+        // Conversations are counted once, answers once per turn: the LLM's may outnumber the conversations.
+        `Conversations: ${routine.uses.uses} · answers by the LLM: ${routine.uses.llm} · conversations by the routine: ${routine.uses.routine} · routine failures: ${routine.uses.failures}`,
       ),
       routine.checks.length ? el('ul', {}, ...routine.checks.map((check) => el('li', {}, check))) : null,
       cases,

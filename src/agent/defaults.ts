@@ -25,6 +25,8 @@ export const AGENT_DEFAULTS = {
   routineThreshold: 5,
   /** Use routines the LLM writes as soon as they pass their checks, without review. */
   autoApprove: false,
+  /** Type-check hand-written routines and tools as they load, in the background, warning of each error. */
+  typeCheck: true,
   /** Processes serving the one port (`agora serve --workers`). */
   workers: 1,
 } as const;

@@ -19,7 +19,8 @@ export const AGORA_ROUTES: readonly MountRoute[] = [
   { path: '/ready', public: 'read', allow: GET_ALLOW },
   { path: '/metrics', allow: GET_ALLOW },
   { path: '/protocols', prefix: true, public: 'read', allow: GET_ALLOW },
-  { path: '/conversations', prefix: true, allow: 'POST, DELETE, OPTIONS' },
+  // GET for `/conversations/:id/events` (a stream resumed): a browser's preflight of it is answered with it.
+  { path: '/conversations', prefix: true, allow: 'GET, POST, DELETE, OPTIONS' },
 ];
 
 const ROOT: AgoraRoute = { kind: 'root', param: '', allow: 'POST, OPTIONS' };

@@ -33,8 +33,12 @@ export async function fileArgument(value: string, label: string): Promise<string
   return path;
 }
 
-/** An agent's URL: http(s), absolute. Returned exactly as typed (the sender posts to it as given). */
+/**
+ * An agent's URL: http(s), absolute, returned as typed (the sender posts to it as given); a loopback address without a
+ * scheme (`localhost:3000`, `127.0.0.1:3000`) is taken as http://.
+ */
 export function urlArgument(value: string, label = '<url>'): string {
+  if (/^(localhost|127(\.\d{1,3}){3}|\[::1\])(:\d+)?(\/.*)?$/i.test(value)) return `http://${value}`;
   let parsed: URL | undefined;
   try {
     parsed = new URL(value);
@@ -42,7 +46,8 @@ export function urlArgument(value: string, label = '<url>'): string {
     parsed = undefined;
   }
   if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    throw new UsageError(`${label} must be an http:// or https:// URL, got ${JSON.stringify(value)}`);
+    const hint = /^[\w-]+(\.[\w-]+)+(:\d+)?(\/.*)?$/.test(value) ? ` (did you mean https://${value}?)` : '';
+    throw new UsageError(`${label} must be an http:// or https:// URL, got ${JSON.stringify(value)}${hint}`);
   }
   return value;
 }

@@ -1,3 +1,4 @@
+import { didYouMean } from './_next-step.js';
 import { relative } from 'node:path';
 import { parseArgs } from 'node:util';
 
@@ -67,7 +68,9 @@ export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.P
   try {
     parsed = parseArgs({ args: joinNegativeValues(argv, options), allowPositionals: true, options, strict: true });
   } catch (error) {
-    throw new UsageError(`${(error as Error).message.split('\n')[0]} (see agora ${command.name} --help)`);
+    throw new UsageError(
+      `${parseFailure(error as Error & { code?: string }, command)} (see agora ${command.name} --help)`,
+    );
   }
   const values = { ...parsed.values } as ParsedArgs['values'];
   for (const [name, spec] of Object.entries(command.options)) {
@@ -88,6 +91,19 @@ export function parseCommandArgs(command: Command, argv: string[], env: NodeJS.P
     }
   }
   return { values, positionals: parsed.positionals };
+}
+
+/** Node's parseArgs error in the CLI's words: an unknown flag with the nearest one, a flag missing its value. */
+function parseFailure(error: Error & { code?: string }, command: Command): string {
+  const text = error.message.split('\n')[0] ?? '';
+  const flag = /'(-{1,2}[^'\s]+)/.exec(text)?.[1];
+  if (error.code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION' && flag) {
+    const near = flag.startsWith('--') ? didYouMean(flag.slice(2), Object.keys(command.options)) : undefined;
+    return `unknown flag ${flag}${near ? `: did you mean --${near}?` : ''}`;
+  }
+  if (error.code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' && flag) return `${flag} needs a value`;
+  if (error.code === 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL') return `too many arguments`;
+  return text;
 }
 
 /**

@@ -12,6 +12,7 @@ export async function cliReference(): Promise<string> {
     '',
     "Every command prints one clear line and exits non-zero on a failure: 0 success, 1 failure (the peer's error, an",
     'invalid document…), 2 usage error. Options also read the environment variable shown; a flag wins over it.',
+    'The common failures and what to do next: [errors.md](errors.md).',
     '',
     ...Object.keys(COMMANDS).map((name) => `- [\`agora ${name}\`](#agora-${name})`),
   ];

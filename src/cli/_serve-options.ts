@@ -65,7 +65,7 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
   ...llmOptions("Model for the LLM fallback (default: the provider's)"),
   store: storeOption('Where conversations and learned state live', 'AGORA_STORE', AGENT_DEFAULTS.store),
   ...STORE_CONNECTION_OPTIONS,
-  token: requiredTokensOption('(repeatable; /wellknown and /protocols stay public)'),
+  token: requiredTokensOption('(repeatable; /wellknown and /protocols/<hash> stay public)'),
   'rate-limit': RATE_LIMIT_OPTION,
   'max-conversations': {
     type: 'string',

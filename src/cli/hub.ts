@@ -242,16 +242,19 @@ export const command = defineCommand(
       else say(`worker ready on ${running.url}`, { event: 'worker-ready', url: running.url });
       say(`dashboard at ${running.url}/dashboard/`, { event: 'dashboard', url: `${running.url}/dashboard/` });
       await new Promise<void>((done) => {
-        const stop = () =>
+        const stop = (signal: NodeJS.Signals) => {
+          say(`stopping (${signal})`, { event: 'stopping', signal });
           void running
             .close()
             .then(() => stores.close())
             .finally(() => {
+              say('hub stopped', { event: 'stopped' });
               leaveCluster();
               done();
             });
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+        };
+        process.once('SIGINT', () => stop('SIGINT'));
+        process.once('SIGTERM', () => stop('SIGTERM'));
       });
       return 0;
     },

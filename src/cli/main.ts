@@ -1,12 +1,13 @@
 import { plainFileError } from './_arguments.js';
 import { startTracing, tracingRequested, type RunningTracing } from '../telemetry/setup.js';
 import { commandHelp, parseCommandArgs, UsageError, type Command } from './_command.js';
+import { didYouMean, nextStep } from './_next-step.js';
 
 /** Every command, loaded lazily so `agora hash` loads neither the Anthropic SDK nor Express. */
 export const COMMANDS: Record<string, { summary: string; load: () => Promise<{ command: Command }> }> = {
   serve: { summary: 'Serve an agent folder over HTTP', load: () => import('./serve.js') },
   hash: { summary: 'Print the hash of a protocol document', load: () => import('./hash.js') },
-  validate: { summary: 'Check the protocol documents of an agent folder', load: () => import('./validate.js') },
+  validate: { summary: 'Check an agent folder: protocols, routines, tools', load: () => import('./validate.js') },
   send: { summary: 'Send a query to an agent and print the reply', load: () => import('./send.js') },
   wellknown: { summary: "List an agent's protocols", load: () => import('./wellknown.js') },
   negotiate: { summary: 'Negotiate a protocol for a task with an agent', load: () => import('./negotiate.js') },
@@ -47,8 +48,22 @@ function mainHelp(): string {
   ].join('\n');
 }
 
+let pipeWatched = false;
+
+/** `agora … | head`: once the reader has closed the pipe, the output ends quietly (no EPIPE stack trace). */
+export function endQuietlyOnClosedPipe(): void {
+  if (pipeWatched) return;
+  pipeWatched = true;
+  for (const stream of [process.stdout, process.stderr])
+    stream.on('error', (error: NodeJS.ErrnoException) => {
+      if (error.code !== 'EPIPE') throw error;
+      process.exit(process.exitCode ?? 0);
+    });
+}
+
 /** Runs the CLI with `argv` (without node and the script); resolves to the exit code. */
 export async function main(argv: string[]): Promise<number> {
+  endQuietlyOnClosedPipe();
   const [name, ...rest] = argv;
   if (!name || name === '--help' || name === '-h' || name === 'help') {
     const topic = name === 'help' ? rest[0] : undefined;
@@ -66,7 +81,10 @@ export async function main(argv: string[]): Promise<number> {
   }
   const entry = COMMANDS[name];
   if (!entry) {
-    process.stderr.write(`agora: unknown command "${name}" (see agora --help)\n`);
+    const near = didYouMean(name, Object.keys(COMMANDS));
+    process.stderr.write(
+      `agora: unknown command "${name}"${near ? `: did you mean \`agora ${near}\`?` : ''} (see agora --help)\n`,
+    );
     return 2;
   }
   const { command } = await entry.load();
@@ -88,8 +106,9 @@ export async function main(argv: string[]): Promise<number> {
       return 2;
     }
     // Node's file errors (`ENOENT: no such file or directory, open '…'`) in plain words, naming the path.
-    const message = plainFileError(error) ?? (error instanceof Error ? error.message : String(error));
-    process.stderr.write(`agora ${name}: ${message.split('\n')[0]}\n`);
+    const message = (plainFileError(error) ?? (error instanceof Error ? error.message : String(error))).split('\n')[0]!;
+    const next = nextStep(message, name, Object.keys(command.options));
+    process.stderr.write(`agora ${name}: ${message}${next ? `\n  ${next}` : ''}\n`);
     return 1;
   } finally {
     await tracing?.stop();

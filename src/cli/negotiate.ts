@@ -36,15 +36,17 @@ function proposalName(proposal: string): string {
   return abbreviate(name ?? proposal, 60);
 }
 
-/** A task name from its description: its first words. */
+/** A task name from its description: its first whole words, up to 60 characters (a short task keeps every word). */
 function taskName(task: string): string {
-  const words = task
+  let name = '';
+  for (const word of task
     .replace(/[^\p{L}\p{N}\s-]+/gu, ' ')
     .trim()
-    .split(/\s+/)
-    .slice(0, 6)
-    .join(' ');
-  return words || 'Task';
+    .split(/\s+/)) {
+    if (name && name.length + 1 + word.length > 60) break;
+    name = name ? `${name} ${word}` : word;
+  }
+  return name.slice(0, 60) || 'Task';
 }
 
 /** `agora negotiate <url> --task "…"`: negotiates a PD with an agent and writes it into `protocols/`. */

@@ -46,11 +46,18 @@ function originsOption(args: ParsedArgs): string[] {
     });
 }
 
-/** A body as typed: JSON when it parses, else the text itself. */
+/**
+ * A body as typed: JSON when it parses, else the text itself; text that looks like JSON (`{…}`, `[…]`) but does not
+ * parse is sent as text all the same (a protocol may take any text), and a line on stderr says so and why.
+ */
 export function parseBody(text: string): JsonValue {
   try {
     return JSON.parse(text) as JsonValue;
-  } catch {
+  } catch (error) {
+    if (/^\s*[[{]/.test(text))
+      process.stderr.write(
+        `agora send: the body is not valid JSON (${(error as Error).message}): sending it as text; fix the JSON to send JSON\n`,
+      );
     return text;
   }
 }

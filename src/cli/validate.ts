@@ -5,16 +5,18 @@ import { parseDocument } from '../protocol/document.js';
 import { pathKind } from './_arguments.js';
 import { defineCommand, displayPath, printJson, UsageError } from './_command.js';
 import { jsonOption, wantsJson } from './_options.js';
+import { validateSources } from './_validate-sources.js';
 
 /** The documents to check: the one file named, or every `.md` of `<dir>/protocols`. */
-async function documentsOf(target: string): Promise<{ directory: string; names: string[] }> {
+async function documentsOf(target: string): Promise<{ directory: string; names: string[]; agent?: string }> {
   const path = resolve(target);
   const kind = await pathKind(path);
   if (kind === 'missing') throw new UsageError(`[dir|file] ${displayPath(path)}: no such file or folder`);
   if (kind === 'file') return { directory: dirname(path), names: [basename(path)] };
   const directory = join(path, 'protocols');
   try {
-    return { directory, names: (await readdir(directory)).filter((name) => name.endsWith('.md')).sort() };
+    const names = (await readdir(directory)).filter((name) => name.endsWith('.md')).sort();
+    return { directory, names, agent: path };
   } catch {
     throw new AgoraError('NOT_FOUND', `no protocols folder at ${directory}`);
   }
@@ -24,17 +26,18 @@ async function documentsOf(target: string): Promise<{ directory: string; names: 
 export const command = defineCommand(
   {
     name: 'validate',
-    summary: 'Check the protocol documents of an agent folder, or one document',
+    summary: 'Check an agent folder (protocols, routines, tools), or one document',
     usage: 'agora validate [dir|file] [--json]',
   },
   {
     options: { json: jsonOption('Print the results as JSON') },
     details:
-      'A folder: every .md file of its protocols/ folder. A file: that document. Exits 1 when any document is invalid.',
+      'A folder: every .md file of its protocols/ folder, and each file of routines/ and tools/ loaded and type-checked\n' +
+      '(strict), a routine with no protocol of its name named. A file: that document. Exits 1 when anything is invalid.',
     async run(args) {
       if (args.positionals.length > 1)
         throw new UsageError(`too many arguments: validate takes one folder or file, got ${args.positionals.length}`);
-      const { directory, names } = await documentsOf(args.positionals[0] ?? '.');
+      const { directory, names, agent } = await documentsOf(args.positionals[0] ?? '.');
       const results = await Promise.all(
         names.map(async (name) => {
           const file = join(directory, name);
@@ -52,7 +55,9 @@ export const command = defineCommand(
           }
         }),
       );
-      if (wantsJson(args)) printJson(results);
+      const protocols = new Set(results.map((result) => result.file.replace(/\.md$/, '')));
+      const sources = agent ? await validateSources(agent, protocols) : [];
+      if (wantsJson(args)) printJson([...results, ...sources]);
       else {
         if (!results.length) process.stdout.write(`no documents in ${directory}\n`);
         for (const result of results) {
@@ -62,8 +67,15 @@ export const command = defineCommand(
               : `invalid  ${result.file}: ${result.error}\n`,
           );
         }
+        for (const source of sources) {
+          const lines = [
+            ...source.errors.map((error) => `invalid  ${error}`),
+            ...source.warnings.map((warning) => `warning  ${source.file}: ${warning}`),
+          ];
+          process.stdout.write(`${lines.length ? lines.join('\n') : `ok       ${source.file}`}\n`);
+        }
       }
-      return results.every((result) => result.valid) ? 0 : 1;
+      return [...results, ...sources].every((result) => result.valid) ? 0 : 1;
     },
   },
 );

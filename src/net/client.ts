@@ -297,6 +297,8 @@ export function parseJsonBytes(bytes: Uint8Array, status: number, words: Wording
     return JSON.parse(text.charCodeAt(0) === 0xfeff ? text.slice(1) : text);
   } catch {
     const excerpt = text.replace(/\s+/g, ' ').trim().slice(0, 80);
-    throw new AgoraError('PEER_FAILURE', words(`HTTP ${status}, not JSON${excerpt ? `: ${excerpt}` : ''}`), { status });
+    // A 2xx status is no failure of its own: only the body is named (`reply not JSON: <html>`).
+    const what = status >= 200 && status <= 299 ? 'reply not JSON' : `HTTP ${status}, not JSON`;
+    throw new AgoraError('PEER_FAILURE', words(`${what}${excerpt ? `: ${excerpt}` : ''}`), { status });
   }
 }

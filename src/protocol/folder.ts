@@ -55,6 +55,8 @@ export class ProtocolFolder {
   readonly #documents: FolderDocuments;
   /** file name → what was last read from it. */
   readonly #files = new Map<string, FileEntry>();
+  /** file name → the hash the log last gave it. */
+  readonly #said = new Map<string, string>();
   #notifiedVersion = 0;
   /** File names to look at, and whether the whole folder must be. */
   readonly #queued = new Set<string>();
@@ -261,13 +263,11 @@ export class ProtocolFolder {
 
   #take(fileName: string, file: string, read: FileRead): void {
     const entry: FileEntry = { mtimeMs: read.info.mtimeMs, size: read.info.size };
-    const known = this.#files.get(fileName)?.hash !== undefined;
     try {
       const document = parseDocument(read.raw, file);
       entry.hash = document.hash;
       // The same text under a second name keeps the first one's entry.
       this.#documents.read(fileName, document);
-      if (known) this.#options.logger.info(`protocol ${fileName} changed: ${document.hash}`);
     } catch (error) {
       this.#options.logger.warn(`protocol ${file} skipped: ${describeError(error).replace(/^AgoraError: /, '')}`);
     }
@@ -287,13 +287,25 @@ export class ProtocolFolder {
     this.#set(fileName, undefined);
   }
 
-  /** Records what a file holds now (`undefined`: nothing, it left), moving it in or out of the listing. */
+  /**
+   * Records what a file holds now (`undefined`: nothing, it left), moving it in or out of the listing; after the first
+   * load, a line says what changed (a file being written says so once it has settled).
+   */
   #set(fileName: string, entry: FileEntry | undefined): void {
     const previous = this.#files.get(fileName)?.hash;
     if (!entry) this.#later.delete(fileName);
     if (entry) this.#files.set(fileName, entry);
     else this.#files.delete(fileName);
     if (previous !== entry?.hash) this.#documents.move(fileName, previous, entry?.hash);
+    if (entry && Number.isNaN(entry.mtimeMs)) return;
+    const said = this.#said.get(fileName);
+    if (said === entry?.hash) return;
+    if (entry?.hash) this.#said.set(fileName, entry.hash);
+    else this.#said.delete(fileName);
+    if (this.#loading) return;
+    const logger = this.#options.logger;
+    if (!entry?.hash) logger.info(`protocol ${fileName} removed${said ? ` (was ${said})` : ''}`);
+    else logger.info(`protocol ${fileName} ${said ? 'changed' : 'added'}: ${entry.hash}`);
   }
 
   #retryScan(): void {

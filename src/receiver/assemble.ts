@@ -49,6 +49,7 @@ export function assembleReceiver(settings: ReceiverSettings): ReceiverAssembly {
     description: settings.description,
     tools: settings.tools,
     rescanMs: settings.rescanIntervalMs,
+    typeCheck: settings.typeCheck,
   });
   const llm =
     model &&

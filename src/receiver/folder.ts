@@ -7,9 +7,12 @@ import type { Logger } from '../log.js';
 import type { KnownDocument } from '../protocol/registry.js';
 import { loadRoutineFolder, type LoadedRoutine } from '../routine/load.js';
 import { toolFunction, type Tool, type ToolContext } from '../tool/define.js';
-import { loadToolFolder } from '../tool/load.js';
+import { loadToolFolder, type LoadedTool } from '../tool/load.js';
 import { loadMcpTools, type McpServerStatus, type McpTools } from '../tool/mcp/index.js';
+import { SourceChecks, type SourceTypeCheck } from './_source-checks.js';
 import type { SignalSource } from './types.js';
+
+export type { SourceTypeCheck } from './_source-checks.js';
 
 /** The tools a routine is handed, by name. */
 export type Toolbox = Record<string, (input: unknown) => Promise<unknown>>;
@@ -24,6 +27,8 @@ export type AgentFolderOptions = {
   tools?: Tool[] | undefined;
   /** Looks at `routines/` and `tools/` again this often (ms), reloading one whose signature changed (default: never). */
   rescanMs?: number | undefined;
+  /** Type-checks hand-written files as they load, in the background (see {@link SourceTypeCheck}; default: none). */
+  typeCheck?: SourceTypeCheck | undefined;
 };
 
 /** A tool context whose signal is made when the tool first reads it (a class: a frozen literal with a getter cost 3×). */
@@ -49,7 +54,10 @@ export class AgentFolder {
   readonly #logger: Logger;
   #routines = new Map<string, LoadedRoutine>();
   #routinesVersion = 0;
-  #toolFiles = new Map<string, { file: string; digest: string; tools: Tool[] }>();
+  #toolFiles = new Map<string, LoadedTool>();
+  #loaded = { routines: false, tools: false };
+  readonly #typeChecks: SourceChecks;
+  readonly #routineListeners = new Set<() => void>();
   #tools: Tool[] = [];
   #mcp: McpTools | undefined;
   #toolboxCache: Toolbox | undefined;
@@ -67,6 +75,7 @@ export class AgentFolder {
     this.#logger = options.logger;
     this.#name = options.name ?? basename(this.dir);
     this.#description = options.description ?? '';
+    this.#typeChecks = new SourceChecks(options.typeCheck, options.dir, options.logger);
   }
 
   /** The `.agora/cache` folder where TypeScript modules are built for import. */
@@ -171,6 +180,12 @@ export class AgentFolder {
     return this.#lastReload;
   }
 
+  /** Calls `listener` after each load of `routines/`; returns how to stop. */
+  onRoutinesChanged(listener: () => void): () => void {
+    this.#routineListeners.add(listener);
+    return () => this.#routineListeners.delete(listener);
+  }
+
   /** Re-reads `routines/` (the watcher calls it). */
   reloadRoutines(): Promise<void> {
     return this.#queueReload(() => this.#loadRoutines());
@@ -183,14 +198,28 @@ export class AgentFolder {
 
   async #loadRoutines(): Promise<void> {
     await this.#sign('routines');
-    this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, this.#routines);
+    const before = this.#routines;
+    const previous = this.#loaded.routines ? before : undefined;
+    this.#routines = await loadRoutineFolder(join(this.dir, 'routines'), this.cacheDir, this.#logger, previous);
+    this.#loaded.routines = true;
     this.#routinesVersion += 1;
+    for (const listener of this.#routineListeners) listener();
+    this.#typeChecks.check('routine', before.values(), this.#routines.values());
   }
 
   async #loadTools(): Promise<void> {
     await this.#sign('tools');
-    this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, this.#toolFiles);
+    const before = this.#toolFiles;
+    const previous = this.#loaded.tools ? before : undefined;
+    this.#toolFiles = await loadToolFolder(join(this.dir, 'tools'), this.cacheDir, this.#logger, previous);
+    this.#loaded.tools = true;
     this.#composeTools();
+    this.#typeChecks.check('tool', before.values(), this.#toolFiles.values());
+  }
+
+  /** Resolves once the type-checks of what was loaded so far are done (their warnings logged). */
+  typeChecked(): Promise<void> {
+    return this.#typeChecks.done();
   }
 
   #composeTools(): void {
@@ -264,6 +293,7 @@ export class AgentFolder {
   /** Stops watching and waits for a reload under way. */
   async close(): Promise<void> {
     for (const close of this.#closers.splice(0)) close();
+    this.#typeChecks.close();
     await this.#lastReload.catch(() => undefined);
     await this.#mcp?.close();
   }

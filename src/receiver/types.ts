@@ -1,3 +1,4 @@
+import type { SourceTypeCheck } from './_source-checks.js';
 import type { ZodType } from 'zod';
 import type { ConversationMessage, ConversationStore } from '../conversation/store.js';
 import type { ResponderCall } from '../llm/peer-answers.js';
@@ -130,6 +131,8 @@ export type ReceiverOptions = {
   /** Shown to the LLM and in logs (default: package.json name, else the folder name). */
   name?: string;
   description?: string;
+  /** Type-checks `routines/` and `tools/` files as they load, warning of each error (default none; `startAgent`'s does). */
+  typeCheck?: SourceTypeCheck;
   store?: ConversationStore;
   /** What the agent learns (default: files under `<dir>/.agora/`). */
   memory?: AgentMemory;

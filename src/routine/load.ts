@@ -1,14 +1,17 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { basename } from 'node:path';
-import { describeLoadError, importTypeScript, listModules } from '../_files.js';
+import { describeLoadError, fileExists, importTypeScript, listModules } from '../_files.js';
 import type { Logger } from '../log.js';
 import { toRoutine, type Routine } from './define.js';
 
 /** A routine loaded from a file, with where it came from. */
 export type LoadedRoutine = { name: string; file: string; routine: Routine; digest: string };
 
-/** Loads `routines/<name>.ts` files: name → routine. Files that fail to load are logged and skipped. */
+/**
+ * Loads `routines/<name>.ts` files: name → routine. Files that fail to load are logged and skipped; given what was
+ * loaded before (`previous`: a reload), each file added, changed or removed since is logged, one line each.
+ */
 export async function loadRoutineFolder(
   directory: string,
   cacheDir: string,
@@ -29,10 +32,12 @@ export async function loadRoutineFolder(
       const module = await importTypeScript(file, cacheDir);
       const routine = toRoutine(module.default, file);
       routines.set(name, { name, file, routine, digest });
-      if (old) logger.info(`reloaded routine ${name} (${file})`);
+      if (previous) logger.info(`routine ${name} ${old ? 'changed' : 'added'} (${file})`);
     } catch (error) {
       logger.error(`routine ${file} not loaded: ${describeLoadError(error)}`);
     }
   }
+  for (const [name, old] of previous ?? [])
+    if (!routines.has(name) && !(await fileExists(old.file))) logger.info(`routine ${name} removed (${old.file})`);
   return routines;
 }

@@ -126,11 +126,9 @@ export class SenderDocuments {
       throw this.#transport.peerError('GET', url, response.status, json);
     const parsed = wellknownSchema.safeParse(json);
     if (!parsed.success)
-      throw new AgoraError(
-        'PEER_FAILURE',
-        `GET ${url}: HTTP ${response.status}: not a /wellknown listing: ${z.prettifyError(parsed.error)}`,
-        { status: response.status },
-      );
+      throw new AgoraError('PEER_FAILURE', `GET ${url}: not a /wellknown listing: ${z.prettifyError(parsed.error)}`, {
+        status: response.status,
+      });
     this.#pythonLike.delete(base);
     // Every read of the listing settles discovery too, so a task's look at it spares the query another GET.
     if (!this.#encodings.has(base)) this.#encodings.set(base, Promise.resolve(encodingOf(parsed.data)));

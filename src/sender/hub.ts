@@ -111,7 +111,11 @@ export class HubProtocols implements ProtocolHub {
     try {
       json = JSON.parse(reply.bytes.toString('utf8'));
     } catch {
-      throw new AgoraError('PEER_FAILURE', `${target}: HTTP ${reply.status}, not JSON`, { status: reply.status });
+      throw new AgoraError(
+        'PEER_FAILURE',
+        `${target}: ${reply.status >= 200 && reply.status <= 299 ? 'reply' : `HTTP ${reply.status},`} not JSON`,
+        { status: reply.status },
+      );
     }
     if (reply.status < 200 || reply.status > 299) {
       const message = failureSchema.safeParse(json).data?.error ?? `HTTP ${reply.status}`;

@@ -1,20 +1,9 @@
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
 import { compiledSchema } from '../schemas.js';
+import type { DefineTool, Tool, ToolContext } from './contract.js';
 
-/** What a tool's `run` receives besides its input. */
-export type ToolContext = {
-  /** Aborted when the query that called the tool gives up (timeout, shutdown). */
-  signal?: AbortSignal;
-};
-
-/** A capability of an agent, callable by its LLM (tool use) and by its routines (`context.tools`). */
-export type Tool<Input = any, Output = unknown> = {
-  readonly name: string;
-  readonly description: string;
-  readonly input: z.ZodType<Input>;
-  run(input: Input, context: ToolContext): Output | Promise<Output>;
-};
+export type { DefineTool, Tool, ToolContext } from './contract.js';
 
 const TOOL_NAME = /^[a-zA-Z0-9_-]{1,64}$/;
 
@@ -44,6 +33,8 @@ export function defineTool<Schema extends z.ZodType, Output>(definition: {
     Output
   >;
 }
+// The contract's signature (what hand-written tools are type-checked against) is this one: a drift fails the build.
+defineTool satisfies DefineTool;
 
 const TOOL_MARK = Symbol.for('agora-agents.tool');
 // The input schema compiled once (see compiledSchema); a tool made without defineTool is checked with its own schema.

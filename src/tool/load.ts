@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import type { Logger } from '../log.js';
-import { describeLoadError, importTypeScript, listModules } from '../_files.js';
+import { describeLoadError, fileExists, importTypeScript, listModules } from '../_files.js';
 import { isTool, type Tool } from './define.js';
 
-type LoadedTool = { file: string; digest: string; tools: Tool[] };
+/** The tools of one file of `tools/`, with its digest. */
+export type LoadedTool = { file: string; digest: string; tools: Tool[] };
 
-/** Loads `tools/*.ts` (each file's default export: one tool, or an array of tools); bad files are logged and skipped. */
+/**
+ * Loads `tools/*.ts` (each file's default export: one tool, or an array of tools); bad files are logged and skipped.
+ * Given what was loaded before (`previous`: a reload), each file added, changed or removed since is logged.
+ */
 export async function loadToolFolder(
   directory: string,
   cacheDir: string,
@@ -29,9 +33,14 @@ export async function loadToolFolder(
       const tools = (Array.isArray(exported) ? exported : [exported]).filter(isTool);
       if (!tools.length) throw new Error('the default export must be defineTool({ name, description, input, run })');
       loaded.set(file, { file, digest, tools });
+      if (previous)
+        logger.info(`tools ${old ? 'changed' : 'added'}: ${tools.map((tool) => tool.name).join(', ')} (${file})`);
     } catch (error) {
       logger.error(`tool ${file} not loaded: ${describeLoadError(error)}`);
     }
   }
+  for (const [file, old] of previous ?? [])
+    if (!loaded.has(file) && !(await fileExists(file)))
+      logger.info(`tools removed: ${old.tools.map((tool) => tool.name).join(', ')} (${file})`);
   return loaded;
 }

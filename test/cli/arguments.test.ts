@@ -160,12 +160,12 @@ describe('values', () => {
     expectOneLine(
       await run('serve', dir, '--public-url', 'example.com'),
       2,
-      /^agora serve: --public-url must be an http:\/\/ or https:\/\/ URL, got "example\.com"\n$/,
+      /^agora serve: --public-url must be an http:\/\/ or https:\/\/ URL, got "example\.com" \(did you mean https:\/\/example\.com\?\)\n$/,
     );
     expectOneLine(await run('serve', dir, 'extra'), 2, /too many arguments/);
   });
 
-  it('send, wellknown and negotiate want a URL', async () => {
+  it('send, wellknown and negotiate want a URL (a loopback address without a scheme is http)', async () => {
     expectOneLine(
       await run('send', 'notaurl', 'hello'),
       2,
@@ -173,9 +173,9 @@ describe('values', () => {
     );
     expectOneLine(await run('wellknown', 'ftp://example.com'), 2, /^agora wellknown: <url> must be an http/);
     expectOneLine(
-      await run('negotiate', 'localhost:3000', '--task', 'x'),
+      await run('negotiate', 'example.com:3000', '--task', 'x'),
       2,
-      /^agora negotiate: <url> must be an http/,
+      /^agora negotiate: <url> must be an http.*\(did you mean https:\/\/example\.com:3000\?\)\n$/,
     );
   });
 });

@@ -128,7 +128,7 @@ describe('agora send', () => {
     expect(JSON.parse(json.stdout)).toEqual({ body: { km: km(10) } });
   });
 
-  it("prints the peer's error on one stderr line and exits 1", async () => {
+  it("prints the peer's error on one stderr line (and what to do next, when known) and exits 1", async () => {
     const closed = createServer();
     await new Promise<void>((listening) => closed.listen(0, '127.0.0.1', listening));
     const { port } = closed.address() as AddressInfo;
@@ -146,7 +146,9 @@ describe('agora send', () => {
     expect(unreachable).toEqual({
       code: 1,
       stdout: '',
-      stderr: `agora send: POST http://127.0.0.1:${port}/: connection refused\n`,
+      stderr:
+        `agora send: POST http://127.0.0.1:${port}/: connection refused\n` +
+        `  is an agent running at http://127.0.0.1:${port}? Start one with \`agora serve\`\n`,
     });
     expect(usage.code).toBe(2);
   });

@@ -39,6 +39,6 @@ describe('loadRoutineFolder', () => {
     const third = await loadRoutineFolder(directory, cacheDir, logger, second);
     expect(third.get('echo')).not.toBe(first.get('echo'));
     expect(await third.get('echo')!.routine.handle(null, {} as never)).toBe('changed');
-    expect(logger.lines.some((line) => line.startsWith('info reloaded routine echo'))).toBe(true);
+    expect(logger.lines.some((line) => line.startsWith('info routine echo changed'))).toBe(true);
   });
 });
