@@ -74,6 +74,7 @@ export class RoutineTypeChecker {
     { resolve(result: TypeCheckResult): void; reject(error: Error): void; timer: NodeJS.Timeout }
   >();
   #ids = 0;
+  #closed = false;
   #idleTimer: NodeJS.Timeout | undefined;
   readonly #idleMs: number;
   readonly #timeoutMs: number;
@@ -119,8 +120,9 @@ export class RoutineTypeChecker {
     this.check(WARM_ROUTINE, 'routine').catch(() => undefined);
   }
 
-  /** Stops the worker. */
+  /** Stops the worker; a check asked for afterwards fails at once (it would start a worker that keeps the process up). */
   async close(): Promise<void> {
+    this.#closed = true;
     clearTimeout(this.#idleTimer);
     const worker = this.#worker;
     this.#worker = undefined;
@@ -133,6 +135,7 @@ export class RoutineTypeChecker {
     report: string[],
     disk?: { files: string[]; root: string },
   ): Promise<TypeCheckResult> {
+    if (this.#closed) return Promise.reject(new Error('the type checker was closed'));
     clearTimeout(this.#idleTimer);
     const worker = this.#spawn();
     worker.ref();
