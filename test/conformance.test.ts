@@ -549,7 +549,8 @@ describe.skipIf(!redisUrl)('spec §2: tombstones in a Redis store last at least 
       multiround: true,
     });
     // The record itself answers "expired" for the tombstone period after its logical expiry.
-    const left = await redis.pttl(`${prefix}conversation:${reply.json.conversationId}`);
+    // The key carries its id as a hash tag (one slot per conversation on a cluster).
+    const left = await redis.pttl(`${prefix}conversation:{${reply.json.conversationId}}`);
     expect(left).toBeGreaterThan(2 * ttl * 1000 - 60_000);
   });
 });

@@ -15,6 +15,8 @@ export function nextStep(message: string, command: string, flags: readonly strin
   }
   if (/EADDRINUSE/.test(message))
     return 'the port is taken (another agent?): pick another with --port <n>, or --port 0 for any free one';
+  // A store that does not answer names itself (`Redis unreachable at …`): no agent to start there.
+  if (/^Redis unreachable/.test(message)) return undefined;
   const refused = /^(?:GET|POST|PUT|DELETE) (\S+?): connection refused/.exec(message);
   if (refused || /ECONNREFUSED|connection refused/.test(message)) {
     const origin = refused ? originOf(refused[1]!) : 'that address';

@@ -26,6 +26,7 @@ export const command = hubCommand(
         resumeChain(hub, id, {
           hopTimeoutMs,
           force,
+          allowPrivateAgents,
           onHop: printHop,
           ...(maxHops ? { maxHops } : {}),
           ...(roarSecret ? { roarSecret } : {}),

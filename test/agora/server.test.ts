@@ -281,7 +281,8 @@ describe('node server', () => {
     expect(await head.text()).toBe('');
     const options = await fetch(`${base}/conversations/abc`, { method: 'OPTIONS' });
     expect(options.status).toBe(204);
-    expect(options.headers.get('allow')).toBe('POST, DELETE, OPTIONS');
+    // GET too: a conversation's events are read with GET /conversations/:id/events.
+    expect(options.headers.get('allow')).toBe('GET, POST, DELETE, OPTIONS');
   });
 
   it('answers a plain Error as 500 JSON without leaking it, and logs the details', async () => {

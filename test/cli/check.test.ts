@@ -106,7 +106,10 @@ describe('agora check', () => {
       );
       expect(await main(['check', `http://127.0.0.1:${port}`, '--timeout', '2'])).toBe(1);
       expect(stdout).toBe('');
-      expect(stderr).toBe(`agora check: GET http://127.0.0.1:${port}/wellknown: connection refused\n`);
+      expect(stderr).toBe(
+        `agora check: GET http://127.0.0.1:${port}/wellknown: connection refused\n` +
+          `  is an agent running at http://127.0.0.1:${port}? Start one with \`agora serve\`\n`,
+      );
       // A wrong path on a live agent is a 404 in JSON: said so, not taken for a Python SDK agent.
       expect(await main(['check', `${withLlm.url}/nope`, '--timeout', '2'])).toBe(1);
       expect(stdout).toMatch(/^FAIL  GET \/wellknown lists hash → sources: HTTP 404: no Agora agent at .*\/nope/m);

@@ -47,7 +47,7 @@ export function turnFailure(error: unknown, timedOut: boolean, timeoutMs: number
   if (error.code !== 'PEER_FAILURE') return `failed: ${error.code.toLowerCase().replaceAll('_', ' ')}${status}`;
   if (error.status === undefined) return 'unreachable';
   if (/: reply larger than \d+ bytes$/.test(error.message)) return `reply too large${status}`;
-  if (/, not JSON/.test(error.message)) return `not JSON${status}`;
+  if (/(,| reply) not JSON/.test(error.message)) return `not JSON${status}`;
   if (/, not an Agora reply$/.test(error.message)) return `not an Agora reply${status}`;
   return `answered a failure${status}`;
 }
