@@ -11,7 +11,6 @@ import {
   ALLOWED_HOST_OPTION,
   AUTH_OPTIONS,
   CORS_ORIGIN_OPTION,
-  LOG_OPTIONS,
   TRACE_OPTION,
   listenOptions,
   llmOptions,
@@ -20,6 +19,7 @@ import {
   storeOption,
   STORE_CONNECTION_OPTIONS,
 } from './_options.js';
+import { LOG_OPTIONS } from './_logging.js';
 
 /** A duration of the library (ms) as a flag in seconds shows it. */
 export function seconds(ms: number): string {

@@ -16,9 +16,7 @@ import {
   allowedHosts,
   AUTH_OPTIONS,
   chooseLlm,
-  commandLogger,
   CORS_ORIGIN_OPTION,
-  LOG_OPTIONS,
   TRACE_OPTION,
   HUB_TOKEN_OPTION,
   hostOf,
@@ -36,6 +34,7 @@ import {
   storeUsageError,
   wantsJson,
 } from './_options.js';
+import { commandLogger, LOG_OPTIONS } from './_logging.js';
 
 /** `agora hub`: serves a hub; `agora hub register <url>` registers an agent with one. */
 export const command = defineCommand(

@@ -7,7 +7,6 @@ import { defineCommand, numberOption, stringOption, UsageError } from './_comman
 import {
   allowedHosts,
   chooseLlm,
-  commandLogger,
   corsOrigins,
   hostOf,
   KEY_ENV,
@@ -15,6 +14,7 @@ import {
   storeOf,
   storeUsageError,
 } from './_options.js';
+import { commandLogger } from './_logging.js';
 import { banner, dashboardNote } from './_serve-banner.js';
 import { facesOption, SERVE_OPTIONS, workersOption } from './_serve-options.js';
 

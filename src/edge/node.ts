@@ -2,23 +2,15 @@
 // backpressure, upgrades through the socket router, a readable 413, and a graceful close.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { describeError } from '../errors.js';
-import { consoleLogger, type LogFields, type Logger } from '../log.js';
-import {
-  agoraTracer,
-  contextFrom,
-  inContext,
-  setSpan,
-  spanFailed,
-  SpanKind,
-  traceFields,
-  TRACING,
-} from '../telemetry/tracing.js';
+import { consoleLogger, type Logger } from '../log.js';
+import { agoraTracer, contextFrom, inContext, setSpan, spanFailed, SpanKind, TRACING } from '../telemetry/tracing.js';
 import { disconnectSignal, NodeRequest } from './body.js';
 import { writeEvents, type StreamingOptions } from './events.js';
 import type { Edge, MountedRequest } from './mount.js';
 import { requestId } from './request.js';
 import { failure, type EdgeResponse, type EventStream } from './response.js';
 import { onCheckExpectation, onClientError, onConnect } from './_refusals.js';
+import { logRequest, pathOf } from './_request-log.js';
 import { SocketRouter, type SocketLimits } from './sockets.js';
 import { writeSoon, writeWhole, type BatchOwner } from './_write-batch.js';
 
@@ -272,41 +264,6 @@ export async function listen(edge: Edge, options: ListenOptions = {}): Promise<R
   }
 
   return { server, url: urlOf(options.host, port), port, close };
-}
-
-// One record per request: a line a person reads, and the same facts as fields for a machine (`--log-format json`).
-function logRequest(
-  record: (message: string, fields?: LogFields) => void,
-  incoming: IncomingMessage,
-  request: NodeRequest,
-  status: number,
-  ms: number,
-): void {
-  const { protocol, protocolName, taken } = request.log ?? {};
-  const trace = TRACING.on ? traceFields() : undefined;
-  const how = taken ? ` ${taken}${protocolName ? ` "${protocolName}"` : ''}` : '';
-  record(`request ${request.id}: ${incoming.method} ${incoming.url} ${status} ${ms.toFixed(1)}ms${how}`, {
-    requestId: request.id,
-    method: incoming.method,
-    path: incoming.url,
-    status,
-    ms: Math.round(ms * 10) / 10,
-    // Undefined fields are left out of both formats.
-    protocol: protocol || undefined,
-    protocolName: protocolName || undefined,
-    taken: taken || undefined,
-    // Who asked, as the guard found it (an access token's subject); never the token.
-    principal: request.principal,
-    // Joined to the request's trace (the active span is its server span) when tracing is on.
-    trace_id: trace?.trace_id,
-    span_id: trace?.span_id,
-  });
-}
-
-/** A request target's path, without its query (which may carry what a stranger typed). */
-function pathOf(target: string): string {
-  const query = target.indexOf('?');
-  return query === -1 ? target : target.slice(0, query);
 }
 
 // Reads and drops the rest of a refused body, bounded, so the client reads its 413 rather than a reset: node would
