@@ -101,6 +101,12 @@ async function main() {
     const faces = { roarSecret: process.env.BENCH_ROAR_SECRET ?? 'bench-secret', replay };
     return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger, faces })).port;
   }
+  if (kind === 'agora-faces-open') {
+    // The faces as `agora serve` mounts them by default: no ROAR secret, so ROAR messages come unsigned; the replay
+    // guard accepts the repeated message id as in `agora-faces`.
+    const replay = { firstSeen: async () => true, close: async () => {} };
+    return (await startServer(receiver, { port: 0, host: '127.0.0.1', logger: silentLogger, faces: { replay } })).port;
+  }
   if (kind === 'agora-express') {
     const app = express();
     app.use('/', agoraRouter(receiver, { logger: silentLogger }));

@@ -1,6 +1,7 @@
-// Benchmark of the faces: ROAR `POST /roar/message` (HMAC-signed, verified, reply signed) and A2A 1.0 `SendMessage`
-// (a data part `{protocolHash, body}`, the task kept for GetTask) against Agora `POST /` for the same routine, on
-// the same server in the same run. Not a timed test: the ratios are what we track.
+// Benchmark of the faces: ROAR `POST /roar/message` (HMAC-signed, verified, reply signed; and unsigned, as an agent
+// without a ROAR secret takes it) and A2A 1.0 `SendMessage` (a data part `{protocolHash, body}`, the task kept for
+// GetTask) against Agora `POST /` for the same routine, on the same server in the same run. Not a timed test: the
+// ratios are what we track.
 // Run: npm run build && tsx bench/faces.ts [--duration 5] (the server runs from dist, as `agora serve` does)
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
@@ -29,8 +30,11 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
   const hash = hashText(readFileSync(`${root}protocols/unit-conversion.md`));
   const body = { value: 10, from: 'km', to: 'mi' };
   const server = await startProcess('bench/_servers.mjs', ['agora-faces', root], { BENCH_ROAR_SECRET: SECRET });
+  // As `agora serve` mounts the faces by default: no ROAR secret, so messages come and go unsigned.
+  const open = await startProcess('bench/_servers.mjs', ['agora-faces-open', root]);
   try {
     const card = (await (await fetch(`${server.url}/roar/card`)).json()) as { identity: { did: string } };
+    const openCard = (await (await fetch(`${open.url}/roar/card`)).json()) as { identity: { did: string } };
     const timestamp = new RawNumber(pythonFloat(Date.now() / 1000));
     const fields = {
       id: 'msg_bench',
@@ -48,6 +52,12 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
       to: { did: fields.to },
       auth: { signature: hmacSignature(signingBody(fields), SECRET), timestamp },
     });
+    const unsigned = canonicalJson({
+      roar: '1.0',
+      ...fields,
+      from: { did: fields.from },
+      to: { did: openCard.identity.did },
+    });
     const agora = JSON.stringify({ protocolHash: hash, body });
     const a2a = JSON.stringify({
       jsonrpc: '2.0',
@@ -61,6 +71,11 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
     };
     if ((check.payload as { status?: string }).status !== 'ok')
       throw new Error(`ROAR bench message refused: ${JSON.stringify(check)}`);
+    const openCheck = (await (await fetch(`${open.url}/roar/message`, { method: 'POST', body: unsigned })).json()) as {
+      payload: unknown;
+    };
+    if ((openCheck.payload as { status?: string }).status !== 'ok')
+      throw new Error(`ROAR unsigned bench message refused: ${JSON.stringify(openCheck)}`);
     const a2aCheck = (await (
       await fetch(`${server.url}/a2a`, {
         method: 'POST',
@@ -73,10 +88,13 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
     await load('warm-up', { url: server.url, body: agora, duration: 1 });
     await load('warm-up', { url: server.url, path: '/roar/message', body: roar, duration: 1 });
     await load('warm-up', { url: server.url, path: '/a2a', body: a2a, headers: a2aHeaders, duration: 1 });
+    await load('warm-up', { url: open.url, body: agora, duration: 1 });
+    await load('warm-up', { url: open.url, path: '/roar/message', body: unsigned, duration: 1 });
     // Both on one server, in alternating rounds (the host's speed swings within seconds): each keeps its best round,
     // and the tracked ratio is the median of the rounds' ratios, each pair measured seconds apart.
     const pid = server.child.pid;
-    const [a, r, s] = (await alternating(
+    const openPid = open.child.pid;
+    const [a, r, s, o, u] = (await alternating(
       [
         { name: 'Agora POST /, routine', url: server.url, body: agora, pid },
         {
@@ -94,18 +112,33 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
           headers: a2aHeaders,
           pid,
         },
+        {
+          name: 'Agora POST /, routine (faces as by default: no ROAR secret)',
+          url: open.url,
+          body: agora,
+          pid: openPid,
+        },
+        {
+          name: 'ROAR POST /roar/message, unsigned (no secret), routine',
+          url: open.url,
+          path: '/roar/message',
+          body: unsigned,
+          pid: openPid,
+        },
       ],
       rounds,
       roundSeconds,
       log,
-    )) as [AlternatingResult, AlternatingResult, AlternatingResult];
-    const ratio = (name: string, face: AlternatingResult, target: string) => {
+    )) as [AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult, AlternatingResult];
+    const ratio = (name: string, face: AlternatingResult, target: string, base = a) => {
       const cpu =
-        a.cpuMicrosPerRequest && face.cpuMicrosPerRequest ? a.cpuMicrosPerRequest / face.cpuMicrosPerRequest : NaN;
+        base.cpuMicrosPerRequest && face.cpuMicrosPerRequest
+          ? base.cpuMicrosPerRequest / face.cpuMicrosPerRequest
+          : NaN;
       return [
         name,
-        formatNumber(pairedRatio(face, a), 2),
-        formatNumber(face.requestsPerSecond / a.requestsPerSecond, 2),
+        formatNumber(pairedRatio(face, base), 2),
+        formatNumber(face.requestsPerSecond / base.requestsPerSecond, 2),
         formatNumber(cpu, 2),
         target,
       ];
@@ -113,15 +146,20 @@ export async function benchFaces(duration: number, log: (line: string) => void, 
     return [
       `${rounds} rounds of ${roundSeconds} s each, in turns; req/s is each one's best round.`,
       '',
-      resultsTable([a, r, s]),
+      resultsTable([a, r, s, o, u]),
       '',
       table(
         ['ratio', 'median of rounds', 'best / best', 'by CPU time', 'target'],
-        [ratio('ROAR / Agora', r, '≥ 0.70'), ratio('A2A / Agora', s, '—')],
+        [
+          ratio('ROAR signed / Agora', r, '≥ 0.70'),
+          ratio('A2A / Agora', s, '≥ 0.70'),
+          ratio('ROAR unsigned / Agora (same server)', u, '≥ 0.85', o),
+        ],
       ),
     ].join('\n');
   } finally {
     await server.stop();
+    await open.stop();
   }
 }
 

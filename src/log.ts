@@ -98,19 +98,27 @@ export function isoTime(ms: number): string {
 // workers of `--workers`) never interleave within a line.
 const ATOMIC_WRITE_BYTES = 4096;
 
+/** How long a log line may wait for others to share its write, at most (ms): {@link batchedStderr}'s delay. */
+export const LOG_BATCH_MS = 20;
+
 /** Writes log lines to `out` in batches; {@link LineBatch.flush} writes what is pending now. */
 export class LineBatch {
   #pending = '';
   #bytes = 0;
   #scheduled = false;
   readonly #out: (chunk: string) => void;
+  readonly #delayMs: number;
 
-  /** `out` receives whole lines, at most 4 KiB of them at a time unless one line is longer. */
-  constructor(out: (chunk: string) => void) {
+  /**
+   * `out` receives whole lines, at most 4 KiB of them at a time unless one line is longer: once 4 KiB wait, or
+   * `delayMs` after the first line that waits (0: at the end of the event-loop turn).
+   */
+  constructor(out: (chunk: string) => void, delayMs = 0) {
     this.#out = out;
+    this.#delayMs = delayMs;
   }
 
-  /** Queues a line (ending in a newline): written with the rest of this turn's, or sooner once 4 KiB wait. */
+  /** Queues a line (ending in a newline): written with the others of its batch, or at once if it fills one. */
   readonly write = (line: string): void => {
     const bytes = Buffer.byteLength(line);
     if (this.#bytes + bytes > ATOMIC_WRITE_BYTES) this.flush();
@@ -118,7 +126,9 @@ export class LineBatch {
     this.#bytes += bytes;
     if (!this.#scheduled) {
       this.#scheduled = true;
-      setImmediate(this.#turnEnded);
+      if (this.#delayMs === 0) setImmediate(this.#timeUp);
+      // Unreferenced: a waiting line never keeps the process alive ('exit' writes it).
+      else setTimeout(this.#timeUp, this.#delayMs).unref();
     }
   };
 
@@ -131,7 +141,7 @@ export class LineBatch {
     this.#out(chunk);
   };
 
-  readonly #turnEnded = (): void => {
+  readonly #timeUp = (): void => {
     this.#scheduled = false;
     this.flush();
   };
@@ -140,16 +150,17 @@ export class LineBatch {
 let stderrBatch: LineBatch | undefined;
 
 /**
- * A writer of log lines to stderr that costs one write per event-loop turn instead of one per line (a busy server's
- * request log: 28% of its throughput written line by line, measured), the process's one. Its lines are written at
- * the end of the turn, on `process.exit`, on a fatal error and after a signal the program handles: a line is lost
- * only if the process is killed outright (SIGKILL, or a signal nobody listens for) in the turn that logged it.
+ * A writer of log lines to stderr that costs one write per 4 KiB of lines instead of one per line (a busy server's
+ * request log: 28% of its throughput written line by line, measured), the process's one. A line is written at most
+ * {@link LOG_BATCH_MS} after it is logged, and at once on `process.exit`, on a fatal error and after a signal the
+ * program handles: a line is lost only if the process is killed outright (SIGKILL, or a signal nobody listens for)
+ * while it waits.
  */
 export function batchedStderr(): (line: string) => void {
   if (stderrBatch === undefined) {
     // stderr to a file, a pipe or a terminal is written synchronously on Linux and macOS: the 'exit' listener's
     // write completes before the process ends.
-    const batch = new LineBatch((chunk) => void process.stderr.write(chunk));
+    const batch = new LineBatch((chunk) => void process.stderr.write(chunk), LOG_BATCH_MS);
     process.once('exit', batch.flush);
     stderrBatch = batch;
   }

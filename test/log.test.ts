@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { consoleLogger, inert, MAX_LOG_MESSAGE } from '../src/log.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { consoleLogger, inert, LineBatch, MAX_LOG_MESSAGE } from '../src/log.js';
 import { Metrics, MAX_LABEL_LENGTH } from '../src/metrics.js';
 
 function captured(options: Parameters<typeof consoleLogger>[1] = {}) {
@@ -64,5 +64,40 @@ describe('metric labels carrying peer text', () => {
     for (const match of page.matchAll(/protocol="([^"]*)"/g))
       expect(match[1]!.length).toBeLessThanOrEqual(MAX_LABEL_LENGTH);
     expect(page).toContain(`protocol="0${'n'.repeat(MAX_LABEL_LENGTH - 2)}…"`);
+  });
+});
+
+describe('log lines written in batches', () => {
+  afterEach(() => void vi.useRealTimers());
+
+  it('holds lines until the delay, then writes them in one chunk', () => {
+    vi.useFakeTimers();
+    const chunks: string[] = [];
+    const batch = new LineBatch((chunk) => void chunks.push(chunk), 20);
+    batch.write('one\n');
+    batch.write('two\n');
+    vi.advanceTimersByTime(19);
+    expect(chunks).toEqual([]);
+    vi.advanceTimersByTime(1);
+    expect(chunks).toEqual(['one\ntwo\n']);
+    batch.write('three\n');
+    batch.flush();
+    expect(chunks).toEqual(['one\ntwo\n', 'three\n']);
+  });
+
+  it('writes at most 4 KiB of whole lines at a time, counted in bytes, before the delay is up', () => {
+    vi.useFakeTimers();
+    const chunks: string[] = [];
+    const batch = new LineBatch((chunk) => void chunks.push(chunk), 1000);
+    // 100 lines of 101 bytes (one character is two bytes in UTF-8).
+    const line = `${'é'.repeat(1)}${'x'.repeat(98)}\n`;
+    for (let index = 0; index < 100; index++) batch.write(line);
+    expect(chunks.length).toBeGreaterThanOrEqual(2);
+    for (const chunk of chunks) {
+      expect(Buffer.byteLength(chunk)).toBeLessThanOrEqual(4096);
+      expect(chunk.endsWith('\n')).toBe(true);
+    }
+    vi.advanceTimersByTime(1000);
+    expect(chunks.join('')).toBe(line.repeat(100));
   });
 });

@@ -77,7 +77,8 @@ export async function answerRoarMessage(
   deltas?: DeltaListeners,
   caller?: string,
 ): Promise<RoarOutcome> {
-  const message = parseRoarMessage(text);
+  const signed = deps.security.secret !== undefined || (deps.security.trust?.size ?? 0) > 0;
+  const message = parseRoarMessage(text, signed);
   const onDelta = deltas?.(message.context.deltas);
   const known = deps.identity();
   const identity = known instanceof Promise ? await known : known;
@@ -85,7 +86,6 @@ export async function answerRoarMessage(
   if (!(await deps.security.replay.firstSeen(message.id, REPLAY_WINDOW_MS))) throw duplicate(message);
   // The client's `context.session_id` is kept and echoed, scoped by who sent it: the verified signer when messages
   // are signed, else the token; two callers who pick the same id have two conversations.
-  const signed = deps.security.secret !== undefined || (deps.security.trust?.size ?? 0) > 0;
   const principal = signed ? `did:${message.fromDid}` : caller;
   const action = roarAction(message, principal);
   if (action.kind === 'discover') {

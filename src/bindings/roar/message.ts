@@ -91,12 +91,15 @@ function didOf(value: LosslessValue | undefined, field: string): string {
   return did;
 }
 
-/** Reads and checks a ROAR message's shape (400 `invalid_message` on any fault). */
-export function parseRoarMessage(text: string): RoarMessage {
+/**
+ * Reads and checks a ROAR message's shape (400 `invalid_message` on any fault); `exactNumbers` keeps every number as
+ * sent, which a signature check needs (see readRoarJson).
+ */
+export function parseRoarMessage(text: string, exactNumbers = true): RoarMessage {
   let raw: LosslessValue;
   let plain: boolean;
   try {
-    ({ value: raw, plain } = readRoarJson(text));
+    ({ value: raw, plain } = readRoarJson(text, exactNumbers));
   } catch (error) {
     invalid(isAgoraError(error) ? error.message : 'Invalid JSON');
   }

@@ -32,9 +32,11 @@ export function parseKeepsNumbers(text: string): boolean {
 /**
  * A ROAR message's JSON: `plain` when JSON.parse read it (plain JSON values, ordinary objects, numbers as
  * numbers), else as {@link parseLossless} reads it (numbers as RawNumber). Throws as parseLossless does.
+ * `exactNumbers: false` (no signature will be checked) takes JSON.parse's reading whenever the text is JSON.
  */
-export function readRoarJson(text: string): { value: LosslessValue; plain: boolean } {
-  if (parseKeepsNumbers(text)) {
+export function readRoarJson(text: string, exactNumbers = true): { value: LosslessValue; plain: boolean } {
+  // Without signatures to verify, no canonical body is built from what was read: JSON.parse's numbers do.
+  if (!exactNumbers || parseKeepsNumbers(text)) {
     try {
       return { value: JSON.parse(text) as LosslessValue, plain: true };
     } catch {
