@@ -5,13 +5,14 @@
 // server itself holds no per-client state and one serves every request.
 import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/shared/transport.js';
 import {
+  ErrorCode,
   JSONRPCMessageSchema,
   SUPPORTED_PROTOCOL_VERSIONS,
   type JSONRPCMessage,
   type MessageExtraInfo,
   type RequestId,
 } from '@modelcontextprotocol/sdk/types.js';
-import { createMcpServer, type McpServerSource } from './server.js';
+import { callTool, createMcpServer, type McpServerSource } from './server.js';
 
 /** The answer to one POST: a status and, unless 202, a JSON body. */
 export type McpAnswer = { status: number; body?: unknown };
@@ -87,15 +88,65 @@ function error(status: number, code: number, message: string): McpAnswer {
   return { status, body: { jsonrpc: '2.0', error: { code, message }, id: null } };
 }
 
+type PlainToolCall = {
+  jsonrpc: '2.0';
+  id: string | number;
+  method: 'tools/call';
+  params: { name: string; arguments?: Record<string, unknown> };
+};
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Whether a message is a `tools/call` as hosts send it: an id, a tool name and arguments, nothing else (no `_meta`:
+ * no progress token; no `task`). The SDK's schemas would take exactly such a message, and its server would do nothing
+ * with it but call the tool: it is answered here without them (a third of a call's CPU). Anything else goes through
+ * the SDK.
+ */
+function isPlainToolCall(message: unknown): message is PlainToolCall {
+  if (!isPlainObject(message) || message.jsonrpc !== '2.0' || message.method !== 'tools/call') return false;
+  const { id, params } = message;
+  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
+  if (!isPlainObject(params) || typeof params.name !== 'string') return false;
+  for (const key in params) if (key !== 'name' && key !== 'arguments') return false;
+  for (const key in message)
+    if (key !== 'jsonrpc' && key !== 'id' && key !== 'method' && key !== 'params') return false;
+  return params.arguments === undefined || isPlainObject(params.arguments);
+}
+
+/** A tool call's answer as the SDK's server writes it: the result, or the thrown error's code and message. */
+async function answerToolCall(
+  source: McpServerSource,
+  call: PlainToolCall,
+  session: string | undefined,
+  signal: AbortSignal | undefined,
+): Promise<McpAnswer> {
+  try {
+    const result = await callTool(source, call.params.name, call.params.arguments, session, signal ? { signal } : {});
+    return { status: 200, body: { result, jsonrpc: '2.0', id: call.id } };
+  } catch (thrown) {
+    const { code, message, data } = (thrown ?? {}) as { code?: unknown; message?: unknown; data?: unknown };
+    const failure: Record<string, unknown> = {
+      code: Number.isSafeInteger(code) ? code : ErrorCode.InternalError,
+      message: typeof message === 'string' && message !== '' ? message : 'Internal error',
+    };
+    if (data !== undefined) failure.data = data;
+    return { status: 200, body: { jsonrpc: '2.0', id: call.id, error: failure } };
+  }
+}
+
 /** Answers the face's POSTs: checks the request as Streamable HTTP asks, then hands its messages to the one server. */
 export async function createAnswerer(
   source: McpServerSource,
 ): Promise<(message: unknown, headers: Record<string, string>, signal: AbortSignal | undefined) => Promise<McpAnswer>> {
   const transport = new EdgeTransport();
-  const server = createMcpServer(source, (headers) => {
+  const sessionOf = (headers: Record<string, unknown> | undefined) => {
     const value = headers?.['mcp-session-id'];
     return typeof value === 'string' ? value : undefined;
-  });
+  };
+  const server = createMcpServer(source, sessionOf);
   await server.connect(transport);
   return async (raw, headers, signal) => {
     const accept = headers.accept ?? '';
@@ -110,6 +161,7 @@ export async function createAnswerer(
         -32000,
         `Bad Request: Unsupported protocol version: ${version.slice(0, 40)} (supported versions: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
       );
+    if (isPlainToolCall(raw)) return answerToolCall(source, raw, sessionOf(headers), signal);
     const batch = Array.isArray(raw);
     const items: unknown[] = batch ? raw : [raw];
     if (items.length === 0 || items.length > MAX_BATCH)
