@@ -9,7 +9,7 @@ import { bearerToken } from '../edge/guard.js';
 import { header, type EdgeRequest } from '../edge/request.js';
 import { KeyedQueue } from '../_queue.js';
 import { AgoraError, isAgoraError } from '../errors.js';
-import { InMemoryMemory, type AgentMemory } from '../memory/file.js';
+import type { AgentMemory } from '../memory/file.js';
 import { normalizeHash, parseDocument } from '../protocol/document.js';
 import type { ReceiverApi, RequestContext } from '../receiver.js';
 import type { JsonValue, QueryRequest, SuccessResponse } from '../schemas.js';
@@ -66,10 +66,31 @@ export function callerOf(
   return request.principal ?? (tokensRequired ? tokenScope(header(request, 'authorization')) : undefined);
 }
 
+/**
+ * This process's sessions: a map whose records are neither copied nor their keys digested. A memory others share
+ * (Redis) needs both; here only this class reads them, and a record it changes it writes back at once.
+ */
+class ProcessRecords implements Pick<AgentMemory, 'get' | 'set' | 'delete' | 'keys'> {
+  readonly #records = new Map<string, JsonValue>();
+  async get<T extends JsonValue = JsonValue>(key: string): Promise<T | undefined> {
+    return this.#records.get(key) as T | undefined;
+  }
+  async set(key: string, value: JsonValue): Promise<void> {
+    this.#records.set(key, value);
+  }
+  async delete(key: string): Promise<void> {
+    this.#records.delete(key);
+  }
+  async keys(prefix: string): Promise<string[]> {
+    return [...this.#records.keys()].filter((key) => key.startsWith(prefix));
+  }
+}
+
 /** The sessions of one face, over a memory. */
 export class FaceSessions {
   readonly #prefix: string;
-  readonly #memory: AgentMemory;
+  readonly #memory: Pick<AgentMemory, 'get' | 'set' | 'delete' | 'keys'>;
+  readonly #shared: boolean;
   readonly #idleMs: number;
   readonly #maxSessions: number;
   readonly #maxConversations: number;
@@ -87,7 +108,8 @@ export class FaceSessions {
   /** Sessions over `memory` when other processes share it, else over this process's own map. */
   constructor(face: string, memory: AgentMemory | undefined, options: FaceSessionOptions = {}) {
     this.#prefix = `${SESSIONS_PREFIX}${face.replace(/[^a-z0-9-]/g, '') || 'face'}/`;
-    this.#memory = memory?.shared ? memory : new InMemoryMemory();
+    this.#shared = memory?.shared === true;
+    this.#memory = memory?.shared ? memory : new ProcessRecords();
     this.#idleMs = options.idleMs ?? 0;
     this.#maxSessions = options.maxSessions ?? 10_000;
     this.#maxConversations = options.maxConversations ?? 32;
@@ -235,9 +257,9 @@ export class FaceSessions {
     return reply;
   }
 
-  /** Where a session is kept: a digest of its key (principal and id are any text; memory keys are not). */
+  /** Where a session is kept: in a shared memory, a digest of its key (principal and id are any text; memory keys are not). */
   #keyOf(key: string): string {
-    return `${this.#prefix}${createHash('sha256').update(key).digest('base64url')}`;
+    return `${this.#prefix}${this.#shared ? createHash('sha256').update(key).digest('base64url') : key}`;
   }
 
   async #read(memoryKey: string): Promise<SessionRecord | undefined> {
