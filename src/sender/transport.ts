@@ -18,8 +18,8 @@ export const MAX_REPLY_BYTES = CLIENT_DEFAULTS.maxReplyBytes;
 /** An HTTP method the sender uses. */
 export type PeerMethod = 'GET' | 'POST' | 'DELETE';
 
-/** What one exchange brought back: the status and the body's bytes (read up to a cap). */
-export type PeerResponse = { status: number; bytes: Uint8Array };
+/** What one exchange brought back: the status, the headers, and the body's bytes (read up to a cap). */
+export type PeerResponse = { status: number; headers: Headers; bytes: Uint8Array };
 
 /** Options of {@link PeerTransport}: the one client's (timeout, cap, token, headers, connector, guard). */
 export type TransportOptions = Pick<
@@ -91,7 +91,7 @@ export class PeerTransport {
     maxBytes = this.client.maxReplyBytes,
   ): Promise<PeerResponse> {
     const reply = await this.client.request(method, url, { json: payload, signal, maxBytes, retries: 0 });
-    return { status: reply.status, bytes: reply.bytes };
+    return { status: reply.status, headers: reply.headers, bytes: reply.bytes };
   }
 }
 
