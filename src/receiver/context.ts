@@ -21,8 +21,8 @@ export type RequestContext = {
   /** Streaming: called when the turn begins, with its conversation (null: single-round) and whether it is the first. */
   onTurn?: (conversationId: string | null, first: boolean) => void;
   /**
-   * Given (zeroed) when the caller wants the turn's LLM usage reported: the tokens of each LLM call the answer makes are
-   * added to it, and the model's name set.
+   * Given (zeroed) when the caller wants the turn's LLM usage reported: the tokens of each LLM call the answer makes
+   * are added to it, and the model's name set.
    */
   usage?: TurnUsage;
 };
