@@ -1,5 +1,6 @@
 // The sender's wire, on the one outbound client (src/net/): one exchange with a peer at a time, bounded in time and
 // size, its failures read into AgoraErrors that name the method and URL (`POST http://host/: HTTP 404: …`).
+import { parseUsage, USAGE_HEADER } from '../_usage.js';
 import { AgoraError } from '../errors.js';
 import { bearer, CLIENT_DEFAULTS, HttpClient, parseJsonBytes, type HttpClientOptions } from '../net/client.js';
 import { peerError, queryResult, type QueryResult } from './replies.js';
@@ -63,7 +64,10 @@ export class PeerTransport {
   /** Posts a query or a turn and returns the peer's success reply; any failure is AgoraError('PEER_FAILURE'). */
   async post(url: string, payload: Record<string, unknown>, signal?: AbortSignal): Promise<QueryResult> {
     const response = await this.exchange('POST', url, payload, signal);
-    return queryResult('POST', url, response.status, this.parseJson('POST', url, response));
+    const result = queryResult('POST', url, response.status, this.parseJson('POST', url, response));
+    const usage = parseUsage(response.headers.get(USAGE_HEADER));
+    if (usage) result.usage = usage;
+    return result;
   }
 
   /** A GET's body when the peer answers 2xx, else undefined (a document a peer does not serve). */

@@ -1,12 +1,14 @@
 // Tokens per hop: an agent that answers a turn with its LLM reports the turn's usage in an `Agora-Usage` header (when
-// its operator turns reporting on), and the hub's chain records it on that hop; the LLM is the real openai SDK on a
-// fake Chat Completions API.
+// its operator turns reporting on); the hub's chain records it on that hop, a room on that turn. The LLM is the real
+// openai SDK on a fake Chat Completions API.
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatUsage, parseUsage } from '../../src/_usage.js';
 import { agoraMount } from '../../src/agora/handler.js';
 import { compose } from '../../src/edge/mount.js';
 import { listen } from '../../src/edge/node.js';
 import { runChain } from '../../src/hub/chains.js';
+import { ROOM_DOCUMENT } from '../../src/hub/rooms/document.js';
+import type { RoomRecord } from '../../src/hub/rooms/records.js';
 import { HubClient } from '../../src/hub/client.js';
 import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
@@ -15,6 +17,7 @@ import { Receiver } from '../../src/receiver.js';
 import { FakeOpenAI, modelForFake } from '../../src/testing/index.js';
 import { makeAgentFolder } from '../helpers/agent-folder.js';
 import { document, startLoopbackAgent } from './_agents.js';
+import { readRoomEvents, startParticipants } from './rooms/_agents.js';
 
 const cleanups: (() => Promise<unknown>)[] = [];
 afterEach(async () => {
@@ -24,8 +27,8 @@ afterEach(async () => {
 const SUMMARISE = document('Summarise text', 'Writes a short summary of facts.');
 
 /** An agent whose protocol is answered by its LLM (no routine), its Agora wire reporting usage or not. */
-async function llmAgent(fake: FakeOpenAI, reportUsage: boolean | undefined, multiround = false) {
-  const text = multiround ? SUMMARISE.replace('multiround: false', 'multiround: true') : SUMMARISE;
+async function llmAgent(fake: FakeOpenAI, reportUsage: boolean | undefined, multiround = false, doc = SUMMARISE) {
+  const text = multiround ? doc.replace('multiround: false', 'multiround: true') : doc;
   const folder = await makeAgentFolder({ 'protocols/summarise.md': text });
   const receiver = await Receiver.start({
     dir: folder.dir,
@@ -110,6 +113,33 @@ describe('LLM usage per hop', () => {
     const next = await post(`${reporting.url}/conversations/${conversationId}`, { body: { goal: 'y' } });
     expect(next.status).toBe(200);
     expect(parseUsage(next.headers.get('agora-usage'))).toEqual({ inputTokens: 321, outputTokens: 45, model: 'small' });
+  });
+
+  it("counts a room turn's tokens as its agent reported them", async () => {
+    const fake = await startFake();
+    fake.setFallback({ text: JSON.stringify({ message: 'I agree' }), usage: { inputTokens: 200, outputTokens: 22 } });
+    const speaker = await llmAgent(fake, true, true, ROOM_DOCUMENT);
+    const others = await startParticipants(['plain']);
+    cleanups.push(others.close);
+    const running = await startHub({ port: 0, allowPrivateAgents: true, tickMs: 0, logger: silentLogger });
+    cleanups.push(running.close);
+    const created = await fetch(`${running.url}/rooms`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ topic: 'costs', participants: [speaker.url, others.agents[0]!.url], maxTurns: 2 }),
+    });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    await readRoomEvents(running.url, id, {
+      stop: (events) => events.some((event) => event.type === 'flow_completed'),
+    });
+    const room = (await (await fetch(`${running.url}/rooms/${id}`)).json()) as RoomRecord;
+    const [first, second] = room.transcript;
+    expect(first).toMatchObject({ kind: 'agent', text: 'I agree', tokens: 222 });
+    // The routine's turn reported nothing: its tokens are the room's estimate from the texts.
+    expect(second!.kind).toBe('agent');
+    expect(second!.tokens).not.toBe(222);
+    expect(room.tokens).toBe(222 + second!.tokens);
   });
 
   it("reads a peer's header without trusting it", () => {
