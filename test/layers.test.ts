@@ -23,6 +23,7 @@ const LAYERS: readonly (readonly string[])[] = [
     '_slug',
     '_plural',
     '_optional',
+    '_usage',
     // OpenTelemetry's API: spans opened on every floor, and the SDK started by the CLI.
     'telemetry',
   ],

@@ -8,16 +8,33 @@
     columns ? el('tr', {}, el('td', { colspan: columns, class: 'empty' }, text)) : el('p', { class: 'empty' }, text);
   let stopFeed;
 
-  // A hop's bar on the chain's time line: where it started and how long it took, to the chain's whole span. Set
-  // through the CSSOM (the page's policy refuses style attributes).
+  // A hop's tokens as its agent reported them: input and output, and the model; "—" when it reported none.
+  function hopTokens(hop) {
+    if (!hop.usage) return '—';
+    const { inputTokens, outputTokens, model } = hop.usage;
+    return `${inputTokens} in / ${outputTokens} out${model ? ` (${model})` : ''}`;
+  }
+
+  // A hop's bar on the chain's time line: where it started and how long it took, to the chain's whole span, and beside
+  // it the hop's time and tokens. Set through the CSSOM (the page's policy refuses style attributes).
   function waterfall(chain, hop) {
     const bar = el('span', { class: hop.ok ? 'waterfall-bar' : 'waterfall-bar failed' });
     bar.style.marginLeft = `${((hop.offsetMs / chain.spanMs) * 100).toFixed(2)}%`;
     bar.style.width = `${Math.max(0.5, (hop.ms / chain.spanMs) * 100).toFixed(2)}%`;
+    const tokens = hopTokens(hop);
     return el(
       'div',
-      { class: 'waterfall', role: 'img', 'aria-label': `${hop.agentName}: from ${hop.offsetMs} ms, for ${hop.ms} ms` },
-      bar,
+      { class: 'waterfall-row' },
+      el(
+        'div',
+        {
+          class: 'waterfall',
+          role: 'img',
+          'aria-label': `${hop.agentName}: from ${hop.offsetMs} ms, for ${hop.ms} ms; tokens: ${tokens}`,
+        },
+        bar,
+      ),
+      el('span', { class: 'waterfall-tokens' }, `tokens: ${tokens}`),
     );
   }
   function render(state) {

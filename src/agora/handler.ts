@@ -1,5 +1,6 @@
 // The Agora wire (spec §2) as a mount over a receiver: queries, follow-ups, streamed replies, the documents, the
 // probes and the metrics. The guard (tokens, rate limit, body cap, cross-site rule) is the edge's.
+import { formatUsage, USAGE_HEADER, type TurnUsage } from '../_usage.js';
 import type { AgoraError } from '../errors.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { normalizeHash } from '../protocol/document.js';
@@ -23,6 +24,12 @@ export type AgoraOptions = {
   publicUrl?: string;
   /** Where internal errors go (default: stderr). */
   logger?: Pick<Logger, 'error'>;
+  /**
+   * Tell callers the LLM usage of each turn the LLM answered, in an `Agora-Usage` response header on `POST /` and
+   * `POST /conversations/:id` (token counts and the model's name, never text; default false: what an agent spends, and
+   * on which model, is its operator's to share). A hub's chain records it per hop.
+   */
+  reportUsage?: boolean;
 };
 
 const TEXT_TYPE = 'text/plain; charset=utf-8';
@@ -46,6 +53,7 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
   const logger = options.logger ?? consoleLogger();
   // What the receiver can do besides answering: fixed for its life, read once.
   const { streaming, health } = receiver.capabilities;
+  const reportUsage = options.reportUsage === true;
 
   // Nearly every request carries the same Host: remember the last one rather than test and build it each time.
   let lastHost: string | undefined;
@@ -62,12 +70,23 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
       }
       baseUrl = lastBaseUrl;
     }
-    return {
+    const context: RequestContext = {
       baseUrl,
       remoteAddress: request.remoteAddress,
       signal: request.signal,
       ...(request.log ? { outcome: request.log } : {}),
     };
+    // Off (the default), the usage costs the hot path this one test.
+    if (reportUsage) context.usage = { inputTokens: 0, outputTokens: 0 };
+    return context;
+  }
+
+  // A reply, with the turn's LLM usage in its header when it is reported and the LLM answered.
+  function replyOf(reply: unknown, usage: TurnUsage | undefined): EdgeResponse {
+    const response = respond(200, JSON_TYPE, JSON.stringify(reply));
+    if (usage?.model !== undefined || (usage && usage.inputTokens + usage.outputTokens > 0))
+      response.headers[USAGE_HEADER] = formatUsage(usage);
+    return response;
   }
 
   const wire = { status: (error: AgoraError) => agoraStatus(error.code), shape: failure, logger };
@@ -83,7 +102,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
       );
       if (streaming && wantsEventStream(request.headers.accept))
         return await openReplyStream(streaming.queryStream(query, contextOf(request)));
-      return respond(200, JSON_TYPE, JSON.stringify(await receiver.query(query, contextOf(request))));
+      const context = contextOf(request);
+      return replyOf(await receiver.query(query, context), context.usage);
     } catch (error) {
       // Refused before any answer (unknown protocol, bad body): the request log still says how it ended.
       if (request.log && request.log.taken === undefined) request.log.taken = 'failure';
@@ -116,7 +136,8 @@ export function agoraMount(receiver: ReceiverApi, options: AgoraOptions = {}): M
           );
           if (streaming && wantsEventStream(request.headers.accept))
             return await openReplyStream(streaming.followUpStream(id, followUp, contextOf(request)));
-          return respond(200, JSON_TYPE, JSON.stringify(await receiver.followUp(id, followUp, contextOf(request))));
+          const context = contextOf(request);
+          return replyOf(await receiver.followUp(id, followUp, context), context.usage);
         }
         case 'events': {
           if (method !== 'GET') break;

@@ -20,10 +20,21 @@ export async function followChain(args: ParsedArgs, start: ChainStart): Promise<
   return printOutcome(run, wantsJson(args));
 }
 
+/** A hop's time, and the tokens its agent reported (`—` when none): `1.2 s, 812 in / 96 out tokens (gpt-4.1-mini)`. */
+export function hopFigures(hop: Hop): string {
+  const ms = hop.finishedAt - hop.startedAt;
+  const time = ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+  const usage = hop.usage;
+  if (usage === undefined) return `${time}, tokens —`;
+  return `${time}, ${usage.inputTokens} in / ${usage.outputTokens} out tokens${usage.model ? ` (${usage.model})` : ''}`;
+}
+
 /** One progress line per hop. */
 export function printHop(hop: Hop, run: ChainRun): void {
   const status = hop.ok ? 'ok' : `failed: ${hop.error}`;
-  process.stderr.write(`hop ${run.hops.length}: ${hop.agentName} (${hop.by}: ${hop.reason}) ${status}\n`);
+  process.stderr.write(
+    `hop ${run.hops.length}: ${hop.agentName} (${hop.by}: ${hop.reason}) ${status} [${hopFigures(hop)}]\n`,
+  );
 }
 
 /** The chain's outcome: its final result (JSON) on stdout; exit code 0 when done, 1 otherwise. */

@@ -56,6 +56,12 @@ export const SERVE_OPTIONS: Record<string, OptionSpec> = {
     env: 'AGORA_ISOLATE_ROUTINES',
     default: false,
   },
+  'report-usage': {
+    type: 'boolean',
+    description: "Tell callers each LLM turn's token counts and model (Agora-Usage header; never text)",
+    env: 'AGORA_REPORT_USAGE',
+    default: false,
+  },
   'allow-private-sources': {
     type: 'boolean',
     description: 'Fetch protocol sources on loopback and private networks',

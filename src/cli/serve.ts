@@ -84,6 +84,7 @@ export const command = defineCommand(
         waitForProtocols: false,
         allowPrivateSources: args.values['allow-private-sources'] === true,
         isolateRoutines: args.values['isolate-routines'] === true,
+        reportUsage: args.values['report-usage'] === true,
         maxBodyBytes: numberOption(args, 'max-body', { min: 1, integer: true }),
         maxDocumentBytes: numberOption(args, 'max-document', { min: 1, integer: true }),
         store: storeOf(args),

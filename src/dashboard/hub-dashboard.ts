@@ -106,6 +106,8 @@ function chainView(run: ChainRun) {
       error: preview(hop.error),
       ms: hop.finishedAt - hop.startedAt,
       offsetMs: Math.max(0, hop.startedAt - run.createdAt),
+      // What the agent reported of its LLM's turn (counts and model, never text); null when it reported nothing.
+      usage: hop.usage ?? null,
     })),
   };
 }

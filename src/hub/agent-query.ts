@@ -1,6 +1,7 @@
 // One hop of a chain: a query to an agent of the directory through the client of its kind (Agora `POST /`, else its
 // binding's peer client: OAP `POST /invoke`, ROAR `POST /roar/message`, A2A's own client…), bounded in time and size;
 // its reply parsed (never trusted), its result and the handoff it names read by the rules of its protocol.
+import { parseUsage, USAGE_HEADER, type TurnUsage } from '../_usage.js';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
 import { chainReply, chainText, type ChainReply } from '../bindings/chain.js';
@@ -13,8 +14,8 @@ import { replyShapeOf, shapeMismatch } from './reply-shape.js';
 /** What a hop sends: the goal, what the previous hop answered, and the chain's finished hops (oldest first). */
 export type HopInput = { runId: string; goal: string; input?: JsonValue; done: readonly Hop[] };
 
-/** What a hop got back: the result, and the next agent when the reply names one. */
-export type HopOutput = ChainReply;
+/** What a hop got back: the result, the next agent when the reply names one, the LLM usage the agent reported. */
+export type HopOutput = ChainReply & { usage?: TurnUsage };
 
 /**
  * Bounds of one hop, the secret ROAR messages are signed with (else a fresh Ed25519 key), and the address guard every
@@ -91,7 +92,7 @@ async function agoraHop(
     const parsed = peerResponseSchema.safeParse(json);
     if (!parsed.success || parsed.data.status !== 'success')
       throw transport.peerError('POST', url, response.status, json);
-    return { body: (parsed.data.body ?? null) as JsonValue };
+    return { body: (parsed.data.body ?? null) as JsonValue, usage: parseUsage(response.headers.get(USAGE_HEADER)) };
   });
   // Under a protocol, `{"error": …}` is the protocol's own way to refuse (the spec's documents define it so): a failed
   // hop, recorded in fixed words (the agent's text is not copied into the checkpoint others read).
@@ -108,5 +109,5 @@ async function agoraHop(
       'PEER_FAILURE',
       `POST ${url}: the reply does not match ${JSON.stringify(protocol.name.slice(0, 100))}'s reply (${mismatch})`,
     );
-  return chainReply(reply.body);
+  return { ...chainReply(reply.body), ...(reply.usage ? { usage: reply.usage } : {}) };
 }

@@ -229,6 +229,7 @@ async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions
         );
       const output = TRACING.on ? await inSpan('agora.hop', hopSpan(base, run.hops.length + 1), ask) : await ask();
       hop = { ...base, ok: true, result: bounded(output.result), finishedAt: now() };
+      if (output.usage) hop.usage = output.usage;
       handoff = output.handoff;
     } catch (error) {
       hop = {

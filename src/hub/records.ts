@@ -58,6 +58,14 @@ export const hopSchema = z.object({
   error: z.string().optional(),
   startedAt: z.number(),
   finishedAt: z.number(),
+  /** The LLM usage the agent reported for its turn (Agora's `Agora-Usage` header); absent when it reported none. */
+  usage: z
+    .object({
+      inputTokens: z.number().int().nonnegative(),
+      outputTokens: z.number().int().nonnegative(),
+      model: z.string().max(100).optional(),
+    })
+    .optional(),
 });
 
 /** One hop of a chain. */

@@ -1,4 +1,5 @@
 // The receiver's LLM: how the agent presents itself to it, and each call's setup (its usage counted).
+import { addUsage, type TurnUsage } from '../_usage.js';
 import type { AgentProfile, ResponderCall } from '../llm/peer-answers.js';
 import type { LanguageModel } from '../llm/model.js';
 import type { Metrics } from '../metrics.js';
@@ -39,13 +40,16 @@ export class AgentLlm {
     this.#options = options;
   }
 
-  /** A call's setup, counting its tokens under a protocol label and purpose. */
-  call(protocol: string, purpose: string, signal?: AbortSignal): ResponderCall {
+  /** A call's setup, counting its tokens under a protocol label and purpose (and in the turn's `usage`, when given). */
+  call(protocol: string, purpose: string, signal?: AbortSignal, turnUsage?: TurnUsage): ResponderCall {
     const { counters, maxToolSteps, maxLlmChars } = this.#options;
     const call: ResponderCall = {
       model: this.model,
       profile: agentProfile(this.#options.folder, this.#options.registry),
-      onUsage: (usage) => counters.llmCall(protocol, purpose, usage.inputTokens, usage.outputTokens),
+      onUsage: (usage) => {
+        counters.llmCall(protocol, purpose, usage.inputTokens, usage.outputTokens);
+        if (turnUsage) addUsage(turnUsage, usage);
+      },
       maxChars: maxLlmChars,
     };
     if (maxToolSteps !== undefined) call.maxSteps = maxToolSteps;

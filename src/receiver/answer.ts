@@ -1,3 +1,4 @@
+import type { TurnUsage } from '../_usage.js';
 import type { ConversationMessage } from '../conversation/store.js';
 import { AgoraError, describeError, isAgoraError } from '../errors.js';
 import { fitHistory } from '../llm/budget.js';
@@ -109,9 +110,9 @@ export class TurnAnswerer {
     const started = route.kind === 'routine' ? performance.now() : 0;
     try {
       if (route.kind === 'generated')
-        ({ path, reply } = await this.#generated(route, label, turn, body, signal, onDelta));
+        ({ path, reply } = await this.#generated(route, label, turn, body, signal, onDelta, context?.usage));
       else {
-        reply = await this.#reply(route, turn, body, signal, onDelta, started);
+        reply = await this.#reply(route, turn, body, signal, onDelta, started, context?.usage);
         path = route.kind === 'routine' ? 'routine' : 'llm';
       }
       // The LLM reads the history; a conversation under a routine from routines/ never reaches the LLM (a
@@ -200,6 +201,7 @@ export class TurnAnswerer {
     signal: SignalSource,
     onDelta: ((delta: JsonValue) => void) | undefined,
     started: number,
+    usage: TurnUsage | undefined,
   ): Promise<JsonValue> {
     const parts = this.#parts;
     switch (route.kind) {
@@ -219,19 +221,19 @@ export class TurnAnswerer {
       }
       case 'negotiation':
         return parts.extensions.negotiate!(
-          this.#llm().call('negotiation', 'negotiation', signalNow(signal)),
+          this.#llm().call('negotiation', 'negotiation', signalNow(signal), usage),
           turn.history,
           body,
         );
       case 'natural': {
         if (!parts.llm) throw new AgoraError('NATURAL_LANGUAGE_UNSUPPORTED');
         const answer = () =>
-          answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta), turn.history, body);
+          answerNaturalLanguage(this.#answerCall(NATURAL_LANGUAGE, signal, onDelta, usage), turn.history, body);
         return afterTools(parts.folder, answer);
       }
       case 'llm':
         return afterTools(parts.folder, () =>
-          this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta)),
+          this.#underProtocol(route.known, turn, body, () => this.#answerCall(labelOf(route), signal, onDelta, usage)),
         );
     }
   }
@@ -244,6 +246,7 @@ export class TurnAnswerer {
     body: JsonValue,
     signal: SignalSource,
     onDelta: ((delta: JsonValue) => void) | undefined,
+    usage: TurnUsage | undefined,
   ): Promise<{ path: QueryPath; reply: JsonValue }> {
     const parts = this.#parts;
     const started = performance.now();
@@ -265,7 +268,7 @@ export class TurnAnswerer {
     await parts.folder.toolsReady();
     return {
       path: 'llm',
-      reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta)),
+      reply: await this.#underProtocol(route.known, turn, body, () => this.#answerCall(label, signal, onDelta, usage)),
     };
   }
 
@@ -283,8 +286,9 @@ export class TurnAnswerer {
     protocol: string,
     signal: SignalSource,
     onDelta: ((delta: JsonValue) => void) | undefined,
+    usage: TurnUsage | undefined,
   ): ResponderCall {
-    const call = this.#llm().call(protocol, 'answer', signalNow(signal));
+    const call = this.#llm().call(protocol, 'answer', signalNow(signal), usage);
     return onDelta ? { ...call, onText: onDelta } : call;
   }
 

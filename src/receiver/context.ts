@@ -1,4 +1,5 @@
 // What a request brings to the receiver besides its body: where it came from, its signal, the streaming hooks.
+import type { TurnUsage } from '../_usage.js';
 import type { JsonValue } from '../schemas.js';
 
 /** Who is asking, as the HTTP edge knows it (used for logs, rate limits and links). */
@@ -19,4 +20,9 @@ export type RequestContext = {
   onDelta?: (delta: JsonValue) => void;
   /** Streaming: called when the turn begins, with its conversation (null: single-round) and whether it is the first. */
   onTurn?: (conversationId: string | null, first: boolean) => void;
+  /**
+   * Given (zeroed) when the caller wants the turn's LLM usage reported: the tokens of each LLM call the answer makes
+   * are added to it, and the model's name set.
+   */
+  usage?: TurnUsage;
 };

@@ -1,10 +1,17 @@
 // A peer's reply read into what the sender returns, or into a failure that names the request and keeps the peer's
 // text (`POST http://host/: HTTP 404: Conversation not found`, `…: failure: Unsupported protocol`).
+import type { TurnUsage } from '../_usage.js';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { peerResponseSchema, type JsonValue } from '../schemas.js';
 
 /** A peer's success reply. */
-export type QueryResult = { body: JsonValue; conversationId?: string; conversationExpires?: number };
+export type QueryResult = {
+  body: JsonValue;
+  conversationId?: string;
+  conversationExpires?: number;
+  /** The LLM usage the peer reported for its turn (its `Agora-Usage` header), when it reported one. */
+  usage?: TurnUsage;
+};
 
 /**
  * A peer failure: the method, the URL, then what went wrong. An Agora failure answered with a 2xx reads

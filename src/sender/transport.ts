@@ -1,5 +1,6 @@
 // The sender's wire, on the one outbound client (src/net/): one exchange with a peer at a time, bounded in time and
 // size, its failures read into AgoraErrors that name the method and URL (`POST http://host/: HTTP 404: …`).
+import { parseUsage, USAGE_HEADER } from '../_usage.js';
 import { AgoraError } from '../errors.js';
 import { bearer, CLIENT_DEFAULTS, HttpClient, parseJsonBytes, type HttpClientOptions } from '../net/client.js';
 import { peerError, queryResult, type QueryResult } from './replies.js';
@@ -18,8 +19,8 @@ export const MAX_REPLY_BYTES = CLIENT_DEFAULTS.maxReplyBytes;
 /** An HTTP method the sender uses. */
 export type PeerMethod = 'GET' | 'POST' | 'DELETE';
 
-/** What one exchange brought back: the status and the body's bytes (read up to a cap). */
-export type PeerResponse = { status: number; bytes: Uint8Array };
+/** What one exchange brought back: the status, the headers, and the body's bytes (read up to a cap). */
+export type PeerResponse = { status: number; headers: Headers; bytes: Uint8Array };
 
 /** Options of {@link PeerTransport}: the one client's (timeout, cap, token, headers, connector, guard). */
 export type TransportOptions = Pick<
@@ -63,7 +64,10 @@ export class PeerTransport {
   /** Posts a query or a turn and returns the peer's success reply; any failure is AgoraError('PEER_FAILURE'). */
   async post(url: string, payload: Record<string, unknown>, signal?: AbortSignal): Promise<QueryResult> {
     const response = await this.exchange('POST', url, payload, signal);
-    return queryResult('POST', url, response.status, this.parseJson('POST', url, response));
+    const result = queryResult('POST', url, response.status, this.parseJson('POST', url, response));
+    const usage = parseUsage(response.headers.get(USAGE_HEADER));
+    if (usage) result.usage = usage;
+    return result;
   }
 
   /** A GET's body when the peer answers 2xx, else undefined (a document a peer does not serve). */
@@ -91,7 +95,7 @@ export class PeerTransport {
     maxBytes = this.client.maxReplyBytes,
   ): Promise<PeerResponse> {
     const reply = await this.client.request(method, url, { json: payload, signal, maxBytes, retries: 0 });
-    return { status: reply.status, bytes: reply.bytes };
+    return { status: reply.status, headers: reply.headers, bytes: reply.bytes };
   }
 }
 

@@ -294,6 +294,7 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
       result: { forecast: 'sunny' },
       startedAt: at,
       finishedAt: at + 12,
+      usage: { inputTokens: 1234, outputTokens: 56, model: 'small' },
     };
     await hub.hub.saveRun(
       {
@@ -308,6 +309,7 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
             ok: false,
             result: undefined,
             error: 'Unsupported protocol',
+            usage: undefined,
             startedAt: at + 12,
             finishedAt: at + 30,
           },
@@ -345,7 +347,12 @@ describe.skipIf(!executablePath)('hub dashboard in Chromium', { timeout: 60_000 
     expect(bars[0]!.width).toBeCloseTo(0.4, 2);
     expect(bars[1]!.left).toBeCloseTo(0.4, 2);
     expect(bars[1]!.width).toBeCloseTo(0.6, 2);
-    await chain.locator('.waterfall[aria-label="packer: from 12 ms, for 18 ms"]').waitFor();
+    await chain.locator('.waterfall[aria-label="packer: from 12 ms, for 18 ms; tokens: —"]').waitFor();
+    // Beside each bar, the tokens its agent reported: meteo's LLM turn, and "—" for packer, which reported none.
+    expect(await chain.locator('.waterfall-tokens').allTextContents()).toEqual([
+      'tokens: 1234 in / 56 out (small)',
+      'tokens: —',
+    ]);
 
     // A hostile name is shown as text, never as markup.
     const hostile = await startLoopbackAgent({ 'Air quality': 'Pollution levels.' }, () => 'ok');

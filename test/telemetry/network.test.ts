@@ -54,7 +54,10 @@ beforeAll(async () => {
   started.push(hub);
   for (const [name, folder] of Object.entries(folders)) {
     cleanups.push(folder.cleanup);
-    const llm = name === 'summariser' ? ['--llm', 'openai', '--llm-base-url', fake.url, '--model', 'small'] : [];
+    const llm =
+      name === 'summariser'
+        ? ['--llm', 'openai', '--llm-base-url', fake.url, '--model', 'small', '--report-usage']
+        : ['--report-usage'];
     const agent = await startServe([folder.dir, '--port', '0', '--host', '127.0.0.1', ...llm], { env: traced(name) });
     started.push(agent);
     const registered = await runCli(['hub', 'register', agent.url, '--hub', hub.url, '--name', name]);
@@ -85,6 +88,12 @@ describe('a traced network', () => {
       },
     );
     expect(chain.code, chain.stderr).toBe(0);
+    // The summariser's LLM turn reported its tokens to the chain (the fake's totals); the routines' hops none.
+    const { inputTokens, outputTokens } = fake.totals();
+    expect(chain.stderr).toMatch(
+      new RegExp(`summariser .* ok \\[[\\d.]+ m?s, ${inputTokens} in / ${outputTokens} out tokens \\(small\\)\\]`),
+    );
+    expect(chain.stderr).toMatch(/researcher .* ok \[[\d.]+ m?s, tokens —\]/);
     const root = receiver.spans.find((span) => span.name === 'agora.chain' && span.service === 'chain-cli');
     // The CLI sent its spans before it exited.
     expect(root, receiver.spans.map((span) => `${span.service}:${span.name}`).join(', ')).toBeDefined();

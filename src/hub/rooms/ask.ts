@@ -1,6 +1,7 @@
 // Asking a room's participant for its turn: the room document's query over Agora, or the turn as plain text in a
 // ROAR, A2A or OAP participant's own protocol; one conversation per participant and room, within the turn timeout.
 // A failure is told in fixed words: nothing a participant wrote reaches the transcript unless it is its reply.
+import type { TurnUsage } from '../../_usage.js';
 import { AgoraError, isAgoraError } from '../../errors.js';
 import type { JsonValue } from '../../schemas.js';
 import { peerConversation } from '../../bindings/peers.js';
@@ -52,8 +53,12 @@ export function turnFailure(error: unknown, timedOut: boolean, timeoutMs: number
   return `answered a failure${status}`;
 }
 
-/** Tokens of a turn: the count a participant reports, else an estimate of characters / 4 of the query and reply. */
-function tokensOf(query: string, reply: TurnReply): number {
+/**
+ * Tokens of a turn: what the participant's LLM spent as its agent reported it (`Agora-Usage`), else the count its
+ * reply gives, else an estimate of characters / 4 of the query and reply.
+ */
+function tokensOf(query: string, reply: TurnReply, usage: TurnUsage | undefined): number {
+  if (usage) return usage.inputTokens + usage.outputTokens;
   return reply.tokens ?? Math.ceil((query.length + reply.message.length) / 4);
 }
 
@@ -106,7 +111,7 @@ export class TurnAsker {
         signal: controller.signal,
       });
       const reply = readTurnReply(result.body);
-      return { reply, tokens: tokensOf(JSON.stringify(query), reply) };
+      return { reply, tokens: tokensOf(JSON.stringify(query), reply, result.usage) };
     } catch (error) {
       // A conversation that failed is opened anew on the next turn.
       this.#conversations.delete(key);
