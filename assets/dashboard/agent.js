@@ -61,9 +61,11 @@
     }
   });
 
-  // Time labels as HH:MM:SS, at least a label's width apart (uPlot's default spacing lets them overlap).
+  // Time labels as HH:MM:SS, at least a label's width apart (uPlot's default spacing lets them overlap), on whole
+  // seconds (a tick each half second printed the same second twice).
   const TIME_AXIS = {
     space: 80,
+    incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400],
     values: (plot, ticks) =>
       ticks.map((tick) =>
         new Date(tick * 1000).toLocaleTimeString([], {
