@@ -17,7 +17,7 @@ export type Logger = {
 /** How much the logger says, from most to least. */
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
 
-/** A log level: `debug` adds one line per request; `silent` says nothing. */
+/** A log level: `debug` adds what the MCP servers write to stderr; `silent` says nothing. */
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** How lines are written: `text` (time, name, level, message) or `json` (pino's JSON lines). */

@@ -16,36 +16,56 @@
   const fmt = (n) => (n === null || n === undefined ? '—' : Number.isInteger(n) ? String(n) : n.toFixed(1));
   const short = (hash) => (hash ? hash.slice(0, 10) : '');
   const pathLabel = (path) => (path === 'llm' ? 'LLM' : path);
+  // A file's path with a line-break opportunity after each slash, so a narrow column breaks it between folders.
+  const breakable = (file) => file.split(/(?<=\/)/).flatMap((part, index) => (index ? [el('wbr'), part] : [part]));
 
-  // One uPlot chart per container, remade when its series change (uPlot's setData keeps the series).
+  // One uPlot chart per container, remade when its series change (uPlot's setData keeps the series). With no point
+  // yet it spans the last minute on a 0–1 scale, so its axes show (uPlot draws none over no data), and says so.
   function chart(id, series, data, options) {
     const node = $(id);
-    const key = series.map((s) => s.label).join('|');
-    const width = Math.max(300, node.clientWidth || 500);
-    if (charts[id] && charts[id].key === key) charts[id].plot.setData(data);
+    const empty = data[0].length === 0;
+    const now = Date.now() / 1000;
+    const shown = empty ? [[now - 60, now], ...series.map(() => [null, null])] : data;
+    const key = series.map((s) => s.label).join('|') + (empty ? '|empty' : '');
+    if (charts[id] && charts[id].key === key) charts[id].plot.setData(shown);
     else {
       if (charts[id]) charts[id].plot.destroy();
       const [, ...yAxes] = (options && options.axes) || [{}, {}];
       const plot = new window.uPlot(
         {
-          width,
+          width: chartWidth(node),
           height: 200,
-          scales: { x: { time: true }, ...(options && options.scales) },
+          scales: { x: { time: true }, ...(empty ? { y: { range: [0, 1] } } : {}), ...(options && options.scales) },
           axes: [TIME_AXIS, ...yAxes],
           series: [{}, ...series],
         },
-        data,
+        shown,
         node,
       );
-      charts[id] = { key, plot };
+      charts[id] = { key, plot, node };
+      resized.observe(node);
     }
+    const note = node.parentElement.querySelector('.chart-empty');
+    if (note) note.hidden = !empty;
     // The first series' points, for tests and for anyone reading the DOM: the chart itself is a canvas.
     node.dataset.points = String(data[1].filter((y) => y !== null && y !== undefined).length);
   }
 
-  // Time labels as HH:MM:SS, at least a label's width apart (uPlot's default spacing lets them overlap).
+  // A chart as wide as its panel (uPlot takes a width in px and keeps it): resized when its panel is, once laid out.
+  const chartWidth = (node) => Math.max(200, node.clientWidth || 500);
+  const resized = new ResizeObserver((entries) => {
+    for (const entry of entries) {
+      const drawn = Object.values(charts).find((one) => one.node === entry.target);
+      const width = chartWidth(entry.target);
+      if (drawn && drawn.plot.width !== width) drawn.plot.setSize({ width, height: 200 });
+    }
+  });
+
+  // Time labels as HH:MM:SS, at least a label's width apart (uPlot's default spacing lets them overlap), on whole
+  // seconds (a tick each half second printed the same second twice).
   const TIME_AXIS = {
     space: 80,
+    incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 14400, 43200, 86400],
     values: (plot, ticks) =>
       ticks.map((tick) =>
         new Date(tick * 1000).toLocaleTimeString([], {
@@ -122,7 +142,7 @@
       { 'data-hash': row.hash },
       el('td', {}, show),
       el('td', { class: 'hash', title: row.hash }, short(row.hash)),
-      el('td', {}, row.origin === 'folder' ? row.file || 'folder' : 'a peer'),
+      el('td', {}, ...(row.origin === 'folder' ? breakable(row.file || 'folder') : ['a peer'])),
       el(
         'td',
         {},
@@ -331,13 +351,7 @@
             el(
               'thead',
               {},
-              el(
-                'tr',
-                {},
-                ...['Check', 'Compared by', 'Body', 'Expected', 'Actual'].map((name) =>
-                  el('th', { scope: 'col' }, name),
-                ),
-              ),
+              el('tr', {}, ...['Check', 'Body', 'Expected', 'Actual'].map((name) => el('th', { scope: 'col' }, name))),
             ),
             el(
               'tbody',
@@ -346,8 +360,8 @@
                 el(
                   'tr',
                   {},
-                  el('td', {}, entry.label),
-                  el('td', {}, entry.by),
+                  // How the reply was compared sits under the check's name: a column of its own crowds a phone.
+                  el('td', {}, entry.label, el('div', { class: 'hint' }, `compared by ${entry.by}`)),
                   el('td', {}, el('code', {}, entry.body)),
                   el('td', {}, el('code', {}, entry.expected)),
                   el('td', {}, el('code', {}, entry.actual)),

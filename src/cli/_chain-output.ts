@@ -52,8 +52,29 @@ export function printOutcome(run: ChainRun, json: boolean): number {
       process.stdout.write(`${typeof last.result === 'string' ? last.result : JSON.stringify(last.result, null, 2)}\n`);
   }
   if (run.status === 'done') return 0;
-  process.stderr.write(
-    `chain ${run.id} is unfinished (${run.error ?? run.status}); continue it with: agora resume ${run.id}\n`,
-  );
+  process.stderr.write(`chain ${run.id} is unfinished (${run.error ?? run.status})\n  ${unfinishedNextStep(run)}\n`);
   return 1;
+}
+
+/**
+ * What to do about an unfinished chain: `agora resume` where a second try can go further (a hop cap, an agent down, a
+ * checkpoint not written), else what can help, since a resume sends the failed hop's query again, unchanged.
+ */
+export function unfinishedNextStep(run: ChainRun): string {
+  const resume = `agora resume ${run.id}`;
+  if (run.status === 'capped') return `continue it with: ${resume} (--max-hops <n> allows more hops)`;
+  const last = run.hops[run.hops.length - 1];
+  const error = last && !last.ok ? (last.error ?? '') : '';
+  if (last && last.protocolHash !== undefined && /\(a protocol-level error\)$/.test(error)) {
+    // A chain sends {"goal", "input"}; a protocol whose body is JSON of its own shape refuses it, every time.
+    const document = `${last.url.replace(/\/+$/, '')}/protocols/${last.protocolHash}`;
+    return (
+      'a resume would send the same {"goal", "input"} body again: ' +
+      `this protocol takes a body of its own (${document}); ` +
+      `save that document and query the agent with: agora send ${last.url} '<body>' --protocol <file>`
+    );
+  }
+  if (/No agent matches the goal/.test(run.error ?? ''))
+    return `no agent of the hub serves this goal: register one (agora hub register <url>), then: ${resume}`;
+  return `continue it with: ${resume}`;
 }

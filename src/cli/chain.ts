@@ -12,8 +12,7 @@ export const command = hubCommand(
   {
     options: chainOptions('Hops at most', 10),
     json: 'Print the whole chain record as JSON',
-    details:
-      'Exit codes: 0 the chain finished · 1 it failed or hit the hop cap (resume it with `agora resume <id>`) · 2 usage error.',
+    details: 'Exit codes: 0 the chain finished · 1 failed or capped (its last line says what to do) · 2 usage error.',
     async run(args) {
       const goal = requiredPositional(args, 0, '"<goal>"');
       return followChain(args, ({ runChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents }) =>
