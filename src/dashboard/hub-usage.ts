@@ -38,11 +38,13 @@ export function usageView(log: UsageLog, window = DEFAULT_COST_WINDOW): UsageVie
     window,
     unit: dollars ? 'dollars' : 'tokens',
     series: series.map(({ name, total, entries }) => {
-      let sum = 0;
       const costs = entries.map(costOf);
-      const average = costs.map((cost, index) => {
-        sum += cost - (index >= window ? costs[index - window]! : 0);
-        return Math.max(0, sum) / Math.min(index + 1, window);
+      // Each window summed afresh (at most 1000 × window additions): a running sum would drift below zero.
+      const average = costs.map((_, index) => {
+        const from = Math.max(0, index + 1 - window);
+        let sum = 0;
+        for (let at = from; at <= index; at++) sum += costs[at]!;
+        return sum / (index + 1 - from);
       });
       const byPath: Record<string, PathSums> = {};
       for (const entry of entries.slice(-window)) {
