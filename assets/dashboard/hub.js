@@ -1,4 +1,5 @@
-// Agora hub dashboard: registered agents, the catalogue, chains with their hops, and rooms, pushed over `events`.
+// Agora hub dashboard: registered agents, the catalogue, the cost per query agents report (drawn with uPlot),
+// chains with their hops, and rooms, pushed over `events`.
 'use strict';
 
 (function () {
@@ -37,7 +38,95 @@
       el('span', { class: 'waterfall-tokens' }, `tokens: ${tokens}`),
     );
   }
+  // The Cost panel: one curve per series of usage reports (a moving average, query number on x), and the last
+  // window's queries and cost by path. Its own state, so that the rest of the page renders without it.
+  const COST_COLORS = ['#c0392b', '#2471a3', '#1f7a3a', '#8a4b00', '#6a3d9a', '#00838f', '#ad1457', '#37474f'];
+  let costPlot;
+  function renderCost(usage) {
+    const node = $('cost-chart');
+    const money = usage.unit === 'dollars';
+    const amount = (value) =>
+      money ? `$${value < 0.01 ? value.toFixed(5) : value.toFixed(4)}` : String(Math.round(value));
+    $('cost-note').textContent = !usage.enabled
+      ? 'This hub keeps no usage reports (--usage-reports 0).'
+      : usage.series.length
+        ? `${usage.series.length} series, reported by agents (POST /usage); moving average over ${usage.window} queries.`
+        : "No usage reported yet: agents report each query's LLM calls and tokens with POST /usage.";
+    $('cost-caption').textContent =
+      `${money ? 'Dollars' : 'Tokens'} per query, moving average over ${usage.window} queries`;
+    const first = Math.min(...usage.series.map((one) => one.first), Infinity);
+    const last = Math.max(...usage.series.map((one) => one.first + one.average.length - 1), -Infinity);
+    const xs = [];
+    for (let x = first; x <= last; x++) xs.push(x);
+    const data = [
+      xs,
+      ...usage.series.map((one) =>
+        xs.map((x) => (x >= one.first && x - one.first < one.average.length ? one.average[x - one.first] : null)),
+      ),
+    ];
+    const key = usage.series.map((one) => one.name).join('|') + usage.unit;
+    if (costPlot && costPlot.key === key) costPlot.plot.setData(data);
+    else {
+      if (costPlot) costPlot.plot.destroy();
+      costPlot = undefined;
+      if (usage.series.length) {
+        const plot = new window.uPlot(
+          {
+            width: Math.max(300, node.clientWidth || 600),
+            height: 240,
+            scales: { x: { time: false } },
+            axes: [
+              { label: 'query' },
+              {
+                label: money ? 'USD per query' : 'tokens per query',
+                size: 70,
+                values: (u, ticks) => ticks.map(amount),
+              },
+            ],
+            series: [
+              {},
+              ...usage.series.map((one, index) => ({
+                label: one.name,
+                stroke: COST_COLORS[index % COST_COLORS.length],
+                width: 2,
+                value: (u, value) => (value === null || value === undefined ? '—' : amount(value)),
+              })),
+            ],
+          },
+          data,
+          node,
+        );
+        costPlot = { key, plot };
+      }
+    }
+    // The points drawn, per series, for tests and for anyone reading the DOM: the chart itself is a canvas.
+    node.dataset.points = usage.series.map((one) => one.average.length).join(',');
+    node.dataset.last = usage.series.map((one) => one.average.at(-1) ?? '').join(',');
+    const rows = [];
+    for (const one of usage.series) {
+      const entries = Object.entries(one.byPath);
+      const total = entries.reduce((sum, [, sums]) => sum + sums.cost, 0);
+      for (const [path, sums] of entries)
+        rows.push(
+          el(
+            'tr',
+            {},
+            el('th', { scope: 'row' }, one.name),
+            el('td', {}, path),
+            el('td', {}, sums.queries),
+            el('td', {}, sums.calls),
+            el('td', {}, sums.tokens),
+            el('td', {}, amount(sums.cost)),
+            el('td', {}, total > 0 ? `${((sums.cost / total) * 100).toFixed(1)}%` : '—'),
+          ),
+        );
+    }
+    $('cost-table-caption').textContent = `Last ${usage.window} queries of each series, by path`;
+    replace($('usage-rows'), ...(rows.length ? rows : [none('No usage reported yet', 7)]));
+  }
+
   function render(state) {
+    renderCost(state.usage);
     replace(
       $('agent-rows'),
       ...(state.agents.length

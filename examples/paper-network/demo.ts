@@ -1,9 +1,11 @@
 // The demo as a function: the scenario from its seed, the same actions played twice on fresh networks (natural
 // language only, then Agora), and the report: the table, the figure, the steady-state ratio, every wrong answer.
 import type { Logger } from 'agora-agents';
+import type { UsageSeries } from 'agora-agents/hub';
+import { costBreakdown } from './breakdown.js';
 import { costFigure, type Series } from './figure.js';
 import { MODEL, PRICES, startNetworkLlm, type Ledger } from './llm.js';
-import { runNetwork, type Outcome, type Path, type RunSummary } from './network.js';
+import { runNetwork, startHubs, type Outcome, type Path, type RunSummary } from './network.js';
 import { script } from './scenario.js';
 
 /** What the demo is asked to play. */
@@ -17,6 +19,12 @@ export type DemoOptions = {
   /** The moving average's window, and the steady state's length (the last `window` actions). */
   window: number;
   syncEvery: number;
+  /** How many of the last actions the cost breakdown covers (default 300). */
+  tail?: number;
+  /** The first hub's port, whose dashboard draws the curves live (0: any free port). */
+  hubPort?: number;
+  /** Called once the hubs are up, with the first hub's dashboard address. */
+  onDashboard?: (url: string) => void;
   routineThresholds?: { service: number; user: number };
   logger: Logger;
   progress?: (line: string) => void;
@@ -48,34 +56,48 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const progress = options.progress ?? (() => {});
   const runs = {} as { nl: RunSummary; agora: RunSummary };
   const ledgers = {} as { nl: Ledger; agora: Ledger };
-  for (const mode of ['nl', 'agora'] as const) {
-    // Each run has its own fake API and ledger, so neither can bill the other.
-    const llm = await startNetworkLlm({ latencyMs: options.latencyMs });
-    progress(`${mode === 'nl' ? 'natural language only' : 'Agora'}: ${world.actions.length} actions`);
-    try {
-      runs[mode] = await runNetwork({
-        agora: mode === 'agora',
-        seed: options.seed,
-        services: world.services,
-        users: world.users,
-        actions: world.actions,
-        llm,
-        logger: options.logger,
-        syncEvery: options.syncEvery,
-        ...(options.routineThresholds ? { routineThresholds: options.routineThresholds } : {}),
-        onOutcome: (index) => {
-          if ((index + 1) % 100 === 0) progress(`  ${index + 1}/${world.actions.length}`);
-        },
-      });
-      // What the fake API reported to the SDKs is what the ledger billed.
-      const totals = llm.fake.totals();
-      const billed = llm.ledger.since(0);
-      if (totals.calls !== billed.calls || totals.inputTokens !== billed.input || totals.outputTokens !== billed.output)
-        throw new Error(`the fake API reported ${JSON.stringify(totals)}, the ledger ${JSON.stringify(billed)}`);
-      ledgers[mode] = llm.ledger;
-    } finally {
-      await llm.close();
+  // One set of hubs for the demo: each run registers its own services, and both report to the first hub.
+  const hubs = await startHubs(options.logger, options.hubPort ?? 0);
+  let reported: UsageSeries[] = [];
+  options.onDashboard?.(`${hubs[0]!.url}/dashboard/`);
+  try {
+    for (const mode of ['nl', 'agora'] as const) {
+      // Each run has its own fake API and ledger, so neither can bill the other.
+      const llm = await startNetworkLlm({ latencyMs: options.latencyMs });
+      progress(`${mode === 'nl' ? 'natural language only' : 'Agora'}: ${world.actions.length} actions`);
+      try {
+        runs[mode] = await runNetwork({
+          agora: mode === 'agora',
+          hubs,
+          seed: options.seed,
+          services: world.services,
+          users: world.users,
+          actions: world.actions,
+          llm,
+          logger: options.logger,
+          syncEvery: options.syncEvery,
+          ...(options.routineThresholds ? { routineThresholds: options.routineThresholds } : {}),
+          onOutcome: (index) => {
+            if ((index + 1) % 100 === 0) progress(`  ${index + 1}/${world.actions.length}`);
+          },
+        });
+        // What the fake API reported to the SDKs is what the ledger billed.
+        const totals = llm.fake.totals();
+        const billed = llm.ledger.since(0);
+        if (
+          totals.calls !== billed.calls ||
+          totals.inputTokens !== billed.input ||
+          totals.outputTokens !== billed.output
+        )
+          throw new Error(`the fake API reported ${JSON.stringify(totals)}, the ledger ${JSON.stringify(billed)}`);
+        ledgers[mode] = llm.ledger;
+      } finally {
+        await llm.close();
+      }
     }
+    reported = hubs[0]!.hub.usage.series();
+  } finally {
+    for (const hub of hubs) await hub.close();
   }
 
   const { nl, agora } = runs;
@@ -151,9 +173,13 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     `- prices: ${MODEL}, $${PRICES.input} per million input tokens, $${PRICES.output} per million output tokens (taken ${PRICES.taken}); tokens counted with gpt-tokenizer's ${MODEL} encoding`,
     `- LLM calls by kind, Agora: ${kinds(ledgers.agora)}`,
     `- LLM calls by kind, natural language only: ${kinds(ledgers.nl)}`,
+    `- reported to the first hub's dashboard: ${reported.map((series) => `${series.name} ${series.total} queries`).join(', ')}`,
     `- hubs' catalogues at the end (after a last sync): ${agora.catalogues.join(', ')} protocols`,
     `- LLM latency ${options.latencyMs} ms per call; actions played one after another. At 1 s per call the LLM alone would take about ${number(nlCalls / 60, 0)} min for the natural-language run and ${number(agoraCalls / 60, 0)} min for the Agora run`,
     `- where the Agora run's time went: ${number(sum(writing, (o) => o.ms) / 1000, 0)} s in the ${writing.length} actions that wrote a routine (the LLM's reply, then building, type-checking and checking it in QuickJS), ${number(sum(agora.outcomes, (o) => (o.wroteRoutine ? 0 : o.ms)) / 1000, 0)} s in the ${agora.outcomes.length - writing.length} others; natural language only: ${number(sum(nl.outcomes, (o) => o.ms) / nl.outcomes.length, 0)} ms per action`,
+    '',
+    costBreakdown(agora.outcomes, Math.min(options.tail ?? 300, world.actions.length)),
+    '',
     `- answers checked against the hidden tables: ${mismatches.length === 0 ? `all ${2 * world.actions.length} right` : `${mismatches.length} wrong`}`,
   ].join('\n');
   return { markdown, svg, mismatches, ratio, runs };

@@ -45,20 +45,28 @@ export const VERBOSITY: Record<PromptKind, number> = {
 /** One LLM call as billed: its kind, tokens in and out, and dollars. */
 export type Bill = { kind: PromptKind | 'unknown'; input: number; output: number; dollars: number };
 
+/** Calls, tokens in and out, and dollars, summed. */
+export type Sums = { calls: number; input: number; output: number; dollars: number };
+
 /** Every call of a run, in order, with sums since a mark. */
 export class Ledger {
   readonly bills: Bill[] = [];
 
   /** The bills since `mark` (an index into `bills`), summed. */
-  since(mark: number): { calls: number; input: number; output: number; dollars: number; kinds: Set<string> } {
-    const slice = this.bills.slice(mark);
-    return {
-      calls: slice.length,
-      input: slice.reduce((sum, bill) => sum + bill.input, 0),
-      output: slice.reduce((sum, bill) => sum + bill.output, 0),
-      dollars: slice.reduce((sum, bill) => sum + bill.dollars, 0),
-      kinds: new Set(slice.map((bill) => bill.kind)),
-    };
+  since(mark: number): Sums & { kinds: Map<string, Sums> } {
+    const kinds = new Map<string, Sums>();
+    const total: Sums = { calls: 0, input: 0, output: 0, dollars: 0 };
+    for (const bill of this.bills.slice(mark)) {
+      const entry = kinds.get(bill.kind) ?? { calls: 0, input: 0, output: 0, dollars: 0 };
+      for (const sums of [entry, total]) {
+        sums.calls += 1;
+        sums.input += bill.input;
+        sums.output += bill.output;
+        sums.dollars += bill.dollars;
+      }
+      kinds.set(bill.kind, entry);
+    }
+    return { ...total, kinds };
   }
 }
 

@@ -5,7 +5,9 @@
 //
 // `--seed N` (printed; the same seed gives the same scenario, figure and table), `--users`, `--services`,
 // `--actions`, `--latency-ms` (each LLM call's time, default 0), `--window` (default 100), `--sync-every` (actions
-// between two syncs of the hubs, default 25), `--out DIR` (default paper-network-out).
+// between two syncs of the hubs, default 25), `--tail` (the actions the cost breakdown covers, default 300),
+// `--hub-port` (the first hub's port, whose dashboard shows the curves live; default any free one), `--out DIR`
+// (default paper-network-out).
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,6 +23,8 @@ const { values } = parseArgs({
     'latency-ms': { type: 'string', default: '0' },
     window: { type: 'string', default: '100' },
     'sync-every': { type: 'string', default: '25' },
+    tail: { type: 'string', default: '300' },
+    'hub-port': { type: 'string', default: '0' },
     out: { type: 'string', default: 'paper-network-out' },
   },
 });
@@ -32,6 +36,8 @@ const settings = {
   latencyMs: Number(values['latency-ms']),
   window: Number(values.window),
   syncEvery: Number(values['sync-every']),
+  tail: Number(values.tail),
+  hubPort: Number(values['hub-port']),
 };
 for (const [name, value] of Object.entries(settings))
   if (!Number.isInteger(value) || value < 0) {
@@ -42,11 +48,18 @@ for (const [name, value] of Object.entries(settings))
 console.log(
   `The paper's network: seed ${settings.seed}, ${settings.users} users, ${settings.services} services, ${settings.actions} actions.`,
 );
-const report = await runDemo({ ...settings, logger: quietLogger, progress: (line) => console.error(line) });
+const report = await runDemo({
+  ...settings,
+  logger: quietLogger,
+  progress: (line) => console.error(line),
+  onDashboard: (url) => console.log(`Live cost per query on the first hub's dashboard: ${url}#cost`),
+});
 const out = resolve(values.out);
 await mkdir(out, { recursive: true });
 await writeFile(join(out, 'cost-per-query.svg'), report.svg);
 await writeFile(join(out, 'table.md'), `${report.markdown}\n`);
+// The demo's own records, one per action and run, for anyone who wants to cut the costs another way.
+await writeFile(join(out, 'outcomes.json'), JSON.stringify(report.runs, null, 1));
 console.log(`\n${report.markdown}\n\nWrote ${join(out, 'cost-per-query.svg')} and ${join(out, 'table.md')}.`);
 for (const mismatch of report.mismatches) console.error(`wrong: ${mismatch}`);
 process.exitCode = report.mismatches.length ? 1 : 0;

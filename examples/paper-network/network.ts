@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { startAgent, type Logger, type RunningAgent } from 'agora-agents';
 import { RoutineTypeChecker } from 'agora-agents/generation';
-import { startHub, type RunningHub } from 'agora-agents/hub';
+import { createHubDashboard, HubClient, startHub, type RunningHub, type UsageReport } from 'agora-agents/hub';
 import { approvedRoutines, startAssistant, temporaryCopy, type Assistant } from '../_shared.js';
-import type { NetworkLlm } from './llm.js';
+import type { NetworkLlm, Sums } from './llm.js';
 import { expected, toolsOf, type Action, type Service } from './scenario.js';
 
 /** How an action was served. */
@@ -19,6 +19,10 @@ export type Path = 'natural language' | 'negotiation' | 'protocol with LLM' | 'p
 
 /** One action as it went: how, what it cost, and whether its answer was right. */
 export type Outcome = {
+  /** Who asked what of whom: the user's number, the task's name, the service's name. */
+  user: number;
+  task: string;
+  service: string;
   path: Path;
   calls: number;
   input: number;
@@ -27,6 +31,8 @@ export type Outcome = {
   ms: number;
   /** Whether a routine was written during the action (and its time spent building and checking it). */
   wroteRoutine: boolean;
+  /** The action's LLM calls by kind of prompt. */
+  kinds: Record<string, Sums>;
   wrong?: string;
 };
 
@@ -42,6 +48,8 @@ export type RunSummary = {
 /** Settings of a run; `agora: false` is the natural-language-only run. */
 export type RunOptions = {
   agora: boolean;
+  /** The three hubs (see {@link startHubs}); the run registers its services with them and removes them at its end. */
+  hubs: RunningHub[];
   seed: number;
   services: Service[];
   users: number;
@@ -56,6 +64,13 @@ export type RunOptions = {
   onOutcome?: (index: number, outcome: Outcome) => void;
 };
 
+const USAGE_PATH: Record<Path, NonNullable<UsageReport['path']>> = {
+  'natural language': 'natural-language',
+  negotiation: 'negotiation',
+  'protocol with LLM': 'protocol-llm',
+  'protocol with routines': 'protocol-routine',
+};
+
 /** A free loopback port, so that each hub can be told its peers' addresses before it starts. */
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -65,13 +80,17 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** Starts three hubs, each pulling the two others' catalogues (on demand: `syncPeers`, every `syncEvery` actions). */
-export async function startHubs(logger: Logger): Promise<RunningHub[]> {
-  const ports = [await freePort(), await freePort(), await freePort()];
+/**
+ * Starts three hubs, each pulling the two others' catalogues (on demand: `syncPeers`, every `syncEvery` actions). The
+ * first one serves its dashboard, whose Cost panel draws what the runs report to it (`port`: its port, 0 for any).
+ */
+export async function startHubs(logger: Logger, port = 0): Promise<RunningHub[]> {
+  const ports = [port || (await freePort()), await freePort(), await freePort()];
   const url = (port: number) => `http://127.0.0.1:${port}`;
   return Promise.all(
-    ports.map((port) =>
+    ports.map((port, index) =>
       startHub({
+        ...(index === 0 ? { mounts: (hub) => [createHubDashboard(hub, { logger })] } : {}),
         port,
         host: '127.0.0.1',
         tickMs: 0,
@@ -89,7 +108,10 @@ export async function runNetwork(options: RunOptions): Promise<RunSummary> {
   const { llm, logger } = options;
   const started = performance.now();
   const folder = await temporaryCopy(`agora-paper-${options.agora ? 'agora' : 'nl'}-`);
-  const hubs = await startHubs(logger);
+  const { hubs } = options;
+  // Each action's cost, reported to the first hub as it goes: its dashboard draws the curve live.
+  const usage = new HubClient({ url: hubs[0]!.url });
+  const series = options.agora ? 'agora' : 'natural-language-only';
   const services = new Map<string, RunningAgent>();
   const users: Assistant[] = [];
   // One compiler for every agent of this process: each would otherwise start and warm its own (seconds each).
@@ -163,6 +185,9 @@ export async function runNetwork(options: RunOptions): Promise<RunSummary> {
               ? 'protocol with routines'
               : 'protocol with LLM';
       const outcome: Outcome = {
+        user: action.user,
+        task: action.task.spec.name,
+        service: action.service.name,
         path,
         calls: bill.calls,
         input: bill.input,
@@ -170,6 +195,7 @@ export async function runNetwork(options: RunOptions): Promise<RunSummary> {
         dollars: bill.dollars,
         ms: performance.now() - began,
         wroteRoutine: bill.kinds.has('writeRoutine') || bill.kinds.has('writeTaskRoutine'),
+        kinds: Object.fromEntries(bill.kinds),
         ...(wrong
           ? {
               wrong: `action ${index + 1} (user-${action.user + 1} ${action.task.spec.name} → ${action.service.name} ${JSON.stringify(action.input)}): ${wrong}`,
@@ -177,6 +203,14 @@ export async function runNetwork(options: RunOptions): Promise<RunSummary> {
           : {}),
       };
       outcomes.push(outcome);
+      await usage.reportUsage({
+        series,
+        path: USAGE_PATH[path],
+        calls: outcome.calls,
+        inputTokens: outcome.input,
+        outputTokens: outcome.output,
+        dollars: outcome.dollars,
+      });
       options.onOutcome?.(index, outcome);
     }
     let serviceRoutines = 0;
@@ -194,7 +228,9 @@ export async function runNetwork(options: RunOptions): Promise<RunSummary> {
   } finally {
     for (const user of users) await user.close();
     for (const agent of services.values()) await agent.close();
-    for (const hub of hubs) await hub.close();
+    // The hubs outlive the run (the next run and the dashboard use them): its services leave them.
+    for (const hub of hubs)
+      for (const record of await hub.hub.agents({ includeDown: true })) await hub.hub.removeAgent(record.id);
     await typeChecker.close();
     await folder.remove();
   }

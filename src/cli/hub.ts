@@ -98,6 +98,12 @@ export const command = defineCommand(
         description: 'All chain checkpoints together; the oldest finished ones make room',
         default: '67108864',
       },
+      'usage-reports': {
+        type: 'string',
+        value: '<n>',
+        description: "Usage reports (POST /usage) kept per series for the dashboard's Cost panel, in memory; 0: none",
+        default: '1000',
+      },
       'max-documents-per-client': {
         type: 'string',
         value: '<n>',
@@ -207,6 +213,7 @@ export const command = defineCommand(
         maxRunBytes: numberOption(args, 'max-run-bytes', { min: 1024, integer: true }) ?? 262_144,
         maxRunsBytes: numberOption(args, 'max-runs-bytes', { min: 1024, integer: true }) ?? 67_108_864,
         maxDocumentsPerClient: numberOption(args, 'max-documents-per-client', { min: 1, integer: true }) ?? 500,
+        maxUsageReports: numberOption(args, 'usage-reports', { min: 0, integer: true }) ?? 1000,
         removeDownAfterMs: (numberOption(args, 'remove-down-after', { min: 0.01 }) ?? 168) * 3_600_000,
         peers: (args.values.peer as string[] | undefined) ?? [],
         logger,

@@ -1,5 +1,5 @@
 // `GET /dashboard` on a hub, as a mount: registered agents up or down with their protocols, the protocol catalogue,
-// chains with their hops, and rooms (when the hub has them), kept live by server-sent events. Declared public to the
+// the cost per query agents report, chains with their hops, and rooms (when the hub has them), kept live by server-sent events. Declared public to the
 // edge: the dashboard applies its own access rule (see access.ts) after the edge's guard.
 import { describeError } from '../errors.js';
 import { sseFrame } from '../edge/events.js';
@@ -12,6 +12,7 @@ import { DashboardAccess, type AccessKind } from './access.js';
 import { AssetServer, EventFeeds, redirectToFolder, sendFailure, sendJson, sendRefusal, subPath } from './_http.js';
 import type { Rooms } from '../hub/rooms/rooms.js';
 import { DASHBOARD_PATH } from './agent-dashboard.js';
+import { DEFAULT_COST_WINDOW, usageView } from './hub-usage.js';
 
 /** The hub dashboard's route: read-only, public to the edge, which leaves the access rule to the dashboard. */
 export const HUB_DASHBOARD_ROUTES: readonly MountRoute[] = [
@@ -67,6 +68,8 @@ export type HubDashboardOptions = {
   oauth?: boolean;
   /** Where rooms come from (see {@link RoomsSource}); absent: no rooms panel data. */
   rooms?: RoomsSource;
+  /** The Cost panel's moving average, in queries (default 100). */
+  costWindow?: number;
   /** How often the hub's state is compared with the last push, in ms (default 1000; only while a page is open). */
   checkMs?: number;
   logger?: Pick<Logger, 'error'>;
@@ -165,6 +168,7 @@ export function createHubDashboard(hub: Hub, options: HubDashboardOptions = {}):
             .slice(-MAX_TRANSCRIPT)
             .map((line) => ({ ...line, text: preview(line.text) ?? '' })),
         })) ?? null,
+      usage: usageView(hub.usage, options.costWindow ?? DEFAULT_COST_WINDOW),
     };
   }
 

@@ -5,6 +5,7 @@ export { HUB_DEFAULTS } from '../hub/defaults.js';
 export { MemoryHubStore, type HubStore } from '../hub/store.js';
 export { startHub, type StartHubOptions, type RunningHub } from '../hub/server.js';
 export { hubMount, type HubMountOptions } from '../hub/http.js';
+export { UsageLog, usageMount, type UsageReport, type UsageEntry, type UsageSeries } from '../hub/usage.js';
 export { roomsMount, type RoomsMountOptions } from '../hub/rooms/http.js';
 export {
   createHubDashboard,

@@ -3,6 +3,7 @@ import { AgoraError, isAgoraError } from '../errors.js';
 import { CLIENT_DEFAULTS } from '../net/client.js';
 import { hashText } from '../protocol/document.js';
 import { HubProtocols, type ProtocolHub } from '../sender/hub.js';
+import type { UsageReport } from './usage.js';
 import type { ChainBackend } from './chains.js';
 import {
   agentProtocolSchema,
@@ -149,6 +150,11 @@ export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub
   /** Writes a chain's checkpoint. */
   async saveRun(run: ChainRun, leaseMs: number, force = false): Promise<void> {
     await this.request('PUT', `/runs/${encodeURIComponent(run.id)}`, z.unknown(), { run, leaseMs, force });
+  }
+
+  /** Reports queries' LLM spending (numbers only) for the hub's dashboard to draw (the admin scope, with tokens). */
+  async reportUsage(reports: UsageReport | UsageReport[]): Promise<void> {
+    await this.request('POST', '/usage', z.unknown(), Array.isArray(reports) ? { reports } : reports);
   }
 
   /** Asks the hub to pull its peers' catalogues now. */

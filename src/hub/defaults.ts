@@ -31,6 +31,8 @@ export const HUB_DEFAULTS = {
   maxRunsBytes: 64 * 1024 * 1024,
   /** The lease a checkpoint takes on its chain when the writer names none. */
   runLeaseMs: 60_000,
+  /** Usage reports (`POST /usage`) kept per series, in memory. */
+  maxUsageReports: 1000,
   /** Time between two pulls of each peer hub's catalogue: 5 min. */
   syncIntervalMs: 5 * 60_000,
   /** How often `startHub` runs background work (agent checks, peer syncs); 0: never. */

@@ -11,6 +11,7 @@ import type { AgentRecord, CatalogueEntry, ChainRun } from './records.js';
 import { Router, type RouteDecision } from './routing.js';
 import { ChainRuns } from './runs.js';
 import { MemoryHubStore, type HubStore } from './store.js';
+import { UsageLog } from './usage.js';
 
 /** Options of {@link Hub}; each one left out takes its value in {@link HUB_DEFAULTS}. */
 export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocols'> & {
@@ -44,6 +45,8 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
   peers?: string[];
   /** Time between two pulls of each peer. */
   syncIntervalMs?: number;
+  /** Usage reports kept per series, in this process's memory (`--usage-reports`; 0: none are taken). */
+  maxUsageReports?: number;
   now?: () => number;
   logger?: Logger;
 };
@@ -76,6 +79,8 @@ export class Hub implements ChainBackend {
   readonly catalogue: Catalogue;
   readonly directory: Directory;
   readonly router: Router;
+  /** What agents report of their LLM spending per query (`POST /usage`), which the dashboard draws. */
+  readonly usage: UsageLog;
   readonly logger: Logger;
   readonly #options: HubOptions;
   readonly #limits: HubLimits;
@@ -115,6 +120,10 @@ export class Hub implements ChainBackend {
     });
     this.router = new Router({ directory: this.directory, logger: this.logger, llm: options.llm });
     this.#runs = new ChainRuns(this.store, this.#limits);
+    this.usage = new UsageLog({
+      maxReports: options.maxUsageReports ?? HUB_DEFAULTS.maxUsageReports,
+      now: this.#now,
+    });
   }
 
   #readOptions(): ReadOptions {

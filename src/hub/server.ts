@@ -11,6 +11,7 @@ import { HUB_DEFAULTS } from './defaults.js';
 import { Hub, type HubOptions } from './hub.js';
 import { roomsMount, type RoomsMountOptions } from './rooms/http.js';
 import { roomsForHub } from './rooms/hub-rooms.js';
+import { usageMount } from './usage.js';
 import type { Rooms, RoomsOptions } from './rooms/rooms.js';
 
 /** Options of {@link startHub}: the hub's, its guard's, and where to listen. */
@@ -88,6 +89,7 @@ export async function startHub(options: StartHubOptions = {}): Promise<RunningHu
   const rooms = options.rooms === false ? undefined : await roomsForHub(hub, { ...options.rooms, logger });
   const mounts: Mount[] = [
     hubMount(hub),
+    usageMount(hub.usage),
     ...(rooms ? [roomsMount(rooms, options.rooms || {})] : []),
     ...(options.mounts?.(hub, rooms) ?? []),
   ];

@@ -49,21 +49,37 @@ export class TaskProtocols {
       );
       await this.#states.update(key, (current) => void (current.protocolHash = null));
     }
-    if (!this.#parts.llm || state.uses < this.#thresholds.lookForProtocolFrom) return undefined;
-    for (const candidate of await this.#candidates(call, state)) {
-      let fits = state.verdicts[candidate.hash];
+    if (!this.#parts.llm) return undefined;
+    // A PD this task was judged fit with before, with any target, costs no LLM call: the target listing it is enough,
+    // from the first use on. Judging new candidates waits for the threshold.
+    const shared = await this.#states.fits(task.name);
+    if (state.uses < this.#thresholds.lookForProtocolFrom) {
+      if (!Object.values(shared).some(Boolean)) return undefined;
+      const listed = await this.#listed(call, state);
+      const known = listed.find((candidate) => shared[candidate.hash] === true);
+      if (known)
+        await this.#states.update(key, (current) => {
+          current.protocolHash = known.hash;
+          current.verdicts[known.hash] = true;
+        });
+      return known;
+    }
+    for (const candidate of rankForTask(await this.#candidates(call, state), task, shared)) {
+      let fits = state.verdicts[candidate.hash] ?? shared[candidate.hash];
       if (fits === undefined) {
         fits = await judgeFit(this.#steps.llm(call), task, call.schemas, candidate);
-        const verdict = fits;
-        await this.#states.update(key, (current) => void (current.verdicts[candidate.hash] = verdict));
+        await this.#states.keepFit(task.name, candidate.hash, fits);
         this.#parts.logger.info(
           `task "${task.name}": protocol "${candidate.metadata.name}" ${candidate.hash} judged ${fits ? 'a fit' : 'no fit'}`,
         );
       }
-      if (fits) {
-        await this.#states.update(key, (current) => void (current.protocolHash = candidate.hash));
-        return candidate;
-      }
+      const verdict = fits;
+      if (state.verdicts[candidate.hash] === undefined || fits)
+        await this.#states.update(key, (current) => {
+          current.verdicts[candidate.hash] = verdict;
+          if (verdict) current.protocolHash = candidate.hash;
+        });
+      if (fits) return candidate;
     }
     if (state.uses < this.#thresholds.negotiateFrom || state.negotiation) return undefined;
     // Concurrent calls at the threshold share one negotiation.
@@ -123,20 +139,7 @@ export class TaskProtocols {
    * (when the sender has one), then those in `<dir>/protocols/`.
    */
   async #candidates(call: TaskCall, state: TaskState): Promise<ProtocolDocument[]> {
-    const { base, signal } = call;
-    const found = new Map<string, ProtocolDocument>();
-    try {
-      const listing = (await this.#parts.documents.listing(base, signal)) ?? {};
-      for (const [key, sources] of Object.entries(listing)) {
-        const hash = normalizeHash(key);
-        // A PD judged unfit is not fetched again.
-        if (!hash || state.verdicts[hash] === false || found.has(hash)) continue;
-        const document = await this.#parts.documents.peer(base, hash, sources, signal);
-        if (document) found.set(hash, document);
-      }
-    } catch (error) {
-      this.#parts.logger.warn(`looking for protocols at ${base}: ${describeError(error)}`);
-    }
+    const found = new Map((await this.#listed(call, state)).map((document) => [document.hash, document]));
     if (this.#parts.hub) {
       const skip = (hash: string) => found.has(hash) || state.verdicts[hash] === false;
       for (const document of await hubCandidates(
@@ -153,4 +156,56 @@ export class TaskProtocols {
       if (!found.has(document.hash) && state.verdicts[document.hash] !== false) found.set(document.hash, document);
     return [...found.values()];
   }
+
+  /** The PDs a target's `/wellknown` lists (and serves), but those judged unfit with it. */
+  async #listed(call: TaskCall, state: TaskState): Promise<ProtocolDocument[]> {
+    const { base, signal } = call;
+    const found = new Map<string, ProtocolDocument>();
+    try {
+      const listing = (await this.#parts.documents.listing(base, signal)) ?? {};
+      for (const [key, sources] of Object.entries(listing)) {
+        const hash = normalizeHash(key);
+        // A PD judged unfit is not fetched again.
+        if (!hash || state.verdicts[hash] === false || found.has(hash)) continue;
+        const document = await this.#parts.documents.peer(base, hash, sources, signal);
+        if (document) found.set(hash, document);
+      }
+    } catch (error) {
+      this.#parts.logger.warn(`looking for protocols at ${base}: ${describeError(error)}`);
+    }
+    return [...found.values()];
+  }
+}
+
+const words = (text: string) =>
+  new Set(
+    text
+      .toLowerCase()
+      .split(/[^a-z0-9]+/)
+      .filter((word) => word.length > 3),
+  );
+
+/**
+ * Candidates in the order they are judged, which stops at the first fit: those already judged fit for the task
+ * first (no LLM call), then by the words (of four letters or more) their name and description share with the
+ * task's name and description, the listing's order among equals.
+ */
+export function rankForTask(
+  candidates: readonly ProtocolDocument[],
+  task: { name: string; description: string },
+  fits: Readonly<Record<string, boolean>>,
+): ProtocolDocument[] {
+  const wanted = words(`${task.name} ${task.description}`);
+  const score = (document: ProtocolDocument) => {
+    if (fits[document.hash] === true) return Infinity;
+    // A word of the PD's name counts twice: names say what a protocol is for, descriptions say more around it.
+    let shared = 0;
+    for (const word of words(document.metadata.name)) if (wanted.has(word)) shared += 2;
+    for (const word of words(document.metadata.description)) if (wanted.has(word)) shared += 1;
+    return shared;
+  };
+  return candidates
+    .map((document, index) => ({ document, index, score: score(document) }))
+    .sort((a, b) => b.score - a.score || a.index - b.index)
+    .map((entry) => entry.document);
 }

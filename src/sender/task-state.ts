@@ -17,6 +17,9 @@ export type TaskState = {
     | { outcome: 'failed'; error: string; at: string };
 };
 
+/** Shared fit verdicts kept per task, the most recent ones. */
+const MAX_SHARED_FITS = 200;
+
 function keySlug(text: string): string {
   return slug(text, { keepDots: true, maxLength: 100, fallback: 'default' });
 }
@@ -33,6 +36,34 @@ export class TaskStates {
   /** The memory key of a task's state with a target (its base URL). */
   key(taskName: string, base: string): string {
     return `tasks/${keySlug(taskName)}/${keySlug(base.replace(/^https?:\/\//, (scheme) => (scheme === 'https://' ? 'https-' : '')))}`;
+  }
+
+  /** The memory key of a task's fit verdicts shared by its targets (a PD fits a task whoever serves it). */
+  fitsKey(taskName: string): string {
+    return `task-fits/${keySlug(taskName)}`;
+  }
+
+  /** The task's shared fit verdicts, per hex hash; anything malformed is left out. */
+  async fits(taskName: string): Promise<Record<string, boolean>> {
+    const saved = await this.#memory.get<Record<string, JsonValue>>(this.fitsKey(taskName));
+    const fits: Record<string, boolean> = {};
+    if (saved && typeof saved === 'object' && !Array.isArray(saved))
+      for (const [hash, verdict] of Object.entries(saved)) if (typeof verdict === 'boolean') fits[hash] = verdict;
+    return fits;
+  }
+
+  /** Keeps an LLM's fit verdict for every target of the task. */
+  keepFit(taskName: string, hash: string, fits: boolean): Promise<void> {
+    const key = this.fitsKey(taskName);
+    return this.#queue.run(key, async () => {
+      const all = await this.fits(taskName);
+      delete all[hash];
+      all[hash] = fits;
+      // Bounded: the PDs a hub or peer offers are not, and the oldest verdicts matter least.
+      const hashes = Object.keys(all);
+      for (const old of hashes.slice(0, Math.max(0, hashes.length - MAX_SHARED_FITS))) delete all[old];
+      await this.#memory.set(key, all);
+    });
   }
 
   /** A task's state as saved; anything malformed reads as its default. */

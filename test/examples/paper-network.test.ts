@@ -57,7 +57,8 @@ describe('the paper network', () => {
     async () => {
       const out = await mkdtemp(join(tmpdir(), 'agora-paper-test-'));
       try {
-        const args = ['--users', '7', '--services', '3', '--actions', '100', '--window', '20', '--out', out];
+        const args = ['--users', '7', '--services', '3', '--actions', '100', '--window', '20', '--tail', '100'];
+        args.push('--out', out);
         const { code, stdout, stderr } = await run(['examples/paper-network/main.ts', ...args]);
         expect(code, `${stdout}\n${stderr}`).toBe(0);
         expect(stdout).toContain("The paper's network: seed 43, 7 users, 3 services, 100 actions.");
@@ -78,6 +79,26 @@ describe('the paper network', () => {
         const catalogues = /catalogues at the end \(after a last sync\): (\d+), (\d+), (\d+)/.exec(table)!.slice(1);
         expect(Number(catalogues[0])).toBeGreaterThan(0);
         expect(new Set(catalogues).size).toBe(1);
+        // Both runs reported every action to the first hub, whose dashboard draws them.
+        expect(table).toContain(
+          "reported to the first hub's dashboard: natural-language-only 100 queries, agora 100 queries",
+        );
+        // The breakdown of the last actions by path covers them all, and its shares add up.
+        const breakdown = table.split("Where the Agora run's last 100 actions spent")[1]!.split('\n\n')[1]!;
+        const rows = breakdown
+          .split('\n')
+          .slice(2)
+          .map((line) => line.split('|').map((cell) => cell.trim()));
+        expect(rows.map((cells) => cells[1])).toEqual([
+          'natural language',
+          'negotiation',
+          'protocol with LLM',
+          'protocol with routines',
+          'wrote a routine',
+        ]);
+        expect(rows.reduce((sum, cells) => sum + Number(cells[2]), 0)).toBe(100);
+        const shares = rows.map((cells) => (cells[7] === '—' ? 0 : Number(cells[7]!.replace('%', ''))));
+        expect(shares.reduce((sum, share) => sum + share, 0)).toBeCloseTo(100, 0);
         const steady = Number(/\*\*([\d.]+)×\*\* cheaper with Agora/.exec(table)![1]);
         expect(steady).toBeGreaterThan(2);
         const svg = await readFile(join(out, 'cost-per-query.svg'), 'utf8');

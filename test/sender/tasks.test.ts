@@ -3,11 +3,13 @@ import { describe, expect, it, vi } from 'vitest';
 import { z } from 'zod';
 import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import type { SenderOptions } from '../../src/sender/sender.js';
+import { rankForTask } from '../../src/sender/task-protocol.js';
 import type { TaskServedEvent } from '../../src/sender/tasks.js';
+import { parseDocument } from '../../src/protocol/document.js';
 import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
 import { DISTANCE, DISTANCE_HEX, failureOf, km, senderBrain, senderSuite } from '../helpers/sender.js';
 
-const { cleanup, sender, peers } = senderSuite();
+const { cleanup, sender, peers } = senderSuite({ routinesOnly: true });
 
 describe('typed tasks', () => {
   const Convert = {
@@ -69,6 +71,34 @@ describe('typed tasks', () => {
     expect(await restarted.task(Convert)({ miles: 1 }, { target: `${peers.agent.url}/` })).toEqual({ km: 1.609 });
     expect(steps(fake)).toEqual(['write-body', 'read']);
     expect((await restarted.taskState('Convert miles', peers.agent.url)).uses).toBe(3);
+  });
+
+  it('uses a protocol judged fit with one target from its first use with another that lists it, judging it no more', async () => {
+    const { fake, make } = await senderAgent();
+    const convert = make().task(Convert);
+    await convert({ miles: 5 }, { target: peers.agent.url });
+    await convert({ miles: 10 }, { target: peers.agent.url });
+    expect(steps(fake)).toEqual(['write-nl', 'read', 'judge', 'write-body', 'read']);
+
+    // The routines-only peer takes no natural language: the first use must already be under the protocol.
+    fake.reset();
+    expect(await convert({ miles: 2 }, { target: peers.routinesOnly.url })).toEqual({ km: km(2) });
+    expect(steps(fake)).toEqual(['write-body', 'read']);
+    const state = await make().taskState('Convert miles', peers.routinesOnly.url);
+    expect(state).toEqual({ uses: 1, protocolHash: DISTANCE_HEX, verdicts: { [DISTANCE_HEX]: true } });
+  });
+
+  it('judges the candidates that share the most words with the task first, and those judged fit before all', () => {
+    const doc = (name: string, description: string) =>
+      parseDocument(`---\nname: ${name}\ndescription: ${description}\nmultiround: false\n---\n\nJSON.\n`);
+    const weather = doc('Weather forecast', 'The forecast for a city on a date.');
+    const temperature = doc('Temperature', 'The temperature in a city.');
+    const distance = doc('Distance conversion', 'Convert a distance in miles to kilometres.');
+    const listed = [weather, temperature, distance];
+    expect(rankForTask(listed, Convert, {})).toEqual([distance, weather, temperature]);
+    const task = { name: 'temperature_check', description: 'The temperature in a city on a date.' };
+    expect(rankForTask(listed, task, {})).toEqual([temperature, weather, distance]);
+    expect(rankForTask(listed, task, { [distance.hash]: true })).toEqual([distance, temperature, weather]);
   });
 
   it('uses a sender routine when an extension supplies one, and reports every call', async () => {
