@@ -16,17 +16,20 @@ export const command = hubCommand(
       'Exit codes: 0 the chain finished · 1 it failed or hit the hop cap (resume it with `agora resume <id>`) · 2 usage error.',
     async run(args) {
       const goal = requiredPositional(args, 0, '"<goal>"');
-      return followChain(args, ({ runChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents }) =>
-        runChain(hub, goal, {
-          maxHops: maxHops ?? 10,
-          hopTimeoutMs,
-          allowPrivateAgents,
-          ...(roarSecret ? { roarSecret } : {}),
-          onHop: (hop, current) => {
-            if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
-            printHop(hop, current);
-          },
-        }),
+      return followChain(
+        args,
+        ({ runChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents, tokenSource }) =>
+          runChain(hub, goal, {
+            maxHops: maxHops ?? 10,
+            hopTimeoutMs,
+            allowPrivateAgents,
+            ...(tokenSource ? { tokenSource } : {}),
+            ...(roarSecret ? { roarSecret } : {}),
+            onHop: (hop, current) => {
+              if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
+              printHop(hop, current);
+            },
+          }),
       );
     },
   },
