@@ -89,6 +89,24 @@ export async function admitBearer(
   return { status: 403, message: 'Insufficient scope', headers: { 'www-authenticate': challenge } };
 }
 
+/**
+ * A 401 a mount answers itself on a public route (a dashboard's data, which applies its own rule) with the challenge
+ * every refusal of the guard carries: RFC 9728's `resource_metadata`, and `invalid_token` when a token was sent.
+ */
+export function withChallenge(
+  verifier: BearerVerifier,
+  request: EdgeRequest,
+  answer: Promise<EdgeResponse> | EdgeResponse,
+): Promise<EdgeResponse> | EdgeResponse {
+  const add = (response: EdgeResponse) => {
+    if (response.status !== 401) return response;
+    const sent = bearerToken(request.headers.authorization) !== undefined;
+    response.headers['www-authenticate'] = verifier.challenge(sent ? 'invalid_token' : undefined);
+    return response;
+  };
+  return answer instanceof Promise ? answer.then(add) : add(answer);
+}
+
 /** The mount of the Protected Resource Metadata (RFC 9728), at its well-known path and under it. */
 export function metadataMount(
   verifier: BearerVerifier,

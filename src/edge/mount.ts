@@ -2,7 +2,7 @@
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
-import { admitBearer, metadataMount, principalOf } from './bearer.js';
+import { admitBearer, metadataMount, principalOf, withChallenge } from './bearer.js';
 import { hostRule, misdirected } from './host.js';
 import type { BearerVerifier } from './oauth.js';
 import { cleanPath, header, type EdgeRequest } from './request.js';
@@ -236,7 +236,8 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
           ? mount.upgrade(request)
           : refusal(mount, 404, 'Not found')
         : mount.handle(request);
-      if (answer !== undefined) return withCors(request, answer);
+      if (answer !== undefined)
+        return withCors(request, oauth && open ? withChallenge(oauth, request, answer) : answer);
     }
     return notFound();
   }
