@@ -1,7 +1,12 @@
 // Internal: a client's OAuth 2.1 client credentials (`--client-id`, `--client-secret` or AGORA_CLIENT_SECRET,
 // `--token-url` or the issuer's discovery, `--client-scope`, `--client-resource`), for every command that talks to an
 // agent or a hub, and for a served hub's own requests to agents.
-import { ClientCredentials, originResource, type TokenSource } from '../net/token-source.js';
+import {
+  ClientCredentials,
+  originResource,
+  type ClientCredentialsOptions,
+  type TokenSource,
+} from '../net/token-source.js';
 import { stringOption, UsageError, type OptionSpec, type ParsedArgs } from './_command.js';
 
 /** The flags of client credentials; `--auth-issuer` (a server's, `AUTH_OPTIONS`) finds the token endpoint too. */
@@ -36,7 +41,8 @@ export const CLIENT_CREDENTIALS_OPTIONS: Record<
   'client-resource': {
     type: 'string',
     value: '<url>',
-    description: 'The resource (RFC 8707) tokens are asked for: the audience of the agent or hub (default: its URL)',
+    description:
+      "The resource (RFC 8707) tokens are asked for, the agent's or hub's audience (default: its URL); `audience=<url>` sends Auth0's parameter instead; `none`: neither (Entra ID: ask --client-scope api://…/.default)",
     env: 'AGORA_CLIENT_RESOURCE',
   },
 };
@@ -51,8 +57,8 @@ export const TOKEN_ISSUER_OPTION: OptionSpec = {
 
 /**
  * The token source of the client credentials given (declared by {@link CLIENT_CREDENTIALS_OPTIONS}), undefined
- * without `--client-id` (given, its tokens win over a static `--token`); `resource` is the default audience: a URL (the agent or hub talked to), or `each-origin` (a
- * hub's or a chain's requests to many agents: each origin its own token).
+ * without `--client-id` (given, its tokens win over a static `--token`); `resource` is the default audience: a URL
+ * (the agent or hub talked to), or `each-origin` (a hub's or a chain's requests to many agents: each origin its own).
  */
 export function clientCredentials(args: ParsedArgs, resource: string | 'each-origin'): TokenSource | undefined {
   const clientId = stringOption(args, 'client-id');
@@ -72,11 +78,22 @@ export function clientCredentials(args: ParsedArgs, resource: string | 'each-ori
       tokenUrl,
       issuer,
       scope: stringOption(args, 'client-scope'),
-      resource: given ?? (resource === 'each-origin' ? originResource : baseOf(resource)),
+      ...resourceOf(given, resource),
     });
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
+}
+
+// What --client-resource says (none, Auth0's `audience=`, a URL) over the command's default.
+function resourceOf(
+  given: string | undefined,
+  fallback: string,
+): Pick<ClientCredentialsOptions, 'resource' | 'resourceParameter'> {
+  if (given === 'none') return {};
+  const audience = given?.startsWith('audience=') ? given.slice('audience='.length) : undefined;
+  if (audience !== undefined) return { resource: audience, resourceParameter: 'audience' };
+  return { resource: given ?? (fallback === 'each-origin' ? originResource : baseOf(fallback)) };
 }
 
 // A URL as an audience: no query, fragment or trailing slash (`https://agent.example/agora`).

@@ -34,8 +34,14 @@ export type ClientCredentialsOptions = {
    * request's URL ({@link originResource}: each origin its own token); none: the server's default audience.
    */
   resource?: string | ((url: string) => string | undefined) | undefined;
+  /**
+   * The parameter that names the resource: `resource` (RFC 8707, default: Keycloak, Okta, oidc-provider) or `audience`
+   * (Auth0's). Entra ID's v2 endpoint takes neither: leave `resource` out and ask for `scope: 'api://…/.default'`.
+   */
+  resourceParameter?: 'resource' | 'audience';
   /** Space-separated scopes asked for. */
   scope?: string | undefined;
+  /** Renew a token this long before it expires (default 60 s; at most half its lifetime): a test forces a renewal. */
   renewBeforeMs?: number;
   timeoutMs?: number;
   maxResources?: number;
@@ -118,7 +124,7 @@ export class ClientCredentials implements TokenSource {
           },
           body: new URLSearchParams({
             grant_type: 'client_credentials',
-            ...(resource ? { resource } : {}),
+            ...(resource ? { [this.#options.resourceParameter ?? 'resource']: resource } : {}),
             ...(scope ? { scope } : {}),
           }).toString(),
         },
