@@ -1,7 +1,6 @@
 // Clients of protected agents and hubs by the client-credentials grant, against a real authorization server
 // (oidc-provider on loopback): `agora send`, `agora mcp`, `agora hub register` and `agora chain` with --client-id, the
 // hub's own hops with its credentials, and a token renewed before it expires.
-import { createServer } from 'node:net';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { decodeJwt } from 'jose';
@@ -22,14 +21,7 @@ import {
   type AuthorizationServer,
 } from '../helpers/authorization-server.js';
 import { cliArgs, runCli } from '../helpers/cli.js';
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const { port } = probe.address() as { port: number };
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
-}
+import { freePort } from '../helpers/redis-server.js';
 
 const SCOPES = { read: ['agora.read'], query: ['agora.query'], admin: ['agora.admin'] };
 // The secret goes by the environment, as the docs advise; the rest by flags.
