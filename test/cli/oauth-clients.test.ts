@@ -4,7 +4,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { decodeJwt } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { serveReceiver } from '../../src/agent/mounts.js';
 import type { RunningServer } from '../../src/edge/node.js';
 import { OAuthResource } from '../../src/edge/oauth.js';
@@ -20,7 +20,8 @@ import {
   startAuthorizationServer,
   type AuthorizationServer,
 } from '../helpers/authorization-server.js';
-import { cliArgs, runCli } from '../helpers/cli.js';
+import { main } from '../../src/cli/main.js';
+import { captureOutput, cliArgs, runCli } from '../helpers/cli.js';
 import { freePort } from '../helpers/redis-server.js';
 
 const SCOPES = { read: ['agora.read'], query: ['agora.query'], admin: ['agora.admin'] };
@@ -178,4 +179,25 @@ describe('clients by the client-credentials grant', () => {
     expect(renewed).not.toBe(first);
     expect(decodeJwt(renewed).aud).toBe(agentUrl);
   }, 60_000);
+});
+
+describe('client credentials flags', () => {
+  afterEach(() => {
+    vi.restoreAllMocks();
+    vi.unstubAllEnvs();
+  });
+
+  it('says what is missing: the secret, or where tokens come from', async () => {
+    vi.stubEnv('AGORA_CLIENT_SECRET', '');
+    vi.stubEnv('AGORA_AUTH_ISSUER', '');
+    vi.stubEnv('AGORA_TOKEN_URL', '');
+    let output = captureOutput();
+    expect(await main(['send', 'http://127.0.0.1:9/', 'hi', '--client-id', 'cli'])).toBe(2);
+    expect(output.stderr()).toMatch(/--client-id needs its secret: set AGORA_CLIENT_SECRET/);
+    vi.restoreAllMocks();
+    vi.stubEnv('AGORA_CLIENT_SECRET', 'a-secret');
+    output = captureOutput();
+    expect(await main(['route', 'weather', '--hub', 'http://127.0.0.1:9', '--client-id', 'cli'])).toBe(2);
+    expect(output.stderr()).toMatch(/--client-id needs the token endpoint: --token-url, or --auth-issuer/);
+  });
 });
