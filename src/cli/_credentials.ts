@@ -42,7 +42,8 @@ export const CLIENT_CREDENTIALS_OPTIONS: Record<
     type: 'string',
     value: '<url>',
     description:
-      "The resource (RFC 8707) tokens are asked for, the agent's or hub's audience (default: its URL); `audience=<url>` sends Auth0's parameter instead; `none`: neither (Entra ID: ask --client-scope api://…/.default)",
+      'The resource (RFC 8707) tokens are asked for, their audience (default: the URL talked to); ' +
+      "`audience=<url>`: Auth0's parameter instead; `none`: neither (Entra ID: --client-scope api://…/.default)",
     env: 'AGORA_CLIENT_RESOURCE',
   },
 };

@@ -20,7 +20,7 @@ export function hubOption(description = 'The hub'): OptionSpec {
   return { type: 'string', value: '<url>', description, env: 'AGORA_HUB' };
 }
 
-/** A client of the hub `--hub` names, with `--hub-token` or client credentials; loaded only by the commands that talk to a hub. */
+/** The client of the hub `--hub` names, with `--hub-token` or client credentials (for the hub commands). */
 export async function hubClient(args: ParsedArgs): Promise<HubClient> {
   const { HubClient } = await import('../hub/client.js');
   const url = stringOption(args, 'hub');

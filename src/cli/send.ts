@@ -199,7 +199,7 @@ export const command = defineCommand(
       '  agora send http://localhost:3000 "Tell me a story" --stream',
       '  agora send http://localhost:8089 "Review this diff" --as roar --roar-secret "$SECRET"',
       '  agora send http://localhost:41241 "Hello" --as a2a --stream',
-      '  AGORA_CLIENT_SECRET=… agora send https://agent.example "Hi" --client-id cli --auth-issuer https://login.example',
+      '  AGORA_CLIENT_SECRET=… agora send https://agent.example "Hi" --client-id cli --auth-issuer https://id.test',
       'Without --as, an agent that does not answer Agora (404, 405, or not an Agora reply) is asked what it serves',
       `(GET /wellknown, then ${PROBES.map((probe) => probe.path).join(', ')}, in that order)`,
       'and the query goes again in its protocol.',

@@ -217,7 +217,7 @@ export class OAuthResource implements BearerVerifier {
     return this.#keys ?? Promise.reject(new AgoraError('STORE_UNAVAILABLE', 'Authorization server unavailable'));
   }
 
-  // The issuer's metadata (net/authorization-server.ts: RFC 8414, then OpenID Connect Discovery), which must name its keys.
+  // The issuer's metadata (net/authorization-server.ts: RFC 8414, then OpenID Connect), which must name its keys.
   async #discover(): Promise<string> {
     let found: AuthorizationServerMetadata;
     try {
