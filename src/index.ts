@@ -78,6 +78,14 @@ export {
   type HubListing,
   type ProtocolHub,
 } from './sender/sender.js';
+/** Access tokens by OAuth 2.1's client-credentials grant, renewed before they expire: a client's `tokenSource`. */
+export {
+  ClientCredentials,
+  originResource,
+  CLIENT_CREDENTIALS_DEFAULTS,
+  type ClientCredentialsOptions,
+  type TokenSource,
+} from './net/token-source.js';
 export type {
   SenderExtensions,
   SenderThresholds,

@@ -1,6 +1,7 @@
 // Internal: what the commands that talk to a hub share (`chain`, `resume`, `route`, `runs`, `hub register`): the
 // `--hub` option and its client, `--json`, and the options of a chain.
 import type { HubClient } from '../hub/client.js';
+import type { TokenSource } from '../net/token-source.js';
 import {
   defineCommand,
   numberOption,
@@ -11,6 +12,7 @@ import {
   type OptionSpec,
   type ParsedArgs,
 } from './_command.js';
+import { CLIENT_CREDENTIALS_OPTIONS, clientCredentials, TOKEN_ISSUER_OPTION } from './_credentials.js';
 import { HUB_TOKEN_OPTION, jsonOption } from './_options.js';
 
 /** `--hub <url>`: the hub a command talks to (`AGORA_HUB`; the client's default otherwise). */
@@ -18,12 +20,13 @@ export function hubOption(description = 'The hub'): OptionSpec {
   return { type: 'string', value: '<url>', description, env: 'AGORA_HUB' };
 }
 
-/** A client of the hub `--hub` names, with `--hub-token`; loaded only by the commands that talk to a hub. */
+/** The client of the hub `--hub` names, with `--hub-token` or client credentials (for the hub commands). */
 export async function hubClient(args: ParsedArgs): Promise<HubClient> {
   const { HubClient } = await import('../hub/client.js');
   const url = stringOption(args, 'hub');
   const token = stringOption(args, 'hub-token');
-  return new HubClient({ url, token });
+  const tokenSource = url === undefined ? undefined : clientCredentials(args, url);
+  return new HubClient({ url, token, ...(tokenSource ? { tokenSource } : {}) });
 }
 
 /** A hub command's body as declared: its own options, and what its `--json` prints. */
@@ -36,6 +39,8 @@ export function hubCommand(meta: CommandMeta, { options, json, ...body }: HubCom
     options: {
       hub: hubOption(),
       'hub-token': HUB_TOKEN_OPTION,
+      ...CLIENT_CREDENTIALS_OPTIONS,
+      'auth-issuer': TOKEN_ISSUER_OPTION,
       ...options,
       json: { ...jsonOption(json), default: false },
     },
@@ -86,15 +91,19 @@ export function chainLimits(args: ParsedArgs): {
   hopTimeoutMs: number;
   roarSecret?: string;
   allowPrivateAgents: boolean;
+  /** The hops' tokens: the client credentials given, a token for each agent's origin. */
+  tokenSource?: TokenSource;
 } {
   const roarSecret =
     typeof args.values['roar-secret'] === 'string' && args.values['roar-secret'] !== ''
       ? args.values['roar-secret']
       : undefined;
+  const tokenSource = clientCredentials(args, 'each-origin');
   return {
     maxHops: numberOption(args, 'max-hops', { min: 1, integer: true }),
     hopTimeoutMs: (numberOption(args, 'timeout', { min: 0.001 }) ?? 60) * 1000,
     ...(roarSecret ? { roarSecret } : {}),
     allowPrivateAgents: args.values['allow-private-agents'] === true,
+    ...(tokenSource ? { tokenSource } : {}),
   };
 }

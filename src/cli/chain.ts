@@ -15,17 +15,20 @@ export const command = hubCommand(
     details: 'Exit codes: 0 the chain finished · 1 failed or capped (its last line says what to do) · 2 usage error.',
     async run(args) {
       const goal = requiredPositional(args, 0, '"<goal>"');
-      return followChain(args, ({ runChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents }) =>
-        runChain(hub, goal, {
-          maxHops: maxHops ?? 10,
-          hopTimeoutMs,
-          allowPrivateAgents,
-          ...(roarSecret ? { roarSecret } : {}),
-          onHop: (hop, current) => {
-            if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
-            printHop(hop, current);
-          },
-        }),
+      return followChain(
+        args,
+        ({ runChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents, tokenSource }) =>
+          runChain(hub, goal, {
+            maxHops: maxHops ?? 10,
+            hopTimeoutMs,
+            allowPrivateAgents,
+            ...(tokenSource ? { tokenSource } : {}),
+            ...(roarSecret ? { roarSecret } : {}),
+            onHop: (hop, current) => {
+              if (hop === current.hops[0]) process.stderr.write(`chain ${current.id}\n`);
+              printHop(hop, current);
+            },
+          }),
       );
     },
   },

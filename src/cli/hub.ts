@@ -10,6 +10,7 @@ import {
   UsageError,
   type ParsedArgs,
 } from './_command.js';
+import { CLIENT_CREDENTIALS_OPTIONS, clientCredentials } from './_credentials.js';
 import { hubClient, hubOption } from './_hub.js';
 import {
   ALLOWED_HOST_OPTION,
@@ -78,6 +79,7 @@ export const command = defineCommand(
       'cors-origin': CORS_ORIGIN_OPTION,
       'allowed-host': ALLOWED_HOST_OPTION,
       ...AUTH_OPTIONS,
+      ...CLIENT_CREDENTIALS_OPTIONS,
       ...LOG_OPTIONS,
       trace: TRACE_OPTION,
       'max-turn-reply-bytes': {
@@ -201,6 +203,8 @@ export const command = defineCommand(
       const rate = numberOption(args, 'rate-limit', { min: 1, integer: true });
       const corsOrigins = corsOriginsOf(args);
       const oauth = oauthOption(args, undefined);
+      // The hub's own credentials, for its requests to agents: one client, each agent's origin its token's audience.
+      const tokenSource = clientCredentials(args, 'each-origin');
       const watchers = {
         maxWatchersPerRoom: numberOption(args, 'max-room-watchers', { min: 1, integer: true }) ?? 256,
         maxWatchersPerClient: numberOption(args, 'max-room-watchers-per-client', { min: 1, integer: true }) ?? 64,
@@ -226,6 +230,7 @@ export const command = defineCommand(
         llm,
         tokens: tokens?.length ? tokens : undefined,
         oauth,
+        ...(tokenSource ? { tokenSource } : {}),
         rateLimit: rate ? { windowMs: 60_000, max: rate, ...stores.shared } : undefined,
         corsOrigins: corsOrigins.length ? corsOrigins : undefined,
         allowedHosts: allowedHosts(args),

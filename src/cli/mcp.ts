@@ -8,6 +8,7 @@ import {
   timeoutOption,
   stringOption,
 } from './_command.js';
+import { CLIENT_CREDENTIALS_OPTIONS, clientCredentials, TOKEN_ISSUER_OPTION } from './_credentials.js';
 import { AGENT_TOKEN_OPTION } from './_options.js';
 
 /** `agora mcp <agent-url>`: the agent as an MCP server on stdio (a bridge to its `/mcp`), for hosts that start servers as processes. */
@@ -15,11 +16,14 @@ export const command = defineCommand(
   {
     name: 'mcp',
     summary: 'Serve an Agora agent as an MCP server over stdio',
-    usage: 'agora mcp <agent-url> [--token <token>] [--timeout <s>] [--poll <s>] [--print-config [--name <name>]]',
+    usage:
+      'agora mcp <agent-url> [--token <token> | --client-id <id> --token-url <url>] [--timeout <s>] [--poll <s>] [--print-config [--name <name>]]',
   },
   {
     options: {
       token: AGENT_TOKEN_OPTION,
+      ...CLIENT_CREDENTIALS_OPTIONS,
+      'auth-issuer': TOKEN_ISSUER_OPTION,
       timeout: timeoutOption(60),
       poll: {
         type: 'string',
@@ -57,8 +61,14 @@ export const command = defineCommand(
       }
       const { serveMcpStdio } = await import('../bindings/mcp/stdio.js');
       const token = stringOption(args, 'token');
+      const tokenSource = clientCredentials(args, url);
       const poll = numberOption(args, 'poll', { min: 0 }) ?? 30;
-      await serveMcpStdio(url, { timeoutMs: timeoutMs(args, 60), pollMs: poll * 1000, token });
+      await serveMcpStdio(url, {
+        timeoutMs: timeoutMs(args, 60),
+        pollMs: poll * 1000,
+        token,
+        ...(tokenSource ? { tokenSource } : {}),
+      });
       return 0;
     },
   },

@@ -22,15 +22,18 @@ export const command = hubCommand(
     async run(args) {
       const id = requiredPositional(args, 0, '<id>');
       const force = args.values.force === true;
-      return followChain(args, ({ resumeChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents }) =>
-        resumeChain(hub, id, {
-          hopTimeoutMs,
-          force,
-          allowPrivateAgents,
-          onHop: printHop,
-          ...(maxHops ? { maxHops } : {}),
-          ...(roarSecret ? { roarSecret } : {}),
-        }),
+      return followChain(
+        args,
+        ({ resumeChain }, hub, { maxHops, hopTimeoutMs, roarSecret, allowPrivateAgents, tokenSource }) =>
+          resumeChain(hub, id, {
+            hopTimeoutMs,
+            force,
+            allowPrivateAgents,
+            ...(tokenSource ? { tokenSource } : {}),
+            onHop: printHop,
+            ...(maxHops ? { maxHops } : {}),
+            ...(roarSecret ? { roarSecret } : {}),
+          }),
       );
     },
   },

@@ -29,6 +29,7 @@ import {
   UsageError,
   type ParsedArgs,
 } from './_command.js';
+import { CLIENT_CREDENTIALS_OPTIONS, clientCredentials, TOKEN_ISSUER_OPTION } from './_credentials.js';
 import { AGENT_TOKEN_OPTION, agentToken, jsonOption, wantsJson } from './_options.js';
 
 /** The origins of `--allow-origin` (repeatable or comma-separated), each checked to be one. */
@@ -147,7 +148,7 @@ export const command = defineCommand(
   {
     name: 'send',
     summary: 'Send a query to an agent and print the reply body',
-    usage: `agora send <url> [body|-] [--as ${PEER_KINDS.join('|')}] [--protocol <file>] [--multiround] [--stream] [--token <token>] [--allow-origin <origin>] [--roar-secret <secret>] [--json] [--timeout <s>]`,
+    usage: `agora send <url> [body|-] [--as ${PEER_KINDS.join('|')}] [--protocol <file>] [--multiround] [--stream] [--token <token> | --client-id <id> --token-url <url>] [--allow-origin <origin>] [--roar-secret <secret>] [--json] [--timeout <s>]`,
   },
   {
     options: {
@@ -178,6 +179,8 @@ export const command = defineCommand(
         description: 'Ask for a streamed reply and print its text as it comes (progress as JSON lines on stderr)',
       },
       token: AGENT_TOKEN_OPTION,
+      ...CLIENT_CREDENTIALS_OPTIONS,
+      'auth-issuer': TOKEN_ISSUER_OPTION,
       'allow-origin': {
         type: 'string',
         multiple: true,
@@ -196,6 +199,7 @@ export const command = defineCommand(
       '  agora send http://localhost:3000 "Tell me a story" --stream',
       '  agora send http://localhost:8089 "Review this diff" --as roar --roar-secret "$SECRET"',
       '  agora send http://localhost:41241 "Hello" --as a2a --stream',
+      '  AGORA_CLIENT_SECRET=… agora send https://agent.example "Hi" --client-id cli --auth-issuer https://id.test',
       'Without --as, an agent that does not answer Agora (404, 405, or not an Agora reply) is asked what it serves',
       `(GET /wellknown, then ${PROBES.map((probe) => probe.path).join(', ')}, in that order)`,
       'and the query goes again in its protocol.',
@@ -221,9 +225,11 @@ export const command = defineCommand(
       // The token belongs to the URL's origin, and to the origins the user allowed a card to name.
       const allowOrigins = originsOption(args);
       const tokenOrigin = [new URL(url).origin, ...allowOrigins];
+      const tokenSource = clientCredentials(args, url);
       const peerOptions = {
         timeoutMs: timeout,
         ...agentToken(args),
+        ...(tokenSource ? { tokenSource } : {}),
         tokenOrigin,
         allowOrigins,
         ...(secret ? { secret } : {}),
@@ -233,6 +239,7 @@ export const command = defineCommand(
         logger: silentLogger,
         llm: null,
         ...agentToken(args),
+        ...(tokenSource ? { tokenSource } : {}),
         tokenOrigin,
       });
       if (!multiround) {

@@ -1,5 +1,6 @@
 // The guard's side of OAuth: who a request's bearer token names (a static token, else an access token) and whether
 // its scopes cover the request's kind; and the mount of the Protected Resource Metadata.
+import { createHash } from 'node:crypto';
 import { AgoraError } from '../errors.js';
 import { bearerToken, type TokenCheck } from './guard.js';
 import {
@@ -11,6 +12,40 @@ import {
 } from './oauth.js';
 import type { EdgeRequest } from './request.js';
 import { failure, type EdgeResponse } from './response.js';
+
+// A request's access token is verified once, whichever of the guard's steps asks first (the rate limit, the check).
+const VERIFIED = new WeakMap<EdgeRequest, Promise<Verified>>();
+
+/** The caller a request's access token names, verified once per request (a rejection: `UNAUTHORIZED`, or 503's). */
+export function verifiedCaller(verifier: BearerVerifier, request: EdgeRequest, token: string): Promise<Verified> {
+  let found = VERIFIED.get(request);
+  if (found === undefined) {
+    found = verifier.verify(token);
+    found.catch(() => undefined);
+    VERIFIED.set(request, found);
+  }
+  return found;
+}
+
+/**
+ * Who a request is, for the rate limit: a static token's digest (`token:…`), else the principal of a valid access
+ * token; undefined when it carries neither (it is then counted by its address).
+ */
+export async function principalOf(
+  verifier: BearerVerifier | undefined,
+  tokens: Pick<TokenCheck, 'enabled' | 'acceptsToken'>,
+  request: EdgeRequest,
+): Promise<string | undefined> {
+  const token = bearerToken(request.headers.authorization);
+  if (token === undefined) return undefined;
+  if (tokens.enabled && tokens.acceptsToken(token))
+    return `token:${createHash('sha256').update(token).digest('base64url')}`;
+  if (verifier === undefined) return undefined;
+  return verifiedCaller(verifier, request, token).then(
+    (caller) => caller.principal,
+    () => undefined,
+  );
+}
 
 /** A refusal of the guard with OAuth on: its status, message and headers (the challenge). */
 export type BearerRefusal = { status: 401 | 403 | 503; message: string; headers: Record<string, string> };
@@ -35,7 +70,7 @@ export async function admitBearer(
       : { status: 401, message: 'Unauthorized', headers: { 'www-authenticate': verifier.challenge() } };
   let caller: Verified;
   try {
-    caller = await verifier.verify(token);
+    caller = await verifiedCaller(verifier, request, token);
   } catch (error) {
     if (open) return undefined;
     if (error instanceof AgoraError && error.code === 'UNAUTHORIZED')
@@ -52,6 +87,24 @@ export async function admitBearer(
   if (open || caller.grants.has(kind)) return undefined;
   const challenge = verifier.challenge('insufficient_scope', kind);
   return { status: 403, message: 'Insufficient scope', headers: { 'www-authenticate': challenge } };
+}
+
+/**
+ * A 401 a mount answers itself on a public route (a dashboard's data, which applies its own rule) with the challenge
+ * every refusal of the guard carries: RFC 9728's `resource_metadata`, and `invalid_token` when a token was sent.
+ */
+export function withChallenge(
+  verifier: BearerVerifier,
+  request: EdgeRequest,
+  answer: Promise<EdgeResponse> | EdgeResponse,
+): Promise<EdgeResponse> | EdgeResponse {
+  const add = (response: EdgeResponse) => {
+    if (response.status !== 401) return response;
+    const sent = bearerToken(request.headers.authorization) !== undefined;
+    response.headers['www-authenticate'] = verifier.challenge(sent ? 'invalid_token' : undefined);
+    return response;
+  };
+  return answer instanceof Promise ? answer.then(add) : add(answer);
 }
 
 /** The mount of the Protected Resource Metadata (RFC 9728), at its well-known path and under it. */

@@ -1,5 +1,5 @@
 // The guard every request and upgrade of every mount passes: who may call (bearer tokens, one constant-time check),
-// how often (a rate limit per client or IPv6 /64), and from where (the cross-site rule).
+// how often (a rate limit per principal, else per address or IPv6 /64), and from where (the cross-site rule).
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { RedisClient } from '../_redis.js';
 
@@ -75,6 +75,17 @@ export function clientKey(address: string | undefined): string {
 }
 
 /**
+ * The client a request is counted against for rate limits and quotas: its verified principal when it has one (an
+ * access token's subject, a static token's digest: the same caller on any address, and two callers behind one NAT
+ * apart), else its address ({@link clientKey}).
+ */
+export function callerKey(address: string | undefined, principal?: string | undefined): string {
+  if (principal === undefined || principal === '') return clientKey(address);
+  // A digest: a principal is any text an issuer put in `sub`, and keys go to Redis.
+  return `principal:${createHash('sha256').update(principal).digest('base64url').slice(0, 22)}`;
+}
+
+/**
  * At most `max` requests per client per window, counted by `rate-limiter-flexible`: in this process's memory, or
  * in Redis when given a connection, so every process of an agent shares one count per client. A client's window
  * lives until it ends: no number of other clients can push it out. When Redis is unreachable, counting falls back
@@ -103,11 +114,11 @@ export class RateLimiter {
     this.#limiter.catch(() => undefined);
   }
 
-  /** Seconds until the client may retry, or 0 when this request is allowed. */
-  async hit(address: string | undefined): Promise<number> {
+  /** Seconds until the client (its principal, else its address) may retry, or 0 when this request is allowed. */
+  async hit(address: string | undefined, principal?: string | undefined): Promise<number> {
     const limiter = await this.#limiter;
     try {
-      await limiter.consume(clientKey(address));
+      await limiter.consume(callerKey(address, principal));
       return 0;
     } catch (rejection) {
       if (rejection instanceof Error) throw rejection;

@@ -2,7 +2,7 @@
 // its routes and its error shape; `compose` puts them behind one guard and finds a request's mount by its path.
 import type { Logger } from '../log.js';
 import { isCrossSite, RateLimiter, TokenCheck, type RateLimitOptions } from './guard.js';
-import { admitBearer, metadataMount } from './bearer.js';
+import { admitBearer, metadataMount, principalOf, withChallenge } from './bearer.js';
 import { hostRule, misdirected } from './host.js';
 import type { BearerVerifier } from './oauth.js';
 import { cleanPath, header, type EdgeRequest } from './request.js';
@@ -88,8 +88,11 @@ export type Edge = {
   claims(method: string, path: string): boolean;
   /** Answers an upgrade: a refusal, or a response whose `upgrade` accepts it. */
   upgrade(request: EdgeRequest): Promise<EdgeResponse>;
-  /** The guard's rate limit on one more event from a client (a WebSocket message): seconds to wait, or 0. */
-  hit(client: string | undefined): Promise<number>;
+  /**
+   * The guard's rate limit on one more event from a client (a WebSocket message), counted by its principal when
+   * known: seconds to wait, or 0.
+   */
+  hit(client: string | undefined, principal?: string): Promise<number>;
   /** A thrown value as the failure of the request's mount; internal errors are logged with an id, never shown. */
   failure(request: MountedRequest, error: unknown): EdgeResponse;
   close(): Promise<void>;
@@ -233,7 +236,8 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
           ? mount.upgrade(request)
           : refusal(mount, 404, 'Not found')
         : mount.handle(request);
-      if (answer !== undefined) return withCors(request, answer);
+      if (answer !== undefined)
+        return withCors(request, oauth && open ? withChallenge(oauth, request, answer) : answer);
     }
     return notFound();
   }
@@ -255,14 +259,15 @@ export function compose(mounts: readonly Mount[], options: EdgeOptions = {}): Ed
   }
 
   async function limited(request: MountedRequest, entries: readonly Entry[], upgrade: boolean): Promise<EdgeResponse> {
-    const retryAfter = await hit(request.remoteAddress);
+    // Counted by who asks when a token says so (a bad token: by the address it came from).
+    const retryAfter = await hit(request.remoteAddress, await principalOf(oauth, tokens, request));
     if (retryAfter > 0)
       return refusal(entries[0]?.mount ?? fallback!, 429, 'Too many requests', { 'retry-after': String(retryAfter) });
     return guarded(request, entries, upgrade);
   }
 
-  function hit(client: string | undefined): Promise<number> {
-    return limiter ? limiter.hit(client) : Promise.resolve(0);
+  function hit(client: string | undefined, principal?: string): Promise<number> {
+    return limiter ? limiter.hit(client, principal) : Promise.resolve(0);
   }
 
   function routed(request: MountedRequest, upgrade: boolean): Promise<EdgeResponse> {

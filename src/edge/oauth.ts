@@ -4,6 +4,7 @@
 // (RFC 9728) a client reads to find where to get a token. `jose` is loaded when the first token is verified.
 import { createHash } from 'node:crypto';
 import { AgoraError } from '../errors.js';
+import { discoverAuthorizationServer, type AuthorizationServerMetadata } from '../net/authorization-server.js';
 import { JSON_TYPE, type EdgeResponse } from './response.js';
 
 /** The kinds of request a scope can be asked for: reading, querying (a turn on any face), administering. */
@@ -78,7 +79,6 @@ export type AuthDescription = {
 };
 
 const ASYMMETRIC = /^(?:RS|PS|ES)(?:256|384|512)$|^EdDSA$|^Ed25519$|^ES256K$/;
-const MAX_DOCUMENT_BYTES = 256 * 1024;
 // Tokens verified lately, by digest, until they expire: a client sends the same token on every request, and a
 // signature check costs ~0.5 ms. Bounded; the oldest goes first.
 const MAX_VERIFIED = 1024;
@@ -217,51 +217,22 @@ export class OAuthResource implements BearerVerifier {
     return this.#keys ?? Promise.reject(new AgoraError('STORE_UNAVAILABLE', 'Authorization server unavailable'));
   }
 
-  // RFC 8414 §3 (the well-known path inserted before the issuer's path), then OpenID Connect Discovery (appended).
+  // The issuer's metadata (net/authorization-server.ts: RFC 8414, then OpenID Connect), which must name its keys.
   async #discover(): Promise<string> {
-    const issuer = new URL(this.issuer);
-    const path = issuer.pathname === '/' ? '' : issuer.pathname.replace(/\/$/, '');
-    const candidates = [
-      `${issuer.origin}/.well-known/oauth-authorization-server${path}`,
-      `${issuer.origin}${path}/.well-known/openid-configuration`,
-    ];
-    const failures: string[] = [];
-    for (const url of candidates) {
-      try {
-        const document = await this.#fetchJson(url);
-        if (document.issuer !== this.issuer)
-          throw new Error(`it names issuer ${String(document.issuer).slice(0, 200)}`);
-        if (typeof document.jwks_uri !== 'string') throw new Error('it has no jwks_uri');
-        if (typeof document.token_endpoint === 'string') this.#tokenEndpoint = document.token_endpoint;
-        this.#serverMetadata = url;
-        return httpUrl(document.jwks_uri, 'jwks_uri').href;
-      } catch (error) {
-        failures.push(`${url}: ${(error as Error).message}`);
-      }
+    let found: AuthorizationServerMetadata;
+    try {
+      found = await discoverAuthorizationServer(this.issuer, {
+        fetch: this.#fetch,
+        timeoutMs: this.#options.timeoutMs,
+      });
+    } catch (error) {
+      throw new AgoraError('STORE_UNAVAILABLE', `Authorization server unavailable (${(error as Error).message})`);
     }
-    throw new AgoraError('STORE_UNAVAILABLE', `Authorization server unavailable (${failures.join('; ')})`);
-  }
-
-  async #fetchJson(url: string): Promise<Record<string, unknown>> {
-    const response = await this.#fetch(url, {
-      headers: { accept: 'application/json' },
-      redirect: 'error',
-      signal: AbortSignal.timeout(this.#options.timeoutMs),
-    });
-    if (!response.ok || response.body === null) {
-      await response.body?.cancel();
-      throw new Error(`status ${response.status}`);
-    }
-    const chunks: Uint8Array[] = [];
-    let size = 0;
-    for await (const chunk of response.body) {
-      size += chunk.byteLength;
-      if (size > MAX_DOCUMENT_BYTES) throw new Error(`larger than ${MAX_DOCUMENT_BYTES} bytes`);
-      chunks.push(chunk);
-    }
-    const value: unknown = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a JSON object');
-    return value as Record<string, unknown>;
+    if (found.jwksUri === undefined)
+      throw new AgoraError('STORE_UNAVAILABLE', `Authorization server unavailable (${found.url} has no jwks_uri)`);
+    if (found.tokenEndpoint !== undefined) this.#tokenEndpoint = found.tokenEndpoint;
+    this.#serverMetadata = found.url;
+    return httpUrl(found.jwksUri, 'jwks_uri').href;
   }
 }
 

@@ -158,7 +158,7 @@ export class SocketRouter {
     };
     client.on('message', (data, isBinary) => {
       queue = queue
-        .then(() => this.edge.hit(request.remoteAddress))
+        .then(() => this.edge.hit(request.remoteAddress, request.principal))
         .then((retryAfter) => {
           if (client.readyState !== client.OPEN) return;
           if (retryAfter > 0) return refuse(429, 'Too many requests');

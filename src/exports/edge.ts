@@ -21,7 +21,7 @@ export {
 } from '../edge/response.js';
 export { FeedChannel, sseFrame, writeEvents, type StreamingOptions } from '../edge/events.js';
 export { readJson } from '../edge/body.js';
-export { TokenCheck, RateLimiter, clientKey, isCrossSite, type RateLimitOptions } from '../edge/guard.js';
+export { TokenCheck, RateLimiter, clientKey, callerKey, isCrossSite, type RateLimitOptions } from '../edge/guard.js';
 export { SocketRouter, type SocketLimits } from '../edge/sockets.js';
 export { agoraMount, createHandler, type AgoraOptions, type HttpOptions } from '../agora/handler.js';
 export { agentEdge, serveReceiver, type AgentMountOptions, type ServerOptions } from '../agent/mounts.js';

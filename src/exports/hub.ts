@@ -15,6 +15,7 @@ export {
   type RoomView,
 } from '../dashboard/hub-dashboard.js';
 export { HubClient, type HubClientOptions, type HubAgent, type HubProtocol } from '../hub/client.js';
+export { ClientCredentials, originResource, type TokenSource } from '../net/token-source.js';
 export { runChain, resumeChain, type ChainOptions } from '../hub/chains.js';
 export type { RouteDecision } from '../hub/routing.js';
 export type { AgentRecord, ChainRun, Hop } from '../hub/records.js';

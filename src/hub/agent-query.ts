@@ -7,6 +7,7 @@ import { peerResponseSchema, type JsonValue } from '../schemas.js';
 import { chainReply, chainText, type ChainReply } from '../bindings/chain.js';
 import { peerClient } from '../bindings/peers.js';
 import type { GuardOptions } from '../net/guard.js';
+import type { TokenSource } from '../net/token-source.js';
 import { PeerTransport } from '../sender/transport.js';
 import type { AgentProtocol, AgentRecord, Hop } from './records.js';
 import { replyShapeOf, shapeMismatch } from './reply-shape.js';
@@ -21,7 +22,14 @@ export type HopOutput = ChainReply & { usage?: TurnUsage };
  * Bounds of one hop, the secret ROAR messages are signed with (else a fresh Ed25519 key), and the address guard every
  * connection of the hop goes through (at each connect and redirect; none: the plain fetch).
  */
-export type HopLimits = { timeoutMs: number; maxReplyBytes: number; roarSecret?: string; guard?: GuardOptions };
+export type HopLimits = {
+  timeoutMs: number;
+  maxReplyBytes: number;
+  roarSecret?: string;
+  guard?: GuardOptions;
+  /** Where the hop's bearer token comes from (sent to the agent's origin only). */
+  tokenSource?: TokenSource;
+};
 
 /** Whether a reply body is a protocol-level error: an object whose `error` is a non-empty string, beside no result. */
 export function isProtocolError(body: JsonValue): boolean {
@@ -63,6 +71,7 @@ export async function queryAgent(
     timeoutMs: limits.timeoutMs,
     maxReplyBytes: limits.maxReplyBytes,
     ...(limits.guard ? { guard: limits.guard } : {}),
+    ...(limits.tokenSource ? { tokenSource: limits.tokenSource } : {}),
     ...(limits.roarSecret ? { secret: limits.roarSecret } : {}),
   });
   return bounded(() => client.hop(agent.url, hop));
@@ -86,6 +95,7 @@ async function agoraHop(
     const transport = new PeerTransport({
       timeoutMs: limits.timeoutMs,
       ...(limits.guard ? { guard: limits.guard } : {}),
+      ...(limits.tokenSource ? { tokenSource: limits.tokenSource } : {}),
     });
     const response = await transport.exchange('POST', url, request, undefined, limits.maxReplyBytes);
     const json = transport.parseJson('POST', url, response);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { AgoraError, describeError } from '../errors.js';
 import type { GuardOptions } from '../net/guard.js';
+import type { TokenSource } from '../net/token-source.js';
 import type { JsonValue } from '../schemas.js';
 import { queryAgent, type HopLimits } from './agent-query.js';
 import type { ChainRun, Hop } from './records.js';
@@ -21,6 +22,8 @@ export interface ChainBackend {
   protocolText?(hash: string): Promise<string | undefined>;
   /** Whether the backend accepts agents on private networks (a hub's `allowPrivateAgents`): the hops' default. */
   readonly allowsPrivateAgents?: boolean;
+  /** The credentials of the hops, when the backend has its own (a hub's client credentials): the hops' default. */
+  readonly tokenSource?: TokenSource | undefined;
 }
 
 /** Options of {@link runChain} and {@link resumeChain}. */
@@ -42,6 +45,11 @@ export type ChainOptions = {
    * only when the agent registered: a name that later resolves to a private address is refused.
    */
   allowPrivateAgents?: boolean;
+  /**
+   * Where the hops' bearer tokens come from (`ClientCredentials` with `resource: originResource`: each agent's origin
+   * its own token); default the backend's.
+   */
+  tokenSource?: TokenSource;
   /** DNS resolution of the hops' guard, injectable for tests. */
   lookup?: GuardOptions['lookup'];
   /** Take the chain over even when another live process holds it. */
@@ -150,10 +158,12 @@ function hopSpan(hop: Pick<Hop, 'agentId' | 'agentName' | 'by' | 'protocolHash'>
 
 async function drive(backend: ChainBackend, run: ChainRun, options: ChainOptions): Promise<ChainRun> {
   const now = options.now ?? Date.now;
+  const tokenSource = options.tokenSource ?? backend.tokenSource;
   const limits: HopLimits = {
     timeoutMs: options.hopTimeoutMs ?? 60_000,
     maxReplyBytes: options.maxReplyBytes ?? 1024 * 1024,
     ...(options.roarSecret ? { roarSecret: options.roarSecret } : {}),
+    ...(tokenSource ? { tokenSource } : {}),
     guard: {
       allowPrivateAddresses: options.allowPrivateAgents ?? backend.allowsPrivateAgents ?? false,
       setting: 'allowPrivateAgents',

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../errors.js';
 import { CLIENT_DEFAULTS } from '../net/client.js';
+import type { TokenSource } from '../net/token-source.js';
 import { hashText } from '../protocol/document.js';
 import { HubProtocols, type ProtocolHub } from '../sender/hub.js';
 import type { UsageReport } from './usage.js';
@@ -24,6 +25,11 @@ export type HubClientOptions = {
   url?: string;
   /** Bearer token for writes, `/runs`, `/metrics` and rooms (the CLI reads `--hub-token` or `AGORA_HUB_TOKEN`). */
   token?: string;
+  /**
+   * Where a renewed token comes from (`ClientCredentials`, resource: the hub's URL), sent to the hub only; wins over
+   * `token` (the CLI's `--client-id`, `--client-secret`).
+   */
+  tokenSource?: TokenSource;
   /** Bound on each request (default 30 s; a room's event stream: until its headers). */
   timeoutMs?: number;
   fetch?: typeof fetch;
@@ -81,10 +87,10 @@ export type HubAgent = z.infer<typeof hitSchema>;
 export class HubClient extends HubProtocols implements ChainBackend, ProtocolHub {
   constructor(options: HubClientOptions = {}) {
     // The environment (AGORA_HUB, AGORA_HUB_TOKEN) is the CLI's to read, through its options.
-    const { url, token, fetch } = options;
+    const { url, token, tokenSource, fetch } = options;
     if (!url) throw new AgoraError('BAD_REQUEST', 'No hub: pass --hub <url> or set AGORA_HUB');
     const timeoutMs = options.timeoutMs ?? CLIENT_DEFAULTS.timeoutMs;
-    super({ url, token, fetch, timeoutMs, maxReplyBytes: CLIENT_DEFAULTS.maxReplyBytes });
+    super({ url, token, tokenSource, fetch, timeoutMs, maxReplyBytes: CLIENT_DEFAULTS.maxReplyBytes });
   }
 
   /** Registers an agent by URL (the hub reads it); a name, description or capabilities given win over what it says of itself. */

@@ -7,7 +7,7 @@ import type { Mount, MountedRequest, MountRoute } from '../edge/mount.js';
 import { requestTarget } from '../edge/request.js';
 import { failure, json, respond, type EdgeResponse } from '../edge/response.js';
 import { statusOf } from '../edge/status.js';
-import { bearerToken, clientKey } from '../edge/guard.js';
+import { bearerToken, callerKey } from '../edge/guard.js';
 import { publicRecord, registrantOf } from './registration.js';
 import type { Hub } from './hub.js';
 import type { ChainRun } from './records.js';
@@ -138,7 +138,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
           name: body.name,
           description: body.description,
           capabilities: body.capabilities,
-          client: clientKey(request.remoteAddress),
+          client: callerKey(request.remoteAddress, request.principal),
           // The caller as the guard found it (an access token's subject outlives the token), else its static token.
           registrant: registrantOf(request.principal ?? bearerOf(request)),
         });
@@ -176,7 +176,7 @@ export function hubMount(hub: Hub, options: HubMountOptions = {}): Mount {
     if (id === undefined) {
       if (method === 'POST') {
         const body = await readJson(request, objectSchema);
-        return json(201, await hub.publish(body.hash, body.text, clientKey(request.remoteAddress)));
+        return json(201, await hub.publish(body.hash, body.text, callerKey(request.remoteAddress, request.principal)));
       }
       if (method !== 'GET' && method !== 'HEAD') return notAllowed('GET, POST');
       const limit = limitOf(params) ?? 50;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { describeError } from '../errors.js';
 import type { LanguageModel } from '../llm/model.js';
 import { silentLogger, type Logger } from '../log.js';
+import type { TokenSource } from '../net/token-source.js';
 import { Catalogue, type CatalogueHit, type SyncReport } from './catalogue.js';
 import type { ChainBackend } from './chains.js';
 import { Directory, type AgentHit, type AgentPage, type AgentQuery, type Registration } from './directory.js';
@@ -41,6 +42,12 @@ export type HubOptions = Pick<ReadOptions, 'timeoutMs' | 'lookup' | 'maxProtocol
   checkIntervalMs?: number;
   /** Consecutive failed checks before an agent is marked down. */
   maxMissedChecks?: number;
+  /**
+   * The hub's own client credentials for the requests it makes to agents (room turns, chains run in this process): a
+   * `ClientCredentials` with `resource: originResource`, each agent's origin its token's audience. Documented in
+   * docs/operations.md (`agora hub --client-id`).
+   */
+  tokenSource?: TokenSource;
   /** Hubs whose catalogues this one pulls (`agora hub --peer`). */
   peers?: string[];
   /** Time between two pulls of each peer. */
@@ -129,6 +136,11 @@ export class Hub implements ChainBackend {
   #readOptions(): ReadOptions {
     const { timeoutMs, lookup, maxProtocols } = this.#options;
     return { allowPrivateSources: this.allowsPrivateAgents, timeoutMs, lookup, maxProtocols };
+  }
+
+  /** The hub's own credentials for its requests to agents, if any (the chains' and rooms' default). */
+  get tokenSource(): TokenSource | undefined {
+    return this.#options.tokenSource;
   }
 
   /** Whether agents (and room participants) on loopback and private networks are accepted. */

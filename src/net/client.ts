@@ -55,7 +55,10 @@ export type HttpClientOptions = {
    * other one): a request elsewhere goes without it.
    */
   tokenOrigin?: string | readonly string[] | undefined;
-  /** Where a token renewed over time comes from (client credentials, `token-source.ts`); wins over `token`. */
+  /**
+   * Where a token renewed over time comes from (client credentials, `token-source.ts`), asked with each request's URL
+   * that goes to `tokenOrigin`; wins over `token`.
+   */
   tokenSource?: TokenSource | undefined;
   /** Headers sent with every request (a proxy's key, a tracing id); the token wins over an `authorization` here. */
   headers?: Record<string, string> | undefined;
@@ -239,7 +242,14 @@ export class HttpClient {
   /** Sends a request and follows its redirects (a safe request only), each hop vetted, the token kept to its origin. */
   async #follow(at: RequestAt, options: RequestOptions, safe: boolean, signal: AbortSignal): Promise<Response> {
     const tokenOrigins = this.#tokenOrigins ?? new Set([originOf(at.url)]);
-    const token = this.#options.tokenSource ? await this.#options.tokenSource.token() : this.#options.token;
+    // A token from a source is asked for only when the request goes where it belongs.
+    const source = this.#options.tokenSource;
+    const token =
+      source === undefined
+        ? this.#options.token
+        : tokenOrigins.has(originOf(at.url))
+          ? await source.token(at.url)
+          : undefined;
     const maxRedirects = options.maxRedirects ?? this.#options.maxRedirects ?? CLIENT_DEFAULTS.maxRedirects;
     const fail = (reason: string) => new AgoraError('PEER_FAILURE', this.describe(reason, at));
     for (let redirects = 0; ; redirects++) {

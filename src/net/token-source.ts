@@ -1,13 +1,26 @@
-// Access tokens for the clients, by OAuth 2.1's client-credentials grant: the token endpoint given, or found by
-// RFC 8414 / OpenID Connect discovery from the issuer; a token is kept until shortly before it expires, then renewed
-// (one request at a time, however many callers wait).
+// Access tokens for the clients, by OAuth 2.1's client-credentials grant: the token endpoint given, or found from the
+// issuer (authorization-server.ts); one token per resource (RFC 8707: the agent or hub it is for), kept until shortly
+// before it expires, then renewed (one request at a time, however many callers wait).
 import { AgoraError } from '../errors.js';
+import { discoverAuthorizationServer, fetchJsonObject } from './authorization-server.js';
 
-/** Where a client's bearer token comes from: a fixed string, or a source asked before each request. */
+/** Where a client's bearer token comes from: asked before each request that carries one. */
 export interface TokenSource {
-  /** A token valid now (renewed when close to expiry). */
-  token(): Promise<string>;
+  /** A token valid now for a request to `url` (renewed when close to expiry). */
+  token(url?: string): Promise<string>;
 }
+
+/** The defaults of {@link ClientCredentialsOptions} (durations in ms). */
+export const CLIENT_CREDENTIALS_DEFAULTS = {
+  /** Renew a token this long before it expires (at most half its lifetime). */
+  renewBeforeMs: 60_000,
+  /** Bound on each request to the authorization server. */
+  timeoutMs: 10_000,
+  /** Lifetime assumed of a token whose reply has no `expires_in`. */
+  assumedLifetimeMs: 300_000,
+  /** Resources whose tokens are kept at once (a hub reaching many agents); the least recently asked goes first. */
+  maxResources: 256,
+} as const;
 
 /** Options of {@link ClientCredentials}; durations in ms. */
 export type ClientCredentialsOptions = {
@@ -16,105 +29,163 @@ export type ClientCredentialsOptions = {
   /** The token endpoint; without it, discovered from `issuer`. */
   tokenUrl?: string | undefined;
   issuer?: string | undefined;
-  /** The resource the token is for (RFC 8707: the agent's or hub's URL, its audience). */
-  resource?: string | undefined;
+  /**
+   * The resource a token is for (RFC 8707: the agent's or hub's URL, its audience): one URL, or a function of the
+   * request's URL ({@link originResource}: each origin its own token); none: the server's default audience.
+   */
+  resource?: string | ((url: string) => string | undefined) | undefined;
+  /**
+   * The parameter that names the resource: `resource` (RFC 8707, default: Keycloak, Okta, oidc-provider) or `audience`
+   * (Auth0's). Entra ID's v2 endpoint takes neither: leave `resource` out and ask for `scope: 'api://…/.default'`.
+   */
+  resourceParameter?: 'resource' | 'audience';
   /** Space-separated scopes asked for. */
   scope?: string | undefined;
-  /** Renew this long before expiry (default 60 s). */
+  /** Renew a token this long before it expires (default 60 s; at most half its lifetime): a test forces a renewal. */
   renewBeforeMs?: number;
-  /** Bound on each request to the authorization server (default 10 s). */
   timeoutMs?: number;
+  maxResources?: number;
   fetch?: typeof fetch;
   now?: () => number;
 };
 
-const MAX_REPLY_BYTES = 256 * 1024;
+/** A request URL's origin as the resource of its token: what a hub reaching many agents asks for. */
+export function originResource(url: string): string {
+  return new URL(url).origin;
+}
 
-/** A {@link TokenSource} by the client-credentials grant. */
+type Held = { token: string; renewAt: number };
+
+/**
+ * A {@link TokenSource} by the client-credentials grant (RFC 6749 §4.4).
+ * @example
+ * const tokenSource = new ClientCredentials({ clientId, clientSecret, issuer, resource: 'https://agent.example' });
+ * const sender = new Sender({ tokenSource });
+ */
 export class ClientCredentials implements TokenSource {
   readonly #options: ClientCredentialsOptions;
-  readonly #fetch: typeof fetch;
   readonly #now: () => number;
-  #current: { token: string; renewAt: number } | undefined;
-  #pending: Promise<string> | undefined;
-  #tokenUrl: string | undefined;
+  readonly #held = new Map<string, Held>();
+  readonly #pending = new Map<string, Promise<string>>();
+  #tokenUrl: Promise<string> | undefined;
 
   constructor(options: ClientCredentialsOptions) {
     if (options.tokenUrl === undefined && options.issuer === undefined)
       throw new AgoraError('INVALID_ARGUMENT', 'client credentials: give a token URL or an issuer to discover it from');
+    for (const [name, value] of [
+      ['token URL', options.tokenUrl],
+      ['issuer', options.issuer],
+    ] as const)
+      if (value !== undefined && !/^https?:$/.test(URL.canParse(value) ? new URL(value).protocol : ''))
+        throw new AgoraError('INVALID_ARGUMENT', `client credentials: the ${name} is not an http(s) URL: ${value}`);
     this.#options = options;
-    this.#tokenUrl = options.tokenUrl;
-    this.#fetch = options.fetch ?? fetch;
     this.#now = options.now ?? Date.now;
+    if (options.tokenUrl !== undefined) this.#tokenUrl = Promise.resolve(options.tokenUrl);
   }
 
-  token(): Promise<string> {
-    if (this.#current !== undefined && this.#now() < this.#current.renewAt) return Promise.resolve(this.#current.token);
-    this.#pending ??= this.#request().finally(() => {
-      this.#pending = undefined;
-    });
-    return this.#pending;
+  token(url?: string): Promise<string> {
+    const { resource } = this.#options;
+    const target = typeof resource === 'function' ? (url === undefined ? undefined : resource(url)) : resource;
+    const key = target ?? '';
+    const held = this.#held.get(key);
+    if (held !== undefined && this.#now() < held.renewAt) {
+      // Least recently asked last: the first entry is the one to drop.
+      this.#held.delete(key);
+      this.#held.set(key, held);
+      return Promise.resolve(held.token);
+    }
+    let pending = this.#pending.get(key);
+    if (pending === undefined) {
+      pending = this.#request(key, target).finally(() => this.#pending.delete(key));
+      this.#pending.set(key, pending);
+    }
+    return pending;
   }
 
-  async #request(): Promise<string> {
-    const url = this.#tokenUrl ?? (this.#tokenUrl = await this.#discover());
-    const { clientId, clientSecret, resource, scope } = this.#options;
+  /** Forgets the tokens held (a server refused one: the next request gets a fresh one). */
+  forget(): void {
+    this.#held.clear();
+  }
+
+  async #request(key: string, resource: string | undefined): Promise<string> {
+    const url = await this.#endpoint();
+    const { clientId, clientSecret, scope } = this.#options;
     const started = this.#now();
-    const body = await this.#json(url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/x-www-form-urlencoded',
-        // RFC 6749 §2.3.1: the id and secret form-encoded, then Basic.
-        authorization: `Basic ${basic(clientId, clientSecret)}`,
-      },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        ...(resource ? { resource } : {}),
-        ...(scope ? { scope } : {}),
-      }).toString(),
-    });
+    let body: Record<string, unknown>;
+    try {
+      body = await fetchJsonObject(
+        url,
+        {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/x-www-form-urlencoded',
+            // RFC 6749 §2.3.1: the id and secret form-encoded, then Basic.
+            authorization: `Basic ${basic(clientId, clientSecret)}`,
+          },
+          body: new URLSearchParams({
+            grant_type: 'client_credentials',
+            ...(resource ? { [this.#options.resourceParameter ?? 'resource']: resource } : {}),
+            ...(scope ? { scope } : {}),
+          }).toString(),
+        },
+        this.#io(),
+      );
+    } catch (error) {
+      throw new AgoraError('PEER_FAILURE', `token endpoint ${url}: ${(error as Error).message}`, { cause: error });
+    }
     if (typeof body.access_token !== 'string' || body.access_token === '')
-      throw new AgoraError('PEER_FAILURE', `token endpoint ${url}: ${String(body.error ?? 'no access_token')}`);
-    const lifetimeMs = typeof body.expires_in === 'number' ? body.expires_in * 1000 : 300_000;
-    const renewBefore = Math.min(this.#options.renewBeforeMs ?? 60_000, lifetimeMs / 2);
-    this.#current = { token: body.access_token, renewAt: started + lifetimeMs - renewBefore };
+      throw new AgoraError('PEER_FAILURE', `token endpoint ${url}: no access_token in its reply`);
+    const lifetimeMs =
+      typeof body.expires_in === 'number' && body.expires_in > 0
+        ? body.expires_in * 1000
+        : CLIENT_CREDENTIALS_DEFAULTS.assumedLifetimeMs;
+    const renewBefore = Math.min(
+      this.#options.renewBeforeMs ?? CLIENT_CREDENTIALS_DEFAULTS.renewBeforeMs,
+      lifetimeMs / 2,
+    );
+    const max = this.#options.maxResources ?? CLIENT_CREDENTIALS_DEFAULTS.maxResources;
+    if (!this.#held.has(key) && this.#held.size >= max) this.#held.delete(this.#held.keys().next().value as string);
+    this.#held.delete(key);
+    this.#held.set(key, { token: body.access_token, renewAt: started + lifetimeMs - renewBefore });
     return body.access_token;
   }
 
-  async #discover(): Promise<string> {
-    const issuer = new URL(this.#options.issuer as string);
-    const path = issuer.pathname === '/' ? '' : issuer.pathname.replace(/\/$/, '');
-    for (const url of [
-      `${issuer.origin}/.well-known/oauth-authorization-server${path}`,
-      `${issuer.origin}${path}/.well-known/openid-configuration`,
-    ]) {
-      const document = await this.#json(url, { method: 'GET' }).catch(() => undefined);
-      if (typeof document?.token_endpoint === 'string') return document.token_endpoint;
-    }
-    throw new AgoraError('PEER_FAILURE', `no token endpoint found for issuer ${this.#options.issuer}`);
+  // The token endpoint, discovered once; a failed discovery is tried again by the next request.
+  #endpoint(): Promise<string> {
+    this.#tokenUrl ??= discoverAuthorizationServer(this.#options.issuer as string, this.#io()).then(
+      ({ tokenEndpoint, url }) => {
+        if (tokenEndpoint === undefined) throw new AgoraError('PEER_FAILURE', `${url} names no token_endpoint`);
+        return tokenEndpoint;
+      },
+    );
+    const found = this.#tokenUrl;
+    found.catch(() => {
+      if (this.#tokenUrl === found) this.#tokenUrl = undefined;
+    });
+    return found;
   }
 
-  async #json(url: string, init: RequestInit): Promise<Record<string, unknown>> {
-    const response = await this.#fetch(url, {
-      ...init,
-      redirect: 'error',
-      signal: AbortSignal.timeout(this.#options.timeoutMs ?? 10_000),
-    });
-    const text = await response.text();
-    if (text.length > MAX_REPLY_BYTES) throw new AgoraError('PEER_FAILURE', `${url}: reply too large`);
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch {
-      value = undefined;
-    }
-    if (typeof value !== 'object' || value === null || Array.isArray(value))
-      throw new AgoraError('PEER_FAILURE', `${url}: status ${response.status}, not a JSON object`);
-    const body = value as Record<string, unknown>;
-    if (!response.ok)
-      throw new AgoraError('PEER_FAILURE', `${url}: status ${response.status} ${String(body.error ?? '')}`);
-    return body;
+  #io() {
+    return {
+      timeoutMs: this.#options.timeoutMs ?? CLIENT_CREDENTIALS_DEFAULTS.timeoutMs,
+      ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+    };
   }
+}
+
+/**
+ * A `fetch` that adds `Authorization: Bearer <token>` from `source` to requests for `origin` (and only those), for a
+ * peer's own SDK whose requests do not go through the one client.
+ */
+export function bearerFetch(fetchImpl: typeof fetch, source: TokenSource, origin: string): typeof fetch {
+  const home = new URL(origin).origin;
+  return async (input, init = {}) => {
+    const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    if (new URL(url).origin !== home) return fetchImpl(input, init);
+    const headers = new Headers(init.headers ?? (input instanceof Request ? input.headers : undefined));
+    headers.set('authorization', `Bearer ${await source.token(url)}`);
+    return fetchImpl(input, { ...init, headers });
+  };
 }
 
 function basic(id: string, secret: string): string {

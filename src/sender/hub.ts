@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { AgoraError } from '../errors.js';
 import { HttpClient } from '../net/client.js';
+import type { TokenSource } from '../net/token-source.js';
 import { hashText } from '../protocol/document.js';
 import { SENDER_DEFAULTS } from './config.js';
 
@@ -34,6 +35,8 @@ const listingSchema = z.object({
 export type HubProtocolsOptions = {
   url: string;
   token?: string | undefined;
+  /** Where a renewed token comes from (client credentials), sent to the hub's origin only; wins over `token`. */
+  tokenSource?: TokenSource | undefined;
   fetch?: typeof fetch | undefined;
   /** Bound on each exchange, ms (default 2 s). */
   timeoutMs?: number;
@@ -65,6 +68,7 @@ export class HubProtocols implements ProtocolHub {
     this.client = new HttpClient({
       fetch: options.fetch,
       token: options.token,
+      tokenSource: options.tokenSource,
       tokenOrigin: parsed.origin,
       timeoutMs: options.timeoutMs ?? SENDER_DEFAULTS.hubTimeoutMs,
       maxReplyBytes: options.maxReplyBytes ?? SENDER_DEFAULTS.hubMaxReplyBytes,

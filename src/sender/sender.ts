@@ -5,6 +5,7 @@ import type { LanguageModel, UsageSink } from '../llm/model.js';
 import { consoleLogger, type Logger } from '../log.js';
 import { FileMemory, InMemoryMemory, type AgentMemory } from '../memory/file.js';
 import type { NegotiationTask } from '../negotiation.js';
+import type { TokenSource } from '../net/token-source.js';
 import { normalizeHash, type ProtocolDocument } from '../protocol/document.js';
 import { toJsonValue, type Wellknown } from '../schemas.js';
 import { openConversation, sendQuery, type SenderConversation } from './conversation.js';
@@ -61,6 +62,11 @@ export type SenderOptions = {
    * of its URL). Default: the origin of each query's URL; never a redirect's other origin.
    */
   tokenOrigin?: string | readonly string[];
+  /**
+   * Where a token renewed over time comes from (`ClientCredentials`: the client-credentials grant), asked before each
+   * request to `tokenOrigin`; wins over `token`. `agora send --client-id` passes one.
+   */
+  tokenSource?: TokenSource;
   /** Headers sent with every request to a peer (a gateway's key, a tracing id). */
   headers?: Record<string, string>;
   /** Largest reply read from a peer, in bytes, after decompression (default 16 MiB). */
@@ -151,6 +157,7 @@ export class Sender {
       timeoutMs: config.timeoutMs,
       token: options.token,
       tokenOrigin: options.tokenOrigin,
+      tokenSource: options.tokenSource,
       headers: options.headers,
       maxReplyBytes: config.maxReplyBytes,
     });

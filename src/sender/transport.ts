@@ -25,7 +25,7 @@ export type PeerResponse = { status: number; headers: Headers; bytes: Uint8Array
 /** Options of {@link PeerTransport}: the one client's (timeout, cap, token, headers, connector, guard). */
 export type TransportOptions = Pick<
   HttpClientOptions,
-  'fetch' | 'timeoutMs' | 'token' | 'tokenOrigin' | 'headers' | 'maxReplyBytes' | 'guard'
+  'fetch' | 'timeoutMs' | 'token' | 'tokenOrigin' | 'tokenSource' | 'headers' | 'maxReplyBytes' | 'guard'
 >;
 
 /** The headers every request to a peer carries: the caller's own, then the bearer token. */
@@ -33,6 +33,16 @@ export function peerHeaders(options: Pick<TransportOptions, 'token' | 'headers'>
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(options.headers ?? {})) headers[name.toLowerCase()] = value;
   if (options.token) headers.authorization = bearer(options.token);
+  return headers;
+}
+
+/** {@link peerHeaders} for a request to `url`, the token asked of `tokenSource` when one is given. */
+export async function peerHeadersFor(
+  options: Pick<TransportOptions, 'token' | 'tokenSource' | 'headers'>,
+  url: string,
+): Promise<Record<string, string>> {
+  const headers = peerHeaders(options);
+  if (options.tokenSource) headers.authorization = bearer(await options.tokenSource.token(url));
   return headers;
 }
 

@@ -1,7 +1,7 @@
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HttpClient } from '../../src/net/client.js';
-import { ClientCredentials } from '../../src/net/token-source.js';
+import { ClientCredentials, originResource } from '../../src/net/token-source.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -54,5 +54,43 @@ describe('client credentials', () => {
     });
     await client.request('GET', 'http://agent.test/x');
     expect(seen).toMatch(/^Bearer ey/);
+  });
+
+  it('asks for a token only for a request to its origin, and one per origin with originResource', async () => {
+    const asked: (string | undefined)[] = [];
+    const fixed = new ClientCredentials({
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      tokenUrl: `${as.issuer}/token`,
+      resource: 'http://agent.test',
+    });
+    const seen: Record<string, string | null> = {};
+    const connector = (async (url: string, init?: RequestInit) => {
+      seen[new URL(url).origin] = new Headers(init?.headers).get('authorization');
+      return new Response('{}', { headers: { 'content-type': 'application/json' } });
+    }) as typeof fetch;
+    const client = new HttpClient({
+      tokenSource: { token: (url) => (asked.push(url), fixed.token(url)) },
+      tokenOrigin: 'http://agent.test',
+      fetch: connector,
+    });
+    await client.request('GET', 'http://elsewhere.test/x');
+    expect(asked).toEqual([]);
+    expect(seen['http://elsewhere.test']).toBeNull();
+    await client.request('GET', 'http://agent.test/x');
+    expect(asked).toEqual(['http://agent.test/x']);
+    // A hub's client: each origin its own token, whose audience is that origin.
+    const each = new ClientCredentials({
+      clientId: CLIENT_ID,
+      clientSecret: CLIENT_SECRET,
+      issuer: as.issuer,
+      resource: originResource,
+    });
+    const hub = new HttpClient({ tokenSource: each, fetch: connector });
+    await hub.request('GET', 'http://one.test/a');
+    await hub.request('GET', 'http://two.test:8080/b');
+    const audience = (origin: string) => decodeJwt(seen[origin]!.slice('Bearer '.length)).aud;
+    expect(audience('http://one.test')).toBe('http://one.test');
+    expect(audience('http://two.test:8080')).toBe('http://two.test:8080');
   });
 });

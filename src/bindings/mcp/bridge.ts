@@ -19,6 +19,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../../errors.js';
+import { bearerFetch, type TokenSource } from '../../net/token-source.js';
 import { boundedFetch } from '../../sender/transport.js';
 import { seconds, shownUrl } from './_wording.js';
 import { answeredError, failureOf, hasNoMcpFace, isClosed } from './bridge-failures.js';
@@ -29,6 +30,8 @@ export { failureOf } from './bridge-failures.js';
 export type McpBridgeOptions = {
   /** Bearer token the agent asks for. */
   token?: string;
+  /** Where a renewed token comes from (client credentials), sent to the agent's origin only; wins over `token`. */
+  tokenSource?: TokenSource;
   /** Longest exchange with the agent, ms (default 60 000). */
   timeoutMs?: number;
   /** Largest reply read, bytes (default 4 MiB); on the notification stream, the largest event. */
@@ -180,13 +183,19 @@ export class McpBridge {
     void pending.then((client) => client.close()).catch(() => undefined);
   }
 
+  // The connector: with a token source, each request to the agent's origin carries a token valid then.
+  #fetch(): typeof fetch {
+    const { tokenSource } = this.#options;
+    const connector = this.#options.fetch ?? fetch;
+    return tokenSource ? bearerFetch(connector, tokenSource, this.endpoint) : connector;
+  }
+
   async #connect(): Promise<Client> {
-    const headers: Record<string, string> = this.#options.token
-      ? { authorization: `Bearer ${this.#options.token}` }
-      : {};
+    const headers: Record<string, string> =
+      this.#options.token && !this.#options.tokenSource ? { authorization: `Bearer ${this.#options.token}` } : {};
     const transport = new StreamableHTTPClientTransport(new URL(this.endpoint), {
       requestInit: { headers },
-      fetch: bridgeFetch(this.#options.fetch ?? fetch, this.#timeoutMs, this.#options.maxReplyBytes ?? 4 * 1024 * 1024),
+      fetch: bridgeFetch(this.#fetch(), this.#timeoutMs, this.#options.maxReplyBytes ?? 4 * 1024 * 1024),
     });
     const client = new Client({ name: 'agora-mcp-bridge', version: '1.0.0' });
     // The notification stream's hiccups (a reconnection, an agent restarting) are not the host's business.

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { AgoraError, FIXED_MESSAGES, type AgoraErrorCode } from '../../errors.js';
 import { HttpClient } from '../../net/client.js';
+import type { TokenSource } from '../../net/token-source.js';
 import type { ReceiverApi } from '../../receiver.js';
 import {
   peerResponseSchema,
@@ -19,6 +20,8 @@ import { peerText, shownUrl } from './_wording.js';
 export type RemoteOptions = {
   /** Bearer token the agent asks for. */
   token?: string;
+  /** Where a renewed token comes from (client credentials), sent to the agent's origin only; wins over `token`. */
+  tokenSource?: TokenSource;
   /** Longest exchange, ms (default 60 000). */
   timeoutMs?: number;
   /** Largest reply read, bytes (default 4 MiB). */
@@ -40,6 +43,7 @@ export function remoteReceiver(url: string, options: RemoteOptions = {}): Receiv
   const client = new HttpClient({
     fetch: options.fetch,
     token: options.token,
+    tokenSource: options.tokenSource,
     tokenOrigin: base,
     timeoutMs: options.timeoutMs ?? 60_000,
     maxReplyBytes: options.maxReplyBytes ?? 4 * 1024 * 1024,

@@ -67,9 +67,10 @@ class StdioAgent {
   }
 
   async #choose(): Promise<Face> {
-    const { token, timeoutMs, maxReplyBytes, maxTools, warn, fetch } = this.#options;
+    const { token, tokenSource, timeoutMs, maxReplyBytes, maxTools, warn, fetch } = this.#options;
     const bridge = await McpBridge.open(`${this.#base}/mcp`, {
       token,
+      ...(tokenSource ? { tokenSource } : {}),
       timeoutMs,
       maxReplyBytes,
       maxTools,

@@ -2,7 +2,12 @@
 import { z } from 'zod';
 import { AgoraError } from '../../errors.js';
 import { readEvents } from '../../sender/stream.js';
-import { agentBaseUrl, DEFAULT_SENDER_TIMEOUT_MS, peerHeaders, type TransportOptions } from '../../sender/transport.js';
+import {
+  agentBaseUrl,
+  DEFAULT_SENDER_TIMEOUT_MS,
+  peerHeadersFor,
+  type TransportOptions,
+} from '../../sender/transport.js';
 
 /** One of ROAR's StreamEvents (`task_update`, `agent_status`…), as `/roar/events` sends them. */
 export type RoarStreamEvent = {
@@ -35,7 +40,7 @@ export async function* roarEvents(
   try {
     const signal = AbortSignal.any([AbortSignal.timeout(timeoutMs), ...(options.signal ? [options.signal] : [])]);
     response = await fetchImpl(target, {
-      headers: { ...peerHeaders(transport), accept: 'text/event-stream' },
+      headers: { ...(await peerHeadersFor(transport, target)), accept: 'text/event-stream' },
       signal,
     });
   } catch (error) {

@@ -12,7 +12,7 @@ import {
   DEFAULT_SENDER_TIMEOUT_MS,
   getJson,
   JsonText,
-  peerHeaders,
+  peerHeadersFor,
   PeerTransport,
   type TransportOptions,
 } from '../../sender/transport.js';
@@ -220,7 +220,7 @@ export class RoarClient {
     );
     const what = `WebSocket ${base.replace(/^http/, 'ws')}/roar/ws`;
     for await (const piece of roarSocketExchange(base, text, {
-      ...this.#socketOptions(signal),
+      ...(await this.#socketOptions(signal, base)),
       ...(ask.deltas === false ? { deltas: false } : {}),
     })) {
       if (piece.type === 'delta') {
@@ -238,11 +238,11 @@ export class RoarClient {
     return roarEvents(url, this.#options, options);
   }
 
-  #socketOptions(signal: AbortSignal | undefined) {
+  async #socketOptions(signal: AbortSignal | undefined, base: string) {
     return {
       timeoutMs: this.#options.timeoutMs ?? DEFAULT_SENDER_TIMEOUT_MS,
       maxBytes: this.#options.maxReplyBytes ?? 16 * 1024 * 1024,
-      headers: peerHeaders(this.#options),
+      headers: await peerHeadersFor(this.#options, `${base}/roar/ws`),
       ...(signal ? { signal } : {}),
     };
   }

@@ -5,6 +5,7 @@ import type { TurnUsage } from '../../_usage.js';
 import { AgoraError, isAgoraError } from '../../errors.js';
 import type { JsonValue } from '../../schemas.js';
 import { peerConversation } from '../../bindings/peers.js';
+import type { TokenSource } from '../../net/token-source.js';
 import type { Sender, SenderConversation } from '../../sender/sender.js';
 import { readTurnReply, ROOM_DOCUMENT, type TurnReply } from './document.js';
 import type { Participant, RoomRecord } from './records.js';
@@ -69,6 +70,8 @@ export type TurnOutcome = { reply: TurnReply; tokens: number } | { error: string
 export type TurnAskerOptions = {
   sender: Sender;
   peerFetch?: typeof fetch | undefined;
+  /** Where the tokens of participants of other protocols come from (the hub's client credentials). */
+  peerTokenSource?: TokenSource | undefined;
   maxReplyBytes?: number | undefined;
   recentTurns?: number | undefined;
 };
@@ -132,6 +135,7 @@ export class TurnAsker {
       timeoutMs,
       maxReplyBytes: turnReplyBytes(this.#options.maxReplyBytes),
       ...(fetch ? { fetch } : {}),
+      ...(this.#options.peerTokenSource ? { tokenSource: this.#options.peerTokenSource } : {}),
     });
     return { send: (body) => peer.send(body as JsonValue) };
   }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { AgoraError, isAgoraError } from '../../errors.js';
 import { readJson } from '../../edge/body.js';
 import { parseLastEventId, sseFrame } from '../../edge/events.js';
-import { clientKey } from '../../edge/guard.js';
+import { callerKey } from '../../edge/guard.js';
 import type { Mount, MountedRequest, MountRoute } from '../../edge/mount.js';
 import { cleanPath, requestTarget } from '../../edge/request.js';
 import { eventStream, failure, json, type EdgeResponse, type EventStream } from '../../edge/response.js';
@@ -136,7 +136,7 @@ export function roomsMount(rooms: Rooms, options: RoomsMountOptions = {}): Mount
 
   async function events(request: MountedRequest, id: string): Promise<EdgeResponse> {
     const last = parseLastEventId(request.headers['last-event-id']) ?? 0;
-    const client = clientKey(request.remoteAddress);
+    const client = callerKey(request.remoteAddress, request.principal);
     // Each watcher holds a connection: bounded before the room is even read.
     if (watchers >= maxWatchers || perRoom.count(id) >= maxPerRoom || perClient.count(client) >= maxPerClient) {
       const refusal = failure(503, 'Too many watchers of rooms open');

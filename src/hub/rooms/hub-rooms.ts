@@ -32,11 +32,14 @@ export async function roomsForHub(hub: Hub, options: Omit<RoomsOptions, 'resolve
       logger: options.logger ?? consoleLogger('agora-hub'),
       fetch,
       maxReplyBytes: turnReplyBytes(options.maxReplyBytes),
+      // The hub's own credentials: each participant gets a token for its origin, and only it.
+      ...(hub.tokenSource ? { tokenSource: hub.tokenSource } : {}),
     });
   const rooms = new Rooms({
     ...options,
     sender,
     peerFetch: options.peerFetch ?? fetch,
+    ...(hub.tokenSource && !options.peerTokenSource ? { peerTokenSource: hub.tokenSource } : {}),
     async resolve(target) {
       const known = await hub.agent(target);
       // A registered ROAR, A2A or OAP agent takes its turns in its own protocol.

@@ -6,7 +6,7 @@ import { AgoraError, describeError } from '../../errors.js';
 import { consoleLogger, type Logger } from '../../log.js';
 import { KeyedQueue } from '../../_queue.js';
 import { Sender } from '../../sender/sender.js';
-import { TurnAsker, turnReplyBytes, type TurnOutcome } from './ask.js';
+import { TurnAsker, turnReplyBytes, type TurnAskerOptions, type TurnOutcome } from './ask.js';
 import {
   MAX_MESSAGE_CHARS,
   trimTranscript,
@@ -25,6 +25,8 @@ export type RoomsOptions = {
   resolve: (target: string) => Promise<{ name: string; url: string; kind?: Participant['kind'] }>;
   /** The fetch turns to ROAR, A2A and OAP participants go through (default: the global fetch; the hub's is guarded). */
   peerFetch?: typeof fetch;
+  /** Where participants' tokens come from, beside the sender's (the hub's client credentials). */
+  peerTokenSource?: TurnAskerOptions['peerTokenSource'];
   /** Open rooms at most (default 1,000). */
   maxRooms?: number;
   /** Turns of transcript sent with each query (default 20). */
