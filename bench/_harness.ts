@@ -355,3 +355,24 @@ export function resultsTable(results: readonly AlternatingResult[]): string {
 export function formatNumber(value: number, digits = 0): string {
   return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 }
+
+/**
+ * The environment `agora serve` is started with in the benches, as a user's defaults: no LLM key and no variable that
+ * would change the defaults (the request log, tracing) left over from the shell.
+ */
+export const DEFAULTS_ENV: Readonly<Record<string, string>> = Object.fromEntries(
+  [
+    'ANTHROPIC_API_KEY',
+    'ANTHROPIC_AUTH_TOKEN',
+    'OPENAI_API_KEY',
+    'AGORA_QUIET_REQUESTS',
+    'AGORA_LOG_LEVEL',
+    'AGORA_LOG_FORMAT',
+    'AGORA_LOG_SAMPLE',
+    'OTEL_EXPORTER_OTLP_ENDPOINT',
+    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+    'OTEL_EXPORTER_OTLP_PROTOCOL',
+    'OTEL_TRACES_SAMPLER',
+    'OTEL_TRACES_SAMPLER_ARG',
+  ].map((name) => [name, '']),
+);

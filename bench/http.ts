@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { hashText } from '../src/protocol/document.js';
 import {
   alternating,
+  DEFAULTS_ENV,
   formatNumber,
   load,
   pairedRatio,
@@ -22,17 +23,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** The command users run (bin/agora.js: the build when there is one); AGORA_BENCH_CLI names another to compare. */
 const CLI = process.env.AGORA_BENCH_CLI ?? `${root}bin/agora.js`;
 // No LLM (the routine answers) and no environment that would change the defaults.
-const CLI_ENV = Object.fromEntries(
-  [
-    'ANTHROPIC_API_KEY',
-    'ANTHROPIC_AUTH_TOKEN',
-    'OPENAI_API_KEY',
-    'AGORA_QUIET_REQUESTS',
-    'AGORA_LOG_LEVEL',
-    'AGORA_LOG_FORMAT',
-    'AGORA_LOG_SAMPLE',
-  ].map((name) => [name, '']),
-);
+const CLI_ENV = DEFAULTS_ENV;
 
 /** Rounds each server is loaded for, in turns with the others (best round kept: see `alternating`). */
 export const HTTP_ROUNDS = 6;

@@ -16,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { hashText } from '../src/protocol/document.js';
 import {
   alternating,
+  DEFAULTS_ENV,
   formatNumber,
   pairedRatio,
   startProcess,
@@ -40,22 +41,7 @@ const BUSY = 3;
 
 // As bench/http.ts starts `agora serve`: no LLM, no environment that would change the defaults; and no tracing but
 // where asked for (an OTEL_* variable of the shell would trace the untraced server).
-const QUIET_ENV = Object.fromEntries(
-  [
-    'ANTHROPIC_API_KEY',
-    'ANTHROPIC_AUTH_TOKEN',
-    'OPENAI_API_KEY',
-    'AGORA_QUIET_REQUESTS',
-    'AGORA_LOG_LEVEL',
-    'AGORA_LOG_FORMAT',
-    'AGORA_LOG_SAMPLE',
-    'OTEL_EXPORTER_OTLP_ENDPOINT',
-    'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
-    'OTEL_TRACES_SAMPLER',
-    'OTEL_TRACES_SAMPLER_ARG',
-    'OTEL_EXPORTER_OTLP_PROTOCOL',
-  ].map((name) => [name, '']),
-);
+const QUIET_ENV = DEFAULTS_ENV;
 
 /** An OTLP/HTTP sink: answers every export at once, counting the exports and their bytes. */
 async function startSink(): Promise<{ url: string; exports: () => number; bytes: () => number; close(): void }> {

@@ -1,9 +1,10 @@
-// Where the browser tests find Chromium and write their screenshots.
+// Where the browser tests find Chromium and write their screenshots, and the doubling agent's fake LLM they share.
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import type { Page } from 'playwright-core';
+import type { FakeRequest } from '../../src/testing/fake-anthropic.js';
 
 /**
  * Chromium's path: `AGORA_TEST_CHROMIUM` (set by `.ci/run`), else Debian's `/usr/bin/chromium`; undefined when neither
@@ -38,4 +39,25 @@ export async function seriousViolations(page: Page): Promise<string[]> {
   return results.violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length})`);
+}
+
+/** The routine the fake LLM writes for a protocol that doubles `n`. */
+export const DOUBLING_ROUTINE = [
+  "import { defineRoutine } from 'agora-agents';",
+  "import { z } from 'zod';",
+  'export default defineRoutine({',
+  '  input: z.object({ n: z.number() }),',
+  '  output: z.object({ doubled: z.number() }),',
+  '  async handle(body) {',
+  '    return { doubled: body.n * 2 };',
+  '  },',
+  '});',
+].join('\n');
+
+/** The fake LLM of a doubling agent, by purpose: the routine's code, test queries, or an answer under the protocol. */
+export function doublingReply(request: FakeRequest): string {
+  if (request.system.includes('You write routines')) return `\`\`\`ts\n${DOUBLING_ROUTINE}\n\`\`\``;
+  if (request.system.includes('You write test queries')) return JSON.stringify([{ n: 3 }, { n: -4 }]);
+  const n = (JSON.parse(request.lastUserText) as { n?: number }).n ?? 0;
+  return JSON.stringify({ doubled: n * 2 });
 }

@@ -13,8 +13,8 @@ import { startHub } from '../../src/hub/server.js';
 import { silentLogger } from '../../src/log.js';
 import { startLoopbackAgent } from '../hub/_agents.js';
 import { parseDocument } from '../../src/protocol/document.js';
-import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
-import { chromiumPath, collectErrors, SCREENSHOT_DIR, seriousViolations } from './_browser.js';
+import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
+import { chromiumPath, collectErrors, doublingReply, SCREENSHOT_DIR, seriousViolations } from './_browser.js';
 
 const DOUBLE = [
   '---',
@@ -29,25 +29,6 @@ const DOUBLE = [
 ].join('\n');
 const hash = parseDocument(DOUBLE).hash;
 const TOKEN = 'dashboard-test-token';
-const ROUTINE = [
-  "import { defineRoutine } from 'agora-agents';",
-  "import { z } from 'zod';",
-  'export default defineRoutine({',
-  '  input: z.object({ n: z.number() }),',
-  '  output: z.object({ doubled: z.number() }),',
-  '  async handle(body) {',
-  '    return { doubled: body.n * 2 };',
-  '  },',
-  '});',
-].join('\n');
-
-// The fake LLM by purpose: the routine's code, test queries, or an answer under the protocol.
-function reply(request: FakeRequest): string {
-  if (request.system.includes('You write routines')) return `\`\`\`ts\n${ROUTINE}\n\`\`\``;
-  if (request.system.includes('You write test queries')) return JSON.stringify([{ n: 3 }, { n: -4 }]);
-  const n = (JSON.parse(request.lastUserText) as { n?: number }).n ?? 0;
-  return JSON.stringify({ doubled: n * 2 });
-}
 
 const executablePath = chromiumPath();
 if (!executablePath)
@@ -88,7 +69,7 @@ describe.skipIf(!executablePath)('agent dashboard in Chromium', { timeout: 120_0
     page.locator(selector).screenshot({ path: join(SCREENSHOT_DIR, `${name}.png`) });
 
   beforeAll(async () => {
-    fake = await FakeAnthropic.start({ fallback: reply });
+    fake = await FakeAnthropic.start({ fallback: doublingReply });
     dir = await mkdtemp(join(tmpdir(), 'agora-dashboard-'));
     await mkdir(join(dir, 'protocols'));
     await writeFile(join(dir, 'protocols', 'double.md'), DOUBLE);

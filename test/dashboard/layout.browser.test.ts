@@ -10,8 +10,8 @@ import { startAgent, type RunningAgent } from '../../src/agent.js';
 import { AnthropicModel } from '../../src/llm/anthropic/model.js';
 import { silentLogger } from '../../src/log.js';
 import { parseDocument } from '../../src/protocol/document.js';
-import { FakeAnthropic, type FakeRequest } from '../../src/testing/fake-anthropic.js';
-import { chromiumPath, collectErrors, SCREENSHOT_DIR } from './_browser.js';
+import { FakeAnthropic } from '../../src/testing/fake-anthropic.js';
+import { chromiumPath, collectErrors, doublingReply, SCREENSHOT_DIR } from './_browser.js';
 
 // A name and a file name as long as real ones get.
 const DOCUMENT = [
@@ -26,24 +26,6 @@ const DOCUMENT = [
   '',
 ].join('\n');
 const hash = parseDocument(DOCUMENT).hash;
-const ROUTINE = [
-  "import { defineRoutine } from 'agora-agents';",
-  "import { z } from 'zod';",
-  'export default defineRoutine({',
-  '  input: z.object({ n: z.number() }),',
-  '  output: z.object({ doubled: z.number() }),',
-  '  async handle(body) {',
-  '    return { doubled: body.n * 2 };',
-  '  },',
-  '});',
-].join('\n');
-
-function reply(request: FakeRequest): string {
-  if (request.system.includes('You write routines')) return `\`\`\`ts\n${ROUTINE}\n\`\`\``;
-  if (request.system.includes('You write test queries')) return JSON.stringify([{ n: 3 }, { n: -4 }]);
-  const n = (JSON.parse(request.lastUserText) as { n?: number }).n ?? 0;
-  return JSON.stringify({ doubled: n * 2 });
-}
 
 const LAPTOP = { width: 1280, height: 800 };
 const PHONE = { width: 390, height: 844 };
@@ -125,7 +107,7 @@ describe.skipIf(!executablePath)('agent dashboard layout in Chromium', { timeout
     const { chromium } = await import('playwright-core');
     browser = await chromium.launch({ executablePath, headless: true });
     await mkdir(SCREENSHOT_DIR, { recursive: true });
-    fake = await FakeAnthropic.start({ fallback: reply });
+    fake = await FakeAnthropic.start({ fallback: doublingReply });
     dir = await mkdtemp(join(tmpdir(), 'agora-dashboard-layout-'));
     await mkdir(join(dir, 'protocols'));
     await writeFile(join(dir, 'protocols', 'double-a-number-given-as-json.md'), DOCUMENT);
