@@ -20,7 +20,7 @@ export async function followChain(args: ParsedArgs, start: ChainStart): Promise<
   return printOutcome(run, wantsJson(args));
 }
 
-/** A hop's time, and the tokens its agent reported (`—` when none): `1.2 s, 812 in / 96 out tokens (gpt-4.1-mini)`. */
+/** A hop's time and its agent's reported tokens (`—` for none): `1.2 s, 812 in / 96 out tokens (gpt-4.1-mini)`. */
 export function hopFigures(hop: Hop): string {
   const ms = hop.finishedAt - hop.startedAt;
   const time = ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;

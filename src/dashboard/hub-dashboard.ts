@@ -1,6 +1,7 @@
 // `GET /dashboard` on a hub, as a mount: registered agents up or down with their protocols, the protocol catalogue,
-// the cost per query agents report, chains with their hops, and rooms (when the hub has them), kept live by server-sent events. Declared public to the
-// edge: the dashboard applies its own access rule (see access.ts) after the edge's guard.
+// the cost per query agents report, chains with their hops, and rooms (when the hub has them), kept live by
+// server-sent events. Declared public to the edge: the dashboard applies its own access rule (see access.ts) after
+// the edge's guard.
 import { describeError } from '../errors.js';
 import { sseFrame } from '../edge/events.js';
 import type { Mount, MountedRequest, MountRoute } from '../edge/mount.js';

@@ -257,7 +257,7 @@ export class FaceSessions {
     return reply;
   }
 
-  /** Where a session is kept: in a shared memory, a digest of its key (principal and id are any text; memory keys are not). */
+  /** Where a session is kept: in a shared memory, a digest of its key (any text; a memory's keys are not). */
   #keyOf(key: string): string {
     return `${this.#prefix}${this.#shared ? createHash('sha256').update(key).digest('base64url') : key}`;
   }
