@@ -113,6 +113,15 @@ export async function startCluster() {
     );
     return roles.filter((port) => port > 0);
   };
+  // A replica's first acknowledgement after its sync can take longer than a turn's WAIT (500 ms) on a loaded
+  // machine: each master's first write is waited for here, not by the first test.
+  for (const port of await masters()) {
+    await cli(port, 'set', 'agora-test:warm-up', '1');
+    await until(
+      'each master to have a write acknowledged by its replica',
+      async () => Number((await cli(port, 'wait', '1', '2000')).trim()) >= 1,
+    );
+  }
   return {
     url: `redis-cluster://${addresses.join(',')}`,
     ports,
