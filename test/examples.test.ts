@@ -1,33 +1,16 @@
-import { spawn } from 'node:child_process';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { PROMPT_MARKERS } from '../examples/weather/brain.js';
+import { runNode, type RunResult } from './helpers/cli.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /** Runs an example as its users would, offline: no Anthropic credentials reach it, so the fake brain answers. */
-function runExample(
-  script: string,
-  args: string[] = [],
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const env = { ...process.env };
-  delete env.ANTHROPIC_API_KEY;
-  delete env.ANTHROPIC_AUTH_TOKEN;
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', script, ...args], {
-      cwd: root,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function runExample(script: string, args: string[] = []): Promise<RunResult> {
+  const env = { ANTHROPIC_API_KEY: undefined, ANTHROPIC_AUTH_TOKEN: undefined };
+  return runNode(['--import', 'tsx', script, ...args], { env, timeoutMs: 300_000 });
 }
 
 describe('examples', () => {

@@ -1,27 +1,13 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { movingAverage } from '../../examples/paper-network/figure.js';
-
-const root = fileURLToPath(new URL('../..', import.meta.url));
+import { runNode, type RunResult } from '../helpers/cli.js';
 
 /** Runs a script of the example as its users would (tsx resolves `agora-agents` to src/), offline. */
-function run(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', ...args], {
-      cwd: root,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
+function run(args: string[]): Promise<RunResult> {
+  return runNode(['--import', 'tsx', ...args], { timeoutMs: 600_000 });
 }
 
 describe('the paper network', () => {

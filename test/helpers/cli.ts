@@ -9,13 +9,16 @@ export function cliArgs(args: string[]): string[] {
   return ['--import', 'tsx', `${root}src/cli/main.ts`, ...args];
 }
 
-/** Runs `agora …` to completion and returns its output and exit code. */
-export function runCli(
-  args: string[],
-  options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number } = {},
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
+/** What a command run to completion printed, and its exit code. */
+export type RunResult = { code: number | null; stdout: string; stderr: string };
+
+/** Options of {@link runNode}: `env` adds to (or, with `undefined`, removes from) this process's environment. */
+export type RunOptions = { cwd?: string; env?: NodeJS.ProcessEnv; input?: string; timeoutMs?: number };
+
+/** Runs `node …args` to completion (killed after `timeoutMs`, default 30 s) and returns its output and exit code. */
+export function runNode(args: string[], options: RunOptions = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, cliArgs(args), {
+    const child = spawn(process.execPath, args, {
       cwd: options.cwd ?? root,
       env: { ...process.env, ...options.env },
       stdio: ['pipe', 'pipe', 'pipe'],
@@ -32,6 +35,11 @@ export function runCli(
     });
     child.stdin.end(options.input ?? '');
   });
+}
+
+/** Runs `agora …` to completion and returns its output and exit code. */
+export function runCli(args: string[], options: RunOptions = {}): Promise<RunResult> {
+  return runNode(cliArgs(args), options);
 }
 
 export type StartedCommand = {
